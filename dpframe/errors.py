@@ -1,0 +1,41 @@
+"""Typed errors. Every error dpframe raises on bad input derives from :class:`DPError`.
+
+Messages name columns, arguments and declared (public) values only; they never contain
+values read from the private data.
+"""
+
+from __future__ import annotations
+
+
+class DPError(Exception):
+    """Base class of every dpframe error."""
+
+
+class ValidationError(DPError, ValueError):
+    """Bad arguments or data (wrong type, unknown column, invalid epsilon...)."""
+
+
+class BoundsError(ValidationError):
+    """A query needs declared bounds that are missing or malformed."""
+
+
+class KeysError(ValidationError):
+    """Grouping without public keys and without ``keys="private"``."""
+
+
+class BudgetExceededError(DPError):
+    """The query does not fit the remaining budget: nothing computed, nothing charged."""
+
+
+class LedgerError(DPError):
+    """The durable ledger is missing, corrupt, or disagrees with the session."""
+
+
+__all__ = [
+    "BoundsError",
+    "BudgetExceededError",
+    "DPError",
+    "KeysError",
+    "LedgerError",
+    "ValidationError",
+]
