@@ -1,0 +1,78 @@
+"""The backend contract: exact aggregates only, never noise.
+
+A backend turns a :class:`~dpframe.core.plan.ReleasePlan` into
+:class:`~dpframe.core.plan.ExactAggregates` using the shared transformations of
+:mod:`dpframe.core.transform`. Group codes are computed by :func:`group_codes_from_uniques` so
+every backend maps declared keys the same way.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from ..core.plan import ExactAggregates, ReleasePlan
+from ..query import ColumnKind
+
+
+class Backend(Protocol):
+    """What a front needs from an engine."""
+
+    def schema(self) -> dict[str, ColumnKind]:
+        """Column name -> kind, from dtypes only (public)."""
+        ...
+
+    def categories(self, column: str) -> tuple[object, ...] | None:
+        """Declared categories of a categorical column (dtype metadata, public), else None."""
+        ...
+
+    def check(self, plan: ReleasePlan) -> None:
+        """Refuse degenerate input before any charge (no rows, all-missing columns)."""
+        ...
+
+    def exact(self, plan: ReleasePlan, gen: np.random.Generator) -> ExactAggregates:
+        """Exact aggregates per group, after contribution bounding."""
+        ...
+
+
+def declared_positions(uniques: Sequence[object], declared: Sequence[object]) -> npt.NDArray[
+        np.int64]:
+    """Position of each observed unique value in the declared keys, -1 when undeclared."""
+    pos: dict[object, int] = {}
+    for i, k in enumerate(declared):
+        pos.setdefault(k, i)
+    out = np.empty(len(uniques), dtype=np.int64)
+    for i, u in enumerate(uniques):
+        try:
+            out[i] = pos.get(u, -1)
+        except TypeError:  # unhashable
+            out[i] = -1
+    return out
+
+
+def combine_codes(codes: list[npt.NDArray[np.int64]], sizes: list[int]) -> npt.NDArray[np.int64]:
+    """Mixed-radix combination of per-column codes; -1 if any column is -1."""
+    out = np.zeros(codes[0].size, dtype=np.int64)
+    bad = np.zeros(codes[0].size, dtype=bool)
+    for c, k in zip(codes, sizes, strict=True):
+        out = out * k + c
+        bad |= c < 0
+    out[bad] = -1
+    return out
+
+
+def public_key_list(declared: list[tuple[object, ...]]) -> list[tuple[object, ...]]:
+    """All combinations of declared keys, in declared order (the output index)."""
+    return [tuple(t) for t in itertools.product(*declared)]
+
+
+def sorted_keys(keys: list[tuple[object, ...]]) -> list[int]:
+    """Order of observed keys for output: sorted (never data order, which would leak row order)."""
+    try:
+        return sorted(range(len(keys)), key=lambda i: keys[i])
+    except TypeError:
+        return sorted(range(len(keys)), key=lambda i: tuple(map(str, keys[i])))

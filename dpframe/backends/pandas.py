@@ -1,0 +1,131 @@
+"""The pandas backend: factorize keys and units, then the shared transformations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from ..core.plan import ExactAggregates, ReleasePlan
+from ..core.transform import compute_exact
+from ..errors import ValidationError
+from ..query import ColumnKind
+from .base import combine_codes, declared_positions, public_key_list, sorted_keys
+
+
+def column_kind(dtype: Any) -> ColumnKind:
+    """Public kind of a pandas dtype."""
+    if pd.api.types.is_bool_dtype(dtype):
+        return "bool"
+    if pd.api.types.is_integer_dtype(dtype):
+        return "int"
+    if pd.api.types.is_float_dtype(dtype):
+        return "float"
+    return "other"
+
+
+def numeric_column(s: pd.Series) -> tuple[np.ndarray, npt.NDArray[np.bool_]]:
+    """A numeric column as numpy (int64 when it has no missing value, else float64 with NaN)."""
+    valid = s.notna().to_numpy(dtype=bool)
+    kind = column_kind(s.dtype)
+    if kind in ("int", "bool") and bool(valid.all()):
+        return s.to_numpy(dtype=np.int64), valid
+    if kind == "other":
+        return np.zeros(len(s)), np.zeros(len(s), dtype=bool)
+    return s.to_numpy(dtype=np.float64, na_value=np.nan), valid
+
+
+def factorize(s: pd.Series) -> tuple[npt.NDArray[np.int64], list[object]]:
+    """Codes (-1 for missing) and observed unique values."""
+    codes, uniques = pd.factorize(s, use_na_sentinel=True)
+    return np.asarray(codes, dtype=np.int64), list(uniques)
+
+
+class PandasBackend:
+    """Exact aggregates of an in-memory pandas DataFrame."""
+
+    def __init__(self, df: pd.DataFrame) -> None:
+        if not isinstance(df, pd.DataFrame):
+            raise ValidationError("expected a pandas DataFrame")
+        self.df = df
+
+    def schema(self) -> dict[str, ColumnKind]:
+        return {str(c): column_kind(t) for c, t in self.df.dtypes.items()}
+
+    def categories(self, column: str) -> tuple[object, ...] | None:
+        dtype = self.df[column].dtype
+        if isinstance(dtype, pd.CategoricalDtype):
+            return tuple(dtype.categories)
+        return None
+
+    def check(self, plan: ReleasePlan) -> None:
+        """Degenerate input is refused before any charge. This reveals only that the frame is
+        empty or a column entirely missing, to the analyst who holds the frame; see
+        docs/privacy.md."""
+        if len(self.df) == 0:
+            raise ValidationError("the frame has no rows")
+        for m in plan.query.measures:
+            if m.column is not None and m.op != "count" and not self.df[m.column].notna().any():
+                raise ValidationError(f"column {m.column!r} has no non-missing value")
+
+    def group_codes(self, plan: ReleasePlan) -> tuple[npt.NDArray[np.int64],
+                                                     list[tuple[object, ...]]]:
+        """Group code per row and the key list, for public or private keys."""
+        q = plan.query
+        n = len(self.df)
+        if not q.by:
+            return np.zeros(n, dtype=np.int64), [()]
+        per_col: list[npt.NDArray[np.int64]] = []
+        sizes: list[int] = []
+        observed: list[list[object]] = []
+        for col in q.by:
+            codes, uniques = factorize(self.df[col])
+            if q.private_keys:
+                per_col.append(codes)
+                sizes.append(max(len(uniques), 1))
+                observed.append(uniques)
+            else:
+                declared = q.keys[col]
+                mapping = declared_positions(uniques, declared)
+                per_col.append(np.where(codes >= 0, mapping[np.maximum(codes, 0)], -1))
+                sizes.append(len(declared))
+        if not q.private_keys:
+            declared_lists: list[tuple[object, ...]] = [tuple(q.keys[c]) for c in q.by]
+            return combine_codes(per_col, sizes), public_key_list(declared_lists)
+        combined = combine_codes(per_col, sizes)
+        if len(q.by) == 1:
+            single: list[tuple[object, ...]] = [(u,) for u in observed[0]]
+            return combined, single
+        codes, uniq = pd.factorize(combined, use_na_sentinel=False)
+        codes = np.where(combined >= 0, codes, -1)
+        keys: list[tuple[object, ...]] = []
+        for c in np.asarray(uniq):
+            rest, tup = int(c), []
+            for size, obs in zip(reversed(sizes), reversed(observed), strict=True):
+                tup.append(obs[rest % size])
+                rest //= size
+            keys.append(tuple(reversed(tup)))
+        # -1 (missing) is one of the uniques when present: drop it from the key list
+        valid = np.asarray(uniq) >= 0
+        remap = np.cumsum(valid) - 1
+        codes = np.where(codes >= 0, remap[np.maximum(codes, 0)], -1)
+        codes[combined < 0] = -1
+        keys = [k for k, ok in zip(keys, valid, strict=True) if ok]
+        return codes.astype(np.int64), keys
+
+    def exact(self, plan: ReleasePlan, gen: np.random.Generator) -> ExactAggregates:
+        codes, keys = self.group_codes(plan)
+        units = None
+        if plan.query.privacy_unit:
+            units, _ = factorize(self.df[plan.query.privacy_unit])
+        agg = compute_exact(plan, codes, keys, units, lambda c: numeric_column(self.df[c]), gen)
+        if plan.query.private_keys:
+            order = sorted_keys(agg.keys)
+            agg = ExactAggregates(
+                [agg.keys[i] for i in order],
+                {k: v[order] for k, v in agg.values.items()},
+                {k: v[order] for k, v in agg.counts.items()},
+                agg.unit_counts[order] if agg.unit_counts is not None else None)
+        return agg

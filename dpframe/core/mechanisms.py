@@ -1,0 +1,300 @@
+"""Noise-adding mechanisms on exact integer lattices, with accuracy both ways.
+
+Every real-valued release is *granular* (PRIVACY.md): the exact value is an integer count of a
+power-of-two unit ``u`` (the backends accumulate in fixed point); it is rounded to a coarser
+power-of-two granularity ``g`` and released as ``g * (round(x / g) + Z)`` with ``Z`` exact
+integer noise. Rounding moves each coordinate by less than one step of ``g``, so the integer
+sensitivity is ``floor(Delta / g) + c`` (L1) or ``Delta / g + sqrt(c)`` (L2), ``c`` being the
+number of coordinates a neighbour can change. The reachable outputs form the same lattice for
+every input, which defeats Mironov's (2012) floating-point attack; converting the final integer
+to a float is post-processing.
+
+* Laplace: ``Z`` two-sided geometric with scale ``Delta_int / epsilon`` is epsilon-DP for L1
+  sensitivity ``Delta_int`` (Ghosh, Roughgarden, Sundararajan 2009).
+* Gaussian: ``Z`` discrete Gaussian with variance ``sigma^2`` is rho-zCDP with
+  ``rho = Delta_2^2 / (2 sigma^2)`` for integer L2 sensitivity ``Delta_2`` (Canonne, Kamath,
+  Steinke 2020, Thm 4); sigma is calibrated so the zCDP conversion meets (epsilon, delta).
+* Exponential mechanism: permute-and-flip (McKenna and Sheldon 2020), epsilon-DP for utilities
+  of sensitivity ``Delta_u``, sampled exactly with Bernoulli(exp(-x)) coins.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from .accounting import zcdp_rho_for_epsilon
+from .rng import RandomSource
+from .samplers import (
+    bernoulli_exp_neg,
+    discrete_gaussian,
+    discrete_laplace,
+    round_scale_up,
+)
+
+Kind = Literal["laplace", "gaussian"]
+
+#: The noise granularity is 2**-GRANULARITY_BITS of the sensitivity (rounded down to a power of
+#: two): rounding then costs at most a factor (1 + 2**-20) of noise and moves a value by at most
+#: 2**-21 * epsilon noise scales.
+GRANULARITY_BITS = 20
+
+
+def power_of_two_at_most(x: Fraction) -> Fraction:
+    """The largest power of two ``<= x`` (x > 0), as an exact fraction."""
+    if x <= 0:
+        raise ValueError("x must be positive")
+    e = x.numerator.bit_length() - x.denominator.bit_length()
+    p = Fraction(2) ** e
+    while p > x:
+        p /= 2
+    while p * 2 <= x:
+        p *= 2
+    return p
+
+
+def granularity_for(sensitivity: Fraction) -> Fraction:
+    """Noise granularity g for a real-valued release: a power of two near sensitivity / 2**20."""
+    return power_of_two_at_most(sensitivity) / (1 << GRANULARITY_BITS)
+
+
+def _normal_quantile(p: float) -> float:
+    """Inverse standard normal CDF by bisection on erfc (analysis only, never sampling)."""
+    lo, hi = -40.0, 40.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if 0.5 * math.erfc(-mid / math.sqrt(2)) < p:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def rho_for(epsilon: Fraction, delta: Fraction) -> Fraction:
+    """The zCDP budget of a Gaussian release asked for at (epsilon, delta)."""
+    return zcdp_rho_for_epsilon(epsilon, delta)
+
+
+@dataclass(frozen=True)
+class NoiseSpec:
+    """A fully determined additive-noise release, computed from public parameters only.
+
+    ``granularity`` g is the output lattice step (1 for integer results); ``int_sensitivity``
+    the sensitivity in units of g after rounding (L1 for Laplace, L2 for Gaussian);
+    ``int_scale`` the Laplace scale in units of g, ``int_sigma2`` the Gaussian variance.
+    """
+
+    kind: Kind
+    epsilon: Fraction
+    delta: Fraction
+    sensitivity: Fraction
+    granularity: Fraction
+    int_sensitivity: Fraction
+    int_scale: Fraction = Fraction(0)
+    int_sigma2: Fraction = Fraction(0)
+    rho: Fraction | None = None
+    integer: bool = False
+
+    @property
+    def scale(self) -> float:
+        """The noise scale in output units: Laplace b, or Gaussian sigma."""
+        g = float(self.granularity)
+        if self.kind == "laplace":
+            return g * float(self.int_scale)
+        return g * math.sqrt(float(self.int_sigma2))
+
+    @property
+    def std(self) -> float:
+        """Standard deviation of the noise in output units."""
+        if self.kind == "laplace":
+            p = math.exp(-1.0 / float(self.int_scale))
+            return float(self.granularity) * math.sqrt(2 * p) / (1 - p)
+        return self.scale
+
+    def half_width(self, level: float = 0.95) -> float:
+        """Smallest A with P(|noise| <= A) >= level (exact for the discrete Laplace)."""
+        alpha = 1.0 - level
+        g = float(self.granularity)
+        if self.kind == "laplace":
+            # P(|Z| > a) = 2 p^(a+1) / (1 + p) for the discrete Laplace with p = exp(-1/t).
+            t = float(self.int_scale)
+            p = math.exp(-1.0 / t)
+            a = math.ceil(math.log(alpha * (1 + p) / 2) / math.log(p) - 1 - 1e-12)
+            return g * max(a, 0)
+        sigma = math.sqrt(float(self.int_sigma2))
+        # discrete Gaussian tails are within a factor (1 + 2e^{-2 pi^2 sigma^2}) of the
+        # continuous ones for sigma >= 1 (CKS 2020, Sec. 2); add one lattice step for safety.
+        return g * (math.ceil(sigma * _normal_quantile(1 - alpha / 2)) + 1)
+
+    def add_noise(self, exact: npt.ArrayLike, unit: Fraction, rng: RandomSource) -> np.ndarray:
+        """Release ``exact`` (integers counting ``unit``) with this noise.
+
+        Returns int64 values for integer releases, float64 otherwise (multiples of g).
+        """
+        vals = np.asarray(exact)
+        n = vals.size
+        ratio = self.granularity / unit
+        if ratio.denominator != 1:
+            raise ValueError("granularity must be an integer multiple of the accumulation unit")
+        m = ratio.numerator
+        if self.kind == "laplace":
+            z = discrete_laplace(self.int_scale, n, rng)
+        else:
+            z = discrete_gaussian(self.int_sigma2, n, rng)
+        z = z.reshape(vals.shape)
+        if vals.dtype != object and (n == 0 or int(np.abs(vals).max()) < (1 << 60)):
+            x = vals.astype(np.int64)
+            # round half up to the lattice of g: floor((x + m/2) / m), exact in int64
+            lattice = (x + m // 2) // m if m > 1 else x
+            noisy: np.ndarray = lattice + z
+        else:  # Python ints (very large exact sums)
+            noisy = np.array([(int(v) * 2 + m) // (2 * m) + int(e)
+                              for v, e in zip(vals.reshape(-1), z.reshape(-1), strict=True)],
+                             dtype=object).reshape(vals.shape)
+        if self.integer:
+            return np.asarray(noisy, dtype=np.int64)
+        # conversion to float is post-processing of the exact integer release
+        return np.asarray(noisy, dtype=np.float64) * float(self.granularity)
+
+
+def noise_spec(
+    kind: Kind,
+    sensitivity: Fraction,
+    epsilon: Fraction,
+    delta: Fraction = Fraction(0),
+    *,
+    changed: int = 1,
+    integer: bool = False,
+    rho: Fraction | None = None,
+) -> NoiseSpec:
+    """Calibrate noise for ``sensitivity`` (L1 for Laplace, L2 for Gaussian) at (eps, delta).
+
+    ``changed`` bounds how many coordinates one neighbour can change; ``integer`` says the exact
+    values are integers with integer sensitivity, released without rounding (g = 1). For
+    Gaussian noise, ``rho`` (a share of a query's zCDP budget) overrides the calibration from
+    (epsilon, delta).
+    """
+    if epsilon <= 0:
+        raise ValueError("epsilon must be positive")
+    if sensitivity <= 0:
+        raise ValueError("sensitivity must be positive")
+    if integer:
+        g = Fraction(1)
+        int_sens = Fraction(math.ceil(sensitivity))
+    else:
+        g = granularity_for(sensitivity)
+        if kind == "laplace":
+            int_sens = Fraction(math.floor(sensitivity / g) + changed)
+        else:
+            int_sens = sensitivity / g + _sqrt_up(changed)
+    if kind == "laplace":
+        scale = round_scale_up(int_sens / epsilon)
+        return NoiseSpec("laplace", epsilon, delta, sensitivity, g, int_sens, int_scale=scale,
+                         integer=integer)
+    if delta <= 0:
+        raise ValueError("the Gaussian mechanism needs delta > 0")
+    if rho is None:
+        rho = rho_for(epsilon, delta)
+    # sigma^2 rounded up: the achieved rho = Delta^2 / (2 sigma^2) is at most the planned one
+    sigma2 = _round_up(int_sens * int_sens / (2 * rho))
+    return NoiseSpec("gaussian", epsilon, delta, sensitivity, g, int_sens, int_sigma2=sigma2,
+                     rho=rho, integer=integer)
+
+
+def _sqrt_up(c: int) -> Fraction:
+    """sqrt(c) rounded up to a multiple of 2**-20."""
+    r = math.isqrt(c * (1 << 40))
+    if r * r < c * (1 << 40):
+        r += 1
+    return Fraction(r, 1 << 20)
+
+
+def _round_up(x: Fraction) -> Fraction:
+    """x rounded up to a multiple of 2**-16 (at least 2**-16)."""
+    return Fraction(max(math.ceil(x * (1 << 16)), 1), 1 << 16)
+
+
+def epsilon_for_half_width(
+    half_width: float,
+    sensitivity: Fraction,
+    level: float = 0.95,
+    kind: Kind = "laplace",
+    delta: Fraction = Fraction(0),
+    integer: bool = False,
+) -> float:
+    """The smallest epsilon whose release has a ``level`` interval no wider than +/- half_width."""
+    if half_width <= 0:
+        raise ValueError("half_width must be positive")
+    lo, hi = 1e-9, 1e6
+
+    def width(e: float) -> float:
+        spec = noise_spec(kind, sensitivity, Fraction(repr(e)), delta, integer=integer)
+        return spec.half_width(level)
+
+    if width(hi) > half_width:
+        raise ValueError("no epsilon reaches that accuracy")
+    for _ in range(100):
+        mid = math.sqrt(lo * hi)
+        if width(mid) <= half_width:
+            hi = mid
+        else:
+            lo = mid
+        if hi / lo < 1 + 1e-6:
+            break
+    return hi
+
+
+@dataclass(frozen=True)
+class ExponentialSpec:
+    """Permute-and-flip over a public candidate list with integer utilities.
+
+    Utility ``u_i`` (integer) has sensitivity ``utility_sensitivity``; candidate i is accepted in
+    random order with probability exp(epsilon (u_i - u_max) / (2 Delta_u)), computed exactly.
+    With probability >= 1 - beta the output's utility is within
+    ``2 Delta_u ln(m / beta) / epsilon`` of the best (McKenna and Sheldon 2020, Thm 2).
+    """
+
+    epsilon: Fraction
+    utility_sensitivity: int
+    n_candidates: int
+    extra: dict[str, object] = field(default_factory=dict)
+
+    def utility_error(self, level: float = 0.95) -> float:
+        """Utility shortfall bound holding with probability ``level``."""
+        beta = 1 - level
+        return 2 * self.utility_sensitivity * math.log(self.n_candidates / beta) / float(
+            self.epsilon)
+
+    def choose(self, utilities: npt.NDArray[np.int64], rng: RandomSource) -> npt.NDArray[np.int64]:
+        """One candidate index per row of ``utilities`` (shape groups x candidates)."""
+        u = np.atleast_2d(np.asarray(utilities, dtype=np.int64))
+        g, m = u.shape
+        if g == 0:
+            return np.zeros(0, dtype=np.int64)
+        gap = (u.max(axis=1, keepdims=True) - u).reshape(-1)  # >= 0 integers
+        eps = self.epsilon
+        # exp(-eps * gap / (2 Du)) = exp(-(p * gap) / (2 q Du)) with eps = p / q
+        num = eps.numerator * gap
+        den = 2 * eps.denominator * self.utility_sensitivity
+        if den > (1 << 40):
+            # use a smaller epsilon with a short denominator: less privacy loss, still valid
+            eps = Fraction(math.floor(eps * (1 << 20)), 1 << 20)
+            num = eps.numerator * gap
+            den = 2 * eps.denominator * self.utility_sensitivity
+        accept = bernoulli_exp_neg(num, np.full(num.size, den, dtype=np.int64), rng).reshape(g, m)
+        # a uniformly random order per group: priorities from fresh random words
+        prio = rng.words(g * m).reshape(g, m)
+        prio = np.where(accept, prio, np.uint64(np.iinfo(np.uint64).max))
+        # ties between two accepted candidates have probability ~ m^2 2^-64; break them by
+        # re-drawing those rows (keeps the order exactly uniform)
+        choice = prio.argmin(axis=1)
+        best = prio[np.arange(g), choice]
+        dup = (prio == best[:, None]).sum(axis=1) > 1
+        if dup.any():  # pragma: no cover - probability ~2^-50
+            choice[dup] = self.choose(u[dup], rng)
+        return choice.astype(np.int64)

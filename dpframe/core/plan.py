@@ -1,0 +1,466 @@
+"""Release plans: from a validated Query to mechanisms, costs and requested exact aggregates.
+
+A plan is computed from public information only (arguments, declared bounds and keys, the
+neighbouring relation), so it can be shown before anything is spent (``explain`` / dry runs).
+Budget split rules (documented in docs/privacy.md):
+
+* ``agg`` with several aggregates: epsilon (and delta, and rho for Gaussian noise) is split in
+  proportion to the aggregates' weights (equal by default): sequential composition.
+* ``mean``: half of its share for the noisy count, half for the noisy shifted sum.
+* ``keys="private"``: ``selection_share`` (1/2 by default) of epsilon for DP key selection, the
+  rest for the aggregates; delta goes to key selection unless Gaussian noise needs half of it.
+* groupby over disjoint groups: one charge (parallel composition), with sensitivities scaled by
+  ``max_groups_per_unit`` (additive noise) or epsilon divided among the groups a unit can touch
+  (per-group exponential mechanism).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from ..errors import ValidationError
+from ..query import Measure, Query
+from .accounting import PrivacyCost
+from .mechanisms import ExponentialSpec, NoiseSpec, noise_spec, rho_for
+from .rng import RandomSource
+from .sensitivity import (
+    Contribution,
+    Relation,
+    count_sensitivity,
+    groups_affected,
+    histogram_sensitivity,
+    key_selection_sensitivity,
+    quantile_utility_sensitivity,
+    sum_sensitivity,
+)
+
+ACCUMULATION_BITS = 32
+
+RequestKind = Literal["rows", "nonnull", "fixed_sum", "bins", "grid"]
+
+
+@dataclass(frozen=True)
+class AggregateRequest:
+    """An exact aggregate a backend must compute per group (no noise, ever).
+
+    * ``rows``: number of rows; ``nonnull``: non-missing values of ``column``.
+    * ``fixed_sum``: sum of ``clip(rint((clip(x, lo, hi) - shift) / unit), ilo, ihi)`` over
+      non-missing x, as exact integers (also returns the non-missing count).
+    * ``bins``: counts per histogram bin (``edges``, ``right``); values outside are dropped.
+    * ``grid``: counts per candidate cell: a value goes to the first candidate >= clip(x).
+    """
+
+    kind: RequestKind
+    column: str | None = None
+    lo: float = 0.0
+    hi: float = 0.0
+    shift: float = 0.0
+    unit: Fraction = Fraction(1)
+    ilo: int = 0
+    ihi: int = 0
+    integer: bool = False
+    edges: tuple[float, ...] = ()
+    right: bool = True
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        return (self.kind, self.column, self.lo, self.hi, self.shift, self.unit, self.edges,
+                self.right, self.integer)
+
+
+def fixed_point_request(column: str, lo: Fraction, hi: Fraction, shift: Fraction,
+                        integer: bool) -> AggregateRequest:
+    """Fixed-point accumulation of clamped values: exact integer sums whose per-row bound holds
+    by construction (the integer value is clipped after rounding), so float rounding can never
+    push a sum past its sensitivity (PRIVACY.md)."""
+    if integer and shift == 0:
+        ilo, ihi = math.ceil(lo), math.floor(hi)
+        if ilo > ihi:
+            raise ValidationError(f"bounds of {column!r} contain no integer")
+        return AggregateRequest("fixed_sum", column, float(lo), float(hi), 0.0, Fraction(1),
+                                ilo, ihi, integer=True)
+    m = max(abs(lo - shift), abs(hi - shift))
+    from .mechanisms import power_of_two_at_most
+
+    unit = power_of_two_at_most(m) / (1 << ACCUMULATION_BITS)
+    ilo = math.ceil((lo - shift) / unit)
+    ihi = math.floor((hi - shift) / unit)
+    return AggregateRequest("fixed_sum", column, float(lo), float(hi), float(shift), unit,
+                            ilo, ihi)
+
+
+@dataclass
+class MeasurePlan:
+    """How one measure is released."""
+
+    measure: Measure
+    epsilon: Fraction
+    delta: Fraction
+    requests: list[AggregateRequest]
+    noise: NoiseSpec | None = None          # count, sum, histogram; the sum part of a mean
+    count_noise: NoiseSpec | None = None    # the count part of a mean
+    em: ExponentialSpec | None = None       # quantiles
+    candidates: npt.NDArray[np.float64] | None = None
+    bounds: tuple[float, float] | None = None
+
+    @property
+    def mechanism(self) -> str:
+        if self.em is not None:
+            return "exponential (permute-and-flip)"
+        assert self.noise is not None
+        kind = "geometric" if self.noise.kind == "laplace" and self.noise.integer else (
+            "granular laplace" if self.noise.kind == "laplace" else "discrete gaussian")
+        return kind
+
+    def describe(self, level: float) -> dict[str, object]:
+        """Public description: mechanism, scale, granularity, interval half-width."""
+        d: dict[str, object] = {
+            "aggregate": self.measure.name, "column": self.measure.column,
+            "mechanism": self.mechanism, "epsilon": float(self.epsilon),
+            "delta": float(self.delta),
+        }
+        if self.noise is not None:
+            d.update(noise_scale=self.noise.scale, granularity=float(self.noise.granularity),
+                     sensitivity=float(self.noise.sensitivity),
+                     ci_level=level, ci_half_width=self.noise.half_width(level))
+            if self.count_noise is not None:
+                d.update(count_noise_scale=self.count_noise.scale,
+                         count_ci_half_width=self.count_noise.half_width(level))
+            if self.noise.rho is not None:
+                d["rho"] = float(self.noise.rho)
+        if self.em is not None:
+            d.update(candidates=self.em.n_candidates,
+                     utility_sensitivity=self.em.utility_sensitivity,
+                     rank_error=self.em.utility_error(level)
+                     / max(1, (self.measure.q or Fraction(1)).denominator),
+                     grid_step=float((self.bounds[1] - self.bounds[0]) / (self.em.n_candidates - 1))
+                     if self.bounds else None)
+        return d
+
+
+@dataclass
+class SelectionPlan:
+    """DP key selection: noisy distinct-unit counts per key, released above a threshold."""
+
+    noise: NoiseSpec
+    threshold: int
+    epsilon: Fraction
+    delta: Fraction
+
+    def describe(self) -> dict[str, object]:
+        return {"mechanism": "geometric key selection", "epsilon": float(self.epsilon),
+                "delta": float(self.delta), "noise_scale": self.noise.scale,
+                "threshold": self.threshold}
+
+
+@dataclass
+class ReleasePlan:
+    """Everything about a release that does not depend on the data."""
+
+    query: Query
+    relation: Relation
+    measures: list[MeasurePlan]
+    selection: SelectionPlan | None
+    cost: PrivacyCost
+    contribution: Contribution = field(default_factory=Contribution)
+
+    @property
+    def requests(self) -> list[AggregateRequest]:
+        """Deduplicated exact aggregates to compute (always including row counts per group)."""
+        seen: dict[tuple[object, ...], AggregateRequest] = {}
+        for mp in self.measures:
+            for r in mp.requests:
+                seen.setdefault(r.key, r)
+        return list(seen.values())
+
+    @property
+    def mechanism(self) -> str:
+        return ", ".join(dict.fromkeys(mp.mechanism for mp in self.measures))
+
+    def describe(self) -> dict[str, object]:
+        level = self.query.ci or 0.95
+        return {
+            "relation": self.relation,
+            "epsilon": float(self.query.epsilon), "delta": float(self.query.delta),
+            "charge_epsilon": float(self.cost.epsilon), "charge_delta": float(self.cost.delta),
+            "privacy_unit": self.query.privacy_unit,
+            "max_rows_per_unit": self.contribution.rows,
+            "max_groups_per_unit": self.contribution.groups,
+            "measures": [mp.describe(level) for mp in self.measures],
+            "key_selection": self.selection.describe() if self.selection else None,
+        }
+
+
+def plan_query(query: Query, relation: Relation, column_kinds: dict[str, str]) -> ReleasePlan:
+    """Plan a validated query under ``relation``; pure function of public information."""
+    if relation not in ("add_remove", "change_one"):
+        raise ValidationError("neighbouring must be 'add_remove' or 'change_one'")
+    grouped = bool(query.by)
+    if query.privacy_unit:
+        contrib = Contribution(query.max_rows_per_unit, query.max_groups_per_unit if grouped else 1)
+    else:
+        contrib = Contribution(1, 1)
+    gaussian = query.mechanism == "gaussian"
+    eps_total, delta_total = query.epsilon, query.delta
+
+    selection: SelectionPlan | None = None
+    eps_measures, delta_measures = eps_total, delta_total
+    if query.private_keys:
+        eps_sel = eps_total * query.selection_share
+        delta_sel = delta_total / 2 if gaussian else delta_total
+        eps_measures, delta_measures = eps_total - eps_sel, delta_total - delta_sel
+        selection = _plan_selection(relation, contrib, eps_sel, delta_sel)
+
+    rho_total = rho_for(eps_measures, delta_measures) if gaussian else None
+    weights = sum((m.weight for m in query.measures), Fraction(0))
+    plans: list[MeasurePlan] = []
+    for m in query.measures:
+        share = m.weight / weights
+        eps_m, delta_m = eps_measures * share, delta_measures * share
+        rho_m = rho_total * share if rho_total is not None else None
+        plans.append(_plan_measure(query, m, relation, contrib, grouped, eps_m, delta_m, rho_m,
+                                   column_kinds))
+
+    if gaussian and selection is None and all(
+        mp.em is None for mp in plans
+    ):
+        cost = PrivacyCost(eps_total, delta_total, rho=rho_total)
+    else:
+        cost = PrivacyCost(eps_total, delta_total)
+    return ReleasePlan(query, relation, plans, selection, cost, contrib)
+
+
+def _plan_selection(relation: Relation, contrib: Contribution, eps: Fraction,
+                    delta: Fraction) -> SelectionPlan:
+    """Threshold for key selection with geometric noise on distinct-unit counts.
+
+    A key present only because of one unit has true count <= 1 in one neighbour and is absent
+    from the other; the unit touches at most k keys (k = groups_affected). With noise Z of
+    scale b = L1 / eps, P(1 + Z >= tau) = p^(tau-1) / (1 + p), p = exp(-1/b), so requiring
+    k p^(tau-1) / (1 + p) <= delta makes the release (eps, delta)-DP (Korolova et al. 2009;
+    Wilson et al. 2020). Keys never appear merely because they occur in the data.
+    """
+    sens = key_selection_sensitivity(relation, contrib)
+    noise = noise_spec("laplace", sens.l1, eps, integer=True)
+    b = float(noise.int_scale)
+    p = math.exp(-1.0 / b)
+    k = sens.changed
+    tau = 1 + math.ceil(math.log(delta_float_guard(delta) * (1 + p) / k) / math.log(p))
+    return SelectionPlan(noise, max(tau, 2), eps, delta)
+
+
+def delta_float_guard(delta: Fraction) -> float:
+    d = float(delta)
+    if d <= 0:
+        raise ValidationError("keys='private' needs delta > 0")
+    return d
+
+
+def _plan_measure(query: Query, m: Measure, relation: Relation, contrib: Contribution,
+                  grouped: bool, eps: Fraction, delta: Fraction, rho: Fraction | None,
+                  kinds: dict[str, str]) -> MeasurePlan:
+    kind = "gaussian" if query.mechanism == "gaussian" else "laplace"
+
+    def additive(sens_l1: Fraction, sens_l2: Fraction, changed: int, e: Fraction, r: Fraction |
+                 None, integer: bool) -> NoiseSpec:
+        if kind == "gaussian":
+            assert r is not None
+            spec = noise_spec("gaussian", sens_l2, e, delta, changed=changed, integer=integer,
+                              rho=r)
+        else:
+            spec = noise_spec("laplace", sens_l1, e, changed=changed, integer=integer)
+        return spec
+
+    if m.op == "count":
+        s = count_sensitivity(relation, contrib, grouped)
+        req = AggregateRequest("rows") if m.column is None else AggregateRequest(
+            "nonnull", m.column)
+        return MeasurePlan(m, eps, delta, [req],
+                           noise=additive(s.l1, s.l2, s.changed, eps, rho, True))
+    if m.op == "histogram":
+        s = histogram_sensitivity(relation, contrib)
+        assert m.edges is not None
+        req = AggregateRequest("bins", m.column, edges=tuple(m.edges), right=m.right)
+        return MeasurePlan(m, eps, delta, [req],
+                           noise=additive(s.l1, s.l2, s.changed, eps, rho, True))
+    assert m.column is not None
+    lo, hi = query.bounds_of(m.column)
+    is_int = kinds.get(m.column) in ("int", "bool")
+    if m.op == "sum":
+        req = fixed_point_request(m.column, lo, hi, Fraction(0), is_int)
+        ilo, ihi = req.ilo * req.unit, req.ihi * req.unit
+        s = sum_sensitivity(relation, ilo, ihi, contrib, grouped)
+        return MeasurePlan(m, eps, delta, [req],
+                           noise=additive(s.l1, s.l2, s.changed, eps, rho, req.integer),
+                           bounds=(float(lo), float(hi)))
+    if m.op == "mean":
+        mid = (lo + hi) / 2
+        req = fixed_point_request(m.column, lo, hi, mid, False)
+        ilo, ihi = req.ilo * req.unit, req.ihi * req.unit
+        s_sum = sum_sensitivity(relation, ilo, ihi, contrib, grouped)
+        s_cnt = count_sensitivity(relation, contrib, grouped)
+        half_rho = rho / 2 if rho is not None else None
+        # the sum of the mean uses the shifted values: an add/remove of a row moves it by at
+        # most (hi - lo) / 2 instead of max(|lo|, |hi|)
+        return MeasurePlan(
+            m, eps, delta, [req],
+            noise=additive(s_sum.l1, s_sum.l2, s_sum.changed, eps / 2, half_rho, False),
+            count_noise=additive(s_cnt.l1, s_cnt.l2, s_cnt.changed, eps / 2, half_rho, True),
+            bounds=(float(lo), float(hi)))
+    if m.op == "quantile":
+        assert m.q is not None
+        cands = np.linspace(float(lo), float(hi), m.grid)
+        req = AggregateRequest("grid", m.column, float(lo), float(hi),
+                               edges=tuple(cands.tolist()))
+        usens = quantile_utility_sensitivity(relation, m.q, contrib)
+        per_group_eps = eps / groups_affected(relation, contrib) if grouped else eps
+        em = ExponentialSpec(per_group_eps, usens, m.grid)
+        return MeasurePlan(m, eps, delta, [req], em=em, candidates=cands,
+                           bounds=(float(lo), float(hi)))
+    raise ValidationError(f"unknown aggregate {m.op!r}")  # pragma: no cover
+
+
+# -- applying a plan to exact aggregates ---------------------------------------------------------
+
+@dataclass
+class ExactAggregates:
+    """What a backend returns: per-group exact values for each request, in group order.
+
+    ``keys`` lists the group keys (tuples) in output order; for private keys it lists every
+    observed key and ``unit_counts`` their distinct-unit counts (after contribution bounding).
+    Arrays are indexed [group] (or [group, bin]).
+    """
+
+    keys: list[tuple[object, ...]]
+    values: dict[tuple[object, ...], np.ndarray]
+    counts: dict[tuple[object, ...], np.ndarray]
+    unit_counts: np.ndarray | None = None
+
+    def merge(self, other: ExactAggregates) -> ExactAggregates:
+        """Sum of two blocks' aggregates (blocks must hold disjoint privacy units), aligning
+        keys: public keys coincide; observed private keys are unioned."""
+        keys = list(dict.fromkeys([*self.keys, *other.keys]))
+        pos = {k: i for i, k in enumerate(keys)}
+        ia = np.array([pos[k] for k in self.keys], dtype=np.int64)
+        ib = np.array([pos[k] for k in other.keys], dtype=np.int64)
+
+        def add(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
+            if a is None or b is None:
+                return a if b is None else b
+            dtype = object if object in (a.dtype, b.dtype) else np.int64
+            out = np.zeros((len(keys), *a.shape[1:]), dtype=dtype)
+            np.add.at(out, ia, a)
+            np.add.at(out, ib, b)
+            return out
+
+        values = {k: add(self.values.get(k), other.values.get(k)) for k in
+                  {**self.values, **other.values}}
+        counts = {k: add(self.counts.get(k), other.counts.get(k)) for k in
+                  {**self.counts, **other.counts}}
+        return ExactAggregates(keys, values, counts,  # type: ignore[arg-type]
+                               add(self.unit_counts, other.unit_counts))
+
+
+@dataclass
+class MeasureRelease:
+    """Noisy values of one measure, per group, with interval bounds where they exist."""
+
+    name: str
+    column: str | None
+    values: np.ndarray
+    lower: np.ndarray | None
+    upper: np.ndarray | None
+    description: dict[str, object]
+    bins: tuple[float, ...] | None = None
+    right: bool = True
+
+
+@dataclass
+class CoreRelease:
+    """The result of a release, before a front wraps it in pandas objects."""
+
+    keys: list[tuple[object, ...]]
+    by: tuple[str, ...]
+    measures: list[MeasureRelease]
+    provenance: dict[str, object]
+
+
+def apply_plan(plan: ReleasePlan, exact: ExactAggregates, rng: RandomSource) -> CoreRelease:
+    """Add noise to exact aggregates as planned. The only place noise meets data."""
+    keys = exact.keys
+    keep = np.arange(len(keys))
+    if plan.selection is not None:
+        assert exact.unit_counts is not None
+        noisy = plan.selection.noise.add_noise(exact.unit_counts, Fraction(1), rng)
+        keep = np.flatnonzero(noisy >= plan.selection.threshold)
+        keys = [keys[i] for i in keep]
+    level = plan.query.ci or 0.95
+    out: list[MeasureRelease] = []
+    for mp in plan.measures:
+        out.append(_release_measure(mp, exact, keep, rng, level))
+    prov = plan.describe()
+    return CoreRelease(keys, plan.query.by, out, prov)
+
+
+def _release_measure(mp: MeasurePlan, exact: ExactAggregates, keep: npt.NDArray[np.intp],
+                     rng: RandomSource, level: float) -> MeasureRelease:
+    m = mp.measure
+    req = mp.requests[0]
+    desc = mp.describe(level)
+    if m.op in ("count", "histogram"):
+        assert mp.noise is not None
+        vals = exact.values[req.key][keep]
+        noisy = mp.noise.add_noise(vals, Fraction(1), rng)
+        hw = mp.noise.half_width(level)
+        return MeasureRelease(m.name, m.column, noisy, noisy - hw, noisy + hw, desc,
+                              bins=m.edges if m.op == "histogram" else None, right=m.right)
+    if m.op == "sum":
+        assert mp.noise is not None
+        vals = exact.values[req.key][keep]
+        noisy = mp.noise.add_noise(vals, req.unit, rng)
+        hw = mp.noise.half_width(level)
+        return MeasureRelease(m.name, m.column, noisy, noisy - hw, noisy + hw, desc)
+    if m.op == "mean":
+        assert mp.noise is not None and mp.count_noise is not None and mp.bounds is not None
+        sums = exact.values[req.key][keep]
+        cnts = exact.counts[req.key][keep]
+        noisy_sum = mp.noise.add_noise(sums, req.unit, rng)
+        noisy_cnt = mp.count_noise.add_noise(cnts, Fraction(1), rng).astype(np.float64)
+        lo, hi = mp.bounds
+        mid = (lo + hi) / 2
+        denom = np.maximum(noisy_cnt, 1.0)
+        mean = np.clip(mid + noisy_sum / denom, lo, hi)
+        # conservative interval by post-processing: true sum and count each lie within their
+        # half-widths at level 1 - alpha/2 (union bound), so the true mean lies between the
+        # extreme ratios; an interval whose count range reaches 0 is the whole [lo, hi].
+        a = (1 - level) / 2
+        hs = mp.noise.half_width(1 - a)
+        hc = mp.count_noise.half_width(1 - a)
+        cmin = noisy_cnt - hc
+        cmax = noisy_cnt + hc
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cands = np.stack([(noisy_sum - hs) / cmin, (noisy_sum - hs) / cmax,
+                              (noisy_sum + hs) / cmin, (noisy_sum + hs) / cmax])
+        lower = np.where(cmin > 0, np.clip(mid + cands.min(axis=0), lo, hi), lo)
+        upper = np.where(cmin > 0, np.clip(mid + cands.max(axis=0), lo, hi), hi)
+        return MeasureRelease(m.name, m.column, mean, lower, upper, desc)
+    if m.op == "quantile":
+        assert mp.em is not None and mp.candidates is not None and m.q is not None
+        cells = exact.values[req.key][keep]  # [groups, candidates]
+        below = np.concatenate([np.zeros((cells.shape[0], 1), dtype=np.int64),
+                                np.cumsum(cells, axis=1)[:, :-1]], axis=1)
+        total = cells.sum(axis=1, keepdims=True)
+        above = total - below - cells
+        qn, qd = m.q.numerator, m.q.denominator
+        util = -np.abs((qd - qn) * below - qn * above)
+        idx = mp.em.choose(util, rng)
+        vals = mp.candidates[idx]
+        nan = np.full(vals.shape, np.nan)
+        return MeasureRelease(m.name, m.column, vals, nan, nan, desc)
+    raise ValidationError(f"unknown aggregate {m.op!r}")  # pragma: no cover

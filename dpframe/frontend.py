@@ -1,0 +1,396 @@
+"""The pandas-shaped query front shared by every backend (pandas, Arrow scans, Dask).
+
+``PrivateFrame`` and ``PrivateGroupBy`` only build :class:`~dpframe.query.Query` objects, send
+them through the session's release path, and wrap the result as plain numbers or pandas objects
+with ``.attrs["dp"]`` provenance. No sensitivity, noise or budget logic lives here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from .backends.base import Backend
+from .core.plan import CoreRelease, MeasureRelease
+from .errors import ValidationError
+from .query import DEFAULT_GRID, Measure, Query, exact_fraction, normalise_keys
+
+if TYPE_CHECKING:
+    from .session import Session
+
+_AGG_OPS = {"count", "sum", "mean", "max", "min", "median"}
+
+
+def bounds_and_keys_from_schema(schema: Any) -> tuple[dict[str, tuple[float, float]],
+                                                      dict[str, list[object]]]:
+    """Bounds and public keys declared in a pandera DataFrameSchema.
+
+    Range checks (``in_range``, ``ge``/``le``, ``gt``/``lt``, ``between``-style) give bounds;
+    ``isin`` gives keys. Only the schema is read, never the data.
+    """
+    bounds: dict[str, tuple[float, float]] = {}
+    keys: dict[str, list[object]] = {}
+    columns = getattr(schema, "columns", None)
+    if not isinstance(columns, Mapping):
+        raise ValidationError("schema must be a pandera DataFrameSchema")
+    for name, col in columns.items():
+        lo, hi = -math.inf, math.inf
+        for check in getattr(col, "checks", []) or []:
+            cname = getattr(check, "name", "")
+            st = getattr(check, "statistics", {}) or {}
+            if cname in ("in_range", "between"):
+                lo = max(lo, float(st["min_value"]))
+                hi = min(hi, float(st["max_value"]))
+            elif cname in ("greater_than_or_equal_to", "greater_than"):
+                lo = max(lo, float(st["min_value"]))
+            elif cname in ("less_than_or_equal_to", "less_than"):
+                hi = min(hi, float(st["max_value"]))
+            elif cname == "isin":
+                keys[str(name)] = list(st["allowed_values"])
+        if math.isfinite(lo) and math.isfinite(hi):
+            bounds[str(name)] = (lo, hi)
+    return bounds, keys
+
+
+def _fraction_weights(weights: Mapping[str, float] | Sequence[float] | None, n: int,
+                      labels: list[str]) -> list[Fraction]:
+    if weights is None:
+        return [Fraction(1)] * n
+    if isinstance(weights, Mapping):
+        try:
+            vals = [weights[label] for label in labels]
+        except KeyError as exc:
+            raise ValidationError(f"no weight for aggregate {exc.args[0]!r}") from None
+    else:
+        vals = list(weights)
+    if len(vals) != n:
+        raise ValidationError("one weight per aggregate is needed")
+    return [exact_fraction(v, "weight", positive=True) for v in vals]
+
+
+class PrivateFrame:
+    """Differentially private aggregates over declared bounds and keys (see API.md)."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        session: Session | None = None,
+        *,
+        bounds: Mapping[str, tuple[float, float]] | None = None,
+        keys: Mapping[str, Sequence[object]] | None = None,
+        schema: Any = None,
+        privacy_unit: str | None = None,
+        max_rows_per_unit: int | None = None,
+        max_groups_per_unit: int = 1,
+    ) -> None:
+        from .session import Session
+
+        if session is not None and not isinstance(session, Session):
+            raise ValidationError("the first argument must be a dpframe Session")
+        self._backend = backend
+        self._session = session
+        b: dict[str, tuple[float, float]] = {}
+        k: dict[str, list[object]] = {}
+        if schema is not None:
+            sb, sk = bounds_and_keys_from_schema(schema)
+            b.update(sb)
+            k.update(sk)
+        b.update(dict(bounds or {}))
+        k.update({c: list(v) for c, v in (keys or {}).items()})
+        self._bounds = b
+        self._keys = normalise_keys(k)
+        if privacy_unit is not None and privacy_unit not in backend.schema():
+            raise ValidationError(f"unknown privacy_unit column {privacy_unit!r}")
+        for name, val in (("max_rows_per_unit", max_rows_per_unit),
+                          ("max_groups_per_unit", max_groups_per_unit)):
+            if val is not None and (isinstance(val, bool) or not isinstance(val, int | np.integer)
+                                    or val < 1):
+                raise ValidationError(f"{name} must be a positive integer")
+        if privacy_unit is not None and max_rows_per_unit is None:
+            raise ValidationError("privacy_unit needs max_rows_per_unit (a contribution bound)")
+        self._unit = privacy_unit
+        self._max_rows = int(max_rows_per_unit or 1)
+        self._max_groups = int(max_groups_per_unit)
+
+    # -- plumbing -------------------------------------------------------------------------------
+    @property
+    def session(self) -> Session:
+        if self._session is not None:
+            return self._session
+        from .session import active_session
+
+        return active_session()
+
+    def _query(self, measures: list[Measure], epsilon: object, delta: object, *,
+               by: tuple[str, ...] = (), private: bool = False, mechanism: str | None = None,
+               ci: float | None = None, description: str = "",
+               selection_share: float | None = None) -> Query:
+        eps = exact_fraction(epsilon, "epsilon", positive=True)
+        dlt = exact_fraction(delta, "delta")
+        if dlt >= 1:
+            raise ValidationError("delta must be in [0, 1)")
+        if mechanism is not None and mechanism not in ("laplace", "gaussian", "geometric"):
+            raise ValidationError("mechanism must be 'laplace' or 'gaussian'")
+        mech = "laplace" if mechanism == "geometric" else mechanism
+        keys = dict(self._keys)
+        for col in by:
+            if col not in keys and not private:
+                cats = self._backend.categories(col) if col in self._backend.schema() else None
+                if cats is not None:
+                    keys[col] = tuple(cats)
+        share = Fraction(1, 2) if selection_share is None else exact_fraction(
+            selection_share, "selection_share", positive=True)
+        return Query(tuple(measures), eps, dlt, bounds=self._bounds, by=by, keys=keys,
+                     private_keys=private, privacy_unit=self._unit,
+                     max_rows_per_unit=self._max_rows, max_groups_per_unit=self._max_groups,
+                     mechanism=mech,  # type: ignore[arg-type]
+                     ci=ci, selection_share=share, description=description)
+
+    def _run(self, query: Query, dry_run: bool) -> CoreRelease | dict[str, Any]:
+        from .release import explain, run_release
+
+        if dry_run:
+            return explain(self.session, query, self._backend)
+        return run_release(self.session, query, self._backend)
+
+    @staticmethod
+    def _scalar(m: MeasureRelease, integer: bool) -> int | float:
+        v = m.values[0]
+        return int(v) if integer else float(v)
+
+    # -- aggregates ------------------------------------------------------------------------------
+    def count(self, column: str | None = None, *, epsilon: float, delta: float = 0.0,
+              mechanism: str | None = None, dry_run: bool = False) -> Any:
+        """Noisy number of rows (or of non-missing values of ``column``): an int."""
+        q = self._query([Measure("count", column)], epsilon, delta, mechanism=mechanism,
+                        description=f"count({column or ''})")
+        r = self._run(q, dry_run)
+        return r if isinstance(r, dict) else self._scalar(r.measures[0], True)
+
+    def sum(self, column: str, *, epsilon: float, delta: float = 0.0,
+            mechanism: str | None = None, dry_run: bool = False) -> Any:
+        """Noisy sum of ``column`` clamped to its bounds (an int for integer columns)."""
+        q = self._query([Measure("sum", column)], epsilon, delta, mechanism=mechanism,
+                        description=f"sum({column})")
+        r = self._run(q, dry_run)
+        if isinstance(r, dict):
+            return r
+        return self._scalar(r.measures[0], r.measures[0].values.dtype.kind == "i")
+
+    def mean(self, column: str, *, epsilon: float, delta: float = 0.0,
+             mechanism: str | None = None, dry_run: bool = False) -> Any:
+        """Noisy mean: noisy shifted sum over noisy count (epsilon split in half)."""
+        q = self._query([Measure("mean", column)], epsilon, delta, mechanism=mechanism,
+                        description=f"mean({column})")
+        r = self._run(q, dry_run)
+        return r if isinstance(r, dict) else self._scalar(r.measures[0], False)
+
+    def quantile(self, column: str, q: float = 0.5, *, epsilon: float,
+                 resolution: int = DEFAULT_GRID, dry_run: bool = False) -> Any:
+        """Quantile by the exponential mechanism over ``resolution`` grid points in the bounds."""
+        qq = exact_fraction(q, "q")
+        meas = Measure("quantile", column, label="quantile", q=qq, grid=_grid(resolution))
+        r = self._run(self._query([meas], epsilon, 0.0, description=f"quantile({column}, {q})"),
+                      dry_run)
+        return r if isinstance(r, dict) else self._scalar(r.measures[0], False)
+
+    def max(self, column: str, *, epsilon: float, resolution: int = DEFAULT_GRID,
+            dry_run: bool = False) -> Any:
+        """Maximum by the exponential mechanism (never Laplace on the max)."""
+        meas = Measure("quantile", column, label="max", q=Fraction(1), grid=_grid(resolution))
+        r = self._run(self._query([meas], epsilon, 0.0, description=f"max({column})"), dry_run)
+        return r if isinstance(r, dict) else self._scalar(r.measures[0], False)
+
+    def min(self, column: str, *, epsilon: float, resolution: int = DEFAULT_GRID,
+            dry_run: bool = False) -> Any:
+        """Minimum by the exponential mechanism."""
+        meas = Measure("quantile", column, label="min", q=Fraction(0), grid=_grid(resolution))
+        r = self._run(self._query([meas], epsilon, 0.0, description=f"min({column})"), dry_run)
+        return r if isinstance(r, dict) else self._scalar(r.measures[0], False)
+
+    def median(self, column: str, *, epsilon: float, resolution: int = DEFAULT_GRID,
+               dry_run: bool = False) -> Any:
+        """Median by the exponential mechanism."""
+        return self.quantile(column, 0.5, epsilon=epsilon, resolution=resolution,
+                             dry_run=dry_run)
+
+    def histogram(self, column: str, bins: Sequence[float], *, epsilon: float,
+                  delta: float = 0.0, mechanism: str | None = None, right: bool = True,
+                  ci: float | None = None, dry_run: bool = False) -> Any:
+        """Noisy counts per public bin (pd.cut semantics); rows outside the bins are dropped."""
+        try:
+            edges = tuple(float(b) for b in bins)
+        except (TypeError, ValueError):
+            raise ValidationError("bins must be a list of numbers") from None
+        meas = Measure("histogram", column, edges=edges, right=right)
+        r = self._run(self._query([meas], epsilon, delta, mechanism=mechanism, ci=ci,
+                                  description=f"histogram({column})"), dry_run)
+        if isinstance(r, dict):
+            return r
+        m = r.measures[0]
+        index = pd.IntervalIndex.from_breaks(list(edges), closed="right" if right else "left",
+                                             name=column)
+        values = m.values.reshape(-1)
+        if ci is None:
+            out: pd.Series | pd.DataFrame = pd.Series(values, index=index, name="count")
+        else:
+            assert m.lower is not None and m.upper is not None
+            out = pd.DataFrame({"count": values, "lower": m.lower.reshape(-1),
+                                "upper": m.upper.reshape(-1)}, index=index)
+        out.attrs["dp"] = r.provenance
+        return out
+
+    def groupby(self, by: str | Sequence[str], keys: str | None = None) -> PrivateGroupBy:
+        """Group by public keys (declared, pandera isin, or Categorical) or ``keys="private"``."""
+        cols = (by,) if isinstance(by, str) else tuple(by)
+        if not cols:
+            raise ValidationError("groupby needs at least one column")
+        if keys not in (None, "public", "private"):
+            raise ValidationError("keys must be 'private' (DP key selection) or omitted")
+        return PrivateGroupBy(self, cols, keys == "private")
+
+
+def _grid(resolution: object) -> int:
+    if isinstance(resolution, bool) or not isinstance(resolution, int | np.integer) or \
+            not 2 <= int(resolution) <= 1_000_000:
+        raise ValidationError("resolution must be an integer between 2 and 1e6")
+    return int(resolution)
+
+
+class PrivateGroupBy:
+    """Grouped aggregates: one charge per release (parallel composition over disjoint groups)."""
+
+    def __init__(self, frame: PrivateFrame, by: tuple[str, ...], private: bool) -> None:
+        self._frame = frame
+        self._by = by
+        self._private = private
+
+    def _release(self, measures: list[Measure], epsilon: object, delta: object, *,
+                 mechanism: str | None, ci: float | None, dry_run: bool, description: str,
+                 selection_share: float | None = None
+                 ) -> CoreRelease | dict[str, Any]:
+        q = self._frame._query(measures, epsilon, delta, by=self._by, private=self._private,
+                               mechanism=mechanism, ci=ci, description=description,
+                               selection_share=selection_share)
+        return self._frame._run(q, dry_run)
+
+    def _index(self, r: CoreRelease) -> pd.Index:
+        if len(self._by) == 1:
+            return pd.Index([k[0] for k in r.keys], name=self._by[0])
+        return pd.MultiIndex.from_tuples(r.keys, names=list(self._by))
+
+    def _series(self, r: CoreRelease, name: str, ci: float | None) -> pd.Series | pd.DataFrame:
+        m = r.measures[0]
+        idx = self._index(r)
+        out: pd.Series | pd.DataFrame
+        if ci is None:
+            out = pd.Series(m.values, index=idx, name=name)
+        else:
+            assert m.lower is not None and m.upper is not None
+            out = pd.DataFrame({name: m.values, "lower": m.lower, "upper": m.upper}, index=idx)
+        out.attrs["dp"] = r.provenance
+        return out
+
+    def _one(self, meas: Measure, name: str, epsilon: object, delta: object,
+             mechanism: str | None, ci: float | None, dry_run: bool,
+             selection_share: float | None) -> Any:
+        r = self._release([meas], epsilon, delta, mechanism=mechanism, ci=ci, dry_run=dry_run,
+                          description=f"groupby({','.join(self._by)}).{meas.name}"
+                                      f"({meas.column or ''})",
+                          selection_share=selection_share)
+        return r if isinstance(r, dict) else self._series(r, name, ci)
+
+    def count(self, column: str | None = None, *, epsilon: float, delta: float = 0.0,
+              mechanism: str | None = None, ci: float | None = None, dry_run: bool = False,
+              selection_share: float | None = None) -> Any:
+        """Noisy row count per group: a Series named ``count``."""
+        return self._one(Measure("count", column), "count", epsilon, delta, mechanism, ci,
+                         dry_run, selection_share)
+
+    def size(self, *, epsilon: float, **kw: Any) -> Any:
+        """Alias of :meth:`count` over rows."""
+        return self.count(epsilon=epsilon, **kw)
+
+    def sum(self, column: str, *, epsilon: float, delta: float = 0.0,
+            mechanism: str | None = None, ci: float | None = None, dry_run: bool = False,
+            selection_share: float | None = None) -> Any:
+        """Noisy clamped sum per group."""
+        return self._one(Measure("sum", column), column, epsilon, delta, mechanism, ci, dry_run,
+                         selection_share)
+
+    def mean(self, column: str, *, epsilon: float, delta: float = 0.0,
+             mechanism: str | None = None, ci: float | None = None, dry_run: bool = False,
+             selection_share: float | None = None) -> Any:
+        """Noisy mean per group."""
+        return self._one(Measure("mean", column), column, epsilon, delta, mechanism, ci,
+                         dry_run, selection_share)
+
+    def max(self, column: str, *, epsilon: float, delta: float = 0.0,
+            resolution: int = DEFAULT_GRID, dry_run: bool = False,
+            selection_share: float | None = None) -> Any:
+        """Per-group maximum by the exponential mechanism."""
+        meas = Measure("quantile", column, label="max", q=Fraction(1), grid=_grid(resolution))
+        return self._one(meas, column, epsilon, delta, None, None, dry_run, selection_share)
+
+    def min(self, column: str, *, epsilon: float, delta: float = 0.0,
+            resolution: int = DEFAULT_GRID, dry_run: bool = False,
+            selection_share: float | None = None) -> Any:
+        """Per-group minimum by the exponential mechanism."""
+        meas = Measure("quantile", column, label="min", q=Fraction(0), grid=_grid(resolution))
+        return self._one(meas, column, epsilon, delta, None, None, dry_run, selection_share)
+
+    def quantile(self, column: str, q: float = 0.5, *, epsilon: float, delta: float = 0.0,
+                 resolution: int = DEFAULT_GRID, dry_run: bool = False,
+                 selection_share: float | None = None) -> Any:
+        """Per-group quantile by the exponential mechanism."""
+        meas = Measure("quantile", column, label="quantile", q=exact_fraction(q, "q"),
+                       grid=_grid(resolution))
+        return self._one(meas, column, epsilon, delta, None, None, dry_run, selection_share)
+
+    def agg(self, spec: Mapping[str, str | Sequence[str]], *, epsilon: float,
+            delta: float = 0.0, mechanism: str | None = None, ci: float | None = None,
+            weights: Mapping[str, float] | Sequence[float] | None = None,
+            resolution: int = DEFAULT_GRID, dry_run: bool = False,
+            selection_share: float | None = None) -> Any:
+        """Several aggregates in one release and one charge: epsilon split by ``weights``
+        (equal by default; a mapping is keyed "column.aggregate"). Returns a DataFrame with
+        (column, aggregate) columns, like pandas."""
+        if not isinstance(spec, Mapping) or not spec:
+            raise ValidationError("agg takes a non-empty {column: aggregate(s)} mapping")
+        pairs: list[tuple[str, str]] = []
+        for col, ops in spec.items():
+            for op in ([ops] if isinstance(ops, str) else list(ops)):
+                if op not in _AGG_OPS:
+                    raise ValidationError(f"unknown aggregate {op!r}; use one of "
+                                          f"{sorted(_AGG_OPS)}")
+                pairs.append((col, op))
+        labels = [f"{c}.{o}" for c, o in pairs]
+        ws = _fraction_weights(weights, len(pairs), labels)
+        measures = []
+        for (col, op), w in zip(pairs, ws, strict=True):
+            if op in ("max", "min", "median"):
+                qv = {"max": Fraction(1), "min": Fraction(0), "median": Fraction(1, 2)}[op]
+                measures.append(Measure("quantile", col, label=op, q=qv, grid=_grid(resolution),
+                                        weight=w))
+            else:
+                measures.append(Measure(op, col, label=op, weight=w))  # type: ignore[arg-type]
+        r = self._release(measures, epsilon, delta, mechanism=mechanism, ci=ci, dry_run=dry_run,
+                          description=f"groupby({','.join(self._by)}).agg({labels})",
+                          selection_share=selection_share)
+        if isinstance(r, dict):
+            return r
+        data: dict[tuple[str, str], np.ndarray] = {}
+        for (col, op), m in zip(pairs, r.measures, strict=True):
+            data[(col, op)] = m.values
+            if ci is not None and m.lower is not None and m.upper is not None:
+                data[(col, f"{op}_lower")] = m.lower
+                data[(col, f"{op}_upper")] = m.upper
+        out = pd.DataFrame(data, index=self._index(r))
+        out.columns = pd.MultiIndex.from_tuples(list(data))
+        out.attrs["dp"] = r.provenance
+        return out

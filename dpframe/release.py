@@ -1,0 +1,65 @@
+"""The one release path every front and backend shares (docs/architecture.md).
+
+1. validate the query against the public schema        -> typed error, nothing spent
+2. plan it (sensitivity, mechanism, cost) and let the backend refuse degenerate input
+3. charge the session's ledger                           -> BudgetExceededError, nothing spent
+4. backend computes exact aggregates (never noise)
+5. the privacy core adds noise; the release is recorded in the ledger
+A failure after the charge keeps the charge and marks the ledger entry failed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .backends.base import Backend
+from .core.plan import CoreRelease, ReleasePlan, apply_plan, plan_query
+from .query import Query
+
+if TYPE_CHECKING:
+    from .session import Session
+
+
+def prepare(session: Session, query: Query, backend: Backend) -> ReleasePlan:
+    """Steps 1-2: validate and plan, with no side effect."""
+    schema = backend.schema()
+    query.validate(schema)
+    plan = plan_query(query, session.neighbouring, dict(schema))
+    backend.check(plan)
+    return plan
+
+
+def explain(session: Session, query: Query, backend: Backend) -> dict[str, Any]:
+    """A dry run: the plan's mechanisms, noise scales, error bounds and whether it fits."""
+    plan = prepare(session, query, backend)
+    d = plan.describe()
+    d["fits_budget"] = session.fits(plan.cost)
+    d["remaining"] = session.remaining
+    return d
+
+
+def run_release(session: Session, query: Query, backend: Backend) -> CoreRelease:
+    """Validate, charge, compute, add noise, record."""
+    from . import __version__
+
+    plan = prepare(session, query, backend)
+    entry = session.charge(plan.cost, query=query.description or plan.mechanism,
+                           columns=query.columns, mechanism=plan.mechanism)
+    try:
+        exact = backend.exact(plan, session.rng.sampling_generator())
+        release = apply_plan(plan, exact, session.rng)
+    except BaseException:
+        session.record(entry, status="failed", details={})
+        raise
+    first = release.measures[0].description
+    session.record(entry, status="released", details={
+        "noise_scale": first.get("noise_scale"),
+        "ci_half_width": first.get("ci_half_width"),
+        "granularity": first.get("granularity"),
+        "plan": release.provenance,
+    })
+    release.provenance.update(
+        ledger_entry=entry, session=session.name, seeded=session.seed is not None,
+        library_version=__version__, query=query.description,
+    )
+    return release
