@@ -1,0 +1,410 @@
+"""Sessions: a privacy budget, its ledger, and the randomness of the releases made under it.
+
+A release follows one order (see :meth:`Session.release`): validate everything, then
+:meth:`Session.charge` the ledger (``BudgetExceededError`` if it does not fit: nothing computed,
+nothing charged), then compute, then :meth:`Session.record` the outcome. A release that fails
+after its charge keeps the charge and is recorded as failed.
+
+This module does not need pandas except to build :attr:`Session.ledger`.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import io
+import numbers
+import os
+from collections.abc import Mapping
+from fractions import Fraction
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+from .core.accounting import (
+    PrivacyCost,
+    posterior_bound,
+    posterior_lower_bound,
+    validate_delta,
+    validate_epsilon,
+)
+from .core.rng import RandomSource
+from .errors import LedgerError, ValidationError
+from .ledger import NEIGHBOURING, Ledger, MemoryLedger, SqliteLedger
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+Neighbouring = Literal["add_remove", "change_one"]
+
+_ACTIVE: contextvars.ContextVar[Session | None] = contextvars.ContextVar(
+    "dpframe_active_session", default=None
+)
+
+#: Columns of :attr:`Session.ledger`, in order.
+LEDGER_COLUMNS = [
+    "id",
+    "time",
+    "status",
+    "query",
+    "columns",
+    "mechanism",
+    "epsilon",
+    "delta",
+    "noise_scale",
+    "granularity",
+    "ci_half_width",
+    "rho",
+    "requested_epsilon",
+    "requested_delta",
+    "spent_epsilon",
+    "spent_delta",
+    "seeded",
+    "session",
+    "details",
+]
+#: Keys of ``details`` that get their own ledger column.
+DETAIL_COLUMNS = ("noise_scale", "granularity", "ci_half_width")
+
+
+def active_session() -> Session:
+    """The session made active by the innermost ``with session:`` block.
+
+    Raises :class:`~dpframe.errors.ValidationError` when there is none.
+    """
+    s = _ACTIVE.get()
+    if s is None:
+        raise ValidationError(
+            "no active session: pass a session (df.dp(session, ...)) or use `with session:`"
+        )
+    return s
+
+
+class Session:
+    """A privacy budget ``(epsilon, delta)`` and the ledger of what has been spent from it.
+
+    ``Session(2.0, 1e-6)`` keeps its ledger in memory; ``ledger="budget.sqlite"`` keeps it in an
+    embedded SQLite file shared safely by every process that opens it (the file's budget wins:
+    a different total is refused unless ``allow_budget_change=True``, which is recorded).
+    ``neighbouring`` is ``"add_remove"`` (default) or ``"change_one"``. ``seed`` makes the noise
+    deterministic and INSECURE (tests and docs only): it warns, and every release is flagged
+    ``seeded`` in the ledger. Use ``with session:`` to make it the active session.
+
+    Budget numbers are exact fractions internally (0.01 is exactly 1/100); :attr:`spent` and
+    :attr:`remaining` show them as floats.
+    """
+
+    def __init__(
+        self,
+        epsilon: float,
+        delta: float = 0.0,
+        *,
+        neighbouring: str = "add_remove",
+        ledger: str | os.PathLike[str] | Ledger | None = None,
+        name: str | None = None,
+        seed: int | None = None,
+        allow_budget_change: bool = False,
+    ) -> None:
+        eps = validate_epsilon(epsilon, "epsilon")
+        dlt = validate_delta(delta, "delta")
+        if not isinstance(neighbouring, str) or neighbouring not in NEIGHBOURING:
+            raise ValidationError(
+                f"neighbouring must be 'add_remove' or 'change_one', got {neighbouring!r}"
+            )
+        if name is not None and not isinstance(name, str):
+            raise ValidationError(f"name must be a string, not {type(name).__name__}")
+        if seed is not None and (
+            isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or int(seed) < 0
+        ):
+            raise ValidationError("seed must be a non-negative integer or None")
+        if not isinstance(allow_budget_change, bool):
+            raise ValidationError("allow_budget_change must be True or False")
+        self.neighbouring: Neighbouring = cast(Neighbouring, neighbouring)
+        self.name: str | None = name
+        self._store: Ledger
+        if ledger is None:
+            self._store = MemoryLedger(eps, dlt)
+        elif isinstance(ledger, str | os.PathLike):
+            self._store = SqliteLedger(
+                ledger,
+                eps,
+                dlt,
+                neighbouring=neighbouring,
+                name=name,
+                allow_budget_change=allow_budget_change,
+            )
+        elif isinstance(ledger, Ledger):
+            if ledger.total() != (eps, dlt):
+                raise LedgerError(
+                    "the ledger's budget differs from this session's (epsilon, delta)"
+                )
+            self._store = ledger
+        else:
+            raise ValidationError(
+                f"ledger must be None, a file path or a Ledger, not {type(ledger).__name__}"
+            )
+        self.seed: int | None = None if seed is None else int(seed)
+        self.rng: RandomSource = RandomSource(self.seed)
+        self._tokens: list[contextvars.Token[Session | None]] = []
+
+    # -- budget ------------------------------------------------------------------------------
+
+    @property
+    def ledger_store(self) -> Ledger:
+        """The ledger store (memory or SQLite) behind this session."""
+        return self._store
+
+    @property
+    def seeded(self) -> bool:
+        """True when the noise is deterministic (a ``seed`` was given): insecure."""
+        return self.seed is not None
+
+    @property
+    def total_exact(self) -> tuple[Fraction, Fraction]:
+        """The budget ``(epsilon, delta)`` as exact fractions."""
+        return self._store.total()
+
+    @property
+    def spent_exact(self) -> tuple[Fraction, Fraction]:
+        """``(epsilon, delta)`` charged so far, exact."""
+        return self._store.spent()
+
+    @property
+    def remaining_exact(self) -> tuple[Fraction, Fraction]:
+        """``(epsilon, delta)`` left, exact (never negative)."""
+        (te, td), (se, sd) = self._store.total(), self._store.spent()
+        return max(te - se, Fraction(0)), max(td - sd, Fraction(0))
+
+    @property
+    def epsilon(self) -> float:
+        """The total epsilon budget."""
+        return float(self.total_exact[0])
+
+    @property
+    def delta(self) -> float:
+        """The total delta budget."""
+        return float(self.total_exact[1])
+
+    @property
+    def spent(self) -> tuple[float, float]:
+        """``(epsilon, delta)`` charged so far (every charge, released or failed)."""
+        e, d = self.spent_exact
+        return float(e), float(d)
+
+    @property
+    def remaining(self) -> tuple[float, float]:
+        """``(epsilon, delta)`` left."""
+        e, d = self.remaining_exact
+        return float(e), float(d)
+
+    # -- the release path --------------------------------------------------------------------
+
+    def fits(self, cost: PrivacyCost) -> bool:
+        """Whether ``cost`` fits the remaining budget now. No side effect."""
+        if not isinstance(cost, PrivacyCost):
+            raise ValidationError(f"cost must be a PrivacyCost, not {type(cost).__name__}")
+        return self._store.fits(cost)
+
+    def charge(
+        self, cost: PrivacyCost, *, query: str, columns: list[str], mechanism: str
+    ) -> int:
+        """Charge ``cost`` to the ledger before computing a release; return the entry id.
+
+        Atomic: either the whole cost is recorded (durably, for a SQLite ledger) or, when it
+        does not fit, :class:`~dpframe.errors.BudgetExceededError` is raised and nothing is.
+        """
+        if not isinstance(cost, PrivacyCost):
+            raise ValidationError(f"cost must be a PrivacyCost, not {type(cost).__name__}")
+        if isinstance(columns, str):
+            columns = [columns]
+        meta = {
+            "session": self.name,
+            "query": str(query),
+            "columns": [str(c) for c in (columns or [])],
+            "mechanism": str(mechanism),
+            "seeded": self.seeded,
+        }
+        return self._store.charge(cost, meta)
+
+    def record(self, entry_id: int, *, status: str, details: Mapping[str, Any]) -> None:
+        """Record a charged entry's outcome: ``"released"`` or ``"failed"``.
+
+        ``details``: public release metadata only (``noise_scale``, ``granularity``,
+        ``ci_half_width``, ...), never data values.
+        """
+        self._store.record(entry_id, status, details)
+
+    def release(self, query: Any, backend: Any) -> Any:
+        """Run one release: validate, charge, compute, record (see ``dpframe.release``)."""
+        from dpframe.release import run_release  # type: ignore[import-not-found,unused-ignore]
+
+        return run_release(self, query, backend)
+
+    # -- views -------------------------------------------------------------------------------
+
+    @property
+    def ledger(self) -> pd.DataFrame:
+        """One row per release (charged, released or failed), oldest first.
+
+        ``epsilon`` / ``delta`` are what the release cost the session (the increase of
+        :attr:`spent`); ``requested_epsilon`` / ``requested_delta`` are what it was
+        calibrated for (they differ for Gaussian releases, composed in zCDP).
+        """
+        import pandas as pd
+
+        rows = []
+        for e in self._store.entries():
+            det = dict(e.get("details") or {})
+            row: dict[str, Any] = {k: e.get(k) for k in LEDGER_COLUMNS if k in e}
+            for k in ("epsilon", "delta", "rho", "requested_epsilon", "requested_delta",
+                      "spent_epsilon", "spent_delta"):
+                v = e.get(k)
+                row[k] = None if v is None else float(v)
+            for k in DETAIL_COLUMNS:
+                row[k] = det.pop(k, None)
+            row["columns"] = ", ".join(e.get("columns") or [])
+            row["details"] = det
+            rows.append(row)
+        df = pd.DataFrame(rows, columns=LEDGER_COLUMNS)
+        df["time"] = pd.to_datetime(df["time"], utc=True, format="ISO8601")
+        for k in ("id",):
+            df[k] = df[k].astype("int64")
+        for k in ("epsilon", "delta", "rho", "requested_epsilon", "requested_delta",
+                  "spent_epsilon", "spent_delta", *DETAIL_COLUMNS):
+            df[k] = pd.to_numeric(df[k], errors="coerce").astype("float64")
+        df["seeded"] = df["seeded"].astype(bool)
+        return df
+
+    def report(self, show: bool = False) -> str:
+        """A plain-text account of the session: budget spent and left, every release, and
+        what the spent epsilon means for an attacker's beliefs. ``show=True`` also prints it
+        (with colour, via rich)."""
+        from rich.console import Console
+
+        renderables = self._report_renderables()
+        buf = io.StringIO()
+        console = Console(file=buf, width=140, color_system=None, force_terminal=False)
+        for r in renderables:
+            console.print(r)
+        if show:
+            out = Console()
+            for r in renderables:
+                out.print(r)
+        return buf.getvalue()
+
+    def _report_renderables(self) -> list[Any]:
+        from rich.table import Table
+        from rich.text import Text
+
+        (te, td), (se, sd) = self.total_exact, self.spent_exact
+        re_, rd = self.remaining_exact
+        entries = self._store.entries()
+        title = f"dpframe session {self.name!r}" if self.name else "dpframe session"
+        describe = getattr(self._store, "describe", None)
+        where = describe() if callable(describe) else type(self._store).__name__
+        head = Text(f"{title} — {where}, neighbouring={self.neighbouring}\n", style="bold")
+        budget = Table(title="Budget", show_lines=False)
+        for c in ("", "total", "spent", "left"):
+            budget.add_column(c, justify="right" if c else "left")
+        budget.add_row("epsilon", _num(te), _num(se), _num(re_))
+        budget.add_row("delta", _num(td), _num(sd), _num(rd))
+
+        counts = {s: sum(1 for e in entries if e["status"] == s)
+                  for s in ("released", "failed", "charged")}
+        rel = Table(
+            title=f"Releases: {len(entries)} ({counts['released']} released, "
+            f"{counts['failed']} failed, {counts['charged']} charged without outcome)"
+        )
+        for c in ("id", "time (UTC)", "query", "columns", "mechanism", "epsilon", "delta",
+                  "noise scale", "± CI", "status"):
+            rel.add_column(
+                c,
+                justify="right" if c in ("id", "epsilon", "delta") else "left",
+                no_wrap=c in ("id", "time (UTC)", "epsilon", "delta", "status"),
+                overflow="fold",
+            )
+        for e in entries:
+            det = e.get("details") or {}
+            rel.add_row(
+                str(e["id"]),
+                str(e["time"])[:19].replace("T", " "),
+                str(e["query"]),
+                ", ".join(e.get("columns") or []),
+                str(e["mechanism"]),
+                _num(e["epsilon"]),
+                _num(e["delta"]),
+                _num(det.get("noise_scale")),
+                _num(det.get("ci_half_width")),
+                str(e["status"]),
+            )
+
+        lines = [explain_epsilon(float(se), float(sd), label="spent so far")]
+        if se != te:
+            lines.append(explain_epsilon(float(te), float(td), label="the whole budget"))
+        if self.seeded or any(e.get("seeded") for e in entries):
+            lines.append(
+                "WARNING: seeded (deterministic, insecure) noise was used; such releases must "
+                "not be published."
+            )
+        return [head, budget, rel, Text("\n".join(lines))]
+
+    # -- active session ----------------------------------------------------------------------
+
+    def __enter__(self) -> Session:
+        self._tokens.append(_ACTIVE.set(self))
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        _ACTIVE.reset(self._tokens.pop())
+
+    def close(self) -> None:
+        """Release the ledger's file handle (a SQLite ledger reopens it if used again)."""
+        close = getattr(self._store, "close", None)
+        if callable(close):
+            close()
+
+    def __repr__(self) -> str:
+        se, sd = self.spent
+        return (
+            f"Session(epsilon={self.epsilon:g}, delta={self.delta:g}, spent=({se:g}, {sd:g}), "
+            f"neighbouring={self.neighbouring!r}"
+            + (f", name={self.name!r}" if self.name else "")
+            + (", seeded" if self.seeded else "")
+            + ")"
+        )
+
+
+def _num(x: Any) -> str:
+    if x is None:
+        return ""
+    try:
+        return format(float(x), ".6g")
+    except (TypeError, ValueError):
+        return str(x)
+
+
+def explain_epsilon(epsilon: float, delta: float = 0.0, *, label: str = "") -> str:
+    """What ``epsilon`` means in words, via :func:`posterior_bound`."""
+    pairs = []
+    for p in (0.01, 0.1, 0.5, 0.9):
+        lo, hi = posterior_lower_bound(epsilon, p), posterior_bound(epsilon, p)
+        pairs.append(f"{_pct(p)} -> between {_pct(lo)} and {_pct(hi)}")
+    where = f" ({label})" if label else ""
+    text = (
+        f"What epsilon = {epsilon:.4g}{where} means: whatever an attacker believed about any one "
+        "person, seeing the releases can move a prior belief p at most up to "
+        "p e^eps / (1 + p (e^eps - 1)) and down to its mirror image: " + "; ".join(pairs) + "."
+    )
+    if delta > 0:
+        text += f" This can fail with probability up to about delta = {delta:.3g}."
+    return text
+
+
+def _pct(p: float) -> str:
+    return f"{100 * p:.3g}%"
+
+
+__all__ = ["LEDGER_COLUMNS", "Neighbouring", "Session", "active_session", "explain_epsilon"]
