@@ -43,6 +43,45 @@ def factorize(s: pd.Series) -> tuple[npt.NDArray[np.int64], list[object]]:
     return np.asarray(codes, dtype=np.int64), list(uniques)
 
 
+def declared_codes(s: pd.Series, declared: tuple[object, ...]) -> npt.NDArray[np.int64]:
+    """Position of each row's key among the declared keys (-1: undeclared or missing).
+
+    Arrow-backed columns use one hash lookup against the declared set (``index_in``); others
+    factorize and map the observed uniques.
+    """
+    pa_array = getattr(s.array, "_pa_array", None)
+    if pa_array is not None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        try:
+            value_set = pa.array(list(declared), type=pa_array.type)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
+            value_set = None
+        if value_set is not None and len(set(declared)) == len(declared):
+            idx = pc.index_in(pa_array, value_set=value_set)
+            return np.asarray(pc.fill_null(idx, -1).to_numpy(zero_copy_only=False),
+                              dtype=np.int64)
+    codes, uniques = factorize(s)
+    mapping = declared_positions(uniques, declared)
+    return np.where(codes >= 0, mapping[np.maximum(codes, 0)], -1)
+
+
+def unit_codes(s: pd.Series) -> npt.NDArray[np.int64]:
+    """Dense codes of privacy units (-1: missing unit, row dropped).
+
+    Integer ids spanning a range no wider than twice the row count are used as offsets, with no
+    hashing; anything else is factorized.
+    """
+    n = len(s)
+    if column_kind(s.dtype) == "int" and n and not s.hasnans:
+        v = s.to_numpy(dtype=np.int64)
+        lo, hi = int(v.min()), int(v.max())
+        if hi - lo <= 2 * n:
+            return v - lo
+    return factorize(s)[0]
+
+
 class PandasBackend:
     """Exact aggregates of an in-memory pandas DataFrame."""
 
@@ -81,17 +120,17 @@ class PandasBackend:
         sizes: list[int] = []
         observed: list[list[object]] = []
         for col in q.by:
-            codes, uniques = factorize(self.df[col])
             if q.private_keys:
+                codes, uniques = factorize(self.df[col])
                 per_col.append(codes)
                 sizes.append(max(len(uniques), 1))
                 observed.append(uniques)
             else:
-                declared = q.keys[col]
-                mapping = declared_positions(uniques, declared)
-                per_col.append(np.where(codes >= 0, mapping[np.maximum(codes, 0)], -1))
-                sizes.append(len(declared))
+                per_col.append(declared_codes(self.df[col], q.keys[col]))
+                sizes.append(len(q.keys[col]))
         if not q.private_keys:
+            if len(q.by) == 1:
+                return per_col[0], [(k,) for k in q.keys[q.by[0]]]
             declared_lists: list[tuple[object, ...]] = [tuple(q.keys[c]) for c in q.by]
             return combine_codes(per_col, sizes), public_key_list(declared_lists)
         combined = combine_codes(per_col, sizes)
@@ -119,7 +158,7 @@ class PandasBackend:
         codes, keys = self.group_codes(plan)
         units = None
         if plan.query.privacy_unit:
-            units, _ = factorize(self.df[plan.query.privacy_unit])
+            units = unit_codes(self.df[plan.query.privacy_unit])
         agg = compute_exact(plan, codes, keys, units, lambda c: numeric_column(self.df[c]), gen)
         if plan.query.private_keys:
             order = sorted_keys(agg.keys)

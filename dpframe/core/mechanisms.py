@@ -28,6 +28,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from ..errors import ValidationError
 from .accounting import zcdp_rho_for_epsilon
 from .rng import RandomSource
 from .samplers import (
@@ -124,6 +125,8 @@ class NoiseSpec:
             # P(|Z| > a) = 2 p^(a+1) / (1 + p) for the discrete Laplace with p = exp(-1/t).
             t = float(self.int_scale)
             p = math.exp(-1.0 / t)
+            if p == 0.0:  # scale so small that the noise is 0 with probability 1 - 2 e^(-1/t)
+                return 0.0
             a = math.ceil(math.log(alpha * (1 + p) / 2) / math.log(p) - 1 - 1e-12)
             return g * max(a, 0)
         sigma = math.sqrt(float(self.int_sigma2))
@@ -193,7 +196,12 @@ def noise_spec(
         else:
             int_sens = sensitivity / g + _sqrt_up(changed)
     if kind == "laplace":
-        scale = round_scale_up(int_sens / epsilon)
+        try:
+            scale = round_scale_up(int_sens / epsilon)
+        except ValueError:
+            raise ValidationError(
+                "epsilon is too small for this sensitivity: the noise scale exceeds what the "
+                "exact sampler supports") from None
         return NoiseSpec("laplace", epsilon, delta, sensitivity, g, int_sens, int_scale=scale,
                          integer=integer)
     if delta <= 0:

@@ -67,11 +67,12 @@ class AggregateRequest:
     integer: bool = False
     edges: tuple[float, ...] = ()
     right: bool = True
+    with_count: bool = False
 
     @property
     def key(self) -> tuple[object, ...]:
         return (self.kind, self.column, self.lo, self.hi, self.shift, self.unit, self.edges,
-                self.right, self.integer)
+                self.right, self.integer, self.with_count)
 
 
 def fixed_point_request(column: str, lo: Fraction, hi: Fraction, shift: Fraction,
@@ -92,7 +93,7 @@ def fixed_point_request(column: str, lo: Fraction, hi: Fraction, shift: Fraction
     ilo = math.ceil((lo - shift) / unit)
     ihi = math.floor((hi - shift) / unit)
     return AggregateRequest("fixed_sum", column, float(lo), float(hi), float(shift), unit,
-                            ilo, ihi)
+                            ilo, ihi, with_count=shift != 0)
 
 
 @dataclass
@@ -250,6 +251,8 @@ def _plan_selection(relation: Relation, contrib: Contribution, eps: Fraction,
     noise = noise_spec("laplace", sens.l1, eps, integer=True)
     b = float(noise.int_scale)
     p = math.exp(-1.0 / b)
+    if p == 0.0:  # the noise is 0 except with probability < 1e-300: a singleton key stays below 2
+        return SelectionPlan(noise, 2, eps, delta)
     k = sens.changed
     tau = 1 + math.ceil(math.log(delta_float_guard(delta) * (1 + p) / k) / math.log(p))
     return SelectionPlan(noise, max(tau, 2), eps, delta)

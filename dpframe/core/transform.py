@@ -21,28 +21,30 @@ F64 = npt.NDArray[np.float64]
 Bools = npt.NDArray[np.bool_]
 
 _SPLIT = 26
-_CHUNK = 1 << 26  # rows per bincount pass: n * 2**26 < 2**53 keeps float sums exact
 
 
-def fixed_point(values: npt.ArrayLike, req: AggregateRequest) -> tuple[I64, Bools]:
-    """Clamp, shift and quantize values to integers in [req.ilo, req.ihi]; also the valid mask.
+def fixed_point(values: npt.ArrayLike, req: AggregateRequest) -> F64:
+    """Clamp, shift and quantize values to integers in [req.ilo, req.ihi], held exactly in
+    float64 (|value| <= 2**53); missing values become 0.
 
-    Missing values (NaN / None) are invalid and contribute nothing (documented policy: sums and
-    means skip missing values, like pandas). The integer is clipped *after* rounding, so the
-    per-row bound holds exactly whatever floating-point rounding did before.
+    Missing values (NaN / None) contribute nothing (documented policy: sums and means skip
+    missing values, like pandas). The integer is clipped *after* rounding, so the per-row bound
+    holds exactly whatever floating-point rounding did before.
     """
     x = np.asarray(values)
     if req.integer and x.dtype.kind in "iub":
-        valid = np.ones(x.shape, dtype=bool)
-        return np.clip(x.astype(np.int64, copy=False), req.ilo, req.ihi), valid
-    xf = np.asarray(x, dtype=np.float64)
-    valid = ~np.isnan(xf)
-    clamped = np.clip(xf, req.lo, req.hi)
+        return np.clip(x, req.ilo, req.ihi).astype(np.float64)
+    v = np.array(x, dtype=np.float64, copy=True)
+    np.clip(v, req.lo, req.hi, out=v)
     if req.shift:
-        clamped = clamped - req.shift
-    scaled = np.rint(clamped * float(1 / req.unit))  # unit is a power of two: exact scaling
-    scaled[~valid] = 0.0
-    return np.clip(scaled, req.ilo, req.ihi).astype(np.int64), valid
+        v -= req.shift
+    v *= float(1 / req.unit)  # unit is a power of two: exact scaling
+    np.rint(v, out=v)
+    np.clip(v, req.ilo, req.ihi, out=v)
+    nan = np.isnan(v)
+    if nan.any():
+        v[nan] = 0.0
+    return v
 
 
 def bin_index(values: npt.ArrayLike, edges: tuple[float, ...], right: bool = True) -> I64:
@@ -69,28 +71,50 @@ def grid_index(values: npt.ArrayLike, req: AggregateRequest) -> I64:
     return idx.astype(np.int64)
 
 
+def bucket_codes(codes: I64, ngroups: int, mask: Bools | None = None) -> I64:
+    """Group codes with every dropped row (code < 0 or masked out) sent to bucket ``ngroups``,
+    so grouped reductions are plain bincounts whose last bin is discarded."""
+    drop = codes < 0
+    if mask is not None:
+        drop |= ~mask
+    if not drop.any():
+        return codes
+    return np.where(drop, ngroups, codes)
+
+
 def grouped_count(codes: I64, ngroups: int, mask: Bools | None = None) -> I64:
-    """Rows per group (codes < 0 are dropped)."""
-    ok = codes >= 0 if mask is None else (codes >= 0) & mask
-    return np.bincount(codes[ok], minlength=ngroups).astype(np.int64)
+    """Rows per group (codes < 0, or == ngroups, are dropped)."""
+    b = bucket_codes(codes, ngroups, mask)
+    return np.bincount(b, minlength=ngroups + 1)[:ngroups].astype(np.int64)
 
 
-def grouped_sum_exact(codes: I64, values: I64, ngroups: int, mask: Bools | None = None
-                      ) -> npt.NDArray[np.int64] | npt.NDArray[np.object_]:
-    """Exact integer sums per group, fast: each value is split as hi * 2**26 + lo and both parts
-    are summed with float bincounts over chunks short enough that every partial sum is an
-    integer below 2**53 (so the float arithmetic is exact)."""
-    ok = codes >= 0 if mask is None else (codes >= 0) & mask
-    c, v = codes[ok], values[ok]
-    total = np.zeros(ngroups, dtype=object)
-    for start in range(0, max(c.size, 1), _CHUNK):
-        cc, vv = c[start : start + _CHUNK], v[start : start + _CHUNK]
-        hi = vv >> _SPLIT
-        lo = vv - (hi << _SPLIT)
-        s_hi = np.bincount(cc, weights=hi.astype(np.float64), minlength=ngroups)
-        s_lo = np.bincount(cc, weights=lo.astype(np.float64), minlength=ngroups)
-        part = s_hi.astype(np.int64).astype(object) * (1 << _SPLIT) + s_lo.astype(np.int64)
-        total = total + part
+def grouped_sum_exact(codes: I64, values: F64, ngroups: int, max_abs: int,
+                      mask: Bools | None = None) -> npt.NDArray[np.int64] | npt.NDArray[
+                          np.object_]:
+    """Exact sums per group of integer values (held in float64, |v| <= max_abs <= 2**53).
+
+    Float bincounts are exact while every partial sum is an integer below 2**53, so rows are
+    summed in chunks of 2**53 / max_abs rows (2**20 rows for the fixed-point default), and the
+    chunk sums are added as integers. Very large values are split as hi * 2**26 + lo first.
+    """
+    b = bucket_codes(codes, ngroups, mask)
+    if mask is not None or (codes < 0).any():
+        values = np.where(b == ngroups, 0.0, values)
+    total = np.zeros(ngroups + 1, dtype=object)
+    parts: list[tuple[F64, int]] = [(values, 1)]
+    if max_abs > (1 << 40):
+        hi = np.floor(values / float(1 << _SPLIT))
+        parts = [(hi, 1 << _SPLIT), (values - hi * float(1 << _SPLIT), 1)]
+        max_abs = max(max_abs >> _SPLIT, 1 << _SPLIT)
+    chunk = max(1 << 10, (1 << 53) // (max_abs + 1))
+    for vals, mult in parts:
+        acc = np.zeros(ngroups + 1, dtype=np.int64)
+        for start in range(0, max(b.size, 1), chunk):
+            s = np.bincount(b[start : start + chunk], weights=vals[start : start + chunk],
+                            minlength=ngroups + 1)
+            acc += s.astype(np.int64)
+        total = total + acc.astype(object) * mult
+    total = total[:ngroups]
     if all(-(1 << 62) < int(t) < (1 << 62) for t in total):
         return total.astype(np.int64)
     return total
@@ -99,7 +123,7 @@ def grouped_sum_exact(codes: I64, values: I64, ngroups: int, mask: Bools | None 
 def grouped_bin_counts(codes: I64, bins: I64, ngroups: int, nbins: int,
                        mask: Bools | None = None) -> I64:
     """Counts per (group, bin), shape [ngroups, nbins]; negative codes or bins are dropped."""
-    ok = (codes >= 0) & (bins >= 0)
+    ok = (codes >= 0) & (bins >= 0) & (codes < ngroups)
     if mask is not None:
         ok &= mask
     flat = codes[ok] * nbins + bins[ok]
@@ -119,56 +143,94 @@ def _rank_in_runs(sorted_keys: I64) -> I64:
     return pos - run_start
 
 
+_M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+
+
+def keyed_priority(a: I64, b: I64, salt: int) -> npt.NDArray[np.uint64]:
+    """A keyed pseudo-random 64-bit priority of the pair (a, b) (splitmix64 finaliser over a
+    salted combination). Rows of one pair share it; distinct pairs get independent-looking
+    values. The salt is fresh randomness per release."""
+    with np.errstate(over="ignore"):
+        z = a.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15) + b.astype(np.uint64)
+        z ^= np.uint64(salt & 0xFFFFFFFFFFFFFFFF)
+        z ^= z >> np.uint64(30)
+        z *= _M1
+        z ^= z >> np.uint64(27)
+        z *= _M2
+        z ^= z >> np.uint64(31)
+    return z
+
+
+def _select_rows(units: I64, pairs: I64, rows: npt.NDArray[np.intp], max_rows: int,
+                 gen: np.random.Generator) -> npt.NDArray[np.intp]:
+    """Among ``rows``, keep at most ``max_rows`` per pair key, a uniform random subset."""
+    if rows.size == 0:
+        return rows
+    key = pairs[rows]
+    _, dense = np.unique(key, return_inverse=True)
+    order = np.argsort(dense.astype(np.int64) * rows.size + gen.permutation(rows.size))
+    rank = _rank_in_runs(dense[order].astype(np.int64))
+    return rows[order[rank < max_rows]]
+
+
 def bound_contributions(units: I64, groups: I64 | None, max_rows: int, max_groups: int,
                         gen: np.random.Generator) -> Bools:
     """Mask keeping at most ``max_groups`` groups per unit and ``max_rows`` rows per
-    (unit, group), each chosen uniformly at random (never by row order).
+    (unit, group), chosen at random (never by row order).
 
-    Rows with a negative unit or group code are dropped. Groups: every distinct (unit, group)
-    pair gets an independent uniform random priority; a unit keeps its ``max_groups`` pairs of
-    smallest priority, a uniform random subset. Rows: a uniform random permutation breaks ties
-    inside each pair; a pair keeps its first ``max_rows`` rows in that order, again a uniform
-    subset. The choice for a unit depends only on that unit's rows and fresh randomness, so the
-    transformation is stable. Vectorized: two sorts, no Python loop over units.
+    ``units`` are dense codes in [0, n_units) (-1: dropped); ``groups`` group codes (-1 or
+    >= n_groups: dropped). Groups: each (unit, group) pair gets a keyed pseudo-random priority
+    and a unit keeps the ``max_groups`` pairs of smallest priority: a uniform choice among its
+    distinct groups. Rows: inside each pair a uniform random permutation picks ``max_rows``
+    rows. A unit's selection depends only on its own rows and fresh randomness, so the
+    transformation is stable. Vectorized and O(n) except where a bound binds: only units with
+    more than ``max_groups`` rows enter the group step, and only pairs with more than
+    ``max_rows`` rows are sorted.
     """
     n = units.size
-    g = np.zeros(n, dtype=np.int64) if groups is None else groups
-    valid = (units >= 0) & (g >= 0)
-    idx = np.flatnonzero(valid)
-    u, gg = units[idx], g[idx]
-    ng = int(gg.max()) + 1 if gg.size else 1
-    nu = int(u.max()) + 1 if u.size else 1
-    if nu * ng >= (1 << 62) // max(idx.size, 1):
-        order = np.lexsort((gen.permutation(idx.size), gg, u))
-    else:
-        pair_key = u * ng + gg
-        order = np.argsort(pair_key * idx.size + gen.permutation(idx.size))
-    su, sg = u[order], gg[order]
-    pair = su * ng + sg if nu * ng < (1 << 62) else None
-    if pair is None:  # pragma: no cover - astronomically many units x groups
-        pair_change = np.r_[True, (su[1:] != su[:-1]) | (sg[1:] != sg[:-1])]
-        pair_id = np.cumsum(pair_change) - 1
-    else:
-        pair_change = np.r_[True, pair[1:] != pair[:-1]] if pair.size else np.zeros(0, bool)
-        pair_id = np.cumsum(pair_change) - 1
-    row_rank = _rank_in_runs(pair_id)
-    keep_sorted = row_rank < max_rows
-    if groups is not None and pair_id.size:
-        npairs = int(pair_id[-1]) + 1
-        pair_unit = su[pair_change]
-        prio = gen.permutation(npairs)
-        porder = np.lexsort((prio, pair_unit))
-        prank = np.empty(npairs, dtype=np.int64)
-        prank[porder] = _rank_in_runs(pair_unit[porder])
-        keep_sorted &= (prank < max_groups)[pair_id]
-    mask = np.zeros(n, dtype=bool)
-    mask[idx[order[keep_sorted]]] = True
-    return mask
+    keep = units >= 0
+    if groups is not None:
+        keep &= groups >= 0
+    nu = int(units.max()) + 1 if n else 1
+    if groups is not None and max_groups < (int(groups.max()) + 1 if n else 1):
+        per_unit = np.bincount(units[keep], minlength=nu)
+        busy = keep & (per_unit[np.maximum(units, 0)] > max_groups)
+        if busy.any():
+            idx = np.flatnonzero(busy)
+            salt = int(gen.integers(0, 2**63))
+            prio = keyed_priority(units[idx], groups[idx], salt)
+            chosen = np.zeros(idx.size, dtype=bool)
+            if max_groups <= 8:
+                for _ in range(max_groups):
+                    cand = np.where(chosen, np.uint64(np.iinfo(np.uint64).max), prio)
+                    best = np.full(nu, np.iinfo(np.uint64).max, dtype=np.uint64)
+                    np.minimum.at(best, units[idx], cand)
+                    chosen |= (cand == best[units[idx]]) & ~chosen
+            else:
+                order = np.lexsort((prio, units[idx]))
+                su, sp = units[idx][order], prio[order]
+                pair_start = np.r_[True, (su[1:] != su[:-1]) | (sp[1:] != sp[:-1])]
+                pair_id = np.cumsum(pair_start) - 1
+                first = np.flatnonzero(pair_start)
+                prank = _rank_in_runs(su[first])
+                chosen[order] = prank[pair_id] < max_groups
+            keep[idx[~chosen]] = False
+    # rows per (unit, group): with groups, pairs are identified by (unit, group)
+    pairs = units if groups is None else units.astype(np.int64) * (int(groups.max()) + 1 if n
+                                                                   else 1) + groups
+    per_unit = np.bincount(units[keep], minlength=nu)
+    heavy = keep & (per_unit[np.maximum(units, 0)] > max_rows)
+    if heavy.any():
+        idx = np.flatnonzero(heavy)
+        kept = _select_rows(units, pairs, idx, max_rows, gen)
+        keep[idx] = False
+        keep[kept] = True
+    return keep
 
 
 def distinct_units_per_group(units: I64, groups: I64, ngroups: int, mask: Bools) -> I64:
     """Number of distinct units per group among masked rows (for DP key selection)."""
-    ok = mask & (units >= 0) & (groups >= 0)
+    ok = mask & (units >= 0) & (groups >= 0) & (groups < ngroups)
     u, g = units[ok], groups[ok]
     if u.size == 0:
         return np.zeros(ngroups, dtype=np.int64)
@@ -199,35 +261,35 @@ def compute_exact(
         mask = bound_contributions(unit_codes, group_codes if q.by else None,
                                    plan.contribution.rows, plan.contribution.groups, gen)
     else:
-        mask = group_codes >= 0
+        mask = None
+    codes = bucket_codes(group_codes, ng, mask)
     values: dict[tuple[object, ...], np.ndarray] = {}
     counts: dict[tuple[object, ...], np.ndarray] = {}
     for req in plan.requests:
         if req.kind == "rows":
-            values[req.key] = grouped_count(group_codes, ng, mask)
+            values[req.key] = grouped_count(codes, ng)
             continue
         assert req.column is not None
         raw, valid = column(req.column)
         if req.kind == "nonnull":
-            values[req.key] = grouped_count(group_codes, ng, mask & valid)
+            values[req.key] = grouped_count(codes, ng, valid)
         elif req.kind == "fixed_sum":
-            fx, ok = fixed_point(raw, req)
-            m = mask & valid & ok
-            values[req.key] = grouped_sum_exact(group_codes, fx, ng, m)
-            counts[req.key] = grouped_count(group_codes, ng, m)
+            fx = fixed_point(raw, req)
+            max_abs = max(abs(req.ilo), abs(req.ihi))
+            values[req.key] = grouped_sum_exact(codes, fx, ng, max_abs)
+            if req.with_count:
+                counts[req.key] = grouped_count(codes, ng, valid)
         elif req.kind == "bins":
             b = bin_index(raw, req.edges, req.right)
-            values[req.key] = grouped_bin_counts(group_codes, b, ng, len(req.edges) - 1,
-                                                 mask & valid)
+            values[req.key] = grouped_bin_counts(codes, b, ng, len(req.edges) - 1, valid)
         elif req.kind == "grid":
             b = grid_index(raw, req)
-            values[req.key] = grouped_bin_counts(group_codes, b, ng, len(req.edges),
-                                                 mask & valid)
+            values[req.key] = grouped_bin_counts(codes, b, ng, len(req.edges), valid)
     unit_counts = None
     if plan.selection is not None:
         if q.privacy_unit:
             assert unit_codes is not None
-            unit_counts = distinct_units_per_group(unit_codes, group_codes, ng, mask)
+            unit_counts = distinct_units_per_group(unit_codes, codes, ng, codes < ng)
         else:
-            unit_counts = grouped_count(group_codes, ng, mask)
+            unit_counts = grouped_count(codes, ng)
     return ExactAggregates(list(keys), values, counts, unit_counts)

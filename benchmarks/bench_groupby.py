@@ -1,0 +1,123 @@
+"""DP groupby-sum vs plain pandas, as ratios in one run (issue 4 targets).
+
+Row level: 1e7 rows, 50 string keys, float column; DP groupby-sum should take <= 1.3x plain
+``df.groupby("g")["x"].sum()``. User level (1e6 units x 10 rows): <= 3x. Peak memory of the DP
+release <= 2x plain pandas (measured per case in a fresh subprocess, stdlib ``resource``).
+Also: DP max (exponential mechanism) error vs Laplace on the max. Prints; never asserts.
+
+    python benchmarks/bench_groupby.py [--rows 10000000] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+import warnings
+
+import numpy as np
+import pandas as pd
+
+KEYS = [f"key_{i:02d}" for i in range(50)]
+
+
+def make_frame(rows: int, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({
+        "g": pd.array(np.array(KEYS)[rng.integers(0, 50, rows)], dtype="str"),
+        "x": rng.uniform(0, 100, rows),
+        "uid": np.repeat(np.arange(rows // 10), 10)[rng.permutation(rows)],
+    })
+
+
+def case(name: str, rows: int) -> dict[str, float]:
+    """Run one case in this process; return seconds (best of 3)."""
+    import dpframe as dpf
+
+    warnings.simplefilter("ignore")
+    df = make_frame(rows)
+    session = dpf.Session(epsilon=1e9)
+    times = []
+    for _ in range(3):
+        t = time.perf_counter()
+        if name == "plain":
+            df.groupby("g")["x"].sum()
+        elif name == "dp_row":
+            df.dp(session, bounds={"x": (0, 100)}, keys={"g": KEYS}).groupby("g").sum(
+                "x", epsilon=1.0)
+        elif name == "dp_unit":
+            df.dp(session, bounds={"x": (0, 100)}, keys={"g": KEYS}, privacy_unit="uid",
+                  max_rows_per_unit=10, max_groups_per_unit=50).groupby("g").sum(
+                "x", epsilon=1.0)
+        times.append(time.perf_counter() - t)
+    return {"seconds": min(times)}
+
+
+def peak_mb(name: str, rows: int) -> float:
+    """Peak RSS (MB) of a fresh process that builds the frame and runs the case once,
+    minus the peak of a process that only builds the frame."""
+    code = (
+        "import resource, sys, warnings; warnings.simplefilter('ignore');"
+        "sys.path.insert(0, 'benchmarks'); import bench_groupby as b; import dpframe as dpf;"
+        f"df = b.make_frame({rows}); import gc; gc.collect();"
+        "base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss;"
+        f"name = {name!r};"
+        "s = dpf.Session(epsilon=1e9);"
+        "r = (df.groupby('g')['x'].sum() if name == 'plain' else "
+        "df.dp(s, bounds={'x': (0, 100)}, keys={'g': b.KEYS}, **({} if name == 'dp_row' else "
+        "dict(privacy_unit='uid', max_rows_per_unit=10, max_groups_per_unit=50)))"
+        ".groupby('g').sum('x', epsilon=1.0));"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    return int(out.stdout.strip().splitlines()[-1]) / 1024
+
+
+def max_accuracy(trials: int = 200) -> dict[str, float]:
+    """Mean absolute error of DP max (EM) vs Laplace on the max, ages in [0, 120], eps=0.1."""
+    import dpframe as dpf
+
+    warnings.simplefilter("ignore")
+    rng = np.random.default_rng(1)
+    df = pd.DataFrame({"age": np.clip(rng.normal(45, 15, 10_000), 0, 99).round()})
+    s = dpf.Session(epsilon=1e9, seed=3)
+    priv = df.dp(s, bounds={"age": (0, 120)})
+    true = float(df["age"].max())
+    em = [abs(priv.max("age", epsilon=0.1) - true) for _ in range(trials)]
+    lap = np.abs(np.random.default_rng(2).laplace(0, 120 / 0.1, trials))
+    return {"em_mae": float(np.mean(em)), "laplace_mae": float(np.mean(lap))}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--case", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--no-memory", action="store_true")
+    args = ap.parse_args()
+    if args.case:
+        print(json.dumps(case(args.case, args.rows)))
+        return
+    res = {}
+    for name in ("plain", "dp_row", "dp_unit"):
+        out = subprocess.run([sys.executable, __file__, "--rows", str(args.rows), "--case", name],
+                             capture_output=True, text=True, check=True)
+        res[name] = json.loads(out.stdout.strip().splitlines()[-1])["seconds"]
+    mem = {} if args.no_memory else {n: peak_mb(n, args.rows) for n in ("plain", "dp_row",
+                                                                         "dp_unit")}
+    print(f"rows={args.rows:,}  50 string keys, float column (best of 3)")
+    print(f"{'case':<10}{'seconds':>10}{'ratio':>8}{'extra peak MB':>16}{'mem ratio':>11}")
+    for name in ("plain", "dp_row", "dp_unit"):
+        r = res[name] / res["plain"]
+        m = mem.get(name, float("nan"))
+        mr = m / mem["plain"] if mem else float("nan")
+        print(f"{name:<10}{res[name]:>10.3f}{r:>8.2f}{m:>16.0f}{mr:>11.2f}")
+    acc = max_accuracy()
+    print(f"max of ages in [0,120], eps=0.1: EM mean abs error {acc['em_mae']:.1f}, "
+          f"Laplace-on-max {acc['laplace_mae']:.0f}")
+
+
+if __name__ == "__main__":
+    main()
