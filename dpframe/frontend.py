@@ -7,6 +7,7 @@ with ``.attrs["dp"]`` provenance. No sensitivity, noise or budget logic lives he
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
@@ -116,6 +117,18 @@ class PrivateFrame:
         self._unit = privacy_unit
         self._max_rows = int(max_rows_per_unit or 1)
         self._max_groups = int(max_groups_per_unit)
+        self._sample_rate: Fraction | None = None
+
+    def sample(self, rate: float) -> PrivateFrame:
+        """Queries on a Poisson sample of the privacy units at ``rate``, charged the amplified
+        cost ln(1 + q (e^eps - 1)) for the epsilon given to each aggregate (add_remove only).
+        The rate is rounded up to a multiple of 2**-53 (the rate actually used and charged)."""
+        q = exact_fraction(rate, "rate", positive=True)
+        if q > 1:
+            raise ValidationError("rate must be in (0, 1]")
+        out = copy.copy(self)
+        out._sample_rate = Fraction(math.ceil(q * (1 << 53)), 1 << 53)
+        return out
 
     # -- plumbing -------------------------------------------------------------------------------
     @property
@@ -149,7 +162,8 @@ class PrivateFrame:
                      private_keys=private, privacy_unit=self._unit,
                      max_rows_per_unit=self._max_rows, max_groups_per_unit=self._max_groups,
                      mechanism=mech,  # type: ignore[arg-type]
-                     ci=ci, selection_share=share, description=description)
+                     ci=ci, selection_share=share, sample_rate=self._sample_rate,
+                     description=description)
 
     def _run(self, query: Query, dry_run: bool) -> CoreRelease | dict[str, Any]:
         from .release import explain, run_release

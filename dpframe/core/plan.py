@@ -26,7 +26,7 @@ import numpy.typing as npt
 
 from ..errors import ValidationError
 from ..query import Measure, Query
-from .accounting import PrivacyCost
+from .accounting import PrivacyCost, poisson_subsampling
 from .mechanisms import ExponentialSpec, NoiseSpec, noise_spec, rho_for
 from .rng import RandomSource
 from .sensitivity import (
@@ -191,6 +191,7 @@ class ReleasePlan:
             "epsilon": float(self.query.epsilon), "delta": float(self.query.delta),
             "charge_epsilon": float(self.cost.epsilon), "charge_delta": float(self.cost.delta),
             "privacy_unit": self.query.privacy_unit,
+            "sample_rate": float(self.query.sample_rate) if self.query.sample_rate else None,
             "max_rows_per_unit": self.contribution.rows,
             "max_groups_per_unit": self.contribution.groups,
             "measures": [mp.describe(level) for mp in self.measures],
@@ -228,9 +229,13 @@ def plan_query(query: Query, relation: Relation, column_kinds: dict[str, str]) -
         plans.append(_plan_measure(query, m, relation, contrib, grouped, eps_m, delta_m, rho_m,
                                    column_kinds))
 
-    if gaussian and selection is None and all(
-        mp.em is None for mp in plans
-    ):
+    if query.sample_rate is not None:
+        # amplification by Poisson subsampling of units (add_remove neighbours only)
+        if relation != "add_remove":
+            raise ValidationError("sample() amplification holds for neighbouring='add_remove' "
+                                  "only")
+        cost = poisson_subsampling(eps_total, delta_total, query.sample_rate)
+    elif gaussian and selection is None and all(mp.em is None for mp in plans):
         cost = PrivacyCost(eps_total, delta_total, rho=rho_total)
     else:
         cost = PrivacyCost(eps_total, delta_total)

@@ -10,6 +10,7 @@ influence only that unit's contribution, which is what the sensitivities in
 from __future__ import annotations
 
 from collections.abc import Callable
+from fractions import Fraction
 
 import numpy as np
 import numpy.typing as npt
@@ -25,11 +26,13 @@ _SPLIT = 26
 
 def fixed_point(values: npt.ArrayLike, req: AggregateRequest) -> F64:
     """Clamp, shift and quantize values to integers in [req.ilo, req.ihi], held exactly in
-    float64 (|value| <= 2**53); missing values become 0.
+    float64 (|value| <= 2**53).
 
-    Missing values (NaN / None) contribute nothing (documented policy: sums and means skip
-    missing values, like pandas). The integer is clipped *after* rounding, so the per-row bound
-    holds exactly whatever floating-point rounding did before.
+    A missing value (NaN / None) becomes the integer nearest 0 inside [ilo, ihi]: 0, i.e.
+    skipped like pandas does, whenever the bounds contain 0 (for means, whose values are shifted
+    by the midpoint, always). Every row's value, missing or not, lies in the bounds, so the
+    change_one sensitivity (U - L per row) holds too. The integer is clipped *after* rounding,
+    so the per-row bound holds exactly whatever floating-point rounding did before.
     """
     x = np.asarray(values)
     if req.integer and x.dtype.kind in "iub":
@@ -43,7 +46,7 @@ def fixed_point(values: npt.ArrayLike, req: AggregateRequest) -> F64:
     np.clip(v, req.ilo, req.ihi, out=v)
     nan = np.isnan(v)
     if nan.any():
-        v[nan] = 0.0
+        v[nan] = float(min(max(0, req.ilo), req.ihi))
     return v
 
 
@@ -228,6 +231,22 @@ def bound_contributions(units: I64, groups: I64 | None, max_rows: int, max_group
     return keep
 
 
+def poisson_sample(units: I64 | None, n: int, rate: Fraction, gen: np.random.Generator
+                   ) -> Bools:
+    """Keep each privacy unit (each row at row level) independently with probability
+    ``rate``, which must be a dyadic fraction k / 2**53 (the plan rounds it up). A unit's rows
+    are kept or dropped together via a salted pseudo-random priority of the unit."""
+    if rate.denominator > (1 << 53) or (1 << 53) % rate.denominator:
+        raise ValueError("sample rate must be a multiple of 2**-53")
+    k = np.uint64(rate.numerator * ((1 << 53) // rate.denominator))
+    if units is None:
+        draws = gen.integers(0, 1 << 53, size=n, dtype=np.uint64)
+    else:
+        salt = int(gen.integers(0, 2**63))
+        draws = keyed_priority(units, np.zeros_like(units), salt) >> np.uint64(11)
+    return draws < k
+
+
 def distinct_units_per_group(units: I64, groups: I64, ngroups: int, mask: Bools) -> I64:
     """Number of distinct units per group among masked rows (for DP key selection)."""
     ok = mask & (units >= 0) & (groups >= 0) & (groups < ngroups)
@@ -256,6 +275,9 @@ def compute_exact(
     """
     q = plan.query
     ng = len(keys)
+    if q.sample_rate is not None:
+        group_codes = np.where(poisson_sample(unit_codes, group_codes.size, q.sample_rate, gen),
+                               group_codes, -1)
     if q.privacy_unit:
         assert unit_codes is not None
         mask = bound_contributions(unit_codes, group_codes if q.by else None,

@@ -1,0 +1,151 @@
+"""The shared transformations: exact fixed-point sums, bounding by random sampling."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpframe.core.plan import fixed_point_request
+from dpframe.core.transform import (
+    bound_contributions,
+    fixed_point,
+    grouped_sum_exact,
+    poisson_sample,
+)
+
+ADVERSARIAL = np.array([np.inf, -np.inf, np.nan, 1e308, -1e308, 5e-324, 2.0**53, 99.99999999999999,
+                        100.0, 0.1, 0.2, 0.30000000000000004, -0.0, 1e-17, 100 - 1e-14])
+
+
+@pytest.mark.parametrize("lo,hi", [(0.0, 100.0), (-3.5, 0.1), (-1e6, 1e12), (1e6, 1e6 + 1)])
+def test_fixed_point_values_stay_within_integer_bounds(lo: float, hi: float) -> None:
+    req = fixed_point_request("x", Fraction(repr(lo)), Fraction(repr(hi)), Fraction(0), False)
+    v = fixed_point(ADVERSARIAL, req)
+    assert np.all(v == np.rint(v))
+    assert v.min() >= req.ilo and v.max() <= req.ihi
+    # the integer bounds never exceed the declared bounds, so the sensitivity holds
+    assert req.ilo * req.unit >= Fraction(repr(lo)) and req.ihi * req.unit <= Fraction(repr(hi))
+    # a missing value counts as the bound nearest 0: nothing when 0 is inside the bounds
+    assert np.isnan(ADVERSARIAL[2]) and v[2] == min(max(0, req.ilo), req.ihi)
+
+
+def test_mean_shift_is_clipped_after_rounding() -> None:
+    lo, hi = Fraction(1_000_000), Fraction(1_000_001)
+    req = fixed_point_request("x", lo, hi, (lo + hi) / 2, False)
+    v = fixed_point(ADVERSARIAL, req)
+    assert v.min() >= req.ilo and v.max() <= req.ihi
+    assert req.with_count
+
+
+def test_neighbouring_exact_sums_differ_by_at_most_one_rows_bound() -> None:
+    rng = np.random.default_rng(0)
+    req = fixed_point_request("x", Fraction(0), Fraction(100), Fraction(0), False)
+    x = np.concatenate([rng.uniform(-50, 150, 100_000), ADVERSARIAL])
+    codes = rng.integers(0, 3, x.size)
+    base = grouped_sum_exact(codes, fixed_point(x, req), 3, req.ihi)
+    for extra in ADVERSARIAL:
+        x2 = np.append(x, extra)
+        c2 = np.append(codes, 1)
+        s2 = grouped_sum_exact(c2, fixed_point(x2, req), 3, req.ihi)
+        diff = [abs(int(a) - int(b)) for a, b in zip(base, s2, strict=True)]
+        assert diff[0] == diff[2] == 0
+        assert diff[1] <= max(abs(req.ilo), abs(req.ihi))
+
+
+def test_grouped_sum_is_exact_for_large_integers() -> None:
+    rng = np.random.default_rng(1)
+    for max_abs in (2**20, 2**33, 2**50):
+        v = rng.integers(-max_abs, max_abs + 1, 300_000).astype(np.float64)
+        codes = rng.integers(-1, 4, v.size)
+        got = grouped_sum_exact(codes, v, 4, max_abs)
+        for g in range(4):
+            want = sum(int(a) for a in v[codes == g])
+            assert int(got[g]) == want
+
+
+def test_float_summation_is_not_exact_but_ours_is() -> None:
+    """A naive float sum of clamped values loses the low bits; the exact path does not."""
+    v = np.array([2.0**52] + [1.0] * 1000 + [-(2.0**52)])
+    codes = np.zeros(v.size, dtype=np.int64)
+    assert int(grouped_sum_exact(codes, v, 1, 2**52)[0]) == 1000
+    naive = 0.0
+    for a in np.concatenate([v[:1], v[1:-1] * 0.5, v[-1:]]):
+        naive += a
+    assert naive != 500.0  # float accumulation drops the halves
+
+
+def test_rows_per_unit_bound_holds_for_a_heavy_unit() -> None:
+    gen = np.random.default_rng(2)
+    units = np.concatenate([np.zeros(5000, dtype=np.int64), np.arange(1, 101)])
+    keep = bound_contributions(units, None, 3, 1, gen)
+    assert keep[:5000].sum() == 3
+    assert keep[5000:].all()
+
+
+def test_row_selection_is_uniform_not_first_k() -> None:
+    gen = np.random.default_rng(3)
+    units = np.zeros(5, dtype=np.int64)
+    hits = np.zeros(5)
+    trials = 6000
+    for _ in range(trials):
+        hits += bound_contributions(units, None, 2, 1, gen)
+    # each of the 5 rows is kept with probability 2/5
+    expected = np.full(5, trials * 2 / 5)
+    assert stats.chisquare(hits, expected).pvalue > 1e-4
+    # the same check rejects "first k" selection
+    first_k = np.array([trials, trials, 0, 0, 0], dtype=float)
+    assert stats.chisquare(first_k, expected).pvalue < 1e-4
+
+
+def test_group_selection_is_uniform_over_distinct_groups_not_rows() -> None:
+    """A unit with 1 row in group 0 and 50 rows in group 1 keeps either group w.p. 1/2."""
+    gen = np.random.default_rng(4)
+    units = np.zeros(51, dtype=np.int64)
+    groups = np.array([0] + [1] * 50, dtype=np.int64)
+    chose0 = 0
+    trials = 3000
+    for _ in range(trials):
+        keep = bound_contributions(units, groups, 100, 1, gen)
+        assert len(set(groups[keep])) == 1
+        chose0 += int(keep[0])
+    se = math.sqrt(trials * 0.25)
+    assert abs(chose0 - trials / 2) < 5 * se
+    assert abs(trials * 50 / 51 - trials / 2) > 5 * se  # row-weighted choice would fail
+
+
+def test_groups_and_rows_bounds_together() -> None:
+    gen = np.random.default_rng(5)
+    rng = np.random.default_rng(6)
+    units = rng.integers(0, 50, 20_000)
+    groups = rng.integers(0, 10, 20_000)
+    keep = bound_contributions(units, groups, 4, 2, gen)
+    for u in range(50):
+        sel = keep & (units == u)
+        gs, cnt = np.unique(groups[sel], return_counts=True)
+        assert len(gs) <= 2 and (cnt <= 4).all()
+        assert len(gs) == 2 and (cnt == 4).all()  # bounds bind: exactly saturated
+
+
+def test_missing_units_are_dropped() -> None:
+    gen = np.random.default_rng(7)
+    keep = bound_contributions(np.array([-1, 0, 0, 1]), None, 5, 1, gen)
+    assert keep.tolist() == [False, True, True, True]
+
+
+def test_poisson_sample_rate_and_whole_units() -> None:
+    gen = np.random.default_rng(8)
+    rate = Fraction(3, 8)
+    rows = poisson_sample(None, 200_000, rate, gen)
+    se = math.sqrt(200_000 * 3 / 8 * 5 / 8)
+    assert abs(rows.sum() - 75_000) < 5 * se
+    units = np.repeat(np.arange(20_000), 5)
+    kept = poisson_sample(units, units.size, rate, gen).reshape(-1, 5)
+    assert (kept.all(axis=1) | ~kept.any(axis=1)).all()  # whole units
+    se_u = math.sqrt(20_000 * 3 / 8 * 5 / 8)
+    assert abs(kept[:, 0].sum() - 7_500) < 5 * se_u
+    with pytest.raises(ValueError):
+        poisson_sample(None, 10, Fraction(1, 3), gen)
