@@ -44,7 +44,8 @@ def exact_fraction(x: object, name: str, *, positive: bool = False,
     if isinstance(x, float):
         if not math.isfinite(x):
             raise ValidationError(f"{name} must be finite")
-        f = Fraction(repr(x))
+        # float() first: repr(np.float64(0.1)) is 'np.float64(0.1)' under numpy 2
+        f = Fraction(repr(float(x)))
     else:
         f = Fraction(x)
     if f < 0 or (positive and f == 0) or (not allow_zero and f == 0):
@@ -87,6 +88,7 @@ class Query:
     mechanism: MechanismName | None = None
     ci: float | None = None
     selection_share: Fraction = Fraction(1, 2)
+    sample_rate: Fraction | None = None   # Poisson subsampling of units (exact dyadic rate)
     description: str = ""
 
     # -- validation ---------------------------------------------------------------------------
@@ -166,7 +168,9 @@ class Query:
         except (TypeError, ValueError):
             raise BoundsError(f"bounds of {column!r} must be a (lo, hi) pair") from None
         for v in (lo_raw, hi_raw):
-            if isinstance(v, bool) or not isinstance(v, int | float | Fraction):
+            if isinstance(v, bool | str | bytes):
+                raise BoundsError(f"bounds of {column!r} must be numbers")
+            if not isinstance(v, int | float | Fraction):
                 try:
                     float(v)  # numpy scalars
                 except (TypeError, ValueError):
