@@ -32,8 +32,8 @@ def numeric_column(s: pd.Series) -> tuple[np.ndarray, npt.NDArray[np.bool_]]:
     kind = column_kind(s.dtype)
     if kind in ("int", "bool") and bool(valid.all()):
         return s.to_numpy(dtype=np.int64), valid
-    if kind == "other":
-        return np.zeros(len(s)), np.zeros(len(s), dtype=bool)
+    if kind == "other":  # only counted (count(col)); values are never read
+        return np.zeros(len(s)), valid
     return s.to_numpy(dtype=np.float64, na_value=np.nan), valid
 
 
