@@ -1,0 +1,550 @@
+"""Local model: exact privacy of the randomizers, empirical checks, estimators, errors."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+import warnings
+from decimal import Decimal, localcontext
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+import dpframe as dpf
+from dpframe import local
+from dpframe.core.rng import InsecureSeedWarning, RandomSource
+from dpframe.errors import ValidationError
+
+pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+
+
+def _design(eps: float, k: int) -> local._Design:
+    return local._Design(k=k, x=Fraction(repr(float(eps))))
+
+
+# ------------------------------------------------------------------------------------------
+# Exact output distributions: max log-ratio <= epsilon
+# ------------------------------------------------------------------------------------------
+
+
+def _krr_matrix(eps: float, k: int) -> np.ndarray:
+    p, q = local.krr_probabilities(eps, k)
+    return np.where(np.eye(k, dtype=bool), p, q)
+
+
+def _max_log_ratio(matrix: np.ndarray) -> float:
+    """max over outputs y and inputs x, x' of log P(y | x) / P(y | x') (rows are inputs)."""
+    return float(np.max(np.log(matrix.max(axis=0)) - np.log(matrix.min(axis=0))))
+
+
+@pytest.mark.parametrize("eps", [0.05, 0.5, 1.0, 2.0, 5.0, 12.0])
+@pytest.mark.parametrize("k", [2, 3, 10, 50])
+def test_krr_exact_log_ratio(eps: float, k: int) -> None:
+    m = _krr_matrix(eps, k)
+    np.testing.assert_allclose(m.sum(axis=1), 1.0, rtol=1e-12)
+    assert _max_log_ratio(m) <= eps * (1 + 1e-12)
+    assert _max_log_ratio(m) == pytest.approx(eps, rel=1e-9)  # tight: no wasted budget
+
+
+@pytest.mark.parametrize("eps", [0.3, 1.0, 4.0])
+def test_binary_rr_probabilities(eps: float) -> None:
+    p, q = local.rr_probabilities(eps)
+    assert p == pytest.approx(math.exp(eps) / (math.exp(eps) + 1), rel=1e-14)
+    assert p + q == pytest.approx(1.0, rel=1e-15)
+    assert _max_log_ratio(np.array([[p, q], [q, p]])) <= eps * (1 + 1e-12)
+
+
+def test_two_coin_is_exactly_three_quarters() -> None:
+    assert local.rr_probabilities(preset="two_coin") == (0.75, 0.25)
+    design = local._Design(k=2, q=Fraction(1, 3))
+    lut = local._lut(design, 8)
+    assert (lut >= 0).all()  # no cell straddles 3/4: two fair bits decide
+    assert int((lut == 0).sum()) == 192  # P(keep) = 192 / 256 = 3/4 exactly
+    assert _max_log_ratio(np.array([[0.75, 0.25], [0.25, 0.75]])) == pytest.approx(math.log(3))
+
+
+@pytest.mark.parametrize("eps", [0.5, 2.0, 6.0])
+def test_rappor_exact_log_ratio(eps: float) -> None:
+    k = 4
+    p1, q1 = local.rappor_probabilities(eps)
+    f = local.rappor_f(eps)
+    assert f == pytest.approx(2 / (1 + math.exp(eps / 2)), rel=1e-14)
+    assert (p1, q1) == pytest.approx((1 - f / 2, f / 2), rel=1e-14)
+    outputs = list(itertools.product([0, 1], repeat=k))
+    matrix = np.empty((k, len(outputs)))
+    for x in range(k):
+        onehot = np.eye(k, dtype=int)[x]
+        for col, y in enumerate(outputs):
+            same = np.asarray(y) == onehot
+            p_one = np.where(np.asarray(y) == 1, p1, q1)  # P(bit = y_i) for the true bit
+            matrix[x, col] = np.prod(np.where(same, np.maximum(p_one, 1 - p_one),
+                                              np.minimum(p_one, 1 - p_one)))
+    np.testing.assert_allclose(matrix.sum(axis=1), 1.0, rtol=1e-12)
+    assert _max_log_ratio(matrix) <= eps * (1 + 1e-12)
+    assert _max_log_ratio(matrix) == pytest.approx(eps, rel=1e-9)
+
+
+@pytest.mark.parametrize(("eps", "k"), [(0.1, 2), (1.0, 10), (3.0, 33), (20.0, 5), (0.7, 300)])
+def test_sampler_tables_realize_the_published_probabilities(eps: float, k: int) -> None:
+    """The sampler's cut points (what it actually uses) match krr_probabilities to 2**-60."""
+    design = _design(eps, k)
+    p, q = local.krr_probabilities(eps, k)
+    below, inside = local._edges(design, 64)
+    assert len(below) == k - 1 and set(inside) == set(below)  # irrational cut points
+    cuts = [Fraction(int(b), 2**64) for b in below]
+    # c_j in (F_j / 2^64, (F_j + 1) / 2^64): bin widths known to within 2 * 2^-64
+    widths = [cuts[0]] + [cuts[j] - cuts[j - 1] for j in range(1, k - 1)] + [1 - cuts[-1]]
+    # the floats are the exact values rounded: within half an ulp (plus the 2^-63 above)
+    assert abs(widths[0] - Fraction(p)) <= Fraction(math.ulp(p)) / 2 + Fraction(1, 2**63)
+    for w in widths[1:]:
+        assert abs(w - Fraction(q)) <= Fraction(math.ulp(q)) / 2 + Fraction(1, 2**63)
+    # the 8/16-bit lookup table agrees with the 64-bit cut points
+    m = 8 if k <= 32 else 16
+    lut = local._lut(design, m)
+    cut_cells = np.array([f >> (64 - m) for f in below])
+    cells = np.arange(2**m)
+    expected = (cut_cells[None, :] < cells[:, None]).sum(axis=1)
+    expected[np.isin(cells, cut_cells)] = -1
+    np.testing.assert_array_equal(lut, expected)
+
+
+def test_exp_neg_bounds_are_rigorous() -> None:
+    for x in [Fraction(1, 1000), Fraction(1), Fraction(repr(0.3)), Fraction(repr(7.25)),
+              Fraction(repr(40.0))]:
+        lo, hi, w = local._exp_neg_bounds(x, 120)
+        with localcontext() as ctx:
+            ctx.prec = 120
+            true = (-Decimal(x.numerator) / Decimal(x.denominator)).exp()
+            scale = Decimal(2) ** w
+            assert Decimal(lo) / scale <= true * (1 + Decimal(10) ** -100)
+            assert Decimal(hi) / scale >= true * (1 - Decimal(10) ** -100)
+        assert 0 <= hi - lo < 2 ** (w - 110)
+
+
+# ------------------------------------------------------------------------------------------
+# Empirical checks with fixed seeds
+# ------------------------------------------------------------------------------------------
+
+
+def _cp_bounds(c: np.ndarray, n: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """Clopper-Pearson interval for binomial proportions."""
+    lo = np.where(c > 0, stats.beta.ppf(alpha / 2, c, n - c + 1), 0.0)
+    hi = np.where(c < n, stats.beta.ppf(1 - alpha / 2, c + 1, n - c), 1.0)
+    return lo, hi
+
+
+def _empirical_check(counts: np.ndarray, claimed_eps: float, expected: np.ndarray,
+                     alpha: float = 1e-6) -> bool:
+    """Passes when the samples are consistent with the claimed mechanism.
+
+    ``counts[x, y]``: how often input x gave output y (same number of draws per input). Fails
+    when a chi-square test rejects the exact distribution, or when a Clopper-Pearson lower
+    confidence bound of some log P(y | x) / P(y | x') exceeds the claimed epsilon.
+    """
+    n = int(counts[0].sum())
+    for row, exp in zip(counts, expected, strict=True):
+        if stats.chisquare(row, exp * n).pvalue < alpha:
+            return False
+    lo, hi = _cp_bounds(counts, n, alpha / counts.size)
+    with np.errstate(divide="ignore"):
+        lcb = np.log(lo.max(axis=0)) - np.log(hi.min(axis=0))
+    return bool(lcb.max() <= claimed_eps)
+
+
+def _krr_counts(eps: float, k: int, n: int, seed: int) -> np.ndarray:
+    values = np.repeat(np.arange(k), n)
+    out = local.randomized_response(values, eps, categories=list(range(k)), seed=seed)
+    return np.stack([np.bincount(out[x * n:(x + 1) * n], minlength=k) for x in range(k)])
+
+
+@pytest.mark.parametrize(("eps", "k", "seed"), [(0.5, 2, 11), (1.0, 5, 12), (2.5, 12, 13),
+                                                (0.2, 40, 14)])
+def test_krr_empirical_agrees(eps: float, k: int, seed: int) -> None:
+    counts = _krr_counts(eps, k, 30_000, seed)
+    assert _empirical_check(counts, eps, _krr_matrix(eps, k))
+
+
+def test_empirical_check_fails_for_a_wrong_epsilon() -> None:
+    """The check has teeth: a mechanism running at a larger epsilon than claimed is caught,
+    both by the distribution test and by the log-ratio lower confidence bound alone."""
+    k, claimed, actual = 5, 1.0, 1.4
+    counts = _krr_counts(actual, k, 30_000, seed=21)
+    assert _empirical_check(counts, actual, _krr_matrix(actual, k))
+    assert not _empirical_check(counts, claimed, _krr_matrix(claimed, k))
+    # the privacy bound alone (ignoring the distribution test) also fails
+    assert not _empirical_check(counts, claimed, _krr_matrix(actual, k))
+
+
+def test_two_coin_empirical() -> None:
+    values = np.repeat([0, 1], 40_000)
+    out = local.randomized_response(values, preset="two_coin", seed=5)
+    counts = np.stack([np.bincount(out[:40_000], minlength=2),
+                       np.bincount(out[40_000:], minlength=2)])
+    expected = np.array([[0.75, 0.25], [0.25, 0.75]])
+    assert _empirical_check(counts, math.log(3), expected)
+
+
+@pytest.mark.parametrize(("eps", "seed"), [(1.0, 31), (3.0, 32)])
+def test_rappor_empirical_agrees(eps: float, seed: int) -> None:
+    k, n = 3, 30_000
+    values = np.repeat(np.arange(k), n)
+    bits = local.rappor(values, eps, categories=list(range(k)), seed=seed)
+    assert bits.shape == (k * n, k) and bits.dtype == bool
+    p1, q1 = local.rappor_probabilities(eps)
+    codes = bits @ (1 << np.arange(k))  # each bit vector as an integer 0..2^k - 1
+    counts = np.stack([np.bincount(codes[x * n:(x + 1) * n], minlength=2**k) for x in range(k)])
+    expected = np.empty((k, 2**k))
+    for x in range(k):
+        for y in range(2**k):
+            b = (y >> np.arange(k)) & 1
+            truth = np.arange(k) == x
+            expected[x, y] = np.prod(np.where(truth, np.where(b == 1, p1, 1 - p1),
+                                              np.where(b == 1, q1, 1 - q1)))
+    assert _empirical_check(counts, eps, expected)
+    assert not _empirical_check(counts, eps * 0.7, expected)
+
+
+# ------------------------------------------------------------------------------------------
+# Estimators: unbiased, variance formula within 10% of simulation
+# ------------------------------------------------------------------------------------------
+
+
+def _dataset(freqs: list[float], n: int) -> np.ndarray:
+    counts = np.round(np.asarray(freqs) * n).astype(int)
+    return np.repeat(np.arange(len(freqs)), counts)
+
+
+def _check_estimates(ests: np.ndarray, ses: np.ndarray, lows: np.ndarray, ups: np.ndarray,
+                     truth: np.ndarray, var_formula: np.ndarray) -> None:
+    reps = ests.shape[0]
+    mean, sd = ests.mean(axis=0), ests.std(axis=0, ddof=1)
+    assert np.all(np.abs(mean - truth) <= 4 * sd / math.sqrt(reps)), (mean, truth)
+    np.testing.assert_allclose(ests.var(axis=0, ddof=1), var_formula, rtol=0.10)
+    np.testing.assert_allclose((ses**2).mean(axis=0), var_formula, rtol=0.10)
+    coverage = ((lows <= truth) & (truth <= ups)).mean(axis=0)
+    assert np.all(np.abs(coverage - 0.95) < 0.03), coverage
+
+
+@pytest.mark.parametrize(("eps", "freqs", "seed"), [
+    (1.0, [0.5, 0.3, 0.15, 0.05], 41),
+    (0.5, [0.7, 0.3], 42),
+    (3.0, [0.1, 0.2, 0.3, 0.1, 0.05, 0.05, 0.2], 43),
+])
+def test_krr_estimator_unbiased_and_variance(eps: float, freqs: list[float], seed: int) -> None:
+    n, reps = 1000, 3000
+    data = _dataset(freqs, n)
+    n, k = data.size, len(freqs)
+    truth = np.bincount(data, minlength=k) / n
+    cats = list(range(k))
+    reports = local.randomized_response(np.tile(data, reps), eps, categories=cats, seed=seed)
+    res = [local.estimate_frequencies(r, eps, cats) for r in reports.reshape(reps, n)]
+    ests = np.stack([r["estimate"].to_numpy() for r in res])
+    ses = np.stack([r["std_error"].to_numpy() for r in res])
+    lows = np.stack([r["lower"].to_numpy() for r in res])
+    ups = np.stack([r["upper"].to_numpy() for r in res])
+    p, q = local.krr_probabilities(eps, k)
+    var_formula = (truth * p * (1 - p) + (1 - truth) * q * (1 - q)) / (n * (p - q) ** 2)
+    _check_estimates(ests, ses, lows, ups, truth, var_formula)
+    assert res[0].attrs["dp"]["mechanism"] == ("randomized_response" if k == 2 else "k_rr")
+
+
+@pytest.mark.parametrize(("eps", "seed"), [(1.0, 51), (4.0, 52)])
+def test_rappor_estimator_unbiased_and_variance(eps: float, seed: int) -> None:
+    freqs = [0.4, 0.35, 0.2, 0.05]
+    n, reps = 1000, 3000
+    data = _dataset(freqs, n)
+    k = len(freqs)
+    truth = np.bincount(data, minlength=k) / n
+    cats = [10, 20, 30, 40]
+    values = np.asarray(cats)[np.tile(data, reps)]
+    bits = local.rappor(values, eps, categories=cats, seed=seed).reshape(reps, n, k)
+    res = [local.estimate_frequencies(b, eps, cats) for b in bits]
+    assert res[0].attrs["dp"]["mechanism"] == "rappor"
+    ests = np.stack([r["estimate"].to_numpy() for r in res])
+    ses = np.stack([r["std_error"].to_numpy() for r in res])
+    lows = np.stack([r["lower"].to_numpy() for r in res])
+    ups = np.stack([r["upper"].to_numpy() for r in res])
+    _, q1 = local.rappor_probabilities(eps)
+    var_formula = np.full(k, q1 * (1 - q1) / (n * (1 - 2 * q1) ** 2))
+    _check_estimates(ests, ses, lows, ups, truth, var_formula)
+
+
+def test_two_coin_estimator() -> None:
+    data = _dataset([0.8, 0.2], 4000)
+    reports = local.randomized_response(data, preset="two_coin", seed=61)
+    res = local.estimate_frequencies(reports, preset="two_coin")
+    assert res.attrs["dp"]["p_keep"] == 0.75 and res.attrs["dp"]["preset"] == "two_coin"
+    assert res.attrs["dp"]["epsilon"] == pytest.approx(math.log(3))
+    assert (res["lower"] <= [0.8, 0.2]).all() and (res["upper"] >= [0.8, 0.2]).all()
+
+
+# ------------------------------------------------------------------------------------------
+# Simplex projection (post-processing)
+# ------------------------------------------------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(-3, 3, allow_nan=False), min_size=1, max_size=12), st.integers(0, 99))
+def test_project_simplex(v: list[float], seed: int) -> None:
+    x = local.project_simplex(v)
+    assert (x >= 0).all() and x.sum() == pytest.approx(1.0, abs=1e-12)
+    np.testing.assert_allclose(local.project_simplex(x), x, atol=1e-12)  # idempotent
+    others = np.random.default_rng(seed).dirichlet(np.ones(len(v)), size=50)
+    dist = np.linalg.norm(np.asarray(v) - x)
+    assert (np.linalg.norm(np.asarray(v) - others, axis=1) >= dist - 1e-9).all()  # nearest
+
+
+def test_estimate_with_projection() -> None:
+    cats = list(range(6))
+    data = _dataset([0.97, 0.03, 0.0, 0.0, 0.0, 0.0], 300)
+    reports = local.randomized_response(data, 0.5, categories=cats, seed=71)
+    raw = local.estimate_frequencies(reports, 0.5, cats)
+    proj = local.estimate_frequencies(reports, 0.5, cats, project=True)
+    assert (raw["estimate"] < 0).any()  # the unbiased estimator leaves the simplex here
+    assert (proj["estimate"] >= 0).all() and proj["estimate"].sum() == pytest.approx(1.0)
+    np.testing.assert_allclose(proj["unbiased"], raw["estimate"])
+    assert (proj["lower"] >= 0).all() and (proj["upper"] <= 1).all()
+    assert proj.attrs["dp"]["projected"] and not raw.attrs["dp"]["projected"]
+    assert list(proj.columns[:4]) == ["estimate", "std_error", "lower", "upper"]
+
+
+# ------------------------------------------------------------------------------------------
+# Kinds in, kinds out; accessor; randomness source
+# ------------------------------------------------------------------------------------------
+
+
+def test_series_in_series_out() -> None:
+    s = pd.Series(["yes", "no", "maybe"] * 50, index=np.arange(150) * 3 + 7, name="answer")
+    out = local.randomized_response(s, 1.0, categories=["yes", "no", "maybe"], seed=1)
+    assert isinstance(out, pd.Series) and out.index.equals(s.index) and out.name == "answer"
+    assert out.dtype == s.dtype and set(out) <= {"yes", "no", "maybe"}
+    bits = local.rappor(s, 1.0, categories=["yes", "no", "maybe"], seed=2)
+    assert isinstance(bits, pd.DataFrame) and bits.index.equals(s.index)
+    assert list(bits.columns) == ["yes", "no", "maybe"]
+    assert all(dt == np.dtype(bool) for dt in bits.dtypes)
+    est = local.estimate_frequencies(bits[["maybe", "yes", "no"]], 1.0)  # columns any order
+    assert list(est.index) == ["maybe", "yes", "no"]
+
+
+def test_other_kinds() -> None:
+    arr = np.array([3, 5, 7, 5], dtype=np.int32)
+    out = local.randomized_response(arr, 2.0, categories=[3, 5, 7], seed=1)
+    assert isinstance(out, np.ndarray) and out.dtype == np.int32 and set(out) <= {3, 5, 7}
+    lst = local.randomized_response(["a", "b", "a"], 2.0, categories=["a", "b", "c"], seed=1)
+    assert isinstance(lst, list) and len(lst) == 3 and set(lst) <= {"a", "b", "c"}
+    flags = local.randomized_response(np.array([True, False, True]), 1.0, seed=1)
+    assert flags.dtype == bool
+    flags_list = local.randomized_response([True, False], 1.0, seed=1)
+    assert all(isinstance(v, bool) for v in flags_list)
+    ints01 = local.randomized_response(pd.Series([0, 1, 1], dtype="Int64"), 1.0, seed=1)
+    assert ints01.dtype == "Int64"
+    cat = pd.Series(pd.Categorical(["x", "y", "x"], categories=["x", "y", "z"]))
+    cat_out = local.randomized_response(cat, 1.0, seed=3)  # dtype categories are the public set
+    assert isinstance(cat_out.dtype, pd.CategoricalDtype)
+    assert list(cat_out.cat.categories) == ["x", "y", "z"]
+    floats = local.randomized_response(np.array([1.5, 2.5]), 1.0, categories=[1.5, 2.5, 9], seed=1)
+    assert floats.dtype == np.float64 and set(floats) <= {1.5, 2.5, 9.0}
+    empty = local.randomized_response(np.array([], dtype=np.int64), 1.0, categories=[0, 1, 2])
+    assert empty.size == 0
+
+
+def test_accessor() -> None:
+    df = pd.DataFrame({"answer": ["a", "b", "c", "a"] * 25, "x": range(100)},
+                      index=pd.RangeIndex(100, 200))
+    acc = local.LocalAccessor(df)
+    col = acc.randomized_response("answer", epsilon=1.0, categories=["a", "b", "c"], seed=1)
+    assert col.name == "answer" and col.index.equals(df.index)
+    bits = acc.rappor("answer", 2.0, ["a", "b", "c"], seed=2)
+    assert bits.shape == (100, 3) and bits.index.equals(df.index)
+    est = local.LocalAccessor(df.assign(answer=col)).estimate_frequencies(
+        "answer", 1.0, ["a", "b", "c"])
+    assert list(est.index) == ["a", "b", "c"]
+    with pytest.raises(ValidationError, match="unknown column"):
+        acc.randomized_response("nope", 1.0, ["a", "b", "c"])
+    with pytest.raises(ValidationError, match="column 'answer'") as err:
+        acc.randomized_response("answer", 1.0, ["a", "b"])
+    assert "'c'" not in str(err.value)
+
+
+def test_secure_by_default_and_seeded_warns() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        a = local.randomized_response(np.zeros(64, dtype=int), 0.1, categories=[0, 1, 2])
+        b = local.randomized_response(np.zeros(64, dtype=int), 0.1, categories=[0, 1, 2])
+    assert not np.array_equal(a, b)  # 2^-64-ish chance of a false failure
+    with pytest.warns(InsecureSeedWarning):
+        local.randomized_response(np.zeros(4, dtype=int), 1.0, categories=[0, 1], seed=3)
+    x = np.arange(1000) % 4
+    r1 = local.randomized_response(x, 1.0, categories=[0, 1, 2, 3], seed=9)
+    r2 = local.randomized_response(x, 1.0, categories=[0, 1, 2, 3],
+                                   rng=RandomSource(9, warn=False))
+    np.testing.assert_array_equal(r1, r2)
+
+
+class _ScriptedSource(RandomSource):
+    """Returns scripted 64-bit words: drives the sampler into its rare undecided branches."""
+
+    def __init__(self, script: list[int]) -> None:
+        super().__init__(seed=0, warn=False)
+        self.script = list(script)
+
+    def words(self, n: int) -> np.ndarray:
+        out = np.array([self.script.pop(0) for _ in range(n)], dtype=np.uint64)
+        return out
+
+
+@pytest.mark.parametrize("j", [1, 5, 9])
+@pytest.mark.parametrize("tail", [0, 2**64 - 1, 0x8000_0000_0000_0000])
+def test_rare_undecided_draws_are_resolved_exactly(j: int, tail: int) -> None:
+    """Force U's first 64 bits onto a cut point's cell; the bin must follow the 128-bit cut."""
+    design = _design(1.0, 10)
+    f64 = local._edges(design, 64)[0][j - 1]
+    f16 = f64 >> 48
+    assert local._lut(design, 8)[f16 >> 8] == -1 and local._lut(design, 16)[f16] == -1
+    every_byte = 0x0101_0101_0101_0101  # a byte repeated: read the same at any byte order
+    script = [(f16 >> 8) * every_byte, (f16 & 0xFF) * every_byte, (f64 & (2**48 - 1)) << 16,
+              tail, 0, 2**64 - 1]
+    src = _ScriptedSource(script)
+    d = int(local._draw_offsets(design, 1, src)[0])
+    f128, strict = design.cut_floor(j, 128)
+    assert strict
+    prefix = (f64 << 64) | tail
+    if prefix != f128:
+        assert d == (j - 1 if prefix < f128 else j)
+        assert len(src.script) == 2  # exactly one extra word was read
+    # the randomized value is the input shifted by d
+    src2 = _ScriptedSource(script)
+    out = local.randomized_response(np.array([4]), 1.0, categories=list(range(10)), rng=src2)
+    assert int(out[0]) == (4 + d) % 10
+
+
+def test_large_epsilon_and_many_categories() -> None:
+    x = np.arange(2000) % 500
+    out = local.randomized_response(x, 40.0, categories=list(range(500)), seed=1)
+    np.testing.assert_array_equal(out, x)  # P(change) ~ 500 e^-40
+    p, q = local.krr_probabilities(800.0, 3)
+    assert p == 1.0 and q == 0.0
+    np.testing.assert_array_equal(
+        local.randomized_response(np.array([0, 1, 2]), 800.0, categories=[0, 1, 2], seed=1),
+        [0, 1, 2])
+
+
+# ------------------------------------------------------------------------------------------
+# Bad input: typed errors that never echo data values or counts
+# ------------------------------------------------------------------------------------------
+
+
+def _no_data_in(message: str, *secrets: str) -> None:
+    for s in secrets:
+        assert s not in message
+    assert not re.search(r"\d", message), message  # no counts
+
+
+@pytest.mark.parametrize("eps", [0, -1.0, float("nan"), float("inf"), True, "1.0", None,
+                                 np.bool_(True), 1j])
+def test_bad_epsilon(eps: object) -> None:
+    with pytest.raises(ValidationError, match="epsilon"):
+        local.randomized_response([0, 1], eps, categories=[0, 1])  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="epsilon"):
+        local.rappor([0, 1], eps, categories=[0, 1])  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="epsilon"):
+        local.estimate_frequencies([0, 1], eps, categories=[0, 1])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("cats", [[], ["a"], ["a", "a"], [1, 1.0], ["a", None],
+                                  [0.5, float("nan")], "ab", 5, [["a"], ["b"]]])
+def test_bad_categories(cats: object) -> None:
+    with pytest.raises(ValidationError):
+        local.randomized_response(["a"], 1.0, categories=cats)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        local.rappor(["a"], 1.0, categories=cats)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        local.estimate_frequencies(["a", "a"], 1.0, categories=cats)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("values", [
+    pd.Series(["yes", "SECRET-77", "no"], name="answer"),
+    np.array(["yes", "SECRET-77"], dtype=object),
+    ["yes", "SECRET-77"],
+    np.array([1, 2, 99]),
+    np.array([1.0, 2.0, 99.5]),
+    pd.Series(pd.Categorical(["yes", "SECRET-77"])),
+])
+def test_values_outside_categories(values: object) -> None:
+    cats = ["yes", "no"] if not isinstance(values, np.ndarray) or values.dtype == object \
+        else [1, 2]
+    for fn in (lambda: local.randomized_response(values, 1.0, categories=cats),
+               lambda: local.rappor(values, 1.0, categories=cats),
+               lambda: local.estimate_frequencies(values, 1.0, categories=cats)):
+        with pytest.raises(ValidationError, match="outside the declared categories") as err:
+            fn()
+        _no_data_in(str(err.value), "SECRET", "99")
+
+
+@pytest.mark.parametrize(("values", "cats"), [
+    (pd.Series(["yes", None, "no"], name="answer"), ["yes", "no"]),
+    (pd.Series([1.0, np.nan]), [1, 0]),
+    (np.array([1.0, np.nan]), [1, 0]),
+    (np.array(["yes", None], dtype=object), ["yes", "no"]),
+    (["yes", None], ["yes", "no"]),
+    ([1, float("nan")], [1, 0]),
+    (pd.Series([1, None], dtype="Int64"), [1, 0]),
+    (pd.Series(pd.Categorical(["yes", None])), ["yes", "no"]),
+])
+def test_missing_values(values: object, cats: list[object]) -> None:
+    with pytest.raises(ValidationError, match="missing") as err:
+        local.randomized_response(values, 1.0, categories=cats)
+    _no_data_in(str(err.value))
+    with pytest.raises(ValidationError, match="missing"):
+        local.rappor(values, 1.0, categories=cats)
+
+
+def test_other_bad_arguments() -> None:
+    with pytest.raises(ValidationError, match="not binary"):
+        local.randomized_response(["a", "b"], 1.0)
+    with pytest.raises(ValidationError, match="outside"):
+        local.randomized_response(np.array([0, 2]), 1.0)  # binary default is {0, 1}
+    with pytest.raises(ValidationError, match="two_coin"):
+        local.randomized_response([0, 1], 1.0, preset="two_coin")
+    with pytest.raises(ValidationError, match="preset"):
+        local.randomized_response([0, 1], 1.0, preset="three_coin")
+    with pytest.raises(ValidationError, match="2 categories"):
+        local.randomized_response([0, 1], preset="two_coin", categories=[0, 1, 2])
+    local.randomized_response([0, 1], math.log(3), preset="two_coin", seed=1)  # consistent: ok
+    with pytest.raises(ValidationError, match="seed"):
+        local.randomized_response([0, 1], 1.0, seed=1, rng=RandomSource(1, warn=False))
+    with pytest.raises(ValidationError, match="one-dimensional"):
+        local.randomized_response(np.zeros((2, 2), dtype=int), 1.0, categories=[0, 1])
+    with pytest.raises(ValidationError, match="k must"):
+        local.krr_probabilities(1.0, 1)
+    with pytest.raises(ValidationError, match="method"):
+        local.estimate_frequencies([0, 1], 1.0, method="laplace")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="'rr' needs"):
+        local.estimate_frequencies([0, 1, 2], 1.0, categories=[0, 1, 2], method="rr")
+    for ci in (0, 1, 1.5, True):
+        with pytest.raises(ValidationError, match="ci"):
+            local.estimate_frequencies([0, 1], 1.0, ci=ci)
+    with pytest.raises(ValidationError, match="at least"):
+        local.estimate_frequencies([1], 1.0)
+    bits = np.array([[1, 0], [0, 2]])
+    with pytest.raises(ValidationError, match="bits") as err:
+        local.estimate_frequencies(bits, 1.0, categories=["a", "b"])
+    assert "2" not in str(err.value).replace("2-D", "")
+    with pytest.raises(ValidationError, match="one column per category"):
+        local.estimate_frequencies(pd.DataFrame({"a": [True], "b": [False]}), 1.0,
+                                   categories=["a", "c"])
+    with pytest.raises(ValidationError, match="required"):
+        local.estimate_frequencies(np.zeros((3, 2), dtype=bool), 1.0)
+    with pytest.raises(ValidationError):
+        local.LocalAccessor([1, 2])  # type: ignore[arg-type]
+
+
+def test_exported() -> None:
+    assert dpf.local is local
+    assert issubclass(ValidationError, dpf.DPError)
