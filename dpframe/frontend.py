@@ -96,13 +96,13 @@ class PrivateFrame:
         self._backend = backend
         self._session = session
         b: dict[str, tuple[float, float]] = {}
-        k: dict[str, list[object]] = {}
+        k: dict[str, Sequence[object]] = {}
         if schema is not None:
             sb, sk = bounds_and_keys_from_schema(schema)
             b.update(sb)
             k.update(sk)
         b.update(dict(bounds or {}))
-        k.update({c: list(v) for c, v in (keys or {}).items()})
+        k.update(dict(keys or {}))  # normalise_keys checks them (a string is not a key list)
         self._bounds = b
         self._keys = normalise_keys(k)
         if privacy_unit is not None and privacy_unit not in backend.schema():
