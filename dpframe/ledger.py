@@ -33,6 +33,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 from .core.accounting import (
     Number,
     PrivacyCost,
+    SpendTotals,
     _fmt,
     session_spend,
     validate_delta,
@@ -124,16 +125,24 @@ def _jsonable(x: Any) -> Any:
 
 def _plan(
     total: tuple[Fraction, Fraction],
-    costs: list[PrivacyCost],
+    costs: list[PrivacyCost] | SpendTotals,
     last_spent: tuple[Fraction, Fraction],
     cost: PrivacyCost,
 ) -> tuple[tuple[Fraction, Fraction], tuple[Fraction, Fraction], bool]:
     """The spend before and after ``cost`` and whether it fits ``total``."""
-    before = session_spend(costs)
+    totals = costs if isinstance(costs, SpendTotals) else _fold(costs)
+    before = totals.spend()
     old = (max(before.epsilon, last_spent[0]), max(before.delta, last_spent[1]))
-    after = session_spend([*costs, cost])
+    after = totals.add(cost).spend()
     new = (max(after.epsilon, old[0]), max(after.delta, old[1]))
     return old, new, new[0] <= total[0] and new[1] <= total[1]
+
+
+def _fold(costs: Iterable[PrivacyCost]) -> SpendTotals:
+    totals = SpendTotals()
+    for c in costs:
+        totals = totals.add(c)
+    return totals
 
 
 def _exceeded(
@@ -188,6 +197,7 @@ class MemoryLedger:
         self._total = (validate_epsilon(epsilon), validate_delta(delta))
         self._rows: list[dict[str, Any]] = []
         self._costs: list[PrivacyCost] = []
+        self._totals = SpendTotals()
         self._lock = threading.Lock()
 
     def total(self) -> tuple[Fraction, Fraction]:
@@ -208,18 +218,19 @@ class MemoryLedger:
         """Whether ``cost`` fits now (no side effect)."""
         cost = _check_cost(cost)
         with self._lock:
-            return _plan(self._total, self._costs, self._last_spent(), cost)[2]
+            return _plan(self._total, self._totals, self._last_spent(), cost)[2]
 
     def charge(self, cost: PrivacyCost, meta: Mapping[str, Any]) -> int:
         """Check and record ``cost`` atomically; ``BudgetExceededError`` if it does not fit."""
         cost = _check_cost(cost)
         fields = _meta_fields(meta)
         with self._lock:
-            old, new, ok = _plan(self._total, self._costs, self._last_spent(), cost)
+            old, new, ok = _plan(self._total, self._totals, self._last_spent(), cost)
             if not ok:
                 raise _exceeded(self._total, old, new)
             entry_id = len(self._rows) + 1
             self._costs.append(cost)
+            self._totals = self._totals.add(cost)
             self._rows.append(
                 {
                     "id": entry_id,

@@ -510,6 +510,35 @@ def posterior_lower_bound(epsilon: Any, prior: Any) -> float:
 # --------------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class SpendTotals:
+    """Running sums behind :func:`session_spend`, so a ledger can add one cost in O(1)."""
+
+    pure_eps: Fraction = _ZERO
+    all_delta: Fraction = _ZERO
+    g_eps: Fraction = _ZERO
+    g_delta: Fraction = _ZERO
+    g_rho: Fraction = _ZERO
+    any_g: bool = False
+
+    def add(self, c: PrivacyCost) -> SpendTotals:
+        """The totals with one more cost."""
+        if c.rho is None:
+            return SpendTotals(self.pure_eps + c.epsilon, self.all_delta + c.delta, self.g_eps,
+                               self.g_delta, self.g_rho, self.any_g)
+        return SpendTotals(self.pure_eps, self.all_delta + c.delta, self.g_eps + c.epsilon,
+                           self.g_delta + c.delta, self.g_rho + c.rho, True)
+
+    def spend(self) -> PrivacyCost:
+        """The session spend for these totals (rule of :func:`session_spend`)."""
+        gauss = _ZERO
+        if self.any_g:
+            gauss = self.g_eps
+            if self.g_delta > 0:
+                gauss = min(gauss, _zcdp_eps(self.g_rho, min(self.g_delta, _ONE)))
+        return PrivacyCost(self.pure_eps + gauss, min(self.all_delta, _ONE))
+
+
 def session_spend(costs: Iterable[PrivacyCost]) -> PrivacyCost:
     """The (epsilon, delta) a session has spent on ``costs`` (every charge, in any status).
 
@@ -523,33 +552,17 @@ def session_spend(costs: Iterable[PrivacyCost]) -> PrivacyCost:
     sum-rho_G-zCDP (zCDP composition), hence (zcdp_to_approx_dp(...), sum delta_G)-DP, and also
     (sum eps_G, sum delta_G)-DP by basic composition; either bound is valid, so take the smaller.
     """
-    pure_eps = _ZERO
-    all_delta = _ZERO
-    g_eps = _ZERO
-    g_delta = _ZERO
-    g_rho = _ZERO
-    any_g = False
+    totals = SpendTotals()
     for c in costs:
-        all_delta += c.delta
-        if c.rho is None:
-            pure_eps += c.epsilon
-        else:
-            any_g = True
-            g_eps += c.epsilon
-            g_delta += c.delta
-            g_rho += c.rho
-    gauss = _ZERO
-    if any_g:
-        gauss = g_eps
-        if g_delta > 0:
-            gauss = min(gauss, _zcdp_eps(g_rho, min(g_delta, _ONE)))
-    return PrivacyCost(pure_eps + gauss, min(all_delta, _ONE))
+        totals = totals.add(c)
+    return totals.spend()
 
 
 __all__ = [
     "SIGNIFICANT_DIGITS",
     "Number",
     "PrivacyCost",
+    "SpendTotals",
     "advanced_composition",
     "basic_composition",
     "group_privacy",
