@@ -4,21 +4,32 @@ Noise is drawn from the operating system's CSPRNG (``os.urandom``: ``getrandom(2
 by default. A ``seed`` selects numpy's PCG64 instead: deterministic, reproducible and
 **insecure** (an attacker who knows the seed knows the noise); for tests and documentation only.
 
-Everything above this module consumes uniform 64-bit words, so exactness of the samplers does
-not depend on the source: only their unpredictability does.
+Everything above this module consumes uniform words (64-bit, or 32-bit halves of them), so
+exactness of the samplers does not depend on the source: only their unpredictability does.
+
+Small secure requests are served from a per-source buffer filled by one ``os.urandom`` call, to
+cut system-call overhead in rejection loops. The buffer is dropped in a forked child (so parent
+and child never share noise) and guarded by a lock (so two threads never share bytes). Large
+requests bypass the buffer.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+import threading
 import warnings
 
 import numpy as np
 import numpy.typing as npt
 
 U64 = npt.NDArray[np.uint64]
+U32 = npt.NDArray[np.uint32]
+_TWO32 = 1 << 32
 _TWO64 = 1 << 64
+_MASK32 = np.uint64(_TWO32 - 1)
+_SHIFT32 = np.uint64(32)
+_BUFFER_BYTES = 1 << 16
 
 
 class InsecureSeedWarning(UserWarning):
@@ -35,6 +46,10 @@ class RandomSource:
     def __init__(self, seed: int | None = None, *, warn: bool = True) -> None:
         self.seed = seed
         self._gen: np.random.Generator | None = None
+        self._lock = threading.Lock()
+        self._buf = b""
+        self._pos = 0
+        self._pid = os.getpid()
         if seed is not None:
             self._gen = np.random.Generator(np.random.PCG64(seed))
             if warn:
@@ -45,36 +60,90 @@ class RandomSource:
                     stacklevel=3,
                 )
 
+    def __getstate__(self) -> dict[str, object]:
+        """Pickle without the lock or buffered bytes (a copy must never replay our noise)."""
+        state = self.__dict__.copy()
+        del state["_lock"]
+        state["_buf"], state["_pos"] = b"", 0
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+
     @property
     def secure(self) -> bool:
         """True when the words come from the operating system's CSPRNG."""
         return self._gen is None
 
+    def _os_bytes(self, nbytes: int) -> bytes:
+        """``nbytes`` bytes from the OS CSPRNG; small requests come from a fork-safe buffer."""
+        if nbytes >= _BUFFER_BYTES:
+            return os.urandom(nbytes)
+        with self._lock:
+            pid = os.getpid()
+            if pid != self._pid:  # forked child: never reuse the parent's unread bytes
+                self._buf, self._pos, self._pid = b"", 0, pid
+            if len(self._buf) - self._pos < nbytes:
+                self._buf, self._pos = os.urandom(_BUFFER_BYTES), 0
+            out = self._buf[self._pos : self._pos + nbytes]
+            self._pos += nbytes
+            return out
+
     def words(self, n: int) -> U64:
-        """``n`` independent uniform 64-bit words."""
+        """``n`` independent uniform 64-bit words (read-only for the secure source)."""
         if n <= 0:
             return np.zeros(0, dtype=np.uint64)
         if self._gen is None:
-            return np.frombuffer(os.urandom(8 * n), dtype=np.uint64)
+            return np.frombuffer(self._os_bytes(8 * n), dtype=np.uint64)
         return self._gen.integers(0, _TWO64, size=n, dtype=np.uint64)
+
+    def words32(self, n: int) -> U32:
+        """``n`` independent uniform 32-bit words (the halves of ``ceil(n / 2)`` 64-bit words)."""
+        if n <= 0:
+            return np.zeros(0, dtype=np.uint32)
+        return self.words((n + 1) // 2).view(np.uint32)[:n]
 
     def below(self, m: npt.ArrayLike) -> U64:
         """One exact uniform integer in ``[0, m_i)`` for each ``m_i`` (1 <= m_i < 2**63).
 
-        Rejection sampling: a word ``w`` is kept when ``w < 2**64 - (2**64 mod m)``, so that
-        ``w mod m`` is exactly uniform. Each round rejects with probability < 1/2.
+        Moduli up to 2**32 use Lemire's multiply-shift on 32-bit words: ``x = w * m`` (exact in
+        64 bits), output ``x >> 32``, rejecting ``x mod 2**32 < 2**32 mod m``. Proof: the
+        products ``w * m`` falling in ``[h * 2**32, (h + 1) * 2**32)`` have low halves in one
+        residue class mod ``m``; the kept range ``[2**32 mod m, 2**32)`` has a length that is a
+        multiple of ``m``, so every ``h`` keeps exactly ``floor(2**32 / m)`` words. The modulo
+        is only computed for the rare ``x mod 2**32 < m``.
+
+        Larger moduli use 64-bit words: ``r = w mod m`` is kept when ``w - r <= 2**64 - m``,
+        i.e. when ``w`` lies in a complete block ``[w - r, w - r + m)``, so ``r`` is exactly
+        uniform; one modulo per word. Each round rejects with probability < 1/2.
         """
         mm = np.asarray(m, dtype=np.uint64).reshape(-1)
         n = mm.size
         out = np.empty(n, dtype=np.uint64)
-        rem = (np.zeros(n, dtype=np.uint64) - mm) % mm  # 2**64 mod m, computed with wraparound
-        limit = np.zeros(n, dtype=np.uint64) - rem  # 2**64 - rem (0 when rem == 0: accept all)
+        if n == 0:
+            return out
+        if int(mm.min()) < 1:
+            raise ValueError("below needs m >= 1")
+        small = int(mm.max()) <= _TWO32
         todo = np.arange(n)
         while todo.size:
-            w = self.words(todo.size)
-            ok = (rem[todo] == 0) | (w < limit[todo])
-            idx = todo[ok]
-            out[idx] = w[ok] % mm[idx]
+            mt = mm[todo]
+            if small:
+                x = self.words32(todo.size).astype(np.uint64) * mt
+                lo = x & _MASK32
+                ok = lo >= mt
+                check = np.flatnonzero(~ok)
+                if check.size:
+                    mc = mt[check]
+                    ok[check] = lo[check] >= (np.uint64(_TWO32) - mc) % mc
+                out[todo[ok]] = x[ok] >> _SHIFT32
+            else:
+                w = self.words(todo.size)
+                r = w % mt
+                ok = (w - r) <= (np.uint64(0) - mt)  # 0 - m wraps to 2**64 - m
+                out[todo[ok]] = r[ok]
             todo = todo[~ok]
         return out
 
@@ -101,8 +170,11 @@ class RandomSource:
         return self.below(d) < k
 
     def fair_bits(self, n: int) -> npt.NDArray[np.bool_]:
-        """``n`` exact fair coin flips."""
-        return (self.words(n) & np.uint64(1)).astype(bool)
+        """``n`` exact fair coin flips (every bit of the words is used)."""
+        if n <= 0:
+            return np.zeros(0, dtype=bool)
+        raw = self.words((n + 63) // 64).view(np.uint8)
+        return np.unpackbits(raw)[:n].astype(bool)
 
     def sampling_generator(self) -> np.random.Generator:
         """A fast generator for data-independent sampling (contribution bounding, shuffles).
