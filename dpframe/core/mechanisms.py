@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from fractions import Fraction
 from typing import Literal
 
@@ -76,8 +77,9 @@ def _normal_quantile(p: float) -> float:
     return hi
 
 
+@lru_cache(maxsize=1024)
 def rho_for(epsilon: Fraction, delta: Fraction) -> Fraction:
-    """The zCDP budget of a Gaussian release asked for at (epsilon, delta)."""
+    """The zCDP budget of a Gaussian release asked for at (epsilon, delta) (cached: pure)."""
     return zcdp_rho_for_epsilon(epsilon, delta)
 
 

@@ -1,0 +1,1114 @@
+"""Empirical privacy audit: statistically sound lower bounds on epsilon.
+
+A mechanism ``M`` is (epsilon, delta)-DP when, for every pair of neighbouring datasets ``D, D'``
+and every event ``E``, ``P[M(D) in E] <= e^epsilon P[M(D') in E] + delta``. Running ``M`` many
+times on a worst-case pair and counting how often an event happens therefore gives a lower bound
+on the epsilon the mechanism really has:
+
+    epsilon >= ln((P[M(D) in E] - delta) / P[M(D') in E]).
+
+The two probabilities are only estimated, so the audit uses the Clopper-Pearson interval
+(exact binomial confidence bounds): the lower confidence bound of the numerator and the upper
+bound of the denominator. Every event tried spends part of the error probability ``alpha``
+(Bonferroni), and events chosen by looking at the data are chosen on a *calibration* half of
+the draws and evaluated on the other, independent half, so the reported bound holds with
+probability at least ``1 - alpha`` whatever the selection did.
+
+A lower bound above the epsilon a release claims (and was charged) proves, at that confidence,
+that the release is not as private as it says: a privacy bug. A bound below the claim is the
+expected outcome; it shows no violation, it does not prove privacy (the proofs do that).
+
+The statistics part (:func:`clopper_pearson`, :func:`epsilon_lower_bound`,
+:func:`audit_release`) needs numpy only (scipy is used for beta quantiles when it is installed).
+The scenarios (:data:`SCENARIOS`) run every dpframe aggregate and mechanism through the public
+API on worst-case neighbours, plus deliberately broken mechanisms that the audit must catch.
+Run them with ``python -m dpframe.audit`` (see ``docs/audit.md``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import datetime
+import itertools
+import math
+import sys
+import time
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .session import Session
+
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+Event = Callable[[FloatArray], BoolArray]
+
+#: Default error probability of an audit: the bound holds with probability >= 1 - alpha.
+DEFAULT_ALPHA = 1e-3
+
+# ------------------------------------------------------------------------------------------------
+# Clopper-Pearson intervals
+# ------------------------------------------------------------------------------------------------
+
+
+def _beta_cf(a: float, b: float, x: float) -> float:
+    """Continued fraction of the regularized incomplete beta function (modified Lentz method).
+
+    ``I_x(a, b) = x^a (1-x)^b / (a B(a, b)) / (1 + d_1 / (1 + d_2 / (1 + ...)))`` with
+    ``d_{2m+1} = -(a+m)(a+b+m) x / ((a+2m)(a+2m+1))`` and ``d_{2m} = m(b-m) x /
+    ((a+2m-1)(a+2m))``; it converges fast for ``x < (a+1)/(a+b+2)``.
+    """
+    tiny = 1e-300
+    c = 1.0
+    d = 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 1_000_000):
+        for num in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                    -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+            d = 1.0 + num * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + num / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-15:
+            break
+    return h
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    """Regularized incomplete beta function ``I_x(a, b)`` (pure Python)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    log_front = (a * math.log(x) + b * math.log1p(-x)
+                 - (math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return math.exp(log_front) * _beta_cf(a, b, x) / a
+    return 1.0 - math.exp(log_front) * _beta_cf(b, a, 1.0 - x) / b
+
+
+def _beta_quantile_pure(q: float, a: float, b: float, *, upper: bool) -> float:
+    """``x`` with ``I_x(a, b) = q`` by bisection (``I_x`` increases in ``x``).
+
+    Returns the end of the final bracket on the conservative side: the upper end when
+    ``upper`` (an upper confidence bound), the lower end otherwise.
+    """
+    lo, hi = 0.0, 1.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if mid in (lo, hi):
+            break
+        if _betainc(a, b, mid) < q:
+            lo = mid
+        else:
+            hi = mid
+    return hi if upper else lo
+
+
+def _beta_quantile(q: float, a: float, b: float, *, upper: bool) -> float:
+    try:
+        from scipy.stats import beta
+    except ImportError:  # pragma: no cover - scipy is a dev dependency
+        return _beta_quantile_pure(q, a, b, upper=upper)
+    return float(beta.ppf(q, a, b))
+
+
+#: Both ends are moved outward by this relative amount, which absorbs the rounding of the beta
+#: quantiles (lgamma of arguments near 1e6 is only accurate to about 1e-9 relative).
+_OUTWARD = 1e-7
+
+
+def clopper_pearson(k: int, n: int, alpha: float, *, pure: bool = False) -> tuple[float, float]:
+    """Two-sided Clopper-Pearson interval for a binomial proportion: ``k`` successes in ``n``.
+
+    The interval covers the true proportion with probability at least ``1 - alpha``; each end
+    fails with probability at most ``alpha / 2`` (so each end alone is a one-sided bound at
+    level ``1 - alpha / 2``). ``lo`` is the ``alpha/2`` quantile of Beta(k, n-k+1) (0 when
+    k = 0), ``hi`` the ``1 - alpha/2`` quantile of Beta(k+1, n-k) (1 when k = n). Quantiles come
+    from scipy when it is installed, else (or with ``pure=True``) from a bisection of the
+    regularized incomplete beta function. Both ends are rounded outward by a relative 1e-7.
+    """
+    if n <= 0 or not 0 <= k <= n:
+        raise ValueError("need 0 <= k <= n and n > 0")
+    if not 0 < alpha < 1:
+        raise ValueError("alpha must be in (0, 1)")
+    quantile = (lambda q, a, b, upper: _beta_quantile_pure(q, a, b, upper=upper)) if pure else (
+        lambda q, a, b, upper: _beta_quantile(q, a, b, upper=upper))
+    lo = 0.0 if k == 0 else quantile(alpha / 2, k, n - k + 1, False) * (1 - _OUTWARD)
+    hi = 1.0 if k == n else quantile(1 - alpha / 2, k + 1, n - k, True) * (1 + _OUTWARD)
+    return max(0.0, lo), min(1.0, hi)
+
+
+# ------------------------------------------------------------------------------------------------
+# Events and bounds
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """The event ``output > t`` (its complement ``output <= t`` is always tried too)."""
+
+    t: float
+
+    def __call__(self, x: FloatArray) -> BoolArray:
+        return np.asarray(x > self.t, dtype=bool)
+
+    def __str__(self) -> str:
+        return "released" if self.t == -math.inf else f"output > {self.t:.6g}"
+
+    def complement(self) -> str:
+        return "not released" if self.t == -math.inf else f"output <= {self.t:.6g}"
+
+
+@dataclass(frozen=True)
+class EventBound:
+    """The best bound found over a family of events, and where it came from."""
+
+    eps_lower_bound: float
+    event: str
+    direction: str            # "D vs D'" (numerator from D) or "D' vs D"
+    k_num: int                # occurrences of the event among the numerator's draws
+    k_den: int
+    n: int                    # draws per dataset used for the bound
+    p_num: tuple[float, float]  # CP interval of the numerator probability
+    p_den: tuple[float, float]
+    events_tried: int
+    delta_lower_bound: float | None = None
+
+
+def _log_ratio(num_lo: float, den_hi: float, delta: float) -> float:
+    if num_lo - delta <= 0.0:
+        return -math.inf
+    return math.log((num_lo - delta) / den_hi)
+
+
+def event_bounds(outputs_d: npt.ArrayLike, outputs_d2: npt.ArrayLike,
+                 events: Event | Sequence[Event], alpha: float, delta: float = 0.0,
+                 claimed_epsilon: float | None = None, *, pure: bool = False) -> EventBound:
+    """The best epsilon lower bound over ``events``, their complements and both directions.
+
+    For each event the two-sided Clopper-Pearson intervals of ``P[M(D) in E]`` and
+    ``P[M(D') in E]`` are computed at level ``1 - alpha / m`` (``m`` events: Bonferroni), so
+    all ``2m`` intervals hold together with probability ``>= 1 - alpha``; the bounds for the
+    complements and for both directions are functions of the same intervals, so the maximum
+    over all of them holds with that probability too. With ``claimed_epsilon``, also the
+    largest ``P_lo[num] - e^claimed P_hi[den]``: a lower bound on delta at the claimed epsilon.
+    """
+    xd = np.asarray(outputs_d, dtype=np.float64).reshape(-1)
+    xd2 = np.asarray(outputs_d2, dtype=np.float64).reshape(-1)
+    if xd.size == 0 or xd2.size == 0:
+        raise ValueError("need outputs from both datasets")
+    evs: list[Event] = [events] if callable(events) else list(events)
+    if not evs:
+        raise ValueError("need at least one event")
+    if not 0 < alpha < 1:
+        raise ValueError("alpha must be in (0, 1)")
+    if not 0 <= delta < 1:
+        raise ValueError("delta must be in [0, 1)")
+    a = alpha / len(evs)
+    best: EventBound | None = None
+    best_delta = -math.inf
+    for ev in evs:
+        kd = int(np.count_nonzero(ev(xd)))
+        kd2 = int(np.count_nonzero(ev(xd2)))
+        nd, nd2 = xd.size, xd2.size
+        d_lo, d_hi = clopper_pearson(kd, nd, a, pure=pure)
+        d2_lo, d2_hi = clopper_pearson(kd2, nd2, a, pure=pure)
+        name = str(ev)
+        comp = ev.complement() if isinstance(ev, Threshold) else f"not ({name})"
+        candidates = [
+            (name, "D vs D'", kd, kd2, (d_lo, d_hi), (d2_lo, d2_hi)),
+            (name, "D' vs D", kd2, kd, (d2_lo, d2_hi), (d_lo, d_hi)),
+            (comp, "D vs D'", nd - kd, nd2 - kd2, (1 - d_hi, 1 - d_lo), (1 - d2_hi, 1 - d2_lo)),
+            (comp, "D' vs D", nd2 - kd2, nd - kd, (1 - d2_hi, 1 - d2_lo), (1 - d_hi, 1 - d_lo)),
+        ]
+        for ename, direction, kn, kden, pn, pd_ in candidates:
+            eps = _log_ratio(pn[0], pd_[1], delta)
+            if claimed_epsilon is not None:
+                best_delta = max(best_delta, pn[0] - math.exp(claimed_epsilon) * pd_[1])
+            if best is None or eps > best.eps_lower_bound:
+                best = EventBound(eps, ename, direction, kn, kden, min(nd, nd2), pn, pd_,
+                                  len(evs))
+    assert best is not None
+    out = dataclasses.replace(best, eps_lower_bound=max(0.0, best.eps_lower_bound))
+    if claimed_epsilon is not None:
+        out = dataclasses.replace(out, delta_lower_bound=max(0.0, best_delta))
+    return out
+
+
+def epsilon_lower_bound(outputs_d: npt.ArrayLike, outputs_d2: npt.ArrayLike,
+                        event: Event | Sequence[Event], alpha: float,
+                        delta: float = 0.0) -> float:
+    """Lower bound on epsilon, valid with probability ``>= 1 - alpha``, from the outputs of a
+    mechanism on two neighbouring datasets and one event (or several: Bonferroni).
+
+    ``eps_lb = ln((p_lo - delta) / p_hi)`` with ``p_lo`` the Clopper-Pearson lower bound of
+    the probability of the event under one dataset and ``p_hi`` the upper bound under the
+    other, maximised over the event, its complement and both directions (0 when nothing is
+    significant). The events must not have been chosen by looking at these outputs.
+    """
+    return event_bounds(outputs_d, outputs_d2, event, alpha, delta).eps_lower_bound
+
+
+def _wilson(k: npt.NDArray[np.float64], n: int, z: float) -> tuple[FloatArray, FloatArray]:
+    """Vectorised Wilson score interval (a cheap proxy used only to pick events)."""
+    p = k / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return np.clip(centre - half, 0, 1), np.clip(centre + half, 0, 1)
+
+
+def choose_thresholds(cal_d: npt.ArrayLike, cal_d2: npt.ArrayLike, n_events: int = 4,
+                      alpha: float = DEFAULT_ALPHA, delta: float = 0.0,
+                      grid: int = 400) -> list[Threshold]:
+    """Pick the ``n_events`` most promising events ``output > t`` on calibration draws.
+
+    Candidate thresholds are the distinct calibration outputs (or ``grid`` quantiles of them).
+    Each is scored by the bound it gives on the calibration draws themselves (Wilson intervals
+    at level ``1 - alpha``); the best distinct ones are returned. Use the result on draws that
+    are independent of the calibration draws.
+    """
+    xd = np.sort(np.asarray(cal_d, dtype=np.float64).reshape(-1))
+    xd2 = np.sort(np.asarray(cal_d2, dtype=np.float64).reshape(-1))
+    pooled = np.concatenate([xd, xd2])
+    values = np.unique(pooled[~np.isnan(pooled)])
+    values = values[values < values.max()] if values.size > 1 else values
+    if values.size > grid:
+        values = np.unique(np.quantile(np.sort(pooled), np.linspace(0, 1, grid),
+                                       method="lower"))
+    nd, nd2 = xd.size, xd2.size
+    kd = (nd - np.searchsorted(xd, values, side="right")).astype(np.float64)
+    kd2 = (nd2 - np.searchsorted(xd2, values, side="right")).astype(np.float64)
+    z = _normal_quantile(1 - alpha / 2)
+    d_lo, d_hi = _wilson(kd, nd, z)
+    d2_lo, d2_hi = _wilson(kd2, nd2, z)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scores = np.max(np.stack([
+            np.log(np.maximum(d_lo - delta, 0) / d2_hi),
+            np.log(np.maximum(d2_lo - delta, 0) / d_hi),
+            np.log(np.maximum(1 - d_hi - delta, 0) / (1 - d2_lo)),
+            np.log(np.maximum(1 - d2_hi - delta, 0) / (1 - d_lo)),
+        ]), axis=0)
+    scores = np.nan_to_num(scores, nan=-np.inf, posinf=np.inf)
+    order = np.argsort(-scores, kind="stable")[:n_events]
+    return [Threshold(float(values[i])) for i in order]
+
+
+def _normal_quantile(p: float) -> float:
+    """Inverse standard normal CDF by bisection on erfc."""
+    lo, hi = -40.0, 40.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if 0.5 * math.erfc(-mid / math.sqrt(2)) < p:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+# ------------------------------------------------------------------------------------------------
+# Audits of releases
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    """The outcome of auditing one release on one pair of neighbouring datasets."""
+
+    name: str
+    eps_lower_bound: float
+    claimed: float                 # the epsilon the release claims (what was charged)
+    event: str
+    direction: str
+    delta: float = 0.0             # the claimed delta (subtracted in the bound)
+    delta_lower_bound: float = 0.0  # lower bound on delta at the claimed epsilon
+    trials: int = 0                # draws per dataset (calibration + evaluation)
+    evaluation_trials: int = 0     # draws per dataset used for the bound
+    alpha: float = DEFAULT_ALPHA
+    events_tried: int = 0
+    counts: tuple[int, int] = (0, 0)   # event occurrences (numerator, denominator side)
+    p_num: tuple[float, float] = (0.0, 1.0)
+    p_den: tuple[float, float] = (0.0, 1.0)
+    seconds: float = 0.0
+    neighbours: str = ""
+    expect_violation: bool = False
+
+    @property
+    def violation(self) -> bool:
+        """True when the audit proves (at level 1 - alpha) more privacy loss than claimed."""
+        return self.eps_lower_bound > self.claimed
+
+    @property
+    def ok(self) -> bool:
+        """The expected outcome: no violation, or a violation for a deliberately broken one."""
+        return self.violation == self.expect_violation
+
+    @property
+    def empirical(self) -> float:
+        """Point estimate ln((k_num / n - delta) / (k_den / n)) for the chosen event."""
+        n = max(self.evaluation_trials, 1)
+        num, den = self.counts[0] / n - self.delta, self.counts[1] / n
+        if num <= 0:
+            return 0.0
+        return math.inf if den == 0 else math.log(num / den)
+
+
+def _collect(run: Callable[[], npt.ArrayLike], trials: int) -> FloatArray:
+    parts: list[FloatArray] = []
+    total = 0
+    while total < trials:
+        x = np.asarray(run(), dtype=np.float64).reshape(-1)
+        if x.size == 0:
+            raise ValueError("a release produced no draws")
+        parts.append(x)
+        total += x.size
+    return np.concatenate(parts)[:trials]
+
+
+def audit_release(run_d: Callable[[], npt.ArrayLike], run_d2: Callable[[], npt.ArrayLike],
+                  trials: int, events: Sequence[Event] | None = None,
+                  alpha: float = DEFAULT_ALPHA, *, claimed: float, delta: float = 0.0,
+                  name: str = "", neighbours: str = "", max_events: int = 4,
+                  expect_violation: bool = False) -> AuditResult:
+    """Audit a release: ``run_d()`` / ``run_d2()`` each return an array of independent draws of
+    the same scalar statistic of the release on the datasets ``D`` / ``D'``.
+
+    They are called until ``trials`` draws per dataset are collected. With explicit
+    ``events`` (chosen without looking at the draws) all draws are used for the bound.
+    Otherwise the first half of the draws is a calibration set on which ``max_events``
+    thresholds ``output > t`` are chosen (:func:`choose_thresholds`), and the bound is computed
+    on the second, independent half with a Bonferroni correction over the chosen events.
+    """
+    if trials < 2:
+        raise ValueError("trials must be at least 2")
+    t0 = time.perf_counter()
+    xd = _collect(run_d, trials)
+    xd2 = _collect(run_d2, trials)
+    if events is None:
+        half = trials // 2
+        evs: Sequence[Event] = choose_thresholds(xd[:half], xd2[:half], max_events, alpha,
+                                                 delta)
+        xd, xd2 = xd[half:], xd2[half:]
+    else:
+        evs = events
+    b = event_bounds(xd, xd2, evs, alpha, delta, claimed)
+    return AuditResult(
+        name=name, eps_lower_bound=b.eps_lower_bound, claimed=claimed, event=b.event,
+        direction=b.direction, delta=delta, delta_lower_bound=b.delta_lower_bound or 0.0,
+        trials=trials, evaluation_trials=b.n, alpha=alpha, events_tried=b.events_tried,
+        counts=(b.k_num, b.k_den), p_num=b.p_num, p_den=b.p_den,
+        seconds=time.perf_counter() - t0, neighbours=neighbours,
+        expect_violation=expect_violation)
+
+
+# ------------------------------------------------------------------------------------------------
+# Scenarios: every aggregate and mechanism on worst-case neighbours
+# ------------------------------------------------------------------------------------------------
+#
+# Many draws per release: a grouped release over many public keys whose groups all hold the
+# same worst-case data gives one independent draw per key (or per block of keys a unit touches).
+# That is sound: the noise of different groups is independent and each group's output depends
+# only on its own rows, so the output of group j under "every group has the extra unit" has the
+# same distribution as under "only group j has it", which is a true neighbour of D.
+
+Run = Callable[[], FloatArray]
+Built = tuple[Run, Run, float, float]   # run_d, run_d2, claimed epsilon, claimed delta
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One audit: a release on a worst-case neighbouring pair, with its trial counts."""
+
+    name: str
+    neighbours: str
+    build: Callable[[int], Built]
+    full_trials: int
+    fast_trials: int | None = None     # None: only in the full audit
+    expect_violation: bool = False
+    events: Callable[[], Sequence[Event]] | None = None
+    patch: Callable[[], contextlib.AbstractContextManager[object]] | None = None
+
+    def run(self, trials: int | None = None, *, full: bool = True, alpha: float = DEFAULT_ALPHA,
+            seed: int = 0) -> AuditResult:
+        """Run this audit (``trials`` per dataset, default the full or fast count)."""
+        n = trials or (self.full_trials if full or self.fast_trials is None else
+                       self.fast_trials)
+        from .core.rng import InsecureSeedWarning
+
+        ctx = self.patch() if self.patch is not None else contextlib.nullcontext()
+        with ctx, warnings.catch_warnings():
+            # seeded sessions make the audit reproducible; their noise is never published
+            warnings.simplefilter("ignore", InsecureSeedWarning)
+            run_d, run_d2, claimed, delta = self.build(seed)
+            return audit_release(run_d, run_d2, n, self.events() if self.events else None,
+                                 alpha, claimed=claimed, delta=delta, name=self.name,
+                                 neighbours=self.neighbours,
+                                 expect_violation=self.expect_violation)
+
+
+# -- raw core mechanisms ------------------------------------------------------------------------
+
+CHUNK = 50_000
+EPS = Fraction(1)
+
+
+def _core_noise(spec_factory: Callable[[], Any], integer: bool) -> Callable[[int], Built]:
+    """0 vs one sensitivity through ``NoiseSpec.add_noise`` (``CHUNK`` draws per call)."""
+
+    def build(seed: int) -> Built:
+        from .core.rng import RandomSource
+
+        spec = spec_factory()
+        unit = Fraction(1) if integer else Fraction(1, 1 << 32)
+        one = int(spec.sensitivity / unit)
+        rng = RandomSource(seed * 7919 + 1, warn=False)
+
+        def run(v: int) -> Run:
+            return lambda: spec.add_noise(np.full(CHUNK, v, dtype=np.int64), unit, rng) / float(
+                spec.sensitivity)
+
+        return run(0), run(one), float(spec.epsilon), float(spec.delta)
+
+    return build
+
+
+def _geometric_spec() -> Any:
+    from .core.mechanisms import noise_spec
+
+    return noise_spec("laplace", Fraction(1), EPS, integer=True)
+
+
+def _granular_spec() -> Any:
+    from .core.mechanisms import noise_spec
+
+    return noise_spec("laplace", Fraction(5, 2), EPS)
+
+
+def _gaussian_spec() -> Any:
+    from .core.mechanisms import noise_spec
+
+    return noise_spec("gaussian", Fraction(1), EPS, Fraction(1, 10**5))
+
+
+def _half_noise_spec() -> Any:
+    """BROKEN on purpose: claims epsilon but adds the noise of 2 epsilon (half the scale)."""
+    spec = _geometric_spec()
+    return dataclasses.replace(spec, int_scale=spec.int_scale / 2)
+
+
+def _pf_worst(m: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Utilities differing by the sensitivity (1) in opposite directions: candidate 0 is best
+    by 1 in D and worst by 1 in D'. The ratio of P[choose 0] tends to e^epsilon as m grows."""
+    u = np.full(m, -1, dtype=np.int64)
+    u[0] = 0
+    return u, -1 - u
+
+
+def _core_pf(doubled: bool) -> Callable[[int], Built]:
+    def build(seed: int) -> Built:
+        from .core.mechanisms import ExponentialSpec
+        from .core.rng import RandomSource
+
+        m = 10
+        spec = ExponentialSpec(2 * EPS if doubled else EPS, 1, m)
+        ud, ud2 = _pf_worst(m)
+        rng = RandomSource(seed * 7919 + 2, warn=False)
+
+        def run(u: npt.NDArray[np.int64]) -> Run:
+            rows = np.broadcast_to(u, (CHUNK // 2, m))
+            return lambda: spec.choose(rows, rng).astype(np.float64)
+
+        return run(ud), run(ud2), float(EPS), 0.0
+
+    return build
+
+
+# -- end-to-end through the public API ----------------------------------------------------------
+
+Release = Callable[["pd.DataFrame", "Session"], npt.ArrayLike]
+
+
+def _session(seed: int, neighbouring: str) -> Session:
+    from .session import Session
+
+    return Session(1e12, 0.5, neighbouring=neighbouring, seed=seed)
+
+
+def _api(frames: Callable[[], tuple[pd.DataFrame, pd.DataFrame]], release: Release,
+         neighbouring: str = "add_remove") -> Callable[[int], Built]:
+    """Runs of ``release`` on the two frames, one fresh seeded session per release.
+
+    The claimed (epsilon, delta) is what the session charged for one release (read from its
+    ledger), so an under-charge is caught as well as too little noise.
+    """
+
+    def build(seed: int) -> Built:
+        df_d, df_d2 = frames()
+        counter = itertools.count()
+
+        def run(df: pd.DataFrame, side: int) -> Run:
+            def go() -> FloatArray:
+                s = _session(seed * 10_000_000 + side * 5_000_000 + next(counter), neighbouring)
+                return np.asarray(release(df, s), dtype=np.float64).reshape(-1)
+            return go
+
+        probe = _session(seed * 10_000_000 + 9_999_999, neighbouring)
+        release(df_d, probe)
+        eps, delta = probe.spent_exact
+        return run(df_d, 0), run(df_d2, 1), float(eps), float(delta)
+
+    return build
+
+
+def _dp(df: pd.DataFrame, s: Session, **options: Any) -> Any:
+    """``df.dp(s, **options)``: the public pandas front."""
+    return df.dp(s, **options)  # type: ignore[operator]
+
+
+def _frame(**cols: Any) -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.DataFrame(cols)
+
+
+def _groups(per_group: Sequence[float], n_keys: int, *, unit_offset: int = 0,
+            ) -> pd.DataFrame:
+    """``n_keys`` groups 0..n-1, each holding the values ``per_group`` (one unit per row)."""
+    k = len(per_group)
+    g = np.repeat(np.arange(n_keys), k)
+    x = np.tile(np.asarray(per_group, dtype=np.float64), n_keys)
+    return _frame(g=g, x=x, u=unit_offset + np.arange(g.size))
+
+
+def _concat(*frames: pd.DataFrame) -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.concat(frames, ignore_index=True)
+
+
+def _block_min(values: FloatArray, block: int, centre: Sequence[float],
+               sign: Sequence[float]) -> FloatArray:
+    """Per block of ``block`` consecutive groups: min over the block of sign * (y - centre).
+    A unit that moves every coordinate of a block in the direction ``sign`` is best detected
+    by "every coordinate moved": a threshold on this minimum."""
+    v = np.asarray(values, dtype=np.float64).reshape(-1, block)
+    return np.min((v - np.asarray(centre)) * np.asarray(sign), axis=1)
+
+
+NKEYS = 5000
+B = (-10.0, 10.0)
+
+
+def _public(n: int = NKEYS) -> dict[str, list[int]]:
+    return {"g": list(range(n))}
+
+
+def _grouped_count(neighbouring: str) -> Callable[[int], Built]:
+    if neighbouring == "add_remove":
+        def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
+            return _groups([1.0] * 3, NKEYS), _groups([1.0] * 4, NKEYS)
+
+        def rel(df: pd.DataFrame, s: Session) -> FloatArray:
+            return np.asarray(_dp(df, s, keys=_public()).groupby("g").count(epsilon=1.0))
+
+        return _api(frames, rel)
+
+    # change_one: a row moves between the two groups of a pair: (4, 3) -> (3, 4)
+    def frames_c() -> tuple[pd.DataFrame, pd.DataFrame]:
+        d = _concat(_groups([1.0] * 3, NKEYS), _groups([1.0], NKEYS // 2, unit_offset=10**6)
+                    .assign(g=lambda f: 2 * f["g"]))
+        d2 = _concat(_groups([1.0] * 3, NKEYS), _groups([1.0], NKEYS // 2, unit_offset=10**6)
+                     .assign(g=lambda f: 2 * f["g"] + 1))
+        return d, d2
+
+    def rel_c(df: pd.DataFrame, s: Session) -> FloatArray:
+        y = np.asarray(_dp(df, s, keys=_public()).groupby("g").count(epsilon=1.0))
+        return _block_min(y, 2, [4, 3], [1, -1])
+
+    return _api(frames_c, rel_c, "change_one")
+
+
+def _histogram(neighbouring: str) -> Callable[[int], Built]:
+    nb = NKEYS
+    edges = np.arange(nb + 1, dtype=np.float64)
+    centres = edges[:-1] + 0.5
+
+    if neighbouring == "add_remove":
+        def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
+            return (_frame(x=np.repeat(centres, 2)), _frame(x=np.repeat(centres, 3)))
+
+        def rel(df: pd.DataFrame, s: Session) -> FloatArray:
+            return np.asarray(_dp(df, s).histogram("x", edges, epsilon=1.0))
+
+        return _api(frames, rel)
+
+    def frames_c() -> tuple[pd.DataFrame, pd.DataFrame]:
+        base = np.repeat(centres, 2)
+        return (_frame(x=np.concatenate([base, centres[0::2]])),
+                _frame(x=np.concatenate([base, centres[1::2]])))
+
+    def rel_c(df: pd.DataFrame, s: Session) -> FloatArray:
+        y = np.asarray(_dp(df, s).histogram("x", edges, epsilon=1.0))
+        return _block_min(y, 2, [3, 2], [1, -1])
+
+    return _api(frames_c, rel_c, "change_one")
+
+
+def _grouped_sum(neighbouring: str, mechanism: str = "laplace") -> Callable[[int], Built]:
+    base = [1.5, -3.25]
+    if neighbouring == "add_remove":
+        def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
+            return _groups(base, NKEYS), _groups([*base, B[1]], NKEYS)
+    else:  # a row at L replaced by a row at U: the sum moves by U - L = max(U - L, 2M)
+        def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
+            return _groups([*base, B[0]], NKEYS), _groups([*base, B[1]], NKEYS)
+
+    kw: dict[str, Any] = ({"delta": 1e-5, "mechanism": "gaussian"} if mechanism == "gaussian"
+                          else {})
+
+    def rel(df: pd.DataFrame, s: Session) -> FloatArray:
+        return np.asarray(_dp(df, s, keys=_public(), bounds={"x": B}).groupby("g")
+                          .sum("x", epsilon=1.0, **kw))
+
+    return _api(frames, rel, neighbouring)
+
+
+def _grouped_agg() -> Callable[[int], Built]:
+    """``agg({"x": ["count", "sum"]})``: epsilon split in two; a row at U moves both, and the
+    statistic (the smaller of the two shifts, in sensitivities) sees the whole epsilon."""
+    base = [1.5, -3.25]
+
+    def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
+        return _groups(base, NKEYS), _groups([*base, B[1]], NKEYS)
+
+    def rel(df: pd.DataFrame, s: Session) -> FloatArray:
+        y = _dp(df, s, keys=_public(), bounds={"x": B}).groupby("g").agg(
+            {"x": ["count", "sum"]}, epsilon=1.0)
+        both = np.stack([y[("x", "count")].to_numpy(np.float64),
+                         y[("x", "sum")].to_numpy(np.float64) / B[1]], axis=1)
+        return _block_min(both, 2, [len(base), sum(base) / B[1]], [1.0, 1.0])
+
+    return _api(frames, rel)
+
+
+def _grouped_mean() -> Callable[[int], Built]:
+    def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
+        return _groups([0.0], NKEYS), _groups([0.0, 10.0], NKEYS)
+
+    def rel(df: pd.DataFrame, s: Session) -> FloatArray:
+        return np.asarray(_dp(df, s, keys=_public(), bounds={"x": (0.0, 10.0)}).groupby("g")
+                          .mean("x", epsilon=1.0))
+
+    return _api(frames, rel)
+
+
+def _multi_group(measure: str, k: int, rows: int) -> Callable[[int], Built]:
+    """One unit with ``rows`` rows at the bound in each of ``k`` groups of a block
+    (``max_groups_per_unit=k``, ``max_rows_per_unit=rows``); the statistic is the block
+    minimum of the per-group shifts."""
+    nblocks = NKEYS // k
+
+    def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
+        d = _groups([1.0], nblocks * k)
+        g = np.repeat(np.arange(nblocks * k), rows)
+        u = 10**7 + np.repeat(np.arange(nblocks), k * rows)
+        extra = _frame(g=g, x=np.full(g.size, B[1]), u=u)
+        return d, _concat(d, extra)
+
+    shift = rows * (B[1] if measure == "sum" else 1.0)
+
+    def rel(df: pd.DataFrame, s: Session) -> FloatArray:
+        pf = _dp(df, s, keys=_public(nblocks * k), bounds={"x": B}, privacy_unit="u",
+                   max_rows_per_unit=rows, max_groups_per_unit=k).groupby("g")
+        y = pf.count(epsilon=1.0) if measure == "count" else pf.sum("x", epsilon=1.0)
+        return _block_min(np.asarray(y) / shift, k, [1.0 / shift] * k, [1.0] * k)
+
+    return _api(frames, rel)
+
+
+def _enforced(kind: str) -> Callable[[int], Built]:
+    """Contribution bounds are enforced, not assumed: a unit that exceeds them (10 rows at U
+    with ``max_rows_per_unit=2``; 1 row in each of 5 groups with ``max_groups_per_unit=1``)
+    must cost no more than the bound. The statistic sums the shifts over the unit's groups."""
+    if kind == "rows":
+        def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
+            d = _groups([1.0], NKEYS)
+            g = np.repeat(np.arange(NKEYS), 10)
+            extra = _frame(g=g, x=np.full(g.size, B[1]), u=10**7 + np.repeat(np.arange(NKEYS),
+                                                                              10))
+            return d, _concat(d, extra)
+
+        def rel(df: pd.DataFrame, s: Session) -> FloatArray:
+            return np.asarray(_dp(df, s, keys=_public(), bounds={"x": B}, privacy_unit="u",
+                                  max_rows_per_unit=2).groupby("g").sum("x", epsilon=1.0))
+
+        return _api(frames, rel)
+
+    k = 5
+
+    def frames_g() -> tuple[pd.DataFrame, pd.DataFrame]:
+        d = _groups([1.0], NKEYS)
+        extra = _frame(g=np.arange(NKEYS), x=1.0, u=10**7 + np.arange(NKEYS) // k)
+        return d, _concat(d, extra)
+
+    def rel_g(df: pd.DataFrame, s: Session) -> FloatArray:
+        y = np.asarray(_dp(df, s, keys=_public(), privacy_unit="u", max_rows_per_unit=1,
+                           max_groups_per_unit=1).groupby("g").count(epsilon=1.0))
+        return (y.reshape(-1, k) - 1.0).sum(axis=1)
+
+    return _api(frames_g, rel_g)
+
+
+def _grouped_quantile(which: str) -> Callable[[int], Built]:
+    if which == "max":  # all rows at L, then one more row at the top U
+        def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
+            return _groups([0.0, 0.0], NKEYS), _groups([0.0, 0.0, 10.0], NKEYS)
+        res = 11
+    else:  # median on the grid {0, 5, 10}: one more row at U flips the utilities
+        def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
+            return _groups([0.0, 0.0, 10.0], NKEYS), _groups([0.0, 0.0, 10.0, 10.0], NKEYS)
+        res = 3
+
+    def rel(df: pd.DataFrame, s: Session) -> FloatArray:
+        pg = _dp(df, s, keys=_public(), bounds={"x": (0.0, 10.0)}).groupby("g")
+        if which == "max":
+            return np.asarray(pg.max("x", epsilon=1.0, resolution=res))
+        return np.asarray(pg.quantile("x", 0.5, epsilon=1.0, resolution=res))
+
+    return _api(frames, rel)
+
+
+def _selection(units_d: int, units_d2: int, delta: float, k: int = 1) -> Callable[[int], Built]:
+    """``keys="private"``: each key has ``units_d`` units in D and ``units_d2`` in D'; the
+    statistic is the noisy count of a released key and -inf for a key not released. An anchor
+    key with many units keeps every frame non-empty. With ``k > 1`` (``max_groups_per_unit``)
+    D has one unit alone in each block of ``k`` keys, D' none; the statistic is the largest
+    over the block (-inf when none of the ``k`` keys is released)."""
+    anchor = -1
+
+    def frame(units: int) -> pd.DataFrame:
+        a = _frame(g=np.full(500, anchor), x=1.0, u=10**8 + np.arange(500))
+        if not units:
+            return a
+        keys = _groups([1.0] * units, NKEYS)
+        if k > 1:
+            keys = keys.assign(u=keys["g"] // k)
+        return _concat(a, keys)
+
+    def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
+        return frame(units_d), frame(units_d2)
+
+    def rel(df: pd.DataFrame, s: Session) -> FloatArray:
+        y = _dp(df, s, privacy_unit="u", max_rows_per_unit=1, max_groups_per_unit=k) \
+            .groupby("g", keys="private").count(epsilon=1.0, delta=delta)
+        out = y.reindex(range(NKEYS)).to_numpy(dtype=np.float64, na_value=np.nan)
+        out = np.where(np.isnan(out), -np.inf, out)
+        return out.reshape(-1, k).max(axis=1)
+
+    return _api(frames, rel)
+
+
+def _sampled_count() -> Callable[[int], Built]:
+    """Poisson sampling at rate 1/4: an empty public group vs one row (the tight case for the
+    amplified charge ln(1 + q (e^eps - 1)))."""
+    anchor = NKEYS
+
+    def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
+        a = _frame(g=np.full(10, anchor), x=1.0, u=10**8 + np.arange(10))
+        return a, _concat(a, _groups([1.0], NKEYS))
+
+    def rel(df: pd.DataFrame, s: Session) -> FloatArray:
+        y = _dp(df, s, keys=_public(NKEYS + 1)).sample(0.25).groupby("g").count(epsilon=1.0)
+        return np.asarray(y)[:NKEYS]
+
+    return _api(frames, rel)
+
+
+# ungrouped releases: one draw per release (full audit only)
+
+def _scalar(d: dict[str, Any], d2: dict[str, Any], release: Release,
+            neighbouring: str = "add_remove") -> Callable[[int], Built]:
+    def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
+        return _frame(**d), _frame(**d2)
+
+    return _api(frames, release, neighbouring)
+
+
+_X = [1.5, -3.25, 4.0, 0.5, 2.0]
+#: Releases per dataset for ungrouped audits (one draw each, about 5 ms per release).
+SCALAR_TRIALS = 3000
+
+
+def _scalar_count(neighbouring: str) -> Callable[[int], Built]:
+    if neighbouring == "add_remove":
+        return _scalar({"x": _X}, {"x": [*_X, 1.0]},
+                       lambda df, s: [_dp(df, s).count(epsilon=1.0)])
+    # change_one: a row's value replaced by a missing one: count(x) moves by 1
+    return _scalar({"x": [*_X, 1.0]}, {"x": [*_X, np.nan]},
+                   lambda df, s: [_dp(df, s).count("x", epsilon=1.0)], "change_one")
+
+
+def _scalar_sum(neighbouring: str, mechanism: str = "laplace") -> Callable[[int], Built]:
+    kw: dict[str, Any] = ({"delta": 1e-5, "mechanism": "gaussian"} if mechanism == "gaussian"
+                          else {})
+
+    def rel(df: pd.DataFrame, s: Session) -> list[float]:
+        return [_dp(df, s, bounds={"x": B}).sum("x", epsilon=1.0, **kw)]
+
+    if neighbouring == "add_remove":
+        return _scalar({"x": _X}, {"x": [*_X, B[1]]}, rel)
+    return _scalar({"x": [*_X, B[0]]}, {"x": [*_X, B[1]]}, rel, "change_one")
+
+
+def _scalar_user_sum(neighbouring: str) -> Callable[[int], Built]:
+    r = 3
+    if neighbouring == "add_remove":  # a unit with R rows at the bound joins
+        bounds = B
+        d = {"x": _X, "u": list(range(5))}
+        d2 = {"x": [*_X, *[B[1]] * r], "u": [*range(5), *[99] * r]}
+    else:  # bounds excluding 0: R rows at U replaced by one row at L moves the sum by
+        bounds = (5.0, 10.0)  # (U - L) + (R - 1) max(U - L, M) = 5 + 2 * 10
+        base = [5.5, 7.0, 9.25]
+        d = {"x": [*base, *[10.0] * r], "u": [0, 1, 2, *[99] * r]}
+        d2 = {"x": [*base, 5.0], "u": [0, 1, 2, 99]}
+
+    def rel(df: pd.DataFrame, s: Session) -> list[float]:
+        return [_dp(df, s, bounds={"x": bounds}, privacy_unit="u", max_rows_per_unit=r)
+                .sum("x", epsilon=1.0)]
+
+    return _scalar(d, d2, rel, neighbouring)
+
+
+def _scalar_mean() -> Callable[[int], Built]:
+    return _scalar({"x": [0.0]}, {"x": [0.0, 10.0]},
+                   lambda df, s: [_dp(df, s, bounds={"x": (0.0, 10.0)}).mean("x", epsilon=1.0)])
+
+
+def _scalar_quantile(which: str) -> Callable[[int], Built]:
+    if which == "max":  # 2 candidates: the most power per release for this pair
+        return _scalar({"x": [0.0, 0.0]}, {"x": [0.0, 0.0, 10.0]},
+                       lambda df, s: [_dp(df, s, bounds={"x": (0.0, 10.0)})
+                                      .max("x", epsilon=1.0, resolution=2)])
+    return _scalar({"x": [0.0, 0.0, 10.0]}, {"x": [0.0, 0.0, 10.0, 10.0]},
+                   lambda df, s: [_dp(df, s, bounds={"x": (0.0, 10.0)})
+                                  .median("x", epsilon=1.0, resolution=3)])
+
+
+# -- deliberately broken releases (positive controls) -------------------------------------------
+
+@contextlib.contextmanager
+def _halved_sum_sensitivity() -> Iterator[object]:
+    """BROKEN on purpose: plan sums with half their true sensitivity (for the audit only)."""
+    from .core import plan
+    from .core.sensitivity import Sensitivity
+
+    real = plan.sum_sensitivity
+
+    def halved(*args: Any, **kwargs: Any) -> Sensitivity:
+        s = real(*args, **kwargs)
+        return Sensitivity(s.l1 / 2, s.l2 / 2, s.linf / 2, s.changed)
+
+    plan.sum_sensitivity = halved
+    try:
+        yield None
+    finally:
+        plan.sum_sensitivity = real
+
+
+@contextlib.contextmanager
+def _low_selection_threshold() -> Iterator[object]:
+    """BROKEN on purpose: release private keys at one below the calibrated threshold."""
+    from .core import plan
+
+    real = plan._plan_selection
+
+    def lowered(*args: Any, **kwargs: Any) -> Any:
+        sp = real(*args, **kwargs)
+        return dataclasses.replace(sp, threshold=sp.threshold - 1)
+
+    plan._plan_selection = lowered
+    try:
+        yield None
+    finally:
+        plan._plan_selection = real
+
+
+# -- the registry ---------------------------------------------------------------------------------
+
+SCENARIOS: tuple[Scenario, ...] = (
+    # raw mechanisms
+    Scenario("core: geometric (integer Laplace)", "0 vs 1, sensitivity 1",
+             _core_noise(_geometric_spec, True), 2_000_000, 200_000),
+    Scenario("core: granular Laplace (real)", "0 vs 2.5, sensitivity 2.5",
+             _core_noise(_granular_spec, False), 2_000_000, 200_000),
+    Scenario("core: discrete Gaussian", "0 vs 1, L2 sensitivity 1",
+             _core_noise(_gaussian_spec, False), 2_000_000, 200_000),
+    Scenario("core: permute-and-flip", "utilities (0,-1,..,-1) vs (-1,0,..,0), 10 candidates",
+             _core_pf(False), 1_000_000, 100_000),
+    # end to end, grouped (many draws per release)
+    Scenario("groupby count", "3 vs 4 rows per group", _grouped_count("add_remove"),
+             500_000, 50_000),
+    Scenario("groupby count (change_one)", "a row moves between two groups: (4,3) vs (3,4)",
+             _grouped_count("change_one"), 250_000, 25_000),
+    Scenario("histogram", "2 vs 3 rows per bin", _histogram("add_remove"), 500_000, 50_000),
+    Scenario("histogram (change_one)", "a row moves between two bins: (3,2) vs (2,3)",
+             _histogram("change_one"), 250_000, 25_000),
+    Scenario("groupby sum", "one more row at U = 10, bounds [-10, 10]",
+             _grouped_sum("add_remove"), 500_000, 50_000),
+    Scenario("groupby sum (change_one)", "a row at L replaced by a row at U, bounds [-10, 10]",
+             _grouped_sum("change_one"), 500_000, 50_000),
+    Scenario("groupby mean", "[0] vs [0, 10], bounds [0, 10]", _grouped_mean(),
+             500_000, 50_000),
+    Scenario("groupby agg count + sum (epsilon split)", "one more row at U = 10, bounds "
+             "[-10, 10]", _grouped_agg(), 500_000, 50_000),
+    Scenario("groupby count, unit in 3 groups", "one unit in 3 groups, max_groups_per_unit=3",
+             _multi_group("count", 3, 1), 330_000, 33_000),
+    Scenario("groupby sum, unit with 2 rows in 2 groups",
+             "2 rows at U in 2 groups, max_rows_per_unit=2, max_groups_per_unit=2",
+             _multi_group("sum", 2, 2), 500_000, 50_000),
+    Scenario("groupby sum, Gaussian (delta 1e-5)", "one more row at U = 10, bounds [-10, 10]",
+             _grouped_sum("add_remove", "gaussian"), 500_000, 50_000),
+    Scenario("groupby max (exponential mechanism)", "[0, 0] vs [0, 0, 10], 11 candidates",
+             _grouped_quantile("max"), 500_000, 50_000),
+    Scenario("groupby median (exponential mechanism)",
+             "[0, 0, 10] vs [0, 0, 10, 10], 3 candidates", _grouped_quantile("median"),
+             500_000, 50_000),
+    Scenario("private keys: key with one unit (delta 0.1)", "key with 1 unit vs absent",
+             _selection(1, 0, 0.1), 500_000, 50_000),
+    Scenario("private keys: count near the threshold (delta 1e-3)",
+             "13 vs 14 units per key", _selection(13, 14, 1e-3), 500_000, 50_000),
+    Scenario("private keys: unit alone in 5 keys (delta 0.1)",
+             "a unit alone in 5 keys vs absent, max_groups_per_unit=5", _selection(1, 0, 0.1, 5),
+             100_000, 10_000),
+    Scenario("max_rows_per_unit enforced (groupby sum)",
+             "a unit with 10 rows at U = 10, max_rows_per_unit=2", _enforced("rows"),
+             500_000, 50_000),
+    Scenario("max_groups_per_unit enforced (groupby count)",
+             "a unit in 5 groups, max_groups_per_unit=1", _enforced("groups"), 100_000, 10_000),
+    Scenario("Poisson sample (rate 1/4) + groupby count", "empty group vs one row",
+             _sampled_count(), 500_000, 50_000),
+    # end to end, ungrouped (one draw per release: full audit only)
+    Scenario("count", "5 vs 6 rows", _scalar_count("add_remove"), SCALAR_TRIALS),
+    Scenario("count(col) (change_one)", "a value replaced by a missing one",
+             _scalar_count("change_one"), SCALAR_TRIALS),
+    Scenario("sum", "one more row at U = 10, bounds [-10, 10]", _scalar_sum("add_remove"),
+             SCALAR_TRIALS),
+    Scenario("sum (change_one)", "a row at L replaced by a row at U, bounds [-10, 10]",
+             _scalar_sum("change_one"), SCALAR_TRIALS),
+    Scenario("sum, Gaussian (delta 1e-5)", "one more row at U = 10, bounds [-10, 10]",
+             _scalar_sum("add_remove", "gaussian"), 1000),
+    Scenario("user-level sum", "a unit with 3 rows at U = 10, max_rows_per_unit=3",
+             _scalar_user_sum("add_remove"), SCALAR_TRIALS),
+    Scenario("user-level sum (change_one)",
+             "3 rows at 10 replaced by 1 row at 5, bounds [5, 10], max_rows_per_unit=3",
+             _scalar_user_sum("change_one"), SCALAR_TRIALS),
+    Scenario("mean", "[0] vs [0, 10], bounds [0, 10]", _scalar_mean(), SCALAR_TRIALS),
+    Scenario("max (exponential mechanism)", "[0, 0] vs [0, 0, 10], 2 candidates",
+             _scalar_quantile("max"), SCALAR_TRIALS),
+    Scenario("median (exponential mechanism)", "[0, 0, 10] vs [0, 0, 10, 10], 3 candidates",
+             _scalar_quantile("median"), SCALAR_TRIALS),
+    # deliberately broken: the audit must find a violation
+    Scenario("BROKEN: geometric with half the noise", "0 vs 1, sensitivity 1",
+             _core_noise(_half_noise_spec, True), 2_000_000, 200_000, expect_violation=True),
+    Scenario("BROKEN: permute-and-flip run at 2 epsilon", "as core: permute-and-flip",
+             _core_pf(True), 1_000_000, 100_000, expect_violation=True),
+    Scenario("BROKEN: groupby sum with halved sensitivity", "as groupby sum",
+             _grouped_sum("add_remove"), 500_000, 50_000, expect_violation=True,
+             patch=_halved_sum_sensitivity),
+    Scenario("BROKEN: private keys, threshold one too low", "key with 1 unit vs absent",
+             _selection(1, 0, 0.1), 500_000, 50_000, expect_violation=True,
+             patch=_low_selection_threshold),
+)
+
+
+def scenario(name: str) -> Scenario:
+    """The scenario called ``name``."""
+    for s in SCENARIOS:
+        if s.name == name:
+            return s
+    raise KeyError(name)
+
+
+# ------------------------------------------------------------------------------------------------
+# Report
+# ------------------------------------------------------------------------------------------------
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.3g}"
+
+
+def markdown_table(results: Sequence[AuditResult]) -> str:
+    """The results as a markdown table."""
+    lines = [
+        "| release | neighbouring datasets | claimed epsilon (delta) | epsilon lower bound "
+        "| best event | trials per dataset | time (s) | result |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in results:
+        claim = _fmt(r.claimed) + (f" ({r.delta:.3g})" if r.delta else "")
+        if r.expect_violation:
+            verdict = "violation found (expected)" if r.violation else "NOT CAUGHT"
+        else:
+            verdict = "VIOLATION" if r.violation else "ok"
+        event = f"{r.event} ({r.direction})"
+        if r.delta:
+            event += f"; delta lower bound {r.delta_lower_bound:.3g}"
+        lines.append(f"| {r.name} | {r.neighbours} | {claim} | {r.eps_lower_bound:.3f} | "
+                     f"{event} | {r.trials:,} | {r.seconds:.1f} | {verdict} |")
+    return "\n".join(lines)
+
+
+START, END = "<!-- audit-table:start -->", "<!-- audit-table:end -->"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m dpframe.audit``: run the audit, print a markdown table, optionally write it
+    between the markers of a docs page. Exit status 1 when a release violates its claim or a
+    broken control is not caught."""
+    ap = argparse.ArgumentParser(prog="python -m dpframe.audit", description=main.__doc__)
+    ap.add_argument("--fast", action="store_true", help="the fast subset with its trial counts")
+    ap.add_argument("--only", default="", help="scenarios whose name contains this text")
+    ap.add_argument("--alpha", type=float, default=DEFAULT_ALPHA)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--date", default=datetime.date.today().isoformat())
+    ap.add_argument("--docs", default=None, help="markdown file to update between the markers")
+    args = ap.parse_args(argv)
+    chosen = [s for s in SCENARIOS if args.only in s.name and (s.fast_trials or not args.fast)]
+    results = []
+    t0 = time.perf_counter()
+    for s in chosen:
+        r = s.run(full=not args.fast, alpha=args.alpha, seed=args.seed)
+        results.append(r)
+        print(f"{r.name}: lower bound {r.eps_lower_bound:.3f} vs claimed {r.claimed:.3g} "
+              f"({r.seconds:.1f} s)", file=sys.stderr, flush=True)
+    total = time.perf_counter() - t0
+    table = markdown_table(results)
+    header = (f"Last run: {args.date}, {'fast subset' if args.fast else 'full audit'}, "
+              f"alpha = {args.alpha:g} per release, seed {args.seed}, "
+              f"{total:.0f} s in total.\n\n")
+    print(header + table)
+    if args.docs:
+        with open(args.docs, encoding="utf-8") as f:
+            text = f.read()
+        i, j = text.index(START) + len(START), text.index(END)
+        with open(args.docs, "w", encoding="utf-8") as f:
+            f.write(text[:i] + "\n" + header + table + "\n" + text[j:])
+    return 0 if all(r.ok for r in results) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
