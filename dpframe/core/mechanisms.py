@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import lru_cache
 from fractions import Fraction
+from functools import lru_cache
 from typing import Literal
 
 import numpy as np
