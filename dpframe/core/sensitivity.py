@@ -65,14 +65,11 @@ def sum_sensitivity(relation: Relation, lo: Fraction, hi: Fraction, c: Contribut
     width = hi - lo
     r = Fraction(c.rows)
     if not grouped:
-        if relation == "add_remove":
-            total = r * m
-        else:
-            # a unit's a rows are replaced by another unit's b rows, 1 <= a, b <= rows: the sum
-            # moves by at most min(a, b) * width + |a - b| * M. With one row per unit this is the
-            # table's U - L; with more it exceeds rows * (U - L) when the bounds exclude 0
-            # (e.g. [5, 10], 3 rows of 10 replaced by one row of 5 moves the sum by 25, not 15).
-            total = width + (r - 1) * max(width, m)
+        # change_one: a unit's a rows are replaced by another unit's b rows, 1 <= a, b <= rows:
+        # the sum moves by at most min(a, b) * width + |a - b| * M. With one row per unit this
+        # is the table's U - L; with more it exceeds rows * (U - L) when the bounds exclude 0
+        # (e.g. [5, 10], 3 rows of 10 replaced by one row of 5 moves the sum by 25, not 15).
+        total = r * m if relation == "add_remove" else width + (r - 1) * max(width, m)
         return Sensitivity(total, total, total, 1)
     k = c.groups
     if relation == "add_remove":
