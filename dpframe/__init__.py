@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from . import accessor as _accessor  # noqa: F401  (registers the .dp accessor on DataFrames)
+from . import local
+from .core.accounting import posterior_bound
 from .errors import (
     BoundsError,
     BudgetExceededError,
@@ -10,6 +13,10 @@ from .errors import (
     LedgerError,
     ValidationError,
 )
+from .export import read_provenance, to_arrow, to_ipc, to_parquet
+from .release import last_release
+from .scan import Scan, scan
+from .session import Session
 
 __version__ = "0.1.0"
 
@@ -19,6 +26,21 @@ __all__ = [
     "DPError",
     "KeysError",
     "LedgerError",
+    "Scan",
+    "Session",
     "ValidationError",
     "__version__",
+    "last_release",
+    "local",
+    "posterior_bound",
+    "read_provenance",
+    "scan",
+    "to_arrow",
+    "to_ipc",
+    "to_parquet",
 ]
+
+import sys as _sys
+
+if "dask.dataframe" in _sys.modules:  # dask already in use: register ddf.dp too (never import it)
+    from . import dask as _dask  # noqa: F401

@@ -10,6 +10,7 @@ A failure after the charge keeps the charge and marks the ledger entry failed.
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from .backends.base import Backend
@@ -18,6 +19,14 @@ from .query import Query
 
 if TYPE_CHECKING:
     from .session import Session
+
+#: The last release of each session (exports of scalar results read it: ``last_release``).
+_LAST: weakref.WeakKeyDictionary[Any, CoreRelease] = weakref.WeakKeyDictionary()
+
+
+def last_release(session: Session) -> CoreRelease | None:
+    """The last successful release of ``session`` (values and provenance), or None."""
+    return _LAST.get(session)
 
 
 def prepare(session: Session, query: Query, backend: Backend) -> ReleasePlan:
@@ -62,4 +71,5 @@ def run_release(session: Session, query: Query, backend: Backend) -> CoreRelease
         ledger_entry=entry, session=session.name, seeded=session.seed is not None,
         library_version=__version__, query=query.description,
     )
+    _LAST[session] = release
     return release

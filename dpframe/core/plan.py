@@ -361,7 +361,9 @@ class ExactAggregates:
         def add(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
             if a is None or b is None:
                 return a if b is None else b
-            dtype = object if object in (a.dtype, b.dtype) else np.int64
+            big = any(x.dtype == object or (x.size and int(np.abs(x).max()) >= (1 << 61))
+                      for x in (a, b))
+            dtype = object if big else np.int64  # exact Python ints near the int64 limit
             out = np.zeros((len(keys), *a.shape[1:]), dtype=dtype)
             np.add.at(out, ia, a)
             np.add.at(out, ib, b)

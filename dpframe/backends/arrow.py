@@ -1,0 +1,863 @@
+"""The Arrow batch backend: exact aggregates of a dataset read batch by batch, in bounded memory.
+
+Nothing here adds noise or computes a sensitivity: every block of rows is factorized and handed
+to :func:`dpframe.core.transform.compute_exact` (the one implementation of clamping, fixed-point
+accumulation, binning and contribution bounding); the blocks' exact aggregates are then added.
+Adding is correct because blocks hold disjoint privacy units:
+
+* **Row-level queries** (no ``privacy_unit``): each row is a unit, so any batches are disjoint.
+  One streaming pass; memory is one record batch plus the per-group totals.
+* **Privacy-unit queries**: a unit's rows may be spread over many batches, and contribution
+  bounding must see all of them together. Two passes:
+
+  1. every batch's needed columns are spilled into ``P`` temporary Arrow IPC files, the
+     partition of a row being a keyed 64-bit hash of its unit id modulo ``P`` (the key is
+     fresh randomness from the session, so nobody can aim many units at one partition); every
+     row of a unit lands in the same partition. Rows that every query would drop anyway
+     (missing unit, undeclared public key) are not spilled.
+  2. each partition is loaded alone, its units factorized, and ``compute_exact`` bounds each
+     unit's contributions exactly as the pandas backend does for the whole frame.
+
+  Memory is one batch in pass 1 and one partition in pass 2 (``partition_rows`` rows by
+  default); disk is the spilled columns, deleted as soon as the release is computed, also on
+  error or interrupt. See docs/scan.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob as _glob
+import math
+import os
+import queue
+import shutil
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Generator, Iterator, Sequence
+from pathlib import Path
+from typing import Any, TypeAlias
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+
+from ..core.plan import ExactAggregates, ReleasePlan
+from ..core.transform import compute_exact
+from ..errors import ValidationError
+from ..query import ColumnKind
+from .base import combine_codes, declared_positions, public_key_list, sorted_keys
+
+I64 = npt.NDArray[np.int64]
+Bools = npt.NDArray[np.bool_]
+Column: TypeAlias = pa.Array | pa.ChunkedArray
+
+DEFAULT_BATCH_SIZE = 1 << 20
+DEFAULT_PARTITION_ROWS = 4_000_000
+MAX_PARTITIONS = 4096
+#: Read-ahead of pyarrow's scanner: batches within a file, files at once. pyarrow's defaults
+#: (16, 4) buffer about a gigabyte of decoded batches for no speed-up here.
+BATCH_READAHEAD = 4
+FRAGMENT_READAHEAD = 2
+#: Parquet batches decoded ahead of the consumer by the prefetch thread.
+PREFETCH = 2
+_GROUP_CODE = "__dpframe_group__"
+_OVERFLOW_GUARD = 1 << 61
+_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".parq": "parquet",
+            ".csv": "csv", ".tsv": "csv", ".arrow": "ipc", ".feather": "ipc", ".ipc": "ipc"}
+
+
+# -- types and columns ---------------------------------------------------------------------------
+
+def arrow_kind(t: pa.DataType) -> ColumnKind:
+    """Public kind of an Arrow type (dictionary columns take their values' kind)."""
+    if pa.types.is_dictionary(t):
+        return arrow_kind(t.value_type)
+    if pa.types.is_boolean(t):
+        return "bool"
+    if pa.types.is_integer(t):
+        return "int"
+    if pa.types.is_floating(t):
+        return "float"
+    return "other"
+
+
+def _flat(arr: Column) -> pa.Array:
+    if isinstance(arr, pa.ChunkedArray):
+        if arr.num_chunks == 1:
+            return arr.chunk(0)
+        if arr.num_chunks == 0:
+            return pa.array([], type=arr.type)
+        if pa.types.is_dictionary(arr.type):
+            arr = arr.unify_dictionaries()
+        return arr.combine_chunks()
+    return arr
+
+
+def _decode(arr: pa.Array) -> pa.Array:
+    return arr.dictionary_decode() if pa.types.is_dictionary(arr.type) else arr
+
+
+def numeric_array(col: Column) -> tuple[np.ndarray, Bools]:
+    """A column as numpy and its non-missing mask, like the pandas backend's ``numeric_column``:
+    int64 for integer/bool columns without missing values, float64 with NaN otherwise; columns
+    that are not numeric give zeros and the non-null mask (enough for ``count(column)``)."""
+    arr = _decode(_flat(col))
+    kind = arrow_kind(arr.type)
+    n = len(arr)
+    if kind == "other":
+        valid = arr.is_valid().to_numpy(zero_copy_only=False)
+        return np.zeros(n), np.asarray(valid, dtype=bool)
+    if kind in ("int", "bool") and arr.null_count == 0:
+        return arr.to_numpy(zero_copy_only=False).astype(np.int64, copy=False), np.ones(n, bool)
+    if arr.type != pa.float64():
+        arr = pc.cast(arr, pa.float64())
+    x = np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.float64)
+    return x, ~np.isnan(x)
+
+
+def _missing(v: object) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def dictionary_codes(col: Column) -> tuple[npt.NDArray[np.integer[Any]], list[object]]:
+    """Dictionary indices (-1 for null) and the dictionary's values, without re-hashing when
+    the column is already dictionary-encoded (Parquet string columns read as dictionaries).
+    Entries may be unused or missing values (None, NaN): callers map or drop them."""
+    arr = _flat(col)
+    d = arr if pa.types.is_dictionary(arr.type) else pc.dictionary_encode(arr)
+    idx = d.indices
+    if idx.null_count:
+        idx = pc.fill_null(idx, -1)
+    codes = np.asarray(idx.to_numpy(zero_copy_only=False))
+    return codes, d.dictionary.to_pylist()
+
+
+def factorize(col: Column) -> tuple[I64, list[object]]:
+    """Codes (-1 for missing) and the distinct values behind them, via Arrow dictionaries.
+
+    Values that do not occur (unused dictionary entries) and missing values (null, NaN) get no
+    code, like ``pandas.factorize``.
+    """
+    raw, uniques = dictionary_codes(col)
+    codes = raw.astype(np.int64)
+    n_u = len(uniques)
+    if n_u == 0:
+        return np.full(codes.size, -1, dtype=np.int64), []
+    present = np.bincount(codes[codes >= 0], minlength=n_u) > 0
+    for i, u in enumerate(uniques):
+        if _missing(u):
+            present[i] = False
+    if present.all():
+        return codes, uniques
+    remap = np.append(np.where(present, np.cumsum(present) - 1, -1), -1)
+    return remap[codes], [u for u, p in zip(uniques, present, strict=True) if p]
+
+
+def unit_codes(col: Column) -> I64:
+    """An integer per distinct privacy unit (-1 for a missing one), without listing the units:
+    only equality matters, so no Python object is made per unit."""
+    arr = _decode(_flat(col))
+    if pa.types.is_integer(arr.type) and arr.null_count == 0:  # pandas hashes ints faster
+        codes, _ = pd.factorize(arr.to_numpy(zero_copy_only=False), sort=False)
+        return np.asarray(codes, dtype=np.int64)
+    if pa.types.is_floating(arr.type):
+        arr = pc.if_else(pc.is_nan(arr), pa.scalar(None, arr.type), arr)
+    raw, _ = dictionary_codes(pc.dictionary_encode(arr))
+    return raw.astype(np.int64)
+
+
+def public_codes(col: Column, declared: Sequence[object]) -> I64:
+    """Position of each row's value in the declared keys; -1 when missing or undeclared."""
+    raw, uniques = dictionary_codes(col)
+    lut = np.append(declared_positions(uniques, declared), -1)  # lut[-1]: null rows
+    for i, u in enumerate(uniques):
+        if _missing(u):
+            lut[i] = -1
+    return lut[raw]
+
+
+# -- keyed hashing of unit ids -------------------------------------------------------------------
+
+def _mix(h: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    """The splitmix64 finalizer (a bijection of 64-bit words), vectorized."""
+    with np.errstate(over="ignore"):
+        h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return h ^ (h >> np.uint64(31))
+
+
+def unit_hash(col: Column, key: tuple[int, int]) -> npt.NDArray[np.uint64]:
+    """A keyed 64-bit hash of each value: equal values get equal hashes in every batch."""
+    arr = _flat(col)
+    if pa.types.is_dictionary(arr.type):
+        h_dict = unit_hash(arr.dictionary, key)
+        idx = pc.fill_null(arr.indices, 0).to_numpy(zero_copy_only=False)
+        return h_dict[idx] if h_dict.size else np.zeros(len(arr), dtype=np.uint64)
+    t = arr.type
+    if pa.types.is_floating(t):
+        x = np.asarray(pc.cast(arr, pa.float64()).to_numpy(zero_copy_only=False), np.float64)
+        v = (x + 0.0).view(np.uint64)  # -0.0 and 0.0 are one unit
+    elif pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_temporal(t):
+        v = np.asarray(pc.cast(arr, pa.int64()).fill_null(0).to_numpy(zero_copy_only=False),
+                       dtype=np.int64).view(np.uint64)
+    else:
+        if not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+                or pa.types.is_large_binary(t)):
+            arr = pc.cast(arr, pa.string())
+        objs = np.asarray(arr.to_numpy(zero_copy_only=False), dtype=object)
+        skey = f"{key[0] & 0xFFFFFFFFFFFFFFFF:016x}"
+        v = pd.util.hash_array(objs, hash_key=skey, categorize=False)
+    k0, k1 = np.uint64(key[0] & 0xFFFFFFFFFFFFFFFF), np.uint64(key[1] & 0xFFFFFFFFFFFFFFFF)
+    return _mix(_mix(v ^ k0) ^ k1)
+
+
+# -- the source ------------------------------------------------------------------------------------
+
+class _Failed:
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+
+_DONE = object()
+
+
+def prefetch(make: Callable[[], Iterator[Any]], depth: int) -> Generator[Any, None, None]:
+    """Items of ``make()`` produced by a background thread at most ``depth`` items ahead.
+
+    Errors are re-raised in the consumer. Closing the generator (or an exception in the
+    consumer, e.g. Ctrl-C) stops and joins the thread before returning.
+    """
+    q: queue.Queue[Any] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def put(item: Any) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def run() -> None:
+        try:
+            for item in make():
+                if not put(item):
+                    return
+        except BaseException as exc:  # handed to the consumer
+            put(_Failed(exc))
+            return
+        put(_DONE)
+
+    thread = threading.Thread(target=run, name="dpframe-prefetch", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = q.get()
+            if item is _DONE:
+                return
+            if isinstance(item, _Failed):
+                raise item.exc
+            yield item
+    finally:
+        stop.set()
+        while thread.is_alive():
+            with contextlib.suppress(queue.Empty):
+                q.get(timeout=0.05)
+        thread.join()
+
+
+def _infer_format(paths: Sequence[str]) -> str:
+    kinds = set()
+    for p in paths:
+        name = p.lower()
+        for comp in (".gz", ".bz2", ".zst", ".lz4"):
+            if name.endswith(comp):
+                name = name[: -len(comp)]
+        kinds.add(_FORMATS.get(os.path.splitext(name)[1], "?"))
+    if len(kinds) != 1 or "?" in kinds:
+        raise ValidationError("cannot tell the input format from the file names; pass "
+                              "format='parquet', 'csv' or 'ipc'")
+    return kinds.pop()
+
+
+class DatasetSource:
+    """Where a scan reads from: files (Parquet, CSV, Arrow IPC), a pyarrow Dataset or a Table.
+
+    ``source`` is a path, a glob (``events/*.parquet``, ``**`` allowed), a folder, a list of
+    paths, a ``pyarrow.dataset.Dataset`` or a ``pyarrow.Table``. ``format`` is inferred from
+    the file names unless given (a name or a ``pyarrow.dataset.FileFormat``).
+    """
+
+    def __init__(self, source: Any, *, format: str | ds.FileFormat | None = None,
+                 columns: Sequence[str] | None = None,
+                 partitioning: Any = None) -> None:
+        self._files: list[str] | None = None
+        self._format: str | ds.FileFormat | None = None
+        self._partitioning = partitioning
+        if isinstance(source, ds.Dataset):
+            self._dataset = source
+            if isinstance(source, ds.FileSystemDataset) and partitioning is None:
+                self._files = list(source.files)
+                self._format = source.format
+        elif isinstance(source, pa.Table | pa.RecordBatch):
+            self._dataset = ds.dataset(pa.Table.from_batches([source])
+                                       if isinstance(source, pa.RecordBatch) else source)
+        elif isinstance(source, pd.DataFrame):
+            self._dataset = ds.dataset(pa.Table.from_pandas(source, preserve_index=False))
+        else:
+            paths = [source] if isinstance(source, str | os.PathLike) else list(source)
+            files: list[str] = []
+            dirs: list[str] = []
+            for p in paths:
+                s = os.fspath(p)
+                if any(ch in s for ch in "*?["):
+                    files.extend(sorted(m for m in _glob.glob(s, recursive=True)
+                                        if os.path.isfile(m)))
+                elif os.path.isdir(s):
+                    dirs.append(s)
+                elif os.path.isfile(s):
+                    files.append(s)
+                else:
+                    raise ValidationError(f"no such file or folder: {s}")
+            if dirs:
+                if files or len(dirs) > 1:
+                    raise ValidationError("pass one folder, or files and globs, not both")
+                probe = ds.dataset(dirs[0], format=format if format is not None else "parquet",
+                                   partitioning=partitioning)
+                if partitioning is None:
+                    files = list(probe.files)
+            if not files and not dirs:
+                raise ValidationError(f"no file matches {os.fspath(paths[0]) if paths else ''}")
+            fmt = format if format is not None else _infer_format(files or ["x.parquet"])
+            self._format = fmt
+            if dirs and partitioning is not None:
+                self._dataset = probe
+            else:
+                self._files = files
+                self._dataset = ds.dataset(files, format=fmt)
+        self._columns = list(columns) if columns is not None else None
+        names = self._dataset.schema.names
+        if self._columns is not None:
+            unknown = [c for c in self._columns if c not in names]
+            if unknown:
+                raise ValidationError(f"unknown column {unknown[0]!r}")
+
+    @property
+    def arrow_schema(self) -> pa.Schema:
+        """The Arrow schema of the visible columns."""
+        s = self._dataset.schema
+        if self._columns is None:
+            return s
+        return pa.schema([s.field(c) for c in self._columns])
+
+    @property
+    def files(self) -> list[str] | None:
+        """The files read, when the source is files."""
+        return None if self._files is None else list(self._files)
+
+    def _is_parquet(self) -> bool:
+        f = self._format
+        return f == "parquet" or isinstance(f, ds.ParquetFileFormat)
+
+    def batches(self, columns: Sequence[str], batch_size: int,
+                dictionary: Sequence[str] = ()) -> Generator[pa.RecordBatch, None, None]:
+        """Record batches of ``columns``; Parquet string columns in ``dictionary`` are read as
+        Arrow dictionaries (no re-hashing of repeated strings).
+
+        Parquet is read one row group at a time by a background thread that stays at most
+        ``PREFETCH`` batches ahead, so memory is bounded however slow the consumer is (pyarrow's
+        own scanner buffers up to about a gigabyte ahead of a slow consumer). Other formats use
+        pyarrow's scanner with small read-ahead.
+        """
+        dataset = self._dataset
+        if dictionary and self._files is not None and self._format == "parquet":
+            fmt = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(
+                dictionary_columns=set(dictionary)))
+            dataset = ds.dataset(self._files, format=fmt)
+        cols = list(columns)
+        if isinstance(dataset, ds.FileSystemDataset) and isinstance(dataset.format,
+                                                                    ds.ParquetFileFormat):
+            def row_groups() -> Iterator[pa.RecordBatch]:
+                for frag in dataset.get_fragments():
+                    for rg in frag.split_by_row_group():
+                        yield from rg.to_batches(columns=cols, batch_size=batch_size,
+                                                 batch_readahead=2, fragment_readahead=1)
+
+            yield from prefetch(row_groups, PREFETCH)
+        else:
+            yield from dataset.to_batches(columns=cols, batch_size=batch_size,
+                                          batch_readahead=BATCH_READAHEAD,
+                                          fragment_readahead=FRAGMENT_READAHEAD)
+
+    def row_count(self) -> int | None:
+        """The number of rows when metadata gives it cheaply (Parquet, IPC, memory), else None."""
+        if self._files is None or self._is_parquet() or self._format in ("ipc", "arrow",
+                                                                         "feather"):
+            return int(self._dataset.count_rows())
+        return None
+
+    def size_bytes(self) -> int | None:
+        """Total size of the files on disk, when the source is files."""
+        if self._files is None:
+            return None
+        try:
+            return sum(os.path.getsize(f) for f in self._files)
+        except OSError:
+            return None
+
+    def has_rows(self) -> bool:
+        """Whether there is at least one row (reads metadata or the first block only)."""
+        n = self.row_count()
+        if n is not None:
+            return n > 0
+        return self._dataset.head(1, columns=[]).num_rows > 0
+
+    def all_missing(self, column: str) -> bool | None:
+        """True when metadata proves ``column`` holds only nulls; None when it cannot tell."""
+        if self._files is None:
+            if isinstance(self._dataset, ds.InMemoryDataset):
+                t = self._dataset.to_table(columns=[column])
+                return t.num_rows > 0 and t.column(column).null_count == t.num_rows
+            return None
+        if not self._is_parquet():
+            return None
+        import pyarrow.parquet as pq
+
+        try:
+            for f in self._files:
+                md = pq.ParquetFile(f).metadata
+                idx = [i for i in range(md.num_columns)
+                       if md.schema.column(i).path == column]
+                if len(idx) != 1:
+                    return None
+                for g in range(md.num_row_groups):
+                    rg = md.row_group(g)
+                    st = rg.column(idx[0]).statistics
+                    if st is None or not st.has_null_count:
+                        return None
+                    if st.null_count < rg.num_rows:
+                        return False
+        except OSError:
+            return None
+        return True
+
+
+# -- accumulation ------------------------------------------------------------------------------
+
+class _KeyIndex:
+    """Observed private keys across blocks: a growing key -> global position dictionary."""
+
+    def __init__(self) -> None:
+        self.keys: list[tuple[object, ...]] = []
+        self._pos: dict[tuple[object, ...], int] = {}
+
+    def index(self, keys: list[tuple[object, ...]]) -> I64:
+        out = np.empty(len(keys), dtype=np.int64)
+        for i, k in enumerate(keys):
+            j = self._pos.get(k)
+            if j is None:
+                j = self._pos[k] = len(self.keys)
+                self.keys.append(k)
+            out[i] = j
+        return out
+
+
+def _add_into(acc: np.ndarray | None, new: np.ndarray, index: I64 | None,
+              size: int) -> np.ndarray:
+    """``acc + new`` (``new``'s rows scattered to ``index``), exact: int64 while far from
+    overflow, Python integers beyond."""
+    shape = (size, *new.shape[1:])
+    if acc is None:
+        acc = np.zeros(shape, dtype=np.int64)
+    elif acc.shape[0] < size:
+        grown = np.zeros(shape, dtype=acc.dtype)
+        grown[: acc.shape[0]] = acc
+        acc = grown
+    big = new.dtype == object or acc.dtype == object or (
+        new.size and int(np.abs(new).max()) >= _OVERFLOW_GUARD) or (
+        acc.size and int(np.abs(acc).max()) >= _OVERFLOW_GUARD)
+    if big:
+        acc = acc.astype(object)
+        new = new.astype(object)
+    if index is None:
+        acc[: new.shape[0]] += new
+    else:
+        acc[index] += new  # positions are distinct: plain fancy-index addition is exact
+    return acc
+
+
+class _Totals:
+    """Sum of the exact aggregates of blocks holding disjoint units (a streaming ``merge``)."""
+
+    def __init__(self) -> None:
+        self.values: dict[tuple[object, ...], np.ndarray] = {}
+        self.counts: dict[tuple[object, ...], np.ndarray] = {}
+        self.unit_counts: np.ndarray | None = None
+        self.blocks = 0
+
+    def add(self, agg: ExactAggregates, index: I64 | None, size: int) -> None:
+        for k, v in agg.values.items():
+            self.values[k] = _add_into(self.values.get(k), v, index, size)
+        for k, v in agg.counts.items():
+            self.counts[k] = _add_into(self.counts.get(k), v, index, size)
+        if agg.unit_counts is not None:
+            self.unit_counts = _add_into(self.unit_counts, agg.unit_counts, index, size)
+        self.blocks += 1
+
+    def result(self, keys: list[tuple[object, ...]]) -> ExactAggregates:
+        n = len(keys)
+
+        def fit(a: np.ndarray) -> np.ndarray:
+            if a.shape[0] == n:
+                return a
+            out = np.zeros((n, *a.shape[1:]), dtype=a.dtype)
+            out[: a.shape[0]] = a
+            return out
+
+        return ExactAggregates(list(keys), {k: fit(v) for k, v in self.values.items()},
+                               {k: fit(v) for k, v in self.counts.items()},
+                               None if self.unit_counts is None else fit(self.unit_counts))
+
+
+# -- the backend ---------------------------------------------------------------------------------
+
+Block: TypeAlias = pa.RecordBatch | pa.Table
+
+
+class ArrowBackend:
+    """Exact aggregates of a :class:`DatasetSource`, batch by batch (see the module docstring).
+
+    ``batch_size``: rows per record batch; ``progress``: a progress bar on stderr (None: only
+    when stderr is a terminal); ``partition_rows``: target rows per spill partition for
+    privacy-unit queries (memory of pass 2); ``partitions``: force the number of partitions;
+    ``spill_dir``: where the temporary partition files go (default: the system temp folder).
+    """
+
+    def __init__(self, source: DatasetSource, *, batch_size: int = DEFAULT_BATCH_SIZE,
+                 progress: bool | None = None, partition_rows: int = DEFAULT_PARTITION_ROWS,
+                 partitions: int | None = None,
+                 spill_dir: str | os.PathLike[str] | None = None) -> None:
+        for name, val in (("batch_size", batch_size), ("partition_rows", partition_rows)):
+            if isinstance(val, bool) or not isinstance(val, int) or val < 1:
+                raise ValidationError(f"{name} must be a positive integer")
+        if partitions is not None and (isinstance(partitions, bool) or not isinstance(
+                partitions, int) or not 1 <= partitions <= MAX_PARTITIONS):
+            raise ValidationError(f"partitions must be an integer in [1, {MAX_PARTITIONS}]")
+        self.source = source
+        self.batch_size = batch_size
+        self.progress = progress
+        self.partition_rows = partition_rows
+        self.partitions = partitions
+        self.spill_dir = None if spill_dir is None else os.fspath(spill_dir)
+
+    # -- Backend protocol ------------------------------------------------------------------------
+    def schema(self) -> dict[str, ColumnKind]:
+        return {f.name: arrow_kind(f.type) for f in self.source.arrow_schema}
+
+    def categories(self, column: str) -> tuple[object, ...] | None:
+        """Arrow dictionaries come from the data, not from a declaration: never public keys."""
+        return None
+
+    def check(self, plan: ReleasePlan) -> None:
+        """Refuse an empty dataset, or a column that metadata proves entirely missing, before
+        any charge (cheap checks only: metadata or the first block; see docs/scan.md)."""
+        if not self.source.has_rows():
+            raise ValidationError("the dataset has no rows")
+        for m in plan.query.measures:
+            if m.column is not None and m.op != "count" and self.source.all_missing(m.column):
+                raise ValidationError(f"column {m.column!r} has no non-missing value")
+
+    def exact(self, plan: ReleasePlan, gen: np.random.Generator) -> ExactAggregates:
+        q = plan.query
+        agg = self._two_pass(plan, gen) if q.privacy_unit else self._streaming(plan, gen)
+        if plan.query.private_keys:
+            order = sorted_keys(agg.keys)
+            agg = ExactAggregates(
+                [agg.keys[i] for i in order],
+                {k: v[order] for k, v in agg.values.items()},
+                {k: v[order] for k, v in agg.counts.items()},
+                agg.unit_counts[order] if agg.unit_counts is not None else None)
+        return agg
+
+    # -- helpers ----------------------------------------------------------------------------------
+    @staticmethod
+    def _measure_columns(plan: ReleasePlan) -> list[str]:
+        cols: list[str] = []
+        for r in plan.requests:
+            if r.column is not None and r.column not in cols:
+                cols.append(r.column)
+        return cols
+
+    def _dictionary_columns(self, cols: Sequence[str]) -> list[str]:
+        schema = self.source.arrow_schema
+        out = []
+        for c in cols:
+            t = schema.field(c).type
+            if pa.types.is_string(t) or pa.types.is_large_string(t):
+                out.append(c)
+        return out
+
+    def _bar(self, total: int | None, desc: str, unit: str) -> Any:
+        from tqdm.auto import tqdm
+
+        enabled = self.progress if self.progress is not None else sys.stderr.isatty()
+        return tqdm(total=total, desc=desc, unit=unit, unit_scale=True, disable=not enabled,
+                    leave=False, file=sys.stderr, dynamic_ncols=True)
+
+    def _batches(self, cols: list[str], dictionary: Sequence[str], desc: str
+                 ) -> Generator[pa.RecordBatch, None, None]:
+        total = self.source.row_count() if (self.progress or sys.stderr.isatty()) else None
+        bar = self._bar(total, desc, "rows")
+        try:
+            with contextlib.closing(self.source.batches(cols, self.batch_size, dictionary)) as it:
+                for batch in it:
+                    yield batch
+                    bar.update(batch.num_rows)
+        finally:
+            bar.close()
+
+    @staticmethod
+    def _getter(block: Block) -> Callable[[str], tuple[np.ndarray, Bools]]:
+        cache: dict[str, tuple[np.ndarray, Bools]] = {}
+
+        def get(name: str) -> tuple[np.ndarray, Bools]:
+            if name not in cache:
+                cache[name] = numeric_array(block.column(name))
+            return cache[name]
+
+        return get
+
+    @staticmethod
+    def _public_codes(block: Block, by: tuple[str, ...],
+                      keys: dict[str, tuple[object, ...]]) -> I64:
+        per_col = [public_codes(block.column(col), keys[col]) for col in by]
+        if len(per_col) == 1:
+            return per_col[0]
+        return combine_codes(per_col, [len(keys[col]) for col in by])
+
+    @staticmethod
+    def _private_codes(block: Block, by: tuple[str, ...], index: _KeyIndex
+                       ) -> tuple[I64, list[tuple[object, ...]], I64]:
+        """Block-local codes, block-local keys, and their positions in the global key list."""
+        per_col: list[I64] = []
+        observed: list[list[object]] = []
+        for col in by:
+            codes, uniques = factorize(block.column(col))
+            per_col.append(codes)
+            observed.append(uniques)
+        if len(by) == 1:
+            local: list[tuple[object, ...]] = [(u,) for u in observed[0]]
+            return per_col[0], local, index.index(local)
+        sizes = [max(len(o), 1) for o in observed]
+        combined = combine_codes(per_col, sizes)
+        ok = combined >= 0
+        codes = np.full(combined.size, -1, dtype=np.int64)
+        if not ok.any():
+            return codes, [], np.zeros(0, dtype=np.int64)
+        sub, uniq = pd.factorize(combined[ok])
+        codes[ok] = sub
+        local = []
+        for c in np.asarray(uniq):
+            rest, tup = int(c), []
+            for size, obs in zip(reversed(sizes), reversed(observed), strict=True):
+                tup.append(obs[rest % size])
+                rest //= size
+            local.append(tuple(reversed(tup)))
+        return codes, local, index.index(local)
+
+    def _block(self, plan: ReleasePlan, block: Block, totals: _Totals, key_index: _KeyIndex,
+               public_keys: list[tuple[object, ...]], units: I64 | None,
+               gen: np.random.Generator, precoded: bool = False) -> None:
+        """compute_exact on one block of rows holding whole units, added to ``totals``."""
+        q = plan.query
+        n = block.num_rows
+        index: I64 | None = None
+        if not q.by:
+            codes, keys = np.zeros(n, dtype=np.int64), public_keys
+        elif not q.private_keys:
+            if precoded:
+                codes = np.asarray(block.column(_GROUP_CODE).to_numpy(zero_copy_only=False),
+                                   dtype=np.int64)
+            else:
+                codes = self._public_codes(block, q.by, dict(q.keys))
+            keys = public_keys
+        else:
+            codes, keys, index = self._private_codes(block, q.by, key_index)
+        agg = compute_exact(plan, codes, keys, units, self._getter(block), gen)
+        size = len(public_keys) if index is None else len(key_index.keys)
+        totals.add(agg, index, size)
+
+    def _finish(self, plan: ReleasePlan, totals: _Totals, key_index: _KeyIndex,
+                public_keys: list[tuple[object, ...]], gen: np.random.Generator,
+                empty: pa.Schema) -> ExactAggregates:
+        if totals.blocks == 0:  # no row survived: zero aggregates of the right shapes
+            block = empty.empty_table()
+            units = np.zeros(0, dtype=np.int64) if plan.query.privacy_unit else None
+            self._block(plan, block, totals, key_index, public_keys, units, gen,
+                        precoded=_GROUP_CODE in empty.names)
+        keys = key_index.keys if plan.query.private_keys else public_keys
+        return totals.result(keys)
+
+    @staticmethod
+    def _public_keys(plan: ReleasePlan) -> list[tuple[object, ...]]:
+        q = plan.query
+        if not q.by:
+            return [()]
+        if q.private_keys:
+            return []
+        return public_key_list([tuple(q.keys[c]) for c in q.by])
+
+    # -- row-level: one streaming pass ------------------------------------------------------------
+    def _streaming(self, plan: ReleasePlan, gen: np.random.Generator) -> ExactAggregates:
+        q = plan.query
+        cols = list(dict.fromkeys([*q.by, *self._measure_columns(plan)]))
+        public_keys = self._public_keys(plan)
+        totals, key_index = _Totals(), _KeyIndex()
+        read_cols = cols or self.source.arrow_schema.names[:1]
+        schema = None
+        batches = self._batches(read_cols, self._dictionary_columns(q.by), "dpframe scan")
+        with contextlib.closing(batches):  # stops the reader at once on error or Ctrl-C
+            for batch in batches:
+                schema = batch.schema
+                self._block(plan, batch, totals, key_index, public_keys, None, gen)
+        if schema is None:
+            schema = pa.schema([self.source.arrow_schema.field(c) for c in read_cols])
+        return self._finish(plan, totals, key_index, public_keys, gen, schema)
+
+    # -- privacy units: two passes over keyed-hash partitions -------------------------------------
+    def n_partitions(self) -> int:
+        """Partitions for a privacy-unit query: enough for ``partition_rows`` rows each."""
+        if self.partitions is not None:
+            return self.partitions
+        rows = self.source.row_count()
+        if rows is None:
+            size = self.source.size_bytes()
+            rows = size // 16 if size is not None else None  # >= 16 bytes a CSV row, roughly
+        if rows is None:
+            return 16
+        return max(1, min(MAX_PARTITIONS, math.ceil(rows / self.partition_rows)))
+
+    def _spill_batch(self, plan: ReleasePlan, batch: pa.RecordBatch) -> pa.RecordBatch | None:
+        """The columns pass 2 needs, without rows every query would drop (missing unit, or an
+        undeclared public key); public keys are replaced by their int32 group code."""
+        q = plan.query
+        assert q.privacy_unit is not None
+        keep = np.asarray(batch.column(q.privacy_unit).is_valid().to_numpy(
+            zero_copy_only=False), dtype=bool)
+        arrays: dict[str, pa.Array] = {}
+        if q.by and not q.private_keys:
+            codes = self._public_codes(batch, q.by, dict(q.keys))
+            keep &= codes >= 0
+            arrays[_GROUP_CODE] = pa.array(codes.astype(np.int32))
+        elif q.by:
+            for c in q.by:
+                arrays[c] = _decode(batch.column(c))
+        arrays[q.privacy_unit] = _decode(batch.column(q.privacy_unit))
+        for c in self._measure_columns(plan):
+            if c not in arrays:
+                arrays[c] = _decode(batch.column(c))
+        out = pa.RecordBatch.from_pydict(arrays)
+        if not keep.all():
+            if not keep.any():
+                return None
+            out = out.filter(pa.array(keep))
+        return out
+
+    def _two_pass(self, plan: ReleasePlan, gen: np.random.Generator) -> ExactAggregates:
+        q = plan.query
+        assert q.privacy_unit is not None
+        unit = q.privacy_unit
+        cols = list(dict.fromkeys([*q.by, unit, *self._measure_columns(plan)]))
+        n_parts = self.n_partitions()
+        hash_key = (int(gen.integers(0, 1 << 63)), int(gen.integers(0, 1 << 63)))
+        public_keys = self._public_keys(plan)
+        totals, key_index = _Totals(), _KeyIndex()
+        dict_cols = self._dictionary_columns([*q.by, unit])
+        spill_schema: pa.Schema | None = None
+
+        def process(block: pa.Table) -> None:
+            units = unit_codes(block.column(unit))
+            self._block(plan, block, totals, key_index, public_keys, units, gen,
+                        precoded=_GROUP_CODE in block.schema.names)
+
+        if n_parts == 1:  # everything is one partition: keep it in memory, no spill
+            parts: list[pa.RecordBatch] = []
+            with contextlib.closing(self._batches(cols, dict_cols, "dpframe scan")) as batches:
+                for batch in batches:
+                    sb = self._spill_batch(plan, batch)
+                    if sb is not None:
+                        parts.append(sb)
+                        spill_schema = sb.schema
+            if parts:
+                process(pa.Table.from_batches(parts).combine_chunks())
+        else:
+            tmp = tempfile.mkdtemp(prefix="dpframe-spill-", dir=self.spill_dir)
+            writers: dict[int, pa.ipc.RecordBatchFileWriter] = {}
+            sinks: dict[int, Any] = {}
+            try:
+                batches = self._batches(cols, dict_cols, "dpframe scan, pass 1/2")
+                with contextlib.closing(batches):
+                    for batch in batches:
+                        sb = self._spill_batch(plan, batch)
+                        if sb is None:
+                            continue
+                        spill_schema = sb.schema
+                        part = (unit_hash(sb.column(unit), hash_key)
+                                % np.uint64(n_parts)).astype(np.uint16)
+                        order = np.argsort(part, kind="stable")  # a radix sort on 16 bits
+                        bounds = np.searchsorted(part[order], np.arange(n_parts + 1))
+                        sorted_batch = sb.take(pa.array(order))
+                        for p in range(n_parts):
+                            lo, hi = int(bounds[p]), int(bounds[p + 1])
+                            if hi <= lo:
+                                continue
+                            if p not in writers:
+                                sinks[p] = pa.OSFile(os.path.join(tmp, f"part-{p:05d}.arrow"), "wb")
+                                writers[p] = pa.ipc.new_file(sinks[p], sb.schema)
+                            writers[p].write_batch(sorted_batch.slice(lo, hi - lo))
+                for p in list(writers):
+                    writers.pop(p).close()
+                    sinks.pop(p).close()
+                pa.default_memory_pool().release_unused()  # pass 1's buffers, before pass 2
+                bar = self._bar(n_parts, "dpframe scan, pass 2/2", "partitions")
+                try:
+                    for p in range(n_parts):
+                        path = Path(tmp) / f"part-{p:05d}.arrow"
+                        if path.exists():
+                            with pa.memory_map(str(path)) as src:
+                                table = pa.ipc.open_file(src).read_all()
+                            process(table.combine_chunks())
+                            del table
+                            path.unlink()
+                        bar.update(1)
+                finally:
+                    bar.close()
+            finally:
+                for w in writers.values():  # only after another error
+                    with contextlib.suppress(Exception):
+                        w.close()
+                for s in sinks.values():
+                    with contextlib.suppress(Exception):
+                        s.close()
+                shutil.rmtree(tmp, ignore_errors=True)
+        if spill_schema is None:
+            fields = []
+            if q.by and not q.private_keys:
+                fields.append(pa.field(_GROUP_CODE, pa.int32()))
+            schema = self.source.arrow_schema
+            for c in cols:
+                if c in q.by and not q.private_keys:
+                    continue
+                t = schema.field(c).type
+                fields.append(pa.field(c, t.value_type if pa.types.is_dictionary(t) else t))
+            spill_schema = pa.schema(fields)
+        return self._finish(plan, totals, key_index, public_keys, gen, spill_schema)
+
+
+__all__ = ["ArrowBackend", "DatasetSource", "arrow_kind", "dictionary_codes", "factorize",
+           "numeric_array", "public_codes", "unit_codes", "unit_hash"]

@@ -1,0 +1,165 @@
+"""Exports: Arrow / Parquet / IPC round trips keep values and provenance; writes are atomic."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import dpframe as dpf
+from dpframe.export import PROVENANCE_KEY
+
+#: The documented top-level fields of the provenance document (docs/export.md).
+DOCUMENTED = {
+    "format", "format_version", "library", "library_version", "exported_at", "query",
+    "session", "ledger_entry", "seeded", "neighbouring", "privacy_unit", "max_rows_per_unit",
+    "max_groups_per_unit", "epsilon", "delta", "charge_epsilon", "charge_delta", "mechanism",
+    "noise_scale", "granularity", "ci_level", "ci_half_width", "group_by", "keys",
+    "key_selection", "measures", "columns", "rows",
+}
+
+
+@pytest.fixture
+def session() -> dpf.Session:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return dpf.Session(50.0, 1e-4, name="export-test", seed=5)
+
+
+@pytest.fixture
+def priv(session: dpf.Session) -> Any:
+    rng = np.random.default_rng(3)
+    n = 5000
+    df = pd.DataFrame({"state": rng.choice(["CA", "NY", "TX"], n),
+                       "city": rng.choice(["a", "b", "c", "d"], n, p=[0.5, 0.3, 0.19, 0.01]),
+                       "income": rng.lognormal(10, 1, n), "age": rng.integers(0, 100, n)})
+    return df.dp(session, bounds={"income": (0, 500_000), "age": (0, 100)},
+                 keys={"state": ["CA", "NY", "TX"]}, privacy_unit=None)
+
+
+def _doc(table: pa.Table) -> dict[str, Any]:
+    """Read the provenance the way a reader without dpframe would."""
+    return json.loads(table.schema.metadata[b"dpframe"])
+
+
+def test_grouped_round_trip_parquet(priv: Any, session: dpf.Session, tmp_path: Path) -> None:
+    r = priv.groupby("state").sum("income", epsilon=1, ci=0.9)
+    path = dpf.to_parquet(r, tmp_path / "r.parquet")
+    back = pq.read_table(path)
+    assert back.column("state").to_pylist() == ["CA", "NY", "TX"]
+    np.testing.assert_array_equal(back.column("income").to_numpy(), r["income"].to_numpy())
+    np.testing.assert_array_equal(back.column("lower").to_numpy(), r["lower"].to_numpy())
+    doc = _doc(back)
+    assert set(doc) == DOCUMENTED
+    prov = r.attrs["dp"]
+    m = prov["measures"][0]
+    assert doc["format"] == "dpframe.release" and doc["format_version"] == 1
+    assert doc["mechanism"] == m["mechanism"] == "granular laplace"
+    assert doc["epsilon"] == 1.0 and doc["delta"] == 0.0
+    assert doc["noise_scale"] == m["noise_scale"] and doc["granularity"] == m["granularity"]
+    assert doc["ci_level"] == 0.9 and doc["ci_half_width"] == m["ci_half_width"]
+    assert doc["neighbouring"] == "add_remove" and doc["privacy_unit"] is None
+    assert doc["session"] == "export-test" and doc["seeded"] is True
+    assert doc["ledger_entry"] == prov["ledger_entry"] == int(session.ledger["id"].iloc[-1])
+    assert doc["library_version"] == dpf.__version__
+    assert doc["group_by"] == ["state"] and doc["keys"] == "public" and doc["rows"] == 3
+    assert doc["columns"] == {"state": "key", "income": "value", "lower": "lower",
+                              "upper": "upper"}
+    assert doc["measures"][0]["output"] == {"value": "income", "lower": "lower",
+                                            "upper": "upper"}
+    field_doc = json.loads(back.schema.field("income").metadata[PROVENANCE_KEY])
+    assert field_doc["noise_scale"] == m["noise_scale"]
+    assert dpf.read_provenance(path) == doc
+    # the release's own export gives the same values and provenance fields
+    t2 = dpf.to_arrow(dpf.last_release(session))
+    assert t2.column("income").to_pylist() == back.column("income").to_pylist()
+    d2 = _doc(t2)
+    assert {k: v for k, v in d2.items() if k != "exported_at"} == \
+        {k: v for k, v in doc.items() if k != "exported_at"}
+
+
+def test_histogram_agg_private_and_ipc(priv: Any, session: dpf.Session, tmp_path: Path) -> None:
+    h = priv.histogram("age", [0, 18, 65, 100], epsilon=1)
+    t = dpf.to_arrow(h)
+    assert t.column_names == ["bin_left", "bin_right", "count"]
+    assert t.column("bin_left").to_pylist() == [0.0, 18.0, 65.0]
+    assert t.column("count").to_pylist() == h.tolist()
+    assert _doc(t)["bins_closed"] == "right"
+    core = dpf.to_arrow(dpf.last_release(session))
+    assert core.column("count").to_pylist() == h.tolist()
+    assert {"lower", "upper"} <= set(core.column_names)
+
+    a = priv.groupby("state").agg({"income": ["sum", "mean"], "age": "max"}, epsilon=1)
+    t = dpf.to_arrow(a)
+    assert t.column_names == ["state", "income.sum", "income.mean", "age.max"]
+    doc = _doc(t)
+    assert doc["noise_scale"] is None and len(doc["measures"]) == 3
+    assert [m["output"]["value"] for m in doc["measures"]] == ["income.sum", "income.mean",
+                                                              "age.max"]
+    np.testing.assert_array_equal(t.column("income.mean").to_numpy(),
+                                  a[("income", "mean")].to_numpy())
+
+    p = priv.groupby("city", keys="private").count(epsilon=1, delta=1e-6)
+    path = dpf.to_ipc(p, tmp_path / "cities.arrow")
+    with pa.memory_map(str(path)) as src:
+        back = pa.ipc.open_file(src).read_all()
+    assert back.column("city").to_pylist() == list(p.index)
+    doc = dpf.read_provenance(path)
+    assert doc["keys"] == "private" and doc["key_selection"]["threshold"] >= 2
+    assert "key selection" in doc["mechanism"]
+
+
+def test_scalars_need_provenance(priv: Any, session: dpf.Session, tmp_path: Path) -> None:
+    c = priv.count(epsilon=1)
+    with pytest.raises(dpf.ValidationError, match="provenance"):
+        dpf.to_arrow(c)
+    t = dpf.to_arrow(c, provenance=dpf.last_release(session))
+    assert t.column("count").to_pylist() == [c]
+    doc = _doc(t)
+    assert doc["query"] == "count()" and doc["ci_half_width"] is not None
+    assert t.column("upper").to_pylist()[0] - c == doc["ci_half_width"]
+    m = priv.mean("income", epsilon=1)
+    rel = dpf.last_release(session)
+    t = dpf.to_arrow(rel)
+    assert t.column("income").to_pylist() == [m]
+    assert t.column("lower").to_pylist()[0] <= m <= t.column("upper").to_pylist()[0]
+    path = dpf.to_parquet(m, tmp_path / "m.parquet", provenance=rel.provenance)
+    assert pq.read_table(path).column("income").to_pylist() == [m]
+    with pytest.raises(dpf.ValidationError):
+        dpf.to_arrow("not a result", provenance={})  # type: ignore[arg-type]
+
+
+def test_writes_are_atomic(priv: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    r = priv.groupby("state").count(epsilon=1)
+    target = tmp_path / "out.parquet"
+    dpf.to_parquet(r, target)
+    before = target.read_bytes()
+
+    def torn(table: pa.Table, where: str, **kw: Any) -> None:
+        with open(where, "wb") as f:
+            f.write(b"PAR1 partial")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pq, "write_table", torn)
+    with pytest.raises(KeyboardInterrupt):
+        dpf.to_parquet(r, target)
+    assert target.read_bytes() == before  # the old file is intact
+    with pytest.raises(KeyboardInterrupt):
+        dpf.to_parquet(r, tmp_path / "new.parquet")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.parquet"]  # no partial file
+    with pytest.raises(dpf.ValidationError, match="does not exist"):
+        dpf.to_ipc(r, tmp_path / "missing" / "x.arrow")
+
+
+def test_provenance_holds_no_data_values(priv: Any) -> None:
+    r = priv.groupby("state").sum("income", epsilon=1)
+    raw = dpf.to_arrow(r).schema.metadata[PROVENANCE_KEY].decode()
+    for v in r.tolist():  # the released values live in columns, not in the metadata
+        assert repr(float(v)) not in raw

@@ -1,0 +1,332 @@
+"""dpf.scan: the Arrow batch backend has the pandas backend's semantics, batch by batch."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+import pytest
+
+import dpframe as dpf
+from dpframe.backends import arrow as arrow_backend
+from dpframe.backends.arrow import ArrowBackend, DatasetSource, _add_into, factorize, unit_hash
+from dpframe.backends.pandas import PandasBackend
+from dpframe.core.plan import ExactAggregates
+from dpframe.frontend import PrivateFrame
+from dpframe.query import Query
+from dpframe.release import prepare
+
+BOUNDS = {"income": (0.0, 200_000.0), "age": (0, 100), "visits": (0, 20)}
+KEYS = {"state": ["CA", "NY", "TX", "WA", "ZZ"]}  # ZZ never occurs: released as noise on zero
+
+
+def _session(**kw: Any) -> dpf.Session:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return dpf.Session(1000.0, 1e-3, **kw)
+
+
+@pytest.fixture(scope="module")
+def frame() -> pd.DataFrame:
+    rng = np.random.default_rng(11)
+    n = 24_000
+    uid = rng.zipf(1.6, n) % 3000  # a few heavy units, many light ones
+    df = pd.DataFrame({
+        "uid": uid.astype(np.int64),
+        "user": pd.array([f"u{u:05d}" for u in uid], dtype="str"),
+        "state": pd.array(rng.choice(["CA", "NY", "TX", "WA", "OR"], n), dtype="str"),
+        "city": pd.array(rng.choice([f"c{i}" for i in range(60)], n), dtype="str"),
+        "income": rng.lognormal(10.5, 1.0, n),
+        "age": rng.integers(0, 100, n).astype(np.int64),
+        "visits": rng.poisson(3, n).astype(np.int64),
+    })
+    df.loc[rng.random(n) < 0.05, "income"] = np.nan
+    df.loc[rng.random(n) < 0.02, "state"] = None
+    df.loc[rng.random(n) < 0.02, "city"] = None
+    df.loc[rng.random(n) < 0.01, "user"] = None
+    return df
+
+
+@pytest.fixture(scope="module")
+def parquet_dir(frame: pd.DataFrame, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("events")
+    for i, part in enumerate(np.array_split(np.arange(len(frame)), 4)):
+        pq.write_table(pa.Table.from_pandas(frame.iloc[part], preserve_index=False),
+                       d / f"part-{i}.parquet", row_group_size=2500)
+    return d
+
+
+class _Capture(PrivateFrame):
+    captured: list[Query]
+
+    def _run(self, query: Query, dry_run: bool) -> Any:
+        self.captured.append(query)
+        return super()._run(query, True)
+
+
+def _plan(backend: Any, session: dpf.Session, opts: dict[str, Any],
+          call: Callable[[PrivateFrame], Any]) -> Any:
+    f = _Capture(backend, session, **opts)
+    f.captured = []
+    call(f)
+    return prepare(session, f.captured[-1], backend)
+
+
+def _same_exact(a: ExactAggregates, b: ExactAggregates) -> None:
+    assert a.keys == b.keys
+    assert a.values.keys() == b.values.keys()
+    for k in a.values:
+        np.testing.assert_array_equal(np.asarray(a.values[k], dtype=object),
+                                      np.asarray(b.values[k], dtype=object))
+    for k in a.counts:
+        np.testing.assert_array_equal(a.counts[k], b.counts[k])
+    if a.unit_counts is None:
+        assert b.unit_counts is None
+    else:
+        np.testing.assert_array_equal(a.unit_counts, b.unit_counts)
+
+
+def _compare(frame: pd.DataFrame, scan: dpf.Scan, opts: dict[str, Any],
+             call: Callable[[PrivateFrame], Any]) -> None:
+    s = _session()
+    pp = _plan(PandasBackend(frame), s, opts, call)
+    pa_ = _plan(scan.backend, s, opts, call)
+    assert pp.describe() == pa_.describe()  # same sensitivity, scale, charge
+    assert pp.cost == pa_.cost
+    _same_exact(PandasBackend(frame).exact(pp, np.random.default_rng(1)),
+                scan.backend.exact(pa_, np.random.default_rng(2)))
+
+
+ROW_QUERIES: list[Callable[[PrivateFrame], Any]] = [
+    lambda p: p.count(epsilon=1),
+    lambda p: p.count("income", epsilon=1),
+    lambda p: p.sum("income", epsilon=1),
+    lambda p: p.sum("age", epsilon=1),
+    lambda p: p.mean("income", epsilon=1),
+    lambda p: p.max("age", epsilon=1),
+    lambda p: p.histogram("age", [0, 18, 65, 100], epsilon=1),
+    lambda p: p.groupby("state").sum("income", epsilon=1),
+    lambda p: p.groupby(["state", "visits"]).count(epsilon=1),
+    lambda p: p.groupby("state").agg({"income": ["sum", "mean"], "age": "median"}, epsilon=1),
+    lambda p: p.groupby("city", keys="private").count(epsilon=1, delta=1e-6),
+    lambda p: p.groupby(["state", "city"], keys="private").sum("age", epsilon=1, delta=1e-6),
+]
+
+
+@pytest.mark.parametrize("i", range(len(ROW_QUERIES)))
+def test_row_level_exact_equals_pandas(frame: pd.DataFrame, parquet_dir: Path, i: int) -> None:
+    opts = {"bounds": BOUNDS, "keys": KEYS | {"visits": list(range(10))}}
+    _compare(frame, dpf.scan(parquet_dir / "*.parquet", batch_size=1700), opts, ROW_QUERIES[i])
+
+
+UNIT_QUERIES: list[Callable[[PrivateFrame], Any]] = [
+    lambda p: p.count(epsilon=1),
+    lambda p: p.groupby("state").count(epsilon=1),
+    lambda p: p.groupby("city", keys="private").count(epsilon=1, delta=1e-6),
+]
+
+
+@pytest.mark.parametrize("unit", ["uid", "user"])
+@pytest.mark.parametrize("partitions", [1, 7])
+@pytest.mark.parametrize("i", range(len(UNIT_QUERIES)))
+def test_unit_level_counts_equal_pandas(frame: pd.DataFrame, parquet_dir: Path, unit: str,
+                                        partitions: int, i: int) -> None:
+    """Counts after bounding are deterministic when each unit is in one group: the keyed-hash
+    partitions must keep every unit whole (a split unit would keep too many rows)."""
+    df = frame.copy()
+    first_state = df.groupby(unit)["state"].transform("first")
+    df["state"] = first_state  # each unit in one state
+    df["city"] = df.groupby(unit)["city"].transform("first")
+    d = parquet_dir.parent / f"units-{unit}-{partitions}-{i}"
+    d.mkdir(exist_ok=True)
+    for j, part in enumerate(np.array_split(np.arange(len(df)), 3)):
+        pq.write_table(pa.Table.from_pandas(df.iloc[part], preserve_index=False),
+                       d / f"p{j}.parquet", row_group_size=3000)
+    opts = {"bounds": BOUNDS, "keys": KEYS, "privacy_unit": unit, "max_rows_per_unit": 3}
+    _compare(df, dpf.scan(d, batch_size=2000, partitions=partitions), opts, UNIT_QUERIES[i])
+
+
+@pytest.mark.parametrize("partitions", [1, 5])
+def test_unit_level_without_bounding_equals_pandas(frame: pd.DataFrame, parquet_dir: Path,
+                                                   partitions: int) -> None:
+    """With bounds no unit exceeds, bounding keeps everything: sums and private-key unit
+    counts match pandas exactly."""
+    opts = {"bounds": BOUNDS, "keys": KEYS, "privacy_unit": "uid", "max_rows_per_unit": 10_000,
+            "max_groups_per_unit": 60}
+    scan = dpf.scan(parquet_dir, batch_size=3000, partitions=partitions)
+    for call in (lambda p: p.groupby("state").agg({"income": "sum", "age": "mean"}, epsilon=1),
+                 lambda p: p.groupby("city", keys="private").sum("visits", epsilon=1,
+                                                                delta=1e-6)):
+        _compare(frame, scan, opts, call)
+
+
+def test_bounding_is_enforced_across_batches(frame: pd.DataFrame, parquet_dir: Path) -> None:
+    """A unit spread over every batch still contributes at most max_rows_per_unit rows."""
+    s = _session()
+    scan = dpf.scan(parquet_dir, batch_size=500, partitions=3)
+    opts = {"bounds": BOUNDS, "privacy_unit": "uid", "max_rows_per_unit": 2}
+    plan = _plan(scan.backend, s, opts, lambda p: p.count(epsilon=1))
+    agg = scan.backend.exact(plan, np.random.default_rng(0))
+    per_unit = frame.groupby("uid").size()
+    assert int(next(iter(agg.values.values()))[0]) == int(np.minimum(per_unit, 2).sum())
+
+
+def test_release_same_charge_and_scale_as_pandas(frame: pd.DataFrame, parquet_dir: Path
+                                                 ) -> None:
+    s1, s2 = _session(), _session()
+    opts = {"bounds": BOUNDS, "keys": KEYS, "privacy_unit": "uid", "max_rows_per_unit": 4}
+    a = frame.dp(s1, **opts).groupby("state").sum("income", epsilon=0.5, ci=0.9)
+    b = dpf.scan(parquet_dir).dp(s2, **opts).groupby("state").sum("income", epsilon=0.5, ci=0.9)
+    assert list(a.index) == list(b.index) == KEYS["state"]
+    for key in ("relation", "charge_epsilon", "charge_delta", "measures", "max_rows_per_unit"):
+        assert a.attrs["dp"][key] == b.attrs["dp"][key]
+    assert s1.spent == s2.spent
+    la, lb = s1.ledger, s2.ledger
+    assert la["noise_scale"].tolist() == lb["noise_scale"].tolist()
+    assert la["epsilon"].tolist() == lb["epsilon"].tolist()
+
+
+def test_spill_files_removed(parquet_dir: Path, tmp_path: Path) -> None:
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    s = _session()
+    scan = dpf.scan(parquet_dir, batch_size=2000, partitions=6, spill_dir=spill)
+    scan.dp(s, bounds=BOUNDS, keys=KEYS, privacy_unit="user", max_rows_per_unit=2) \
+        .groupby("state").mean("income", epsilon=1)
+    assert list(spill.iterdir()) == []
+
+
+def test_interrupt_mid_scan_cleans_up_and_keeps_charge(parquet_dir: Path, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    calls = {"n": 0}
+    real = arrow_backend.compute_exact
+
+    def flaky(*args: Any, **kw: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            assert any(spill.iterdir())  # the spill folder exists mid-scan
+            raise KeyboardInterrupt
+        return real(*args, **kw)
+
+    monkeypatch.setattr(arrow_backend, "compute_exact", flaky)
+    s = _session()
+    scan = dpf.scan(parquet_dir, batch_size=2000, partitions=4, spill_dir=spill)
+    with pytest.raises(KeyboardInterrupt):
+        scan.dp(s, bounds=BOUNDS, privacy_unit="uid", max_rows_per_unit=2).sum("age", epsilon=1)
+    assert list(spill.iterdir()) == []
+    led = s.ledger
+    assert led["status"].tolist() == ["failed"] and s.spent[0] == 1.0
+    assert dpf.last_release(s) is None
+
+
+def test_empty_and_bad_input_refused_before_charge(tmp_path: Path) -> None:
+    t = pa.table({"x": pa.array([], pa.float64()), "k": pa.array([], pa.string())})
+    pq.write_table(t, tmp_path / "empty.parquet")
+    s = _session()
+    with pytest.raises(dpf.ValidationError, match="no rows"):
+        dpf.scan(tmp_path / "empty.parquet").dp(s, bounds={"x": (0, 1)}).sum("x", epsilon=1)
+    nulls = pa.table({"x": pa.array([None, None], pa.float64())})
+    pq.write_table(nulls, tmp_path / "nulls.parquet")
+    with pytest.raises(dpf.ValidationError, match="no non-missing"):
+        dpf.scan(tmp_path / "nulls.parquet").dp(s, bounds={"x": (0, 1)}).sum("x", epsilon=1)
+    with pytest.raises(dpf.BoundsError):
+        dpf.scan(tmp_path / "nulls.parquet").dp(s).sum("x", epsilon=1)
+    with pytest.raises(dpf.ValidationError, match="unknown column"):
+        dpf.scan(tmp_path / "nulls.parquet").dp(s, bounds={"y": (0, 1)}).sum("y", epsilon=1)
+    assert s.spent == (0.0, 0.0) and len(s.ledger) == 0
+    with pytest.raises(dpf.ValidationError, match="no file matches"):
+        dpf.scan(tmp_path / "*.csv")
+    with pytest.raises(dpf.ValidationError, match="no such file"):
+        dpf.scan(tmp_path / "missing.parquet")
+    with pytest.raises(dpf.ValidationError, match="format"):
+        (tmp_path / "data.txt").write_text("x\n1\n")
+        dpf.scan(tmp_path / "data.txt")
+    with pytest.raises(dpf.ValidationError, match="unknown column"):
+        dpf.scan(tmp_path / "nulls.parquet", columns=["nope"])
+
+
+def test_sources(frame: pd.DataFrame, parquet_dir: Path, tmp_path: Path) -> None:
+    small = frame.head(3000)
+    small.to_csv(tmp_path / "a.csv", index=False)
+    table = pa.Table.from_pandas(small, preserve_index=False)
+    with pa.OSFile(str(tmp_path / "a.arrow"), "wb") as sink, pa.ipc.new_file(sink, table.schema
+                                                                           ) as w:
+        w.write_table(table)
+    files = sorted(str(p) for p in parquet_dir.glob("*.parquet"))
+    sources: list[Any] = [
+        parquet_dir, str(parquet_dir / "*.parquet"), files, ds.dataset(files),
+        pa.Table.from_pandas(frame, preserve_index=False),
+    ]
+    counts = set()
+    for src in sources:
+        sc = dpf.scan(src, batch_size=4000)
+        plan = _plan(sc.backend, _session(), {}, lambda p: p.count(epsilon=1))
+        counts.add(int(next(iter(sc.backend.exact(plan, np.random.default_rng()).values
+                                  .values()))[0]))
+    assert counts == {len(frame)}
+    for src in (tmp_path / "a.csv", tmp_path / "a.arrow"):
+        sc = dpf.scan(src, columns=["age", "state"])
+        assert sc.columns == ["age", "state"]
+        plan = _plan(sc.backend, _session(), {"bounds": BOUNDS},
+                     lambda p: p.sum("age", epsilon=1))
+        got = next(iter(sc.backend.exact(plan, np.random.default_rng()).values.values()))[0]
+        assert int(got) == int(small["age"].sum())
+    assert "Scan(" in repr(dpf.scan(parquet_dir))
+
+
+def test_factorize_and_unit_hash() -> None:
+    arr = pa.array(["b", None, "a", "b", "a"])
+    codes, uniq = factorize(arr)
+    assert [uniq[c] if c >= 0 else None for c in codes] == ["b", None, "a", "b", "a"]
+    # an unused dictionary entry and a NaN get no code
+    d = pa.DictionaryArray.from_arrays(pa.array([0, 0, 2]), pa.array(["x", "unused", "y"]))
+    codes, uniq = factorize(d)
+    assert uniq == ["x", "y"] and codes.tolist() == [0, 0, 1]
+    codes, uniq = factorize(pa.array([1.0, float("nan"), 1.0]))
+    assert codes.tolist() == [0, -1, 0]
+    key = (123, 456)
+    h1 = unit_hash(pa.array(["u1", "u2", "u1"]), key)
+    h2 = unit_hash(pa.array(["u2", "u1"]).dictionary_encode(), key)
+    assert h1[0] == h1[2] == h2[1] and h1[1] == h2[0] and h1[0] != h1[1]
+    assert unit_hash(pa.array(["u1"]), (1, 2))[0] != h1[0]  # keyed
+    hi = unit_hash(pa.array([5, 7, 5], pa.int64()), key)
+    assert hi[0] == hi[2] != hi[1]
+    hf = unit_hash(pa.array([0.0, -0.0]), key)
+    assert hf[0] == hf[1]
+
+
+def test_exact_accumulation_never_overflows() -> None:
+    big = np.array([1 << 62, -(1 << 62)], dtype=np.int64)
+    acc = _add_into(None, big, None, 2)
+    acc = _add_into(acc, big, None, 2)
+    assert acc.tolist() == [1 << 63, -(1 << 63)]
+    acc = _add_into(acc, np.array([5], dtype=np.int64), np.array([1]), 3)
+    assert acc.tolist() == [1 << 63, -(1 << 63) + 5, 0]
+
+
+def test_partition_count_and_progress(parquet_dir: Path, capsys: pytest.CaptureFixture[str]
+                                      ) -> None:
+    sc = dpf.scan(parquet_dir, partition_rows=5000)
+    assert sc.backend.n_partitions() == 5  # 24,000 rows
+    assert dpf.scan(parquet_dir).backend.n_partitions() == 1
+    src = DatasetSource(parquet_dir)
+    be = ArrowBackend(src, batch_size=5000, progress=True)
+    plan = _plan(be, _session(), {}, lambda p: p.count(epsilon=1))
+    be.exact(plan, np.random.default_rng())
+    assert "rows" in capsys.readouterr().err
+    be.progress = None  # default: only on a terminal (pytest's stderr is not one)
+    be.exact(plan, np.random.default_rng())
+    assert capsys.readouterr().err == ""
+    with pytest.raises(dpf.ValidationError):
+        dpf.scan(parquet_dir, partitions=0)
+    assert os.environ.get("DPFRAME_NO_SUCH_VAR") is None
