@@ -44,6 +44,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from .core.mechanisms import normal_quantile
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -292,7 +294,7 @@ def choose_thresholds(cal_d: npt.ArrayLike, cal_d2: npt.ArrayLike, n_events: int
     nd, nd2 = xd.size, xd2.size
     kd = (nd - np.searchsorted(xd, values, side="right")).astype(np.float64)
     kd2 = (nd2 - np.searchsorted(xd2, values, side="right")).astype(np.float64)
-    z = _normal_quantile(1 - alpha / 2)
+    z = normal_quantile(1 - alpha / 2)
     d_lo, d_hi = _wilson(kd, nd, z)
     d2_lo, d2_hi = _wilson(kd2, nd2, z)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -307,16 +309,6 @@ def choose_thresholds(cal_d: npt.ArrayLike, cal_d2: npt.ArrayLike, n_events: int
     return [Threshold(float(values[i])) for i in order]
 
 
-def _normal_quantile(p: float) -> float:
-    """Inverse standard normal CDF by bisection on erfc."""
-    lo, hi = -40.0, 40.0
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        if 0.5 * math.erfc(-mid / math.sqrt(2)) < p:
-            lo = mid
-        else:
-            hi = mid
-    return hi
 
 
 # ------------------------------------------------------------------------------------------------

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import secrets
 from collections.abc import Callable, Mapping, Sequence
@@ -24,6 +23,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from ._json import jsonable
 from .core.plan import CoreRelease
 from .errors import ValidationError
 
@@ -36,19 +36,6 @@ Result = CoreRelease | pd.Series | pd.DataFrame | int | float
 
 # -- provenance ----------------------------------------------------------------------------------
 
-def _jsonable(x: Any) -> Any:
-    if isinstance(x, Mapping):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, bool | int | str) or x is None:
-        return x
-    if isinstance(x, float):
-        return x if math.isfinite(x) else str(x)
-    item = getattr(x, "item", None)
-    if callable(item):
-        return _jsonable(item())
-    return str(x)
 
 
 def _document(prov: Mapping[str, Any], by: Sequence[str], columns: dict[str, str],
@@ -97,7 +84,7 @@ def _document(prov: Mapping[str, Any], by: Sequence[str], columns: dict[str, str
     }
     if extra:
         doc.update(extra)
-    return _jsonable(doc)
+    return jsonable(doc)
 
 
 def _with_metadata(table: pa.Table, doc: dict[str, Any],
@@ -106,7 +93,7 @@ def _with_metadata(table: pa.Table, doc: dict[str, Any],
     for f in table.schema:
         if f.name in field_docs:
             meta = dict(f.metadata or {})
-            meta[PROVENANCE_KEY] = json.dumps(_jsonable(field_docs[f.name]), allow_nan=False,
+            meta[PROVENANCE_KEY] = json.dumps(jsonable(field_docs[f.name]), allow_nan=False,
                                               sort_keys=True).encode()
             f = f.with_metadata(meta)
         fields.append(f)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import sqlite3
 import threading
@@ -30,6 +29,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
+from ._json import jsonable
 from .core.accounting import (
     Number,
     PrivacyCost,
@@ -103,24 +103,6 @@ def _parse_frac(text: str | None) -> Fraction | None:
         raise LedgerError("ledger holds a malformed budget number; the file is corrupt") from exc
 
 
-def _jsonable(x: Any) -> Any:
-    """Details values made JSON-safe: Fractions to floats, numpy scalars to Python numbers."""
-    if isinstance(x, Mapping):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, Fraction):
-        return float(x)
-    if isinstance(x, bool | int | str) or x is None:
-        return x
-    if isinstance(x, float):
-        return x if math.isfinite(x) else str(x)
-    item = getattr(x, "item", None)
-    if callable(item):
-        return _jsonable(item())
-    if isinstance(x, os.PathLike):
-        return os.fspath(x)
-    return str(x)
 
 
 def _plan(
@@ -252,7 +234,7 @@ class MemoryLedger:
     def record(self, entry_id: int, status: str, details: Mapping[str, Any]) -> None:
         """Mark entry ``entry_id`` as ``"released"`` or ``"failed"``."""
         status = _check_status(status)
-        det = _jsonable(dict(details or {}))
+        det = jsonable(dict(details or {}))
         with self._lock:
             if not isinstance(entry_id, int) or not 1 <= entry_id <= len(self._rows):
                 raise LedgerError(f"no ledger entry with id {entry_id!r}")
@@ -645,7 +627,7 @@ class SqliteLedger:
     def record(self, entry_id: int, status: str, details: Mapping[str, Any]) -> None:
         """Mark a charged entry ``"released"`` or ``"failed"`` (once)."""
         status = _check_status(status)
-        det = json.dumps(_jsonable(dict(details or {})), allow_nan=False)
+        det = json.dumps(jsonable(dict(details or {})), allow_nan=False)
         with self._lock:
             conn = self._connect()
             try:

@@ -49,7 +49,7 @@ from ..core.plan import ExactAggregates, ReleasePlan
 from ..core.transform import compute_exact
 from ..errors import ValidationError
 from ..query import ColumnKind
-from .base import combine_codes, declared_positions, public_key_list, sorted_keys
+from .base import combine_codes, declared_positions, public_key_list
 
 I64 = npt.NDArray[np.int64]
 Bools = npt.NDArray[np.bool_]
@@ -575,13 +575,6 @@ class ArrowBackend:
     def exact(self, plan: ReleasePlan, gen: np.random.Generator) -> ExactAggregates:
         q = plan.query
         agg = self._two_pass(plan, gen) if q.privacy_unit else self._streaming(plan, gen)
-        if plan.query.private_keys:
-            order = sorted_keys(agg.keys)
-            agg = ExactAggregates(
-                [agg.keys[i] for i in order],
-                {k: v[order] for k, v in agg.values.items()},
-                {k: v[order] for k, v in agg.counts.items()},
-                agg.unit_counts[order] if agg.unit_counts is not None else None)
         return agg
 
     # -- helpers ----------------------------------------------------------------------------------

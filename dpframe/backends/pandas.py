@@ -12,7 +12,7 @@ from ..core.plan import ExactAggregates, ReleasePlan
 from ..core.transform import compute_exact
 from ..errors import ValidationError
 from ..query import ColumnKind
-from .base import combine_codes, declared_positions, public_key_list, sorted_keys
+from .base import combine_codes, declared_positions, public_key_list
 
 
 def column_kind(dtype: Any) -> ColumnKind:
@@ -160,11 +160,4 @@ class PandasBackend:
         if plan.query.privacy_unit:
             units = unit_codes(self.df[plan.query.privacy_unit])
         agg = compute_exact(plan, codes, keys, units, lambda c: numeric_column(self.df[c]), gen)
-        if plan.query.private_keys:
-            order = sorted_keys(agg.keys)
-            agg = ExactAggregates(
-                [agg.keys[i] for i in order],
-                {k: v[order] for k, v in agg.values.items()},
-                {k: v[order] for k, v in agg.counts.items()},
-                agg.unit_counts[order] if agg.unit_counts is not None else None)
         return agg

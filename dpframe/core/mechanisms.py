@@ -65,7 +65,7 @@ def granularity_for(sensitivity: Fraction) -> Fraction:
     return power_of_two_at_most(sensitivity) / (1 << GRANULARITY_BITS)
 
 
-def _normal_quantile(p: float) -> float:
+def normal_quantile(p: float) -> float:
     """Inverse standard normal CDF by bisection on erfc (analysis only, never sampling)."""
     lo, hi = -40.0, 40.0
     for _ in range(200):
@@ -134,7 +134,7 @@ class NoiseSpec:
         sigma = math.sqrt(float(self.int_sigma2))
         # discrete Gaussian tails are within a factor (1 + 2e^{-2 pi^2 sigma^2}) of the
         # continuous ones for sigma >= 1 (CKS 2020, Sec. 2); add one lattice step for safety.
-        return g * (math.ceil(sigma * _normal_quantile(1 - alpha / 2)) + 1)
+        return g * (math.ceil(sigma * normal_quantile(1 - alpha / 2)) + 1)
 
     def add_noise(self, exact: npt.ArrayLike, unit: Fraction, rng: RandomSource) -> np.ndarray:
         """Release ``exact`` (integers counting ``unit``) with this noise.
@@ -176,13 +176,16 @@ def noise_spec(
     changed: int = 1,
     integer: bool = False,
     rho: Fraction | None = None,
+    min_granularity: Fraction | None = None,
 ) -> NoiseSpec:
     """Calibrate noise for ``sensitivity`` (L1 for Laplace, L2 for Gaussian) at (eps, delta).
 
     ``changed`` bounds how many coordinates one neighbour can change; ``integer`` says the exact
     values are integers with integer sensitivity, released without rounding (g = 1). For
     Gaussian noise, ``rho`` (a share of a query's zCDP budget) overrides the calibration from
-    (epsilon, delta).
+    (epsilon, delta). ``min_granularity`` (the accumulation unit of fixed-point sums) keeps g a
+    multiple of the unit the exact values count, at the price of a little more noise when the
+    sensitivity is tiny next to the values' magnitude.
     """
     if epsilon <= 0:
         raise ValueError("epsilon must be positive")
@@ -193,6 +196,8 @@ def noise_spec(
         int_sens = Fraction(math.ceil(sensitivity))
     else:
         g = granularity_for(sensitivity)
+        if min_granularity is not None and g < min_granularity:
+            g = min_granularity
         if kind == "laplace":
             int_sens = Fraction(math.floor(sensitivity / g) + changed)
         else:

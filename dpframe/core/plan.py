@@ -276,13 +276,14 @@ def _plan_measure(query: Query, m: Measure, relation: Relation, contrib: Contrib
     kind = "gaussian" if query.mechanism == "gaussian" else "laplace"
 
     def additive(sens_l1: Fraction, sens_l2: Fraction, changed: int, e: Fraction, r: Fraction |
-                 None, integer: bool) -> NoiseSpec:
+                 None, integer: bool, unit: Fraction | None = None) -> NoiseSpec:
         if kind == "gaussian":
             assert r is not None
             spec = noise_spec("gaussian", sens_l2, e, delta, changed=changed, integer=integer,
-                              rho=r)
+                              rho=r, min_granularity=unit)
         else:
-            spec = noise_spec("laplace", sens_l1, e, changed=changed, integer=integer)
+            spec = noise_spec("laplace", sens_l1, e, changed=changed, integer=integer,
+                              min_granularity=unit)
         return spec
 
     if m.op == "count":
@@ -305,7 +306,8 @@ def _plan_measure(query: Query, m: Measure, relation: Relation, contrib: Contrib
         ilo, ihi = req.ilo * req.unit, req.ihi * req.unit
         s = sum_sensitivity(relation, ilo, ihi, contrib, grouped)
         return MeasurePlan(m, eps, delta, [req],
-                           noise=additive(s.l1, s.l2, s.changed, eps, rho, req.integer),
+                           noise=additive(s.l1, s.l2, s.changed, eps, rho, req.integer,
+                                          req.unit),
                            bounds=(float(lo), float(hi)))
     if m.op == "mean":
         mid = (lo + hi) / 2
@@ -318,7 +320,8 @@ def _plan_measure(query: Query, m: Measure, relation: Relation, contrib: Contrib
         # most (hi - lo) / 2 instead of max(|lo|, |hi|)
         return MeasurePlan(
             m, eps, delta, [req],
-            noise=additive(s_sum.l1, s_sum.l2, s_sum.changed, eps / 2, half_rho, False),
+            noise=additive(s_sum.l1, s_sum.l2, s_sum.changed, eps / 2, half_rho, False,
+                           req.unit),
             count_noise=additive(s_cnt.l1, s_cnt.l2, s_cnt.changed, eps / 2, half_rho, True),
             bounds=(float(lo), float(hi)))
     if m.op == "quantile":
@@ -349,6 +352,19 @@ class ExactAggregates:
     values: dict[tuple[object, ...], np.ndarray]
     counts: dict[tuple[object, ...], np.ndarray]
     unit_counts: np.ndarray | None = None
+
+    def sorted_by_key(self) -> ExactAggregates:
+        """The same aggregates with keys sorted (observed private keys must never come out in
+        data order, which would leak row order)."""
+        try:
+            order = sorted(range(len(self.keys)), key=lambda i: self.keys[i])
+        except TypeError:
+            order = sorted(range(len(self.keys)), key=lambda i: tuple(map(str, self.keys[i])))
+        return ExactAggregates(
+            [self.keys[i] for i in order],
+            {k: v[order] for k, v in self.values.items()},
+            {k: v[order] for k, v in self.counts.items()},
+            self.unit_counts[order] if self.unit_counts is not None else None)
 
     def merge(self, other: ExactAggregates) -> ExactAggregates:
         """Sum of two blocks' aggregates (blocks must hold disjoint privacy units), aligning
@@ -403,6 +419,8 @@ class CoreRelease:
 
 def apply_plan(plan: ReleasePlan, exact: ExactAggregates, rng: RandomSource) -> CoreRelease:
     """Add noise to exact aggregates as planned. The only place noise meets data."""
+    if plan.query.private_keys:
+        exact = exact.sorted_by_key()
     keys = exact.keys
     keep = np.arange(len(keys))
     if plan.selection is not None:

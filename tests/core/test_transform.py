@@ -149,3 +149,24 @@ def test_poisson_sample_rate_and_whole_units() -> None:
     assert abs(kept[:, 0].sum() - 7_500) < 5 * se_u
     with pytest.raises(ValueError):
         poisson_sample(None, 10, Fraction(1, 3), gen)
+
+
+@pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+@pytest.mark.parametrize("relation", ["add_remove", "change_one"])
+@pytest.mark.parametrize("op", ["sum", "mean"])
+def test_narrow_bounds_far_from_zero_release(relation: str, op: str) -> None:
+    """A sensitivity tiny next to the values' magnitude still releases (granularity is never
+    finer than the accumulation unit) and the noise stays at least the planned scale."""
+    import pandas as pd
+
+    import dpframe as dpf
+
+    df = pd.DataFrame({"x": np.full(1000, 1e6 + 0.0005)})
+    s = dpf.Session(epsilon=10, seed=1, neighbouring=relation)  # type: ignore[arg-type]
+    priv = df.dp(s, bounds={"x": (1e6, 1e6 + 0.001)})
+    plan = getattr(priv, op)("x", epsilon=1.0, dry_run=True)
+    m = plan["measures"][0]
+    assert m["noise_scale"] >= m["sensitivity"] / (0.5 if op == "mean" else 1.0)
+    value = getattr(priv, op)("x", epsilon=1.0)
+    assert math.isfinite(value)
+    assert s.ledger["status"].tolist() == ["released"]

@@ -1,0 +1,60 @@
+"""The documentation's numbers and first example stay true to the code."""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import dpframe as dpf
+from dpframe.datasets import REGIONS
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+
+def _section_code(page: str, heading: str) -> str:
+    text = (DOCS / page).read_text(encoding="utf-8")
+    start = text.index(heading)
+    match = re.search(r"```python\n(.*?)```", text[start:], re.S)
+    assert match is not None
+    return match.group(1)
+
+
+def test_posterior_bound_table_in_concepts() -> None:
+    text = (DOCS / "concepts.md").read_text(encoding="utf-8")
+    header = re.search(r"^\| prior belief \| epsilon = ([^\n]*)\|$", text, re.M)
+    assert header is not None
+    eps = [float(c.strip().replace("epsilon = ", "")) for c in header.group(1).split("|")]
+    assert eps == [0.1, 0.5, 1, 2, 5]
+    rows = re.findall(r"^\| (\d+)% \| ([^\n]*)\|$", text, re.M)
+    assert [int(p) for p, _ in rows] == [1, 10, 50]
+    for prior, cells in rows:
+        for e, cell in zip(eps, cells.split("|"), strict=True):
+            shown = float(cell.strip().rstrip("%"))
+            true = 100 * dpf.posterior_bound(e, int(prior) / 100)
+            # written to 3 significant digits
+            assert abs(shown - true) <= 0.5 * 10 ** (math.floor(math.log10(true)) - 2) + 1e-12
+
+
+@pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+def test_quickstart_first_release_in_five_lines() -> None:
+    code = _section_code("quickstart.md", "## Your first release in five lines")
+    lines = [ln for ln in code.splitlines() if ln.strip()]
+    assert len(lines) == 5
+    tree = ast.parse(code)
+    last = tree.body.pop()
+    assert isinstance(last, ast.Expr)
+    scope: dict[str, object] = {}
+    exec(compile(tree, "quickstart.md", "exec"), scope)
+    result = eval(compile(ast.Expression(last.value), "quickstart.md", "eval"), scope)
+    assert isinstance(result, pd.DataFrame)
+    assert list(result.index) == list(REGIONS)
+    assert list(result.columns) == ["income", "lower", "upper"]
+    assert ((result["lower"] <= result["income"]) & (result["income"] <= result["upper"])).all()
+    session = scope["session"]
+    assert isinstance(session, dpf.Session)
+    assert session.spent == (0.5, 0.0)
