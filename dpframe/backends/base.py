@@ -68,11 +68,3 @@ def combine_codes(codes: list[npt.NDArray[np.int64]], sizes: list[int]) -> npt.N
 def public_key_list(declared: list[tuple[object, ...]]) -> list[tuple[object, ...]]:
     """All combinations of declared keys, in declared order (the output index)."""
     return [tuple(t) for t in itertools.product(*declared)]
-
-
-def sorted_keys(keys: list[tuple[object, ...]]) -> list[int]:
-    """Order of observed keys for output: sorted (never data order, which would leak row order)."""
-    try:
-        return sorted(range(len(keys)), key=lambda i: keys[i])
-    except TypeError:
-        return sorted(range(len(keys)), key=lambda i: tuple(map(str, keys[i])))

@@ -9,12 +9,12 @@ No noise, budget or sensitivity logic ever runs on a worker, and the session nev
 client.
 
 Contribution bounding needs each privacy unit's rows in one block: with ``privacy_unit`` the
-frame is first shuffled by a canonical hash of the unit (a full all-to-all shuffle; see
+frame is first shuffled by a canonical, keyed hash of the unit (a full all-to-all shuffle; see
 docs/dask.md for its cost). Rows of one unit then sit in one partition, partitions hold
 disjoint units, and per-partition bounding is global bounding.
 
-This module imports dask at import time: import it only when dask is installed
-(``dpframe.dask`` does so lazily; ``import dpframe`` never imports dask).
+This module imports dask: only ``dpframe.dask`` imports it (``import dpframe`` never imports
+dask).
 """
 
 from __future__ import annotations
@@ -33,114 +33,140 @@ from pandas.util import hash_array
 from ..core.plan import ExactAggregates, ReleasePlan
 from ..errors import ValidationError
 from ..query import ColumnKind
-from .base import sorted_keys
 from .pandas import PandasBackend, column_kind
 
 UNIT_HASH_COLUMN = "__dpframe_unit_hash__"
 DEFAULT_SPLIT_EVERY = 8
-_SAFE_INT = 1 << 61  # int64 partials at or above this become Python ints before a merge
 
 
-# -- canonical unit hash --------------------------------------------------------------------------
+# -- canonical, keyed unit hash ------------------------------------------------------------------
+
+def _mix(h: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    """A bijection of 64-bit words with good avalanche (the splitmix64 finalizer)."""
+    with np.errstate(over="ignore"):
+        h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return h ^ (h >> np.uint64(31))
+
 
 def _hash_floats(values: npt.NDArray[np.float64]) -> npt.NDArray[np.uint64]:
-    return np.asarray(hash_array(values + 0.0), dtype=np.uint64)  # + 0.0: -0.0 becomes 0.0
+    return (np.asarray(values, dtype=np.float64) + 0.0).view(np.uint64)  # -0.0 becomes 0.0
 
 
-def _hash_strings(values: npt.NDArray[np.object_]) -> npt.NDArray[np.uint64]:
-    return np.asarray(hash_array(values.astype(object), categorize=False), dtype=np.uint64)
+def _hash_strings(values: npt.NDArray[np.object_], key: int) -> npt.NDArray[np.uint64]:
+    return np.asarray(hash_array(values.astype(object), hash_key=f"{key:016x}",
+                                 categorize=False), dtype=np.uint64)
 
 
-def unit_hash(s: pd.Series) -> npt.NDArray[np.uint64]:
-    """A hash of each unit value, deterministic across processes, such that values
-    :func:`pandas.factorize` treats as equal get equal hashes, whatever dtype a partition has.
+def _as_float(v: object) -> float | None:
+    """The float a number equals (1, 1.0, True, Decimal(1) alike), else None."""
+    if isinstance(v, str | bytes) or not isinstance(v, numbers.Number | np.bool_):
+        return None
+    try:
+        if isinstance(v, complex | np.complexfloating):
+            return float(v.real) if v.imag == 0 else None
+        return float(v)  # type: ignore[arg-type]
+    except (OverflowError, TypeError, ValueError):
+        return None
 
-    Numbers (and booleans) hash as float64 (1, 1.0 and True are one unit, as in factorize);
-    strings hash by their text; other objects in an object column share one bucket. Unequal
-    units may collide: that only puts them in the same partition, where they stay distinct.
-    Missing values get any hash (their rows are dropped later).
+
+def unit_hash(s: pd.Series, key: tuple[int, int] = (0, 0)) -> npt.NDArray[np.uint64]:
+    """A keyed 64-bit hash of each unit value, the same in every process and partition, such
+    that values :func:`pandas.factorize` treats as equal get equal hashes whatever dtype a
+    partition has (Dask partitions need not share one).
+
+    Numbers hash as float64 (1, 1.0 and True are one unit, as in factorize); strings by their
+    text; other objects in an object column share one bucket. Unequal units may collide: that
+    only puts them in one partition, where they stay distinct units. Missing values hash
+    anyhow (their rows are dropped later). ``key`` (fresh randomness per release) makes the
+    partition of a unit unpredictable, so nobody can aim many units at one partition.
     """
+    k0, k1 = (np.uint64(k & 0xFFFFFFFFFFFFFFFF) for k in key)
     dtype = s.dtype
     if isinstance(dtype, pd.CategoricalDtype):
         s = s.astype(object)
         dtype = s.dtype
     if pd.api.types.is_bool_dtype(dtype) or pd.api.types.is_numeric_dtype(dtype):
-        return _hash_floats(s.to_numpy(dtype=np.float64, na_value=np.nan))
-    if pd.api.types.is_object_dtype(dtype):
+        h = _hash_floats(s.to_numpy(dtype=np.float64, na_value=np.nan))
+    elif pd.api.types.is_object_dtype(dtype):
         vals = s.to_numpy(dtype=object)
-        out = np.zeros(len(vals), dtype=np.uint64)
+        h = np.zeros(len(vals), dtype=np.uint64)
         is_str = np.fromiter((isinstance(v, str) for v in vals), dtype=bool, count=len(vals))
-        is_num = np.fromiter(
-            (isinstance(v, numbers.Real) and not isinstance(v, str) for v in vals),
-            dtype=bool, count=len(vals))
-        is_num &= ~is_str
         if is_str.any():
-            out[is_str] = _hash_strings(vals[is_str])
-        if is_num.any():
-            out[is_num] = _hash_floats(np.array([float(v) for v in vals[is_num]],
-                                                dtype=np.float64))
-        return out
-    if pd.api.types.is_string_dtype(dtype):
-        return _hash_strings(s.to_numpy(dtype=object, na_value=""))
-    # datetimes, timedeltas, periods...: one dtype per column, pandas' own stable hash
-    return np.asarray(pd.util.hash_pandas_object(s, index=False).to_numpy(), dtype=np.uint64)
+            h[is_str] = _hash_strings(vals[is_str], int(k0))
+        rest = np.flatnonzero(~is_str)
+        floats = [_as_float(v) for v in vals[rest]]
+        num = np.array([f is not None for f in floats], dtype=bool)
+        if num.any():
+            h[rest[num]] = _hash_floats(np.array([f for f in floats if f is not None]))
+    elif pd.api.types.is_string_dtype(dtype):
+        h = _hash_strings(s.to_numpy(dtype=object, na_value=""), int(k0))
+    else:  # datetimes, timedeltas, periods...: pandas' own stable hash of the one dtype
+        h = np.asarray(pd.util.hash_pandas_object(s, index=False).to_numpy(), dtype=np.uint64)
+    return _mix(_mix(h ^ k0) ^ k1)
 
 
-def _with_unit_hash(part: pd.DataFrame, unit: str) -> pd.DataFrame:
-    out = part.copy(deep=False)
-    out[UNIT_HASH_COLUMN] = unit_hash(part[unit])
+def _with_unit_hash(part: pd.DataFrame, unit: str, key: tuple[int, int]) -> pd.DataFrame:
+    """Rows with a unit (the others are dropped by every query anyway: shipping them would
+    pile them all in one partition), with the unit's keyed hash as an extra column."""
+    out = part[part[unit].notna()].copy(deep=False)
+    out[UNIT_HASH_COLUMN] = unit_hash(out[unit], key)
     return out
 
 
 # -- per-partition work (runs on workers) ----------------------------------------------------------
 
-def _partition_exact(part: pd.DataFrame, plan: ReleasePlan, seed: int) -> ExactAggregates:
-    """The pandas backend on one partition, with its own contribution-bounding generator."""
-    return PandasBackend(part).exact(plan, np.random.default_rng(seed))
-
-
-def _widen(agg: ExactAggregates) -> ExactAggregates:
-    """Python-int copies of int64 arrays that a merge could overflow (|v| >= 2**61), so that
-    ``ExactAggregates.merge`` of two blocks never wraps around."""
-
-    def widen(a: np.ndarray) -> np.ndarray:
-        if a.dtype != np.int64 or a.size == 0:
-            return a
-        if int(a.max()) >= _SAFE_INT or int(a.min()) <= -_SAFE_INT:
-            return a.astype(object)
-        return a
-
-    return ExactAggregates(agg.keys, {k: widen(v) for k, v in agg.values.items()},
-                           {k: widen(v) for k, v in agg.counts.items()},
-                           None if agg.unit_counts is None else widen(agg.unit_counts))
-
-
-def merge_partials(*parts: ExactAggregates) -> ExactAggregates:
-    """Sum of partial aggregates over blocks holding disjoint privacy units."""
-    out = _widen(parts[0])
-    for p in parts[1:]:
-        out = _widen(out.merge(_widen(p)))
+def _partition_exact(part: pd.DataFrame, plan: ReleasePlan, seeds: npt.NDArray[np.int64],
+                     partition_info: dict[str, Any] | None = None) -> pd.Series:
+    """The pandas backend on one partition, with its own contribution-bounding generator
+    (``seeds[partition number]``); the partial aggregates travel in a one-cell Series."""
+    number = 0 if partition_info is None else int(partition_info["number"])
+    agg = PandasBackend(part).exact(plan, np.random.default_rng(int(seeds[number])))
+    out = pd.Series([None], dtype=object)
+    out.iloc[0] = agg
     return out
 
 
-def _summary(part: pd.DataFrame, columns: Sequence[str]) -> tuple[int, tuple[bool, ...]]:
-    """Rows of a partition and whether each column has a non-missing value in it."""
-    return len(part), tuple(bool(part[c].notna().any()) for c in columns)
+def _unwrap(cell: pd.Series) -> ExactAggregates:
+    agg = cell.iloc[0]
+    assert isinstance(agg, ExactAggregates)
+    return agg
 
 
-def _combine_summaries(*parts: tuple[int, tuple[bool, ...]]) -> tuple[int, tuple[bool, ...]]:
+def merge_partials(*parts: ExactAggregates | pd.Series) -> ExactAggregates:
+    """Sum of partial aggregates over blocks holding disjoint privacy units (exact: the core
+    merge widens sums near the int64 limit to Python integers)."""
+    aggs = [_unwrap(p) if isinstance(p, pd.Series) else p for p in parts]
+    out = aggs[0]
+    for p in aggs[1:]:
+        out = out.merge(p)
+    return out
+
+
+def _summary(part: pd.DataFrame, columns: Sequence[str]) -> pd.Series:
+    """Rows of a partition and whether each column has a non-missing value in it (one cell)."""
+    out = pd.Series([None], dtype=object)
+    out.iloc[0] = (len(part), tuple(bool(part[c].notna().any()) for c in columns))
+    return out
+
+
+def _combine_summaries(*cells: tuple[int, tuple[bool, ...]] | pd.Series
+                       ) -> tuple[int, tuple[bool, ...]]:
+    parts = [c.iloc[0] if isinstance(c, pd.Series) else c for c in cells]
     n = sum(p[0] for p in parts)
     width = len(parts[0][1])
     return n, tuple(any(p[1][i] for p in parts) for i in range(width))
 
 
 def _tree(leaves: list[Any], combine: Any, split_every: int) -> Any:
-    """A delayed tree reduction of ``leaves`` with fan-in ``split_every``."""
+    """A delayed tree reduction of ``leaves`` with fan-in ``split_every`` (``combine`` runs at
+    least once, also over a single leaf)."""
     level = leaves
-    while len(level) > 1:
+    while True:
         level = [dask.delayed(combine, pure=True)(*level[i:i + split_every])
                  for i in range(0, len(level), split_every)]
-    return level[0]
+        if len(level) == 1:
+            return level[0]
 
 
 # -- the backend ----------------------------------------------------------------------------------
@@ -192,25 +218,29 @@ class DaskBackend:
         if self.ddf.npartitions == 0:
             raise ValidationError("the frame has no rows")
         frame = self.ddf[cols] if cols else self.ddf[list(self.ddf.columns[:1])]
-        first = dask.delayed(_summary, pure=True)(frame.partitions[0].to_delayed()[0], cols)
-        (n, present), = dask.compute(first)
+        meta = pd.Series([], dtype=object)
+        first = frame.partitions[0].map_partitions(_summary, cols, meta=meta,
+                                                   enforce_metadata=False)
+        (n, present), = dask.compute(_tree(first.to_delayed(), _combine_summaries, 2))
         if n == 0 or not all(present):
-            parts = [dask.delayed(_summary, pure=True)(p, cols) for p in frame.to_delayed()]
-            (n, present), = dask.compute(_tree(parts, _combine_summaries, self.split_every))
+            every = frame.map_partitions(_summary, cols, meta=meta, enforce_metadata=False)
+            (n, present), = dask.compute(_tree(every.to_delayed(), _combine_summaries,
+                                               self.split_every))
         if n == 0:
             raise ValidationError("the frame has no rows")
         for c, ok in zip(cols, present, strict=True):
             if not ok:
                 raise ValidationError(f"column {c!r} has no non-missing value")
 
-    def prepared(self, plan: ReleasePlan) -> dd.DataFrame:
+    def prepared(self, plan: ReleasePlan, key: tuple[int, int] = (0, 0)) -> dd.DataFrame:
         """The frame the partials are computed on: needed columns only, and with a privacy
-        unit, shuffled so that each unit's rows sit in exactly one partition."""
+        unit, shuffled by the unit's ``key``-ed hash so that each unit's rows sit in exactly
+        one partition."""
         frame = self.ddf[self._columns(plan)]
         unit = plan.query.privacy_unit
         if unit:
             meta = frame._meta.assign(**{UNIT_HASH_COLUMN: np.zeros(0, dtype=np.uint64)})
-            hashed = frame.map_partitions(_with_unit_hash, unit, meta=meta)
+            hashed = frame.map_partitions(_with_unit_hash, unit, key, meta=meta)
             frame = hashed.shuffle(on=UNIT_HASH_COLUMN, shuffle_method=self.shuffle_method,
                                    force=True)
         return frame
@@ -218,18 +248,13 @@ class DaskBackend:
     def exact(self, plan: ReleasePlan, gen: np.random.Generator) -> ExactAggregates:
         """Partials per partition (each with its own generator seeded from ``gen``), merged by
         a tree reduction; private keys are re-sorted (never in data or partition order)."""
-        parts = self.prepared(plan).to_delayed()
-        seeds = gen.integers(0, 2**63, size=len(parts), dtype=np.int64)
-        plan_d = dask.delayed(plan, pure=True)
-        leaves = [dask.delayed(_partition_exact, pure=True)(p, plan_d, int(s))
-                  for p, s in zip(parts, seeds, strict=True)]
+        k0, k1 = (int(k) for k in gen.integers(0, 2**63, size=2, dtype=np.int64))
+        frame = self.prepared(plan, (k0, k1))
+        seeds = gen.integers(0, 2**63, size=frame.npartitions, dtype=np.int64)
+        # map_partitions fuses with the read: each partition is read and reduced in one task
+        partials = frame.map_partitions(_partition_exact, plan, seeds,
+                                        meta=pd.Series([], dtype=object),
+                                        enforce_metadata=False, align_dataframes=False)
         agg: ExactAggregates
-        agg, = dask.compute(_tree(leaves, merge_partials, self.split_every))
-        if plan.query.private_keys:
-            order = sorted_keys(agg.keys)
-            agg = ExactAggregates(
-                [agg.keys[i] for i in order],
-                {k: v[order] for k, v in agg.values.items()},
-                {k: v[order] for k, v in agg.counts.items()},
-                agg.unit_counts[order] if agg.unit_counts is not None else None)
-        return agg
+        agg, = dask.compute(_tree(partials.to_delayed(), merge_partials, self.split_every))
+        return agg  # the core sorts observed private keys before release

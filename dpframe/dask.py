@@ -1,0 +1,58 @@
+"""The ``.dp`` accessor on Dask DataFrames: ``import dpframe.dask``, then ``ddf.dp(session, ...)``.
+
+Same API and semantics as the pandas accessor (:class:`~dpframe.frontend.PrivateFrame`):
+workers compute exact partial aggregates, the client adds noise and charges its session.
+Results are computed pandas objects with ``.attrs["dp"]``. Importing this module imports dask
+and registers the accessor with Dask's own ``register_dataframe_accessor``; ``import dpframe``
+does the same only when ``dask.dataframe`` was already imported (it never imports dask itself).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+try:
+    import dask.dataframe as dd
+    from dask.dataframe.extensions import register_dataframe_accessor
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError("dpframe.dask needs dask: pip install 'dpframe[dask]'") from exc
+
+from .backends.dask import DEFAULT_SPLIT_EVERY, DaskBackend
+from .frontend import PrivateFrame
+
+if TYPE_CHECKING:
+    from .session import Session
+
+__all__ = ["DaskBackend", "DaskDPAccessor", "private_frame"]
+
+
+def private_frame(ddf: dd.DataFrame, session: Session | None = None, *,
+                  split_every: int = DEFAULT_SPLIT_EVERY, shuffle_method: str | None = None,
+                  **options: Any) -> PrivateFrame:
+    """A :class:`PrivateFrame` over a Dask DataFrame (what ``ddf.dp(...)`` returns).
+
+    ``options`` are the pandas accessor's (bounds, keys, schema, privacy_unit,
+    max_rows_per_unit, max_groups_per_unit); ``split_every`` and ``shuffle_method`` tune the
+    merge tree and the shuffle by privacy unit.
+    """
+    backend = DaskBackend(ddf, split_every=split_every, shuffle_method=shuffle_method)
+    return PrivateFrame(backend, session, **options)
+
+
+class DaskDPAccessor:
+    """``ddf.dp(...)``: differentially private aggregates of this Dask DataFrame."""
+
+    def __init__(self, ddf: dd.DataFrame) -> None:
+        self._ddf = ddf
+
+    def __call__(self, session: Session | None = None, **options: Any) -> PrivateFrame:
+        return private_frame(self._ddf, session, **options)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self(), name)
+
+
+if getattr(dd.DataFrame, "dp", None) is not DaskDPAccessor:
+    register_dataframe_accessor("dp")(DaskDPAccessor)

@@ -1,0 +1,364 @@
+"""The Dask backend against the pandas reference, on a real 2-process LocalCluster.
+
+Same charges, same provenance (sensitivity, scale, granularity), identical noisy values under a
+seeded session (exact partials merge to the pandas exact aggregates and the client draws the
+same noise), user-level bounds when a unit's rows span every partition, private key selection
+that never releases a singleton key, and ``import dpframe`` that never imports dask.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+dd = pytest.importorskip("dask.dataframe")
+distributed = pytest.importorskip("dask.distributed")
+
+import dpframe as dpf  # noqa: E402
+import dpframe.dask  # noqa: E402
+from dpframe.backends.dask import DaskBackend, merge_partials, unit_hash  # noqa: E402
+from dpframe.core.plan import ExactAggregates  # noqa: E402
+from dpframe.frontend import PrivateFrame  # noqa: E402
+from dpframe.query import Measure, Query  # noqa: E402
+from dpframe.release import prepare  # noqa: E402
+
+pytestmark = [pytest.mark.dask, pytest.mark.filterwarnings("ignore::UserWarning")]
+
+BOUNDS = {"x": (0.0, 10.0), "n": (0, 5)}
+KEYS = {"g": ["a", "b", "c", "zz"]}
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=":0")
+    cl = distributed.Client(cluster)
+    try:
+        yield cl
+    finally:
+        cl.close()
+        cluster.close()
+
+
+@pytest.fixture(scope="module")
+def data() -> pd.DataFrame:
+    rng = np.random.default_rng(3)
+    n = 6000
+    return pd.DataFrame({
+        "g": rng.choice(["a", "b", "c"], n),
+        "x": rng.uniform(-2, 12, n),           # some values outside the bounds: clamped
+        "n": rng.integers(0, 8, n),
+        "u": rng.integers(0, 500, n),
+    })
+
+
+def _session(seed: int = 11) -> dpf.Session:
+    return dpf.Session(epsilon=1000, delta=1e-3, seed=seed)
+
+
+def _both(df: pd.DataFrame, nparts: int, query: Any, **opts: Any
+          ) -> tuple[Any, Any, dpf.Session, dpf.Session]:
+    sp, sd = _session(), _session()
+    rp = query(df.dp(sp, **opts))
+    rd = query(dd.from_pandas(df, npartitions=nparts).dp(sd, **opts))
+    return rp, rd, sp, sd
+
+
+QUERIES = {
+    "count": lambda f: f.count(epsilon=1),
+    "sum_float": lambda f: f.sum("x", epsilon=1),
+    "sum_int": lambda f: f.sum("n", epsilon=1),
+    "mean": lambda f: f.mean("x", epsilon=1),
+    "max": lambda f: f.max("x", epsilon=1),
+    "histogram": lambda f: f.histogram("x", bins=[0, 2.5, 5, 10], epsilon=1, ci=0.95),
+    "g_sum": lambda f: f.groupby("g").sum("x", epsilon=1, ci=0.95),
+    "g_count": lambda f: f.groupby("g").count(epsilon=1),
+    "g_mean": lambda f: f.groupby("g").mean("x", epsilon=1, ci=0.95),
+    "g_max": lambda f: f.groupby("g").max("x", epsilon=1),
+    "g_agg": lambda f: f.groupby("g").agg({"x": ["sum", "mean", "median"], "n": "sum"},
+                                          epsilon=2),
+    "g_gauss": lambda f: f.groupby("g").sum("x", epsilon=1, delta=1e-6, mechanism="gaussian"),
+    "private": lambda f: f.groupby("g", keys="private").sum("x", epsilon=1, delta=1e-6),
+}
+
+
+def _same(rp: Any, rd: Any) -> None:
+    if isinstance(rp, pd.DataFrame):
+        pd.testing.assert_frame_equal(rp, rd)
+    elif isinstance(rp, pd.Series):
+        pd.testing.assert_series_equal(rp, rd)
+    else:
+        assert type(rp) is type(rd) and rp == rd
+
+
+def _ledger(s: dpf.Session) -> pd.DataFrame:
+    return s.ledger.drop(columns=["time"])
+
+
+@pytest.mark.parametrize("name", list(QUERIES))
+def test_row_level_matches_pandas(client: Any, data: pd.DataFrame, name: str) -> None:
+    rp, rd, sp, sd = _both(data, 7, QUERIES[name], bounds=BOUNDS, keys=KEYS)
+    assert sd.spent == sp.spent and sd.spent[0] > 0
+    if isinstance(rp, pd.Series | pd.DataFrame):
+        assert rd.attrs["dp"] == rp.attrs["dp"]
+    _same(rp, rd)  # same exact aggregates + same seeded noise on the client => identical
+    pd.testing.assert_frame_equal(_ledger(sd), _ledger(sp))
+
+
+def test_values_within_stated_intervals(client: Any, data: pd.DataFrame) -> None:
+    s = _session(5)
+    ddf = dd.from_pandas(data, npartitions=5)
+    out = ddf.dp(s, bounds=BOUNDS, keys=KEYS).groupby("g").sum("x", epsilon=0.5, ci=0.999)
+    prov = out.attrs["dp"]["measures"][0]
+    assert prov["sensitivity"] == 10.0 and prov["ci_level"] == 0.999
+    truth = data.assign(x=data.x.clip(0, 10)).groupby("g").x.sum().reindex(KEYS["g"],
+                                                                          fill_value=0.0)
+    assert ((out["lower"] <= truth) & (truth <= out["upper"])).all()
+    assert np.allclose(out["upper"] - out["x"], prov["ci_half_width"])
+    cnt = ddf.dp(s).count(epsilon=0.5)
+    assert abs(cnt - len(data)) <= 30  # geometric noise of scale 2: P(|Z| > 30) < 1e-6
+
+
+@pytest.mark.parametrize("unit_query", ["g_count", "g_sum", "private", "count", "g_max"])
+def test_unit_level_matches_pandas_without_truncation(client: Any, data: pd.DataFrame,
+                                                      unit_query: str) -> None:
+    """Bounds that truncate nothing: bounding keeps every row, so results are identical."""
+    rows = int(data.groupby("u").size().max())
+    groups = int(data.groupby("u").g.nunique().max())
+    opts = dict(bounds=BOUNDS, keys=KEYS, privacy_unit="u", max_rows_per_unit=rows,
+                max_groups_per_unit=groups)
+    rp, rd, sp, sd = _both(data, 6, QUERIES[unit_query], **opts)
+    assert sd.spent == sp.spent
+    if isinstance(rp, pd.Series | pd.DataFrame):
+        assert rd.attrs["dp"] == rp.attrs["dp"]
+        assert rd.attrs["dp"]["max_rows_per_unit"] == rows
+    _same(rp, rd)
+
+
+def test_missing_units_are_dropped_like_pandas(client: Any, data: pd.DataFrame) -> None:
+    df = data.assign(u=data.u.where(data.index % 7 != 0).astype("float64"))  # some NaN units
+    rows = int(df.groupby("u").size().max())
+    opts = dict(bounds=BOUNDS, keys=KEYS, privacy_unit="u", max_rows_per_unit=rows,
+                max_groups_per_unit=3)
+    rp, rd, sp, sd = _both(df, 4, QUERIES["g_count"], **opts)
+    _same(rp, rd)
+    assert sd.spent == sp.spent
+
+
+def _exact(ddf: Any, session: dpf.Session, query: Query, seed: int = 0) -> ExactAggregates:
+    backend = DaskBackend(ddf)
+    plan = prepare(session, query, backend)
+    return backend.exact(plan, np.random.default_rng(seed))
+
+
+def _spread(units: np.ndarray, nparts: int) -> Any:
+    """Rows in the given order, split in ``nparts`` contiguous partitions."""
+    n = len(units)
+    df = pd.DataFrame({"u": units, "g": np.where(np.arange(n) % 2 == 0, "a", "b"),
+                       "x": np.ones(n)})
+    return dd.from_pandas(df, npartitions=nparts, sort=False)
+
+
+def test_user_bounds_hold_when_a_unit_spans_all_partitions(client: Any) -> None:
+    nparts = 8
+    ddf = _spread(np.zeros(800, dtype=np.int64), nparts)  # one unit, 100 rows per partition
+    per_part = ddf.map_partitions(lambda p: p.u.eq(0).sum()).compute()
+    assert (np.asarray(per_part) > 0).all() and len(per_part) == nparts
+    s = _session()
+    keys = {"g": ("a", "b")}
+    for seed, (rows, groups) in enumerate([(1, 1), (3, 1), (5, 2)]):
+        q = Query((Measure("count"), Measure("sum", "x")), Fraction(1), by=("g",), keys=keys,
+                  bounds={"x": (0, 1)}, privacy_unit="u", max_rows_per_unit=rows,
+                  max_groups_per_unit=groups)
+        agg = _exact(ddf, s, q, seed)
+        counts = next(v for k, v in agg.values.items() if k[0] == "rows")
+        assert counts.sum() == rows * groups  # all-partitions unit, bounded once, globally
+        assert (counts <= rows).all() and (counts > 0).sum() == groups
+    # ungrouped: at most max_rows_per_unit rows in total
+    q = Query((Measure("count"),), Fraction(1), privacy_unit="u", max_rows_per_unit=4)
+    backend = DaskBackend(ddf, shuffle_method="tasks")  # the task-based shuffle as well
+    agg = backend.exact(prepare(s, q, backend), np.random.default_rng(7))
+    assert int(next(iter(agg.values.values()))[0]) == 4
+
+
+def test_user_bounds_many_units_interleaved(client: Any) -> None:
+    rng = np.random.default_rng(1)
+    units = np.repeat(np.arange(40), 30)
+    rng.shuffle(units)  # every unit's 30 rows scattered over the 6 partitions
+    ddf = _spread(units, 6)
+    q = Query((Measure("count"),), Fraction(1), by=("g",), keys={"g": ("a", "b")},
+              privacy_unit="u", max_rows_per_unit=2, max_groups_per_unit=1)
+    s = _session()
+    agg = _exact(ddf, s, q)
+    assert next(iter(agg.values.values())).sum() == 40 * 2
+    # the released count uses the same bound: sensitivity is 2 (rows) x 1 (group)
+    out = ddf.dp(s, privacy_unit="u", max_rows_per_unit=2, keys={"g": ["a", "b"]}) \
+        .groupby("g").count(epsilon=1)
+    assert out.attrs["dp"]["measures"][0]["sensitivity"] == 2.0
+
+
+def test_unit_hash_is_dtype_canonical() -> None:
+    h = unit_hash(pd.Series([1, 2, 3]))
+    assert (unit_hash(pd.Series([1.0, 2.0, 3.0])) == h).all()
+    assert (unit_hash(pd.Series([1, 2.0, np.int32(3)], dtype=object)) == h).all()
+    assert (unit_hash(pd.Series([True])) == unit_hash(pd.Series([1]))).all()
+    assert unit_hash(pd.Series([0.0]))[0] == unit_hash(pd.Series([-0.0]))[0]
+    strs = unit_hash(pd.Series(["p", "q"], dtype="str"))
+    assert (unit_hash(pd.Series(["p", "q"], dtype=object)) == strs).all()
+    assert (unit_hash(pd.Series(["p", "q"], dtype="category")) == strs).all()
+    assert (unit_hash(pd.Series(["p", "q"], dtype="string[python]")) == strs).all()
+    assert unit_hash(pd.Series(["1"]))[0] != h[0]
+    days = pd.Series(pd.to_datetime(["2024-01-01", "2024-01-02"]))
+    assert (unit_hash(days) == unit_hash(days.copy())).all()
+    odd = pd.Series([Decimal(1), np.True_, Fraction(2), complex(3, 0), 10**400, None, (1, 2)],
+                    dtype=object)
+    ho = unit_hash(odd)
+    assert (ho[:4] == unit_hash(pd.Series([1, 1, 2, 3]))).all()
+    assert ho[4] == ho[5] == ho[6]  # other objects share one bucket (conservative)
+    # keyed: the key moves every hash, equal values stay equal
+    k = unit_hash(pd.Series([1, 2, 3]), (5, 9))
+    assert (k != h).all() and (unit_hash(pd.Series([1.0, 2.0, 3.0]), (5, 9)) == k).all()
+
+
+def test_units_with_mixed_partition_dtypes_are_not_split(client: Any) -> None:
+    """A unit stored as int64 in one partition and float64 in another is still one unit."""
+    p0 = pd.DataFrame({"u": np.array([7] * 50, dtype=np.int64), "x": np.ones(50)})
+    p1 = pd.DataFrame({"u": np.array([7.0] * 50 + [np.nan]), "x": np.ones(51)})
+    ddf = dd.from_map(lambda p: p, [p0, p1], meta=p0.iloc[:0],
+                      divisions=[None, None, None], enforce_metadata=False)
+    q = Query((Measure("count"),), Fraction(1), privacy_unit="u", max_rows_per_unit=3)
+    agg = _exact(ddf, _session(), q)
+    assert int(next(iter(agg.values.values()))[0]) == 3
+
+
+def test_private_keys_never_release_a_singleton(client: Any) -> None:
+    rng = np.random.default_rng(2)
+    parts = 6
+    # 300 units spread over the big keys; one heavy unit owns key "solo" with rows in every
+    # partition; 200 singleton keys, each from one unit
+    big = pd.DataFrame({"u": rng.integers(0, 300, 3000),
+                        "g": rng.choice(["big1", "big2"], 3000)})
+    solo = pd.DataFrame({"u": np.full(600, 10_000), "g": "solo"})
+    singles = pd.DataFrame({"u": 20_000 + np.arange(200), "g": [f"s{i}" for i in range(200)]})
+    df = pd.concat([big, solo, singles]).sample(frac=1, random_state=4).reset_index(drop=True)
+    df["x"] = 1.0
+    ddf = dd.from_pandas(df, npartitions=parts, sort=False)
+    solo_parts = ddf.map_partitions(lambda p: (p.g == "solo").sum()).compute()
+    assert (np.asarray(solo_parts) > 0).all()
+    for seed in range(2):
+        s = dpf.Session(epsilon=100, delta=1e-3, seed=seed)
+        f = ddf.dp(s, bounds={"x": (0, 1)}, privacy_unit="u", max_rows_per_unit=50,
+                   max_groups_per_unit=2)
+        out = f.groupby("g", keys="private").count(epsilon=20, delta=1e-6)
+        assert set(out.index) == {"big1", "big2"}
+        out2 = f.groupby("g", keys="private").agg({"x": ["sum"]}, epsilon=20, delta=1e-6)
+        assert set(out2.index) == {"big1", "big2"}
+        # row level: a key with one row is a singleton too
+        r = dd.from_pandas(df, npartitions=parts).dp(s).groupby("g", keys="private") \
+            .count(epsilon=20, delta=1e-6)
+        assert set(r.index) <= {"big1", "big2", "solo"}
+        assert "solo" in r.index  # 600 rows: released at row level, never at user level
+
+
+def test_check_refuses_before_charge(client: Any, data: pd.DataFrame) -> None:
+    s = _session()
+    empty = dd.from_pandas(data.iloc[:0], npartitions=1)
+    with pytest.raises(dpf.ValidationError, match="no rows"):
+        empty.dp(s, bounds=BOUNDS).sum("x", epsilon=1)
+    missing = dd.from_pandas(data.assign(x=np.nan), npartitions=3)
+    with pytest.raises(dpf.ValidationError, match="non-missing"):
+        missing.dp(s, bounds=BOUNDS).mean("x", epsilon=1)
+    with pytest.raises(dpf.BoundsError):
+        dd.from_pandas(data, npartitions=2).dp(s).sum("x", epsilon=1)
+    assert s.spent == (0.0, 0.0) and len(s.ledger) == 0
+    # the first partition empty or all-missing: the full pass decides, and the release runs
+    late = data.copy()
+    late.loc[: len(late) // 2, "x"] = np.nan
+    ddf = dd.from_pandas(late, npartitions=4, sort=False)
+    assert ddf.dp(s, bounds=BOUNDS).sum("x", epsilon=1) > 0
+    filtered = dd.from_pandas(data, npartitions=4, sort=False)
+    filtered = filtered.map_partitions(lambda p: p[p.index >= 3000])  # first partitions empty
+    assert len(filtered.partitions[0].compute()) == 0
+    assert filtered.dp(s, bounds=BOUNDS).count(epsilon=1) > 0
+
+
+def test_accessor_and_api_surface(client: Any, data: pd.DataFrame) -> None:
+    ddf = dd.from_pandas(data, npartitions=3)
+    assert isinstance(ddf.dp, dpframe.dask.DaskDPAccessor)
+    s = _session()
+    assert isinstance(ddf.dp(s, bounds=BOUNDS), PrivateFrame)
+    with s:
+        n = ddf.dp.count(epsilon=1)  # the active session
+    assert isinstance(n, int) and s.spent[0] == 1.0
+    # known categoricals give public keys, as in pandas; unknown ones do not
+    cat = data.assign(g=pd.Categorical(data.g, categories=["a", "b", "c", "d"]))
+    out = dd.from_pandas(cat, npartitions=3).dp(s, bounds=BOUNDS).groupby("g").count(epsilon=1)
+    assert list(out.index) == ["a", "b", "c", "d"]
+    unknown = dd.from_pandas(cat, npartitions=3)
+    unknown = unknown.assign(g=unknown.g.cat.as_unknown())
+    with pytest.raises(dpf.KeysError):
+        unknown.dp(s).groupby("g").count(epsilon=1)
+    dry = ddf.dp(s, bounds=BOUNDS).groupby("g", keys="private").sum(
+        "x", epsilon=1, delta=1e-6, dry_run=True)
+    assert isinstance(dry, dict) and "fits_budget" in dry
+    with pytest.raises(dpf.ValidationError):
+        dpframe.dask.private_frame(ddf, s, split_every=1)
+    spent = s.spent
+    with pytest.raises(dpf.BudgetExceededError):
+        ddf.dp(s, bounds=BOUNDS).sum("x", epsilon=10_000)
+    assert s.spent == spent
+
+
+def test_session_never_leaves_the_client(client: Any, data: pd.DataFrame,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Shipping the session (ledger, budget, noise generator) to a worker would pickle it."""
+
+    def refuse(self: Any) -> Any:
+        raise AssertionError("a Session was serialized")
+
+    monkeypatch.setattr(dpf.Session, "__reduce_ex__", refuse, raising=False)
+    s = _session()
+    out = dd.from_pandas(data, npartitions=4).dp(
+        s, bounds=BOUNDS, keys=KEYS, privacy_unit="u", max_rows_per_unit=3
+    ).groupby("g").agg({"x": ["sum", "max"]}, epsilon=1)
+    assert len(s.ledger) == 1 and s.ledger["status"].iloc[0] == "released"
+    assert out.attrs["dp"]["ledger_entry"] == s.ledger["id"].iloc[0]
+
+
+def test_local_scheduler_without_cluster(data: pd.DataFrame) -> None:
+    """No distributed client needed: Dask's threaded scheduler gives the same release."""
+    import dask
+
+    with dask.config.set(scheduler="threads"):
+        rp, rd, sp, sd = _both(data, 5, QUERIES["g_agg"], bounds=BOUNDS, keys=KEYS)
+    _same(rp, rd)
+    assert sd.spent == sp.spent
+
+
+def test_merge_never_overflows() -> None:
+    key = ("fixed_sum",)
+    big = np.array([(1 << 62) - 1], dtype=np.int64)
+    parts = [ExactAggregates([("a",)], {key: big.copy()}, {key: np.array([1])})
+             for _ in range(5)]
+    out = merge_partials(*parts)
+    assert int(out.values[key][0]) == 5 * ((1 << 62) - 1)
+    assert int(out.counts[key][0]) == 5
+
+
+def test_import_dpframe_does_not_import_dask() -> None:
+    code = ("import sys, dpframe, pandas as pd; "
+            "assert not [m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')];"
+            "assert not hasattr(pd.DataFrame, 'dask')")
+    subprocess.run([sys.executable, "-c", code], check=True)
+    # dask imported first: importing dpframe registers ddf.dp too
+    code = ("import dask.dataframe as dd, pandas as pd, dpframe; "
+            "dd.from_pandas(pd.DataFrame({'a': [1]}), npartitions=1).dp")
+    subprocess.run([sys.executable, "-c", code], check=True)
