@@ -51,29 +51,36 @@ def case(name: str, rows: int) -> dict[str, float]:
             df.dp(session, bounds={"x": (0, 100)}, keys={"g": KEYS}, privacy_unit="uid",
                   max_rows_per_unit=10, max_groups_per_unit=50).groupby("g").sum(
                 "x", epsilon=1.0)
+        elif name == "dp_unit_k1":
+            df.dp(session, bounds={"x": (0, 100)}, keys={"g": KEYS}, privacy_unit="uid",
+                  max_rows_per_unit=10, max_groups_per_unit=1).groupby("g").sum(
+                "x", epsilon=1.0)
         times.append(time.perf_counter() - t)
     return {"seconds": min(times)}
 
 
-def peak_mb(name: str, rows: int) -> float:
-    """Peak RSS (MB) of a fresh process that builds the frame and runs the case once,
-    minus the peak of a process that only builds the frame."""
+def peak_mb(name: str, rows: int) -> tuple[float, float]:
+    """(working MB, data MB): peak memory traced while one case runs in a fresh process on top
+    of the frame (numpy and pandas allocations report to tracemalloc), and the frame's size."""
     code = (
-        "import resource, sys, warnings; warnings.simplefilter('ignore');"
+        "import gc, sys, tracemalloc, warnings; warnings.simplefilter('ignore');"
         "sys.path.insert(0, 'benchmarks'); import bench_groupby as b; import dpframe as dpf;"
-        f"df = b.make_frame({rows}); import gc; gc.collect();"
-        "base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss;"
-        f"name = {name!r};"
+        f"df = b.make_frame({rows}); gc.collect(); name = {name!r};"
+        "data = df.memory_usage(deep=True).sum();"
         "s = dpf.Session(epsilon=1e9);"
+        "opts = {'dp_row': {}, 'dp_unit': dict(privacy_unit='uid', max_rows_per_unit=10, "
+        "max_groups_per_unit=50), 'dp_unit_k1': dict(privacy_unit='uid', max_rows_per_unit=10, "
+        "max_groups_per_unit=1)}.get(name);"
+        "tracemalloc.start();"
         "r = (df.groupby('g')['x'].sum() if name == 'plain' else "
-        "df.dp(s, bounds={'x': (0, 100)}, keys={'g': b.KEYS}, **({} if name == 'dp_row' else "
-        "dict(privacy_unit='uid', max_rows_per_unit=10, max_groups_per_unit=50)))"
+        "df.dp(s, bounds={'x': (0, 100)}, keys={'g': b.KEYS}, **opts)"
         ".groupby('g').sum('x', epsilon=1.0));"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base)"
+        "print(tracemalloc.get_traced_memory()[1], data)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
-    return int(out.stdout.strip().splitlines()[-1]) / 1024
+    work, data = out.stdout.strip().splitlines()[-1].split()
+    return int(work) / 2**20, int(data) / 2**20
 
 
 def max_accuracy(trials: int = 200) -> dict[str, float]:
@@ -101,19 +108,21 @@ def main() -> None:
         print(json.dumps(case(args.case, args.rows)))
         return
     res = {}
-    for name in ("plain", "dp_row", "dp_unit"):
+    cases = ("plain", "dp_row", "dp_unit", "dp_unit_k1")
+    for name in cases:
         out = subprocess.run([sys.executable, __file__, "--rows", str(args.rows), "--case", name],
                              capture_output=True, text=True, check=True)
         res[name] = json.loads(out.stdout.strip().splitlines()[-1])["seconds"]
-    mem = {} if args.no_memory else {n: peak_mb(n, args.rows) for n in ("plain", "dp_row",
-                                                                         "dp_unit")}
+    mem = {} if args.no_memory else {n: peak_mb(n, args.rows) for n in cases}
     print(f"rows={args.rows:,}  50 string keys, float column (best of 3)")
-    print(f"{'case':<10}{'seconds':>10}{'ratio':>8}{'extra peak MB':>16}{'mem ratio':>11}")
-    for name in ("plain", "dp_row", "dp_unit"):
+    print(f"{'case':<11}{'seconds':>9}{'time ratio':>11}{'working MB':>12}{'data+work MB':>14}"
+          f"{'mem ratio':>11}")
+    for name in cases:
         r = res[name] / res["plain"]
-        m = mem.get(name, float("nan"))
-        mr = m / mem["plain"] if mem else float("nan")
-        print(f"{name:<10}{res[name]:>10.3f}{r:>8.2f}{m:>16.0f}{mr:>11.2f}")
+        work, data = mem.get(name, (float("nan"), float("nan")))
+        base = sum(mem["plain"]) if mem else float("nan")
+        print(f"{name:<11}{res[name]:>9.3f}{r:>11.2f}{work:>12.0f}{work + data:>14.0f}"
+              f"{(work + data) / base:>11.2f}")
     acc = max_accuracy()
     print(f"max of ages in [0,120], eps=0.1: EM mean abs error {acc['em_mae']:.1f}, "
           f"Laplace-on-max {acc['laplace_mae']:.0f}")

@@ -147,6 +147,7 @@ def _rank_in_runs(sorted_keys: I64) -> I64:
 
 
 _M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+_UMAX = np.uint64(np.iinfo(np.uint64).max)
 
 
 def keyed_priority(a: I64, b: I64, salt: int) -> npt.NDArray[np.uint64]:
@@ -154,7 +155,9 @@ def keyed_priority(a: I64, b: I64, salt: int) -> npt.NDArray[np.uint64]:
     salted combination). Rows of one pair share it; distinct pairs get independent-looking
     values. The salt is fresh randomness per release."""
     with np.errstate(over="ignore"):
-        z = a.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15) + b.astype(np.uint64)
+        z = a.astype(np.uint64)
+        z *= np.uint64(0x9E3779B97F4A7C15)
+        z += b.astype(np.uint64, copy=False)
         z ^= np.uint64(salt & 0xFFFFFFFFFFFFFFFF)
         z ^= z >> np.uint64(30)
         z *= _M1
@@ -176,6 +179,33 @@ def _select_rows(units: I64, pairs: I64, rows: npt.NDArray[np.intp], max_rows: i
     return rows[order[rank < max_rows]]
 
 
+def _choose_groups(u: I64, g: I64, nu: int, max_groups: int, gen: np.random.Generator
+                   ) -> Bools:
+    """For rows (unit u, group g), whether their pair is among the unit's ``max_groups`` pairs
+    of smallest keyed priority (a uniform choice among the unit's distinct groups)."""
+    prio = keyed_priority(u, g, int(gen.integers(0, 2**63)))
+    if max_groups == 1:
+        best = np.full(nu, _UMAX, dtype=np.uint64)
+        np.minimum.at(best, u, prio)
+        return prio == best[u]
+    if max_groups <= 8:
+        chosen = np.zeros(u.size, dtype=bool)
+        for _ in range(max_groups):
+            cand = np.where(chosen, _UMAX, prio)
+            best = np.full(nu, _UMAX, dtype=np.uint64)
+            np.minimum.at(best, u, cand)
+            chosen |= (cand == best[u]) & ~chosen
+        return chosen
+    order = np.lexsort((prio, u))
+    su, sp = u[order], prio[order]
+    pair_start = np.r_[True, (su[1:] != su[:-1]) | (sp[1:] != sp[:-1])]
+    pair_id = np.cumsum(pair_start) - 1
+    prank = _rank_in_runs(su[np.flatnonzero(pair_start)])
+    chosen = np.empty(u.size, dtype=bool)
+    chosen[order] = prank[pair_id] < max_groups
+    return chosen
+
+
 def bound_contributions(units: I64, groups: I64 | None, max_rows: int, max_groups: int,
                         gen: np.random.Generator) -> Bools:
     """Mask keeping at most ``max_groups`` groups per unit and ``max_rows`` rows per
@@ -187,44 +217,36 @@ def bound_contributions(units: I64, groups: I64 | None, max_rows: int, max_group
     distinct groups. Rows: inside each pair a uniform random permutation picks ``max_rows``
     rows. A unit's selection depends only on its own rows and fresh randomness, so the
     transformation is stable. Vectorized and O(n) except where a bound binds: only units with
-    more than ``max_groups`` rows enter the group step, and only pairs with more than
-    ``max_rows`` rows are sorted.
+    more than ``max_groups`` rows enter the group step, and only units with more than
+    ``max_rows`` kept rows are sorted.
     """
     n = units.size
     keep = units >= 0
     if groups is not None:
         keep &= groups >= 0
-    nu = int(units.max()) + 1 if n else 1
+    all_valid = bool(keep.all())
+    nu = (int(units.max()) + 1 if n else 0) + 1  # one spare code for dropped rows
+    u = units if all_valid else np.where(keep, units, nu - 1)
     if groups is not None and max_groups < (int(groups.max()) + 1 if n else 1):
-        per_unit = np.bincount(units[keep], minlength=nu)
-        busy = keep & (per_unit[np.maximum(units, 0)] > max_groups)
-        if busy.any():
-            idx = np.flatnonzero(busy)
-            salt = int(gen.integers(0, 2**63))
-            prio = keyed_priority(units[idx], groups[idx], salt)
-            chosen = np.zeros(idx.size, dtype=bool)
-            if max_groups <= 8:
-                for _ in range(max_groups):
-                    cand = np.where(chosen, np.uint64(np.iinfo(np.uint64).max), prio)
-                    best = np.full(nu, np.iinfo(np.uint64).max, dtype=np.uint64)
-                    np.minimum.at(best, units[idx], cand)
-                    chosen |= (cand == best[units[idx]]) & ~chosen
+        per_unit = np.bincount(u, minlength=nu)
+        busy_unit = per_unit > max_groups
+        busy_unit[nu - 1] = False
+        if busy_unit.any():
+            busy = busy_unit[u]
+            if bool(busy.all()):
+                keep &= _choose_groups(u, groups, nu, max_groups, gen)
             else:
-                order = np.lexsort((prio, units[idx]))
-                su, sp = units[idx][order], prio[order]
-                pair_start = np.r_[True, (su[1:] != su[:-1]) | (sp[1:] != sp[:-1])]
-                pair_id = np.cumsum(pair_start) - 1
-                first = np.flatnonzero(pair_start)
-                prank = _rank_in_runs(su[first])
-                chosen[order] = prank[pair_id] < max_groups
-            keep[idx[~chosen]] = False
+                idx = np.flatnonzero(busy)
+                keep[idx[~_choose_groups(u[idx], groups[idx], nu, max_groups, gen)]] = False
     # rows per (unit, group): with groups, pairs are identified by (unit, group)
-    pairs = units if groups is None else units.astype(np.int64) * (int(groups.max()) + 1 if n
-                                                                   else 1) + groups
-    per_unit = np.bincount(units[keep], minlength=nu)
-    heavy = keep & (per_unit[np.maximum(units, 0)] > max_rows)
-    if heavy.any():
-        idx = np.flatnonzero(heavy)
+    kept_u = u if bool(keep.all()) else np.where(keep, u, nu - 1)
+    per_unit = np.bincount(kept_u, minlength=nu)
+    heavy_unit = per_unit > max_rows
+    heavy_unit[nu - 1] = False
+    if heavy_unit.any():
+        idx = np.flatnonzero(heavy_unit[kept_u])
+        ng = int(groups.max()) + 1 if groups is not None and n else 1
+        pairs = units if groups is None else units.astype(np.int64) * ng + groups
         kept = _select_rows(units, pairs, idx, max_rows, gen)
         keep[idx] = False
         keep[kept] = True
