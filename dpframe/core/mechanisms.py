@@ -166,6 +166,19 @@ class NoiseSpec:
         # conversion to float is post-processing of the exact integer release
         return np.asarray(noisy, dtype=np.float64) * float(self.granularity)
 
+    def release_real(self, values: npt.ArrayLike, rng: RandomSource) -> np.ndarray:
+        """The granular mechanism on real values: round each to the lattice g Z (exactly: g is a
+        power of two), then add exact integer noise in units of g. Outputs lie on g Z whatever
+        the input, so no output is reachable from one input and not from another."""
+        x = np.asarray(values, dtype=np.float64)
+        if not np.isfinite(x).all():
+            raise ValueError("values must be finite")
+        g = float(self.granularity)
+        lattice = np.rint(x / g)
+        if np.abs(lattice).max(initial=0) >= 2.0**62:
+            raise ValueError("values too large for this granularity")
+        return self.add_noise(lattice.astype(np.int64), self.granularity, rng)
+
 
 def noise_spec(
     kind: Kind,
