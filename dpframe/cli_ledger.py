@@ -4,20 +4,11 @@ from __future__ import annotations
 
 import io
 import os
-from typing import Any
 
+from ._render import budget_table, entries_table, num
 from .core.accounting import posterior_bound
 from .errors import LedgerError
 from .ledger import SqliteLedger
-
-
-def _num(x: Any) -> str:
-    if x is None:
-        return ""
-    try:
-        return format(float(x), ".6g")
-    except (TypeError, ValueError):
-        return str(x)
 
 
 def show_ledger(path: str | os.PathLike[str], *, width: int = 160) -> str:
@@ -47,12 +38,7 @@ def show_ledger(path: str | os.PathLike[str], *, width: int = 160) -> str:
     head += f", session {', '.join(names)})" if names else ")"
     console.print(Text(head, style="bold"))
 
-    budget = Table(title="Budget")
-    for c in ("", "total", "spent", "left"):
-        budget.add_column(c, justify="right" if c else "left")
-    budget.add_row("epsilon", _num(te), _num(se), _num(max(te - se, 0)))
-    budget.add_row("delta", _num(td), _num(sd), _num(max(td - sd, 0)))
-    console.print(budget)
+    console.print(budget_table((te, td), (se, sd)))
 
     if len(history) > 1:
         hist = Table(title="Budget history")
@@ -61,42 +47,16 @@ def show_ledger(path: str | os.PathLike[str], *, width: int = 160) -> str:
         for h in history:
             hist.add_row(
                 str(h["time"])[:19].replace("T", " "),
-                _num(h["epsilon"]),
-                _num(h["delta"]),
+                num(h["epsilon"]),
+                num(h["delta"]),
                 h["session"] or "",
                 h["note"],
             )
         console.print(hist)
 
     counts = {s: sum(1 for e in entries if e["status"] == s) for s in ("released", "failed")}
-    table = Table(
-        title=f"Entries: {len(entries)} ({counts['released']} released, "
-        f"{counts['failed']} failed)"
-    )
-    for c in ("id", "time (UTC)", "session", "query", "columns", "mechanism", "epsilon",
-              "delta", "noise scale", "± CI", "status", "seeded"):
-        table.add_column(
-            c,
-            justify="right" if c in ("id", "epsilon", "delta") else "left",
-            no_wrap=c in ("id", "time (UTC)", "epsilon", "delta", "status"),
-            overflow="fold",
-        )
-    for e in entries:
-        det = e.get("details") or {}
-        table.add_row(
-            str(e["id"]),
-            str(e["time"])[:19].replace("T", " "),
-            e["session"] or "",
-            str(e["query"]),
-            ", ".join(e.get("columns") or []),
-            str(e["mechanism"]),
-            _num(e["epsilon"]),
-            _num(e["delta"]),
-            _num(det.get("noise_scale")),
-            _num(det.get("ci_half_width")),
-            str(e["status"]),
-            "yes (insecure)" if e.get("seeded") else "",
-        )
+    table = entries_table(entries, f"Entries: {len(entries)} ({counts['released']} released, "
+                                   f"{counts['failed']} failed)", with_session=True)
     console.print(table)
     console.print(
         f"At epsilon = {float(se):.4g} spent, a 50% prior belief about any one person can rise "

@@ -291,50 +291,22 @@ class Session:
         return buf.getvalue()
 
     def _report_renderables(self) -> list[Any]:
-        from rich.table import Table
         from rich.text import Text
 
+        from ._render import budget_table, entries_table
+
         (te, td), (se, sd) = self.total_exact, self.spent_exact
-        re_, rd = self.remaining_exact
         entries = self._store.entries()
         title = f"dpframe session {self.name!r}" if self.name else "dpframe session"
         describe = getattr(self._store, "describe", None)
         where = describe() if callable(describe) else type(self._store).__name__
         head = Text(f"{title} — {where}, neighbouring={self.neighbouring}\n", style="bold")
-        budget = Table(title="Budget", show_lines=False)
-        for c in ("", "total", "spent", "left"):
-            budget.add_column(c, justify="right" if c else "left")
-        budget.add_row("epsilon", _num(te), _num(se), _num(re_))
-        budget.add_row("delta", _num(td), _num(sd), _num(rd))
-
+        budget = budget_table((te, td), (se, sd))
         counts = {s: sum(1 for e in entries if e["status"] == s)
                   for s in ("released", "failed", "charged")}
-        rel = Table(
-            title=f"Releases: {len(entries)} ({counts['released']} released, "
-            f"{counts['failed']} failed, {counts['charged']} charged without outcome)"
-        )
-        for c in ("id", "time (UTC)", "query", "columns", "mechanism", "epsilon", "delta",
-                  "noise scale", "± CI", "status"):
-            rel.add_column(
-                c,
-                justify="right" if c in ("id", "epsilon", "delta") else "left",
-                no_wrap=c in ("id", "time (UTC)", "epsilon", "delta", "status"),
-                overflow="fold",
-            )
-        for e in entries:
-            det = e.get("details") or {}
-            rel.add_row(
-                str(e["id"]),
-                str(e["time"])[:19].replace("T", " "),
-                str(e["query"]),
-                ", ".join(e.get("columns") or []),
-                str(e["mechanism"]),
-                _num(e["epsilon"]),
-                _num(e["delta"]),
-                _num(det.get("noise_scale")),
-                _num(det.get("ci_half_width")),
-                str(e["status"]),
-            )
+        rel = entries_table(
+            entries, f"Releases: {len(entries)} ({counts['released']} released, "
+                     f"{counts['failed']} failed, {counts['charged']} charged without outcome)")
 
         lines = [explain_epsilon(float(se), float(sd), label="spent so far")]
         if se != te:
@@ -375,15 +347,6 @@ class Session:
             + (", seeded" if self.seeded else "")
             + ")"
         )
-
-
-def _num(x: Any) -> str:
-    if x is None:
-        return ""
-    try:
-        return format(float(x), ".6g")
-    except (TypeError, ValueError):
-        return str(x)
 
 
 def explain_epsilon(epsilon: float, delta: float = 0.0, *, label: str = "") -> str:

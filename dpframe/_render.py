@@ -1,0 +1,60 @@
+"""Rich tables shared by ``session.report()`` and ``dpframe ledger show`` (public data only:
+budgets, charges and the public parameters of each release)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import Any
+
+
+def num(x: Any) -> str:
+    """A number for display (6 significant digits); empty for None."""
+    if x is None:
+        return ""
+    try:
+        return format(float(x), ".6g")
+    except (TypeError, ValueError):
+        return str(x)
+
+
+def budget_table(total: tuple[Fraction, Fraction], spent: tuple[Fraction, Fraction]) -> Any:
+    """Total, spent and left, for epsilon and delta."""
+    from rich.table import Table
+
+    table = Table(title="Budget")
+    for c in ("", "total", "spent", "left"):
+        table.add_column(c, justify="right" if c else "left")
+    for name, t, s in (("epsilon", total[0], spent[0]), ("delta", total[1], spent[1])):
+        table.add_row(name, num(t), num(s), num(max(t - s, 0)))
+    return table
+
+
+def entries_table(entries: Sequence[dict[str, Any]], title: str, *,
+                  with_session: bool = False) -> Any:
+    """One row per ledger entry: what was released, its charge, noise scale and status."""
+    from rich.table import Table
+
+    table = Table(title=title)
+    columns = ["id", "time (UTC)", *(["session"] if with_session else []), "query", "columns",
+               "mechanism", "epsilon", "delta", "noise scale", "± CI", "status",
+               *(["seeded"] if with_session else [])]
+    for c in columns:
+        table.add_column(
+            c,
+            justify="right" if c in ("id", "epsilon", "delta") else "left",
+            no_wrap=c in ("id", "time (UTC)", "epsilon", "delta", "status"),
+            overflow="fold",
+        )
+    for e in entries:
+        det = e.get("details") or {}
+        row = [str(e["id"]), str(e["time"])[:19].replace("T", " ")]
+        if with_session:
+            row.append(e.get("session") or "")
+        row += [str(e["query"]), ", ".join(e.get("columns") or []), str(e["mechanism"]),
+                num(e["epsilon"]), num(e["delta"]), num(det.get("noise_scale")),
+                num(det.get("ci_half_width")), str(e["status"])]
+        if with_session:
+            row.append("yes (insecure)" if e.get("seeded") else "")
+        table.add_row(*row)
+    return table
