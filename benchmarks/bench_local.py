@@ -14,32 +14,17 @@ import argparse
 import os
 import platform
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
+from _timing import best_of
+
 from dpframe import local
 from dpframe.core.rng import RandomSource
-
-
-def best_of(fns: dict[str, Callable[[], Any]], repeat: int) -> dict[str, float]:
-    """Best time of each function over ``repeat`` interleaved rounds (after one warm-up), so
-    that load from other processes affects every contender alike."""
-    for fn in fns.values():
-        fn()
-    best = dict.fromkeys(fns, float("inf"))
-    for _ in range(repeat):
-        for name, fn in fns.items():
-            t0 = time.perf_counter()
-            fn()
-            best[name] = min(best[name], time.perf_counter() - t0)
-    return best
 
 
 def main() -> None:

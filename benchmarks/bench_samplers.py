@@ -15,7 +15,6 @@ import argparse
 import os
 import platform
 import sys
-import time
 from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
@@ -25,21 +24,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
+from _timing import best_of
+
 from dpframe.core import samplers
 from dpframe.core.rng import RandomSource
-
-
-def best_of(fns: dict[str, Callable[[], Any]], repeat: int) -> dict[str, float]:
-    """Best wall time of each function over ``repeat`` interleaved rounds, after a warm-up."""
-    for fn in fns.values():
-        fn()
-    best = dict.fromkeys(fns, float("inf"))
-    for _ in range(repeat):
-        for name, fn in fns.items():
-            t0 = time.perf_counter()
-            fn()
-            best[name] = min(best[name], time.perf_counter() - t0)
-    return best
 
 
 def main(argv: list[str] | None = None) -> int:
