@@ -298,6 +298,15 @@ class ExponentialSpec:
         return 2 * self.utility_sensitivity * math.log(self.n_candidates / beta) / float(
             self.epsilon)
 
+    @staticmethod
+    def epsilon_for(utility_error: float, utility_sensitivity: int, n_candidates: int,
+                    level: float = 0.95) -> float:
+        """The epsilon whose utility shortfall bound at ``level`` is ``utility_error``
+        (the inverse of :meth:`utility_error`)."""
+        if utility_error <= 0 or not 0 < level < 1:
+            raise ValueError("utility_error must be positive and level in (0, 1)")
+        return 2 * utility_sensitivity * math.log(n_candidates / (1 - level)) / utility_error
+
     def choose(self, utilities: npt.NDArray[np.int64], rng: RandomSource) -> npt.NDArray[np.int64]:
         """One candidate index per row of ``utilities`` (shape groups x candidates)."""
         u = np.atleast_2d(np.asarray(utilities, dtype=np.int64))

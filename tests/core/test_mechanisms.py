@@ -103,3 +103,20 @@ def test_gaussian_calibration_meets_epsilon_delta() -> None:
     # the noise actually used is at least the calibrated sigma: achieved rho <= planned rho
     achieved = spec.int_sensitivity**2 / (2 * spec.int_sigma2)
     assert achieved <= spec.rho
+
+
+def test_exponential_mechanism_error_bound_and_inverse() -> None:
+    from dpframe.core.mechanisms import ExponentialSpec
+
+    eps = ExponentialSpec.epsilon_for(20.0, 1, 1001, 0.95)
+    spec = ExponentialSpec(Fraction(repr(eps)), 1, 1001)
+    assert spec.utility_error(0.95) == pytest.approx(20.0, rel=1e-9)
+    # the bound holds empirically: utility shortfall <= 20 in >= 95% of draws
+    rng = RandomSource(seed=5)
+    util = -np.abs(np.arange(1001) - 500)[None, :].repeat(2000, axis=0)
+    picks = spec.choose(util, rng)
+    shortfall = np.abs(picks - 500)
+    assert (shortfall <= 20).mean() >= 0.95
+    # and a mechanism run at a quarter of that epsilon violates it (the check can fail)
+    weak = ExponentialSpec(Fraction(repr(eps / 4)), 1, 1001)
+    assert (np.abs(weak.choose(util, rng) - 500) <= 20).mean() < 0.95
