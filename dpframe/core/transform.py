@@ -110,9 +110,13 @@ def grouped_sum_exact(codes: I64, values: F64, ngroups: int, max_abs: int,
         parts = [(hi, 1 << _SPLIT), (values - hi * float(1 << _SPLIT), 1)]
         max_abs = max(max_abs >> _SPLIT, 1 << _SPLIT)
     chunk = max(1 << 10, (1 << 53) // (max_abs + 1))
+    single = ngroups == 1 and not bool((b == ngroups).any())
     for vals, mult in parts:
         acc = np.zeros(ngroups + 1, dtype=np.int64)
         for start in range(0, max(b.size, 1), chunk):
+            if single:  # one group, nothing dropped: any summation order is exact here too
+                acc[0] += int(vals[start : start + chunk].sum())
+                continue
             s = np.bincount(b[start : start + chunk], weights=vals[start : start + chunk],
                             minlength=ngroups + 1)
             acc += s.astype(np.int64)

@@ -170,3 +170,11 @@ def test_narrow_bounds_far_from_zero_release(relation: str, op: str) -> None:
     value = getattr(priv, op)("x", epsilon=1.0)
     assert math.isfinite(value)
     assert s.ledger["status"].tolist() == ["released"]
+
+
+def test_single_group_sum_is_exact() -> None:
+    rng = np.random.default_rng(9)
+    for max_abs in (2**33, 2**50):
+        v = rng.integers(-max_abs, max_abs + 1, 2_500_000).astype(np.float64)
+        got = grouped_sum_exact(np.zeros(v.size, dtype=np.int64), v, 1, max_abs)
+        assert int(got[0]) == sum(int(a) for a in v)
