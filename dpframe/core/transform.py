@@ -37,13 +37,16 @@ def fixed_point(values: npt.ArrayLike, req: AggregateRequest) -> F64:
     x = np.asarray(values)
     if req.integer and x.dtype.kind in "iub":
         return np.clip(x, req.ilo, req.ihi).astype(np.float64)
-    v = np.array(x, dtype=np.float64, copy=True)
-    np.clip(v, req.lo, req.hi, out=v)
+    v = np.clip(np.asarray(x, dtype=np.float64), req.lo, req.hi)  # a fresh array
     if req.shift:
         v -= req.shift
     v *= float(1 / req.unit)  # unit is a power of two: exact scaling
     np.rint(v, out=v)
-    np.clip(v, req.ilo, req.ihi, out=v)
+    # after exact scaling, a value can only round past [ilo, ihi] when a scaled bound is not an
+    # integer (then ilo/ihi are its ceiling/floor): clip again in the integer domain
+    if req.shift or (req.lo / float(req.unit)) != req.ilo or (
+            req.hi / float(req.unit)) != req.ihi:
+        np.clip(v, req.ilo, req.ihi, out=v)
     nan = np.isnan(v)
     if nan.any():
         v[nan] = float(min(max(0, req.ilo), req.ihi))
@@ -88,6 +91,8 @@ def bucket_codes(codes: I64, ngroups: int, mask: Bools | None = None) -> I64:
 def grouped_count(codes: I64, ngroups: int, mask: Bools | None = None) -> I64:
     """Rows per group (codes < 0, or == ngroups, are dropped)."""
     b = bucket_codes(codes, ngroups, mask)
+    if ngroups == 1:  # one group: count the rows not sent to the drop bucket
+        return np.array([np.count_nonzero(b == 0)], dtype=np.int64)
     return np.bincount(b, minlength=ngroups + 1)[:ngroups].astype(np.int64)
 
 

@@ -178,3 +178,13 @@ def test_single_group_sum_is_exact() -> None:
         v = rng.integers(-max_abs, max_abs + 1, 2_500_000).astype(np.float64)
         got = grouped_sum_exact(np.zeros(v.size, dtype=np.int64), v, 1, max_abs)
         assert int(got[0]) == sum(int(a) for a in v)
+
+
+def test_counts_respect_dropped_rows_in_one_group() -> None:
+    from dpframe.core.transform import bucket_codes, grouped_count
+
+    codes = np.array([0, -1, 0, 0, -1], dtype=np.int64)
+    mask = np.array([True, True, False, True, True])
+    assert grouped_count(codes, 1).tolist() == [3]
+    assert grouped_count(codes, 1, mask).tolist() == [2]
+    assert grouped_count(bucket_codes(codes, 1, mask), 1).tolist() == [2]  # pre-bucketed
