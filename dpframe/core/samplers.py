@@ -306,6 +306,16 @@ def _split_exponent(x: Fraction) -> int:
     return k
 
 
+def _threshold_table(bound: Bound) -> _Table:
+    """Exact ``_TABLE_BITS``-bit thresholds of the boundaries ``F_0 < F_1 < ...`` until they
+    reach the top of the word range (at most 64 of them)."""
+    thr: list[int] = []
+    cap = (1 << _TABLE_BITS) - 1
+    while len(thr) < 64 and (not thr or thr[-1] < cap):
+        thr.append(_floor_scaled(bound, len(thr), _TABLE_BITS))
+    return _Table(thr, _TABLE_BITS, bound)
+
+
 @functools.lru_cache(maxsize=128)
 def _geometric_table(rate: Fraction) -> _Table:
     """Geometric, ratio ``Q = exp(-rate)``: ``F_j = 1 - Q**(j + 1)``; ``X = K`` means ``>= K``."""
@@ -314,12 +324,7 @@ def _geometric_table(rate: Fraction) -> _Table:
         lo, hi = _exp_neg_interval(rate * (j + 1), p)
         return 1 - hi, 1 - lo
 
-    bound = _refined(raw)
-    thr: list[int] = []
-    cap = (1 << _TABLE_BITS) - 1
-    while len(thr) < 64 and (not thr or thr[-1] < cap):
-        thr.append(_floor_scaled(bound, len(thr), _TABLE_BITS))
-    return _Table(thr, _TABLE_BITS, bound)
+    return _threshold_table(_refined(raw))
 
 
 @functools.lru_cache(maxsize=128)
@@ -336,12 +341,7 @@ def _laplace_head_table(x: Fraction, k: int) -> _Table:
         n_lo, n_hi = _exp_neg_interval(x * (1 + j * (1 << k)), p + 4)
         return 1 - 2 * n_hi / (1 + a_lo), 1 - 2 * n_lo / (1 + a_hi)
 
-    bound = _refined(raw)
-    thr: list[int] = []
-    cap = (1 << _TABLE_BITS) - 1
-    while len(thr) < 64 and (not thr or thr[-1] < cap):
-        thr.append(_floor_scaled(bound, len(thr), _TABLE_BITS))
-    return _Table(thr, _TABLE_BITS, bound)
+    return _threshold_table(_refined(raw))
 
 
 @functools.lru_cache(maxsize=96)  # about 200 KB each; three per large scale
