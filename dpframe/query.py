@@ -148,13 +148,12 @@ class Query:
             ):
                 raise ValidationError("histogram bins must be >= 2 finite, increasing edges")
             return
-        lo, hi = self.bounds_of(m.column)
+        self.bounds_of(m.column)  # raises BoundsError when missing or malformed
         if m.op == "quantile":
             if m.q is None or not (0 <= m.q <= 1):
                 raise ValidationError("quantile level q must be in [0, 1]")
             if m.grid < 2:
                 raise ValidationError("the candidate grid needs at least 2 points")
-        del lo, hi
 
     def bounds_of(self, column: str) -> tuple[Fraction, Fraction]:
         """The declared bounds of ``column`` as exact fractions, or :class:`BoundsError`."""

@@ -21,7 +21,7 @@ to a float is post-processing.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 from typing import Literal
@@ -290,7 +290,6 @@ class ExponentialSpec:
     epsilon: Fraction
     utility_sensitivity: int
     n_candidates: int
-    extra: dict[str, object] = field(default_factory=dict)
 
     def utility_error(self, level: float = 0.95) -> float:
         """Utility shortfall bound holding with probability ``level``."""

@@ -27,7 +27,7 @@ import numpy.typing as npt
 from ..errors import ValidationError
 from ..query import Measure, Query
 from .accounting import PrivacyCost, poisson_subsampling
-from .mechanisms import ExponentialSpec, NoiseSpec, noise_spec, rho_for
+from .mechanisms import ExponentialSpec, NoiseSpec, noise_spec, power_of_two_at_most, rho_for
 from .rng import RandomSource
 from .sensitivity import (
     Contribution,
@@ -87,8 +87,6 @@ def fixed_point_request(column: str, lo: Fraction, hi: Fraction, shift: Fraction
         return AggregateRequest("fixed_sum", column, float(lo), float(hi), 0.0, Fraction(1),
                                 ilo, ihi, integer=True)
     m = max(abs(lo - shift), abs(hi - shift))
-    from .mechanisms import power_of_two_at_most
-
     unit = power_of_two_at_most(m) / (1 << ACCUMULATION_BITS)
     ilo = math.ceil((lo - shift) / unit)
     ihi = math.floor((hi - shift) / unit)

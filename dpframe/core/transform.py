@@ -105,9 +105,7 @@ def grouped_sum_exact(codes: I64, values: F64, ngroups: int, max_abs: int,
     summed in chunks of 2**53 / max_abs rows (2**20 rows for the fixed-point default), and the
     chunk sums are added as integers. Very large values are split as hi * 2**26 + lo first.
     """
-    b = bucket_codes(codes, ngroups, mask)
-    if mask is not None or (codes < 0).any():
-        values = np.where(b == ngroups, 0.0, values)
+    b = bucket_codes(codes, ngroups, mask)  # dropped rows sum into bucket ngroups, discarded
     total = np.zeros(ngroups + 1, dtype=object)
     parts: list[tuple[F64, int]] = [(values, 1)]
     if max_abs > (1 << 40):
