@@ -204,28 +204,29 @@ class PrivateFrame:
         r = self._run(q, dry_run)
         return r if isinstance(r, dict) else self._scalar(r.measures[0], False)
 
+    def _quantile(self, column: str, label: str, q: object, epsilon: float, resolution: int,
+                  dry_run: bool, description: str) -> Any:
+        meas = _quantile_measure(column, label, q, resolution)
+        r = self._run(self._query([meas], epsilon, 0.0, description=description), dry_run)
+        return r if isinstance(r, dict) else self._scalar(r.measures[0], False)
+
     def quantile(self, column: str, q: float = 0.5, *, epsilon: float,
                  resolution: int = DEFAULT_GRID, dry_run: bool = False) -> Any:
         """Quantile by the exponential mechanism over ``resolution`` grid points in the bounds."""
-        qq = exact_fraction(q, "q")
-        meas = Measure("quantile", column, label="quantile", q=qq, grid=_grid(resolution))
-        r = self._run(self._query([meas], epsilon, 0.0, description=f"quantile({column}, {q})"),
-                      dry_run)
-        return r if isinstance(r, dict) else self._scalar(r.measures[0], False)
+        return self._quantile(column, "quantile", q, epsilon, resolution, dry_run,
+                              f"quantile({column}, {q})")
 
     def max(self, column: str, *, epsilon: float, resolution: int = DEFAULT_GRID,
             dry_run: bool = False) -> Any:
         """Maximum by the exponential mechanism (never Laplace on the max)."""
-        meas = Measure("quantile", column, label="max", q=Fraction(1), grid=_grid(resolution))
-        r = self._run(self._query([meas], epsilon, 0.0, description=f"max({column})"), dry_run)
-        return r if isinstance(r, dict) else self._scalar(r.measures[0], False)
+        return self._quantile(column, "max", None, epsilon, resolution, dry_run,
+                              f"max({column})")
 
     def min(self, column: str, *, epsilon: float, resolution: int = DEFAULT_GRID,
             dry_run: bool = False) -> Any:
         """Minimum by the exponential mechanism."""
-        meas = Measure("quantile", column, label="min", q=Fraction(0), grid=_grid(resolution))
-        r = self._run(self._query([meas], epsilon, 0.0, description=f"min({column})"), dry_run)
-        return r if isinstance(r, dict) else self._scalar(r.measures[0], False)
+        return self._quantile(column, "min", None, epsilon, resolution, dry_run,
+                              f"min({column})")
 
     def median(self, column: str, *, epsilon: float, resolution: int = DEFAULT_GRID,
                dry_run: bool = False) -> Any:
@@ -267,6 +268,18 @@ class PrivateFrame:
         if keys not in (None, "public", "private"):
             raise ValidationError("keys must be 'private' (DP key selection) or omitted")
         return PrivateGroupBy(self, cols, keys == "private")
+
+
+_QUANTILE_LEVELS = {"max": Fraction(1), "min": Fraction(0), "median": Fraction(1, 2)}
+
+
+def _quantile_measure(column: str, label: str, q: object, resolution: object,
+                      weight: Fraction = Fraction(1)) -> Measure:
+    """An exponential-mechanism measure: ``label`` is max/min/median (its level) or quantile
+    (level ``q``)."""
+    level = _QUANTILE_LEVELS[label] if label in _QUANTILE_LEVELS else exact_fraction(q, "q")
+    return Measure("quantile", column, label=label, q=level, grid=_grid(resolution),
+                   weight=weight)
 
 
 def _grid(resolution: object) -> int:
@@ -348,22 +361,21 @@ class PrivateGroupBy:
             resolution: int = DEFAULT_GRID, dry_run: bool = False,
             selection_share: float | None = None) -> Any:
         """Per-group maximum by the exponential mechanism."""
-        meas = Measure("quantile", column, label="max", q=Fraction(1), grid=_grid(resolution))
+        meas = _quantile_measure(column, "max", None, resolution)
         return self._one(meas, column, epsilon, delta, None, None, dry_run, selection_share)
 
     def min(self, column: str, *, epsilon: float, delta: float = 0.0,
             resolution: int = DEFAULT_GRID, dry_run: bool = False,
             selection_share: float | None = None) -> Any:
         """Per-group minimum by the exponential mechanism."""
-        meas = Measure("quantile", column, label="min", q=Fraction(0), grid=_grid(resolution))
+        meas = _quantile_measure(column, "min", None, resolution)
         return self._one(meas, column, epsilon, delta, None, None, dry_run, selection_share)
 
     def quantile(self, column: str, q: float = 0.5, *, epsilon: float, delta: float = 0.0,
                  resolution: int = DEFAULT_GRID, dry_run: bool = False,
                  selection_share: float | None = None) -> Any:
         """Per-group quantile by the exponential mechanism."""
-        meas = Measure("quantile", column, label="quantile", q=exact_fraction(q, "q"),
-                       grid=_grid(resolution))
+        meas = _quantile_measure(column, "quantile", q, resolution)
         return self._one(meas, column, epsilon, delta, None, None, dry_run, selection_share)
 
     def agg(self, spec: Mapping[str, str | Sequence[str]], *, epsilon: float,
@@ -387,10 +399,8 @@ class PrivateGroupBy:
         ws = _fraction_weights(weights, len(pairs), labels)
         measures = []
         for (col, op), w in zip(pairs, ws, strict=True):
-            if op in ("max", "min", "median"):
-                qv = {"max": Fraction(1), "min": Fraction(0), "median": Fraction(1, 2)}[op]
-                measures.append(Measure("quantile", col, label=op, q=qv, grid=_grid(resolution),
-                                        weight=w))
+            if op in _QUANTILE_LEVELS:
+                measures.append(_quantile_measure(col, op, None, resolution, w))
             else:
                 measures.append(Measure(op, col, label=op, weight=w))  # type: ignore[arg-type]
         r = self._release(measures, epsilon, delta, mechanism=mechanism, ci=ci, dry_run=dry_run,
