@@ -190,19 +190,30 @@ def _round_up(value: Decimal, scale: Decimal) -> Fraction:
     return Fraction(v)
 
 
-def round_up(x: Fraction) -> Fraction:
-    """``x`` rounded up to :data:`SIGNIFICANT_DIGITS` significant digits (for long fractions)."""
+def _round_sig(x: Fraction, up: bool) -> Fraction:
+    """``x`` rounded up (or down) to :data:`SIGNIFICANT_DIGITS` significant digits, exactly:
+    the 80-digit quotient may itself be off by rounding, so step one quantum until the result
+    is on the right side of ``x``. Non-positive ``x`` gives 0."""
     if x <= 0:
         return _ZERO
     with decimal.localcontext(_ctx()) as ctx:
         v = Decimal(x.numerator) / Decimal(x.denominator)
         quantum = Decimal(1).scaleb(v.adjusted() - SIGNIFICANT_DIGITS + 1)
-        ctx.rounding = decimal.ROUND_CEILING
+        ctx.rounding = decimal.ROUND_CEILING if up else decimal.ROUND_FLOOR
         q = v.quantize(quantum)
-    out = Fraction(q)
-    while out < x:  # the 80-digit quotient was rounded down; step one quantum up
-        out += Fraction(quantum)
+    out, step = Fraction(q), Fraction(quantum)
+    if up:
+        while out < x:
+            out += step
+    else:
+        while out > x:
+            out -= step
     return out
+
+
+def round_up(x: Fraction) -> Fraction:
+    """``x`` rounded up to :data:`SIGNIFICANT_DIGITS` significant digits (for long fractions)."""
+    return _round_sig(x, up=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -365,17 +376,7 @@ def zcdp_rho_for_epsilon(epsilon: Any, delta: Any) -> Fraction:
 
 
 def _round_down_sig(x: Fraction) -> Fraction:
-    if x <= 0:
-        return _ZERO
-    with decimal.localcontext(_ctx()) as ctx:
-        v = Decimal(x.numerator) / Decimal(x.denominator)
-        quantum = Decimal(1).scaleb(v.adjusted() - SIGNIFICANT_DIGITS + 1)
-        ctx.rounding = decimal.ROUND_FLOOR
-        q = v.quantize(quantum)
-    out = Fraction(q)
-    while out > x:
-        out -= Fraction(quantum)
-    return out
+    return _round_sig(x, up=False)
 
 
 def advanced_composition(eps: Any, delta: Any, k: int, delta_prime: Any) -> PrivacyCost:
