@@ -436,6 +436,15 @@ def _default_binary_categories(arr: npt.NDArray[Any], name: str) -> list[Any]:
     raise ValidationError(f"{name} is not binary (bool or 0/1): declare categories=")
 
 
+def _implied_categories(inp: _Input, name: str) -> list[Any]:
+    """Categories when none are declared: a categorical dtype's levels (dtype metadata, public),
+    else binary (False, True) or (0, 1)."""
+    if inp.cat_levels is not None:
+        return _check_categories(inp.cat_levels, "categories of the categorical dtype")
+    assert inp.arr is not None
+    return _default_binary_categories(inp.arr, name)
+
+
 def _category_array(cats: list[Any], dtype: np.dtype[Any]) -> npt.NDArray[Any]:
     """The categories as an array of ``dtype`` when that is lossless, else as objects."""
     if dtype.kind != "O":
@@ -601,14 +610,8 @@ def randomized_response(values: Any, epsilon: float | None = None,
     ``seed=`` is deterministic and insecure (tests and docs only); the default reads the OS CSPRNG.
     """
     inp = _read_values(values, name)
-    if categories is None:
-        if inp.cat_levels is not None:
-            cats = _check_categories(inp.cat_levels, "categories of the categorical dtype")
-        else:
-            assert inp.arr is not None
-            cats = _default_binary_categories(inp.arr, name)
-    else:
-        cats = _check_categories(categories)
+    cats = _implied_categories(inp, name) if categories is None else _check_categories(
+        categories)
     k = len(cats)
     design, _ = _design_for(epsilon, k, preset)
     source = _check_rng(seed, rng)
@@ -765,11 +768,7 @@ def estimate_frequencies(reports: Any, epsilon: float | None = None,
             raise ValidationError(f"{name} must be one-dimensional for method '{method}'")
         inp = _read_values(reports, name)
         if cats is None:
-            if inp.cat_levels is not None:
-                cats = _check_categories(inp.cat_levels, "categories of the categorical dtype")
-            else:
-                assert inp.arr is not None
-                cats = _default_binary_categories(inp.arr, name)
+            cats = _implied_categories(inp, name)
         k = len(cats)
         if method == "rr" and k != 2:
             raise ValidationError("method 'rr' needs exactly 2 categories; use 'krr'")
