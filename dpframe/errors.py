@@ -23,6 +23,10 @@ class KeysError(ValidationError):
     """Grouping without public keys and without ``keys="private"``."""
 
 
+class PrivacyUnitError(ValidationError):
+    """A release under another privacy unit than the one its session (and ledger) protects."""
+
+
 class BudgetExceededError(DPError):
     """The query does not fit the remaining budget: nothing computed, nothing charged."""
 
@@ -37,5 +41,6 @@ __all__ = [
     "DPError",
     "KeysError",
     "LedgerError",
+    "PrivacyUnitError",
     "ValidationError",
 ]

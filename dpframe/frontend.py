@@ -18,8 +18,15 @@ import pandas as pd
 
 from .backends.base import Backend
 from .core.plan import CoreRelease, MeasureRelease
-from .errors import ValidationError
-from .query import DEFAULT_GRID, Measure, Query, exact_fraction, normalise_keys
+from .errors import KeysError, ValidationError
+from .query import (
+    DEFAULT_GRID,
+    Measure,
+    Query,
+    exact_fraction,
+    normalise_keys,
+    quantile_level,
+)
 
 if TYPE_CHECKING:
     from .session import Session
@@ -83,7 +90,7 @@ class PrivateFrame:
         session: Session | None = None,
         *,
         bounds: Mapping[str, tuple[float, float]] | None = None,
-        keys: Mapping[str, Sequence[object]] | None = None,
+        keys: Mapping[str, Sequence[object] | str] | None = None,
         schema: Any = None,
         privacy_unit: str | None = None,
         max_rows_per_unit: int | None = None,
@@ -96,7 +103,7 @@ class PrivateFrame:
         self._backend = backend
         self._session = session
         b: dict[str, tuple[float, float]] = {}
-        k: dict[str, Sequence[object]] = {}
+        k: dict[str, Sequence[object] | str] = {}
         if schema is not None:
             sb, sk = bounds_and_keys_from_schema(schema)
             b.update(sb)
@@ -150,12 +157,7 @@ class PrivateFrame:
         if mechanism is not None and mechanism not in ("laplace", "gaussian", "geometric"):
             raise ValidationError("mechanism must be 'laplace' or 'gaussian'")
         mech = "laplace" if mechanism == "geometric" else mechanism
-        keys = dict(self._keys)
-        for col in by:
-            if col not in keys and not private:
-                cats = self._backend.categories(col) if col in self._backend.schema() else None
-                if cats is not None:
-                    keys[col] = tuple(cats)
+        keys = self._resolved_keys(by if not private else ())
         share = Fraction(1, 2) if selection_share is None else exact_fraction(
             selection_share, "selection_share", positive=True)
         return Query(tuple(measures), eps, dlt, bounds=self._bounds, by=by, keys=keys,
@@ -164,6 +166,21 @@ class PrivateFrame:
                      mechanism=mech,  # type: ignore[arg-type]
                      ci=ci, selection_share=share, sample_rate=self._sample_rate,
                      description=description)
+
+    def _resolved_keys(self, by: tuple[str, ...]) -> dict[str, tuple[object, ...]]:
+        """Declared key lists, with ``"categories"`` resolved from the dtype of a Categorical
+        (its declared categories: public by the analyst's explicit say-so, PRIVACY.md)."""
+        keys: dict[str, tuple[object, ...]] = {}
+        for col, declared in self._keys.items():
+            if not isinstance(declared, str):
+                keys[col] = declared
+            elif col in by:
+                cats = self._backend.categories(col) if col in self._backend.schema() else None
+                if cats is None:
+                    raise KeysError(f"keys={{{col!r}: 'categories'}} needs a Categorical column "
+                                    "with declared categories; declare the key list instead")
+                keys[col] = normalise_keys({col: list(cats)})[col]  # type: ignore[assignment]
+        return keys
 
     def _run(self, query: Query, dry_run: bool) -> CoreRelease | dict[str, Any]:
         from .release import explain, run_release
@@ -270,6 +287,18 @@ class PrivateFrame:
         return PrivateGroupBy(self, cols, keys == "private")
 
 
+_INDEX_DTYPES = {"int": "int64", "float": "float64", "bool": "bool"}
+
+
+def _label_index(labels: list[object], kind: str, name: str) -> pd.Index:
+    """Released canonical labels as an Index of the dtype of the column's kind (object for
+    other kinds, or for ints beyond int64)."""
+    try:
+        return pd.Index(labels, dtype=_INDEX_DTYPES.get(kind, object), name=name)
+    except (OverflowError, TypeError, ValueError):
+        return pd.Index(labels, dtype=object, name=name)
+
+
 _QUANTILE_LEVELS = {"max": Fraction(1), "min": Fraction(0), "median": Fraction(1, 2)}
 
 
@@ -277,7 +306,7 @@ def _quantile_measure(column: str, label: str, q: object, resolution: object,
                       weight: Fraction = Fraction(1)) -> Measure:
     """An exponential-mechanism measure: ``label`` is max/min/median (its level) or quantile
     (level ``q``)."""
-    level = _QUANTILE_LEVELS[label] if label in _QUANTILE_LEVELS else exact_fraction(q, "q")
+    level = _QUANTILE_LEVELS[label] if label in _QUANTILE_LEVELS else quantile_level(q)
     return Measure("quantile", column, label=label, q=level, grid=_grid(resolution),
                    weight=weight)
 
@@ -307,9 +336,19 @@ class PrivateGroupBy:
         return self._frame._run(q, dry_run)
 
     def _index(self, r: CoreRelease) -> pd.Index:
-        if len(self._by) == 1:
-            return pd.Index([k[0] for k in r.keys], name=self._by[0])
-        return pd.MultiIndex.from_tuples(r.keys, names=list(self._by))
+        """Public keys: the declared labels in declared order. Private keys: canonical labels
+        (already in the core's total order) in an index whose dtype follows the column's public
+        kind, not the released values."""
+        if not self._private:
+            if len(self._by) == 1:
+                return pd.Index([k[0] for k in r.keys], name=self._by[0])
+            return pd.MultiIndex.from_tuples(r.keys, names=list(self._by))
+        kinds = self._frame._backend.schema()
+        levels = [_label_index([k[i] for k in r.keys], kinds[col], col)
+                  for i, col in enumerate(self._by)]
+        if len(levels) == 1:
+            return levels[0]
+        return pd.MultiIndex.from_arrays(levels, names=list(self._by))
 
     def _series(self, r: CoreRelease, name: str, ci: float | None) -> pd.Series | pd.DataFrame:
         m = r.measures[0]

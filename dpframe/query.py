@@ -9,19 +9,29 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Literal
 
+from .core.values import ColumnKind, canonical
 from .errors import BoundsError, KeysError, ValidationError
 
 Op = Literal["count", "sum", "mean", "quantile", "histogram"]
 MechanismName = Literal["laplace", "gaussian"]
-ColumnKind = Literal["int", "float", "bool", "other"]
+
+#: ``keys={"col": CATEGORIES}`` takes a Categorical's declared categories as public keys.
+CATEGORIES = "categories"
 
 DEFAULT_GRID = 1001
 MAX_ABS_BOUND = 2.0**52
+#: Most exact counters one release may hold (groups x bins or candidates): 2**25 int64 cells,
+#: 256 MiB per aggregate. Checked from public information before any charge.
+MAX_CELLS = 1 << 25
+#: Quantile levels are fractions with at most this denominator (0.333... is read as 1/3): the
+#: exponential mechanism's integer utilities scale with it.
+MAX_LEVEL_DENOMINATOR = 1000
 
 
 def exact_fraction(x: object, name: str, *, positive: bool = False,
@@ -121,12 +131,34 @@ class Query:
                 if col not in self.keys:
                     raise KeysError(
                         f"grouping by {col!r} needs public keys: pass keys={{{col!r}: [...]}}, a "
-                        "pandera isin check, a Categorical column, or keys='private'")
+                        f"pandera isin check, keys={{{col!r}: 'categories'}} for a Categorical "
+                        "whose categories are public, or keys='private'")
                 if len(self.keys[col]) == 0:
                     raise KeysError(f"the declared keys of {col!r} are empty")
+                if schema[col] in ("int", "float", "bool") and any(
+                        not isinstance(canonical(k, "other"), numbers.Number)
+                        for k in self.keys[col]):
+                    raise KeysError(f"column {col!r} is numeric but its declared keys are not "
+                                    "all numbers")
         for m in self.measures:
             self._validate_measure(m, schema)
+        self._check_size()
         return self
+
+    def _check_size(self) -> None:
+        """Refuse, before any charge, a release whose output would not fit in memory: the
+        declared key product times the cells each group needs (bins, candidates)."""
+        groups = 1
+        if self.by and not self.private_keys:
+            for col in self.by:
+                groups *= len(self.keys[col])
+        cells = max((len(m.edges or ()) if m.op == "histogram" else m.grid
+                     if m.op == "quantile" else 1) for m in self.measures)
+        if groups * cells > MAX_CELLS:
+            raise ValidationError(
+                f"this release needs {groups} groups x {cells} cells per group, more than the "
+                f"{MAX_CELLS} exact counters dpframe holds in memory: declare fewer keys, fewer "
+                "bins or a coarser resolution")
 
     def _validate_measure(self, m: Measure, schema: Mapping[str, ColumnKind]) -> None:
         if m.weight <= 0:
@@ -152,6 +184,9 @@ class Query:
         if m.op == "quantile":
             if m.q is None or not (0 <= m.q <= 1):
                 raise ValidationError("quantile level q must be in [0, 1]")
+            if m.q.denominator > MAX_LEVEL_DENOMINATOR:
+                raise ValidationError("quantile level q must be a fraction with denominator "
+                                      f"<= {MAX_LEVEL_DENOMINATOR} (use quantile_level(q))")
             if m.grid < 2:
                 raise ValidationError("the candidate grid needs at least 2 points")
 
@@ -201,14 +236,33 @@ class Query:
         return cols
 
 
-def normalise_keys(keys: Mapping[str, Sequence[object]] | None) -> dict[str, tuple[object, ...]]:
-    """Declared keys as tuples, duplicates removed (order kept)."""
-    out: dict[str, tuple[object, ...]] = {}
+def quantile_level(q: object) -> Fraction:
+    """A quantile level as the nearest fraction with denominator <= 1000 (0.333... is 1/3),
+    the level actually used and stated in the provenance."""
+    f = exact_fraction(q, "q")
+    if not 0 <= f <= 1:
+        raise ValidationError("quantile level q must be in [0, 1]")
+    return f.limit_denominator(MAX_LEVEL_DENOMINATOR)
+
+
+def normalise_keys(keys: Mapping[str, Sequence[object] | str] | None
+                   ) -> dict[str, tuple[object, ...] | str]:
+    """Declared keys as tuples, equal keys removed (the first spelling and order kept), or the
+    opt-in marker ``"categories"`` (a Categorical's categories, resolved from the dtype)."""
+    out: dict[str, tuple[object, ...] | str] = {}
     for col, vals in (keys or {}).items():
+        if isinstance(vals, str) and vals == CATEGORIES:
+            out[col] = CATEGORIES
+            continue
         if isinstance(vals, str | bytes):
-            raise KeysError(f"keys of {col!r} must be a list of values, not a string")
+            raise KeysError(f"keys of {col!r} must be a list of values or 'categories', not a "
+                            "string")
         try:
             out[col] = tuple(dict.fromkeys(vals))
         except TypeError:
             raise KeysError(f"keys of {col!r} must be a list of hashable values") from None
+        for v in out[col]:
+            if canonical(v, "other") is None:
+                raise KeysError(f"the declared keys of {col!r} contain a missing or "
+                                "unsupported value (keys are numbers, strings, bytes or dates)")
     return out

@@ -1,11 +1,14 @@
 """The one release path every front and backend shares (docs/architecture.md).
 
 1. validate the query against the public schema        -> typed error, nothing spent
-2. plan it (sensitivity, mechanism, cost) and let the backend refuse degenerate input
+2. plan it (sensitivity, mechanism, cost): every check that can fail runs here
 3. charge the session's ledger                           -> BudgetExceededError, nothing spent
 4. backend computes exact aggregates (never noise)
 5. the privacy core adds noise; the release is recorded in the ledger
-A failure after the charge keeps the charge and marks the ledger entry failed.
+Whether a query is answered depends only on its arguments and the public schema, never on the
+data (PRIVACY.md): an empty frame or an all-missing column is released with noise like any
+other, so no backend refuses data. A failure after the charge is a defect; should one happen, it
+keeps the charge and marks the ledger entry failed.
 """
 
 from __future__ import annotations
@@ -33,9 +36,7 @@ def prepare(session: Session, query: Query, backend: Backend) -> ReleasePlan:
     """Steps 1-2: validate and plan, with no side effect."""
     schema = backend.schema()
     query.validate(schema)
-    plan = plan_query(query, session.neighbouring, dict(schema))
-    backend.check(plan)
-    return plan
+    return plan_query(query, session.neighbouring, dict(schema))
 
 
 def explain(session: Session, query: Query, backend: Backend) -> dict[str, Any]:

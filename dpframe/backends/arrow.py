@@ -47,8 +47,8 @@ import pyarrow.dataset as ds
 
 from ..core.plan import ExactAggregates, ReleasePlan
 from ..core.transform import compute_exact
+from ..core.values import ColumnKind, canonicalize
 from ..errors import ValidationError
-from ..query import ColumnKind
 from .base import combine_codes, declared_positions, public_key_list
 
 I64 = npt.NDArray[np.int64]
@@ -111,7 +111,7 @@ def numeric_array(col: Column) -> tuple[np.ndarray, Bools]:
     if kind == "other":
         valid = arr.is_valid().to_numpy(zero_copy_only=False)
         return np.zeros(n), np.asarray(valid, dtype=bool)
-    if kind in ("int", "bool") and arr.null_count == 0:
+    if kind in ("int", "bool") and arr.null_count == 0 and arr.type != pa.uint64():
         return arr.to_numpy(zero_copy_only=False).astype(np.int64, copy=False), np.ones(n, bool)
     if arr.type != pa.float64():
         arr = pc.cast(arr, pa.float64())
@@ -137,34 +137,41 @@ def dictionary_codes(col: Column) -> tuple[npt.NDArray[np.integer[Any]], list[ob
 
 
 def factorize(col: Column) -> tuple[I64, list[object]]:
-    """Codes (-1 for missing) and the distinct values behind them, via Arrow dictionaries.
+    """Codes (-1 for missing) and canonical labels of the distinct values, via Arrow
+    dictionaries and the core's canonical value model (:mod:`dpframe.core.values`).
 
-    Values that do not occur (unused dictionary entries) and missing values (null, NaN) get no
-    code, like ``pandas.factorize``.
+    Repeated dictionary entries (``["a", "a", "b"]``), ``0.0`` and ``-0.0``, unused entries and
+    missing values (null, NaN) are handled once, on the dictionary: equal entries share one code
+    (their rows add up, never overwrite), unused and missing ones get none.
     """
     raw, uniques = dictionary_codes(col)
     codes = raw.astype(np.int64)
     n_u = len(uniques)
     if n_u == 0:
         return np.full(codes.size, -1, dtype=np.int64), []
+    kind = arrow_kind(_flat(col).type)
+    remap, labels = canonicalize(uniques, kind)
     present = np.bincount(codes[codes >= 0], minlength=n_u) > 0
-    for i, u in enumerate(uniques):
-        if _missing(u):
-            present[i] = False
-    if present.all():
-        return codes, uniques
-    remap = np.append(np.where(present, np.cumsum(present) - 1, -1), -1)
-    return remap[codes], [u for u, p in zip(uniques, present, strict=True) if p]
+    remap = np.where(present, remap, -1)
+    used = np.unique(remap[remap >= 0])
+    if used.size < len(labels):  # drop classes no row holds
+        dense = np.full(len(labels), -1, dtype=np.int64)
+        dense[used] = np.arange(used.size)
+        remap = np.where(remap >= 0, dense[np.maximum(remap, 0)], -1)
+        labels = [labels[i] for i in used]
+    return np.append(remap, -1)[codes], labels
 
 
 def unit_codes(col: Column) -> I64:
     """An integer per distinct privacy unit (-1 for a missing one), without listing the units:
-    only equality matters, so no Python object is made per unit."""
+    only equality matters, so no Python object is made per unit. Equality is the canonical
+    value model's: ``0.0`` and ``-0.0`` are one unit, as :func:`unit_hash` says too."""
     arr = _decode(_flat(col))
     if pa.types.is_integer(arr.type) and arr.null_count == 0:  # pandas hashes ints faster
         codes, _ = pd.factorize(arr.to_numpy(zero_copy_only=False), sort=False)
         return np.asarray(codes, dtype=np.int64)
     if pa.types.is_floating(arr.type):
+        arr = pc.add(arr, pa.scalar(0.0, arr.type))  # -0.0 + 0.0 is 0.0
         arr = pc.if_else(pc.is_nan(arr), pa.scalar(None, arr.type), arr)
     raw, _ = dictionary_codes(pc.dictionary_encode(arr))
     return raw.astype(np.int64)
@@ -410,42 +417,6 @@ class DatasetSource:
         except OSError:
             return None
 
-    def has_rows(self) -> bool:
-        """Whether there is at least one row (reads metadata or the first block only)."""
-        n = self.row_count()
-        if n is not None:
-            return n > 0
-        return self._dataset.head(1, columns=[]).num_rows > 0
-
-    def all_missing(self, column: str) -> bool | None:
-        """True when metadata proves ``column`` holds only nulls; None when it cannot tell."""
-        if self._files is None:
-            if isinstance(self._dataset, ds.InMemoryDataset):
-                t = self._dataset.to_table(columns=[column])
-                return t.num_rows > 0 and t.column(column).null_count == t.num_rows
-            return None
-        if not self._is_parquet():
-            return None
-        import pyarrow.parquet as pq
-
-        try:
-            for f in self._files:
-                md = pq.ParquetFile(f).metadata
-                idx = [i for i in range(md.num_columns)
-                       if md.schema.column(i).path == column]
-                if len(idx) != 1:
-                    return None
-                for g in range(md.num_row_groups):
-                    rg = md.row_group(g)
-                    st = rg.column(idx[0]).statistics
-                    if st is None or not st.has_null_count:
-                        return None
-                    if st.null_count < rg.num_rows:
-                        return False
-        except OSError:
-            return None
-        return True
-
 
 # -- accumulation ------------------------------------------------------------------------------
 
@@ -486,8 +457,8 @@ def _add_into(acc: np.ndarray | None, new: np.ndarray, index: I64 | None,
         new = new.astype(object)
     if index is None:
         acc[: new.shape[0]] += new
-    else:
-        acc[index] += new  # positions are distinct: plain fancy-index addition is exact
+    else:  # add.at: rows mapped to one position add up (a plain ``acc[index] += new`` would
+        np.add.at(acc, index, new)  # keep only the last of them)
     return acc
 
 
@@ -562,15 +533,6 @@ class ArrowBackend:
     def categories(self, column: str) -> tuple[object, ...] | None:
         """Arrow dictionaries come from the data, not from a declaration: never public keys."""
         return None
-
-    def check(self, plan: ReleasePlan) -> None:
-        """Refuse an empty dataset, or a column that metadata proves entirely missing, before
-        any charge (cheap checks only: metadata or the first block; see docs/scan.md)."""
-        if not self.source.has_rows():
-            raise ValidationError("the dataset has no rows")
-        for m in plan.query.measures:
-            if m.column is not None and m.op != "count" and self.source.all_missing(m.column):
-                raise ValidationError(f"column {m.column!r} has no non-missing value")
 
     def exact(self, plan: ReleasePlan, gen: np.random.Generator) -> ExactAggregates:
         q = plan.query

@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..core.plan import ExactAggregates, ReleasePlan
-from ..query import ColumnKind
+from ..core.values import ColumnKind
 
 
 class Backend(Protocol):
@@ -30,10 +30,6 @@ class Backend(Protocol):
         """Declared categories of a categorical column (dtype metadata, public), else None."""
         ...
 
-    def check(self, plan: ReleasePlan) -> None:
-        """Refuse degenerate input before any charge (no rows, all-missing columns)."""
-        ...
-
     def exact(self, plan: ReleasePlan, gen: np.random.Generator) -> ExactAggregates:
         """Exact aggregates per group, after contribution bounding."""
         ...
@@ -41,7 +37,9 @@ class Backend(Protocol):
 
 def declared_positions(uniques: Sequence[object], declared: Sequence[object]) -> npt.NDArray[
         np.int64]:
-    """Position of each observed unique value in the declared keys, -1 when undeclared."""
+    """Position of each observed unique value in the declared keys, -1 when undeclared or
+    missing. Matching is Python ``==`` (``-0.0`` matches a declared ``0.0``, ``True`` a declared
+    ``1``); NaN never matches (declared keys cannot be missing)."""
     pos: dict[object, int] = {}
     for i, k in enumerate(declared):
         pos.setdefault(k, i)

@@ -20,7 +20,6 @@ dask).
 from __future__ import annotations
 
 import numbers
-from collections.abc import Sequence
 from typing import Any
 
 import dask
@@ -31,8 +30,8 @@ import pandas as pd
 from pandas.util import hash_array
 
 from ..core.plan import ExactAggregates, ReleasePlan
+from ..core.values import ColumnKind
 from ..errors import ValidationError
-from ..query import ColumnKind
 from .pandas import PandasBackend, column_kind
 
 UNIT_HASH_COLUMN = "__dpframe_unit_hash__"
@@ -143,21 +142,6 @@ def merge_partials(*parts: ExactAggregates | pd.Series) -> ExactAggregates:
     return out
 
 
-def _summary(part: pd.DataFrame, columns: Sequence[str]) -> pd.Series:
-    """Rows of a partition and whether each column has a non-missing value in it (one cell)."""
-    out = pd.Series([None], dtype=object)
-    out.iloc[0] = (len(part), tuple(bool(part[c].notna().any()) for c in columns))
-    return out
-
-
-def _combine_summaries(*cells: tuple[int, tuple[bool, ...]] | pd.Series
-                       ) -> tuple[int, tuple[bool, ...]]:
-    parts = [c.iloc[0] if isinstance(c, pd.Series) else c for c in cells]
-    n = sum(p[0] for p in parts)
-    width = len(parts[0][1])
-    return n, tuple(any(p[1][i] for p in parts) for i in range(width))
-
-
 def _tree(leaves: list[Any], combine: Any, split_every: int) -> Any:
     """A delayed tree reduction of ``leaves`` with fan-in ``split_every`` (``combine`` runs at
     least once, also over a single leaf)."""
@@ -206,32 +190,6 @@ class DaskBackend:
                 *(r.column for r in plan.requests if r.column is not None)]
         return list(dict.fromkeys(cols))
 
-    def check(self, plan: ReleasePlan) -> None:
-        """Refuse an empty frame or an all-missing measured column before any charge.
-
-        Cheap in the usual case: the first partition alone settles it when it has rows and a
-        value in every measured column; otherwise one pass over those columns decides. Like
-        the pandas backend, this reveals only emptiness, to the analyst who holds the data.
-        """
-        cols = list(dict.fromkeys(m.column for m in plan.query.measures
-                                  if m.column is not None and m.op != "count"))
-        if self.ddf.npartitions == 0:
-            raise ValidationError("the frame has no rows")
-        frame = self.ddf[cols] if cols else self.ddf[list(self.ddf.columns[:1])]
-        meta = pd.Series([], dtype=object)
-        first = frame.partitions[0].map_partitions(_summary, cols, meta=meta,
-                                                   enforce_metadata=False)
-        (n, present), = dask.compute(_tree(first.to_delayed(), _combine_summaries, 2))
-        if n == 0 or not all(present):
-            every = frame.map_partitions(_summary, cols, meta=meta, enforce_metadata=False)
-            (n, present), = dask.compute(_tree(every.to_delayed(), _combine_summaries,
-                                               self.split_every))
-        if n == 0:
-            raise ValidationError("the frame has no rows")
-        for c, ok in zip(cols, present, strict=True):
-            if not ok:
-                raise ValidationError(f"column {c!r} has no non-missing value")
-
     def prepared(self, plan: ReleasePlan, key: tuple[int, int] = (0, 0)) -> dd.DataFrame:
         """The frame the partials are computed on: needed columns only, and with a privacy
         unit, shuffled by the unit's ``key``-ed hash so that each unit's rows sit in exactly
@@ -257,4 +215,4 @@ class DaskBackend:
                                         enforce_metadata=False, align_dataframes=False)
         agg: ExactAggregates
         agg, = dask.compute(_tree(partials.to_delayed(), merge_partials, self.split_every))
-        return agg  # the core sorts observed private keys before release
+        return agg  # the core sorts the released private keys (never data or partition order)

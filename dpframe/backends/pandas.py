@@ -10,8 +10,8 @@ import pandas as pd
 
 from ..core.plan import ExactAggregates, ReleasePlan
 from ..core.transform import compute_exact
+from ..core.values import ColumnKind, canonicalize, is_canonical
 from ..errors import ValidationError
-from ..query import ColumnKind
 from .base import combine_codes, declared_positions, public_key_list
 
 
@@ -26,28 +26,65 @@ def column_kind(dtype: Any) -> ColumnKind:
     return "other"
 
 
+def _is_uint64(dtype: Any) -> bool:
+    """uint64 values at or above 2**63 do not fit int64: they are read as float64 (exact below
+    2**53, and bounds never exceed 2**52 in magnitude, so clamping is exact)."""
+    return str(dtype).lower() in ("uint64", "uint64[pyarrow]")
+
+
 def numeric_column(s: pd.Series) -> tuple[np.ndarray, npt.NDArray[np.bool_]]:
     """A numeric column as numpy (int64 when it has no missing value, else float64 with NaN)."""
     valid = s.notna().to_numpy(dtype=bool)
     kind = column_kind(s.dtype)
-    if kind in ("int", "bool") and bool(valid.all()):
+    if kind in ("int", "bool") and bool(valid.all()) and not _is_uint64(s.dtype):
         return s.to_numpy(dtype=np.int64), valid
     if kind == "other":  # only counted (count(col)); values are never read
         return np.zeros(len(s)), valid
     return s.to_numpy(dtype=np.float64, na_value=np.nan), valid
 
 
+def _hashable_or_none(v: object) -> object:
+    try:
+        hash(v)
+    except TypeError:
+        return None
+    return v
+
+
+def _factorize_raw(s: pd.Series) -> tuple[npt.NDArray[np.int64], list[object]]:
+    """``pd.factorize`` that never raises on data: unhashable values (a list in an object
+    column) are missing, as PRIVACY.md says of values that do not conform to the schema."""
+    try:
+        codes, uniques = pd.factorize(s, use_na_sentinel=True)
+        return np.asarray(codes, dtype=np.int64), list(uniques)
+    except (TypeError, ValueError):
+        clean = np.array([_hashable_or_none(v) for v in s.to_numpy(dtype=object)], dtype=object)
+        raw, found = pd.factorize(clean, use_na_sentinel=True)
+        return np.asarray(raw, dtype=np.int64), list(found)
+
+
 def factorize(s: pd.Series) -> tuple[npt.NDArray[np.int64], list[object]]:
-    """Codes (-1 for missing) and observed unique values."""
-    codes, uniques = pd.factorize(s, use_na_sentinel=True)
-    return np.asarray(codes, dtype=np.int64), list(uniques)
+    """Codes (-1 for missing) and canonical labels of the distinct values
+    (:mod:`dpframe.core.values`): equal values (``0.0`` / ``-0.0``, ``True`` / ``1`` / ``1.0``)
+    share one code and one canonical label, whatever row came first."""
+    kind = column_kind(s.dtype)
+    if kind == "float":  # -0.0 + 0.0 is 0.0: one spelling before hashing
+        codes, uniques = _factorize_raw(pd.Series(
+            s.to_numpy(dtype=np.float64, na_value=np.nan) + 0.0, copy=False))
+        return codes, [float(u) for u in uniques]  # type: ignore[arg-type]
+    codes, uniques = _factorize_raw(s)
+    if is_canonical(uniques, kind):
+        return codes, uniques
+    remap, labels = canonicalize(uniques, kind)
+    return np.where(codes >= 0, remap[np.maximum(codes, 0)], -1), labels
 
 
 def declared_codes(s: pd.Series, declared: tuple[object, ...]) -> npt.NDArray[np.int64]:
     """Position of each row's key among the declared keys (-1: undeclared or missing).
 
-    Arrow-backed columns use one hash lookup against the declared set (``index_in``); others
-    factorize and map the observed uniques.
+    Rows match declared keys under Python ``==`` (``-0.0`` matches a declared ``0.0``). Arrow-
+    backed columns use one hash lookup against the declared set (``index_in``); others factorize
+    and map the observed uniques.
     """
     pa_array = getattr(s.array, "_pa_array", None)
     if pa_array is not None:
@@ -56,7 +93,10 @@ def declared_codes(s: pd.Series, declared: tuple[object, ...]) -> npt.NDArray[np
 
         try:
             value_set = pa.array(list(declared), type=pa_array.type)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
+            if pa.types.is_floating(pa_array.type):  # Arrow tells -0.0 from 0.0: normalise
+                value_set = pc.add(value_set, 0.0)
+                pa_array = pc.add(pa_array, 0.0)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError):
             value_set = None
         if value_set is not None and len(set(declared)) == len(declared):
             idx = pc.index_in(pa_array, value_set=value_set)
@@ -68,7 +108,8 @@ def declared_codes(s: pd.Series, declared: tuple[object, ...]) -> npt.NDArray[np
 
 
 def unit_codes(s: pd.Series) -> npt.NDArray[np.int64]:
-    """Dense codes of privacy units (-1: missing unit, row dropped).
+    """Dense codes of privacy units (-1: missing unit, row dropped), by the canonical value
+    model: ``0.0`` and ``-0.0`` are one unit, as are ``1`` and ``True`` in an object column.
 
     Integer ids spanning a range no wider than twice the row count are used as offsets, with no
     hashing; anything else is factorized.
@@ -98,16 +139,6 @@ class PandasBackend:
         if isinstance(dtype, pd.CategoricalDtype):
             return tuple(dtype.categories)
         return None
-
-    def check(self, plan: ReleasePlan) -> None:
-        """Degenerate input is refused before any charge. This reveals only that the frame is
-        empty or a column entirely missing, to the analyst who holds the frame; see
-        docs/privacy.md."""
-        if len(self.df) == 0:
-            raise ValidationError("the frame has no rows")
-        for m in plan.query.measures:
-            if m.column is not None and m.op != "count" and not self.df[m.column].notna().any():
-                raise ValidationError(f"column {m.column!r} has no non-missing value")
 
     def group_codes(self, plan: ReleasePlan) -> tuple[npt.NDArray[np.int64],
                                                      list[tuple[object, ...]]]:

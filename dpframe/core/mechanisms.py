@@ -45,6 +45,9 @@ Kind = Literal["laplace", "gaussian"]
 #: two): rounding then costs at most a factor (1 + 2**-20) of noise and moves a value by at most
 #: 2**-21 * epsilon noise scales.
 GRANULARITY_BITS = 20
+#: The exponential mechanism's acceptance rate epsilon / (2 Delta_u) is a fraction a / d with
+#: a, d <= 2**EM_RATE_BITS (the exact Bernoulli(exp(-x)) sampler takes denominators <= 2**40).
+EM_RATE_BITS = 40
 
 
 def power_of_two_at_most(x: Fraction) -> Fraction:
@@ -291,6 +294,36 @@ class ExponentialSpec:
     utility_sensitivity: int
     n_candidates: int
 
+    def __post_init__(self) -> None:
+        # checked when the release is planned, before any charge
+        self.acceptance_rate()
+
+    def acceptance_rate(self) -> tuple[int, int]:
+        """``(a, d)`` with ``a / d <= epsilon / (2 Delta_u)``, ``d <= 2**40``, ``a <= 2**40``:
+        candidate i is accepted with probability exp(-(a / d) gap_i), exactly.
+
+        The rate is epsilon / (2 Delta_u) itself when it fits the exact sampler, else rounded
+        *down* to a dyadic fraction: that is permute-and-flip at some epsilon' <= epsilon, so
+        still epsilon-DP. A rate below 2**-40 cannot be represented: that raises
+        :class:`ValidationError` when the release is planned, before any charge.
+        """
+        r = self.epsilon / (2 * self.utility_sensitivity)
+        cap = Fraction(1 << EM_RATE_BITS)
+        if r >= cap:
+            return 1 << EM_RATE_BITS, 1
+        if r.denominator <= cap and r.numerator <= cap:
+            return r.numerator, r.denominator
+        shift = EM_RATE_BITS
+        a = math.floor(r * (1 << shift))
+        while a >= (1 << EM_RATE_BITS):
+            shift -= 1
+            a = math.floor(r * (1 << shift))
+        if a == 0:
+            raise ValidationError(
+                "epsilon is too small for this exponential mechanism: epsilon / (2 x utility "
+                "sensitivity) is below 2**-40; raise epsilon or lower max_rows_per_unit")
+        return a, 1 << shift
+
     def utility_error(self, level: float = 0.95) -> float:
         """Utility shortfall bound holding with probability ``level``."""
         beta = 1 - level
@@ -313,15 +346,13 @@ class ExponentialSpec:
         if g == 0:
             return np.zeros(0, dtype=np.int64)
         gap = (u.max(axis=1, keepdims=True) - u).reshape(-1)  # >= 0 integers
-        eps = self.epsilon
-        # exp(-eps * gap / (2 Du)) = exp(-(p * gap) / (2 q Du)) with eps = p / q
-        num = eps.numerator * gap
-        den = 2 * eps.denominator * self.utility_sensitivity
-        if den > (1 << 40):
-            # use a smaller epsilon with a short denominator: less privacy loss, still valid
-            eps = Fraction(math.floor(eps * (1 << 20)), 1 << 20)
-            num = eps.numerator * gap
-            den = 2 * eps.denominator * self.utility_sensitivity
+        a, den = self.acceptance_rate()
+        # Gaps are capped at C, where exp(-(a/den) C) <= e^-64. Capping is the mechanism run on
+        # the utility max(u_i, u_max - C): a maximum of two functions of sensitivity Delta_u,
+        # so of sensitivity Delta_u too, with the same best candidates; it keeps a * gap
+        # within int64 whatever the data (a * C <= 64 den + a <= 2**47).
+        cap = -(-64 * den // a)
+        num = a * np.minimum(gap, cap)
         accept = bernoulli_exp_neg(num, np.full(num.size, den, dtype=np.int64), rng).reshape(g, m)
         # a uniformly random order per group: priorities from fresh random words
         prio = rng.words(g * m).reshape(g, m)

@@ -26,7 +26,7 @@ import numpy.typing as npt
 
 from ..errors import ValidationError
 from ..query import Measure, Query
-from .accounting import PrivacyCost, poisson_subsampling
+from .accounting import PrivacyCost, poisson_subsampling, zcdp_to_approx_dp
 from .mechanisms import ExponentialSpec, NoiseSpec, noise_spec, power_of_two_at_most, rho_for
 from .rng import RandomSource
 from .sensitivity import (
@@ -39,6 +39,7 @@ from .sensitivity import (
     quantile_utility_sensitivity,
     sum_sensitivity,
 )
+from .values import sorted_order
 
 ACCUMULATION_BITS = 32
 
@@ -76,7 +77,7 @@ class AggregateRequest:
 
 
 def fixed_point_request(column: str, lo: Fraction, hi: Fraction, shift: Fraction,
-                        integer: bool) -> AggregateRequest:
+                        integer: bool, with_count: bool = False) -> AggregateRequest:
     """Fixed-point accumulation of clamped values: exact integer sums whose per-row bound holds
     by construction (the integer value is clipped after rounding), so float rounding can never
     push a sum past its sensitivity (PRIVACY.md)."""
@@ -91,7 +92,7 @@ def fixed_point_request(column: str, lo: Fraction, hi: Fraction, shift: Fraction
     ilo = math.ceil((lo - shift) / unit)
     ihi = math.floor((hi - shift) / unit)
     return AggregateRequest("fixed_sum", column, float(lo), float(hi), float(shift), unit,
-                            ilo, ihi, with_count=shift != 0)
+                            ilo, ihi, with_count=with_count)
 
 
 @dataclass
@@ -217,15 +218,11 @@ def plan_query(query: Query, relation: Relation, column_kinds: dict[str, str]) -
         eps_measures, delta_measures = eps_total - eps_sel, delta_total - delta_sel
         selection = _plan_selection(relation, contrib, eps_sel, delta_sel)
 
-    rho_total = rho_for(eps_measures, delta_measures) if gaussian else None
-    weights = sum((m.weight for m in query.measures), Fraction(0))
-    plans: list[MeasurePlan] = []
-    for m in query.measures:
-        share = m.weight / weights
-        eps_m, delta_m = eps_measures * share, delta_measures * share
-        rho_m = rho_total * share if rho_total is not None else None
-        plans.append(_plan_measure(query, m, relation, contrib, grouped, eps_m, delta_m, rho_m,
-                                   column_kinds))
+    budgets = _measure_budgets(query.measures, eps_measures, delta_measures, gaussian)
+    plans = [_plan_measure(query, m, relation, contrib, grouped, eps_m, delta_m, rho_m,
+                           column_kinds)
+             for m, (eps_m, delta_m, rho_m) in zip(query.measures, budgets, strict=True)]
+    rho_total = sum((r for _, _, r in budgets if r is not None), Fraction(0))
 
     if query.sample_rate is not None:
         # amplification by Poisson subsampling of units (add_remove neighbours only)
@@ -238,6 +235,36 @@ def plan_query(query: Query, relation: Relation, column_kinds: dict[str, str]) -
     else:
         cost = PrivacyCost(eps_total, delta_total)
     return ReleasePlan(query, relation, plans, selection, cost, contrib)
+
+
+def _measure_budgets(measures: tuple[Measure, ...], eps: Fraction, delta: Fraction,
+                     gaussian: bool) -> list[tuple[Fraction, Fraction, Fraction | None]]:
+    """Each measure's (epsilon, delta, rho) from the query's measure budget (eps, delta).
+
+    Pure-DP measures (every measure without Gaussian noise, and exponential-mechanism measures
+    always) get ``eps * w / W``, their weight's share. With Gaussian noise, the additive measures
+    form one block with ``eps_g = eps * W_g / W`` and all of ``delta``; the block is calibrated
+    in zCDP, ``rho_g = rho_for(eps_g, delta)``, so that rho_g-zCDP implies (eps_g, delta)-DP
+    (Canonne, Kamath and Steinke 2020, Cor. 13), and each Gaussian measure gets ``rho_g * w / W_g``
+    (zCDP composes additively). Basic composition of the block and the pure measures gives
+    (eps, delta) for the query. A Gaussian measure's stated budget is what its own rho gives:
+    (zcdp_to_approx_dp(rho_m, delta_m), delta_m) with ``delta_m = delta * w / W_g``, true of
+    its noise (a share of rho is *not* the same share of epsilon).
+    """
+    total = sum((m.weight for m in measures), Fraction(0))
+    additive = [m for m in measures if m.op != "quantile"]
+    w_g = sum((m.weight for m in additive), Fraction(0))
+    rho_g = rho_for(eps * w_g / total, delta) if gaussian and w_g > 0 else None
+    out: list[tuple[Fraction, Fraction, Fraction | None]] = []
+    for m in measures:
+        if rho_g is None or m.op == "quantile":
+            out.append((eps * m.weight / total, Fraction(0) if gaussian else delta * m.weight
+                        / total, None))
+            continue
+        rho_m = rho_g * m.weight / w_g
+        delta_m = delta * m.weight / w_g
+        out.append((zcdp_to_approx_dp(rho_m, delta_m), delta_m, rho_m))
+    return out
 
 
 def _plan_selection(relation: Relation, contrib: Contribution, eps: Fraction,
@@ -309,7 +336,7 @@ def _plan_measure(query: Query, m: Measure, relation: Relation, contrib: Contrib
                            bounds=(float(lo), float(hi)))
     if m.op == "mean":
         mid = (lo + hi) / 2
-        req = fixed_point_request(m.column, lo, hi, mid, False)
+        req = fixed_point_request(m.column, lo, hi, mid, False, with_count=True)
         ilo, ihi = req.ilo * req.unit, req.ihi * req.unit
         s_sum = sum_sensitivity(relation, ilo, ihi, contrib, grouped)
         s_cnt = count_sensitivity(relation, contrib, grouped)
@@ -350,19 +377,6 @@ class ExactAggregates:
     values: dict[tuple[object, ...], np.ndarray]
     counts: dict[tuple[object, ...], np.ndarray]
     unit_counts: np.ndarray | None = None
-
-    def sorted_by_key(self) -> ExactAggregates:
-        """The same aggregates with keys sorted (observed private keys must never come out in
-        data order, which would leak row order)."""
-        try:
-            order = sorted(range(len(self.keys)), key=lambda i: self.keys[i])
-        except TypeError:
-            order = sorted(range(len(self.keys)), key=lambda i: tuple(map(str, self.keys[i])))
-        return ExactAggregates(
-            [self.keys[i] for i in order],
-            {k: v[order] for k, v in self.values.items()},
-            {k: v[order] for k, v in self.counts.items()},
-            self.unit_counts[order] if self.unit_counts is not None else None)
 
     def merge(self, other: ExactAggregates) -> ExactAggregates:
         """Sum of two blocks' aggregates (blocks must hold disjoint privacy units), aligning
@@ -416,15 +430,21 @@ class CoreRelease:
 
 
 def apply_plan(plan: ReleasePlan, exact: ExactAggregates, rng: RandomSource) -> CoreRelease:
-    """Add noise to exact aggregates as planned. The only place noise meets data."""
-    if plan.query.private_keys:
-        exact = exact.sorted_by_key()
+    """Add noise to exact aggregates as planned. The only place noise meets data.
+
+    Private keys are selected first (noisy distinct-unit counts over the threshold), and only
+    then sorted, by the total order of :mod:`dpframe.core.values` on their canonical labels:
+    the order of the released keys is a function of the released set alone, so a key that was
+    observed but not released cannot move them (PRIVACY.md, "One canonical value model").
+    """
     keys = exact.keys
     keep = np.arange(len(keys))
     if plan.selection is not None:
         assert exact.unit_counts is not None
         noisy = plan.selection.noise.add_noise(exact.unit_counts, Fraction(1), rng)
         keep = np.flatnonzero(noisy >= plan.selection.threshold)
+    if plan.query.private_keys:
+        keep = keep[sorted_order([keys[i] for i in keep])]
         keys = [keys[i] for i in keep]
     level = plan.query.ci or 0.95
     out: list[MeasureRelease] = []

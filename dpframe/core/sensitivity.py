@@ -60,16 +60,18 @@ def count_sensitivity(relation: Relation, c: Contribution, grouped: bool) -> Sen
 def sum_sensitivity(relation: Relation, lo: Fraction, hi: Fraction, c: Contribution,
                     grouped: bool) -> Sensitivity:
     """Clamped sums over [lo, hi]. One row moves a sum by at most M = max(|lo|, |hi|) when added
-    or removed, and by at most hi - lo when replaced."""
+    or removed, and by at most max(hi - lo, M) when replaced (a replaced row of a filtered frame
+    may enter or leave it)."""
     m = max(abs(lo), abs(hi))
     width = hi - lo
     r = Fraction(c.rows)
     if not grouped:
-        # change_one: a unit's a rows are replaced by another unit's b rows, 1 <= a, b <= rows:
-        # the sum moves by at most min(a, b) * width + |a - b| * M. With one row per unit this
-        # is the table's U - L; with more it exceeds rows * (U - L) when the bounds exclude 0
-        # (e.g. [5, 10], 3 rows of 10 replaced by one row of 5 moves the sum by 25, not 15).
-        total = r * m if relation == "add_remove" else width + (r - 1) * max(width, m)
+        # change_one: a unit's a rows are replaced by another unit's b rows, 0 <= a, b <= rows
+        # (the frame may have been filtered, so a replaced unit can also enter or leave it, as
+        # for the count): the sum moves by at most min(a, b) * width + |a - b| * M <=
+        # rows * max(width, M), PRIVACY.md's R * max(U - L, max(|L|, |U|)). With bounds
+        # [100, 101] a row entering a filtered frame moves the sum by 101, not U - L = 1.
+        total = r * m if relation == "add_remove" else r * max(width, m)
         return Sensitivity(total, total, total, 1)
     k = c.groups
     if relation == "add_remove":

@@ -160,7 +160,7 @@ def test_categorical_keys_with_unobserved_categories_and_nan():
     df = pd.DataFrame({"k": pd.Categorical(["lo", "hi", None, "lo"],
                                            categories=["lo", "mid", "hi"], ordered=True),
                        "x": [1.0, 2.0, 3.0, 4.0]})
-    p = df.dp(session(), bounds={"x": (0, 10)})
+    p = df.dp(session(), bounds={"x": (0, 10)}, keys={"k": "categories"})
     out = p.groupby("k").sum("x", epsilon=FINE)
     assert list(out.index) == ["lo", "mid", "hi"]
     assert out.to_numpy() == pytest.approx([5.0, 0.0, 2.0], abs=1e-2)

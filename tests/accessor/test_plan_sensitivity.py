@@ -39,10 +39,10 @@ def oracle(op: str, relation: str, lo: float = 0.0, hi: float = 1.0, rows: int =
     if op == "sum":
         if add:
             return rows * m, 1
-        # Table: U - L for one row. A unit's a <= R rows replaced by b <= R rows (a, b >= 1)
-        # moves the sum by min(a, b) W + |a - b| M: the table's "R (U - L)" only holds when the
-        # bounds contain 0 (W >= M). See the report on the change_one user-level sum fix.
-        return w + (rows - 1) * max(w, m), 1
+        # PRIVACY.md: R * max(U - L, max(|L|, |U|)). A replaced unit's rows may also enter or
+        # leave a filtered frame (as for the count), so one row can move the sum by M > U - L
+        # when the bounds exclude 0 ([100, 101]: 101, not 1).
+        return rows * max(w, m), 1
     if op == "groupby_sum":
         k = groups
         return (rows * k * m, k) if add else (rows * k * max(w, 2 * m), 2 * k)

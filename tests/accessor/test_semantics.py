@@ -100,9 +100,26 @@ def test_categorical_categories_are_the_public_keys():
     df = key_frame()
     df["g"] = pd.Categorical(df["g"].where(df["g"] != "secret"),  # missing key: dropped
                              categories=["b", "a", "unseen"])
-    out = df.dp(session()).groupby("g").count(epsilon=HUGE)
+    out = df.dp(session(), keys={"g": "categories"}).groupby("g").count(epsilon=HUGE)
     assert list(out.index) == ["b", "a", "unseen"]
     assert out.to_dict() == {"b": 3, "a": 5, "unseen": 0}
+
+
+def test_categories_are_public_keys_only_on_opt_in():
+    """``astype("category")`` takes its categories from the data: a city held by one person
+    would appear exactly when that person is present. Without the explicit opt-in, grouping on
+    a Categorical is refused before any charge, naming both ways out."""
+    df = key_frame()
+    df["g"] = df["g"].astype("category")
+    s = session()
+    with pytest.raises(dpf.KeysError, match="'categories'") as info:
+        df.dp(s).groupby("g").count(epsilon=HUGE)
+    assert "keys={'g': [...]}" in str(info.value)
+    assert s.spent == (0.0, 0.0)
+    assert "secret" not in str(info.value)
+    with pytest.raises(dpf.KeysError, match="Categorical"):  # the opt-in needs a Categorical
+        key_frame().dp(s, keys={"g": "categories"}).groupby("g").count(epsilon=HUGE)
+    assert s.spent == (0.0, 0.0)
 
 
 def test_declared_keys_override_categories():

@@ -35,7 +35,7 @@ def test_fixed_point_values_stay_within_integer_bounds(lo: float, hi: float) -> 
 
 def test_mean_shift_is_clipped_after_rounding() -> None:
     lo, hi = Fraction(1_000_000), Fraction(1_000_001)
-    req = fixed_point_request("x", lo, hi, (lo + hi) / 2, False)
+    req = fixed_point_request("x", lo, hi, (lo + hi) / 2, False, with_count=True)
     v = fixed_point(ADVERSARIAL, req)
     assert v.min() >= req.ilo and v.max() <= req.ihi
     assert req.with_count
