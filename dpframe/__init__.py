@@ -11,6 +11,7 @@ from .errors import (
     DPError,
     KeysError,
     LedgerError,
+    PrivacyUnitError,
     ValidationError,
 )
 from .export import read_provenance, to_arrow, to_ipc, to_parquet
@@ -26,6 +27,7 @@ __all__ = [
     "DPError",
     "KeysError",
     "LedgerError",
+    "PrivacyUnitError",
     "Scan",
     "Session",
     "ValidationError",

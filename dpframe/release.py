@@ -36,7 +36,9 @@ def prepare(session: Session, query: Query, backend: Backend) -> ReleasePlan:
     """Steps 1-2: validate and plan, with no side effect."""
     schema = backend.schema()
     query.validate(schema)
-    return plan_query(query, session.neighbouring, dict(schema))
+    plan = plan_query(query, session.neighbouring, dict(schema))
+    session.check_privacy_unit(query.privacy_unit)
+    return plan
 
 
 def explain(session: Session, query: Query, backend: Backend) -> dict[str, Any]:
@@ -54,7 +56,8 @@ def run_release(session: Session, query: Query, backend: Backend) -> CoreRelease
 
     plan = prepare(session, query, backend)
     entry = session.charge(plan.cost, query=query.description or plan.mechanism,
-                           columns=query.columns, mechanism=plan.mechanism)
+                           columns=query.columns, mechanism=plan.mechanism,
+                           privacy_unit=query.privacy_unit)
     try:
         exact = backend.exact(plan, session.rng.sampling_generator())
         release = apply_plan(plan, exact, session.rng)

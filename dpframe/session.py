@@ -27,7 +27,7 @@ from .core.accounting import (
     validate_epsilon,
 )
 from .core.rng import RandomSource
-from .errors import LedgerError, ValidationError
+from .errors import LedgerError, PrivacyUnitError, ValidationError
 from .ledger import NEIGHBOURING, Ledger, MemoryLedger, SqliteLedger
 
 if TYPE_CHECKING:
@@ -102,8 +102,11 @@ class Session:
         name: str | None = None,
         seed: int | None = None,
         allow_budget_change: bool = False,
+        privacy_unit: str | None = None,
     ) -> None:
         eps = validate_epsilon(epsilon, "epsilon")
+        if privacy_unit is not None and (not isinstance(privacy_unit, str) or not privacy_unit):
+            raise ValidationError("privacy_unit must be the name of the unit column")
         dlt = validate_delta(delta, "delta")
         if not isinstance(neighbouring, str) or neighbouring not in NEIGHBOURING:
             raise ValidationError(
@@ -141,6 +144,8 @@ class Session:
             raise ValidationError(
                 f"ledger must be None, a file path or a Ledger, not {type(ledger).__name__}"
             )
+        if privacy_unit is not None and hasattr(self._store, "bind_privacy_unit"):
+            self._store.bind_privacy_unit(unit_code(privacy_unit))
         self.seed: int | None = None if seed is None else int(seed)
         self.rng: RandomSource = RandomSource(self.seed)
         self._tokens: list[contextvars.Token[Session | None]] = []
@@ -195,6 +200,23 @@ class Session:
         e, d = self.remaining_exact
         return float(e), float(d)
 
+    # -- privacy unit ------------------------------------------------------------------------
+
+    @property
+    def privacy_unit(self) -> str | None:
+        """The unit this session protects: the unit column's name, ``"rows"`` for row-level
+        releases, or None until the first release (or ``Session(privacy_unit=...)``) fixes it."""
+        code = self._store.privacy_unit() if hasattr(self._store, "privacy_unit") else None
+        return None if code is None else unit_name(code)
+
+    def check_privacy_unit(self, unit: str | None) -> None:
+        """Refuse (before any charge) a release under another privacy unit than the one this
+        session protects: a budget spent at row level does not bound the loss of a person with
+        many rows, and one spent per user says nothing of rows (PRIVACY.md)."""
+        code = self._store.privacy_unit() if hasattr(self._store, "privacy_unit") else None
+        if code is not None and code != unit_code(unit):
+            raise PrivacyUnitError(privacy_unit_message(code, unit_code(unit)))
+
     # -- the release path --------------------------------------------------------------------
 
     def fits(self, cost: PrivacyCost) -> bool:
@@ -204,12 +226,16 @@ class Session:
         return self._store.fits(cost)
 
     def charge(
-        self, cost: PrivacyCost, *, query: str, columns: list[str], mechanism: str
+        self, cost: PrivacyCost, *, query: str, columns: list[str], mechanism: str,
+        privacy_unit: str | None | Literal[False] = False,
     ) -> int:
         """Charge ``cost`` to the ledger before computing a release; return the entry id.
 
         Atomic: either the whole cost is recorded (durably, for a SQLite ledger) or, when it
         does not fit, :class:`~dpframe.errors.BudgetExceededError` is raised and nothing is.
+        ``privacy_unit`` (a unit column, or None for rows) is checked against the unit the
+        ledger protects in the same transaction, and fixes it on the first release
+        (:class:`~dpframe.errors.PrivacyUnitError` when it differs: nothing charged).
         """
         if not isinstance(cost, PrivacyCost):
             raise ValidationError(f"cost must be a PrivacyCost, not {type(cost).__name__}")
@@ -222,6 +248,8 @@ class Session:
             "mechanism": str(mechanism),
             "seeded": self.seeded,
         }
+        if privacy_unit is not False:
+            meta["privacy_unit"] = unit_code(privacy_unit)
         return self._store.charge(cost, meta)
 
     def record(self, entry_id: int, *, status: str, details: Mapping[str, Any]) -> None:
@@ -347,6 +375,38 @@ class Session:
             + (", seeded" if self.seeded else "")
             + ")"
         )
+
+
+ROW_UNIT = "rows"
+_COLUMN_PREFIX = "column:"
+
+
+def unit_code(unit: str | None) -> str:
+    """How a privacy unit is recorded in a ledger: ``"rows"``, or ``"column:<name>"``."""
+    return ROW_UNIT if unit is None else _COLUMN_PREFIX + unit
+
+
+def unit_name(code: str) -> str:
+    """The unit column's name, or ``"rows"`` for row-level releases."""
+    return code[len(_COLUMN_PREFIX):] if code.startswith(_COLUMN_PREFIX) else ROW_UNIT
+
+
+def _describe_unit(code: str) -> str:
+    if code.startswith(_COLUMN_PREFIX):
+        return f"the values of column {unit_name(code)!r}"
+    return "single rows"
+
+
+def privacy_unit_message(bound: str, asked: str) -> str:
+    """Why a release under ``asked`` is refused by a session protecting ``bound``."""
+    if bound.startswith(_COLUMN_PREFIX):
+        how = (f"pass privacy_unit={unit_name(bound)!r} and max_rows_per_unit to df.dp(...), "
+               "or use another session and ledger for")
+    else:
+        how = ("declare dpf.Session(privacy_unit=...) on a new session and ledger for")
+    return (f"this session (and its ledger) protects {_describe_unit(bound)}; a release "
+            f"protecting {_describe_unit(asked)} would not be bounded by its budget: {how} "
+            f"releases protecting {_describe_unit(asked)}")
 
 
 def explain_epsilon(epsilon: float, delta: float = 0.0, *, label: str = "") -> str:

@@ -114,7 +114,7 @@ def numeric_array(col: Column) -> tuple[np.ndarray, Bools]:
     if kind in ("int", "bool") and arr.null_count == 0 and arr.type != pa.uint64():
         return arr.to_numpy(zero_copy_only=False).astype(np.int64, copy=False), np.ones(n, bool)
     if arr.type != pa.float64():
-        arr = pc.cast(arr, pa.float64())
+        arr = pc.cast(arr, pa.float64(), safe=False)  # exact below 2**53; larger are clamped
     x = np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.float64)
     return x, ~np.isnan(x)
 
