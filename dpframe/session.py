@@ -227,7 +227,7 @@ class Session:
 
     def charge(
         self, cost: PrivacyCost, *, query: str, columns: list[str], mechanism: str,
-        privacy_unit: str | None | Literal[False] = False,
+        privacy_unit: str | Literal[False] | None = False,
     ) -> int:
         """Charge ``cost`` to the ledger before computing a release; return the entry id.
 

@@ -174,16 +174,7 @@ def test_empty_and_all_missing_data_give_the_same_structure_on_pandas_and_scans(
             assert s.spent == (3.0, 0.0)
 
 
-# -- 8. nothing raises after the charge -------------------------------------------------------------
-
-def _spent_unchanged_or_result(s: dpf.Session, call: Any) -> Any:
-    before = s.spent
-    try:
-        return call()
-    except dpf.DPError:
-        assert s.spent == before, "raised after the charge"
-        raise
-
+# -- 8. nothing raises after the charge ------------------------------------------------------
 
 def test_mean_with_bounds_symmetric_about_zero():
     df = pd.DataFrame({"x": [-5.0, 5.0, 1.0], "g": ["a", "a", "b"], "n": [-3, 2, 9]})
