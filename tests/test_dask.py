@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+dask = pytest.importorskip("dask")
 dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("dask.distributed")
 
@@ -366,3 +367,22 @@ def test_import_dpframe_does_not_import_dask() -> None:
     code = ("import dask.dataframe as dd, pandas as pd, dpframe; "
             "dd.from_pandas(pd.DataFrame({'a': [1]}), npartitions=1).dp")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_private_keys_are_canonical_whatever_partition_holds_which_spelling(
+        client: Any) -> None:
+    """0.1 released the spelling of the first partition that held a key (``-0.0`` or ``0.0``;
+    ``True`` or ``1``): the merge kept the first seen. Partitions now label keys canonically."""
+    outs = []
+    for first in ([-0.0, True], [0.0, 1]):
+        second = [0.0 if first[0] == 0 else -0.0, 1.0]
+        df = pd.DataFrame({"f": [first[0]] * 3 + [second[0]] * 3,
+                           "o": pd.Series([first[1]] * 3 + [second[1]] * 3, dtype=object)})
+        with dask.config.set({"dataframe.convert-string": False}):  # keep the object column
+            ddf = dd.from_pandas(df, npartitions=2, sort=False)
+        s = dpf.Session(1e9, 0.5, seed=1)
+        f = ddf.dp(s).groupby("f", keys="private").count(epsilon=1e6, delta=1e-3)
+        o = ddf.dp(s).groupby("o", keys="private").count(epsilon=1e6, delta=1e-3)
+        outs.append(([(type(k), repr(k)) for k in f.index], f.tolist(),
+                     [(type(k), repr(k)) for k in o.index], o.tolist(), str(o.index.dtype)))
+    assert outs[0] == outs[1] == ([(float, "0.0")], [6], [(int, "1")], [6], "object")
