@@ -16,7 +16,7 @@ Mechanisms (``q = e^-eps``, ``k`` declared categories):
 * basic one-time RAPPOR: one-hot bit vector, every bit flipped to a fresh fair coin with
   probability ``f = 2 / (1 + e^(eps/2))``, i.e. each bit is binary RR with eps/2.
 
-Exact sampling. ``epsilon`` is read as the exact rational ``Fraction(repr(float(eps)))``. The
+Exact sampling. ``epsilon`` is read as an exact rational by the one number rule (0.1 is 1/10). The
 randomizer draws a data-independent offset ``D`` in ``{0..k-1}`` with ``P(D = 0) = p`` and
 ``P(D = j) = p'`` and reports category ``(x + D) mod k`` (for k = 2: ``x XOR D``). ``D`` is the
 bin of a uniform real ``U`` in [0, 1) among the cut points ``c_j = (1 + (j-1) q) / (1 + (k-1) q)``
@@ -49,6 +49,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from .core.accounting import to_fraction
 from .core.rng import RandomSource
 from .errors import ValidationError
 
@@ -280,13 +281,8 @@ def _apply_offsets(codes: npt.NDArray[np.integer[Any]], offsets: npt.NDArray[np.
 
 
 def _exact_epsilon(epsilon: object, name: str = "epsilon") -> Fraction:
-    """``Fraction(repr(float(epsilon)))`` for a finite real epsilon > 0, else ValidationError."""
-    if isinstance(epsilon, bool | np.bool_) or not isinstance(epsilon, numbers.Real):
-        raise ValidationError(f"{name} must be a positive finite number")
-    e = float(epsilon)
-    if not math.isfinite(e) or e <= 0:
-        raise ValidationError(f"{name} must be a positive finite number")
-    return Fraction(repr(e))
+    """An epsilon > 0 by the one number rule (:func:`dpframe.core.accounting.to_fraction`)."""
+    return to_fraction(epsilon, name, positive=True)
 
 
 def _is_missing(v: object) -> bool:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Literal
 
+from .core.accounting import to_fraction
 from .core.values import ColumnKind, canonical
 from .errors import BoundsError, KeysError, ValidationError
 
@@ -25,7 +26,7 @@ MechanismName = Literal["laplace", "gaussian"]
 CATEGORIES = "categories"
 
 DEFAULT_GRID = 1001
-MAX_ABS_BOUND = 2.0**52
+MAX_ABS_BOUND = 1 << 52
 #: Most exact counters one release may hold (groups x bins or candidates): 2**25 int64 cells,
 #: 256 MiB per aggregate. Checked from public information before any charge.
 MAX_CELLS = 1 << 25
@@ -34,33 +35,11 @@ MAX_CELLS = 1 << 25
 MAX_LEVEL_DENOMINATOR = 1000
 
 
-def exact_fraction(x: object, name: str, *, positive: bool = False,
-                   allow_zero: bool = True) -> Fraction:
-    """A user number as an exact Fraction (floats via their shortest decimal repr).
-
-    ``0.01`` becomes exactly 1/100, so budgets add up the way people write them.
-    """
-    if isinstance(x, bool) or not isinstance(x, int | float | Fraction):
-        try:
-            import numpy as np
-
-            if isinstance(x, np.integer | np.floating) and not isinstance(x, np.bool_):
-                x = x.item()
-            else:
-                raise TypeError
-        except TypeError:
-            raise ValidationError(f"{name} must be a number") from None
-    assert isinstance(x, int | float | Fraction)
-    if isinstance(x, float):
-        if not math.isfinite(x):
-            raise ValidationError(f"{name} must be finite")
-        # float() first: repr(np.float64(0.1)) is 'np.float64(0.1)' under numpy 2
-        f = Fraction(repr(float(x)))
-    else:
-        f = Fraction(x)
-    if f < 0 or (positive and f == 0) or (not allow_zero and f == 0):
-        raise ValidationError(f"{name} must be {'positive' if positive else 'non-negative'}")
-    return f
+def exact_fraction(x: object, name: str, *, positive: bool = False) -> Fraction:
+    """A user number as an exact Fraction by the one number rule
+    (:func:`dpframe.core.accounting.to_fraction`: floats via their shortest decimal form, so
+    ``0.01`` is exactly 1/100 and ``np.float32(0.1)`` is 1/10; Decimal and Fraction exact)."""
+    return to_fraction(x, name, positive=positive)
 
 
 @dataclass(frozen=True)
@@ -201,24 +180,18 @@ class Query:
             lo_raw, hi_raw = b
         except (TypeError, ValueError):
             raise BoundsError(f"bounds of {column!r} must be a (lo, hi) pair") from None
-        for v in (lo_raw, hi_raw):
-            if isinstance(v, bool | str | bytes):
-                raise BoundsError(f"bounds of {column!r} must be numbers")
-            if not isinstance(v, int | float | Fraction):
-                try:
-                    float(v)  # numpy scalars
-                except (TypeError, ValueError):
-                    raise BoundsError(f"bounds of {column!r} must be numbers") from None
-        lo_f, hi_f = float(lo_raw), float(hi_raw)
-        if not (math.isfinite(lo_f) and math.isfinite(hi_f)):
-            raise BoundsError(f"bounds of {column!r} must be finite")
-        if not lo_f < hi_f:
+        try:
+            lo, hi = (to_fraction(v, f"bounds of {column!r}", signed=True)
+                      for v in (lo_raw, hi_raw))
+        except ValidationError:
+            raise BoundsError(f"bounds of {column!r} must be finite numbers") from None
+        if not lo < hi:
             raise BoundsError(f"bounds of {column!r} must satisfy lo < hi")
-        if max(abs(lo_f), abs(hi_f)) > MAX_ABS_BOUND:
+        if max(abs(lo), abs(hi)) > MAX_ABS_BOUND:
             raise BoundsError(
                 f"bounds of {column!r} exceed 2**52 in magnitude: exact accumulation could "
                 "overflow; rescale the column")
-        return Fraction(repr(lo_f)), Fraction(repr(hi_f))
+        return lo, hi
 
     def with_(self, **changes: object) -> Query:
         """A copy with some fields replaced."""

@@ -49,6 +49,7 @@ def to_fraction(
     *,
     positive: bool = False,
     below_one: bool = False,
+    signed: bool = False,
 ) -> Fraction:
     """Validate a user-supplied number and convert it to an exact :class:`Fraction`.
 
@@ -56,7 +57,9 @@ def to_fraction(
     shortest decimal representation (``0.01 -> 1/100``), so what the user typed is what is
     charged. Rejects bools, strings, None, complex numbers, NaN, infinities and negative values
     with :class:`~dpframe.errors.ValidationError`; with ``positive=True`` also zero, with
-    ``below_one=True`` also values ``>= 1``. Messages name the argument, never data.
+    ``below_one=True`` also values ``>= 1``; ``signed=True`` accepts negative values (bounds).
+    Messages name the argument, never data. This is the one number rule of PRIVACY.md
+    (epsilon, delta, bounds, weights, rates, levels): ``np.float32(0.1)`` is 1/10 everywhere.
     """
     if isinstance(x, bool) or type(x).__name__ in {"bool_", "bool"}:
         raise ValidationError(f"{name} must be a number, not a bool")
@@ -87,7 +90,7 @@ def to_fraction(
             f = Fraction(text)
         except (ValueError, ZeroDivisionError):
             f = Fraction(float.__repr__(v))
-    if f < 0:
+    if f < 0 and not signed:
         raise ValidationError(f"{name} must be non-negative, got {_fmt(f)}")
     if positive and f == 0:
         raise ValidationError(f"{name} must be positive, got 0")

@@ -250,3 +250,23 @@ def test_uint64_values_beyond_int64_are_clamped_not_wrapped():
     df = pd.DataFrame({"x": np.array([2**63 + 5, 50, 100], dtype=np.uint64)})
     for front in (df, scan_of(df)):
         assert front.dp(session(), bounds={"x": (0, 2500)}).sum("x", epsilon=HUGE) == 2650
+
+
+# -- one number rule (PRIVACY.md, Budget) ------------------------------------------------------------
+
+def test_numbers_are_read_by_one_rule_in_sessions_queries_and_bounds():
+    """np.float32(0.1) is 1/10 in a Session and in a query alike (0.1 refused a 0.1 query with
+    "needs 0.1 but only 0.1 remain"); Decimal and Fraction work everywhere."""
+    from decimal import Decimal
+
+    df = pd.DataFrame({"x": [0.05, 0.1, 0.2]})
+    s = dpf.Session(np.float32(0.1))
+    df.dp(s).count(epsilon=np.float32(0.1))
+    assert s.remaining == (0.0, 0.0)
+    s = dpf.Session(Decimal("0.3"))
+    for eps in (Decimal("0.1"), Fraction(1, 10), 0.1):
+        df.dp(s, bounds={"x": (Decimal("0"), np.float32(0.1))}).sum("x", epsilon=eps)
+    assert s.remaining == (0.0, 0.0)
+    dry = df.dp(s, bounds={"x": (np.float32(-0.1), np.float32(0.1))}).sum(
+        "x", epsilon=1, dry_run=True)
+    assert dry["measures"][0]["sensitivity"] == pytest.approx(0.1, abs=1e-9)
