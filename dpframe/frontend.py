@@ -94,7 +94,7 @@ class PrivateFrame:
         schema: Any = None,
         privacy_unit: str | None = None,
         max_rows_per_unit: int | None = None,
-        max_groups_per_unit: int = 1,
+        max_groups_per_unit: int | None = None,
     ) -> None:
         from .session import Session
 
@@ -112,6 +112,8 @@ class PrivateFrame:
         k.update(dict(keys or {}))  # normalise_keys checks them (a string is not a key list)
         self._bounds = b
         self._keys = normalise_keys(k)
+        if privacy_unit is not None and not isinstance(privacy_unit, str):
+            raise ValidationError("privacy_unit must be a column name (a string)")
         if privacy_unit is not None and privacy_unit not in backend.schema():
             raise ValidationError(f"unknown privacy_unit column {privacy_unit!r}")
         for name, val in (("max_rows_per_unit", max_rows_per_unit),
@@ -121,9 +123,14 @@ class PrivateFrame:
                 raise ValidationError(f"{name} must be a positive integer")
         if privacy_unit is not None and max_rows_per_unit is None:
             raise ValidationError("privacy_unit needs max_rows_per_unit (a contribution bound)")
+        if privacy_unit is None and (max_rows_per_unit is not None
+                                     or max_groups_per_unit is not None):
+            raise ValidationError("max_rows_per_unit and max_groups_per_unit bound a privacy "
+                                  "unit's rows: pass privacy_unit= too (each row is its own unit "
+                                  "otherwise)")
         self._unit = privacy_unit
         self._max_rows = int(max_rows_per_unit or 1)
-        self._max_groups = int(max_groups_per_unit)
+        self._max_groups = int(max_groups_per_unit or 1)
         self._sample_rate: Fraction | None = None
 
     def sample(self, rate: float) -> PrivateFrame:
@@ -282,6 +289,8 @@ class PrivateFrame:
         cols = (by,) if isinstance(by, str) else tuple(by)
         if not cols:
             raise ValidationError("groupby needs at least one column")
+        if not all(isinstance(c, str) for c in cols):
+            raise ValidationError("groupby columns are named by strings")
         if keys not in (None, "public", "private"):
             raise ValidationError("keys must be 'private' (DP key selection) or omitted")
         return PrivateGroupBy(self, cols, keys == "private")

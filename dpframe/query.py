@@ -16,7 +16,7 @@ from fractions import Fraction
 from typing import Literal
 
 from .core.accounting import to_fraction
-from .core.values import ColumnKind, canonical
+from .core.values import NUMERIC_KINDS, ColumnKind, canonical
 from .errors import BoundsError, KeysError, ValidationError
 
 Op = Literal["count", "sum", "mean", "quantile", "histogram"]
@@ -85,6 +85,10 @@ class Query:
         """Check the query against the public schema; raise a typed error before any charge."""
         if not self.measures:
             raise ValidationError("a query needs at least one aggregate")
+        for col in (*self.by, self.privacy_unit, *(m.column for m in self.measures)):
+            if col is not None and not isinstance(col, str):
+                raise ValidationError(f"columns are named by strings, not {type(col).__name__} "
+                                      "(sum('x'), not sum(['x']))")
         if self.epsilon <= 0:
             raise ValidationError("epsilon must be positive")
         if not (0 <= self.delta < 1):
@@ -114,11 +118,14 @@ class Query:
                         "whose categories are public, or keys='private'")
                 if len(self.keys[col]) == 0:
                     raise KeysError(f"the declared keys of {col!r} are empty")
-                if schema[col] in ("int", "float", "bool") and any(
+                if schema[col] in NUMERIC_KINDS and any(
                         not isinstance(canonical(k, "other"), numbers.Number)
                         for k in self.keys[col]):
                     raise KeysError(f"column {col!r} is numeric but its declared keys are not "
                                     "all numbers")
+                if schema[col] == "str" and any(not isinstance(k, str) for k in self.keys[col]):
+                    raise KeysError(f"column {col!r} holds text but its declared keys are not "
+                                    "all strings")
         for m in self.measures:
             self._validate_measure(m, schema)
         self._check_size()
@@ -150,7 +157,7 @@ class Query:
             raise ValidationError(f"unknown column {m.column!r}")
         if m.op == "count":
             return
-        if schema[m.column] not in ("int", "float", "bool"):
+        if schema[m.column] not in NUMERIC_KINDS:
             raise ValidationError(f"column {m.column!r} is not numeric")
         if m.op == "histogram":
             edges = m.edges or ()

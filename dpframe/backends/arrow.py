@@ -47,7 +47,7 @@ import pyarrow.dataset as ds
 
 from ..core.plan import ExactAggregates, ReleasePlan
 from ..core.transform import compute_exact
-from ..core.values import ColumnKind, canonicalize
+from ..core.values import NUMERIC_KINDS, ColumnKind, canonicalize
 from ..errors import ValidationError
 from .base import combine_codes, declared_positions, public_key_list
 
@@ -82,6 +82,8 @@ def arrow_kind(t: pa.DataType) -> ColumnKind:
         return "int"
     if pa.types.is_floating(t):
         return "float"
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return "str"
     return "other"
 
 
@@ -108,7 +110,7 @@ def numeric_array(col: Column) -> tuple[np.ndarray, Bools]:
     arr = _decode(_flat(col))
     kind = arrow_kind(arr.type)
     n = len(arr)
-    if kind == "other":
+    if kind not in NUMERIC_KINDS:
         valid = arr.is_valid().to_numpy(zero_copy_only=False)
         return np.zeros(n), np.asarray(valid, dtype=bool)
     if kind in ("int", "bool") and arr.null_count == 0 and arr.type != pa.uint64():
@@ -349,6 +351,9 @@ class DatasetSource:
                 self._dataset = ds.dataset(files, format=fmt)
         self._columns = list(columns) if columns is not None else None
         names = self._dataset.schema.names
+        if len(set(names)) != len(names):
+            raise ValidationError("a column name appears more than once: give each column a "
+                                  "unique name")
         if self._columns is not None:
             unknown = [c for c in self._columns if c not in names]
             if unknown:

@@ -32,7 +32,7 @@ from pandas.util import hash_array
 from ..core.plan import ExactAggregates, ReleasePlan
 from ..core.values import ColumnKind
 from ..errors import ValidationError
-from .pandas import PandasBackend, column_kind
+from .pandas import PandasBackend, column_kind, column_labels
 
 UNIT_HASH_COLUMN = "__dpframe_unit_hash__"
 DEFAULT_SPLIT_EVERY = 8
@@ -170,6 +170,7 @@ class DaskBackend:
             raise ValidationError("split_every must be an integer >= 2")
         if UNIT_HASH_COLUMN in ddf.columns:
             raise ValidationError(f"column name {UNIT_HASH_COLUMN!r} is reserved")
+        self._labels = column_labels(ddf.columns)
         self.ddf = ddf
         self.split_every = split_every
         self.shuffle_method = shuffle_method
@@ -179,8 +180,9 @@ class DaskBackend:
 
     def categories(self, column: str) -> tuple[object, ...] | None:
         """Categories of a categorical column when Dask knows them (metadata, never data)."""
-        dtype = self.ddf.dtypes[column]
-        if not isinstance(dtype, pd.CategoricalDtype) or not self.ddf[column].cat.known:
+        label = self._labels[column]
+        dtype = self.ddf.dtypes[label]
+        if not isinstance(dtype, pd.CategoricalDtype) or not self.ddf[label].cat.known:
             return None
         return tuple(dtype.categories)
 
@@ -194,11 +196,11 @@ class DaskBackend:
         """The frame the partials are computed on: needed columns only, and with a privacy
         unit, shuffled by the unit's ``key``-ed hash so that each unit's rows sit in exactly
         one partition."""
-        frame = self.ddf[self._columns(plan)]
+        frame = self.ddf[[self._labels[c] for c in self._columns(plan)]]
         unit = plan.query.privacy_unit
         if unit:
             meta = frame._meta.assign(**{UNIT_HASH_COLUMN: np.zeros(0, dtype=np.uint64)})
-            hashed = frame.map_partitions(_with_unit_hash, unit, key, meta=meta)
+            hashed = frame.map_partitions(_with_unit_hash, self._labels[unit], key, meta=meta)
             frame = hashed.shuffle(on=UNIT_HASH_COLUMN, shuffle_method=self.shuffle_method,
                                    force=True)
         return frame

@@ -10,7 +10,7 @@ import pandas as pd
 
 from ..core.plan import ExactAggregates, ReleasePlan
 from ..core.transform import compute_exact
-from ..core.values import ColumnKind, canonicalize, is_canonical
+from ..core.values import NUMERIC_KINDS, ColumnKind, canonicalize, is_canonical
 from ..errors import ValidationError
 from .base import combine_codes, declared_positions, public_key_list
 
@@ -23,6 +23,8 @@ def column_kind(dtype: Any) -> ColumnKind:
         return "int"
     if pd.api.types.is_float_dtype(dtype):
         return "float"
+    if pd.api.types.is_string_dtype(dtype) and not pd.api.types.is_object_dtype(dtype):
+        return "str"
     return "other"
 
 
@@ -38,7 +40,7 @@ def numeric_column(s: pd.Series) -> tuple[np.ndarray, npt.NDArray[np.bool_]]:
     kind = column_kind(s.dtype)
     if kind in ("int", "bool") and bool(valid.all()) and not _is_uint64(s.dtype):
         return s.to_numpy(dtype=np.int64), valid
-    if kind == "other":  # only counted (count(col)); values are never read
+    if kind not in NUMERIC_KINDS:  # only counted (count(col)); values are never read
         return np.zeros(len(s)), valid
     return s.to_numpy(dtype=np.float64, na_value=np.nan), valid
 
@@ -123,6 +125,24 @@ def unit_codes(s: pd.Series) -> npt.NDArray[np.int64]:
     return factorize(s)[0]
 
 
+def column_labels(columns: pd.Index) -> dict[str, Any]:
+    """Query name (``str(label)``) -> column label, refusing what no name could address
+    unambiguously: several column levels, or two labels with one name (a duplicate, or ``0``
+    and ``"0"``). Column names are public schema, so the refusal reveals nothing."""
+    if isinstance(columns, pd.MultiIndex):
+        raise ValidationError("columns with several levels (a MultiIndex) are not supported: "
+                              "flatten them first, e.g. df.columns = ['_'.join(map(str, c)) "
+                              "for c in df.columns]")
+    labels: dict[str, Any] = {}
+    for c in columns:
+        name = str(c)
+        if name in labels:
+            raise ValidationError(f"column name {name!r} appears more than once (or as both a "
+                                  "number and a string): give each column a unique name")
+        labels[name] = c
+    return labels
+
+
 class PandasBackend:
     """Exact aggregates of an in-memory pandas DataFrame."""
 
@@ -130,12 +150,18 @@ class PandasBackend:
         if not isinstance(df, pd.DataFrame):
             raise ValidationError("expected a pandas DataFrame")
         self.df = df
+        self._labels = column_labels(df.columns)
+
+    def column(self, name: str) -> pd.Series:
+        """The column a query names (``"0"`` names a column labelled ``0``)."""
+        return self.df[self._labels[name]]
 
     def schema(self) -> dict[str, ColumnKind]:
-        return {str(c): column_kind(t) for c, t in self.df.dtypes.items()}
+        return {name: column_kind(self.df.dtypes.iloc[i]) for i, name in
+                enumerate(self._labels)}
 
     def categories(self, column: str) -> tuple[object, ...] | None:
-        dtype = self.df[column].dtype
+        dtype = self.column(column).dtype
         if isinstance(dtype, pd.CategoricalDtype):
             return tuple(dtype.categories)
         return None
@@ -152,12 +178,12 @@ class PandasBackend:
         observed: list[list[object]] = []
         for col in q.by:
             if q.private_keys:
-                codes, uniques = factorize(self.df[col])
+                codes, uniques = factorize(self.column(col))
                 per_col.append(codes)
                 sizes.append(max(len(uniques), 1))
                 observed.append(uniques)
             else:
-                per_col.append(declared_codes(self.df[col], q.keys[col]))
+                per_col.append(declared_codes(self.column(col), q.keys[col]))
                 sizes.append(len(q.keys[col]))
         if not q.private_keys:
             if len(q.by) == 1:
@@ -189,6 +215,6 @@ class PandasBackend:
         codes, keys = self.group_codes(plan)
         units = None
         if plan.query.privacy_unit:
-            units = unit_codes(self.df[plan.query.privacy_unit])
-        agg = compute_exact(plan, codes, keys, units, lambda c: numeric_column(self.df[c]), gen)
+            units = unit_codes(self.column(plan.query.privacy_unit))
+        agg = compute_exact(plan, codes, keys, units, lambda c: numeric_column(self.column(c)), gen)
         return agg

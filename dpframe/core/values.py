@@ -36,8 +36,10 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-#: Public kind of a column, from its dtype only.
-ColumnKind = Literal["int", "float", "bool", "other"]
+#: Public kind of a column, from its dtype only: numbers, text (a string dtype: every value is
+#: a str or missing), or other (object columns, dates, ...).
+ColumnKind = Literal["int", "float", "bool", "str", "other"]
+NUMERIC_KINDS: tuple[ColumnKind, ...] = ("int", "float", "bool")
 
 I64 = npt.NDArray[np.int64]
 
@@ -147,7 +149,7 @@ def canonicalize(uniques: Sequence[object], kind: ColumnKind) -> tuple[I64, list
 
 def is_canonical(uniques: Sequence[object], kind: ColumnKind) -> bool:
     """Cheap test that ``uniques`` need no merging or relabelling (e.g. all ``str``)."""
-    if kind == "other":
+    if kind in ("str", "other"):
         return all(type(u) is str for u in uniques)
     if kind == "int":
         return all(type(u) is int for u in uniques)
@@ -181,5 +183,5 @@ def sorted_order(keys: Sequence[tuple[object, ...]]) -> list[int]:
         return sorted(range(len(keys)), key=safe)
 
 
-__all__ = ["ColumnKind", "canonical", "canonicalize", "is_canonical", "order_key",
+__all__ = ["NUMERIC_KINDS", "ColumnKind", "canonical", "canonicalize", "is_canonical", "order_key",
            "sorted_order"]

@@ -270,3 +270,59 @@ def test_numbers_are_read_by_one_rule_in_sessions_queries_and_bounds():
     dry = df.dp(s, bounds={"x": (np.float32(-0.1), np.float32(0.1))}).sum(
         "x", epsilon=1, dry_run=True)
     assert dry["measures"][0]["sensitivity"] == pytest.approx(0.1, abs=1e-9)
+
+
+# -- bad inputs get a typed error before any charge (issue 12) --------------------------------------
+
+def test_column_names_that_no_query_name_could_address_are_refused():
+    s = session()
+    dup = pd.DataFrame([[1.0, 2.0]], columns=["x", "x"])
+    with pytest.raises(dpf.ValidationError, match="more than once"):
+        dup.dp(s, bounds={"x": (0, 3)}).sum("x", epsilon=1)
+    mixed = pd.DataFrame([[1.0, 2.0]], columns=[0, "0"])
+    with pytest.raises(dpf.ValidationError, match="more than once"):
+        mixed.dp(s)
+    multi = pd.DataFrame([[1.0]], columns=pd.MultiIndex.from_tuples([("a", "b")]))
+    with pytest.raises(dpf.ValidationError, match="MultiIndex"):
+        multi.dp(s)
+    with pytest.raises(dpf.ValidationError, match="more than once"):
+        dpf.scan(pa.Table.from_arrays([pa.array([1.0]), pa.array([2.0])], names=["x", "x"]))
+    assert s.spent == (0.0, 0.0)
+
+
+def test_integer_column_labels_are_addressed_by_their_string_name():
+    df = pd.DataFrame({0: [1.0, 2.0, 3.0], 1: ["a", "a", "b"]})
+    s = session()
+    assert df.dp(s, bounds={"0": (0, 5)}).sum("0", epsilon=HUGE) == pytest.approx(6.0)
+    out = df.dp(s, keys={"1": ["a", "b"]}).groupby("1").count(epsilon=HUGE)
+    assert out.to_dict() == {"a": 2, "b": 1}
+
+
+def test_columns_must_be_named_by_strings():
+    df = pd.DataFrame({"x": [1.0], "g": ["a"]})
+    s = session()
+    with pytest.raises(dpf.ValidationError, match="strings"):
+        df.dp(s, bounds={"x": (0, 1)}).sum(["x"], epsilon=1)  # type: ignore[arg-type]
+    with pytest.raises(dpf.ValidationError, match="strings"):
+        df.dp(s, keys={"g": ["a"]}).groupby([["g"]]).count(epsilon=1)  # type: ignore[list-item]
+    with pytest.raises(dpf.ValidationError, match="string"):
+        df.dp(s, privacy_unit=["g"], max_rows_per_unit=1)  # type: ignore[arg-type]
+    assert s.spent == (0.0, 0.0)
+
+
+def test_contribution_bounds_without_a_privacy_unit_are_refused_not_ignored():
+    df = pd.DataFrame({"x": [1.0]})
+    with pytest.raises(dpf.ValidationError, match="privacy_unit"):
+        df.dp(session(), max_rows_per_unit=5)
+    with pytest.raises(dpf.ValidationError, match="privacy_unit"):
+        df.dp(session(), max_groups_per_unit=2)
+
+
+def test_text_columns_refuse_declared_keys_that_are_not_strings():
+    df = pd.DataFrame({"g": pd.array(["1", "2"], dtype="string")})
+    s = session()
+    with pytest.raises(dpf.KeysError, match="strings"):
+        df.dp(s, keys={"g": [1, 2]}).groupby("g").count(epsilon=1)
+    with pytest.raises(dpf.KeysError, match="strings"):
+        scan_of(df).dp(s, keys={"g": [1, 2]}).groupby("g").count(epsilon=1)
+    assert s.spent == (0.0, 0.0)
