@@ -272,7 +272,7 @@ def test_numbers_are_read_by_one_rule_in_sessions_queries_and_bounds():
     assert dry["measures"][0]["sensitivity"] == pytest.approx(0.1, abs=1e-9)
 
 
-# -- bad inputs get a typed error before any charge (issue 12) --------------------------------------
+# -- bad inputs get a typed error before any charge (issue 12) -----------------------------
 
 def test_column_names_that_no_query_name_could_address_are_refused():
     s = session()
