@@ -350,3 +350,59 @@ def test_partition_count_and_progress(parquet_dir: Path, capsys: pytest.CaptureF
     with pytest.raises(dpf.ValidationError):
         dpf.scan(parquet_dir, partitions=0)
     assert os.environ.get("DPFRAME_NO_SUCH_VAR") is None
+
+
+def _big_session() -> dpf.Session:
+    """A budget for releases at epsilon 1e6, whose geometric noise is 0 but with probability
+    ~e^-1e5: the released values are the exact aggregates."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return dpf.Session(1e9, 1e-3, seed=5)
+
+
+# -- values that do not conform to the schema are missing, never raised on after the charge --------
+
+def test_text_far_down_a_numeric_csv_column_is_missing_not_an_error(tmp_path: Path) -> None:
+    """0.1 raised pyarrow's ArrowInvalid quoting the private value, after charging."""
+    lines = ["cost,g,flag"] + [f"{i % 10},a,true" for i in range(200_000)]
+    lines += ["SECRET-987654,b,maybe", "1,2,3,4", "5,a,false"]
+    path = tmp_path / "x.csv"
+    path.write_text("\n".join(lines) + "\n")
+    s = _big_session()
+    scan = dpf.scan(path)
+    assert scan.schema.field("cost").type == pa.int64()
+    total = scan.dp(s, bounds={"cost": (0, 10)}).sum("cost", epsilon=1e6)
+    assert total == sum(i % 10 for i in range(200_000)) + 5
+    assert scan.dp(s).count("cost", epsilon=1e6) == 200_001
+    assert scan.dp(s, bounds={"flag": (0, 1)}).sum("flag", epsilon=1e6) == 200_000
+    out = scan.dp(s, keys={"g": ["a", "b"]}).groupby("g").count(epsilon=1e6)
+    assert out.to_dict() == {"a": 200_001, "b": 1}
+
+
+def test_parquet_files_with_differing_column_types_conform_to_the_schema(tmp_path: Path) -> None:
+    """0.1 read a text ``cost`` column of a second file as zeros (the mean came out half)."""
+    pq.write_table(pa.table({"cost": pa.array([4.0, 6.0])}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"cost": pa.array(["4", "SECRET-987654", " 6 "])}),
+                   tmp_path / "b.parquet")
+    pq.write_table(pa.table({"cost": pa.array([5, 2**70 // 2**20], pa.int64())}),
+                   tmp_path / "c.parquet")
+    pq.write_table(pa.table({"other": pa.array([1, 2])}), tmp_path / "d.parquet")  # no cost
+    s = _big_session()
+    scan = dpf.scan(sorted(tmp_path.glob("*.parquet")))
+    assert scan.dp(s).count(epsilon=1e6) == 9
+    assert scan.dp(s).count("cost", epsilon=1e6) == 6
+    mean = scan.dp(s, bounds={"cost": (0, 10)}).mean("cost", epsilon=1e6)
+    assert abs(mean - (4 + 6 + 4 + 6 + 5 + 10) / 6) < 1e-3
+
+
+def test_conform_array_never_wraps_truncates_or_raises() -> None:
+    from dpframe.backends.arrow import conform_array
+
+    ints = conform_array(pa.array([1.0, 2.5, float("nan"), 3e30, -4.0]), pa.int64())
+    assert ints.to_pylist() == [1, None, None, None, -4]
+    text = conform_array(pa.array(["1e3", "x", None, "-inf", ""]), pa.float64())
+    assert text.to_pylist() == [1000.0, None, None, float("-inf"), None]
+    flags = conform_array(pa.array([" TRUE", "0", "yes"]), pa.bool_())
+    assert flags.to_pylist() == [True, False, None]
+    assert conform_array(pa.array([[1], [2]]), pa.float64()).null_count == 2
+    assert conform_array(pa.array([1, 2]), pa.string()).to_pylist() == ["1", "2"]

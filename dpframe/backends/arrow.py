@@ -43,6 +43,7 @@ import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.csv as pacsv
 import pyarrow.dataset as ds
 
 from ..core.plan import ExactAggregates, ReleasePlan
@@ -226,6 +227,90 @@ def unit_hash(col: Column, key: tuple[int, int]) -> npt.NDArray[np.uint64]:
 
 # -- the source ------------------------------------------------------------------------------------
 
+_NUMBER_TEXT = (r"^\s*[+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|inf|infinity|nan)\s*$")
+
+
+def _null(n: int, t: pa.DataType) -> pa.Array:
+    return pa.nulls(n, type=t)
+
+
+def conform_array(arr: Column, t: pa.DataType) -> pa.Array:
+    """``arr`` in the type ``t`` of the public schema, never raising on values: a value that
+    does not conform (text in a numeric column, a fraction in an integer column, a number out
+    of the type's range) is missing, never silently another number (PRIVACY.md)."""
+    a = _flat(arr)
+    have = a.type.value_type if pa.types.is_dictionary(a.type) else a.type
+    want = t.value_type if pa.types.is_dictionary(t) else t
+    if have == want or pa.types.is_null(want):
+        return a
+    a = _decode(a)
+    n = len(a)
+    if pa.types.is_null(a.type):
+        return _null(n, want)
+    if pa.types.is_integer(want) or pa.types.is_floating(want) or pa.types.is_boolean(want):
+        return _to_number(a, want)
+    try:
+        return pc.cast(a, want)  # numbers to text, timestamps between units: exact
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return _null(n, want)
+
+
+def _to_number(a: pa.Array, want: pa.DataType) -> pa.Array:
+    text_type = pa.types.is_string(a.type) or pa.types.is_large_string(a.type)
+    if text_type and pa.types.is_boolean(want):
+        word = pc.utf8_trim_whitespace(pc.utf8_lower(a))
+        true = pc.is_in(word, value_set=pa.array(["true", "1"]))
+        false = pc.is_in(word, value_set=pa.array(["false", "0"]))
+        return pc.if_else(true, True, pc.if_else(false, pa.scalar(False),
+                                                 pa.scalar(None, pa.bool_())))
+    if text_type:
+        try:
+            a = pc.cast(a, pa.float64())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            text = pc.utf8_lower(a)
+            ok = pc.fill_null(pc.match_substring_regex(text, _NUMBER_TEXT), False)
+            a = pc.cast(pc.if_else(ok, pc.utf8_trim_whitespace(text), pa.scalar(None, a.type)),
+                        pa.float64())
+    elif not (pa.types.is_integer(a.type) or pa.types.is_floating(a.type)
+              or pa.types.is_boolean(a.type)):
+        return _null(len(a), want)
+    try:
+        return pc.cast(a, want)  # safe: raises instead of truncating or wrapping
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        pass
+    x = np.asarray(pc.cast(a, pa.float64(), safe=False).to_numpy(zero_copy_only=False),
+                   dtype=np.float64)
+    if pa.types.is_floating(want):
+        return pa.array(x, type=want, from_pandas=True)
+    info = np.iinfo(want.to_pandas_dtype()) if pa.types.is_integer(want) else None
+    ok = np.isfinite(x) & (x == np.floor(x))
+    if info is not None:
+        ok &= (x >= info.min) & (x <= info.max)
+    else:
+        ok &= (x == 0) | (x == 1)
+    return pa.array(np.where(ok, x, 0), mask=~ok).cast(want)
+
+
+def conform_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """``batch`` with exactly the columns of ``schema``, each conformed by
+    :func:`conform_array`; a column the batch lacks is all missing."""
+    if batch.schema.names == schema.names and all(
+            _same_kind(batch.schema.field(i).type, f.type) for i, f in enumerate(schema)):
+        return batch
+    n = batch.num_rows
+    names = batch.schema.names
+    arrays = [conform_array(batch.column(names.index(f.name)), f.type) if f.name in names
+              else _null(n, f.type.value_type if pa.types.is_dictionary(f.type) else f.type)
+              for f in schema]
+    return pa.RecordBatch.from_arrays(arrays, names=schema.names)
+
+
+def _same_kind(have: pa.DataType, want: pa.DataType) -> bool:
+    h = have.value_type if pa.types.is_dictionary(have) else have
+    w = want.value_type if pa.types.is_dictionary(want) else want
+    return bool(h == w)
+
+
 class _Failed:
     def __init__(self, exc: BaseException) -> None:
         self.exc = exc
@@ -376,35 +461,79 @@ class DatasetSource:
         f = self._format
         return f == "parquet" or isinstance(f, ds.ParquetFileFormat)
 
+    def _is_csv(self) -> bool:
+        f = self._format
+        return f == "csv" or isinstance(f, ds.CsvFileFormat)
+
+    def _csv_read_format(self, columns: Sequence[str]) -> ds.CsvFileFormat:
+        """The CSV format used to *read*: the columns a query needs as text (conformed to the
+        public schema batch by batch, so a malformed value far down a file is missing instead
+        of an error quoting it), and rows with the wrong number of fields skipped."""
+        base = self._format if isinstance(self._format, ds.CsvFileFormat) else ds.CsvFileFormat()
+        opts = base.default_fragment_scan_options
+        conv = opts.convert_options
+        text = {c: pa.string() for c in columns
+                if pa.types.is_integer(self._dataset.schema.field(c).type)
+                or pa.types.is_floating(self._dataset.schema.field(c).type)
+                or pa.types.is_boolean(self._dataset.schema.field(c).type)}
+        convert = pacsv.ConvertOptions(
+            column_types={**dict(conv.column_types), **text}, null_values=conv.null_values,
+            true_values=conv.true_values, false_values=conv.false_values,
+            strings_can_be_null=conv.strings_can_be_null, check_utf8=conv.check_utf8)
+        p = base.parse_options
+        parse = pacsv.ParseOptions(delimiter=p.delimiter, quote_char=p.quote_char,
+                                   double_quote=p.double_quote, escape_char=p.escape_char,
+                                   newlines_in_values=p.newlines_in_values,
+                                   ignore_empty_lines=p.ignore_empty_lines,
+                                   invalid_row_handler=lambda _row: "skip")
+        return ds.CsvFileFormat(parse_options=parse, convert_options=convert,
+                                read_options=opts.read_options)
+
     def batches(self, columns: Sequence[str], batch_size: int,
                 dictionary: Sequence[str] = ()) -> Generator[pa.RecordBatch, None, None]:
-        """Record batches of ``columns``; Parquet string columns in ``dictionary`` are read as
-        Arrow dictionaries (no re-hashing of repeated strings).
+        """Record batches of ``columns`` in the public schema's types; Parquet string columns
+        in ``dictionary`` are read as Arrow dictionaries (no re-hashing of repeated strings).
+
+        Each file is read in its own physical schema and every batch is conformed to the
+        dataset's (public) schema by :func:`conform_batch`: a value that does not conform (text
+        in a numeric column of one file, a malformed CSV field) is missing, a column a file
+        lacks is all missing. Nothing is raised on values, and no error quotes one.
 
         Parquet is read one row group at a time by a background thread that stays at most
         ``PREFETCH`` batches ahead, so memory is bounded however slow the consumer is (pyarrow's
         own scanner buffers up to about a gigabyte ahead of a slow consumer). Other formats use
         pyarrow's scanner with small read-ahead.
         """
+        cols = list(columns)
+        expected = pa.schema([self._dataset.schema.field(c) for c in cols])
+        for batch in self._raw_batches(cols, batch_size, dictionary):
+            yield conform_batch(batch, expected)
+
+    def _raw_batches(self, cols: list[str], batch_size: int, dictionary: Sequence[str]
+                     ) -> Generator[pa.RecordBatch, None, None]:
         dataset = self._dataset
         if dictionary and self._files is not None and self._format == "parquet":
             fmt = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(
                 dictionary_columns=set(dictionary)))
             dataset = ds.dataset(self._files, format=fmt)
-        cols = list(columns)
-        if isinstance(dataset, ds.FileSystemDataset) and isinstance(dataset.format,
-                                                                    ds.ParquetFileFormat):
-            def row_groups() -> Iterator[pa.RecordBatch]:
-                for frag in dataset.get_fragments():
-                    for rg in frag.split_by_row_group():
-                        yield from rg.to_batches(columns=cols, batch_size=batch_size,
-                                                 batch_readahead=2, fragment_readahead=1)
-
-            yield from prefetch(row_groups, PREFETCH)
-        else:
+        if self._files is not None and self._is_csv():
+            dataset = ds.dataset(self._files, format=self._csv_read_format(cols))
+        if not isinstance(dataset, ds.FileSystemDataset):
             yield from dataset.to_batches(columns=cols, batch_size=batch_size,
                                           batch_readahead=BATCH_READAHEAD,
                                           fragment_readahead=FRAGMENT_READAHEAD)
+            return
+        parquet = isinstance(dataset.format, ds.ParquetFileFormat)
+
+        def fragments() -> Iterator[pa.RecordBatch]:
+            for frag in dataset.get_fragments():
+                present = [c for c in cols if c in frag.physical_schema.names]
+                parts = frag.split_by_row_group() if parquet else [frag]
+                for part in parts:
+                    yield from part.to_batches(columns=present, batch_size=batch_size,
+                                               batch_readahead=2, fragment_readahead=1)
+
+        yield from prefetch(fragments, PREFETCH)
 
     def row_count(self) -> int | None:
         """The number of rows when metadata gives it cheaply (Parquet, IPC, memory), else None."""
