@@ -16,6 +16,7 @@ from .errors import (
 )
 from .export import read_provenance, to_arrow, to_ipc, to_parquet
 from .release import last_release
+from .results import DPFloat, DPInt
 from .scan import Scan, scan
 from .session import Session
 
@@ -25,6 +26,8 @@ __all__ = [
     "BoundsError",
     "BudgetExceededError",
     "DPError",
+    "DPFloat",
+    "DPInt",
     "KeysError",
     "LedgerError",
     "PrivacyUnitError",

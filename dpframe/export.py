@@ -221,11 +221,16 @@ def _table_from_scalar(value: int | float, prov: Mapping[str, Any]
     m = measures[0] if len(measures) == 1 else {}
     agg, col = m.get("aggregate"), m.get("column")
     name = "count" if col is None or agg in ("count", "histogram") else str(col)
-    data: dict[str, Any] = {name: [value]}
+    data: dict[str, Any] = {name: [float(value) if isinstance(value, float) else int(value)]}
     out: dict[str, str | None] = {"value": name, "lower": None, "upper": None}
     roles = {name: "value"}
     hw = m.get("ci_half_width")
-    if agg in ("count", "sum") and isinstance(hw, int | float):
+    lower, upper = getattr(value, "lower", None), getattr(value, "upper", None)
+    if lower is not None and upper is not None:  # a scalar result's own interval
+        data["lower"], data["upper"] = [lower], [upper]
+        out.update(lower="lower", upper="upper")
+        roles.update(lower="lower", upper="upper")
+    elif agg in ("count", "sum") and isinstance(hw, int | float):
         data["lower"], data["upper"] = [float(value) - hw], [float(value) + hw]
         out.update(lower="lower", upper="upper")
         roles.update(lower="lower", upper="upper")
@@ -251,11 +256,12 @@ def to_arrow(result: Result, *, provenance: Mapping[str, Any] | CoreRelease | No
              ) -> pa.Table:
     """A release as a ``pyarrow.Table`` with its provenance in the schema metadata.
 
-    ``result`` is a grouped result or histogram (pandas object with ``.attrs["dp"]``), a release
-    (``dpf.last_release(session)``), or a plain number together with ``provenance=`` (the
-    release it came from, or its provenance dict). Key columns come first, then, for
-    histograms, ``bin_left`` / ``bin_right``, then values (and ``lower`` / ``upper`` interval
-    bounds when known). See docs/export.md.
+    ``result`` is a scalar result (a number with ``.attrs["dp"]``, and ``.lower`` /
+    ``.upper`` when asked with ``ci=``), a grouped result or histogram (pandas object with
+    ``.attrs["dp"]``), a release (``dpf.last_release(session)``), or a plain number together
+    with ``provenance=`` (the release it came from, or its provenance dict). Key columns come
+    first, then, for histograms, ``bin_left`` / ``bin_right``, then values (and ``lower`` /
+    ``upper`` interval bounds when known). See docs/export.md.
     """
     if isinstance(result, CoreRelease):
         return _table_from_core(result)[0]

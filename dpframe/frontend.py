@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from .backends.base import Backend
-from .core.plan import CoreRelease, MeasureRelease
+from .core.plan import CoreRelease
 from .errors import KeysError, ValidationError
 from .query import (
     DEFAULT_GRID,
@@ -27,6 +27,7 @@ from .query import (
     normalise_keys,
     quantile_level,
 )
+from .results import DPFloat, DPInt
 
 if TYPE_CHECKING:
     from .session import Session
@@ -197,42 +198,54 @@ class PrivateFrame:
         return run_release(self.session, query, self._backend)
 
     @staticmethod
-    def _scalar(m: MeasureRelease, integer: bool) -> int | float:
+    def _scalar(r: CoreRelease, integer: bool, ci: float | None = None) -> DPInt | DPFloat:
+        """The release's one value as a number carrying its provenance (``.attrs["dp"]``) and,
+        when ``ci=`` was asked, its interval (``.lower`` / ``.upper``)."""
+        m = r.measures[0]
+        lo = hi = None
+        if ci is not None and m.lower is not None and m.upper is not None and bool(
+                np.isfinite(m.lower[0])):
+            lo, hi = float(m.lower[0]), float(m.upper[0])
         v = m.values[0]
-        return int(v) if integer else float(v)
+        if integer:
+            return DPInt(int(v), provenance=r.provenance, lower=lo, upper=hi)
+        return DPFloat(float(v), provenance=r.provenance, lower=lo, upper=hi)
 
     # -- aggregates ------------------------------------------------------------------------------
     def count(self, column: str | None = None, *, epsilon: float, delta: float = 0.0,
-              mechanism: str | None = None, dry_run: bool = False) -> Any:
+              mechanism: str | None = None, ci: float | None = None,
+              dry_run: bool = False) -> Any:
         """Noisy number of rows (or of non-missing values of ``column``): an int."""
         q = self._query([Measure("count", column)], epsilon, delta, mechanism=mechanism,
-                        description=f"count({column or ''})")
+                        ci=ci, description=f"count({column or ''})")
         r = self._run(q, dry_run)
-        return r if isinstance(r, dict) else self._scalar(r.measures[0], True)
+        return r if isinstance(r, dict) else self._scalar(r, True, ci)
 
     def sum(self, column: str, *, epsilon: float, delta: float = 0.0,
-            mechanism: str | None = None, dry_run: bool = False) -> Any:
+            mechanism: str | None = None, ci: float | None = None,
+            dry_run: bool = False) -> Any:
         """Noisy sum of ``column`` clamped to its bounds (an int for integer columns)."""
         q = self._query([Measure("sum", column)], epsilon, delta, mechanism=mechanism,
-                        description=f"sum({column})")
+                        ci=ci, description=f"sum({column})")
         r = self._run(q, dry_run)
         if isinstance(r, dict):
             return r
-        return self._scalar(r.measures[0], r.measures[0].values.dtype.kind == "i")
+        return self._scalar(r, r.measures[0].values.dtype.kind == "i", ci)
 
     def mean(self, column: str, *, epsilon: float, delta: float = 0.0,
-             mechanism: str | None = None, dry_run: bool = False) -> Any:
+             mechanism: str | None = None, ci: float | None = None,
+             dry_run: bool = False) -> Any:
         """Noisy mean: noisy shifted sum over noisy count (epsilon split in half)."""
         q = self._query([Measure("mean", column)], epsilon, delta, mechanism=mechanism,
-                        description=f"mean({column})")
+                        ci=ci, description=f"mean({column})")
         r = self._run(q, dry_run)
-        return r if isinstance(r, dict) else self._scalar(r.measures[0], False)
+        return r if isinstance(r, dict) else self._scalar(r, False, ci)
 
     def _quantile(self, column: str, label: str, q: object, epsilon: float, resolution: int,
                   dry_run: bool, description: str) -> Any:
         meas = _quantile_measure(column, label, q, resolution)
         r = self._run(self._query([meas], epsilon, 0.0, description=description), dry_run)
-        return r if isinstance(r, dict) else self._scalar(r.measures[0], False)
+        return r if isinstance(r, dict) else self._scalar(r, False)
 
     def quantile(self, column: str, q: float = 0.5, *, epsilon: float,
                  resolution: int = DEFAULT_GRID, dry_run: bool = False) -> Any:

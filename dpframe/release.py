@@ -28,7 +28,11 @@ _LAST: weakref.WeakKeyDictionary[Any, CoreRelease] = weakref.WeakKeyDictionary()
 
 
 def last_release(session: Session) -> CoreRelease | None:
-    """The last successful release of ``session`` (values and provenance), or None."""
+    """The last successful release of ``session`` (values and provenance), or None.
+
+    With several threads sharing a session this may be another thread's release: every result
+    carries its own provenance (``result.attrs["dp"]``, scalars included), which is what
+    exports and audits should read."""
     return _LAST.get(session)
 
 

@@ -116,11 +116,45 @@ def test_histogram_agg_private_and_ipc(priv: Any, session: dpf.Session, tmp_path
     assert "key selection" in doc["mechanism"]
 
 
+def test_scalar_results_carry_their_own_provenance_and_interval(
+        priv: Any, session: dpf.Session) -> None:
+    """Each scalar result owns its provenance and, with ci=, its interval; exports keep both
+    (0.1 exported scalars through a session-wide last release another thread could replace)."""
+    m = priv.mean("income", epsilon=1, ci=0.9)
+    assert isinstance(m, float) and m.lower is not None and m.upper is not None
+    assert m.lower <= m <= m.upper and m.ci == (m.lower, m.upper)
+    assert m.attrs["dp"]["measures"][0]["aggregate"] == "mean"
+    assert m.provenance["query"] == "mean(income)"
+    assert priv.sum("income", epsilon=1).lower is None  # no ci asked
+    assert isinstance(m + 1, float) and not isinstance(m + 1, dpf.DPFloat)
+    t = dpf.to_arrow(m)
+    assert t.column("lower").to_pylist() == [m.lower]
+    assert t.column("upper").to_pylist() == [m.upper]
+    import pickle
+
+    back = pickle.loads(pickle.dumps(m))
+    assert back == m and back.lower == m.lower and back.attrs == m.attrs
+
+
+def test_scalar_results_of_concurrent_threads_keep_their_own_provenance(
+        priv: Any, session: dpf.Session) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    def run(i: int) -> tuple[int, str]:
+        r = priv.quantile("income", q=(i % 9 + 1) / 10, epsilon=0.001)
+        return i, str(r.provenance["query"])
+
+    with ThreadPoolExecutor(4) as pool:
+        for i, query in pool.map(run, range(200)):
+            assert query.endswith(f", {(i % 9 + 1) / 10})")
+
+
 def test_scalars_need_provenance(priv: Any, session: dpf.Session, tmp_path: Path) -> None:
     c = priv.count(epsilon=1)
+    assert dpf.to_arrow(c).column("count").to_pylist() == [c]  # a result owns its provenance
     with pytest.raises(dpf.ValidationError, match="provenance"):
-        dpf.to_arrow(c)
-    t = dpf.to_arrow(c, provenance=dpf.last_release(session))
+        dpf.to_arrow(int(c))  # a plain number does not
+    t = dpf.to_arrow(int(c), provenance=dpf.last_release(session))
     assert t.column("count").to_pylist() == [c]
     doc = _doc(t)
     assert doc["query"] == "count()" and doc["ci_half_width"] is not None

@@ -76,20 +76,20 @@ def test_results_by_dtype(kind):
     p = df.dp(s, bounds=BOUNDS, keys=KEYS)
 
     c = p.count(epsilon=HUGE)
-    assert type(c) is int and c == t["rows"]
+    assert type(c) is dpf.DPInt and c == t["rows"]
     ci = p.count("i", epsilon=HUGE)
-    assert type(ci) is int and ci == t["i_n"]
+    assert type(ci) is dpf.DPInt and ci == t["i_n"]
     si = p.sum("i", epsilon=HUGE)
-    assert type(si) is int and si == t["i_sum"]
+    assert type(si) is dpf.DPInt and si == t["i_sum"]
     sb = p.sum("b", epsilon=HUGE)
-    assert type(sb) is int and sb == t["b_sum"]
+    assert type(sb) is dpf.DPInt and sb == t["b_sum"]
     sf = p.sum("f", epsilon=FINE)
-    assert type(sf) is float and sf == pytest.approx(t["f_sum"], abs=1e-2)
+    assert type(sf) is dpf.DPFloat and sf == pytest.approx(t["f_sum"], abs=1e-2)
     mf = p.mean("f", epsilon=FINE / 10)
-    assert type(mf) is float and mf == pytest.approx(t["f_mean"], abs=1e-2)
+    assert type(mf) is dpf.DPFloat and mf == pytest.approx(t["f_mean"], abs=1e-2)
     mx = p.max("i", epsilon=HUGE)
     # every grid point >= the true max has the best utility: the EM max lies in [max, U]
-    assert type(mx) is float and 9.0 - 0.02 <= mx <= 10.0
+    assert type(mx) is dpf.DPFloat and 9.0 - 0.02 <= mx <= 10.0
 
     g = p.groupby("k").count(epsilon=HUGE)
     assert isinstance(g, pd.Series) and g.name == "count" and g.index.name == "k"

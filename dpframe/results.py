@@ -1,0 +1,76 @@
+"""Scalar results: numbers that carry their own provenance and interval.
+
+``priv.mean("income", epsilon=0.2, ci=0.95)`` returns a :class:`DPFloat`: a ``float`` in every
+way (``float(x)``, arithmetic, comparisons, formatting; arithmetic gives plain floats), with
+``.lower`` / ``.upper`` when ``ci=`` was given and ``.attrs["dp"]`` holding the release's
+provenance, like grouped results. Counts and integer sums are :class:`DPInt`. Each result owns
+its provenance, so no other thread's release can be mistaken for it (0.1 exported scalars via a
+session-wide "last release"). Everything here is post-processing of the noisy release.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+class _Provenance:
+    """Shared read-only views of a scalar result's release metadata."""
+
+    attrs: dict[str, Any]
+    lower: float | None
+    upper: float | None
+
+    @property
+    def provenance(self) -> Mapping[str, Any]:
+        """The release's provenance (``.attrs["dp"]``): mechanism, scale, epsilon, delta, ..."""
+        return self.attrs["dp"]
+
+    @property
+    def ci(self) -> tuple[float, float] | None:
+        """``(lower, upper)`` when the query asked for ``ci=``, else None."""
+        if self.lower is None or self.upper is None:
+            return None
+        return (self.lower, self.upper)
+
+
+class DPFloat(_Provenance, float):
+    """A released real number (see the module docstring)."""
+
+    def __new__(cls, value: float, *, provenance: Mapping[str, Any],
+                lower: float | None = None, upper: float | None = None) -> DPFloat:
+        obj = float.__new__(cls, value)
+        obj.attrs = {"dp": dict(provenance)}
+        obj.lower, obj.upper = lower, upper
+        return obj
+
+    def __repr__(self) -> str:
+        return float.__repr__(self)
+
+    def __reduce__(self) -> Any:
+        return (_rebuild, (DPFloat, float(self), self.attrs["dp"], self.lower, self.upper))
+
+
+class DPInt(_Provenance, int):
+    """A released integer (counts, sums of integer columns)."""
+
+    def __new__(cls, value: int, *, provenance: Mapping[str, Any],
+                lower: float | None = None, upper: float | None = None) -> DPInt:
+        obj = int.__new__(cls, value)
+        obj.attrs = {"dp": dict(provenance)}
+        obj.lower, obj.upper = lower, upper
+        return obj
+
+    def __repr__(self) -> str:
+        return int.__repr__(self)
+
+    def __reduce__(self) -> Any:
+        return (_rebuild, (DPInt, int(self), self.attrs["dp"], self.lower, self.upper))
+
+
+def _rebuild(cls: type, value: Any, provenance: Mapping[str, Any], lower: float | None,
+             upper: float | None) -> Any:
+    return cls(value, provenance=provenance, lower=lower, upper=upper)
+
+
+__all__ = ["DPFloat", "DPInt"]
