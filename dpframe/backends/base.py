@@ -52,6 +52,13 @@ def declared_positions(uniques: Sequence[object], declared: Sequence[object]) ->
     return out
 
 
+def remap_codes(codes: npt.NDArray[np.int64], table: npt.NDArray[np.int64]
+                ) -> npt.NDArray[np.int64]:
+    """``table[code]`` for each code, -1 where the code is -1 (also when ``table`` is empty:
+    a column whose every value is missing)."""
+    return np.append(np.asarray(table, dtype=np.int64), -1)[codes]
+
+
 def combine_codes(codes: list[npt.NDArray[np.int64]], sizes: list[int]) -> npt.NDArray[np.int64]:
     """Mixed-radix combination of per-column codes; -1 if any column is -1."""
     out = np.zeros(codes[0].size, dtype=np.int64)

@@ -12,7 +12,7 @@ from ..core.plan import ExactAggregates, ReleasePlan
 from ..core.transform import compute_exact
 from ..core.values import NUMERIC_KINDS, ColumnKind, canonicalize, is_canonical
 from ..errors import ValidationError
-from .base import combine_codes, declared_positions, public_key_list
+from .base import combine_codes, declared_positions, public_key_list, remap_codes
 
 
 def column_kind(dtype: Any) -> ColumnKind:
@@ -78,7 +78,7 @@ def factorize(s: pd.Series) -> tuple[npt.NDArray[np.int64], list[object]]:
     if is_canonical(uniques, kind):
         return codes, uniques
     remap, labels = canonicalize(uniques, kind)
-    return np.where(codes >= 0, remap[np.maximum(codes, 0)], -1), labels
+    return remap_codes(codes, remap), labels
 
 
 def declared_codes(s: pd.Series, declared: tuple[object, ...]) -> npt.NDArray[np.int64]:
@@ -106,7 +106,7 @@ def declared_codes(s: pd.Series, declared: tuple[object, ...]) -> npt.NDArray[np
                               dtype=np.int64)
     codes, uniques = factorize(s)
     mapping = declared_positions(uniques, declared)
-    return np.where(codes >= 0, mapping[np.maximum(codes, 0)], -1)
+    return remap_codes(codes, mapping)
 
 
 def unit_codes(s: pd.Series) -> npt.NDArray[np.int64]:
@@ -206,7 +206,7 @@ class PandasBackend:
         # -1 (missing) is one of the uniques when present: drop it from the key list
         valid = np.asarray(uniq) >= 0
         remap = np.cumsum(valid) - 1
-        codes = np.where(codes >= 0, remap[np.maximum(codes, 0)], -1)
+        codes = remap_codes(codes, remap)
         codes[combined < 0] = -1
         keys = [k for k, ok in zip(keys, valid, strict=True) if ok]
         return codes.astype(np.int64), keys
