@@ -56,8 +56,17 @@ def _console(stderr: bool = False) -> Any:
 
 
 def _fail(code: int, message: str) -> typer.Exit:
-    _console(stderr=True).print(f"[bold red]error:[/] {message}", markup=True)
+    from rich.markup import escape
+
+    # the message names spec sections ("[release] epsilon"): print it as text, not markup
+    _console(stderr=True).print(f"[bold red]error:[/] {escape(message)}", markup=True)
     return typer.Exit(code)
+
+
+def _escape(text: object) -> str:
+    from rich.markup import escape
+
+    return escape(str(text))
 
 
 def _fmt(v: float | int | None, digits: int = 4) -> str:
@@ -76,23 +85,165 @@ def _fmt(v: float | int | None, digits: int = 4) -> str:
     return f"{f:.{digits}g}"
 
 
-def _error_exit(exc: BaseException, debug: bool) -> typer.Exit:
-    """Map an exception to the documented exit code, with a message that holds no data."""
+class _RunLog:
+    """What this command charged and wrote, so that every message about it is true."""
+
+    def __init__(self) -> None:
+        self.current: str | None = None  # the query being released
+        self.charging: str | None = None  # a charge in flight: its outcome is not known here
+        self.charged: list[int] = []  # ledger entries this process charged
+        self.released: list[int] = []
+        self.written: list[Path] = []
+        self.folder: Path | None = None
+        self.status: dict[int, str] | None = None
+
+    def snapshot(self, session: Any) -> None:
+        """Read the ledger status of this run's entries (after a failure, before closing)."""
+        try:
+            mine = set(self.charged)
+            self.status = {int(e["id"]): str(e["status"])
+                           for e in session.ledger_store.entries() if e["id"] in mine}
+        except BaseException:  # a second Ctrl-C or an unreadable ledger: say less
+            self.status = None
+
+    def summary(self) -> str:
+        """What this run charged and wrote, in words."""
+        if not self.charged and not self.written and self.charging is None:
+            return "nothing was charged and no release file was written"
+        parts: list[str] = []
+        if self.charged:
+            ids = ", ".join(f"#{i}" for i in self.charged)
+            n = len(self.charged)
+            text = f"this run charged {n} ledger entr{'y' if n == 1 else 'ies'} ({ids})"
+            if self.status is None:
+                text += " (dpframe ledger show gives their status)"
+            else:
+                by: dict[str, list[str]] = {}
+                for i in self.charged:
+                    by.setdefault(self.status.get(i, "unknown"), []).append(f"#{i}")
+                said = [f"{', '.join(v)} {k}" for k, v in by.items()]
+                text += ": " + "; ".join(said)
+                if "failed" in by:
+                    text += " (a failed entry's charge stands)"
+            parts.append(text)
+        else:
+            parts.append("nothing was charged")
+        if self.charging is not None:
+            parts.append(f"the charge of query {self.charging!r} was under way: dpframe ledger "
+                         "show tells whether it was recorded")
+        if self.written:
+            n = len(self.written)
+            parts.append(f"{n} release file{'s' if n != 1 else ''} written to {self.folder}")
+        else:
+            parts.append("no release file was written")
+        unwritten = [i for i in self.released if i not in self._written_entries]
+        if unwritten:
+            parts.append(f"the release of {', '.join(f'#{i}' for i in unwritten)} is in the "
+                         "ledger but its file was not written")
+        return "; ".join(parts)
+
+    @property
+    def _written_entries(self) -> list[int]:
+        return self.released[: len(self.written)]
+
+
+def _error_exit(exc: BaseException, debug: bool, log: _RunLog | None = None) -> typer.Exit:
+    """Map an exception to the documented exit code, with a message that holds no data and,
+    for a release command, says truly what was charged and written."""
     from .errors import BudgetExceededError, LedgerError, ValidationError
 
+    tail = "" if log is None else f". Status: {log.summary()}."
+    where = "" if log is None or log.current is None else f"query {log.current!r}: "
     if isinstance(exc, KeyboardInterrupt):
-        return _fail(EXIT_INTERRUPTED, "interrupted: any release in progress is recorded as "
-                     "failed in the ledger (its charge stands); no partial output was written")
+        return _fail(EXIT_INTERRUPTED, f"interrupted{' during ' + where[:-2] if where else ''}"
+                     f"; no partial output file is left{tail}")
     if isinstance(exc, BudgetExceededError):
-        return _fail(EXIT_BUDGET, str(exc))
+        return _fail(EXIT_BUDGET, f"{where}{exc}{tail}")
     if isinstance(exc, LedgerError):
-        return _fail(EXIT_LEDGER, str(exc))
+        return _fail(EXIT_LEDGER, f"{where}{exc}{tail}")
     if isinstance(exc, ValidationError):
-        return _fail(EXIT_SPEC, str(exc))
+        return _fail(EXIT_SPEC, f"{where}{exc}{tail}")
     if debug:
         raise exc
-    return _fail(EXIT_FAILED, f"unexpected {type(exc).__name__} (details hidden because they "
-                 "may quote data values; rerun with --debug to see them)")
+    return _fail(EXIT_FAILED, f"{where}unexpected {type(exc).__name__} (details hidden because "
+                 f"they may quote data values; rerun with --debug to see them){tail}")
+
+
+def _guarded(fn: Callable[[_RunLog], None], *, debug: bool = False, log: bool = True) -> None:
+    """Run a command body; map every error to its exit code (nothing escapes as a traceback)."""
+    run_log = _RunLog()
+    try:
+        fn(run_log)
+    except typer.Exit:
+        raise
+    except BaseException as exc:
+        if isinstance(exc, SystemExit):
+            raise
+        raise _error_exit(exc, debug, run_log if log else None) from None
+
+
+def _tracked_session(log: _RunLog, epsilon: float, delta: float, **options: Any) -> Any:
+    """A Session whose charges are noted in ``log`` (quietly: the seed warning is printed by
+    the command, once)."""
+    import dpframe as dpf
+
+    from .errors import BudgetExceededError, PrivacyUnitError
+
+    class _TrackedSession(dpf.Session):
+        def charge(self, cost: Any, **kwargs: Any) -> int:
+            log.charging = log.current or "?"
+            try:
+                entry = super().charge(cost, **kwargs)
+            except (BudgetExceededError, PrivacyUnitError):  # refused: nothing was charged
+                log.charging = None
+                raise
+            log.charged.append(entry)
+            log.charging = None
+            return entry
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _TrackedSession(epsilon, delta, **options)
+
+
+def _priced_session(log: _RunLog, ledger: Path | None, dry_run: bool,
+                    make: Callable[[Path | None], Any], price: Callable[[Any], Any]
+                    ) -> tuple[Any, Any]:
+    """Open the session and price the whole run (``price(session)``) before any charge.
+
+    A ledger that does not exist yet is created only once everything validated on an
+    in-memory ledger (a bad spec leaves no ledger behind), and never by a dry run."""
+    from .errors import LedgerError
+
+    if ledger is not None and not ledger.exists() and not ledger.parent.is_dir():
+        # a real run would fail to create it: exit 4 in a dry run too
+        raise LedgerError(f"cannot create ledger {ledger}: folder {ledger.parent} does not exist")
+    if ledger is None or not ledger.exists():
+        session = make(None)
+        try:
+            priced = price(session)
+        except BaseException:
+            session.close()
+            raise
+        if ledger is None or dry_run or not priced[-1].fits:
+            return session, priced
+        session.close()
+    session = make(ledger)
+    try:
+        return session, price(session)
+    except BaseException:
+        session.close()
+        raise
+
+
+def _over_budget(plan: Any, hint: str = "") -> str:
+    need = plan.spent_after[0] - plan.spent_before[0]
+    left = plan.total[0] - plan.spent_before[0]
+    needd = plan.spent_after[1] - plan.spent_before[1]
+    leftd = plan.total[1] - plan.spent_before[1]
+    return (f"privacy budget exceeded: this run needs epsilon={float(need):.6g}, "
+            f"delta={float(needd):.3g} but only epsilon={float(max(left, 0)):.6g}, "
+            f"delta={float(max(leftd, 0)):.3g} remain{hint}; nothing was computed")
 
 
 # -- rows of result tables ----------------------------------------------------------------------
@@ -150,76 +301,109 @@ def demo(
                                                       "in-memory ledger).")] = None,
 ) -> None:
     """Generate synthetic people, release statistics under a budget, write Parquet files."""
-    try:
-        _demo(rows, out, seed, epsilon, ledger)
-    except typer.Exit:
-        raise
-    except BaseException as exc:
-        if isinstance(exc, SystemExit):
-            raise
-        raise _error_exit(exc, debug=False) from None
+    _guarded(lambda log: _demo(rows, out, seed, epsilon, ledger, log))
 
 
-def _demo(rows: int, out: Path, seed: int, epsilon: float, ledger: Path | None) -> None:
+def _demo_steps() -> list[tuple[str, Any, int | None]]:
+    """(title, query, rows shown) of each demo release."""
+    from .spec import QuerySpec as Q
+
+    return [
+        ("count of people", Q("people", "count", 0.05), None),
+        ("total income $", Q("income_total", "sum", 0.1, column="income"), None),
+        ("mean income $", Q("income_mean", "mean", 0.1, column="income"), None),
+        ("mean visits/year", Q("visits_mean", "mean", 0.05, column="visits"), None),
+        ("people by age", Q("age_histogram", "histogram", 0.1, column="age",
+                            bins=[0, 18, 30, 50, 70, 100]), None),
+        ("max age ¹", Q("age_max", "max", 0.05, column="age", resolution=101), None),
+        ("income by state $", Q("income_by_state", "sum", 0.2, column="income", by=["state"]),
+         5),
+        ("people by city ²", Q("cities", "count", 0.2, by=["city"], private_keys=True,
+                               delta=1e-6), 5),
+    ]
+
+
+def _demo(rows: int, out: Path, seed: int, epsilon: float, ledger: Path | None,
+          log: _RunLog) -> None:
     from rich.table import Table
 
     import dpframe as dpf
+    from dpframe.backends.pandas import PandasBackend
     from dpframe.datasets import STATES, people
+
+    from .spec import capturing_frame, charged_by, check_output_targets, invoke, plan_queries
 
     con = _console()
     t0 = time.perf_counter()
+    steps = _demo_steps()
+    folder = out.absolute()
+    ledger_path = None if ledger is None else ledger.absolute()
+    check_output_targets(folder, [folder / f"{q.name}.parquet" for _, q, _ in steps], "--out")
     df = people(rows, seed)
     con.print(f"[bold]dpframe demo[/]: {rows:,} synthetic people (age, income, state, city, "
               f"visits), seed {seed}", markup=True)
-    session = dpf.Session(epsilon, 1e-6, name="dpframe-demo",
-                          ledger=None if ledger is None else str(ledger))
+    backend = PandasBackend(df)
     bounds = {"age": (0, 100), "income": (0, 250_000), "visits": (0, 30)}
-    priv = cast(Any, df).dp(session, bounds=bounds, keys={"state": STATES})
-    out.mkdir(parents=True, exist_ok=True)
-    steps: list[tuple[str, str, Callable[[], Any], int | None]] = [
-        ("people", "count of people", lambda: priv.count(epsilon=0.05), None),
-        ("income_total", "total income $", lambda: priv.sum("income", epsilon=0.1), None),
-        ("income_mean", "mean income $", lambda: priv.mean("income", epsilon=0.1), None),
-        ("visits_mean", "mean visits/year", lambda: priv.mean("visits", epsilon=0.05), None),
-        ("age_histogram", "people by age",
-         lambda: priv.histogram("age", bins=[0, 18, 30, 50, 70, 100], epsilon=0.1), None),
-        ("age_max", "max age ¹", lambda: priv.max("age", epsilon=0.05, resolution=101), None),
-        ("income_by_state", "income by state $",
-         lambda: priv.groupby("state").sum("income", epsilon=0.2), 5),
-        ("cities", "people by city ²",
-         lambda: priv.groupby("city", keys="private").count(epsilon=0.2, delta=1e-6), 5),
-    ]
-    table = Table(title="Released statistics, with 95% error bounds")
-    for c, j in (("statistic", "left"), ("group", "left"), ("value", "right"),
-                 ("± 95%", "right"), ("epsilon", "right")):
-        table.add_column(c, justify=j, overflow="fold")  # type: ignore[arg-type]
-    written: list[Path] = []
-    for name, title, fn, limit in steps:
-        fn()
-        rel = dpf.last_release(session)
-        assert rel is not None
-        written.append(dpf.to_parquet(rel, out / f"{name}.parquet"))
-        disp, cut = _release_rows(rel, limit)
-        eps = cast(float, rel.provenance.get("epsilon"))
-        for i, (g, v, h) in enumerate(disp):
-            table.add_row(title if i == 0 else "", g, v, h, _fmt(eps) if i == 0 else "")
-        if name == "cities":
-            table.add_row("", f"… {len(rel.keys)} cities released", "", "", "")
-        elif cut:
-            table.add_row("", f"… {cut} more in {name}.parquet", "", "", "")
-        table.add_section()
-    con.print(table)
-    con.print("¹ exponential mechanism over a grid of candidate values (no ± interval). "
-              "² DP key selection: only cities whose noisy count of people clears a threshold "
-              "are released, so rare cities stay hidden.")
-    se, _ = session.spent
-    te, _ = session.epsilon, session.delta
-    re_, rd = session.remaining
-    con.print(f"Budget: spent epsilon {se:.4g} of {te:.4g}; [bold]left: epsilon {re_:.4g}, "
-              f"delta {rd:.3g}[/]", markup=True)
-    con.print(f"Wrote {len(written)} Parquet releases with provenance to {out.absolute()} "
-              f"(dpf.read_provenance(path) or any Parquet reader's key-value metadata "
-              f"'dpframe'); {time.perf_counter() - t0:.1f} s.")
+
+    def price(session: Any) -> tuple[Any, Any]:
+        frame = capturing_frame(backend, session, bounds=bounds, keys={"state": STATES})
+        return frame, plan_queries(frame, [q for _, q, _ in steps], session)
+
+    session, (frame, plan) = _priced_session(
+        log, ledger_path, False,
+        lambda path: _tracked_session(log, epsilon, 1e-6, name="dpframe-demo",
+                                      ledger=None if path is None else str(path)),
+        price)
+    try:
+        if not plan.fits:
+            hint = (f" in the ledger {ledger_path}: use another --ledger file"
+                    if ledger_path is not None and plan.spent_before[0] > 0
+                    else ": pass a larger --epsilon")
+            raise dpf.BudgetExceededError(_over_budget(plan, hint))
+        log.folder = folder
+        table = Table(title="Released statistics, with 95% error bounds")
+        for c, j in (("statistic", "left"), ("group", "left"), ("value", "right"),
+                     ("± 95%", "right"), ("epsilon", "right")):
+            table.add_column(c, justify=j, overflow="fold")  # type: ignore[arg-type]
+        try:
+            for title, q, limit in steps:
+                log.current = q.name
+                invoke(frame, q, dry_run=False)
+                rel = dpf.last_release(session)
+                assert rel is not None
+                log.released.append(cast(int, rel.provenance["ledger_entry"]))
+                folder.mkdir(parents=True, exist_ok=True)
+                log.written.append(dpf.to_parquet(rel, folder / f"{q.name}.parquet"))
+                disp, cut = _release_rows(rel, limit)
+                eps = cast(float, rel.provenance.get("epsilon"))
+                for i, (g, v, h) in enumerate(disp):
+                    table.add_row(title if i == 0 else "", g, v, h, _fmt(eps) if i == 0 else "")
+                if q.name == "cities":
+                    table.add_row("", f"… {len(rel.keys)} cities released", "", "", "")
+                elif cut:
+                    table.add_row("", f"… {cut} more in {q.name}.parquet", "", "", "")
+                table.add_section()
+            log.current = None
+        except BaseException:
+            log.snapshot(session)
+            raise
+        con.print(table)
+        con.print("¹ exponential mechanism over a grid of candidate values (no ± interval). "
+                  "² DP key selection: only cities whose noisy count of people clears a "
+                  "threshold are released, so rare cities stay hidden.")
+        ce, cd = charged_by(session, log.charged)
+        se, _ = session.spent
+        re_, rd = session.remaining
+        con.print(f"Budget: this demo charged epsilon {float(ce):.4g}, delta {float(cd):.3g}"
+                  f"{'' if ledger_path is None else f' to {_escape(ledger_path)}'}; spent "
+                  f"epsilon "
+                  f"{se:.4g} of {session.epsilon:.4g}; [bold]left: epsilon {re_:.4g}, "
+                  f"delta {rd:.3g}[/]", markup=True)
+        con.print(f"Wrote {len(log.written)} Parquet releases with provenance to {folder} "
+                  f"(dpf.read_provenance(path) or any Parquet reader's key-value metadata "
+                  f"'dpframe'); {time.perf_counter() - t0:.1f} s.", markup=False)
+    finally:
+        session.close()
 
 
 # -- generate -----------------------------------------------------------------------------------
@@ -237,22 +421,31 @@ def generate(
     "parquet",
 ) -> None:
     """Write built-in synthetic data (for trying `dpframe run`; no real person is in it)."""
+    _guarded(lambda log: _generate(kind, out, rows, files, seed, fmt), log=False)
+
+
+def _generate(kind: str, out: Path, rows: int, files: int, seed: int, fmt: str) -> None:
     import pyarrow as pa
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 
-    from .datasets import people, visit_events
+    from .datasets import DATASETS, people, visit_events
+    from .errors import ValidationError
     from .export import atomic_write
+    from .spec import check_output_targets
 
-    if kind not in ("people", "visits"):
-        raise _fail(EXIT_SPEC, "kind must be 'people' or 'visits'")
+    if kind not in DATASETS:
+        raise ValidationError("kind must be 'people' or 'visits'")
+    out = out.absolute()
     if files == 1 and out.suffix.lower() in (".parquet", ".csv"):
         targets = [out]
+        check_output_targets(out.parent, targets, "OUT")
     else:
         if fmt not in ("parquet", "csv"):
-            raise _fail(EXIT_SPEC, "--format must be 'parquet' or 'csv'")
-        out.mkdir(parents=True, exist_ok=True)
+            raise ValidationError("--format must be 'parquet' or 'csv'")
         targets = [out / f"part-{i:05d}.{fmt}" for i in range(files)]
+        check_output_targets(out, targets, "OUT")
+        out.mkdir(parents=True, exist_ok=True)
     per = -(-rows // len(targets))
     first = 1
     for i, target in enumerate(targets):
@@ -276,7 +469,7 @@ def generate(
 
         atomic_write(target, write)
     _console().print(f"wrote {len(targets)} file(s) of synthetic {kind} ({rows:,} people) to "
-                     f"{out}")
+                     f"{out}", markup=False)
 
 
 # -- run ----------------------------------------------------------------------------------------
@@ -294,14 +487,7 @@ def run(
                                         "quote data values).")] = False,
 ) -> None:
     """Run a declarative release spec: check everything, then release and write each query."""
-    try:
-        _run(spec, dry_run, ledger, progress)
-    except typer.Exit:
-        raise
-    except BaseException as exc:
-        if isinstance(exc, SystemExit):
-            raise
-        raise _error_exit(exc, debug) from None
+    _guarded(lambda log: _run(spec, dry_run, ledger, progress, log), debug=debug)
 
 
 def _open_scan(s: Any, progress: bool | None) -> Any:
@@ -310,7 +496,7 @@ def _open_scan(s: Any, progress: bool | None) -> Any:
     import dpframe as dpf
 
     from .errors import ValidationError
-    from .spec import input_format
+    from .spec import input_format, input_source
 
     kw: dict[str, Any] = {"batch_size": s.batch_size, "progress": progress}
     if s.partitions is not None:
@@ -320,20 +506,19 @@ def _open_scan(s: Any, progress: bool | None) -> Any:
     if s.spill_dir is not None:
         kw["spill_dir"] = s.spill_dir
     try:
-        return dpf.scan(s.input_paths if len(s.input_paths) > 1 else s.input_paths[0],
-                        columns=s.input_columns, format=input_format(s), **kw)
+        return dpf.scan(input_source(s), columns=s.input_columns, format=input_format(s), **kw)
     except (pa.ArrowException, OSError) as exc:
         raise ValidationError(f"cannot open the input ({type(exc).__name__})") from None
 
 
-def _run(spec_path: Path, dry_run: bool, ledger: Path | None, progress: bool | None) -> None:
+def _run(spec_path: Path, dry_run: bool, ledger: Path | None, progress: bool | None,
+         log: _RunLog) -> None:
     import pyarrow as pa
-    from rich.table import Table
 
     import dpframe as dpf
 
     from .errors import ValidationError
-    from .spec import load_spec, plan_run
+    from .spec import check_output_targets, load_spec, make_frame, plan_queries
 
     con = _console()
     s = load_spec(spec_path)
@@ -341,88 +526,95 @@ def _run(spec_path: Path, dry_run: bool, ledger: Path | None, progress: bool | N
     if ledger_path is None and not dry_run:
         raise ValidationError("a run needs a durable ledger: set [release] ledger in the spec "
                               "or pass --ledger PATH")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the seed warning is printed below, once
-        if dry_run and (ledger_path is None or not ledger_path.exists()):
-            session = dpf.Session(s.epsilon, s.delta, neighbouring=s.neighbouring, name=s.name,
-                                  seed=s.seed)
-        else:
-            session = dpf.Session(s.epsilon, s.delta, neighbouring=s.neighbouring, name=s.name,
-                                  seed=s.seed, ledger=str(ledger_path))
-    try:
-        if s.seed is not None:
-            _console(stderr=True).print("warning: [release] seed makes the noise deterministic "
-                                        "and INSECURE; never publish these releases")
-        scan = _open_scan(s, progress)
+    folder = s.output_folder()
+    check_output_targets(folder, s.output_paths(folder))
+    if s.seed is not None:
+        _console(stderr=True).print("warning: [release] seed makes the noise deterministic "
+                                    "and INSECURE; never publish these releases", markup=False)
+    if s.input_generate is not None:
+        con.print(f"Input: {s.input_generate.describe()}", markup=False)
+    scan = _open_scan(s, progress)
+
+    def price(session: Any) -> tuple[Any, Any]:
+        frame = make_frame(s, scan.backend, session)
         try:  # validates and prices everything first
-            plan = plan_run(s, scan.backend, session)
+            return frame, plan_queries(frame, s.queries, session)
         except (pa.ArrowException, OSError) as exc:
             raise ValidationError(f"cannot read the input ({type(exc).__name__})") from None
-        te = plan.total[0]
-        where = str(ledger_path) if ledger_path is not None else "a new in-memory ledger"
+
+    session, (frame, plan) = _priced_session(
+        log, ledger_path, dry_run,
+        lambda path: _tracked_session(log, s.epsilon, s.delta, neighbouring=s.neighbouring,
+                                      name=s.name, seed=s.seed,
+                                      ledger=None if path is None else str(path)),
+        price)
+    try:
         if dry_run:
-            _print_plan(con, s, plan, where, ledger_path)
+            where = str(ledger_path) if ledger_path is not None else "a new in-memory ledger"
+            _print_plan(con, s, plan, where, ledger_path, folder)
             if not plan.fits:
                 raise dpf.BudgetExceededError(_over_budget(plan))
             return
         if not plan.fits:
             raise dpf.BudgetExceededError(_over_budget(plan))
-        earlier = [e for e in session.ledger_store.entries() if e.get("session") == s.name]
-        folder = s.output_folder()
-        folder.mkdir(parents=True, exist_ok=True)
-        export = dpf.to_parquet if s.output_format == "parquet" else dpf.to_ipc
-        frame = _spec_frame(s, scan, session)
-        table = Table(title=f"Release {s.name!r}")
-        for c, j in (("query", "left"), ("epsilon", "right"), ("rows", "right"),
-                     ("± 95% (first row)", "right"), ("ledger entry", "right"),
-                     ("file", "left")):
-            table.add_column(c, justify=j, overflow="fold")  # type: ignore[arg-type]
-        from .spec import invoke
-
-        for q in s.queries:
-            invoke(frame, q, dry_run=False)
-            rel = dpf.last_release(session)
-            assert rel is not None
-            path = export(rel, s.output_path(folder, q))
-            disp, _ = _release_rows(rel)
-            table.add_row(q.name, _fmt(q.epsilon), str(len(disp)), disp[0][2] if disp else "—",
-                          f"#{rel.provenance.get('ledger_entry')}", path.name)
-        con.print(table)
-        n_files = len(s.queries)
-        con.print(f"Wrote {n_files} file{'s' if n_files != 1 else ''} with provenance to "
-                  f"{folder}", markup=False)
-        se = session.spent[0]
-        re_, rd = session.remaining
-        con.print(f"Charged epsilon {float(plan.spent_after[0] - plan.spent_before[0]):.6g}, "
-                  f"delta {float(plan.spent_after[1] - plan.spent_before[1]):.3g} to "
-                  f"{ledger_path}; spent {se:.6g} of {float(te):.6g}, left epsilon {re_:.6g}, "
-                  f"delta {rd:.3g}.")
-        if earlier:
-            runs = len(earlier) // max(len(s.queries), 1)
-            con.print(f"[bold yellow]note:[/] this ledger already held {len(earlier)} releases "
-                      f"from {s.name!r} (about {runs} earlier run(s)); re-running a spec "
-                      "charges its budget again.", markup=True)
+        _release_all(con, s, session, frame, folder, ledger_path, log)
     finally:
         session.close()
 
 
-def _spec_frame(s: Any, scan: Any, session: Any) -> Any:
-    from .spec import make_frame
+def _release_all(con: Any, s: Any, session: Any, frame: Any, folder: Path,
+                 ledger_path: Path | None, log: _RunLog) -> None:
+    """Release and write each query of a priced run, in order."""
+    from rich.table import Table
 
-    return make_frame(s, scan.backend, session)
+    import dpframe as dpf
+
+    from .spec import charged_by, invoke
+
+    earlier = [e for e in session.ledger_store.entries() if e.get("session") == s.name]
+    export = dpf.to_parquet if s.output_format == "parquet" else dpf.to_ipc
+    log.folder = folder
+    table = Table(title=f"Release {s.name!r}")
+    for c, j in (("query", "left"), ("epsilon", "right"), ("rows", "right"),
+                 ("± 95% (first row)", "right"), ("ledger entry", "right"),
+                 ("file", "left")):
+        table.add_column(c, justify=j, overflow="fold")  # type: ignore[arg-type]
+    try:
+        for q in s.queries:
+            log.current = q.name
+            invoke(frame, q, dry_run=False)
+            rel = dpf.last_release(session)
+            assert rel is not None
+            log.released.append(cast(int, rel.provenance["ledger_entry"]))
+            folder.mkdir(parents=True, exist_ok=True)
+            path = export(rel, s.output_path(folder, q))
+            log.written.append(path)
+            disp, _ = _release_rows(rel)
+            table.add_row(q.name, _fmt(q.epsilon), str(len(disp)), disp[0][2] if disp else "—",
+                          f"#{rel.provenance.get('ledger_entry')}", path.name)
+        log.current = None
+    except BaseException:
+        log.snapshot(session)
+        raise
+    con.print(table)
+    n_files = len(log.written)
+    con.print(f"Wrote {n_files} file{'s' if n_files != 1 else ''} with provenance to "
+              f"{folder}", markup=False)
+    ce, cd = charged_by(session, log.charged)
+    se = session.spent[0]
+    re_, rd = session.remaining
+    con.print(f"Charged epsilon {float(ce):.6g}, delta {float(cd):.3g} to {ledger_path}; spent "
+              f"{se:.6g} of {session.epsilon:.6g}, left epsilon {re_:.6g}, delta {rd:.3g}.",
+              markup=False)
+    if earlier:
+        runs = len(earlier) // max(len(s.queries), 1)
+        con.print(f"[bold yellow]note:[/] this ledger already held {len(earlier)} releases "
+                  f"from {_escape(repr(s.name))} (about {runs} earlier run(s)); re-running a "
+                  "spec charges its budget again.", markup=True)
 
 
-def _over_budget(plan: Any) -> str:
-    need = plan.spent_after[0] - plan.spent_before[0]
-    left = plan.total[0] - plan.spent_before[0]
-    needd = plan.spent_after[1] - plan.spent_before[1]
-    leftd = plan.total[1] - plan.spent_before[1]
-    return (f"privacy budget exceeded: this run needs epsilon={float(need):.6g}, "
-            f"delta={float(needd):.3g} but only epsilon={float(max(left, 0)):.6g}, "
-            f"delta={float(max(leftd, 0)):.3g} remain; nothing was computed or charged")
-
-
-def _print_plan(con: Any, s: Any, plan: Any, where: str, ledger_path: Path | None) -> None:
+def _print_plan(con: Any, s: Any, plan: Any, where: str, ledger_path: Path | None,
+                folder: Path) -> None:
     from rich.table import Table
 
     table = Table(title=f"Dry run of {s.name!r}: no data scanned, nothing spent")
@@ -430,7 +622,6 @@ def _print_plan(con: Any, s: Any, plan: Any, where: str, ledger_path: Path | Non
                  ("epsilon", "right"), ("delta", "right"), ("noise scale", "right"),
                  ("± 95%", "right")):
         table.add_column(c, justify=j, overflow="fold")  # type: ignore[arg-type]
-    folder = s.output_folder()
     for q, ex in zip(s.queries, plan.explains, strict=True):
         for i, m in enumerate(ex.get("measures", [])):
             hw = m.get("ci_half_width")
@@ -461,7 +652,8 @@ def _print_plan(con: Any, s: Any, plan: Any, where: str, ledger_path: Path | Non
               f"{float(sa[1] - sb[1]):.3g}, leaving epsilon {float(te - sa[0]):.6g}, delta "
               f"{float(td - sa[1]):.3g}: it {verdict}.", markup=True)
     if ledger_path is not None and not ledger_path.exists():
-        con.print(f"(the ledger {ledger_path} does not exist yet: a real run creates it)")
+        con.print(f"(the ledger {ledger_path} does not exist yet: a real run creates it)",
+                  markup=False)
 
 
 # -- ledger -------------------------------------------------------------------------------------

@@ -107,4 +107,19 @@ def visit_events(n_people: int = 10_000, seed: int = 0, *, first_id: int = 1) ->
     return ev
 
 
-__all__ = ["CITIES", "REGIONS", "STATES", "STATE_POPULATION", "people", "visit_events"]
+#: The built-in synthetic datasets, by name (``dpframe generate``, ``[input] generate``).
+DATASETS = ("people", "visits")
+
+
+def synthetic(dataset: str, n_people: int, seed: int = 0) -> pd.DataFrame:
+    """The built-in synthetic ``dataset`` (``"people"``: :func:`people`; ``"visits"``:
+    :func:`visit_events`) for ``n_people`` people, deterministic for a given ``seed``."""
+    if dataset == "people":
+        return people(n_people, seed)
+    if dataset == "visits":
+        return visit_events(n_people, seed)
+    raise ValueError(f"dataset must be one of {', '.join(DATASETS)}")
+
+
+__all__ = ["CITIES", "DATASETS", "REGIONS", "STATES", "STATE_POPULATION", "people", "synthetic",
+           "visit_events"]
