@@ -30,6 +30,18 @@ def budget_table(total: tuple[Fraction, Fraction], spent: tuple[Fraction, Fracti
     return table
 
 
+def entries_summary(entries: Sequence[dict[str, Any]], label: str = "Entries") -> str:
+    """``"<label>: N (a released, b failed, c interrupted)"``: every status is counted, so the
+    parts add up to N. An entry still ``charged`` was charged by a query that has not recorded
+    its outcome (interrupted, or still running): its budget is spent."""
+    counts = {s: sum(1 for e in entries if e["status"] == s)
+              for s in ("released", "failed", "charged")}
+    parts = [f"{counts['released']} released", f"{counts['failed']} failed"]
+    if counts["charged"]:
+        parts.append(f"{counts['charged']} interrupted or running (charged, no outcome)")
+    return f"{label}: {len(entries)} ({', '.join(parts)})"
+
+
 def entries_table(entries: Sequence[dict[str, Any]], title: str, *,
                   with_session: bool = False) -> Any:
     """One row per ledger entry: what was released, its charge, noise scale and status."""

@@ -661,12 +661,17 @@ def _print_plan(con: Any, s: Any, plan: Any, where: str, ledger_path: Path | Non
 @ledger_app.command("show")
 def ledger_show(
     path: Annotated[Path, typer.Argument(help="The SQLite ledger file.")],
+    verify: Annotated[bool, typer.Option(
+        "--verify", help="Also run SQLite's full integrity check and print the hash chain's "
+                         "length and head (compare it with a copy kept elsewhere).")] = False,
 ) -> None:
-    """Print a ledger's budget, its history and every entry."""
+    """Print a ledger's budget, its history and every entry (read-only: never writes, works on
+    read-only media). Exit 4 if the ledger fails verification (a row deleted, edited, inserted
+    or reordered)."""
     try:
         from .cli_ledger import show_ledger
 
-        text = show_ledger(path)
+        text = show_ledger(path, verify=verify)
     except BaseException as exc:
         if isinstance(exc, SystemExit | typer.Exit):
             raise

@@ -1,20 +1,28 @@
-"""``dpframe ledger show PATH``: render a SQLite ledger as tables (budget history, entries)."""
+"""``dpframe ledger show PATH [--verify]``: render a SQLite ledger as tables (budget history,
+entries) without writing to it."""
 
 from __future__ import annotations
 
 import io
 import os
 
-from ._render import budget_table, entries_table, num
+from ._render import budget_table, entries_summary, entries_table, num
 from .core.accounting import posterior_bound
 from .errors import LedgerError
 from .ledger import SqliteLedger
 
 
-def show_ledger(path: str | os.PathLike[str], *, width: int = 160) -> str:
-    """The ledger at ``path`` as plain-text tables. Opens it without changing its budget.
+def show_ledger(path: str | os.PathLike[str], *, width: int = 160, verify: bool = False) -> str:
+    """The ledger at ``path`` as plain-text tables, opened read-only (it works on read-only
+    media and never writes). The hash chain is checked on open and before the entries are read;
+    ``verify=True`` also runs SQLite's full integrity check and prints the chain's length and
+    head hash (keep a copy elsewhere: a forger who rewrites the whole chain changes it).
 
-    Raises :class:`~dpframe.errors.LedgerError` when there is no dpframe ledger at ``path``.
+    Entries still ``charged`` belong to a query that was interrupted (or is running): their
+    budget is spent and counted in the total.
+
+    Raises :class:`~dpframe.errors.LedgerError` when there is no dpframe ledger at ``path`` or
+    it fails verification.
     """
     from rich.console import Console
     from rich.table import Table
@@ -22,8 +30,9 @@ def show_ledger(path: str | os.PathLike[str], *, width: int = 160) -> str:
 
     if not os.path.exists(os.fspath(path)):
         raise LedgerError(f"no ledger at {os.fspath(path)}")
-    ledger = SqliteLedger(path, create=False)
+    ledger = SqliteLedger(path, readonly=True)
     try:
+        report = ledger.verify() if verify else None
         (te, td), (se, sd) = ledger.total(), ledger.spent()
         entries = ledger.entries()
         history = ledger.budget_history()
@@ -54,14 +63,17 @@ def show_ledger(path: str | os.PathLike[str], *, width: int = 160) -> str:
             )
         console.print(hist)
 
-    counts = {s: sum(1 for e in entries if e["status"] == s) for s in ("released", "failed")}
-    table = entries_table(entries, f"Entries: {len(entries)} ({counts['released']} released, "
-                                   f"{counts['failed']} failed)", with_session=True)
-    console.print(table)
+    console.print(entries_table(entries, entries_summary(entries), with_session=True))
     console.print(
         f"At epsilon = {float(se):.4g} spent, a 50% prior belief about any one person can rise "
         f"to at most {100 * posterior_bound(float(se), 0.5):.3g}%."
     )
+    if report is not None:
+        console.print(
+            f"Verified: SQLite integrity check ok; hash chain of {report['rows']} rows intact "
+            f"(schema {report['schema_version']}, ledger id {report['ledger_id']}); head "
+            f"{report['head']}"
+        )
     return buf.getvalue()
 
 

@@ -144,7 +144,7 @@ class Session:
             raise ValidationError(
                 f"ledger must be None, a file path or a Ledger, not {type(ledger).__name__}"
             )
-        if privacy_unit is not None and hasattr(self._store, "bind_privacy_unit"):
+        if privacy_unit is not None:
             self._store.bind_privacy_unit(unit_code(privacy_unit))
         self.seed: int | None = None if seed is None else int(seed)
         self.rng: RandomSource = RandomSource(self.seed)
@@ -206,14 +206,14 @@ class Session:
     def privacy_unit(self) -> str | None:
         """The unit this session protects: the unit column's name, ``"rows"`` for row-level
         releases, or None until the first release (or ``Session(privacy_unit=...)``) fixes it."""
-        code = self._store.privacy_unit() if hasattr(self._store, "privacy_unit") else None
+        code = self._store.privacy_unit()
         return None if code is None else unit_name(code)
 
     def check_privacy_unit(self, unit: str | None) -> None:
         """Refuse (before any charge) a release under another privacy unit than the one this
         session protects: a budget spent at row level does not bound the loss of a person with
         many rows, and one spent per user says nothing of rows (PRIVACY.md)."""
-        code = self._store.privacy_unit() if hasattr(self._store, "privacy_unit") else None
+        code = self._store.privacy_unit()
         if code is not None and code != unit_code(unit):
             raise PrivacyUnitError(privacy_unit_message(code, unit_code(unit)))
 
@@ -321,7 +321,7 @@ class Session:
     def _report_renderables(self) -> list[Any]:
         from rich.text import Text
 
-        from ._render import budget_table, entries_table
+        from ._render import budget_table, entries_summary, entries_table
 
         (te, td), (se, sd) = self.total_exact, self.spent_exact
         entries = self._store.entries()
@@ -330,11 +330,7 @@ class Session:
         where = describe() if callable(describe) else type(self._store).__name__
         head = Text(f"{title} — {where}, neighbouring={self.neighbouring}\n", style="bold")
         budget = budget_table((te, td), (se, sd))
-        counts = {s: sum(1 for e in entries if e["status"] == s)
-                  for s in ("released", "failed", "charged")}
-        rel = entries_table(
-            entries, f"Releases: {len(entries)} ({counts['released']} released, "
-                     f"{counts['failed']} failed, {counts['charged']} charged without outcome)")
+        rel = entries_table(entries, entries_summary(entries, "Releases"))
 
         lines = [explain_epsilon(float(se), float(sd), label="spent so far")]
         if se != te:

@@ -263,7 +263,8 @@ def test_private_keys_never_release_a_singleton(client: Any) -> None:
         out2 = f.groupby("g", keys="private").agg({"x": ["sum"]}, epsilon=20, delta=1e-6)
         assert set(out2.index) == {"big1", "big2"}
         # row level: a key with one row is a singleton too
-        r = dd.from_pandas(df, npartitions=parts).dp(s).groupby("g", keys="private") \
+        rows = dpf.Session(epsilon=100, delta=1e-3, seed=seed)  # one privacy unit per session
+        r = dd.from_pandas(df, npartitions=parts).dp(rows).groupby("g", keys="private") \
             .count(epsilon=20, delta=1e-6)
         assert set(r.index) <= {"big1", "big2", "solo"}
         assert "solo" in r.index  # 600 rows: released at row level, never at user level

@@ -212,7 +212,7 @@ def test_lists_and_dicts_in_key_and_unit_columns_count_as_missing():
     p = df.dp(s, keys={"k": ["a", "b"]}, privacy_unit="u", max_rows_per_unit=1)
     assert p.groupby("k").count(epsilon=HUGE).to_dict() == {"a": 2, "b": 0}
     assert p.count(epsilon=HUGE) == 4
-    out = df.dp(s).groupby("k", keys="private").count(epsilon=HUGE, delta=0.5)
+    out = df.dp(session()).groupby("k", keys="private").count(epsilon=HUGE, delta=0.5)
     assert out.to_dict() == {"a": 2}
 
 
