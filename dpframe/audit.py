@@ -426,12 +426,15 @@ class Scenario:
 
     name: str
     neighbours: str
-    build: Callable[[int], Built]
+    build: Callable[[int], Built] | None  # None for an exact scenario
     full_trials: int
     fast_trials: int | None = None     # None: only in the full audit
     expect_violation: bool = False
     events: Callable[[], Sequence[Event]] | None = None
     patch: Callable[[], contextlib.AbstractContextManager[object]] | None = None
+    #: Instead of sampling: an exact epsilon computed from the release's stated noise,
+    #: returned as ``(epsilon, claimed epsilon, claimed delta, how)``.
+    exact: Callable[[int], tuple[float, float, float, str]] | None = None
 
     def run(self, trials: int | None = None, *, full: bool = True, alpha: float = DEFAULT_ALPHA,
             seed: int = 0) -> AuditResult:
@@ -444,6 +447,15 @@ class Scenario:
         with ctx, warnings.catch_warnings():
             # seeded sessions make the audit reproducible; their noise is never published
             warnings.simplefilter("ignore", InsecureSeedWarning)
+            if self.exact is not None:
+                t0 = time.perf_counter()
+                eps, claimed, delta, how = self.exact(seed)
+                return AuditResult(self.name, eps, claimed, how, "exact", delta=delta,
+                                   alpha=0.0, seconds=time.perf_counter() - t0,
+                                   neighbours=self.neighbours,
+                                   expect_violation=self.expect_violation)
+            if self.build is None:
+                raise ValueError(f"scenario {self.name!r} has neither build nor exact")
             run_d, run_d2, claimed, delta = self.build(seed)
             return audit_release(run_d, run_d2, n, self.events() if self.events else None,
                                  alpha, claimed=claimed, delta=delta, name=self.name,
@@ -899,6 +911,255 @@ def _scalar_quantile(which: str) -> Callable[[int], Built]:
                                   .median("x", epsilon=1.0, resolution=3)])
 
 
+# -- the attacker's review of 0.1: one scenario per finding --------------------------------------
+#
+# Each release below is reduced to a statistic of what one person's rows could change besides
+# the noise: a label's spelling, the order of released keys, a refusal or an exception (an
+# exception, raised before or after the charge, is an output too: REFUSED), the number of groups,
+# or the noisy value itself where the finding was too little noise. Each one fails on the 0.1
+# code (docs/audit.md shows the bounds it reached there) and passes on this one.
+
+#: The statistic of a release that raised: an outcome the attacker sees like any other.
+REFUSED = 1e30
+#: Releases per dataset of the findings' scenarios (one draw each).
+FINDING_TRIALS = 1000
+FINDING_FAST = 400
+
+
+def _outcome(release: Release) -> Release:
+    """``release`` with any ``Exception`` turned into the public outcome :data:`REFUSED`."""
+
+    def go(df: Any, s: Session) -> npt.ArrayLike:
+        try:
+            return release(df, s)
+        except Exception:
+            return [REFUSED]
+
+    return go
+
+
+def _finding(frames: Callable[[], tuple[Any, Any]], release: Release,
+             neighbouring: str = "add_remove") -> Callable[[int], Built]:
+    """Like :func:`_api`, with exceptions as outcomes and the claim read from both sides (a
+    release that is refused on one dataset charges nothing there)."""
+    safe = _outcome(release)
+
+    def build(seed: int) -> Built:
+        df_d, df_d2 = frames()
+        counter = itertools.count()
+
+        def run(df: Any, side: int) -> Run:
+            def go() -> FloatArray:
+                s = _session(seed * 10_000_000 + side * 5_000_000 + next(counter), neighbouring)
+                return np.asarray(safe(df, s), dtype=np.float64).reshape(-1)
+            return go
+
+        claims = []
+        for side, df in enumerate((df_d, df_d2)):
+            probe = _session(seed * 10_000_000 + 9_999_990 + side, neighbouring)
+            safe(df, probe)
+            claims.append(probe.spent_exact)
+        eps, delta = max(c[0] for c in claims), max(c[1] for c in claims)
+        return run(df_d, 0), run(df_d2, 1), float(eps), float(delta)
+
+    return build
+
+
+def _arrow_keys(dictionary: Sequence[object], indices: Sequence[int]) -> Any:
+    import pyarrow as pa
+
+    keys = pa.DictionaryArray.from_arrays(pa.array(indices, pa.int32()), pa.array(dictionary))
+    return pa.table({"k": keys, "x": pa.array([1.0] * len(indices))})
+
+
+def _scan(table: Any) -> Any:
+    from .scan import scan
+
+    return scan(table)
+
+
+def _first(out: Any, label: object) -> float:
+    """The released value of ``label`` (-1 when it is not released)."""
+    for k, v in dict(out).items():
+        if type(k) is type(label) and k == label:
+            return float(v)
+    return -1.0
+
+
+def _finding_dictionary() -> Callable[[int], Built]:
+    """1. A scan whose Arrow dictionary repeats "a" (private keys): the rows under the second
+    code must add to the first (0.1 overwrote the group, so one row wiped it)."""
+
+    def frames() -> tuple[Any, Any]:
+        base = [0] * 60 + [2]
+        return _arrow_keys(["a", "a", "b"], base), _arrow_keys(["a", "a", "b"], [*base, 1])
+
+    def rel(table: Any, s: Session) -> list[float]:
+        out = _scan(table).dp(s).groupby("k", keys="private").count(epsilon=1.0, delta=1e-6)
+        return [_first(out, "a")]
+
+    return _finding(frames, rel)
+
+
+def _finding_spelling() -> Callable[[int], Built]:
+    """2. A private key held as 1 by 60 rows; one row spells it True (object column)."""
+
+    def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
+        import pandas as pd
+
+        ones = [1] * 60
+        return (_frame(k=pd.Series(ones, dtype=object), x=1.0),
+                _frame(k=pd.Series([True, *ones], dtype=object), x=1.0))
+
+    def rel(df: pd.DataFrame, s: Session) -> list[float]:
+        out = _dp(df, s).groupby("k", keys="private").count(epsilon=1.0, delta=1e-6)
+        return [float(sum(type(k) is bool for k in out.index))]
+
+    return _finding(frames, rel)
+
+
+def _finding_order() -> Callable[[int], Built]:
+    """3. Keys 1, 2, 10 of 60 rows each; one row holds "z" (never released)."""
+
+    def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
+        import pandas as pd
+
+        keys: list[Any] = [1] * 60 + [2] * 60 + [10] * 60
+        return (_frame(k=pd.Series(keys, dtype=object), x=1.0),
+                _frame(k=pd.Series([*keys, "z"], dtype=object), x=1.0))
+
+    def rel(df: pd.DataFrame, s: Session) -> list[float]:
+        out = _dp(df, s).groupby("k", keys="private").count(epsilon=1.0, delta=1e-6)
+        labels = list(out.index)
+        return [float(labels.index(10)) if 10 in labels else -1.0]
+
+    return _finding(frames, rel)
+
+
+def gaussian_epsilon(sigma: float, sensitivity: float, delta: float) -> float:
+    """The exact epsilon of the Gaussian mechanism (noise ``sigma``, L2 ``sensitivity``) at
+    ``delta``: the smallest epsilon with ``Phi(a - e s) - exp(e) Phi(-a - e s) <= delta``,
+    ``a = sensitivity / (2 sigma)``, ``s = sigma / sensitivity`` (the tight privacy profile,
+    Balle and Wang 2018, Theorem 8). It is a lower bound as well as an upper bound: every
+    smaller epsilon is violated by a threshold event."""
+
+    def phi(x: float) -> float:
+        return 0.5 * math.erfc(-x / math.sqrt(2.0))
+
+    a, sc = sensitivity / (2.0 * sigma), sigma / sensitivity
+
+    def profile(e: float) -> float:
+        return phi(a - e * sc) - math.exp(e) * phi(-a - e * sc)
+
+    lo, hi = 0.0, 1.0
+    while profile(hi) > delta:
+        hi *= 2.0
+    for _ in range(200):
+        mid = (lo + hi) / 2.0
+        lo, hi = (mid, hi) if profile(mid) > delta else (lo, mid)
+    return lo
+
+
+def _finding_mixed_gaussian(seed: int) -> tuple[float, float, float, str]:
+    """4. ``agg`` of a Gaussian sum with an exponential-mechanism max: the sum's noise must
+    satisfy the (epsilon, delta) its provenance states (an exact computation, not a sample)."""
+    df = _frame(g=["a", "b"] * 50, x=np.linspace(0.0, 10.0, 100))
+    s = _session(seed, "add_remove")
+    out = _dp(df, s, bounds={"x": (0.0, 10.0)}, keys={"g": ["a", "b"]}).groupby("g").agg(
+        {"x": ["sum", "max"]}, epsilon=1.0, delta=1e-6, mechanism="gaussian")
+    m = next(m for m in out.attrs["dp"]["measures"] if m["aggregate"] == "sum")
+    true = gaussian_epsilon(float(m["noise_scale"]), float(m["sensitivity"]), float(m["delta"]))
+    return true, float(m["epsilon"]), float(m["delta"]), (
+        f"exact Gaussian profile: sigma {float(m['noise_scale']):.4g}, "
+        f"sensitivity {float(m['sensitivity']):g}")
+
+
+def _finding_change_one_sum() -> Callable[[int], Built]:
+    """5. change_one: a replaced row leaves a filtered frame, taking U = 101 with it."""
+    base = [100.5] * 5
+
+    def rel(df: pd.DataFrame, s: Session) -> list[float]:
+        return [_dp(df, s, bounds={"x": (100.0, 101.0)}).sum("x", epsilon=1.0)]
+
+    return _finding(lambda: (_frame(x=base), _frame(x=[*base, 101.0])), rel, "change_one")
+
+
+def _finding_unit_spellings() -> Callable[[int], Built]:
+    """6. A scan where one person's unit id is written 0.0 in one row and -0.0 in another."""
+
+    def frames() -> tuple[Any, Any]:
+        import pyarrow as pa
+
+        d = {"u": [1.0, 2.0, 3.0], "x": [1.0] * 3}
+        d2 = {"u": [1.0, 2.0, 3.0, 0.0, -0.0], "x": [1.0] * 5}
+        return pa.table(d), pa.table(d2)
+
+    def rel(table: Any, s: Session) -> list[float]:
+        return [_scan(table).dp(s, privacy_unit="u", max_rows_per_unit=1).count(epsilon=1.0)]
+
+    return _finding(frames, rel)
+
+
+def _finding_empty() -> Callable[[int], Built]:
+    """7. An empty frame against one row: both must be released (with noise)."""
+
+    def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
+        return _frame(x=np.array([], dtype=np.float64)), _frame(x=[10.0])
+
+    def rel(df: pd.DataFrame, s: Session) -> list[float]:
+        return [_dp(df, s, bounds={"x": (0.0, 10.0)}).sum("x", epsilon=1.0)]
+
+    return _finding(frames, rel)
+
+
+def _finding_list_key() -> Callable[[int], Built]:
+    """8. A list in a key column (0.1 raised TypeError after the charge): a missing key."""
+
+    def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
+        import pandas as pd
+
+        keys: list[Any] = ["a"] * 5 + ["b"] * 5
+        return (_frame(k=pd.Series(keys, dtype=object), x=1.0),
+                _frame(k=pd.Series([*keys, ["a"]], dtype=object), x=1.0))
+
+    def rel(df: pd.DataFrame, s: Session) -> list[float]:
+        out = _dp(df, s, keys={"k": ["a", "b"]}).groupby("k").count(epsilon=1.0)
+        return [_first(out, "a")]
+
+    return _finding(frames, rel)
+
+
+def _finding_categories() -> Callable[[int], Built]:
+    """9. A Categorical whose categories come from the data: a city held by one person."""
+
+    def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
+        cities = ["a"] * 5 + ["b"] * 5
+        d, d2 = _frame(city=cities, x=1.0), _frame(city=[*cities, "zed"], x=1.0)
+        return d.astype({"city": "category"}), d2.astype({"city": "category"})
+
+    def rel(df: pd.DataFrame, s: Session) -> list[float]:
+        return [float(len(_dp(df, s).groupby("city").count(epsilon=1.0)))]
+
+    return _finding(frames, rel)
+
+
+def _finding_mixed_units() -> Callable[[int], Built]:
+    """10. A session spending 0.5 per person, then 0.5 per row: a person with 10 rows."""
+
+    def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
+        u = list(range(10))
+        return _frame(u=u, x=1.0), _frame(u=[*u, *[99] * 10], x=1.0)
+
+    def rel(df: pd.DataFrame, s: Session) -> list[float]:
+        per_unit = _dp(df, s, privacy_unit="u", max_rows_per_unit=10).count(epsilon=0.5)
+        try:
+            return [float(_dp(df, s).count(epsilon=0.5))]
+        except Exception:
+            return [float(per_unit)]
+
+    return _finding(frames, rel)
+
+
 # -- deliberately broken releases (positive controls) -------------------------------------------
 
 @contextlib.contextmanager
@@ -1012,6 +1273,32 @@ SCENARIOS: tuple[Scenario, ...] = (
              _scalar_quantile("max"), SCALAR_TRIALS),
     Scenario("median (exponential mechanism)", "[0, 0, 10] vs [0, 0, 10, 10], 3 candidates",
              _scalar_quantile("median"), SCALAR_TRIALS),
+    # the findings of the attacker's review of 0.1 (each fails there: docs/audit.md)
+    Scenario("finding 1: scan, repeated Arrow dictionary entry", "60 rows 'a' vs 60 + one "
+             "'a' under the dictionary's second 'a'", _finding_dictionary(), FINDING_TRIALS,
+             FINDING_FAST),
+    Scenario("finding 2: private key spelling", "60 rows with key 1 vs one more spelled True",
+             _finding_spelling(), FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 3: order of private keys", "keys 1, 2, 10 vs one more row 'z' "
+             "(statistic: position of 10)", _finding_order(), FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 4: mixed Gaussian agg (sum + max)", "the sum measure's stated "
+             "(epsilon, delta) against its noise", None, 1, 1,
+             exact=_finding_mixed_gaussian),
+    Scenario("finding 5: change_one sum, bounds [100, 101]", "a row at 101 enters a "
+             "filtered frame", _finding_change_one_sum(), FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 6: scan, unit id 0.0 and -0.0", "a person with rows under 0.0 and "
+             "-0.0 joins, max_rows_per_unit=1", _finding_unit_spellings(), 3 * FINDING_TRIALS,
+             3 * FINDING_FAST),
+    Scenario("finding 7: empty frame", "no row vs one row at U = 10 (sum)", _finding_empty(),
+             FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 8: a list in a key column", "10 rows vs one more keyed ['a']",
+             _finding_list_key(), FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 9: categories from the data", "cities a, b vs one row 'zed' "
+             "(statistic: groups released)", _finding_categories(), FINDING_TRIALS,
+             FINDING_FAST),
+    Scenario("finding 10: one session, two privacy units", "a person with 10 rows joins; "
+             "unit-level then row-level count at 0.5", _finding_mixed_units(), FINDING_TRIALS,
+             FINDING_FAST),
     # deliberately broken: the audit must find a violation
     Scenario("BROKEN: geometric with half the noise", "0 vs 1, sensitivity 1",
              _core_noise(_half_noise_spec, True), 2_000_000, 200_000, expect_violation=True),
@@ -1056,11 +1343,13 @@ def markdown_table(results: Sequence[AuditResult]) -> str:
             verdict = "violation found (expected)" if r.violation else "NOT CAUGHT"
         else:
             verdict = "VIOLATION" if r.violation else "ok"
-        event = f"{r.event} ({r.direction})"
-        if r.delta:
+        exact = r.direction == "exact"
+        event = r.event if exact else f"{r.event} ({r.direction})"
+        if r.delta and not exact:
             event += f"; delta lower bound {r.delta_lower_bound:.3g}"
+        trials = "exact" if exact else f"{r.trials:,}"
         lines.append(f"| {r.name} | {r.neighbours} | {claim} | {r.eps_lower_bound:.3f} | "
-                     f"{event} | {r.trials:,} | {r.seconds:.1f} | {verdict} |")
+                     f"{event} | {trials} | {r.seconds:.1f} | {verdict} |")
     return "\n".join(lines)
 
 

@@ -129,7 +129,7 @@ ALL_UNIT_KINDS = (*ARROW_UNIT_KINDS, "mixed")
 
 def canon(v: object, kind: str) -> object | None:
     """The canonical form of ``v`` in a column of public ``kind``; None when missing or
-    non-conforming (notes/spec-0.2-privacy.md, "Canonical value model")."""
+    non-conforming (PRIVACY.md, "One canonical value model")."""
     if v is None or v is pd.NA or v is pd.NaT:
         return None
     if kind == "float":

@@ -1,4 +1,4 @@
-"""One deterministic regression test per leak found in 0.1 (issue 11; spec-0.2-privacy.md).
+"""One deterministic regression test per leak found in 0.1 (issue 11).
 
 Each test names its finding. The property suites (test_public_structure, test_private_keys,
 test_backends_agree, test_degenerate) find these too, but through random examples; these pin
