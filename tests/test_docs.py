@@ -58,3 +58,44 @@ def test_quickstart_first_release_in_five_lines() -> None:
     session = scope["session"]
     assert isinstance(session, dpf.Session)
     assert session.spent == (0.5, 0.0)
+
+
+def test_package_ships_types_and_license() -> None:
+    """Downstream mypy reads dpframe's annotations only with a py.typed marker in the package;
+    the Apache-2.0 licence the metadata names is in the repository."""
+    import tomllib
+
+    root = Path(__file__).resolve().parent.parent
+    assert (Path(dpf.__file__).parent / "py.typed").is_file()
+    meta = tomllib.loads((root / "pyproject.toml").read_text())
+    assert "py.typed" in meta["tool"]["setuptools"]["package-data"]["dpframe"]
+    assert meta["project"]["license"]["text"] == "Apache-2.0"
+    assert "Apache License" in (root / "LICENSE").read_text()[:200]
+
+
+def test_docs_build_hook_draws_the_figures(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                           ) -> None:
+    """`mkdocs build` from a fresh clone needs no other step: the hook runs make_plots.py when a
+    figure is missing (and not when all are fresh)."""
+    import importlib.util
+
+    pytest.importorskip("matplotlib")
+    root = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("docs_hooks", root / "docs" / "hooks.py")
+    assert spec is not None and spec.loader is not None
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    docs = tmp_path / "docs"
+    (docs / "img").mkdir(parents=True)
+    (docs / "make_plots.py").write_text(
+        "from pathlib import Path\n"
+        "def main():\n"
+        "    for n in ('histogram.png', 'grouped.png', 'budget.png'):\n"
+        f"        (Path({str(docs / 'img')!r}) / n).write_bytes(b'png')\n")
+    monkeypatch.setattr(hooks, "_DOCS", docs)
+    assert hooks._stale()
+    hooks.on_pre_build(None)
+    assert sorted(p.name for p in (docs / "img").iterdir()) == sorted(hooks._FIGURES)
+    assert not hooks._stale()
+    (docs / "img" / "budget.png").unlink()
+    assert hooks._stale()
