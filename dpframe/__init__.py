@@ -45,7 +45,7 @@ __all__ = [
     "to_parquet",
 ]
 
-import sys as _sys
+from ._dask_hook import register_dask_accessor as _register_dask_accessor
 
-if "dask.dataframe" in _sys.modules:  # dask already in use: register ddf.dp too (never import it)
-    from . import dask as _dask  # noqa: F401
+# ddf.dp whatever the import order; import dpframe never imports Dask itself
+_register_dask_accessor()

@@ -1,10 +1,11 @@
-"""The ``.dp`` accessor on Dask DataFrames: ``import dpframe.dask``, then ``ddf.dp(session, ...)``.
+"""The ``.dp`` accessor on Dask DataFrames: ``ddf.dp(session, ...)``.
 
 Same API and semantics as the pandas accessor (:class:`~dpframe.frontend.PrivateFrame`):
 workers compute exact partial aggregates, the client adds noise and charges its session.
 Results are computed pandas objects with ``.attrs["dp"]``. Importing this module imports dask
-and registers the accessor with Dask's own ``register_dataframe_accessor``; ``import dpframe``
-does the same only when ``dask.dataframe`` was already imported (it never imports dask itself).
+and registers the accessor with Dask's own ``register_dataframe_accessor``. ``import dpframe``
+imports it when ``dask.dataframe`` is imported, before or after dpframe
+(:mod:`dpframe._dask_hook`), and never imports dask itself.
 """
 
 from __future__ import annotations
