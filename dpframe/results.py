@@ -33,6 +33,13 @@ class _Provenance:
             return None
         return (self.lower, self.upper)
 
+    def _repr_html_(self) -> str:
+        """Notebook display: the value, its interval (with ``ci=``), the query and charge."""
+        from ._html import scalar_html
+
+        value = float(self)  # type: ignore[arg-type]  # the subclasses are float / int
+        return scalar_html(value, self.attrs["dp"], self.lower, self.upper)
+
 
 class DPFloat(_Provenance, float):
     """A released real number (see the module docstring)."""

@@ -301,22 +301,41 @@ class Session:
         df["seeded"] = df["seeded"].astype(bool)
         return df
 
-    def report(self, show: bool = False) -> str:
+    def report(self, show: bool = False) -> str | None:
         """A plain-text account of the session: budget spent and left, every release, and
-        what the spent epsilon means for an attacker's beliefs. ``show=True`` also prints it
-        (with colour, via rich)."""
+        what the spent epsilon means for an attacker's beliefs, returned as a string in every
+        environment (terminal, script, notebook). ``show=True`` prints it instead (with colour
+        where the terminal has it, as tables in a notebook) and returns None, like
+        ``DataFrame.info()``, so a notebook shows it once. In a notebook, displaying the
+        session itself (``session``) shows a budget bar and the latest releases."""
         from rich.console import Console
 
         renderables = self._report_renderables()
-        buf = io.StringIO()
-        console = Console(file=buf, width=140, color_system=None, force_terminal=False)
-        for r in renderables:
-            console.print(r)
         if show:
             out = Console()
             for r in renderables:
                 out.print(r)
+            return None
+        buf = io.StringIO()
+        # force_jupyter=False: in a notebook rich would draw into the page and write nothing
+        console = Console(file=buf, width=140, color_system=None, force_terminal=False,
+                          force_jupyter=False)
+        for r in renderables:
+            console.print(r)
         return buf.getvalue()
+
+    def _repr_html_(self) -> str:
+        """Notebook display: budget bar, privacy unit and the latest releases."""
+        from ._html import session_html
+
+        describe = getattr(self._store, "describe", None)
+        (te, td), (se, sd) = self.total_exact, self.spent_exact
+        return session_html(
+            title=f"dpframe session {self.name!r}" if self.name else "dpframe session",
+            where=describe() if callable(describe) else type(self._store).__name__,
+            neighbouring=self.neighbouring, unit=self.privacy_unit,
+            spent=(float(se), float(sd)), total=(float(te), float(td)),
+            entries=self._store.entries(), seeded=self.seeded)
 
     def _report_renderables(self) -> list[Any]:
         from rich.text import Text
