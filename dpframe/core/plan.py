@@ -27,6 +27,7 @@ import numpy.typing as npt
 from ..errors import ValidationError
 from ..query import Measure, Query
 from .accounting import PrivacyCost, poisson_subsampling, zcdp_to_approx_dp
+from .intervals import ratio_interval
 from .mechanisms import ExponentialSpec, NoiseSpec, noise_spec, power_of_two_at_most, rho_for
 from .rng import RandomSource
 from .sensitivity import (
@@ -449,13 +450,14 @@ def apply_plan(plan: ReleasePlan, exact: ExactAggregates, rng: RandomSource) -> 
     level = plan.query.ci or 0.95
     out: list[MeasureRelease] = []
     for mp in plan.measures:
-        out.append(_release_measure(mp, exact, keep, rng, level))
+        out.append(_release_measure(mp, exact, keep, rng, level,
+                                    want_ci=plan.query.ci is not None))
     prov = plan.describe()
     return CoreRelease(keys, plan.query.by, out, prov)
 
 
 def _release_measure(mp: MeasurePlan, exact: ExactAggregates, keep: npt.NDArray[np.intp],
-                     rng: RandomSource, level: float) -> MeasureRelease:
+                     rng: RandomSource, level: float, want_ci: bool = True) -> MeasureRelease:
     m = mp.measure
     req = mp.requests[0]
     desc = mp.describe(level)
@@ -482,19 +484,14 @@ def _release_measure(mp: MeasurePlan, exact: ExactAggregates, keep: npt.NDArray[
         mid = (lo + hi) / 2
         denom = np.maximum(noisy_cnt, 1.0)
         mean = np.clip(mid + noisy_sum / denom, lo, hi)
-        # conservative interval by post-processing: true sum and count each lie within their
-        # half-widths at level 1 - alpha/2 (union bound), so the true mean lies between the
-        # extreme ratios; an interval whose count range reaches 0 is the whole [lo, hi].
-        a = (1 - level) / 2
-        hs = mp.noise.half_width(1 - a)
-        hc = mp.count_noise.half_width(1 - a)
-        cmin = noisy_cnt - hc
-        cmax = noisy_cnt + hc
-        with np.errstate(divide="ignore", invalid="ignore"):
-            cands = np.stack([(noisy_sum - hs) / cmin, (noisy_sum - hs) / cmax,
-                              (noisy_sum + hs) / cmin, (noisy_sum + hs) / cmax])
-        lower = np.where(cmin > 0, np.clip(mid + cands.min(axis=0), lo, hi), lo)
-        upper = np.where(cmin > 0, np.clip(mid + cands.max(axis=0), lo, hi), hi)
+        # calibrated interval by post-processing the public noise (core/intervals.py); only
+        # computed when an interval was asked for (it costs DRAWS operations per group)
+        if want_ci:
+            lower, upper = ratio_interval(noisy_sum.astype(np.float64), noisy_cnt, mp.noise,
+                                          mp.count_noise, (lo, hi), level)
+            lower, upper = lower.reshape(mean.shape), upper.reshape(mean.shape)
+        else:
+            lower = upper = np.full(mean.shape, np.nan)
         return MeasureRelease(m.name, m.column, mean, lower, upper, desc)
     if m.op == "quantile":
         assert mp.em is not None and mp.candidates is not None and m.q is not None
