@@ -117,10 +117,11 @@ def laplace_difference_half_width(b1: FloatArray, b2: FloatArray, tail: float) -
 
 def ratio_interval(noisy_sum: FloatArray, noisy_count: FloatArray, sum_noise: NoiseSpec,
                    count_noise: NoiseSpec, bounds: tuple[float, float],
-                   level: float) -> tuple[FloatArray, FloatArray]:
+                   level: float, simulate: bool = True) -> tuple[FloatArray, FloatArray]:
     """Lower and upper ends of a ``level`` interval for ``mid + sum / count`` per group (see
     the module docstring). ``noisy_sum`` is the released sum of values shifted by the bounds'
-    midpoint."""
+    midpoint. ``simulate=False`` keeps the first-order interval everywhere (fast; where the
+    noise is large next to the bounds it is wider than needed, often the whole bounds)."""
     lo, hi = bounds
     mid = (lo + hi) / 2
     s = np.asarray(noisy_sum, dtype=np.float64)
@@ -137,7 +138,7 @@ def ratio_interval(noisy_sum: FloatArray, noisy_count: FloatArray, sum_noise: No
     half = a / c
     lower, upper = np.clip(mean - half, lo, hi), np.clip(mean + half, lo, hi)
     wide = np.flatnonzero(half.reshape(-1) > SIMULATE_ABOVE * (hi - lo))
-    if wide.size:
+    if simulate and wide.size:
         sl, su = simulated_interval(s.reshape(-1)[wide], np.asarray(
             noisy_count, dtype=np.float64).reshape(-1)[wide], sum_noise, count_noise, bounds,
             level)

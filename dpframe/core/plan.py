@@ -484,14 +484,11 @@ def _release_measure(mp: MeasurePlan, exact: ExactAggregates, keep: npt.NDArray[
         mid = (lo + hi) / 2
         denom = np.maximum(noisy_cnt, 1.0)
         mean = np.clip(mid + noisy_sum / denom, lo, hi)
-        # calibrated interval by post-processing the public noise (core/intervals.py); only
-        # computed when an interval was asked for (it costs DRAWS operations per group)
-        if want_ci:
-            lower, upper = ratio_interval(noisy_sum.astype(np.float64), noisy_cnt, mp.noise,
-                                          mp.count_noise, (lo, hi), level)
-            lower, upper = lower.reshape(mean.shape), upper.reshape(mean.shape)
-        else:
-            lower = upper = np.full(mean.shape, np.nan)
+        # calibrated interval by post-processing the public noise (core/intervals.py); the
+        # simulation of small groups (DRAWS draws each) only when an interval was asked for
+        lower, upper = ratio_interval(noisy_sum.astype(np.float64), noisy_cnt, mp.noise,
+                                      mp.count_noise, (lo, hi), level, simulate=want_ci)
+        lower, upper = lower.reshape(mean.shape), upper.reshape(mean.shape)
         return MeasureRelease(m.name, m.column, mean, lower, upper, desc)
     if m.op == "quantile":
         assert mp.em is not None and mp.candidates is not None and m.q is not None
