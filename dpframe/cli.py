@@ -323,6 +323,20 @@ def _demo_steps() -> list[tuple[str, Any, int | None]]:
     ]
 
 
+def _release_query(frame: Any, q: Any, session: Any, log: _RunLog) -> Any:
+    """Release query ``q`` (charging the session) and note its ledger entry in ``log``."""
+    import dpframe as dpf
+
+    from .spec import invoke
+
+    log.current = q.name
+    invoke(frame, q, dry_run=False)
+    rel = dpf.last_release(session)
+    assert rel is not None
+    log.released.append(cast(int, rel.provenance["ledger_entry"]))
+    return rel
+
+
 def _demo(rows: int, out: Path, seed: int, epsilon: float, ledger: Path | None,
           log: _RunLog) -> None:
     from rich.table import Table
@@ -331,7 +345,7 @@ def _demo(rows: int, out: Path, seed: int, epsilon: float, ledger: Path | None,
     from dpframe.backends.pandas import PandasBackend
     from dpframe.datasets import STATES, people
 
-    from .spec import capturing_frame, charged_by, check_output_targets, invoke, plan_queries
+    from .spec import capturing_frame, charged_by, check_output_targets, plan_queries
 
     con = _console()
     t0 = time.perf_counter()
@@ -367,11 +381,7 @@ def _demo(rows: int, out: Path, seed: int, epsilon: float, ledger: Path | None,
             table.add_column(c, justify=j, overflow="fold")  # type: ignore[arg-type]
         try:
             for title, q, limit in steps:
-                log.current = q.name
-                invoke(frame, q, dry_run=False)
-                rel = dpf.last_release(session)
-                assert rel is not None
-                log.released.append(cast(int, rel.provenance["ledger_entry"]))
+                rel = _release_query(frame, q, session, log)
                 folder.mkdir(parents=True, exist_ok=True)
                 log.written.append(dpf.to_parquet(rel, folder / f"{q.name}.parquet"))
                 disp, cut = _release_rows(rel, limit)
@@ -569,7 +579,7 @@ def _release_all(con: Any, s: Any, session: Any, frame: Any, folder: Path,
 
     import dpframe as dpf
 
-    from .spec import charged_by, invoke
+    from .spec import charged_by
 
     earlier = [e for e in session.ledger_store.entries() if e.get("session") == s.name]
     export = dpf.to_parquet if s.output_format == "parquet" else dpf.to_ipc
@@ -581,11 +591,7 @@ def _release_all(con: Any, s: Any, session: Any, frame: Any, folder: Path,
         table.add_column(c, justify=j, overflow="fold")  # type: ignore[arg-type]
     try:
         for q in s.queries:
-            log.current = q.name
-            invoke(frame, q, dry_run=False)
-            rel = dpf.last_release(session)
-            assert rel is not None
-            log.released.append(cast(int, rel.provenance["ledger_entry"]))
+            rel = _release_query(frame, q, session, log)
             folder.mkdir(parents=True, exist_ok=True)
             path = export(rel, s.output_path(folder, q))
             log.written.append(path)

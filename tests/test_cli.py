@@ -5,9 +5,7 @@ Variations of the same paths run in-process (typer's CliRunner) to keep the suit
 
 from __future__ import annotations
 
-import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -17,43 +15,16 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from typer.testing import CliRunner
 
 import dpframe as dpf
-from dpframe.cli import app
 from dpframe.datasets import visit_events
 
-ROOT = Path(__file__).resolve().parents[1]
-ENV = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
-       "COLUMNS": "120"}
-
-
-def cli(*args: str | Path, cwd: Path | None = None, timeout: float = 60
-        ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "dpframe.cli", *map(str, args)], cwd=cwd,
-                          env=ENV, capture_output=True, text=True, timeout=timeout)
-
-
-def inproc(*args: str | Path) -> tuple[int, str]:
-    """Run the CLI in this process: (exit code, stdout + stderr with whitespace collapsed)."""
-    r = CliRunner().invoke(app, [str(a) for a in args])
-    return r.exit_code, " ".join(r.output.split())
-
-
-def entries(ledger: Path) -> list[tuple[int, str, str]]:
-    if not ledger.exists():
-        return []
-    with sqlite3.connect(ledger) as conn:
-        return list(conn.execute("SELECT id, status, query FROM entries ORDER BY id"))
+from ._cli_support import ENV, cli, entries, inproc, write_visits
 
 
 @pytest.fixture(scope="module")
 def visits(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    d = tmp_path_factory.mktemp("visits")
-    for i in range(3):
-        ev = visit_events(4000, seed=i, first_id=1 + 4000 * i)
-        pq.write_table(pa.Table.from_pandas(ev, preserve_index=False), d / f"part-{i}.parquet")
-    return d
+    return write_visits(tmp_path_factory.mktemp("visits"), 3, 4000)
 
 
 SPEC = """

@@ -5,54 +5,22 @@ was charged and written is true, on every path (docs/cli.md, exit codes).
 
 from __future__ import annotations
 
-import os
-import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
-from typer.testing import CliRunner
 
 import dpframe as dpf
-from dpframe.cli import app
 from dpframe.core.accounting import PrivacyCost
-from dpframe.datasets import visit_events
 
-# the package under test (run this file with PYTHONPATH=<another checkout> to test that one)
-PKG_ROOT = Path(dpf.__file__).resolve().parents[1]
-ENV = {**os.environ, "PYTHONPATH": str(PKG_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
-       "COLUMNS": "120"}
+from ._cli_support import cli, entries, inproc, write_visits
+
 SECRET = "SECRET-VALUE-8731"  # must never be echoed
-
-
-def cli(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "dpframe.cli", *map(str, args)], cwd=cwd,
-                          env=ENV, capture_output=True, text=True, timeout=120)
-
-
-def inproc(*args: str | Path) -> tuple[int, str]:
-    r = CliRunner().invoke(app, [str(a) for a in args])
-    return r.exit_code, " ".join(r.output.split())
-
-
-def entries(ledger: Path) -> list[tuple[int, str, str]]:
-    if not ledger.exists():
-        return []
-    with sqlite3.connect(ledger) as conn:
-        return list(conn.execute("SELECT id, status, session FROM entries ORDER BY id"))
 
 
 @pytest.fixture(scope="module")
 def visits(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    d = tmp_path_factory.mktemp("visits")
-    for i in range(2):
-        ev = visit_events(2000, seed=i, first_id=1 + 2000 * i)
-        pq.write_table(pa.Table.from_pandas(ev, preserve_index=False), d / f"part-{i}.parquet")
-    return d
+    return write_visits(tmp_path_factory.mktemp("visits"), 2, 2000)
 
 
 GOOD = """
