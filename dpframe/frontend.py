@@ -109,8 +109,12 @@ class PrivateFrame:
             sb, sk = bounds_and_keys_from_schema(schema)
             b.update(sb)
             k.update(sk)
-        b.update(dict(bounds or {}))
-        k.update(dict(keys or {}))  # normalise_keys checks them (a string is not a key list)
+        for name, given, into in (("bounds", bounds, b), ("keys", keys, k)):
+            try:
+                into.update(dict(given or {}))  # type: ignore[arg-type]
+            except (TypeError, ValueError):
+                raise ValidationError(f"{name} must be a mapping {{column: ...}}") from None
+        # normalise_keys checks the key lists (a string is not a key list)
         self._bounds = b
         self._keys = normalise_keys(k)
         if privacy_unit is not None and not isinstance(privacy_unit, str):
@@ -299,7 +303,10 @@ class PrivateFrame:
 
     def groupby(self, by: str | Sequence[str], keys: str | None = None) -> PrivateGroupBy:
         """Group by public keys (declared, pandera isin, or Categorical) or ``keys="private"``."""
-        cols = (by,) if isinstance(by, str) else tuple(by)
+        try:
+            cols = (by,) if isinstance(by, str) else tuple(by)
+        except TypeError:
+            raise ValidationError("groupby columns are named by strings") from None
         if not cols:
             raise ValidationError("groupby needs at least one column")
         if not all(isinstance(c, str) for c in cols):

@@ -12,6 +12,7 @@ import math
 import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from fractions import Fraction
 from typing import Literal
 
@@ -27,6 +28,10 @@ CATEGORIES = "categories"
 
 DEFAULT_GRID = 1001
 MAX_ABS_BOUND = 1 << 52
+#: Narrowest declared span hi - lo: the fixed-point unit of a narrower one underflows float64.
+MIN_BOUND_SPAN = Fraction(1, 1 << 900)
+#: Highest interval level: closer to 1, the split levels of a mean round to 1 in float64.
+MAX_CI = 1 - 1e-12
 #: Most exact counters one release may hold (groups x bins or candidates): 2**25 int64 cells,
 #: 256 MiB per aggregate. Checked from public information before any charge.
 MAX_CELLS = 1 << 25
@@ -100,8 +105,9 @@ class Query:
         if self.private_keys and self.delta <= 0:
             raise ValidationError("keys='private' needs delta > 0 (key selection is "
                                   "(eps, delta)-DP)")
-        if self.ci is not None and not (0 < self.ci < 1):
-            raise ValidationError("ci must be a level in (0, 1), e.g. 0.95")
+        if self.ci is not None and (isinstance(self.ci, bool) or not isinstance(
+                self.ci, numbers.Real | Decimal) or not (0 < self.ci <= MAX_CI)):
+            raise ValidationError("ci must be a level in (0, 1), e.g. 0.95 (at most 1 - 1e-12)")
         if self.max_rows_per_unit < 1 or self.max_groups_per_unit < 1:
             raise ValidationError("max_rows_per_unit and max_groups_per_unit must be >= 1")
         if not (0 < self.selection_share < 1):
@@ -194,6 +200,10 @@ class Query:
             raise BoundsError(f"bounds of {column!r} must be finite numbers") from None
         if not lo < hi:
             raise BoundsError(f"bounds of {column!r} must satisfy lo < hi")
+        if hi - lo < MIN_BOUND_SPAN:
+            raise BoundsError(
+                f"bounds of {column!r} are narrower than 2**-900: exact accumulation cannot "
+                "represent them; rescale the column")
         if max(abs(lo), abs(hi)) > MAX_ABS_BOUND:
             raise BoundsError(
                 f"bounds of {column!r} exceed 2**52 in magnitude: exact accumulation could "

@@ -111,7 +111,7 @@ class ReleaseSpec:
     spill_dir: Path | None
     privacy_unit: str | None
     max_rows_per_unit: int | None
-    max_groups_per_unit: int
+    max_groups_per_unit: int | None
     bounds: dict[str, tuple[float, float]]
     keys: dict[str, list[object]]
     output_dir: str
@@ -243,12 +243,16 @@ class _Input(_Table):
 class _Privacy(_Table):
     unit: _Text | None = None
     max_rows_per_unit: _Count | None = None
-    max_groups_per_unit: _Count = 1
+    max_groups_per_unit: _Count | None = None  # default 1, with a unit
 
     @model_validator(mode="after")
     def _bounded(self) -> _Privacy:
         if self.unit is not None and self.max_rows_per_unit is None:
             raise ValueError("unit needs max_rows_per_unit (a contribution bound)")
+        if self.unit is None and (self.max_rows_per_unit is not None
+                                  or self.max_groups_per_unit is not None):
+            raise ValueError("max_rows_per_unit and max_groups_per_unit bound the rows of a "
+                             "unit: they need unit (each row is its own unit otherwise)")
         return self
 
 

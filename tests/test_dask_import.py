@@ -39,9 +39,11 @@ def test_dask_accessor_whatever_the_import_order(prelude: str) -> None:
 
 def test_the_hook_leaves_no_finder_behind() -> None:
     code = ("import sys, dpframe\nfrom dpframe._dask_hook import AfterImport\n"
-            "assert any(isinstance(f, AfterImport) for f in sys.meta_path)\n"
+            "def hooks(): return [f for f in sys.meta_path if isinstance(f, AfterImport)"
+            " and f.name == 'dask.dataframe']\n"
+            "assert hooks()\n"
             "import dask.dataframe\n"
-            "assert not any(isinstance(f, AfterImport) for f in sys.meta_path)\n"
+            "assert not hooks()\n"
             "assert 'dpframe.dask' in sys.modules\nprint('ok')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120)

@@ -379,6 +379,56 @@ def _infer_format(paths: Sequence[str]) -> str:
     return kinds.pop()
 
 
+def _numeric(t: pa.DataType) -> bool:
+    return bool(pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t))
+
+
+def _lenient_csv_format(fmt: Any, text: Sequence[str]) -> ds.CsvFileFormat:
+    """``fmt`` (a CSV format or ``"csv"``) reading the columns ``text`` as text and skipping
+    rows with the wrong number of fields: reading it never fails on a value, so no error can
+    quote one."""
+    base = fmt if isinstance(fmt, ds.CsvFileFormat) else ds.CsvFileFormat()
+    opts = base.default_fragment_scan_options
+    conv = opts.convert_options
+    convert = pacsv.ConvertOptions(
+        column_types={**dict(conv.column_types), **{c: pa.string() for c in text}},
+        null_values=conv.null_values, true_values=conv.true_values,
+        false_values=conv.false_values, strings_can_be_null=conv.strings_can_be_null,
+        check_utf8=conv.check_utf8)
+    p = base.parse_options
+    parse = pacsv.ParseOptions(delimiter=p.delimiter, quote_char=p.quote_char,
+                               double_quote=p.double_quote, escape_char=p.escape_char,
+                               newlines_in_values=p.newlines_in_values,
+                               ignore_empty_lines=p.ignore_empty_lines,
+                               invalid_row_handler=lambda _row: "skip")
+    return ds.CsvFileFormat(parse_options=parse, convert_options=convert,
+                            read_options=opts.read_options)
+
+
+def _open_dataset(source: Any, fmt: Any, partitioning: Any = None) -> ds.Dataset:
+    """``ds.dataset(source, format=fmt)`` with typed errors that quote no value.
+
+    A CSV schema is inferred with the declared numeric column types read as text and malformed
+    rows skipped, then the declared types are put back: inferring it never fails on a value
+    (text in a declared numeric column is missing when read, like everywhere else)."""
+    is_csv = fmt == "csv" or isinstance(fmt, ds.CsvFileFormat)
+    name = "CSV" if is_csv else str(getattr(fmt, "default_extname", fmt))
+    try:
+        if not is_csv:
+            return ds.dataset(source, format=fmt, partitioning=partitioning)
+        declared = dict(fmt.default_fragment_scan_options.convert_options.column_types) \
+            if isinstance(fmt, ds.CsvFileFormat) else {}
+        text = [c for c, t in declared.items() if _numeric(t)]
+        probe = ds.dataset(source, format=_lenient_csv_format(fmt, text),
+                           partitioning=partitioning)
+        schema = pa.schema([f.with_type(declared.get(f.name, f.type)) for f in probe.schema])
+        return ds.dataset(source, format=fmt, schema=schema, partitioning=partitioning)
+    except (pa.ArrowException, OSError, ValueError, TypeError) as exc:  # may quote a value
+        raise ValidationError(f"cannot open the input as {name} ({type(exc).__name__}): a file "
+                              "is empty, truncated, corrupt or in another format, or an option "
+                              "(format, partitioning) is invalid") from None
+
+
 class DatasetSource:
     """Where a scan reads from: files (Parquet, CSV, Arrow IPC), a pyarrow Dataset or a Table.
 
@@ -402,13 +452,23 @@ class DatasetSource:
             self._dataset = ds.dataset(pa.Table.from_batches([source])
                                        if isinstance(source, pa.RecordBatch) else source)
         elif isinstance(source, pd.DataFrame):
-            self._dataset = ds.dataset(pa.Table.from_pandas(source, preserve_index=False))
+            try:
+                table = pa.Table.from_pandas(source, preserve_index=False)
+            except (pa.ArrowException, ValueError, TypeError):  # the message may quote a value
+                raise ValidationError("cannot convert the DataFrame to Arrow (a column mixes "
+                                      "types or its names are not unique): query it with "
+                                      "df.dp(...) instead") from None
+            self._dataset = ds.dataset(table)
         else:
-            paths = [source] if isinstance(source, str | os.PathLike) else list(source)
+            try:
+                given = [source] if isinstance(source, str | os.PathLike) else list(source)
+                paths = [os.fsdecode(p) for p in given]
+            except TypeError:
+                raise ValidationError("scan needs a path, a glob, a folder, a list of them, a "
+                                      "pyarrow Dataset or a pyarrow Table") from None
             files: list[str] = []
             dirs: list[str] = []
-            for p in paths:
-                s = os.fspath(p)
+            for s in paths:
                 if any(ch in s for ch in "*?["):
                     files.extend(sorted(m for m in _glob.glob(s, recursive=True)
                                         if os.path.isfile(m)))
@@ -421,19 +481,19 @@ class DatasetSource:
             if dirs:
                 if files or len(dirs) > 1:
                     raise ValidationError("pass one folder, or files and globs, not both")
-                probe = ds.dataset(dirs[0], format=format if format is not None else "parquet",
-                                   partitioning=partitioning)
+                probe = _open_dataset(dirs[0], format if format is not None else "parquet",
+                                      partitioning=partitioning)
                 if partitioning is None:
                     files = list(probe.files)
             if not files and not dirs:
-                raise ValidationError(f"no file matches {os.fspath(paths[0]) if paths else ''}")
+                raise ValidationError(f"no file matches {paths[0] if paths else ''}")
             fmt = format if format is not None else _infer_format(files or ["x.parquet"])
             self._format = fmt
             if dirs and partitioning is not None:
                 self._dataset = probe
             else:
                 self._files = files
-                self._dataset = ds.dataset(files, format=fmt)
+                self._dataset = _open_dataset(files, fmt)
         self._columns = list(columns) if columns is not None else None
         names = self._dataset.schema.names
         if len(set(names)) != len(names):
@@ -461,33 +521,13 @@ class DatasetSource:
         f = self._format
         return f == "parquet" or isinstance(f, ds.ParquetFileFormat)
 
-    def _is_csv(self) -> bool:
-        f = self._format
-        return f == "csv" or isinstance(f, ds.CsvFileFormat)
-
-    def _csv_read_format(self, columns: Sequence[str]) -> ds.CsvFileFormat:
-        """The CSV format used to *read*: the columns a query needs as text (conformed to the
+    def _csv_read_format(self) -> ds.CsvFileFormat:
+        """The CSV format used to *read*: every numeric column as text (conformed to the
         public schema batch by batch, so a malformed value far down a file is missing instead
         of an error quoting it), and rows with the wrong number of fields skipped."""
-        base = self._format if isinstance(self._format, ds.CsvFileFormat) else ds.CsvFileFormat()
-        opts = base.default_fragment_scan_options
-        conv = opts.convert_options
-        text = {c: pa.string() for c in columns
-                if pa.types.is_integer(self._dataset.schema.field(c).type)
-                or pa.types.is_floating(self._dataset.schema.field(c).type)
-                or pa.types.is_boolean(self._dataset.schema.field(c).type)}
-        convert = pacsv.ConvertOptions(
-            column_types={**dict(conv.column_types), **text}, null_values=conv.null_values,
-            true_values=conv.true_values, false_values=conv.false_values,
-            strings_can_be_null=conv.strings_can_be_null, check_utf8=conv.check_utf8)
-        p = base.parse_options
-        parse = pacsv.ParseOptions(delimiter=p.delimiter, quote_char=p.quote_char,
-                                   double_quote=p.double_quote, escape_char=p.escape_char,
-                                   newlines_in_values=p.newlines_in_values,
-                                   ignore_empty_lines=p.ignore_empty_lines,
-                                   invalid_row_handler=lambda _row: "skip")
-        return ds.CsvFileFormat(parse_options=parse, convert_options=convert,
-                                read_options=opts.read_options)
+        dataset = self._dataset
+        base = dataset.format if isinstance(dataset, ds.FileSystemDataset) else self._format
+        return _lenient_csv_format(base, [f.name for f in dataset.schema if _numeric(f.type)])
 
     def batches(self, columns: Sequence[str], batch_size: int,
                 dictionary: Sequence[str] = ()) -> Generator[pa.RecordBatch, None, None]:
@@ -516,22 +556,33 @@ class DatasetSource:
             fmt = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(
                 dictionary_columns=set(dictionary)))
             dataset = ds.dataset(self._files, format=fmt)
-        if self._files is not None and self._is_csv():
-            dataset = ds.dataset(self._files, format=self._csv_read_format(cols))
         if not isinstance(dataset, ds.FileSystemDataset):
             yield from dataset.to_batches(columns=cols, batch_size=batch_size,
                                           batch_readahead=BATCH_READAHEAD,
                                           fragment_readahead=FRAGMENT_READAHEAD)
             return
         parquet = isinstance(dataset.format, ds.ParquetFileFormat)
+        lenient = self._csv_read_format() if isinstance(dataset.format,
+                                                        ds.CsvFileFormat) else None
 
         def fragments() -> Iterator[pa.RecordBatch]:
             for frag in dataset.get_fragments():
-                present = [c for c in cols if c in frag.physical_schema.names]
+                # a partitioned folder's key columns are in the paths, not in the files
+                keys = ds.get_partition_keys(frag.partition_expression)
+                if lenient is not None:  # CSV: the same file, read without failing on values
+                    frag = lenient.make_fragment(frag.path, frag.filesystem,
+                                                 partition_expression=frag.partition_expression)
+                names = frag.physical_schema.names
+                present = [c for c in cols if c in names]
+                implied = [c for c in cols if c in keys and c not in names]
                 parts = frag.split_by_row_group() if parquet else [frag]
                 for part in parts:
-                    yield from part.to_batches(columns=present, batch_size=batch_size,
-                                               batch_readahead=2, fragment_readahead=1)
+                    for batch in part.to_batches(columns=present, batch_size=batch_size,
+                                                 batch_readahead=2, fragment_readahead=1):
+                        for c in implied:
+                            batch = batch.append_column(
+                                c, pa.repeat(pa.scalar(keys[c]), batch.num_rows))
+                        yield batch
 
         yield from prefetch(fragments, PREFETCH)
 

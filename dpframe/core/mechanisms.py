@@ -33,6 +33,7 @@ from ..errors import ValidationError
 from .accounting import zcdp_rho_for_epsilon
 from .rng import RandomSource
 from .samplers import (
+    MAX_FAST_DEN,
     bernoulli_exp_neg,
     discrete_gaussian,
     discrete_laplace,
@@ -155,7 +156,8 @@ class NoiseSpec:
         else:
             z = discrete_gaussian(self.int_sigma2, n, rng)
         z = z.reshape(vals.shape)
-        if vals.dtype != object and (n == 0 or int(np.abs(vals).max()) < (1 << 60)):
+        if vals.dtype != object and m < (1 << 61) and (
+                n == 0 or int(np.abs(vals).max()) < (1 << 60)):
             x = vals.astype(np.int64)
             # round half up to the lattice of g: floor((x + m/2) / m), exact in int64
             lattice = (x + m // 2) // m if m > 1 else x
@@ -203,8 +205,9 @@ def noise_spec(
     multiple of the unit the exact values count, at the price of a little more noise when the
     sensitivity is tiny next to the values' magnitude.
     """
-    if epsilon <= 0:
-        raise ValueError("epsilon must be positive")
+    if epsilon <= 0:  # a Gaussian share whose zCDP conversion at this delta gives epsilon 0
+        raise ValidationError("epsilon is too small for this release at this delta: raise "
+                              "epsilon or lower delta")
     if sensitivity <= 0:
         raise ValueError("sensitivity must be positive")
     if integer:
@@ -233,6 +236,10 @@ def noise_spec(
         rho = rho_for(epsilon, delta)
     # sigma^2 rounded up: the achieved rho = Delta^2 / (2 sigma^2) is at most the planned one
     sigma2 = _round_up(int_sens * int_sens / (2 * rho))
+    if math.isqrt(sigma2.numerator // sigma2.denominator) + 1 > MAX_FAST_DEN:
+        raise ValidationError(
+            "epsilon or delta is too small for this sensitivity: the Gaussian noise exceeds what "
+            "the exact sampler supports")
     return NoiseSpec("gaussian", epsilon, delta, sensitivity, g, int_sens, int_sigma2=sigma2,
                      rho=rho, integer=integer)
 
