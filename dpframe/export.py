@@ -150,7 +150,8 @@ def _table_from_core(r: CoreRelease) -> tuple[pa.Table, dict[str, Any]]:
         field_docs[name] = m.description
     table = pa.table({k: pa.array(v) if isinstance(v, list) else v for k, v in data.items()})
     doc = _document(r.provenance, by, roles, outputs, table.num_rows,
-                    {"bins_closed": ("right" if hist[0].right else "left")} if hist else None)
+                    {"bins_closed": ("right" if hist[0].right else "left"),
+                     "bins_include_lowest": hist[0].include_lowest} if hist else None)
     return _with_metadata(table, doc, field_docs), doc
 
 

@@ -277,20 +277,27 @@ class PrivateFrame:
 
     def histogram(self, column: str, bins: Sequence[float], *, epsilon: float,
                   delta: float = 0.0, mechanism: str | None = None, right: bool = True,
-                  ci: float | None = None, dry_run: bool = False) -> Any:
-        """Noisy counts per public bin (pd.cut semantics); rows outside the bins are dropped."""
+                  include_lowest: bool = False, ci: float | None = None,
+                  dry_run: bool = False) -> Any:
+        """Noisy counts per public bin, exactly as ``pd.cut(x, bins, right=right,
+        include_lowest=include_lowest).value_counts(sort=False)`` counts them, indexed by the
+        same intervals (the declared edges; with ``include_lowest`` the first interval's left
+        end is lowered as pandas lowers it, so every label holds what it counts). Rows outside
+        the bins are dropped."""
         try:
             edges = tuple(float(b) for b in bins)
         except (TypeError, ValueError):
             raise ValidationError("bins must be a list of numbers") from None
-        meas = Measure("histogram", column, edges=edges, right=right)
+        if not isinstance(right, bool) or not isinstance(include_lowest, bool):
+            raise ValidationError("right and include_lowest must be True or False")
+        meas = Measure("histogram", column, edges=edges, right=right,
+                       include_lowest=include_lowest)
         r = self._run(self._query([meas], epsilon, delta, mechanism=mechanism, ci=ci,
                                   description=f"histogram({column})"), dry_run)
         if isinstance(r, dict):
             return r
         m = r.measures[0]
-        index = pd.IntervalIndex.from_breaks(list(edges), closed="right" if right else "left",
-                                             name=column)
+        index = histogram_index(edges, right, include_lowest, column)
         values = m.values.reshape(-1)
         if ci is None:
             out: pd.Series | pd.DataFrame = pd.Series(values, index=index, name="count")
@@ -317,6 +324,20 @@ class PrivateFrame:
 
 
 _INDEX_DTYPES = {"int": "int64", "float": "float64", "bool": "bool"}
+
+
+def histogram_index(edges: Sequence[float], right: bool, include_lowest: bool,
+                    name: str | None) -> pd.IntervalIndex:
+    """The intervals of a histogram's bins: the declared edges, closed as ``pd.cut`` closes
+    them; with ``include_lowest`` (and ``right``) the first left end is the one ``pd.cut``
+    gives (the lowest edge lowered by its display precision), so the label holds the edge the
+    bin counts. Depends on the edges only."""
+    breaks = [float(e) for e in edges]
+    if right and include_lowest:
+        shown = pd.cut(pd.Series([], dtype="float64"), breaks, right=True,
+                       include_lowest=True).cat.categories
+        breaks[0] = min(breaks[0], float(shown[0].left))
+    return pd.IntervalIndex.from_breaks(breaks, closed="right" if right else "left", name=name)
 
 
 def _label_index(labels: list[object], kind: str, name: str) -> pd.Index:

@@ -57,6 +57,7 @@ class Measure:
     q: Fraction | None = None            # quantile level (max = 1, min = 0)
     edges: tuple[float, ...] | None = None  # histogram bin edges
     right: bool = True                   # histogram bins closed on the right, like pd.cut
+    include_lowest: bool = False         # histogram: first bin also holds the lowest edge
     grid: int = DEFAULT_GRID             # candidate grid size for quantiles
     weight: Fraction = Fraction(1)       # share of the query's epsilon (relative)
 

@@ -68,6 +68,7 @@ class QuerySpec:
     ci: float | None = None
     bins: list[float] | None = None
     right: bool = True
+    include_lowest: bool = False
     q: float | None = None
     resolution: int | None = None
     aggregates: dict[str, list[str]] | None = None
@@ -285,6 +286,7 @@ class _Query(_Table):
     ci: _Level | None = None
     bins: Annotated[list[_Number], Field(min_length=2)] | None = None
     right: bool = True
+    include_lowest: bool = False
     q: Annotated[float, Field(ge=0, le=1)] | None = None
     resolution: Annotated[int, Field(ge=2)] | None = None
     aggregates: Annotated[dict[str, _Texts], Field(min_length=1)] | None = None
@@ -495,7 +497,8 @@ def _query_spec(q: _Query, i: int) -> QuerySpec:
     return QuerySpec(
         name=q.name or f"query{i + 1}", aggregate=agg, epsilon=q.epsilon, column=q.column,
         by=list(q.by or []), private_keys=q.keys == "private", delta=q.delta,
-        mechanism=q.mechanism, ci=q.ci, right=q.right, resolution=q.resolution,
+        mechanism=q.mechanism, ci=q.ci, right=q.right, include_lowest=q.include_lowest,
+        resolution=q.resolution,
         selection_share=q.selection_share,
         bins=[float(b) for b in q.bins or []] if agg == "histogram" else None,
         q=q.q if agg == "quantile" else None,
@@ -560,7 +563,7 @@ def invoke(frame: PrivateFrame, q: QuerySpec, dry_run: bool) -> Any:
     if q.aggregate == "count":
         return fn(q.column, **common)
     if q.aggregate == "histogram":
-        return fn(q.column, q.bins, right=q.right, **common)
+        return fn(q.column, q.bins, right=q.right, include_lowest=q.include_lowest, **common)
     if q.aggregate == "quantile":
         return fn(q.column, q.q, **common)
     if q.aggregate == "agg":

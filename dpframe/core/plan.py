@@ -54,7 +54,8 @@ class AggregateRequest:
     * ``rows``: number of rows; ``nonnull``: non-missing values of ``column``.
     * ``fixed_sum``: sum of ``clip(rint((clip(x, lo, hi) - shift) / unit), ilo, ihi)`` over
       non-missing x, as exact integers (also returns the non-missing count).
-    * ``bins``: counts per histogram bin (``edges``, ``right``); values outside are dropped.
+    * ``bins``: counts per histogram bin (``edges``, ``right``, ``include_lowest``: exactly
+      ``pd.cut``); values outside are dropped.
     * ``grid``: counts per candidate cell: a value goes to the first candidate >= clip(x).
     """
 
@@ -69,12 +70,13 @@ class AggregateRequest:
     integer: bool = False
     edges: tuple[float, ...] = ()
     right: bool = True
+    include_lowest: bool = False
     with_count: bool = False
 
     @property
     def key(self) -> tuple[object, ...]:
         return (self.kind, self.column, self.lo, self.hi, self.shift, self.unit, self.edges,
-                self.right, self.integer, self.with_count)
+                self.right, self.include_lowest, self.integer, self.with_count)
 
 
 def fixed_point_request(column: str, lo: Fraction, hi: Fraction, shift: Fraction,
@@ -321,7 +323,8 @@ def _plan_measure(query: Query, m: Measure, relation: Relation, contrib: Contrib
     if m.op == "histogram":
         s = histogram_sensitivity(relation, contrib)
         assert m.edges is not None
-        req = AggregateRequest("bins", m.column, edges=tuple(m.edges), right=m.right)
+        req = AggregateRequest("bins", m.column, edges=tuple(m.edges), right=m.right,
+                               include_lowest=m.include_lowest)
         return MeasurePlan(m, eps, delta, [req],
                            noise=additive(s.l1, s.l2, s.changed, eps, rho, True))
     assert m.column is not None
@@ -418,6 +421,7 @@ class MeasureRelease:
     description: dict[str, object]
     bins: tuple[float, ...] | None = None
     right: bool = True
+    include_lowest: bool = False
 
 
 @dataclass
@@ -467,7 +471,8 @@ def _release_measure(mp: MeasurePlan, exact: ExactAggregates, keep: npt.NDArray[
         noisy = mp.noise.add_noise(vals, Fraction(1), rng)
         hw = mp.noise.half_width(level)
         return MeasureRelease(m.name, m.column, noisy, noisy - hw, noisy + hw, desc,
-                              bins=m.edges if m.op == "histogram" else None, right=m.right)
+                              bins=m.edges if m.op == "histogram" else None, right=m.right,
+                              include_lowest=m.include_lowest)
     if m.op == "sum":
         assert mp.noise is not None
         vals = exact.values[req.key][keep]

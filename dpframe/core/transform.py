@@ -53,15 +53,17 @@ def fixed_point(values: npt.ArrayLike, req: AggregateRequest) -> F64:
     return v
 
 
-def bin_index(values: npt.ArrayLike, edges: tuple[float, ...], right: bool = True) -> I64:
-    """Histogram bin of each value (pd.cut semantics, lowest edge included); -1 outside/NaN."""
+def bin_index(values: npt.ArrayLike, edges: tuple[float, ...], right: bool = True,
+              include_lowest: bool = False) -> I64:
+    """Histogram bin of each value, exactly as ``pd.cut(values, edges, right=right,
+    include_lowest=include_lowest)``: bins ``(e_i, e_i+1]`` (``right``) or ``[e_i, e_i+1)``;
+    the lowest edge belongs to the first bin only with ``include_lowest`` (and ``right``); the
+    highest edge is outside when not ``right``. -1 outside and for NaN."""
     x = np.asarray(values, dtype=np.float64)
     e = np.asarray(edges, dtype=np.float64)
     idx = np.searchsorted(e, x, side="left" if right else "right") - 1
-    if right:
+    if right and include_lowest:
         idx[x == e[0]] = 0
-    else:
-        idx[x == e[-1]] = len(e) - 2
     bad = np.isnan(x) | (idx < 0) | (idx >= len(e) - 1)
     idx[bad] = -1
     return idx.astype(np.int64)
@@ -331,7 +333,7 @@ def compute_exact(
             if req.with_count:
                 counts[req.key] = grouped_count(codes, ng, valid)
         elif req.kind == "bins":
-            b = bin_index(raw, req.edges, req.right)
+            b = bin_index(raw, req.edges, req.right, req.include_lowest)
             values[req.key] = grouped_bin_counts(codes, b, ng, len(req.edges) - 1, valid)
         elif req.kind == "grid":
             b = grid_index(raw, req)

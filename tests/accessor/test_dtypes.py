@@ -141,7 +141,7 @@ def test_histogram_is_a_series_indexed_by_intervals(kind, right):
     assert list(h.index.left) == bins[:-1] and list(h.index.right) == bins[1:]
     assert h.dtype == np.int64
     f = df["f"].astype("float64")
-    exact = pd.cut(f, bins, right=right, include_lowest=True).value_counts(sort=False)
+    exact = pd.cut(f, bins, right=right).value_counts(sort=False)
     assert h.tolist() == exact.tolist()
     assert "dp" in h.attrs
     hci = df.dp(session()).histogram("f", bins=bins, epsilon=1.0, ci=0.95)
@@ -241,3 +241,29 @@ def test_schema_is_not_used_to_validate_or_read_data():
 def test_non_schema_object_is_rejected():
     with pytest.raises(dpf.ValidationError):
         schema_frame().dp(session(), schema={"age": (0, 1)})
+
+
+EDGES = [18.0, 23.0, 30.0, 50.0, 73.0, 78.0]
+
+
+@pytest.mark.parametrize("right", [True, False])
+@pytest.mark.parametrize("include_lowest", [False, True])
+@pytest.mark.parametrize("backend", ["pandas", "scan"])
+def test_histogram_is_pd_cut_at_every_edge(right, include_lowest, backend):
+    """Counts equal pd.cut's, for values on every edge, just inside and outside each, and the
+    label of each bin contains every value counted in it (0.1 counted 18 in (18, 23] and 78
+    in [73, 78), labels saying otherwise)."""
+    import pyarrow as pa
+
+    eps = np.finfo(float).eps * 100
+    values = [*sorted({v + d for v in EDGES for d in (-1.0, -eps, 0.0, eps, 0.5)}), np.nan]
+    df = pd.DataFrame({"x": np.repeat(values, 2)})
+    src = df if backend == "pandas" else dpf.scan(pa.Table.from_pandas(df))
+    h = src.dp(session()).histogram("x", bins=EDGES, epsilon=HUGE, right=right,
+                                    include_lowest=include_lowest)
+    cut = pd.cut(df["x"], EDGES, right=right, include_lowest=include_lowest)
+    assert h.tolist() == cut.value_counts(sort=False).tolist()
+    assert list(h.index) == list(cut.cat.categories)  # the same intervals as pandas
+    for interval, code in zip(h.index, range(len(h)), strict=True):
+        counted = df["x"][cut.cat.codes == code]
+        assert all(v in interval for v in counted)
