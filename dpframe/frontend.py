@@ -82,6 +82,39 @@ def _fraction_weights(weights: Mapping[str, float] | Sequence[float] | None, n: 
     return [exact_fraction(v, "weight", positive=True) for v in vals]
 
 
+def _agg_op(op: object) -> str:
+    if not isinstance(op, str) or op not in _AGG_OPS:
+        raise ValidationError(f"unknown aggregate {op!r}; use one of {sorted(_AGG_OPS)}")
+    return op
+
+
+def _named_pairs(named: Mapping[str, object]) -> tuple[list[tuple[str, str]], list[str]]:
+    """``name=(column, aggregate)`` arguments: the pairs and their output names."""
+    pairs: list[tuple[str, str]] = []
+    for name, value in named.items():
+        if not (isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str)):
+            raise ValidationError(
+                f"named aggregation {name}= takes a (column, aggregate) pair, e.g. "
+                f"{name}=('income', 'sum')")
+        pair = (value[0], _agg_op(value[1]))
+        if pair in pairs:
+            raise ValidationError(f"{pair[1]}({pair[0]}) is asked twice: one release per "
+                                  "aggregate (use it under one name)")
+        pairs.append(pair)
+    return pairs, list(named)
+
+
+def _pipe(obj: Any, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """pandas' ``pipe``: ``func(obj, ...)``, or ``(func, "keyword")`` to pass obj by name."""
+    if isinstance(func, tuple):
+        func, target = func
+        if target in kwargs:
+            raise ValidationError(f"{target} is both the pipe target and a keyword argument")
+        kwargs[target] = obj
+        return func(*args, **kwargs)
+    return func(obj, *args, **kwargs)
+
+
 class PrivateFrame:
     """Differentially private aggregates over declared bounds and keys (see API.md)."""
 
@@ -308,6 +341,17 @@ class PrivateFrame:
         out.attrs["dp"] = r.provenance
         return out
 
+    def __getitem__(self, column: str) -> PrivateSelection:
+        """Column selection, as in pandas: ``priv["income"].mean(epsilon=0.2)``."""
+        if not isinstance(column, str):
+            raise ValidationError("select one column by its name: priv['income'] (a list of "
+                                  "columns is for group-bys: priv.groupby(...)[['a', 'b']])")
+        return PrivateSelection(self, column)
+
+    def pipe(self, func: Any, *args: Any, **kwargs: Any) -> Any:
+        """``func(self, *args, **kwargs)``, as ``DataFrame.pipe``: chains of reusable steps."""
+        return _pipe(self, func, args, kwargs)
+
     def groupby(self, by: str | Sequence[str], keys: str | None = None) -> PrivateGroupBy:
         """Group by public keys (declared, pandera isin, or Categorical) or ``keys="private"``."""
         try:
@@ -467,24 +511,53 @@ class PrivateGroupBy:
         meas = _quantile_measure(column, "quantile", q, resolution)
         return self._one(meas, column, epsilon, delta, None, None, dry_run, selection_share)
 
-    def agg(self, spec: Mapping[str, str | Sequence[str]], *, epsilon: float,
+    def median(self, column: str, *, epsilon: float, delta: float = 0.0,
+               resolution: int = DEFAULT_GRID, dry_run: bool = False,
+               selection_share: float | None = None) -> Any:
+        """Per-group median by the exponential mechanism."""
+        meas = _quantile_measure(column, "median", None, resolution)
+        return self._one(meas, column, epsilon, delta, None, None, dry_run, selection_share)
+
+    def agg(self, spec: Mapping[str, str | Sequence[str]] | None = None, *, epsilon: float,
             delta: float = 0.0, mechanism: str | None = None, ci: float | None = None,
             weights: Mapping[str, float] | Sequence[float] | None = None,
             resolution: int = DEFAULT_GRID, dry_run: bool = False,
-            selection_share: float | None = None) -> Any:
+            selection_share: float | None = None, **named: tuple[str, str]) -> Any:
         """Several aggregates in one release and one charge: epsilon split by ``weights``
-        (equal by default; a mapping is keyed "column.aggregate"). Returns a DataFrame with
-        (column, aggregate) columns, like pandas."""
-        if not isinstance(spec, Mapping) or not spec:
-            raise ValidationError("agg takes a non-empty {column: aggregate(s)} mapping")
-        pairs: list[tuple[str, str]] = []
-        for col, ops in spec.items():
-            for op in ([ops] if isinstance(ops, str) else list(ops)):
-                if op not in _AGG_OPS:
-                    raise ValidationError(f"unknown aggregate {op!r}; use one of "
-                                          f"{sorted(_AGG_OPS)}")
-                pairs.append((col, op))
+        (equal by default; a mapping is keyed "column.aggregate", or by output name).
+
+        Either a ``{column: aggregate(s)}`` mapping (a DataFrame with (column, aggregate)
+        columns, like pandas) or pandas' named aggregation, ``agg(total=("income", "sum"),
+        avg=("income", "mean"), epsilon=0.5)`` (one column per name, in that order).
+
+        Example:
+            >>> import dpframe as dpf, pandas as pd, warnings
+            >>> warnings.simplefilter("ignore")  # seeded: insecure, docs only
+            >>> df = pd.DataFrame({"g": ["a", "b"] * 50, "x": [1.0, 3.0] * 50})
+            >>> priv = df.dp(dpf.Session(10, seed=1), bounds={"x": (0, 5)},
+            ...              keys={"g": ["a", "b"]})
+            >>> out = priv.groupby("g").agg(total=("x", "sum"), n=("x", "count"), epsilon=1)
+            >>> list(out.columns), list(out.index)
+            (['total', 'n'], ['a', 'b'])
+        """
+        if named and spec is not None:
+            raise ValidationError("agg takes a {column: aggregate(s)} mapping or named "
+                                  "aggregations (name=(column, aggregate)), not both")
+        names: list[str] | None = None
+        if named:
+            pairs, names = _named_pairs(named)
+        else:
+            if not isinstance(spec, Mapping) or not spec:
+                raise ValidationError("agg takes a non-empty {column: aggregate(s)} mapping or "
+                                      "named aggregations: agg(total=('income', 'sum'), ...)")
+            pairs = []
+            for col, ops in spec.items():
+                for op in ([ops] if isinstance(ops, str) else list(ops)):
+                    pairs.append((col, _agg_op(op)))
         labels = [f"{c}.{o}" for c, o in pairs]
+        if names is not None and isinstance(weights, Mapping) and set(weights) <= set(names):
+            weights = {f"{c}.{o}": weights[n] for (c, o), n in zip(pairs, names, strict=True)
+                       if n in weights}
         ws = _fraction_weights(weights, len(pairs), labels)
         measures = []
         for (col, op), w in zip(pairs, ws, strict=True):
@@ -497,13 +570,115 @@ class PrivateGroupBy:
                           selection_share=selection_share)
         if isinstance(r, dict):
             return r
-        data: dict[tuple[str, str], np.ndarray] = {}
-        for (col, op), m in zip(pairs, r.measures, strict=True):
-            data[(col, op)] = m.values
+        data: dict[Any, np.ndarray] = {}
+        for i, ((col, op), m) in enumerate(zip(pairs, r.measures, strict=True)):
+            name: Any = (col, op) if names is None else names[i]
+            data[name] = m.values
             if ci is not None and m.lower is not None and m.upper is not None:
-                data[(col, f"{op}_lower")] = m.lower
-                data[(col, f"{op}_upper")] = m.upper
+                low = (col, f"{op}_lower") if names is None else f"{names[i]}_lower"
+                up = (col, f"{op}_upper") if names is None else f"{names[i]}_upper"
+                data[low], data[up] = m.lower, m.upper
         out = pd.DataFrame(data, index=self._index(r))
-        out.columns = pd.MultiIndex.from_tuples(list(data))
+        if names is None:
+            out.columns = pd.MultiIndex.from_tuples(list(data))
         out.attrs["dp"] = r.provenance
         return out
+
+    def __getitem__(self, columns: str | Sequence[str]) -> PrivateSelection:
+        """Column selection, as in pandas: ``priv.groupby("g")["x"].sum(epsilon=...)`` (a
+        Series), ``priv.groupby("g")[["x", "y"]].mean(epsilon=...)`` (a DataFrame, one
+        release and one charge for all columns)."""
+        return PrivateSelection(self, columns)
+
+    def pipe(self, func: Any, *args: Any, **kwargs: Any) -> Any:
+        """``func(self, *args, **kwargs)``, as ``DataFrameGroupBy.pipe``."""
+        return _pipe(self, func, args, kwargs)
+
+
+class PrivateSelection:
+    """Columns selected from a private frame or group-by: ``priv["x"]``,
+    ``priv.groupby("g")["x"]``, ``priv.groupby("g")[["x", "y"]]``. Each method is the
+    frame's or group-by's with the column filled in; with several columns, one release (and one
+    charge) covers them all and the result has one column each, like pandas."""
+
+    def __init__(self, target: PrivateFrame | PrivateGroupBy, columns: str | Sequence[str]
+                 ) -> None:
+        if isinstance(columns, str):
+            cols: tuple[str, ...] = (columns,)
+        else:
+            try:
+                cols = tuple(columns)
+            except TypeError:
+                raise ValidationError("columns are selected by name: ['x'] or [['x', 'y']]"
+                                      ) from None
+            if not cols or not all(isinstance(c, str) for c in cols):
+                raise ValidationError("columns are selected by name: ['x'] or [['x', 'y']]")
+            if len(set(cols)) != len(cols):
+                raise ValidationError("a column is selected twice")
+        self._target = target
+        self._columns = cols
+        self._single = isinstance(columns, str)
+
+    def _each(self, op: str, kw: dict[str, Any]) -> Any:
+        if self._single:
+            return getattr(self._target, op)(self._columns[0], **kw)
+        if not isinstance(self._target, PrivateGroupBy):  # pragma: no cover - frames take one
+            raise ValidationError("select one column of a frame")
+        out = self._target.agg({c: op for c in self._columns}, **kw)
+        if isinstance(out, pd.DataFrame):
+            pairs: list[tuple[str, str]] = list(out.columns)  # type: ignore[arg-type]
+            out.columns = [c if a == op else f"{c}_{a.removeprefix(op + '_')}"
+                           for c, a in pairs]
+        return out
+
+    def count(self, **kw: Any) -> Any:
+        """Non-missing values per column (per group)."""
+        return self._each("count", kw)
+
+    def sum(self, **kw: Any) -> Any:
+        """Clamped sum (see ``PrivateFrame.sum`` / ``PrivateGroupBy.sum``)."""
+        return self._each("sum", kw)
+
+    def mean(self, **kw: Any) -> Any:
+        """Mean (see ``PrivateFrame.mean`` / ``PrivateGroupBy.mean``)."""
+        return self._each("mean", kw)
+
+    def max(self, **kw: Any) -> Any:
+        """Maximum by the exponential mechanism."""
+        return self._each("max", kw)
+
+    def min(self, **kw: Any) -> Any:
+        """Minimum by the exponential mechanism."""
+        return self._each("min", kw)
+
+    def median(self, **kw: Any) -> Any:
+        """Median by the exponential mechanism."""
+        return self._each("median", kw)
+
+    def quantile(self, q: float = 0.5, **kw: Any) -> Any:
+        """Quantile by the exponential mechanism (one column)."""
+        if not self._single:
+            raise ValidationError("quantile of several columns: select one column")
+        return self._target.quantile(self._columns[0], q, **kw)
+
+    def histogram(self, bins: Sequence[float], **kw: Any) -> Any:
+        """Histogram of one column of a frame."""
+        if not self._single or not isinstance(self._target, PrivateFrame):
+            raise ValidationError("histogram: select one column of a frame")
+        return self._target.histogram(self._columns[0], bins, **kw)
+
+    def agg(self, func: str | Sequence[str], **kw: Any) -> Any:
+        """Several aggregates of the selected column(s) in one release, like pandas'
+        ``SeriesGroupBy.agg(["sum", "mean"])`` (one column per aggregate)."""
+        if not isinstance(self._target, PrivateGroupBy):
+            raise ValidationError("agg of a selection needs a group-by")
+        ops = [func] if isinstance(func, str) else list(func)
+        out = self._target.agg({c: ops for c in self._columns}, **kw)
+        if isinstance(out, pd.DataFrame) and self._single:
+            pairs: list[tuple[str, str]] = list(out.columns)  # type: ignore[arg-type]
+            out.columns = [a for _, a in pairs]
+        return out
+
+    def pipe(self, func: Any, *args: Any, **kwargs: Any) -> Any:
+        """``func(self, *args, **kwargs)``."""
+        return _pipe(self, func, args, kwargs)
