@@ -84,4 +84,32 @@ def scalar_html(value: float, provenance: Mapping[str, Any], lower: float | None
             f"<small>{what} · {mech} · {charge}{seeded}</small></span>")
 
 
-__all__ = ["budget_bar", "scalar_html", "session_html"]
+def frame_html(declared: Mapping[str, Any], max_keys: int = 8) -> str:
+    """A private frame: one row per column with its public kind, declared bounds and keys
+    (public by declaration), and the privacy unit."""
+    rows = []
+    for col, kind in declared["columns"].items():
+        b = declared["bounds"].get(col)
+        k = declared["keys"].get(col)
+        if isinstance(k, list):
+            shown = ", ".join(escape(str(v)) for v in k[:max_keys])
+            keys = shown + (f", … ({len(k)} keys)" if len(k) > max_keys else "")
+        else:
+            keys = "" if k is None else escape(str(k))
+        role = "privacy unit" if col == declared["privacy_unit"] else ""
+        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in (
+            f"<code>{escape(str(col))}</code>", escape(str(kind)),
+            "" if b is None else f"[{_num(b[0])}, {_num(b[1])}]", keys, role)) + "</tr>")
+    head = "".join(f"<th>{h}</th>" for h in ("column", "kind", "bounds", "public keys", ""))
+    unit = declared["privacy_unit"]
+    protects = "each row" if unit is None else (
+        f"<code>{escape(str(unit))}</code>: at most {declared['max_rows_per_unit']} rows and "
+        f"{declared['max_groups_per_unit']} groups per unit")
+    rate = declared.get("sample_rate")
+    sample = "" if rate is None else f" · Poisson sample at rate {_num(rate, 4)}"
+    return (f'<div style="{_STYLE}"><b>PrivateFrame</b> <small>protects {protects}{sample}'
+            f"</small><table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody>"
+            "</table></div>")
+
+
+__all__ = ["budget_bar", "frame_html", "scalar_html", "session_html"]

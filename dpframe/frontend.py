@@ -182,6 +182,33 @@ class PrivateFrame:
         out._sample_rate = Fraction(math.ceil(q * (1 << 53)), 1 << 53)
         return out
 
+    def declared(self) -> dict[str, Any]:
+        """What this frame declares (public): bounds, keys, privacy unit and contribution
+        bounds, sampling rate, and the columns with their public kinds."""
+        return {
+            "bounds": dict(self._bounds),
+            "keys": {k: list(v) if isinstance(v, tuple) else v for k, v in self._keys.items()},
+            "privacy_unit": self._unit,
+            "max_rows_per_unit": self._max_rows if self._unit is not None else None,
+            "max_groups_per_unit": self._max_groups if self._unit is not None else None,
+            "sample_rate": None if self._sample_rate is None else float(self._sample_rate),
+            "columns": dict(self._backend.schema()),
+        }
+
+    def __repr__(self) -> str:
+        d = self.declared()
+        unit = "rows" if d["privacy_unit"] is None else (
+            f"{d['privacy_unit']!r} (max_rows_per_unit={d['max_rows_per_unit']}, "
+            f"max_groups_per_unit={d['max_groups_per_unit']})")
+        return (f"PrivateFrame(columns={list(d['columns'])}, bounds={d['bounds']}, "
+                f"keys={sorted(d['keys'])}, privacy_unit={unit})")
+
+    def _repr_html_(self) -> str:
+        """Notebook display: declared bounds and keys, the privacy unit, the columns."""
+        from ._html import frame_html
+
+        return frame_html(self.declared())
+
     # -- plumbing -------------------------------------------------------------------------------
     @property
     def session(self) -> Session:

@@ -66,3 +66,16 @@ def test_scalar_html_shows_value_interval_and_charge() -> None:
     assert "mean(x)" in html and "ε=0.5" in html
     n = df.dp(s).count(epsilon=0.5)
     assert "±" not in n._repr_html_()  # no interval asked for: none shown
+
+
+def test_private_frame_shows_what_it_declares_and_nothing_of_the_data() -> None:
+    df = pd.DataFrame({"user": ["SECRET-1", "u2"], "city": ["Zed", "Oslo"],
+                       "x": [123456.5, 2.0]})
+    priv = df.dp(_session(), bounds={"x": (0, 10)}, keys={"city": ["Oslo", "<Rome>"]},
+                 privacy_unit="user", max_rows_per_unit=3)
+    html = priv._repr_html_()
+    for public in ("[0, 10]", "Oslo", "&lt;Rome&gt;", "privacy unit", "at most 3 rows"):
+        assert public in html
+    for private in ("SECRET", "Zed", "123456"):
+        assert private not in html and private not in repr(priv)
+    assert priv.declared()["keys"] == {"city": ["Oslo", "<Rome>"]}
