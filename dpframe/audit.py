@@ -719,6 +719,18 @@ def _grouped_mean() -> Callable[[int], Built]:
     return _api(frames, rel)
 
 
+def _grouped_var() -> Callable[[int], Built]:
+    """A row at the far bound joins two rows at the other: the variance moves the most."""
+    def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
+        return _groups([0.0, 0.0], NKEYS), _groups([0.0, 0.0, 10.0], NKEYS)
+
+    def rel(df: pd.DataFrame, s: Session) -> FloatArray:
+        return np.asarray(_dp(df, s, keys=_public(), bounds={"x": (0.0, 10.0)}).groupby("g")
+                          .var("x", epsilon=1.0))
+
+    return _api(frames, rel)
+
+
 def _multi_group(measure: str, k: int, rows: int) -> Callable[[int], Built]:
     """One unit with ``rows`` rows at the bound in each of ``k`` groups of a block
     (``max_groups_per_unit=k``, ``max_rows_per_unit=rows``); the statistic is the block
@@ -1224,6 +1236,8 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("groupby sum (change_one)", "a row at L replaced by a row at U, bounds [-10, 10]",
              _grouped_sum("change_one"), 500_000, 50_000),
     Scenario("groupby mean", "[0] vs [0, 10], bounds [0, 10]", _grouped_mean(),
+             500_000, 50_000),
+    Scenario("groupby var", "[0, 0] vs [0, 0, 10], bounds [0, 10]", _grouped_var(),
              500_000, 50_000),
     Scenario("groupby agg count + sum (epsilon split)", "one more row at U = 10, bounds "
              "[-10, 10]", _grouped_agg(), 500_000, 50_000),

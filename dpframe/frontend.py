@@ -32,7 +32,7 @@ from .results import DPFloat, DPInt
 if TYPE_CHECKING:
     from .session import Session
 
-_AGG_OPS = {"count", "sum", "mean", "max", "min", "median"}
+_AGG_OPS = {"count", "sum", "mean", "var", "std", "max", "min", "median"}
 
 
 def bounds_and_keys_from_schema(schema: Any) -> tuple[dict[str, tuple[float, float]],
@@ -80,6 +80,12 @@ def _fraction_weights(weights: Mapping[str, float] | Sequence[float] | None, n: 
     if len(vals) != n:
         raise ValidationError("one weight per aggregate is needed")
     return [exact_fraction(v, "weight", positive=True) for v in vals]
+
+
+def _ddof(ddof: object) -> int:
+    if isinstance(ddof, bool) or not isinstance(ddof, int | np.integer) or not 0 <= ddof <= 1:
+        raise ValidationError("ddof must be 0 (population) or 1 (sample, pandas' default)")
+    return int(ddof)
 
 
 def _agg_op(op: object) -> str:
@@ -305,6 +311,37 @@ class PrivateFrame:
         r = self._run(q, dry_run)
         return r if isinstance(r, dict) else self._scalar(r, False, ci)
 
+    def var(self, column: str, *, epsilon: float, delta: float = 0.0,
+            mechanism: str | None = None, ci: float | None = None, ddof: int = 1,
+            dry_run: bool = False) -> Any:
+        """Noisy variance of the clamped values (``ddof=1`` like pandas): a noisy count, a noisy
+        sum and a noisy sum of squares, each at a third of ``epsilon``; the variance is
+        post-processing of the three.
+
+        Example:
+            >>> import dpframe as dpf, pandas as pd, warnings
+            >>> warnings.simplefilter("ignore")  # seeded: insecure, docs only
+            >>> df = pd.DataFrame({"x": [1.0, 2.0, 3.0, 4.0] * 250})
+            >>> v = df.dp(dpf.Session(1e9, seed=1), bounds={"x": (0, 5)}).var("x", epsilon=1e6)
+            >>> round(float(v), 4), round(float(df.x.var()), 4)
+            (1.2513, 1.2513)
+        """
+        return self._moment("var", column, epsilon, delta, mechanism, ci, ddof, dry_run)
+
+    def std(self, column: str, *, epsilon: float, delta: float = 0.0,
+            mechanism: str | None = None, ci: float | None = None, ddof: int = 1,
+            dry_run: bool = False) -> Any:
+        """Noisy standard deviation: the square root of :meth:`var` (same release)."""
+        return self._moment("std", column, epsilon, delta, mechanism, ci, ddof, dry_run)
+
+    def _moment(self, op: str, column: str, epsilon: float, delta: float,
+                mechanism: str | None, ci: float | None, ddof: int, dry_run: bool) -> Any:
+        meas = Measure(op, column, ddof=_ddof(ddof))  # type: ignore[arg-type]
+        q = self._query([meas], epsilon, delta, mechanism=mechanism, ci=ci,
+                        description=f"{op}({column})")
+        r = self._run(q, dry_run)
+        return r if isinstance(r, dict) else self._scalar(r, False, ci)
+
     def _quantile(self, column: str, label: str, q: object, epsilon: float, resolution: int,
                   dry_run: bool, description: str) -> Any:
         meas = _quantile_measure(column, label, q, resolution)
@@ -517,6 +554,20 @@ class PrivateGroupBy:
         return self._one(Measure("mean", column), column, epsilon, delta, mechanism, ci,
                          dry_run, selection_share)
 
+    def var(self, column: str, *, epsilon: float, delta: float = 0.0,
+            mechanism: str | None = None, ci: float | None = None, ddof: int = 1,
+            dry_run: bool = False, selection_share: float | None = None) -> Any:
+        """Noisy variance per group (see :meth:`PrivateFrame.var`)."""
+        return self._one(Measure("var", column, ddof=_ddof(ddof)), column, epsilon, delta,
+                         mechanism, ci, dry_run, selection_share)
+
+    def std(self, column: str, *, epsilon: float, delta: float = 0.0,
+            mechanism: str | None = None, ci: float | None = None, ddof: int = 1,
+            dry_run: bool = False, selection_share: float | None = None) -> Any:
+        """Noisy standard deviation per group (see :meth:`PrivateFrame.std`)."""
+        return self._one(Measure("std", column, ddof=_ddof(ddof)), column, epsilon, delta,
+                         mechanism, ci, dry_run, selection_share)
+
     def max(self, column: str, *, epsilon: float, delta: float = 0.0,
             resolution: int = DEFAULT_GRID, dry_run: bool = False,
             selection_share: float | None = None) -> Any:
@@ -669,6 +720,14 @@ class PrivateSelection:
     def mean(self, **kw: Any) -> Any:
         """Mean (see ``PrivateFrame.mean`` / ``PrivateGroupBy.mean``)."""
         return self._each("mean", kw)
+
+    def var(self, **kw: Any) -> Any:
+        """Variance (see ``PrivateFrame.var``)."""
+        return self._each("var", kw)
+
+    def std(self, **kw: Any) -> Any:
+        """Standard deviation (see ``PrivateFrame.std``)."""
+        return self._each("std", kw)
 
     def max(self, **kw: Any) -> Any:
         """Maximum by the exponential mechanism."""

@@ -20,7 +20,7 @@ from .core.accounting import to_fraction
 from .core.values import NUMERIC_KINDS, ColumnKind, canonical
 from .errors import BoundsError, KeysError, ValidationError
 
-Op = Literal["count", "sum", "mean", "quantile", "histogram"]
+Op = Literal["count", "sum", "mean", "var", "std", "quantile", "histogram"]
 MechanismName = Literal["laplace", "gaussian"]
 
 #: ``keys={"col": CATEGORIES}`` takes a Categorical's declared categories as public keys.
@@ -60,6 +60,7 @@ class Measure:
     include_lowest: bool = False         # histogram: first bin also holds the lowest edge
     grid: int = DEFAULT_GRID             # candidate grid size for quantiles
     weight: Fraction = Fraction(1)       # share of the query's epsilon (relative)
+    ddof: int = 1                        # var / std: delta degrees of freedom, as pandas
 
     @property
     def name(self) -> str:

@@ -27,7 +27,7 @@ import numpy.typing as npt
 from ..errors import ValidationError
 from ..query import Measure, Query
 from .accounting import PrivacyCost, poisson_subsampling, zcdp_to_approx_dp
-from .intervals import ratio_interval
+from .intervals import ratio_interval, variance_estimate, variance_interval
 from .mechanisms import ExponentialSpec, NoiseSpec, noise_spec, power_of_two_at_most, rho_for
 from .rng import RandomSource
 from .sensitivity import (
@@ -53,7 +53,9 @@ class AggregateRequest:
 
     * ``rows``: number of rows; ``nonnull``: non-missing values of ``column``.
     * ``fixed_sum``: sum of ``clip(rint((clip(x, lo, hi) - shift) / unit), ilo, ihi)`` over
-      non-missing x, as exact integers (also returns the non-missing count).
+      non-missing x, as exact integers (also returns the non-missing count). With ``center``,
+      the value accumulated is ``(clip(x, lo, hi) - center)**2`` instead of ``clip(x, lo, hi)``
+      (sums of squares, for variances).
     * ``bins``: counts per histogram bin (``edges``, ``right``, ``include_lowest``: exactly
       ``pd.cut``); values outside are dropped.
     * ``grid``: counts per candidate cell: a value goes to the first candidate >= clip(x).
@@ -72,11 +74,12 @@ class AggregateRequest:
     right: bool = True
     include_lowest: bool = False
     with_count: bool = False
+    center: float | None = None
 
     @property
     def key(self) -> tuple[object, ...]:
         return (self.kind, self.column, self.lo, self.hi, self.shift, self.unit, self.edges,
-                self.right, self.include_lowest, self.integer, self.with_count)
+                self.right, self.include_lowest, self.integer, self.with_count, self.center)
 
 
 def fixed_point_request(column: str, lo: Fraction, hi: Fraction, shift: Fraction,
@@ -98,6 +101,19 @@ def fixed_point_request(column: str, lo: Fraction, hi: Fraction, shift: Fraction
                             ilo, ihi, with_count=with_count)
 
 
+def square_request(column: str, lo: Fraction, hi: Fraction) -> AggregateRequest:
+    """Fixed-point sum of ``(clip(x, lo, hi) - mid)**2 - h**2 / 2`` (``mid`` the bounds'
+    midpoint, ``h`` their half-width): each row's value lies in ``[-h**2/2, h**2/2]``, clipped
+    after rounding like every fixed-point sum, so the sum's sensitivity follows from those
+    bounds whatever float rounding did."""
+    mid, h = (lo + hi) / 2, (hi - lo) / 2
+    shift = h * h / 2
+    unit = power_of_two_at_most(shift) / (1 << ACCUMULATION_BITS)
+    ilo, ihi = math.ceil(-shift / unit), math.floor(shift / unit)
+    return AggregateRequest("fixed_sum", column, float(lo), float(hi), float(shift), unit,
+                            ilo, ihi, center=float(mid))
+
+
 @dataclass
 class MeasurePlan:
     """How one measure is released."""
@@ -107,7 +123,8 @@ class MeasurePlan:
     delta: Fraction
     requests: list[AggregateRequest]
     noise: NoiseSpec | None = None          # count, sum, histogram; the sum part of a mean
-    count_noise: NoiseSpec | None = None    # the count part of a mean
+    count_noise: NoiseSpec | None = None    # the count part of a mean, var or std
+    square_noise: NoiseSpec | None = None   # the sum of squares of a var or std
     em: ExponentialSpec | None = None       # quantiles
     candidates: npt.NDArray[np.float64] | None = None
     bounds: tuple[float, float] | None = None
@@ -135,6 +152,9 @@ class MeasurePlan:
             if self.count_noise is not None:
                 d.update(count_noise_scale=self.count_noise.scale,
                          count_ci_half_width=self.count_noise.half_width(level))
+            if self.square_noise is not None:
+                d.update(square_noise_scale=self.square_noise.scale,
+                         square_sensitivity=float(self.square_noise.sensitivity))
             if self.noise.rho is not None:
                 d["rho"] = float(self.noise.rho)
         if self.em is not None:
@@ -353,6 +373,25 @@ def _plan_measure(query: Query, m: Measure, relation: Relation, contrib: Contrib
                            req.unit),
             count_noise=additive(s_cnt.l1, s_cnt.l2, s_cnt.changed, eps / 2, half_rho, True),
             bounds=(float(lo), float(hi)))
+    if m.op in ("var", "std"):
+        # three releases at a third of the share each (basic composition): the count, the sum
+        # of values shifted by the midpoint (in [-h, h]) and the sum of their shifted squares
+        # (in [-h^2/2, h^2/2]); the variance is post-processing of the three.
+        mid = (lo + hi) / 2
+        req = fixed_point_request(m.column, lo, hi, mid, False, with_count=True)
+        sq = square_request(m.column, lo, hi)
+        s_sum = sum_sensitivity(relation, req.ilo * req.unit, req.ihi * req.unit, contrib,
+                                grouped)
+        s_sq = sum_sensitivity(relation, sq.ilo * sq.unit, sq.ihi * sq.unit, contrib, grouped)
+        s_cnt = count_sensitivity(relation, contrib, grouped)
+        third = rho / 3 if rho is not None else None
+        return MeasurePlan(
+            m, eps, delta, [req, sq],
+            noise=additive(s_sum.l1, s_sum.l2, s_sum.changed, eps / 3, third, False, req.unit),
+            count_noise=additive(s_cnt.l1, s_cnt.l2, s_cnt.changed, eps / 3, third, True),
+            square_noise=additive(s_sq.l1, s_sq.l2, s_sq.changed, eps / 3, third, False,
+                                  sq.unit),
+            bounds=(float(lo), float(hi)))
     if m.op == "quantile":
         assert m.q is not None
         cands = np.linspace(float(lo), float(hi), m.grid)
@@ -495,6 +534,27 @@ def _release_measure(mp: MeasurePlan, exact: ExactAggregates, keep: npt.NDArray[
                                       mp.count_noise, (lo, hi), level, simulate=want_ci)
         lower, upper = lower.reshape(mean.shape), upper.reshape(mean.shape)
         return MeasureRelease(m.name, m.column, mean, lower, upper, desc)
+    if m.op in ("var", "std"):
+        assert mp.noise is not None and mp.count_noise is not None
+        assert mp.square_noise is not None and mp.bounds is not None
+        sq = mp.requests[1]
+        noisy_sum = mp.noise.add_noise(exact.values[req.key][keep], req.unit, rng)
+        noisy_cnt = mp.count_noise.add_noise(exact.counts[req.key][keep], Fraction(1),
+                                             rng).astype(np.float64)
+        noisy_sq = mp.square_noise.add_noise(exact.values[sq.key][keep], sq.unit, rng)
+        est = variance_estimate(noisy_sum.astype(np.float64), noisy_cnt,
+                                noisy_sq.astype(np.float64), mp.bounds, m.ddof)
+        if want_ci:
+            lower, upper = variance_interval(noisy_sum.astype(np.float64), noisy_cnt,
+                                             noisy_sq.astype(np.float64), mp.noise,
+                                             mp.count_noise, mp.square_noise, mp.bounds,
+                                             m.ddof, level)
+        else:
+            lower = upper = np.full(est.shape, np.nan)
+        if m.op == "std":
+            est, lower, upper = np.sqrt(est), np.sqrt(lower), np.sqrt(upper)
+        return MeasureRelease(m.name, m.column, est, lower.reshape(est.shape),
+                              upper.reshape(est.shape), desc)
     if m.op == "quantile":
         assert mp.em is not None and mp.candidates is not None and m.q is not None
         cells = exact.values[req.key][keep]  # [groups, candidates]

@@ -38,13 +38,16 @@ def fixed_point(values: npt.ArrayLike, req: AggregateRequest) -> F64:
     if req.integer and x.dtype.kind in "iub":
         return np.clip(x, req.ilo, req.ihi).astype(np.float64)
     v = np.clip(np.asarray(x, dtype=np.float64), req.lo, req.hi)  # a fresh array
+    if req.center is not None:  # sums of squares (variances): (x - center)^2, then as usual
+        v -= req.center
+        np.square(v, out=v)
     if req.shift:
         v -= req.shift
     v *= float(1 / req.unit)  # unit is a power of two: exact scaling
     np.rint(v, out=v)
     # after exact scaling, a value can only round past [ilo, ihi] when a scaled bound is not an
     # integer (then ilo/ihi are its ceiling/floor): clip again in the integer domain
-    if req.shift or (req.lo / float(req.unit)) != req.ilo or (
+    if req.shift or req.center is not None or (req.lo / float(req.unit)) != req.ilo or (
             req.hi / float(req.unit)) != req.ihi:
         np.clip(v, req.ilo, req.ihi, out=v)
     nan = np.isnan(v)
