@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import math
+import numbers
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
@@ -227,7 +228,13 @@ class PrivateFrame:
     def _query(self, measures: list[Measure], epsilon: object, delta: object, *,
                by: tuple[str, ...] = (), private: bool = False, mechanism: str | None = None,
                ci: float | None = None, description: str = "",
-               selection_share: float | None = None) -> Query:
+               selection_share: float | None = None, accuracy: object = None,
+               min_rows: object = None) -> Query:
+        if accuracy is not None or epsilon is None:
+            epsilon = self._epsilon_for(measures, epsilon, delta, by=by, private=private,
+                                        mechanism=mechanism, ci=ci, description=description,
+                                        selection_share=selection_share, accuracy=accuracy,
+                                        min_rows=min_rows)
         eps = exact_fraction(epsilon, "epsilon", positive=True)
         dlt = exact_fraction(delta, "delta")
         if dlt >= 1:
@@ -244,6 +251,38 @@ class PrivateFrame:
                      mechanism=mech,  # type: ignore[arg-type]
                      ci=ci, selection_share=share, sample_rate=self._sample_rate,
                      description=description)
+
+    def _epsilon_for(self, measures: list[Measure], epsilon: object, delta: object,
+                     accuracy: object, min_rows: object, **kw: Any) -> Fraction:
+        """``accuracy=`` instead of ``epsilon=``: the smallest epsilon (3 significant digits,
+        rounded up) whose ``ci`` half-width (level 0.95 by default) is at most ``accuracy`` in
+        the result's units (core/accuracy.py). Depends on the arguments and the public schema
+        only, never on the data."""
+        from .core.accuracy import epsilon_for_accuracy, measure_half_width
+        from .release import prepare
+
+        if epsilon is not None and accuracy is not None:
+            raise ValidationError("pass epsilon= or accuracy=, not both")
+        if accuracy is None:
+            raise ValidationError("pass epsilon= (the budget to spend) or accuracy= (the "
+                                  "target half-width of the interval, in the result's units)")
+        if len(measures) != 1:
+            raise ValidationError("accuracy= applies to one aggregate; use epsilon= for agg")
+        if min_rows is not None and (isinstance(min_rows, bool) or not isinstance(
+                min_rows, int | np.integer) or min_rows < 1):
+            raise ValidationError("min_rows must be a positive integer")
+        level = float(kw.get("ci") or 0.95)
+
+        def half_width(eps: Fraction) -> float:
+            plan = prepare(self.session, self._query(measures, eps, delta, **kw),
+                           self._backend)
+            rows = None if min_rows is None else int(min_rows)
+            return measure_half_width(plan.measures[0], level, rows)
+
+        if isinstance(accuracy, bool) or not isinstance(accuracy, numbers.Real):
+            raise ValidationError("accuracy must be a positive number: the target half-width "
+                                  "of the interval, in the result's units")
+        return epsilon_for_accuracy(half_width, float(accuracy))
 
     def _resolved_keys(self, by: tuple[str, ...]) -> dict[str, tuple[object, ...]]:
         """Declared key lists, with ``"categories"`` resolved from the dtype of a Categorical
@@ -282,32 +321,51 @@ class PrivateFrame:
         return DPFloat(float(v), provenance=r.provenance, lower=lo, upper=hi)
 
     # -- aggregates ------------------------------------------------------------------------------
-    def count(self, column: str | None = None, *, epsilon: float, delta: float = 0.0,
-              mechanism: str | None = None, ci: float | None = None,
-              dry_run: bool = False) -> Any:
-        """Noisy number of rows (or of non-missing values of ``column``): an int."""
+    def count(self, column: str | None = None, *, epsilon: float | None = None,
+              delta: float = 0.0, mechanism: str | None = None, ci: float | None = None,
+              dry_run: bool = False, accuracy: float | None = None) -> Any:
+        """Noisy number of rows (or of non-missing values of ``column``): an int.
+
+        ``accuracy=`` instead of ``epsilon=``: the smallest epsilon whose ``ci`` interval
+        (95% by default) has at most that half-width; ``dry_run=True`` shows it.
+
+        Example:
+            >>> import dpframe as dpf, pandas as pd, warnings
+            >>> warnings.simplefilter("ignore")  # seeded: insecure, docs only
+            >>> priv = pd.DataFrame({"x": range(100)}).dp(dpf.Session(10, seed=1))
+            >>> plan = priv.count(accuracy=10, dry_run=True)
+            >>> plan["epsilon"], plan["measures"][0]["ci_half_width"] <= 10
+            (0.285, True)
+        """
         q = self._query([Measure("count", column)], epsilon, delta, mechanism=mechanism,
-                        ci=ci, description=f"count({column or ''})")
+                        ci=ci, description=f"count({column or ''})", accuracy=accuracy)
         r = self._run(q, dry_run)
         return r if isinstance(r, dict) else self._scalar(r, True, ci)
 
-    def sum(self, column: str, *, epsilon: float, delta: float = 0.0,
+    def sum(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
             mechanism: str | None = None, ci: float | None = None,
-            dry_run: bool = False) -> Any:
-        """Noisy sum of ``column`` clamped to its bounds (an int for integer columns)."""
+            dry_run: bool = False, accuracy: float | None = None) -> Any:
+        """Noisy sum of ``column`` clamped to its bounds (an int for integer columns).
+        ``accuracy=``: as :meth:`count`."""
         q = self._query([Measure("sum", column)], epsilon, delta, mechanism=mechanism,
-                        ci=ci, description=f"sum({column})")
+                        ci=ci, description=f"sum({column})", accuracy=accuracy)
         r = self._run(q, dry_run)
         if isinstance(r, dict):
             return r
         return self._scalar(r, r.measures[0].values.dtype.kind == "i", ci)
 
-    def mean(self, column: str, *, epsilon: float, delta: float = 0.0,
+    def mean(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
              mechanism: str | None = None, ci: float | None = None,
-             dry_run: bool = False) -> Any:
-        """Noisy mean: noisy shifted sum over noisy count (epsilon split in half)."""
+             dry_run: bool = False, accuracy: float | None = None,
+             min_rows: int | None = None) -> Any:
+        """Noisy mean: noisy shifted sum over noisy count (epsilon split in half).
+
+        ``accuracy=`` with ``min_rows=``: the smallest epsilon whose interval is at most that
+        half-width whenever the mean is over at least ``min_rows`` rows (a lower bound you
+        declare: the number of rows itself is private)."""
         q = self._query([Measure("mean", column)], epsilon, delta, mechanism=mechanism,
-                        ci=ci, description=f"mean({column})")
+                        ci=ci, description=f"mean({column})", accuracy=accuracy,
+                        min_rows=min_rows)
         r = self._run(q, dry_run)
         return r if isinstance(r, dict) else self._scalar(r, False, ci)
 
@@ -372,10 +430,10 @@ class PrivateFrame:
         return self.quantile(column, 0.5, epsilon=epsilon, resolution=resolution,
                              dry_run=dry_run)
 
-    def histogram(self, column: str, bins: Sequence[float], *, epsilon: float,
+    def histogram(self, column: str, bins: Sequence[float], *, epsilon: float | None = None,
                   delta: float = 0.0, mechanism: str | None = None, right: bool = True,
                   include_lowest: bool = False, ci: float | None = None,
-                  dry_run: bool = False) -> Any:
+                  dry_run: bool = False, accuracy: float | None = None) -> Any:
         """Noisy counts per public bin, exactly as ``pd.cut(x, bins, right=right,
         include_lowest=include_lowest).value_counts(sort=False)`` counts them, indexed by the
         same intervals (the declared edges; with ``include_lowest`` the first interval's left
@@ -390,7 +448,8 @@ class PrivateFrame:
         meas = Measure("histogram", column, edges=edges, right=right,
                        include_lowest=include_lowest)
         r = self._run(self._query([meas], epsilon, delta, mechanism=mechanism, ci=ci,
-                                  description=f"histogram({column})"), dry_run)
+                                  description=f"histogram({column})", accuracy=accuracy),
+                      dry_run)
         if isinstance(r, dict):
             return r
         m = r.measures[0]
@@ -486,11 +545,12 @@ class PrivateGroupBy:
 
     def _release(self, measures: list[Measure], epsilon: object, delta: object, *,
                  mechanism: str | None, ci: float | None, dry_run: bool, description: str,
-                 selection_share: float | None = None
-                 ) -> CoreRelease | dict[str, Any]:
+                 selection_share: float | None = None, accuracy: object = None,
+                 min_rows: object = None) -> CoreRelease | dict[str, Any]:
         q = self._frame._query(measures, epsilon, delta, by=self._by, private=self._private,
                                mechanism=mechanism, ci=ci, description=description,
-                               selection_share=selection_share)
+                               selection_share=selection_share, accuracy=accuracy,
+                               min_rows=min_rows)
         return self._frame._run(q, dry_run)
 
     def _index(self, r: CoreRelease) -> pd.Index:
@@ -522,37 +582,42 @@ class PrivateGroupBy:
 
     def _one(self, meas: Measure, name: str, epsilon: object, delta: object,
              mechanism: str | None, ci: float | None, dry_run: bool,
-             selection_share: float | None) -> Any:
+             selection_share: float | None, accuracy: object = None,
+             min_rows: object = None) -> Any:
         r = self._release([meas], epsilon, delta, mechanism=mechanism, ci=ci, dry_run=dry_run,
                           description=f"groupby({','.join(self._by)}).{meas.name}"
                                       f"({meas.column or ''})",
-                          selection_share=selection_share)
+                          selection_share=selection_share, accuracy=accuracy,
+                          min_rows=min_rows)
         return r if isinstance(r, dict) else self._series(r, name, ci)
 
-    def count(self, column: str | None = None, *, epsilon: float, delta: float = 0.0,
-              mechanism: str | None = None, ci: float | None = None, dry_run: bool = False,
-              selection_share: float | None = None) -> Any:
-        """Noisy row count per group: a Series named ``count``."""
+    def count(self, column: str | None = None, *, epsilon: float | None = None,
+              delta: float = 0.0, mechanism: str | None = None, ci: float | None = None,
+              dry_run: bool = False, selection_share: float | None = None,
+              accuracy: float | None = None) -> Any:
+        """Noisy row count per group: a Series named ``count``. ``accuracy=``: the smallest
+        epsilon whose per-group interval meets that half-width (see ``PrivateFrame.count``)."""
         return self._one(Measure("count", column), "count", epsilon, delta, mechanism, ci,
-                         dry_run, selection_share)
+                         dry_run, selection_share, accuracy)
 
     def size(self, *, epsilon: float, **kw: Any) -> Any:
         """Alias of :meth:`count` over rows."""
         return self.count(epsilon=epsilon, **kw)
 
-    def sum(self, column: str, *, epsilon: float, delta: float = 0.0,
+    def sum(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
             mechanism: str | None = None, ci: float | None = None, dry_run: bool = False,
-            selection_share: float | None = None) -> Any:
-        """Noisy clamped sum per group."""
+            selection_share: float | None = None, accuracy: float | None = None) -> Any:
+        """Noisy clamped sum per group (``accuracy=``: see ``PrivateFrame.count``)."""
         return self._one(Measure("sum", column), column, epsilon, delta, mechanism, ci, dry_run,
-                         selection_share)
+                         selection_share, accuracy)
 
-    def mean(self, column: str, *, epsilon: float, delta: float = 0.0,
+    def mean(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
              mechanism: str | None = None, ci: float | None = None, dry_run: bool = False,
-             selection_share: float | None = None) -> Any:
-        """Noisy mean per group."""
+             selection_share: float | None = None, accuracy: float | None = None,
+             min_rows: int | None = None) -> Any:
+        """Noisy mean per group (``accuracy=`` with ``min_rows=``: see ``PrivateFrame.mean``)."""
         return self._one(Measure("mean", column), column, epsilon, delta, mechanism, ci,
-                         dry_run, selection_share)
+                         dry_run, selection_share, accuracy, min_rows)
 
     def var(self, column: str, *, epsilon: float, delta: float = 0.0,
             mechanism: str | None = None, ci: float | None = None, ddof: int = 1,

@@ -146,6 +146,23 @@ def ratio_interval(noisy_sum: FloatArray, noisy_count: FloatArray, sum_noise: No
     return lower, upper
 
 
+def mean_half_width_bound(sum_noise: NoiseSpec, count_noise: NoiseSpec,
+                          bounds: tuple[float, float], rows: int, level: float) -> float:
+    """An upper bound, data-independent, on the first-order half-width of a mean's ``level``
+    interval for any group of at least ``rows`` rows: the error law of :func:`ratio_interval`
+    at the worst ``|r| = h`` (the bounds' half-width), divided by ``rows``."""
+    lo, hi = bounds
+    h = (hi - lo) / 2
+    tail = 1.0 - level
+    if sum_noise.kind == "laplace":
+        a = float(laplace_difference_half_width(np.array([laplace_scale(sum_noise)]),
+                                                np.array([h * laplace_scale(count_noise)]),
+                                                tail)[0])
+    else:
+        a = normal_quantile(1.0 - tail / 2) * math.hypot(sum_noise.std, h * count_noise.std)
+    return min(a / rows, hi - lo)
+
+
 def variance_estimate(noisy_sum: FloatArray, noisy_count: FloatArray, noisy_squares: FloatArray,
                       bounds: tuple[float, float], ddof: int) -> FloatArray:
     """The variance from the three noisy releases of a var / std (post-processing).
@@ -191,5 +208,6 @@ def variance_interval(noisy_sum: FloatArray, noisy_count: FloatArray, noisy_squa
     return lower, upper
 
 
-__all__ = ["laplace_difference_half_width", "laplace_scale", "noise_draws", "ratio_interval",
-           "simulated_interval", "variance_estimate", "variance_interval"]
+__all__ = ["laplace_difference_half_width", "laplace_scale", "mean_half_width_bound",
+           "noise_draws", "ratio_interval", "simulated_interval", "variance_estimate",
+           "variance_interval"]

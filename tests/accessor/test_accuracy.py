@@ -1,0 +1,113 @@
+"""Accuracy-first queries: ``accuracy=`` instead of ``epsilon=`` charges the smallest epsilon
+(three significant digits) whose interval meets the target half-width, chosen from the
+arguments and the public schema only; refused with a typed error before any charge where the
+error depends on the data."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpframe as dpf
+
+from ._support import session
+
+pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+
+
+@pytest.fixture
+def df() -> pd.DataFrame:
+    rng = np.random.default_rng(2)
+    return pd.DataFrame({"g": rng.choice(["a", "b"], 4000), "x": rng.uniform(0, 100, 4000),
+                         "n": rng.integers(0, 50, 4000)})
+
+
+def _priv(frame: pd.DataFrame, s: dpf.Session, **kw) -> object:
+    return frame.dp(s, bounds={"x": (0, 100), "n": (0, 50)}, keys={"g": ["a", "b"]}, **kw)
+
+
+def _one_step_less(eps: float) -> float:
+    """``eps`` less one unit of its third significant digit."""
+    return eps - 10.0 ** (math.floor(math.log10(eps)) - 2)
+
+
+CALLS = {
+    "count": (lambda p, **kw: p.count(**kw), 20.0),
+    "sum": (lambda p, **kw: p.sum("x", **kw), 2000.0),
+    "int sum": (lambda p, **kw: p.sum("n", **kw), 300.0),
+    "histogram": (lambda p, **kw: p.histogram("x", [0, 50, 100], **kw), 15.0),
+    "groupby count": (lambda p, **kw: p.groupby("g").count(**kw), 20.0),
+    "groupby sum": (lambda p, **kw: p.groupby("g").sum("x", **kw), 2000.0),
+    "private keys": (lambda p, **kw: p.groupby("g", keys="private").count(delta=1e-6, **kw),
+                     20.0),
+}
+
+
+@pytest.mark.parametrize("name", list(CALLS))
+@pytest.mark.parametrize("mech", [{}, {"mechanism": "gaussian", "delta": 1e-6}])
+@pytest.mark.parametrize("ci", [None, 0.9])
+def test_the_smallest_epsilon_that_meets_the_target(df: pd.DataFrame, name: str, mech: dict,
+                                                    ci: float | None) -> None:
+    call, target = CALLS[name]
+    if name == "private keys" and mech:
+        mech = {"mechanism": "gaussian"}
+    plan = call(_priv(df, session()), accuracy=target, ci=ci, dry_run=True, **mech)
+    eps = plan["epsilon"]
+    assert plan["measures"][0]["ci_half_width"] <= target
+    if ci is not None:
+        assert plan["measures"][0]["ci_level"] == ci
+    # minimal at three significant digits: one step less misses the target
+    less = call(_priv(df, session()), epsilon=_one_step_less(eps), ci=ci, dry_run=True, **mech)
+    assert less["measures"][0]["ci_half_width"] > target
+    # the release charges exactly that epsilon
+    s = session()
+    call(_priv(df, s), accuracy=target, ci=ci, **mech)
+    assert s.spent[0] == pytest.approx(eps, rel=1e-12)
+
+
+def test_epsilon_does_not_depend_on_the_data(df: pd.DataFrame) -> None:
+    a = _priv(df, session()).groupby("g").sum("x", accuracy=1000, dry_run=True)["epsilon"]
+    b = _priv(df.iloc[:0], session()).groupby("g").sum("x", accuracy=1000, dry_run=True)
+    assert a == b["epsilon"]
+
+
+def test_a_mean_meets_the_target_for_groups_of_at_least_min_rows() -> None:
+    """Worst case for the bound: min_rows rows per group, all at one end of the bounds."""
+    rows = 2000
+    frame = pd.DataFrame({"g": ["a", "b"] * rows, "x": [100.0, 0.0] * rows})
+    p = frame.dp(session(), bounds={"x": (0, 100)}, keys={"g": ["a", "b"]})
+    out = p.groupby("g").mean("x", accuracy=2.0, min_rows=rows, ci=0.95)
+    half = (out["upper"] - out["lower"]) / 2
+    assert (half <= 2.0 * 1.01).all(), half.tolist()
+    eps = out.attrs["dp"]["epsilon"]
+    tighter = p.groupby("g").mean("x", epsilon=eps / 2, ci=0.95)
+    assert ((tighter["upper"] - tighter["lower"]) / 2 > 2.0).any()
+
+
+@pytest.mark.parametrize("kw", [
+    {"epsilon": 1.0, "accuracy": 10},      # both
+    {},                                    # neither
+    {"accuracy": 0},                       # not positive
+    {"accuracy": -5},
+    {"accuracy": float("nan")},
+    {"accuracy": "10"},
+    {"accuracy": True},
+    {"accuracy": 1e-12},                   # finer than any epsilon can reach
+])
+def test_bad_accuracy_is_refused_before_the_charge(df: pd.DataFrame, kw: dict) -> None:
+    s = session()
+    with pytest.raises(dpf.ValidationError):
+        _priv(df, s).sum("x", **kw)
+    assert s.spent == (0.0, 0.0)
+
+
+def test_accuracy_where_the_error_depends_on_the_data_is_refused(df: pd.DataFrame) -> None:
+    s = session()
+    with pytest.raises(dpf.ValidationError, match="min_rows"):
+        _priv(df, s).mean("x", accuracy=1)
+    with pytest.raises(dpf.ValidationError, match="min_rows"):
+        _priv(df, s).mean("x", accuracy=1, min_rows=0)
+    assert s.spent == (0.0, 0.0)
