@@ -10,6 +10,8 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
+from ._render import ci_text
+
 _STYLE = ("font-family: var(--jp-ui-font-family, sans-serif); font-size: 13px; "
           "line-height: 1.4")
 
@@ -44,7 +46,7 @@ def session_html(*, title: str, where: str, neighbouring: str, unit: str | None,
             "<tr>" + "".join(f"<td>{c}</td>" for c in (
                 escape(str(e.get("id", ""))), escape(str(e.get("query", ""))),
                 escape(str(e.get("mechanism", ""))), _num(e.get("epsilon")),
-                _num(e.get("delta")), _num(det.get("ci_half_width")),
+                _num(e.get("delta")), ci_text(det),
                 escape(str(e.get("status", ""))))) + "</tr>")
     head = "".join(f"<th>{h}</th>" for h in
                    ("id", "query", "mechanism", "ε", "δ", "± CI", "status"))

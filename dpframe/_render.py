@@ -30,6 +30,13 @@ def budget_table(total: tuple[Fraction, Fraction], spent: tuple[Fraction, Fracti
     return table
 
 
+def ci_text(details: dict[str, Any]) -> str:
+    """An entry's interval half-width in the result's units: a mean's as ``a/n`` (n rows)."""
+    if details.get("ci_half_width") is None and details.get("ci_half_width_times_rows"):
+        return f"{num(details['ci_half_width_times_rows'])}/n"
+    return num(details.get("ci_half_width"))
+
+
 def entries_summary(entries: Sequence[dict[str, Any]], label: str = "Entries") -> str:
     """``"<label>: N (a released, b failed, c interrupted)"``: every status is counted, so the
     parts add up to N. An entry still ``charged`` was charged by a query that has not recorded
@@ -65,7 +72,7 @@ def entries_table(entries: Sequence[dict[str, Any]], title: str, *,
             row.append(e.get("session") or "")
         row += [str(e["query"]), ", ".join(e.get("columns") or []), str(e["mechanism"]),
                 num(e["epsilon"]), num(e["delta"]), num(det.get("noise_scale")),
-                num(det.get("ci_half_width")), str(e["status"])]
+                ci_text(det), str(e["status"])]
         if with_session:
             row.append("yes (insecure)" if e.get("seeded") else "")
         table.add_row(*row)

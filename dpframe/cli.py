@@ -631,8 +631,11 @@ def _print_plan(con: Any, s: Any, plan: Any, where: str, ledger_path: Path | Non
     for q, ex in zip(s.queries, plan.explains, strict=True):
         for i, m in enumerate(ex.get("measures", [])):
             hw = m.get("ci_half_width")
-            if m.get("aggregate") == "mean" or (m.get("count_noise_scale") is not None):
-                hwtxt = f"sum ±{_fmt(hw)}, count ±{_fmt(m.get('count_ci_half_width'))}"
+            if m.get("ci_half_width_times_rows") is not None:  # a mean: in its own units
+                hwtxt = f"±{_fmt(m.get('ci_half_width_times_rows'))} / n rows"
+            elif m.get("count_noise_scale") is not None:  # var / std: depends on the rows
+                hwtxt = (f"sum ±{_fmt(m.get('sum_ci_half_width'))}, "
+                         f"count ±{_fmt(m.get('count_ci_half_width'))}")
             elif hw is None and m.get("rank_error") is not None:
                 hwtxt = f"rank ±{_fmt(m.get('rank_error'))}"
             else:

@@ -334,7 +334,8 @@ class PrivateFrame:
             >>> warnings.simplefilter("ignore")  # seeded: insecure, docs only
             >>> priv = pd.DataFrame({"x": range(100)}).dp(dpf.Session(10, seed=1))
             >>> plan = priv.count(accuracy=10, dry_run=True)
-            >>> plan["epsilon"], plan["measures"][0]["ci_half_width"] <= 10
+            >>> (measure,) = plan["measures"]
+            >>> plan["epsilon"], measure["ci_half_width"] <= 10
             (0.285, True)
         """
         q = self._query([Measure("count", column)], epsilon, delta, mechanism=mechanism,

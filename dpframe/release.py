@@ -72,6 +72,7 @@ def run_release(session: Session, query: Query, backend: Backend) -> CoreRelease
     session.record(entry, status="released", details={
         "noise_scale": first.get("noise_scale"),
         "ci_half_width": first.get("ci_half_width"),
+        "ci_half_width_times_rows": first.get("ci_half_width_times_rows"),
         "granularity": first.get("granularity"),
         "plan": release.provenance,
     })

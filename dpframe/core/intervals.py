@@ -146,21 +146,27 @@ def ratio_interval(noisy_sum: FloatArray, noisy_count: FloatArray, sum_noise: No
     return lower, upper
 
 
-def mean_half_width_bound(sum_noise: NoiseSpec, count_noise: NoiseSpec,
-                          bounds: tuple[float, float], rows: int, level: float) -> float:
-    """An upper bound, data-independent, on the first-order half-width of a mean's ``level``
-    interval for any group of at least ``rows`` rows: the error law of :func:`ratio_interval`
-    at the worst ``|r| = h`` (the bounds' half-width), divided by ``rows``."""
+def mean_half_width_numerator(sum_noise: NoiseSpec, count_noise: NoiseSpec,
+                              bounds: tuple[float, float], level: float) -> float:
+    """``a`` such that a mean over ``n`` rows has a first-order ``level`` half-width of at most
+    ``a / n``, whatever the data: the error law of :func:`ratio_interval` at the worst
+    ``|r| = h`` (the bounds' half-width). Public: noise parameters and bounds only."""
     lo, hi = bounds
     h = (hi - lo) / 2
     tail = 1.0 - level
     if sum_noise.kind == "laplace":
-        a = float(laplace_difference_half_width(np.array([laplace_scale(sum_noise)]),
-                                                np.array([h * laplace_scale(count_noise)]),
-                                                tail)[0])
-    else:
-        a = normal_quantile(1.0 - tail / 2) * math.hypot(sum_noise.std, h * count_noise.std)
-    return min(a / rows, hi - lo)
+        return float(laplace_difference_half_width(np.array([laplace_scale(sum_noise)]),
+                                                   np.array([h * laplace_scale(count_noise)]),
+                                                   tail)[0])
+    return normal_quantile(1.0 - tail / 2) * math.hypot(sum_noise.std, h * count_noise.std)
+
+
+def mean_half_width_bound(sum_noise: NoiseSpec, count_noise: NoiseSpec,
+                          bounds: tuple[float, float], rows: int, level: float) -> float:
+    """The bound of :func:`mean_half_width_numerator` for groups of at least ``rows`` rows
+    (never more than the bounds' width)."""
+    a = mean_half_width_numerator(sum_noise, count_noise, bounds, level)
+    return min(a / rows, bounds[1] - bounds[0])
 
 
 def variance_estimate(noisy_sum: FloatArray, noisy_count: FloatArray, noisy_squares: FloatArray,
@@ -209,5 +215,6 @@ def variance_interval(noisy_sum: FloatArray, noisy_count: FloatArray, noisy_squa
 
 
 __all__ = ["laplace_difference_half_width", "laplace_scale", "mean_half_width_bound",
+           "mean_half_width_numerator",
            "noise_draws", "ratio_interval", "simulated_interval", "variance_estimate",
            "variance_interval"]

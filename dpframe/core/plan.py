@@ -27,7 +27,12 @@ import numpy.typing as npt
 from ..errors import ValidationError
 from ..query import Measure, Query
 from .accounting import PrivacyCost, poisson_subsampling, zcdp_to_approx_dp
-from .intervals import ratio_interval, variance_estimate, variance_interval
+from .intervals import (
+    mean_half_width_numerator,
+    ratio_interval,
+    variance_estimate,
+    variance_interval,
+)
 from .mechanisms import ExponentialSpec, NoiseSpec, noise_spec, power_of_two_at_most, rho_for
 from .rng import RandomSource
 from .sensitivity import (
@@ -150,8 +155,16 @@ class MeasurePlan:
                      sensitivity=float(self.noise.sensitivity),
                      ci_level=level, ci_half_width=self.noise.half_width(level))
             if self.count_noise is not None:
+                # a mean's (var's) interval is in the result's units and depends on the
+                # private number of rows n: before the release only its bound for n rows,
+                # ci_half_width_times_rows / n, is known; after it, ci_half_width is the
+                # widest group's (apply_plan). The sum's and count's own intervals stay.
                 d.update(count_noise_scale=self.count_noise.scale,
-                         count_ci_half_width=self.count_noise.half_width(level))
+                         count_ci_half_width=self.count_noise.half_width(level),
+                         sum_ci_half_width=d["ci_half_width"], ci_half_width=None)
+                if self.measure.op == "mean" and self.bounds is not None:
+                    d["ci_half_width_times_rows"] = mean_half_width_numerator(
+                        self.noise, self.count_noise, self.bounds, level)
             if self.square_noise is not None:
                 d.update(square_noise_scale=self.square_noise.scale,
                          square_sensitivity=float(self.square_noise.sensitivity))

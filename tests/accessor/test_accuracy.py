@@ -111,3 +111,19 @@ def test_accuracy_where_the_error_depends_on_the_data_is_refused(df: pd.DataFram
     with pytest.raises(dpf.ValidationError, match="min_rows"):
         _priv(df, s).mean("x", accuracy=1, min_rows=0)
     assert s.spent == (0.0, 0.0)
+
+
+def test_a_means_preview_is_in_its_own_units(df: pd.DataFrame) -> None:
+    """0.1 previewed a mean with its noisy sum's half-width (+-12.6M beside means of 58k). The
+    dry run now gives a, the mean's half-width being at most a / n over n rows; the ledger and
+    report show it as "a/n", and a released interval over n rows is within a / n."""
+    s = session()
+    p = _priv(df, s)
+    m = p.mean("x", epsilon=0.5, dry_run=True)["measures"][0]
+    assert m["ci_half_width"] is None and m["sum_ci_half_width"] > 100  # the sum's units
+    a = m["ci_half_width_times_rows"]
+    n = len(df)
+    assert 0 < a / n < 100  # the mean's units: values in [0, 100]
+    released = p.mean("x", epsilon=0.5, ci=0.95)
+    assert (released.upper - released.lower) / 2 <= a / n * 1.01
+    assert f"{a:.6g}/n" in s.report()
