@@ -41,7 +41,7 @@ def main() -> None:
             best[name] = min(best[name], t)
             dask_loaded |= dask and name == "import dpframe"
     base = best["import pandas, pyarrow"]
-    print("| what | best of %d (ms) | vs pandas + pyarrow |" % args.repeat)
+    print(f"| what | best of {args.repeat} (ms) | vs pandas + pyarrow |")
     print("| --- | --- | --- |")
     for name, t in best.items():
         print(f"| {name} | {t * 1e3:.0f} | {t / base:.2f}x |")

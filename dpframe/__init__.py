@@ -46,6 +46,8 @@ __all__ = [
 ]
 
 from ._dask_hook import register_dask_accessor as _register_dask_accessor
+from ._dask_hook import register_polars_namespace as _register_polars_namespace
 
-# ddf.dp whatever the import order; import dpframe never imports Dask itself
+# ddf.dp and pl_df.dp whatever the import order; import dpframe never imports Dask or Polars
 _register_dask_accessor()
+_register_polars_namespace()

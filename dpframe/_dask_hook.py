@@ -1,11 +1,13 @@
-"""Register ``ddf.dp`` whatever the import order, without ``import dpframe`` importing Dask.
+"""Register ``ddf.dp`` and the Polars ``.dp`` namespace whatever the import order, without
+``import dpframe`` importing Dask or Polars.
 
-``import dpframe`` registers the Dask accessor at once when ``dask.dataframe`` is already
-imported; otherwise it installs :class:`AfterImport`, a finder on ``sys.meta_path`` that waits
-for ``dask.dataframe`` to be imported (by anyone, later), lets the import finish, then imports
-:mod:`dpframe.dask` (which registers the accessor) and removes itself. The import machinery is
-used as documented (``importlib.abc.MetaPathFinder``, ``Loader.exec_module``); nothing of Dask
-is patched.
+``import dpframe`` registers an integration at once when its library (``dask.dataframe``,
+``polars``) is already imported; otherwise it installs :class:`AfterImport`, a finder on
+``sys.meta_path`` that waits for that module to be imported (by anyone, later), lets the import
+finish, then imports the integration (:mod:`dpframe.dask`, :mod:`dpframe.polars`, which
+register themselves) and removes itself. The import machinery is used as documented
+(``importlib.abc.MetaPathFinder``, ``Loader.exec_module``); nothing of Dask or Polars is
+patched.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from types import ModuleType
 from typing import Any
 
 DASK_MODULE = "dask.dataframe"
+POLARS_MODULE = "polars"
 
 
 class _ThenLoader(importlib.abc.Loader):
@@ -78,18 +81,32 @@ class AfterImport(importlib.abc.MetaPathFinder):
             sys.meta_path.remove(self)
 
 
-def _register() -> None:
-    try:
-        importlib.import_module("dpframe.dask")
-    except Exception as exc:  # never break the user's import of Dask
-        warnings.warn(f"dpframe: the .dp accessor on Dask frames is unavailable ({exc})",
-                      ImportWarning, stacklevel=2)
+def _importer(module: str, what: str) -> Callable[[], None]:
+    def register() -> None:
+        try:
+            importlib.import_module(module)
+        except Exception as exc:  # never break the user's import of the library
+            warnings.warn(f"dpframe: {what} is unavailable ({exc})", ImportWarning,
+                          stacklevel=2)
+
+    return register
+
+
+def _when_imported(name: str, then: Callable[[], None]) -> None:
+    """``then()`` now if the module ``name`` is loaded, else right after it is."""
+    if name in sys.modules:
+        then()
+        return
+    if not any(isinstance(f, AfterImport) and f.name == name for f in sys.meta_path):
+        AfterImport(name, then).install()
 
 
 def register_dask_accessor() -> None:
     """Register ``ddf.dp`` now if Dask's dataframe module is loaded, else when it is."""
-    if DASK_MODULE in sys.modules:
-        _register()
-        return
-    if not any(isinstance(f, AfterImport) and f.name == DASK_MODULE for f in sys.meta_path):
-        AfterImport(DASK_MODULE, _register).install()
+    _when_imported(DASK_MODULE, _importer("dpframe.dask", "the .dp accessor on Dask frames"))
+
+
+def register_polars_namespace() -> None:
+    """Register ``pl_df.dp`` / ``lazy.dp`` now if polars is loaded, else when it is."""
+    _when_imported(POLARS_MODULE,
+                   _importer("dpframe.polars", "the .dp namespace on Polars frames"))

@@ -5,12 +5,15 @@
 (:class:`~dpframe.backends.arrow.ArrowBackend`). Queries are planned, charged and noised by the
 same release path as pandas, so a query has the same sensitivity, noise scale and charge
 whichever front runs it. See docs/scan.md for memory and the privacy-unit method.
+
+:class:`BatchSource` is the extension point for engines that stream Arrow themselves (the Polars
+front, :mod:`dpframe.polars`): record batches from a factory, with a known schema.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -21,11 +24,66 @@ from .backends.arrow import (
     DEFAULT_PARTITION_ROWS,
     ArrowBackend,
     DatasetSource,
+    conform_batch,
 )
+from .errors import ValidationError
 from .frontend import PrivateFrame
 
 if TYPE_CHECKING:
     from .session import Session
+
+
+#: ``factory(columns, batch_size, dictionary)``: a fresh iterable of record batches.
+BatchFactory = Callable[[Sequence[str], int, Sequence[str]], Iterable[pa.RecordBatch]]
+
+
+class BatchSource(DatasetSource):
+    """A scan source made of record batches from a factory instead of files or a Dataset.
+
+    ``schema`` is the public Arrow schema (names and types only, never read from the data).
+    ``batches(columns, batch_size, dictionary)`` returns a *fresh* iterable of
+    ``pyarrow.RecordBatch`` holding those columns, about ``batch_size`` rows each, every time it
+    is called: a release reads the source once, and several releases (or a backend making two
+    passes) call it again. ``dictionary`` names the string key columns the backend would like
+    as Arrow dictionaries (it factorizes them once per batch anyway): a hint, like Parquet's
+    ``dictionary_columns``, that changes no value. Each batch is conformed to ``schema`` like a
+    file's batch (a value of another type is missing, a missing column all missing; nothing
+    raises on a value). ``rows``, when known without reading the data, sizes the privacy-unit
+    partitions (else ``partitions=`` or the default of 16).
+    """
+
+    def __init__(self, schema: pa.Schema, batches: BatchFactory, *,
+                 rows: int | None = None) -> None:
+        # not DatasetSource.__init__: there is no dataset; every method the backend uses is here
+        names = schema.names
+        if len(set(names)) != len(names):
+            raise ValidationError("a column name appears more than once: give each column a "
+                                  "unique name")
+        self._schema = schema
+        self._factory = batches
+        self._rows = rows
+
+    @property
+    def arrow_schema(self) -> pa.Schema:
+        return self._schema
+
+    @property
+    def files(self) -> list[str] | None:
+        return None
+
+    def batches(self, columns: Sequence[str], batch_size: int,
+                dictionary: Sequence[str] = ()) -> Generator[pa.RecordBatch, None, None]:
+        """The factory's batches of ``columns``, conformed to the schema."""
+        cols = list(columns)
+        expected = pa.schema([self._schema.field(c) for c in cols])
+        for batch in self._factory(cols, batch_size, list(dictionary)):
+            yield conform_batch(batch, expected)
+
+    def row_count(self) -> int | None:
+        return self._rows
+
+    def size_bytes(self) -> int | None:
+        return None
 
 
 class Scan:
@@ -80,4 +138,4 @@ def scan(source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | ds.
                 partitions=partitions, spill_dir=spill_dir)
 
 
-__all__ = ["Scan", "scan"]
+__all__ = ["BatchSource", "Scan", "scan"]

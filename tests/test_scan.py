@@ -406,3 +406,21 @@ def test_conform_array_never_wraps_truncates_or_raises() -> None:
     assert flags.to_pylist() == [True, False, None]
     assert conform_array(pa.array([[1], [2]]), pa.float64()).null_count == 2
     assert conform_array(pa.array([1, 2]), pa.string()).to_pylist() == ["1", "2"]
+
+
+def test_nested_key_and_unit_columns_count_as_missing() -> None:
+    """Lists and structs conform to no key or unit kind: missing, like lists in a pandas object
+    column (found by the Polars front: a List key raised ArrowNotImplementedError after the
+    charge)."""
+    t = pa.table({"k": pa.array([[1], [2], None, [1]]),
+                  "s": pa.array([{"a": 1}, {"a": 2}, None, {"a": 1}]),
+                  "u": pa.array([[1], [2], [3], [4]]), "x": [1.0, 2.0, 3.0, 4.0]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for col in ("k", "s"):
+            s = dpf.Session(1e9, 0.5, seed=1)
+            out = dpf.scan(t).dp(s).groupby(col, keys="private").count(epsilon=1e6, delta=0.1)
+            assert len(out) == 0 and s.spent == (1e6, 0.1)
+        s = dpf.Session(1e9, 0.5, seed=1)
+        n = dpf.scan(t).dp(s, privacy_unit="u", max_rows_per_unit=1).count(epsilon=1e6)
+        assert n == 0

@@ -88,7 +88,16 @@ def arrow_kind(t: pa.DataType) -> ColumnKind:
     return "other"
 
 
+def _nested(t: pa.DataType) -> bool:
+    return bool(pa.types.is_nested(t) or (pa.types.is_dictionary(t)
+                                          and pa.types.is_nested(t.value_type)))
+
+
 def _flat(arr: Column) -> pa.Array:
+    """One array; a nested one (lists, structs, maps) as all null: such values conform to no
+    key or unit kind, so they count as missing, like lists in a pandas object column."""
+    if _nested(arr.type):
+        return pa.nulls(len(arr))
     if isinstance(arr, pa.ChunkedArray):
         if arr.num_chunks == 1:
             return arr.chunk(0)
