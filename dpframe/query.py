@@ -61,6 +61,7 @@ class Measure:
     grid: int = DEFAULT_GRID             # candidate grid size for quantiles
     weight: Fraction = Fraction(1)       # share of the query's epsilon (relative)
     ddof: int = 1                        # var / std: delta degrees of freedom, as pandas
+    log_grid: bool = False               # quantile candidates log-spaced (bounds estimation)
 
     @property
     def name(self) -> str:

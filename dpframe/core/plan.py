@@ -119,6 +119,24 @@ def square_request(column: str, lo: Fraction, hi: Fraction) -> AggregateRequest:
                             ilo, ihi, center=float(mid))
 
 
+#: Smallest magnitude of a log-spaced candidate grid, relative to its largest.
+LOG_GRID_RANGE = 1e-15
+
+
+def log_candidates(lo: float, hi: float, n: int) -> npt.NDArray[np.float64]:
+    """``n`` candidates in ``[lo, hi]`` (``lo < 0 < hi``), log-spaced on each side of 0 (and 0
+    itself): the same relative resolution for magnitudes from ``LOG_GRID_RANGE * max(|lo|,
+    |hi|)`` up, for quantiles of a column whose scale is unknown (bounds estimation). Public:
+    a function of the bounds and ``n`` only."""
+    if not lo < 0 < hi or n < 5:
+        raise ValidationError("a log-spaced grid needs bounds around 0 and at least 5 points")
+    side = (n - 1) // 2
+    tiny = max(-lo, hi) * LOG_GRID_RANGE
+    pos = np.geomspace(tiny, hi, side)
+    neg = -np.geomspace(tiny, -lo, n - 1 - side)[::-1]
+    return np.concatenate([neg, [0.0], pos])
+
+
 @dataclass
 class MeasurePlan:
     """How one measure is released."""
@@ -156,9 +174,9 @@ class MeasurePlan:
                      ci_level=level, ci_half_width=self.noise.half_width(level))
             if self.count_noise is not None:
                 # a mean's (var's) interval is in the result's units and depends on the
-                # private number of rows n: before the release only its bound for n rows,
-                # ci_half_width_times_rows / n, is known; after it, ci_half_width is the
-                # widest group's (apply_plan). The sum's and count's own intervals stay.
+                # private number of rows n: only its bound over n rows is public (a mean:
+                # ci_half_width_times_rows / n); the released result carries its interval
+                # (ci=). The sum's and count's own intervals stay.
                 d.update(count_noise_scale=self.count_noise.scale,
                          count_ci_half_width=self.count_noise.half_width(level),
                          sum_ci_half_width=d["ci_half_width"], ci_half_width=None)
@@ -176,7 +194,11 @@ class MeasurePlan:
                      rank_error=self.em.utility_error(level)
                      / max(1, (self.measure.q or Fraction(1)).denominator),
                      grid_step=float((self.bounds[1] - self.bounds[0]) / (self.em.n_candidates - 1))
-                     if self.bounds else None)
+                     if self.bounds and not self.measure.log_grid else None)
+            if self.measure.log_grid and self.candidates is not None:
+                pos = self.candidates[self.candidates > 0]
+                d["grid"] = "log"
+                d["grid_relative_step"] = float(pos[1] / pos[0] - 1) if pos.size > 1 else None
         return d
 
 
@@ -407,7 +429,8 @@ def _plan_measure(query: Query, m: Measure, relation: Relation, contrib: Contrib
             bounds=(float(lo), float(hi)))
     if m.op == "quantile":
         assert m.q is not None
-        cands = np.linspace(float(lo), float(hi), m.grid)
+        cands = (log_candidates(float(lo), float(hi), m.grid) if m.log_grid
+                 else np.linspace(float(lo), float(hi), m.grid))
         req = AggregateRequest("grid", m.column, float(lo), float(hi),
                                edges=tuple(cands.tolist()))
         usens = quantile_utility_sensitivity(relation, m.q, contrib)
