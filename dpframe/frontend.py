@@ -8,11 +8,12 @@ with ``.attrs["dp"]`` provenance. No sensitivity, noise or budget logic lives he
 from __future__ import annotations
 
 import copy
+import inspect
 import math
 import numbers
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -81,6 +82,83 @@ def _fraction_weights(weights: Mapping[str, float] | Sequence[float] | None, n: 
     if len(vals) != n:
         raise ValidationError("one weight per aggregate is needed")
     return [exact_fraction(v, "weight", positive=True) for v in vals]
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+#: The parameters every query method shares, documented once (appended by :func:`_documented`).
+_COMMON_PARAMS = {
+    "column": "the column to aggregate (its bounds must be declared, except for counts)",
+    "epsilon": "the privacy budget this release spends; charged to the session before "
+               "anything is computed (``BudgetExceededError`` and nothing spent if it does not "
+               "fit)",
+    "accuracy": "instead of ``epsilon``: the target half-width of the ``ci`` interval (95% "
+                "by default) in the result's units; the smallest epsilon meeting it is charged",
+    "delta": "the delta this release spends: needed by ``mechanism='gaussian'`` and by "
+             "``keys='private'`` (0 otherwise)",
+    "mechanism": "``'laplace'`` (default; geometric for integer results) or ``'gaussian'`` "
+                 "(discrete Gaussian, needs ``delta > 0``)",
+    "ci": "a level in (0, 1), e.g. 0.95: adds the interval (``.lower`` / ``.upper`` on a "
+          "number, ``lower`` / ``upper`` columns on a grouped result); free (post-processing)",
+    "ddof": "0 (population) or 1 (sample, pandas' default)",
+    "min_rows": "with ``accuracy``: a lower bound you know on the number of rows a mean is "
+                "over (the number itself is private)",
+    "resolution": "the number of candidates of the exponential mechanism, evenly spaced "
+                  "over the column's bounds",
+    "selection_share": "with ``keys='private'``: the share of epsilon spent on selecting keys "
+                       "(default 0.5)",
+    "dry_run": "plan only: return the mechanisms, noise scales, intervals and cost as a dict; "
+               "nothing is computed or charged",
+}
+_R_COUNT = (
+    "an int (``DPInt``) with ``.attrs['dp']`` (and ``.lower`` / ``.upper`` with ``ci``), or "
+    'the plan with ``dry_run``'
+)
+_R_SUM = (
+    'a number (``DPInt`` for integer columns, else ``DPFloat``) with its provenance and '
+    'interval, or the plan'
+)
+_R_FLOAT = (
+    'a ``DPFloat`` with its provenance (and interval with ``ci``), or the plan'
+)
+_R_BOUNDS = (
+    "``(lo, hi)``, two ``DPFloat`` with the release's provenance, or the plan"
+)
+_R_HIST = (
+    "a ``pd.Series`` of counts indexed by the bins' intervals (a ``DataFrame`` with ``lower``"
+    " / ``upper`` with ``ci``), ``.attrs['dp']`` holding the provenance; or the plan"
+)
+_R_SERIES = (
+    'a ``pd.Series``, one row per key (a ``DataFrame`` with ``lower`` / ``upper`` with '
+    "``ci``), ``.attrs['dp']`` holding the provenance; or the plan"
+)
+_R_AGG = (
+    'a ``pd.DataFrame``, one row per key, (column, aggregate) columns or the names of a named'
+    " aggregation, with ``.attrs['dp']``; or the plan"
+)
+_RAISES = (
+    ":raises BoundsError: a column has no declared bounds (nothing spent)\n"
+    ":raises ValidationError: any invalid argument, checked before the charge (nothing spent)\n"
+    ":raises BudgetExceededError: the release does not fit the remaining budget (nothing "
+    "spent)"
+)
+
+
+def _documented(returns: str) -> Callable[[_F], _F]:
+    """Append the shared ``:param:`` lines of the parameters ``fn`` takes, ``:returns:`` and
+    ``:raises:`` to its docstring (one text for every query method, so none drifts)."""
+
+    def deco(fn: _F) -> _F:
+        params = inspect.signature(fn).parameters
+        fields = [f":param {name}: {text}" for name, text in _COMMON_PARAMS.items()
+                  if name in params and f":param {name}:" not in (fn.__doc__ or "")]
+        block = "\n".join([*fields, f":returns: {returns}", _RAISES])
+        doc = inspect.cleandoc(fn.__doc__ or "")
+        fn.__doc__ = doc + "\n\n" + block
+        return fn
+
+    return deco
 
 
 def _ddof(ddof: object) -> int:
@@ -321,6 +399,7 @@ class PrivateFrame:
         return DPFloat(float(v), provenance=r.provenance, lower=lo, upper=hi)
 
     # -- aggregates ------------------------------------------------------------------------------
+    @_documented(_R_COUNT)
     def count(self, column: str | None = None, *, epsilon: float | None = None,
               delta: float = 0.0, mechanism: str | None = None, ci: float | None = None,
               dry_run: bool = False, accuracy: float | None = None) -> Any:
@@ -343,6 +422,7 @@ class PrivateFrame:
         r = self._run(q, dry_run)
         return r if isinstance(r, dict) else self._scalar(r, True, ci)
 
+    @_documented(_R_SUM)
     def sum(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
             mechanism: str | None = None, ci: float | None = None,
             dry_run: bool = False, accuracy: float | None = None) -> Any:
@@ -355,6 +435,7 @@ class PrivateFrame:
             return r
         return self._scalar(r, r.measures[0].values.dtype.kind == "i", ci)
 
+    @_documented(_R_FLOAT)
     def mean(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
              mechanism: str | None = None, ci: float | None = None,
              dry_run: bool = False, accuracy: float | None = None,
@@ -370,6 +451,7 @@ class PrivateFrame:
         r = self._run(q, dry_run)
         return r if isinstance(r, dict) else self._scalar(r, False, ci)
 
+    @_documented(_R_FLOAT)
     def var(self, column: str, *, epsilon: float, delta: float = 0.0,
             mechanism: str | None = None, ci: float | None = None, ddof: int = 1,
             dry_run: bool = False) -> Any:
@@ -387,6 +469,7 @@ class PrivateFrame:
         """
         return self._moment("var", column, epsilon, delta, mechanism, ci, ddof, dry_run)
 
+    @_documented(_R_FLOAT)
     def std(self, column: str, *, epsilon: float, delta: float = 0.0,
             mechanism: str | None = None, ci: float | None = None, ddof: int = 1,
             dry_run: bool = False) -> Any:
@@ -401,6 +484,7 @@ class PrivateFrame:
         r = self._run(q, dry_run)
         return r if isinstance(r, dict) else self._scalar(r, False, ci)
 
+    @_documented(_R_BOUNDS)
     def bounds(self, column: str, *, epsilon: float, quantiles: tuple[float, float] = (
             0.01, 0.99), max_abs: float = 1e12, resolution: int = 2001,
             dry_run: bool = False) -> Any:
@@ -453,30 +537,35 @@ class PrivateFrame:
         r = self._run(self._query([meas], epsilon, 0.0, description=description), dry_run)
         return r if isinstance(r, dict) else self._scalar(r, False)
 
+    @_documented(_R_FLOAT)
     def quantile(self, column: str, q: float = 0.5, *, epsilon: float,
                  resolution: int = DEFAULT_GRID, dry_run: bool = False) -> Any:
         """Quantile by the exponential mechanism over ``resolution`` grid points in the bounds."""
         return self._quantile(column, "quantile", q, epsilon, resolution, dry_run,
                               f"quantile({column}, {q})")
 
+    @_documented(_R_FLOAT)
     def max(self, column: str, *, epsilon: float, resolution: int = DEFAULT_GRID,
             dry_run: bool = False) -> Any:
         """Maximum by the exponential mechanism (never Laplace on the max)."""
         return self._quantile(column, "max", None, epsilon, resolution, dry_run,
                               f"max({column})")
 
+    @_documented(_R_FLOAT)
     def min(self, column: str, *, epsilon: float, resolution: int = DEFAULT_GRID,
             dry_run: bool = False) -> Any:
         """Minimum by the exponential mechanism."""
         return self._quantile(column, "min", None, epsilon, resolution, dry_run,
                               f"min({column})")
 
+    @_documented(_R_FLOAT)
     def median(self, column: str, *, epsilon: float, resolution: int = DEFAULT_GRID,
                dry_run: bool = False) -> Any:
         """Median by the exponential mechanism."""
         return self.quantile(column, 0.5, epsilon=epsilon, resolution=resolution,
                              dry_run=dry_run)
 
+    @_documented(_R_HIST)
     def histogram(self, column: str, bins: Sequence[float], *, epsilon: float | None = None,
                   delta: float = 0.0, mechanism: str | None = None, right: bool = True,
                   include_lowest: bool = False, ci: float | None = None,
@@ -638,6 +727,7 @@ class PrivateGroupBy:
                           min_rows=min_rows)
         return r if isinstance(r, dict) else self._series(r, name, ci)
 
+    @_documented(_R_SERIES)
     def count(self, column: str | None = None, *, epsilon: float | None = None,
               delta: float = 0.0, mechanism: str | None = None, ci: float | None = None,
               dry_run: bool = False, selection_share: float | None = None,
@@ -651,6 +741,7 @@ class PrivateGroupBy:
         """Alias of :meth:`count` over rows."""
         return self.count(epsilon=epsilon, **kw)
 
+    @_documented(_R_SERIES)
     def sum(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
             mechanism: str | None = None, ci: float | None = None, dry_run: bool = False,
             selection_share: float | None = None, accuracy: float | None = None) -> Any:
@@ -658,6 +749,7 @@ class PrivateGroupBy:
         return self._one(Measure("sum", column), column, epsilon, delta, mechanism, ci, dry_run,
                          selection_share, accuracy)
 
+    @_documented(_R_SERIES)
     def mean(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
              mechanism: str | None = None, ci: float | None = None, dry_run: bool = False,
              selection_share: float | None = None, accuracy: float | None = None,
@@ -666,6 +758,7 @@ class PrivateGroupBy:
         return self._one(Measure("mean", column), column, epsilon, delta, mechanism, ci,
                          dry_run, selection_share, accuracy, min_rows)
 
+    @_documented(_R_SERIES)
     def var(self, column: str, *, epsilon: float, delta: float = 0.0,
             mechanism: str | None = None, ci: float | None = None, ddof: int = 1,
             dry_run: bool = False, selection_share: float | None = None) -> Any:
@@ -673,6 +766,7 @@ class PrivateGroupBy:
         return self._one(Measure("var", column, ddof=_ddof(ddof)), column, epsilon, delta,
                          mechanism, ci, dry_run, selection_share)
 
+    @_documented(_R_SERIES)
     def std(self, column: str, *, epsilon: float, delta: float = 0.0,
             mechanism: str | None = None, ci: float | None = None, ddof: int = 1,
             dry_run: bool = False, selection_share: float | None = None) -> Any:
@@ -680,6 +774,7 @@ class PrivateGroupBy:
         return self._one(Measure("std", column, ddof=_ddof(ddof)), column, epsilon, delta,
                          mechanism, ci, dry_run, selection_share)
 
+    @_documented(_R_SERIES)
     def max(self, column: str, *, epsilon: float, delta: float = 0.0,
             resolution: int = DEFAULT_GRID, dry_run: bool = False,
             selection_share: float | None = None) -> Any:
@@ -687,6 +782,7 @@ class PrivateGroupBy:
         meas = _quantile_measure(column, "max", None, resolution)
         return self._one(meas, column, epsilon, delta, None, None, dry_run, selection_share)
 
+    @_documented(_R_SERIES)
     def min(self, column: str, *, epsilon: float, delta: float = 0.0,
             resolution: int = DEFAULT_GRID, dry_run: bool = False,
             selection_share: float | None = None) -> Any:
@@ -694,6 +790,7 @@ class PrivateGroupBy:
         meas = _quantile_measure(column, "min", None, resolution)
         return self._one(meas, column, epsilon, delta, None, None, dry_run, selection_share)
 
+    @_documented(_R_SERIES)
     def quantile(self, column: str, q: float = 0.5, *, epsilon: float, delta: float = 0.0,
                  resolution: int = DEFAULT_GRID, dry_run: bool = False,
                  selection_share: float | None = None) -> Any:
@@ -701,6 +798,7 @@ class PrivateGroupBy:
         meas = _quantile_measure(column, "quantile", q, resolution)
         return self._one(meas, column, epsilon, delta, None, None, dry_run, selection_share)
 
+    @_documented(_R_SERIES)
     def median(self, column: str, *, epsilon: float, delta: float = 0.0,
                resolution: int = DEFAULT_GRID, dry_run: bool = False,
                selection_share: float | None = None) -> Any:
@@ -708,6 +806,7 @@ class PrivateGroupBy:
         meas = _quantile_measure(column, "median", None, resolution)
         return self._one(meas, column, epsilon, delta, None, None, dry_run, selection_share)
 
+    @_documented(_R_AGG)
     def agg(self, spec: Mapping[str, str | Sequence[str]] | None = None, *, epsilon: float,
             delta: float = 0.0, mechanism: str | None = None, ci: float | None = None,
             weights: Mapping[str, float] | Sequence[float] | None = None,
