@@ -99,3 +99,21 @@ def test_docs_build_hook_draws_the_figures(tmp_path: Path, monkeypatch: pytest.M
     assert not hooks._stale()
     (docs / "img" / "budget.png").unlink()
     assert hooks._stale()
+
+
+def test_the_notebook_page_shows_the_live_html_displays() -> None:
+    """docs/notebooks.md gets the HTML a notebook shows, rendered at build by docs/hooks.py."""
+    import importlib.util
+
+    root = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("docs_hooks2", root / "docs" / "hooks.py")
+    assert spec is not None and spec.loader is not None
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    page = (root / "docs" / "notebooks.md").read_text()
+    assert hooks.NOTEBOOK_MARKER in page
+    out = hooks.on_page_markdown(page)
+    assert hooks.NOTEBOOK_MARKER not in out
+    for needle in ("% spent", "PrivateFrame", "95% interval", "mean_income", "<table"):
+        assert needle in out, needle
+    assert hooks.on_page_markdown("# other page") == "# other page"
