@@ -52,6 +52,9 @@ class BatchSource(DatasetSource):
     partitions (else ``partitions=`` or the default of 16).
     """
 
+    #: a plain string column is looked up directly; encoding it would hash every row first
+    dictionary_public_keys = False
+
     def __init__(self, schema: pa.Schema, batches: BatchFactory, *,
                  rows: int | None = None) -> None:
         # not DatasetSource.__init__: there is no dataset; every method the backend uses is here

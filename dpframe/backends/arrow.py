@@ -190,8 +190,17 @@ def unit_codes(col: Column) -> I64:
 
 
 def public_codes(col: Column, declared: Sequence[object]) -> I64:
-    """Position of each row's value in the declared keys; -1 when missing or undeclared."""
-    raw, uniques = dictionary_codes(col)
+    """Position of each row's value in the declared keys; -1 when missing or undeclared.
+
+    A plain (not dictionary-encoded) string column is looked up in the declared set directly
+    (``index_in``: one hash probe per row, no dictionary built); string equality is the
+    canonical value model's for text. Other columns go through their dictionary."""
+    arr = _flat(col)
+    if ((pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type))
+            and all(isinstance(k, str) for k in declared) and len(set(declared)) == len(declared)):
+        idx = pc.index_in(arr, value_set=pa.array(list(declared), type=arr.type))
+        return np.asarray(pc.fill_null(idx, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
+    raw, uniques = dictionary_codes(arr)
     lut = np.append(declared_positions(uniques, declared), -1)  # lut[-1]: null rows
     for i, u in enumerate(uniques):
         if _missing(u):
@@ -445,6 +454,11 @@ class DatasetSource:
     paths, a ``pyarrow.dataset.Dataset`` or a ``pyarrow.Table``. ``format`` is inferred from
     the file names unless given (a name or a ``pyarrow.dataset.FileFormat``).
     """
+
+    #: Whether string columns grouped by *public* keys are best read as Arrow dictionaries:
+    #: true for files (Parquet stores them so: no hashing), false for sources that would have
+    #: to hash every row to build one (a plain string column is looked up directly instead).
+    dictionary_public_keys = True
 
     def __init__(self, source: Any, *, format: str | ds.FileFormat | None = None,
                  columns: Sequence[str] | None = None,
@@ -742,6 +756,11 @@ class ArrowBackend:
                 cols.append(r.column)
         return cols
 
+    def _dictionary_keys(self, q: Any) -> Sequence[str]:
+        """The group-key columns worth reading as Arrow dictionaries (see
+        ``DatasetSource.dictionary_public_keys``); unit columns never are (they are hashed)."""
+        return q.by if q.private_keys or self.source.dictionary_public_keys else ()
+
     def _dictionary_columns(self, cols: Sequence[str]) -> list[str]:
         schema = self.source.arrow_schema
         out = []
@@ -869,7 +888,8 @@ class ArrowBackend:
         totals, key_index = _Totals(), _KeyIndex()
         read_cols = cols or self.source.arrow_schema.names[:1]
         schema = None
-        batches = self._batches(read_cols, self._dictionary_columns(q.by), "dpframe scan")
+        dict_cols = self._dictionary_columns(self._dictionary_keys(q))
+        batches = self._batches(read_cols, dict_cols, "dpframe scan")
         with contextlib.closing(batches):  # stops the reader at once on error or Ctrl-C
             for batch in batches:
                 schema = batch.schema
@@ -926,7 +946,7 @@ class ArrowBackend:
         hash_key = (int(gen.integers(0, 1 << 63)), int(gen.integers(0, 1 << 63)))
         public_keys = self._public_keys(plan)
         totals, key_index = _Totals(), _KeyIndex()
-        dict_cols = self._dictionary_columns([*q.by, unit])
+        dict_cols = self._dictionary_columns(self._dictionary_keys(q))
         spill_schema: pa.Schema | None = None
 
         def process(block: pa.Table) -> None:
