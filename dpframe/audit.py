@@ -731,6 +731,18 @@ def _grouped_var() -> Callable[[int], Built]:
     return _api(frames, rel)
 
 
+def _grouped_count_distinct() -> Callable[[int], Built]:
+    """One more row holding a value no other row of its group holds."""
+    def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
+        return _groups([0.0, 1.0, 2.0], NKEYS), _groups([0.0, 1.0, 2.0, 3.0], NKEYS)
+
+    def rel(df: pd.DataFrame, s: Session) -> FloatArray:
+        return np.asarray(_dp(df, s, keys=_public()).groupby("g").count_distinct(
+            "x", epsilon=1.0))
+
+    return _api(frames, rel)
+
+
 def _multi_group(measure: str, k: int, rows: int) -> Callable[[int], Built]:
     """One unit with ``rows`` rows at the bound in each of ``k`` groups of a block
     (``max_groups_per_unit=k``, ``max_rows_per_unit=rows``); the statistic is the block
@@ -1239,6 +1251,8 @@ SCENARIOS: tuple[Scenario, ...] = (
              500_000, 50_000),
     Scenario("groupby var", "[0, 0] vs [0, 0, 10], bounds [0, 10]", _grouped_var(),
              500_000, 50_000),
+    Scenario("groupby count_distinct", "values {0, 1, 2} vs {0, 1, 2, 3}",
+             _grouped_count_distinct(), 500_000, 50_000),
     Scenario("groupby agg count + sum (epsilon split)", "one more row at U = 10, bounds "
              "[-10, 10]", _grouped_agg(), 500_000, 50_000),
     Scenario("groupby count, unit in 3 groups", "one unit in 3 groups, max_groups_per_unit=3",

@@ -34,7 +34,7 @@ from .results import DPFloat, DPInt
 if TYPE_CHECKING:
     from .session import Session
 
-_AGG_OPS = {"count", "sum", "mean", "var", "std", "max", "min", "median"}
+_AGG_OPS = {"count", "count_distinct", "sum", "mean", "var", "std", "max", "min", "median"}
 
 
 def bounds_and_keys_from_schema(schema: Any) -> tuple[dict[str, tuple[float, float]],
@@ -422,6 +422,28 @@ class PrivateFrame:
         r = self._run(q, dry_run)
         return r if isinstance(r, dict) else self._scalar(r, True, ci)
 
+    @_documented(_R_COUNT)
+    def count_distinct(self, column: str, *, epsilon: float | None = None,
+                       delta: float = 0.0, mechanism: str | None = None,
+                       ci: float | None = None, dry_run: bool = False,
+                       accuracy: float | None = None) -> Any:
+        """Noisy number of distinct values of ``column`` (missing values are not counted;
+        ``0.0`` and ``-0.0``, ``True`` and ``1`` are one value). A privacy unit's rows add at
+        most ``max_rows_per_unit`` values, so the noise is a count's.
+
+        Example:
+            >>> import dpframe as dpf, pandas as pd, warnings
+            >>> warnings.simplefilter("ignore")  # seeded: insecure, docs only
+            >>> df = pd.DataFrame({"city": ["Oslo", "Rome", "Oslo", None, "Lima"] * 40})
+            >>> int(df.dp(dpf.Session(1e9, seed=1)).count_distinct("city", epsilon=1e6))
+            3
+        """
+        q = self._query([Measure("count_distinct", column)], epsilon, delta,
+                        mechanism=mechanism, ci=ci, description=f"count_distinct({column})",
+                        accuracy=accuracy)
+        r = self._run(q, dry_run)
+        return r if isinstance(r, dict) else self._scalar(r, True, ci)
+
     @_documented(_R_SUM)
     def sum(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
             mechanism: str | None = None, ci: float | None = None,
@@ -737,6 +759,17 @@ class PrivateGroupBy:
         return self._one(Measure("count", column), "count", epsilon, delta, mechanism, ci,
                          dry_run, selection_share, accuracy)
 
+    @_documented(_R_SERIES)
+    def count_distinct(self, column: str, *, epsilon: float | None = None,
+                       delta: float = 0.0, mechanism: str | None = None,
+                       ci: float | None = None, dry_run: bool = False,
+                       selection_share: float | None = None,
+                       accuracy: float | None = None) -> Any:
+        """Noisy number of distinct values of ``column`` per group (see
+        ``PrivateFrame.count_distinct``)."""
+        return self._one(Measure("count_distinct", column), "count_distinct", epsilon, delta,
+                         mechanism, ci, dry_run, selection_share, accuracy)
+
     def size(self, *, epsilon: float, **kw: Any) -> Any:
         """Alias of :meth:`count` over rows."""
         return self.count(epsilon=epsilon, **kw)
@@ -923,6 +956,10 @@ class PrivateSelection:
     def count(self, **kw: Any) -> Any:
         """Non-missing values per column (per group)."""
         return self._each("count", kw)
+
+    def count_distinct(self, **kw: Any) -> Any:
+        """Distinct values per column (per group)."""
+        return self._each("count_distinct", kw)
 
     def sum(self, **kw: Any) -> Any:
         """Clamped sum (see ``PrivateFrame.sum`` / ``PrivateGroupBy.sum``)."""

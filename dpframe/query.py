@@ -20,7 +20,7 @@ from .core.accounting import to_fraction
 from .core.values import NUMERIC_KINDS, ColumnKind, canonical
 from .errors import BoundsError, KeysError, ValidationError
 
-Op = Literal["count", "sum", "mean", "var", "std", "quantile", "histogram"]
+Op = Literal["count", "count_distinct", "sum", "mean", "var", "std", "quantile", "histogram"]
 MechanismName = Literal["laplace", "gaussian"]
 
 #: ``keys={"col": CATEGORIES}`` takes a Categorical's declared categories as public keys.
@@ -164,7 +164,7 @@ class Query:
             return
         if m.column not in schema:
             raise ValidationError(f"unknown column {m.column!r}")
-        if m.op == "count":
+        if m.op in ("count", "count_distinct"):
             return
         if schema[m.column] not in NUMERIC_KINDS:
             raise ValidationError(f"column {m.column!r} is not numeric")

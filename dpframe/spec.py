@@ -42,8 +42,8 @@ class SpecError(ValidationError):
     """The release spec is malformed (unknown field, wrong type, missing value)."""
 
 
-AGGREGATES = ("count", "sum", "mean", "var", "std", "max", "min", "median", "quantile",
-              "histogram", "agg")
+AGGREGATES = ("count", "count_distinct", "sum", "mean", "var", "std", "max", "min", "median",
+              "quantile", "histogram", "agg")
 OUTPUT_FORMATS = {"parquet": ".parquet", "arrow": ".arrow", "ipc": ".arrow"}
 #: A spec is a small text file; anything larger is some other file given by mistake.
 MAX_SPEC_BYTES = 1 << 20
@@ -265,8 +265,8 @@ class _Output(_Table):
 
 #: What each aggregate needs (a field that is None or empty is missing), and what it refuses.
 _NEEDS: dict[str, tuple[str, ...]] = {
-    "count": (), "sum": ("column",), "mean": ("column",), "var": ("column",),
-    "std": ("column",), "max": ("column",),
+    "count": (), "count_distinct": ("column",), "sum": ("column",), "mean": ("column",),
+    "var": ("column",), "std": ("column",), "max": ("column",),
     "min": ("column",), "median": ("column",), "quantile": ("column", "q"),
     "histogram": ("column", "bins"), "agg": ("aggregates", "by"),
 }

@@ -46,7 +46,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.dataset as ds
 
-from ..core.plan import ExactAggregates, ReleasePlan
+from ..core.plan import ExactAggregates, ReleasePlan, union_pairs
 from ..core.transform import compute_exact
 from ..core.values import NUMERIC_KINDS, ColumnKind, canonicalize
 from ..errors import ValidationError
@@ -209,6 +209,24 @@ def public_codes(col: Column, declared: Sequence[object]) -> I64:
 
 
 # -- keyed hashing of unit ids -------------------------------------------------------------------
+
+#: The (public, fixed) key of value hashes for distinct counts: only equality matters.
+_DISTINCT_KEY = (0x5EED_D15C, 0x0DD5_7A7E)
+
+
+def value_hashes(col: Column) -> tuple[npt.NDArray[np.uint64], Bools]:
+    """A hash of each value (equal values, 0.0 and -0.0 included, hash equal in every batch)
+    and whether it is present (not null, not NaN; nested values count as missing), for
+    distinct counts."""
+    arr = _decode(_flat(col))
+    valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    if pa.types.is_floating(arr.type):
+        valid &= ~np.asarray(pc.is_nan(arr).fill_null(False).to_numpy(zero_copy_only=False),
+                             dtype=bool)
+    if pa.types.is_null(arr.type):
+        return np.zeros(len(arr), dtype=np.uint64), valid
+    return unit_hash(arr, _DISTINCT_KEY), valid
+
 
 def _mix(h: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
     """The splitmix64 finalizer (a bijection of 64-bit words), vectorized."""
@@ -677,9 +695,12 @@ class _Totals:
         self.values: dict[tuple[object, ...], np.ndarray] = {}
         self.counts: dict[tuple[object, ...], np.ndarray] = {}
         self.unit_counts: np.ndarray | None = None
+        self.distinct: dict[tuple[object, ...], tuple[np.ndarray, np.ndarray]] = {}
         self.blocks = 0
 
     def add(self, agg: ExactAggregates, index: I64 | None, size: int) -> None:
+        for k, pairs in agg.distinct.items():  # sets: united, never added
+            self.distinct[k] = union_pairs(self.distinct.get(k), None, pairs, index)
         for k, v in agg.values.items():
             self.values[k] = _add_into(self.values.get(k), v, index, size)
         for k, v in agg.counts.items():
@@ -700,7 +721,8 @@ class _Totals:
 
         return ExactAggregates(list(keys), {k: fit(v) for k, v in self.values.items()},
                                {k: fit(v) for k, v in self.counts.items()},
-                               None if self.unit_counts is None else fit(self.unit_counts))
+                               None if self.unit_counts is None else fit(self.unit_counts),
+                               dict(self.distinct))
 
 
 # -- the backend ---------------------------------------------------------------------------------
@@ -856,7 +878,8 @@ class ArrowBackend:
             keys = public_keys
         else:
             codes, keys, index = self._private_codes(block, q.by, key_index)
-        agg = compute_exact(plan, codes, keys, units, self._getter(block), gen)
+        agg = compute_exact(plan, codes, keys, units, self._getter(block), gen,
+                            lambda name: value_hashes(block.column(name)))
         size = len(public_keys) if index is None else len(key_index.keys)
         totals.add(agg, index, size)
 

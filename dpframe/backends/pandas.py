@@ -109,6 +109,22 @@ def declared_codes(s: pd.Series, declared: tuple[object, ...]) -> npt.NDArray[np
     return remap_codes(codes, mapping)
 
 
+def value_hashes(s: pd.Series) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
+    """A hash of each value's canonical label (:mod:`dpframe.core.values`: 0.0 and -0.0, True
+    and 1 are one value; missing and non-conforming values are absent) and whether it is
+    present, for distinct counts. The hash depends on the label only, so equal values hash
+    equal in every partition of a Dask frame."""
+    codes, labels = factorize(s)
+    if not labels:
+        return np.zeros(len(s), dtype=np.uint64), np.zeros(len(s), dtype=bool)
+    text = np.array([f"{type(v).__name__}:{v!r}" for v in
+                     (x.item() if isinstance(x, np.generic) else x for x in labels)],
+                    dtype=object)
+    label_hash = np.asarray(pd.util.hash_array(text, categorize=False), dtype=np.uint64)
+    valid = codes >= 0
+    return np.where(valid, label_hash[np.maximum(codes, 0)], 0).astype(np.uint64), valid
+
+
 def unit_codes(s: pd.Series) -> npt.NDArray[np.int64]:
     """Dense codes of privacy units (-1: missing unit, row dropped), by the canonical value
     model: ``0.0`` and ``-0.0`` are one unit, as are ``1`` and ``True`` in an object column.
@@ -216,5 +232,6 @@ class PandasBackend:
         units = None
         if plan.query.privacy_unit:
             units = unit_codes(self.column(plan.query.privacy_unit))
-        agg = compute_exact(plan, codes, keys, units, lambda c: numeric_column(self.column(c)), gen)
+        agg = compute_exact(plan, codes, keys, units, lambda c: numeric_column(self.column(c)),
+                            gen, lambda c: value_hashes(self.column(c)))
         return agg

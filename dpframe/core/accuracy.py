@@ -76,7 +76,7 @@ def measure_half_width(mp: MeasurePlan, level: float, min_rows: int | None) -> f
     does not depend on the data: counts, sums and histogram bins; a mean's bound for groups of
     at least ``min_rows`` rows. ``ValidationError`` for the others."""
     op = mp.measure.op
-    if op in ("count", "sum", "histogram"):
+    if op in ("count", "count_distinct", "sum", "histogram"):
         assert mp.noise is not None
         return mp.noise.half_width(level)
     if op == "mean":

@@ -49,7 +49,7 @@ from .values import sorted_order
 
 ACCUMULATION_BITS = 32
 
-RequestKind = Literal["rows", "nonnull", "fixed_sum", "bins", "grid"]
+RequestKind = Literal["rows", "nonnull", "fixed_sum", "bins", "grid", "distinct"]
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,9 @@ class AggregateRequest:
     * ``bins``: counts per histogram bin (``edges``, ``right``, ``include_lowest``: exactly
       ``pd.cut``); values outside are dropped.
     * ``grid``: counts per candidate cell: a value goes to the first candidate >= clip(x).
+    * ``distinct``: the set of (group, value hash) pairs of non-missing values (the backend's
+      canonical hash: equal values hash equal in every block), whose size per group is the
+      number of distinct values; blocks merge by union, not by sum.
     """
 
     kind: RequestKind
@@ -369,6 +372,12 @@ def _plan_measure(query: Query, m: Measure, relation: Relation, contrib: Contrib
                               min_granularity=unit)
         return spec
 
+    if m.op == "count_distinct":
+        # one unit adds or removes at most its R rows' values in each of its k groups: the
+        # count's sensitivity (PRIVACY.md), whatever the other rows hold
+        s = count_sensitivity(relation, contrib, grouped)
+        return MeasurePlan(m, eps, delta, [AggregateRequest("distinct", m.column)],
+                           noise=additive(s.l1, s.l2, s.changed, eps, rho, True))
     if m.op == "count":
         s = count_sensitivity(relation, contrib, grouped)
         req = AggregateRequest("rows") if m.column is None else AggregateRequest(
@@ -456,6 +465,9 @@ class ExactAggregates:
     values: dict[tuple[object, ...], np.ndarray]
     counts: dict[tuple[object, ...], np.ndarray]
     unit_counts: np.ndarray | None = None
+    #: ``distinct`` requests: unique (group, value hash) pairs, as two arrays
+    distinct: dict[tuple[object, ...], tuple[np.ndarray, np.ndarray]] = field(
+        default_factory=dict)
 
     def merge(self, other: ExactAggregates) -> ExactAggregates:
         """Sum of two blocks' aggregates (blocks must hold disjoint privacy units), aligning
@@ -480,8 +492,40 @@ class ExactAggregates:
                   {**self.values, **other.values}}
         counts = {k: add(self.counts.get(k), other.counts.get(k)) for k in
                   {**self.counts, **other.counts}}
+        distinct = {k: union_pairs(self.distinct.get(k), ia, other.distinct.get(k), ib)
+                    for k in {**self.distinct, **other.distinct}}
         return ExactAggregates(keys, values, counts,  # type: ignore[arg-type]
-                               add(self.unit_counts, other.unit_counts))
+                               add(self.unit_counts, other.unit_counts), distinct)
+
+
+Pairs = tuple[np.ndarray, np.ndarray]
+
+
+def union_pairs(a: Pairs | None, ia: np.ndarray | None, b: Pairs | None,
+                ib: np.ndarray | None) -> Pairs:
+    """The union of two sets of (group, hash) pairs, their groups first mapped through ``ia`` /
+    ``ib`` (block-local to merged group positions; None: already merged positions)."""
+    groups, hashes = [], []
+    for pairs, index in ((a, ia), (b, ib)):
+        if pairs is None:
+            continue
+        g, h = pairs
+        groups.append(g if index is None else np.asarray(index, dtype=np.int64)[g])
+        hashes.append(h)
+    if not groups:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint64)
+    return unique_pairs(np.concatenate(groups), np.concatenate(hashes))
+
+
+def unique_pairs(groups: np.ndarray, hashes: np.ndarray) -> Pairs:
+    """The distinct (group, hash) pairs, sorted."""
+    if groups.size == 0:
+        return groups.astype(np.int64), hashes.astype(np.uint64)
+    order = np.lexsort((hashes, groups))
+    g, h = groups[order], hashes[order]
+    keep = np.ones(g.size, dtype=bool)
+    keep[1:] = (g[1:] != g[:-1]) | (h[1:] != h[:-1])
+    return g[keep].astype(np.int64), h[keep].astype(np.uint64)
 
 
 @dataclass
@@ -540,6 +584,13 @@ def _release_measure(mp: MeasurePlan, exact: ExactAggregates, keep: npt.NDArray[
     m = mp.measure
     req = mp.requests[0]
     desc = mp.describe(level)
+    if m.op == "count_distinct":
+        assert mp.noise is not None
+        groups, _ = exact.distinct.get(req.key, (np.zeros(0, dtype=np.int64), None))
+        per_group = np.bincount(groups, minlength=len(exact.keys))[:len(exact.keys)][keep]
+        noisy = mp.noise.add_noise(per_group.astype(np.int64), Fraction(1), rng)
+        hw = mp.noise.half_width(level)
+        return MeasureRelease(m.name, m.column, noisy, noisy - hw, noisy + hw, desc)
     if m.op in ("count", "histogram"):
         assert mp.noise is not None
         vals = exact.values[req.key][keep]

@@ -15,7 +15,7 @@ from fractions import Fraction
 import numpy as np
 import numpy.typing as npt
 
-from .plan import AggregateRequest, ExactAggregates, ReleasePlan
+from .plan import AggregateRequest, ExactAggregates, ReleasePlan, unique_pairs
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -299,6 +299,7 @@ def compute_exact(
     unit_codes: I64 | None,
     column: Callable[[str], tuple[np.ndarray, Bools]],
     gen: np.random.Generator,
+    hashes: Callable[[str], tuple[np.ndarray, Bools]] | None = None,
 ) -> ExactAggregates:
     """Exact aggregates for one block of rows (a whole frame, a batch, or a partition).
 
@@ -321,11 +322,18 @@ def compute_exact(
     codes = bucket_codes(group_codes, ng, mask)
     values: dict[tuple[object, ...], np.ndarray] = {}
     counts: dict[tuple[object, ...], np.ndarray] = {}
+    distinct: dict[tuple[object, ...], tuple[np.ndarray, np.ndarray]] = {}
     for req in plan.requests:
         if req.kind == "rows":
             values[req.key] = grouped_count(codes, ng)
             continue
         assert req.column is not None
+        if req.kind == "distinct":
+            assert hashes is not None, "the backend gives no value hashes"
+            h, ok = hashes(req.column)
+            sel = (codes < ng) & ok
+            distinct[req.key] = unique_pairs(codes[sel].astype(np.int64), h[sel])
+            continue
         raw, valid = column(req.column)
         if req.kind == "nonnull":
             values[req.key] = grouped_count(codes, ng, valid)
@@ -348,4 +356,4 @@ def compute_exact(
             unit_counts = distinct_units_per_group(unit_codes, codes, ng, codes < ng)
         else:
             unit_counts = grouped_count(codes, ng)
-    return ExactAggregates(list(keys), values, counts, unit_counts)
+    return ExactAggregates(list(keys), values, counts, unit_counts, distinct)
