@@ -22,6 +22,46 @@ PKG_ROOT = Path(dpf.__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(PKG_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
        "COLUMNS": "120"}
 
+#: The head of a release spec over the synthetic visit files: input, unit, bounds, keys, output
+#: and two queries (a count and a sum by region); tests append their own queries.
+SPEC_HEAD = """
+[release]
+name = "nightly"
+epsilon = {epsilon}
+delta = 1e-5
+ledger = "budget.sqlite"
+
+[input]
+path = "{data}/*.parquet"
+{input_extra}
+
+[privacy]
+unit = "person_id"
+max_rows_per_unit = 5
+
+[bounds]
+cost = [0, 1000]
+age = [0, 100]
+
+[keys]
+region = ["Northeast", "Midwest", "South", "West"]
+
+[output]
+dir = "{out}"
+
+[[query]]
+name = "visits"
+aggregate = "count"
+epsilon = 0.2
+
+[[query]]
+name = "cost_by_region"
+aggregate = "sum"
+column = "{column}"
+by = ["region"]
+epsilon = 0.3
+"""
+
 
 def cli(*args: str | Path, cwd: Path | None = None, timeout: float = 120
         ) -> subprocess.CompletedProcess[str]:

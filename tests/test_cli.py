@@ -19,7 +19,7 @@ import pytest
 import dpframe as dpf
 from dpframe.datasets import visit_events
 
-from ._cli_support import ENV, cli, entries, inproc, write_visits
+from ._cli_support import ENV, SPEC_HEAD, cli, entries, inproc, write_visits
 
 
 @pytest.fixture(scope="module")
@@ -27,43 +27,7 @@ def visits(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_visits(tmp_path_factory.mktemp("visits"), 3, 4000)
 
 
-SPEC = """
-[release]
-name = "nightly"
-epsilon = {epsilon}
-delta = 1e-5
-ledger = "budget.sqlite"
-
-[input]
-path = "{data}/*.parquet"
-{input_extra}
-
-[privacy]
-unit = "person_id"
-max_rows_per_unit = 5
-
-[bounds]
-cost = [0, 1000]
-age = [0, 100]
-
-[keys]
-region = ["Northeast", "Midwest", "South", "West"]
-
-[output]
-dir = "out"
-
-[[query]]
-name = "visits"
-aggregate = "count"
-epsilon = 0.2
-
-[[query]]
-name = "cost_by_region"
-aggregate = "sum"
-column = "{column}"
-by = ["region"]
-epsilon = 0.3
-ci = 0.95
+SPEC = SPEC_HEAD + """ci = 0.95
 
 [[query]]
 name = "ages"
@@ -86,7 +50,7 @@ def write_spec(folder: Path, data: Path, *, epsilon: float = 5.0, column: str = 
                input_extra: str = "", extra: str = "") -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     p = folder / "release.toml"
-    p.write_text(SPEC.format(epsilon=epsilon, data=data.as_posix(), column=column,
+    p.write_text(SPEC.format(epsilon=epsilon, data=data.as_posix(), column=column, out="out",
                              input_extra=input_extra) + extra)
     return p
 

@@ -13,7 +13,7 @@ import pytest
 import dpframe as dpf
 from dpframe.core.accounting import PrivacyCost
 
-from ._cli_support import cli, entries, inproc, write_visits
+from ._cli_support import SPEC_HEAD, cli, entries, inproc, write_visits
 
 SECRET = "SECRET-VALUE-8731"  # must never be echoed
 
@@ -23,43 +23,7 @@ def visits(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_visits(tmp_path_factory.mktemp("visits"), 2, 2000)
 
 
-GOOD = """
-[release]
-name = "nightly"
-epsilon = {epsilon}
-delta = 1e-5
-ledger = "budget.sqlite"
-
-[input]
-path = "{data}/*.parquet"
-{input_extra}
-
-[privacy]
-unit = "person_id"
-max_rows_per_unit = 5
-
-[bounds]
-cost = [0, 1000]
-age = [0, 100]
-
-[keys]
-region = ["Northeast", "Midwest", "South", "West"]
-
-[output]
-dir = "{out}"
-
-[[query]]
-name = "visits"
-aggregate = "count"
-epsilon = 0.2
-
-[[query]]
-name = "cost_by_region"
-aggregate = "sum"
-column = "cost"
-by = ["region"]
-epsilon = 0.3
-
+GOOD = SPEC_HEAD + """
 [[query]]
 name = "{third}"
 aggregate = "mean"
@@ -71,7 +35,8 @@ epsilon = 0.2
 
 def spec_text(data: Path, *, epsilon: float = 5.0, out: str = "out", input_extra: str = "",
               third: str = "mean_cost", third_extra: str = "") -> str:
-    return GOOD.format(epsilon=epsilon, data=data.as_posix(), out=out, input_extra=input_extra,
+    return GOOD.format(epsilon=epsilon, data=data.as_posix(), out=out, column="cost",
+                       input_extra=input_extra,
                        third=third, third_extra=third_extra)
 
 
