@@ -110,6 +110,17 @@ _COMMON_PARAMS = {
                        "(default 0.5)",
     "dry_run": "plan only: return the mechanisms, noise scales, intervals and cost as a dict; "
                "nothing is computed or charged",
+    "bins": "the histogram's edges (at least 2, increasing): public, declared like keys",
+    "right": "bins closed on the right, ``(a, b]`` (default), or on the left, ``[a, b)``, as "
+             "``pd.cut``",
+    "include_lowest": "with ``right``: the first bin also holds its left edge, as ``pd.cut``",
+    "q": "the quantile's level in [0, 1] (a fraction with denominator up to 1000)",
+    "quantiles": "the (lower, upper) levels to estimate, default (0.01, 0.99)",
+    "max_abs": "the largest magnitude among the candidates (default 1e12)",
+    "spec": "``{column: aggregate or [aggregates]}``; or use named aggregation instead",
+    "weights": "how epsilon is split between the aggregates: a list, or a mapping keyed "
+               "``'column.aggregate'`` or by output name (equal by default)",
+    "named": "named aggregation, ``name=(column, aggregate)``, as in pandas",
 }
 _R_COUNT = (
     "an int (``DPInt``) with ``.attrs['dp']`` (and ``.lower`` / ``.upper`` with ``ci``), or "
@@ -449,7 +460,17 @@ class PrivateFrame:
             mechanism: str | None = None, ci: float | None = None,
             dry_run: bool = False, accuracy: float | None = None) -> Any:
         """Noisy sum of ``column`` clamped to its bounds (an int for integer columns).
-        ``accuracy=``: as :meth:`count`."""
+        ``accuracy=``: as :meth:`count`.
+
+        Example:
+            >>> import dpframe as dpf, pandas as pd, warnings
+            >>> warnings.simplefilter("ignore")  # seeded: insecure, docs only
+            >>> df = pd.DataFrame({"g": ["a", "b"] * 50, "x": [1.0, 3.0] * 50})
+            >>> priv = df.dp(dpf.Session(1e9, seed=1), bounds={"x": (0, 5)},
+            ...              keys={"g": ["a", "b"]})
+            >>> float(priv.sum("x", epsilon=1e6))
+            200.0
+        """
         q = self._query([Measure("sum", column)], epsilon, delta, mechanism=mechanism,
                         ci=ci, description=f"sum({column})", accuracy=accuracy)
         r = self._run(q, dry_run)
@@ -466,7 +487,18 @@ class PrivateFrame:
 
         ``accuracy=`` with ``min_rows=``: the smallest epsilon whose interval is at most that
         half-width whenever the mean is over at least ``min_rows`` rows (a lower bound you
-        declare: the number of rows itself is private)."""
+        declare: the number of rows itself is private).
+
+        Example:
+            >>> import dpframe as dpf, pandas as pd, warnings
+            >>> warnings.simplefilter("ignore")  # seeded: insecure, docs only
+            >>> df = pd.DataFrame({"g": ["a", "b"] * 50, "x": [1.0, 3.0] * 50})
+            >>> priv = df.dp(dpf.Session(1e9, seed=1), bounds={"x": (0, 5)},
+            ...              keys={"g": ["a", "b"]})
+            >>> m = priv.mean("x", epsilon=1e6, ci=0.95)
+            >>> float(m), m.lower <= 2.0 <= m.upper
+            (2.0, True)
+        """
         q = self._query([Measure("mean", column)], epsilon, delta, mechanism=mechanism,
                         ci=ci, description=f"mean({column})", accuracy=accuracy,
                         min_rows=min_rows)
@@ -562,14 +594,34 @@ class PrivateFrame:
     @_documented(_R_FLOAT)
     def quantile(self, column: str, q: float = 0.5, *, epsilon: float,
                  resolution: int = DEFAULT_GRID, dry_run: bool = False) -> Any:
-        """Quantile by the exponential mechanism over ``resolution`` grid points in the bounds."""
+        """Quantile by the exponential mechanism over ``resolution`` grid points in the bounds.
+
+        Example:
+            >>> import dpframe as dpf, pandas as pd, warnings
+            >>> warnings.simplefilter("ignore")  # seeded: insecure, docs only
+            >>> df = pd.DataFrame({"g": ["a", "b"] * 50, "x": [1.0, 3.0] * 50})
+            >>> priv = df.dp(dpf.Session(1e9, seed=1), bounds={"x": (0, 5)},
+            ...              keys={"g": ["a", "b"]})
+            >>> float(priv.quantile("x", 0.25, epsilon=1e6, resolution=6))
+            1.0
+        """
         return self._quantile(column, "quantile", q, epsilon, resolution, dry_run,
                               f"quantile({column}, {q})")
 
     @_documented(_R_FLOAT)
     def max(self, column: str, *, epsilon: float, resolution: int = DEFAULT_GRID,
             dry_run: bool = False) -> Any:
-        """Maximum by the exponential mechanism (never Laplace on the max)."""
+        """Maximum by the exponential mechanism (never Laplace on the max).
+
+        Example:
+            >>> import dpframe as dpf, pandas as pd, warnings
+            >>> warnings.simplefilter("ignore")  # seeded: insecure, docs only
+            >>> df = pd.DataFrame({"g": ["a", "b"] * 50, "x": [1.0, 3.0] * 50})
+            >>> priv = df.dp(dpf.Session(1e9, seed=1), bounds={"x": (0, 5)},
+            ...              keys={"g": ["a", "b"]})
+            >>> 3.0 <= priv.max("x", epsilon=1e6, resolution=6) <= 5.0  # candidates 0, 1, ..., 5
+            True
+        """
         return self._quantile(column, "max", None, epsilon, resolution, dry_run,
                               f"max({column})")
 
@@ -596,7 +648,17 @@ class PrivateFrame:
         include_lowest=include_lowest).value_counts(sort=False)`` counts them, indexed by the
         same intervals (the declared edges; with ``include_lowest`` the first interval's left
         end is lowered as pandas lowers it, so every label holds what it counts). Rows outside
-        the bins are dropped."""
+        the bins are dropped.
+
+        Example:
+            >>> import dpframe as dpf, pandas as pd, warnings
+            >>> warnings.simplefilter("ignore")  # seeded: insecure, docs only
+            >>> df = pd.DataFrame({"g": ["a", "b"] * 50, "x": [1.0, 3.0] * 50})
+            >>> priv = df.dp(dpf.Session(1e9, seed=1), bounds={"x": (0, 5)},
+            ...              keys={"g": ["a", "b"]})
+            >>> priv.histogram("x", [0, 2, 4], epsilon=1e6).tolist()
+            [50, 50]
+        """
         try:
             edges = tuple(float(b) for b in bins)
         except (TypeError, ValueError):
@@ -755,7 +817,17 @@ class PrivateGroupBy:
               dry_run: bool = False, selection_share: float | None = None,
               accuracy: float | None = None) -> Any:
         """Noisy row count per group: a Series named ``count``. ``accuracy=``: the smallest
-        epsilon whose per-group interval meets that half-width (see ``PrivateFrame.count``)."""
+        epsilon whose per-group interval meets that half-width (see ``PrivateFrame.count``).
+
+        Example:
+            >>> import dpframe as dpf, pandas as pd, warnings
+            >>> warnings.simplefilter("ignore")  # seeded: insecure, docs only
+            >>> df = pd.DataFrame({"g": ["a", "b"] * 50, "x": [1.0, 3.0] * 50})
+            >>> priv = df.dp(dpf.Session(1e9, seed=1), bounds={"x": (0, 5)},
+            ...              keys={"g": ["a", "b"]})
+            >>> priv.groupby("g").count(epsilon=1e6).to_dict()
+            {'a': 50, 'b': 50}
+        """
         return self._one(Measure("count", column), "count", epsilon, delta, mechanism, ci,
                          dry_run, selection_share, accuracy)
 
@@ -778,7 +850,17 @@ class PrivateGroupBy:
     def sum(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
             mechanism: str | None = None, ci: float | None = None, dry_run: bool = False,
             selection_share: float | None = None, accuracy: float | None = None) -> Any:
-        """Noisy clamped sum per group (``accuracy=``: see ``PrivateFrame.count``)."""
+        """Noisy clamped sum per group (``accuracy=``: see ``PrivateFrame.count``).
+
+        Example:
+            >>> import dpframe as dpf, pandas as pd, warnings
+            >>> warnings.simplefilter("ignore")  # seeded: insecure, docs only
+            >>> df = pd.DataFrame({"g": ["a", "b"] * 50, "x": [1.0, 3.0] * 50})
+            >>> priv = df.dp(dpf.Session(1e9, seed=1), bounds={"x": (0, 5)},
+            ...              keys={"g": ["a", "b"]})
+            >>> priv.groupby("g").sum("x", epsilon=1e6).to_dict()
+            {'a': 50.0, 'b': 150.0}
+        """
         return self._one(Measure("sum", column), column, epsilon, delta, mechanism, ci, dry_run,
                          selection_share, accuracy)
 
@@ -787,7 +869,17 @@ class PrivateGroupBy:
              mechanism: str | None = None, ci: float | None = None, dry_run: bool = False,
              selection_share: float | None = None, accuracy: float | None = None,
              min_rows: int | None = None) -> Any:
-        """Noisy mean per group (``accuracy=`` with ``min_rows=``: see ``PrivateFrame.mean``)."""
+        """Noisy mean per group (``accuracy=`` with ``min_rows=``: see ``PrivateFrame.mean``).
+
+        Example:
+            >>> import dpframe as dpf, pandas as pd, warnings
+            >>> warnings.simplefilter("ignore")  # seeded: insecure, docs only
+            >>> df = pd.DataFrame({"g": ["a", "b"] * 50, "x": [1.0, 3.0] * 50})
+            >>> priv = df.dp(dpf.Session(1e9, seed=1), bounds={"x": (0, 5)},
+            ...              keys={"g": ["a", "b"]})
+            >>> priv.groupby("g").mean("x", epsilon=1e6).round(6).to_dict()
+            {'a': 1.0, 'b': 3.0}
+        """
         return self._one(Measure("mean", column), column, epsilon, delta, mechanism, ci,
                          dry_run, selection_share, accuracy, min_rows)
 
