@@ -527,7 +527,17 @@ class PrivateFrame:
     def std(self, column: str, *, epsilon: float, delta: float = 0.0,
             mechanism: str | None = None, ci: float | None = None, ddof: int = 1,
             dry_run: bool = False) -> Any:
-        """Noisy standard deviation: the square root of :meth:`var` (same release)."""
+        """Noisy standard deviation: the square root of :meth:`var` (same release).
+
+        Example:
+            >>> import dpframe as dpf, pandas as pd, warnings
+            >>> warnings.simplefilter("ignore")  # seeded: insecure, docs only
+            >>> df = pd.DataFrame({"g": ["a", "b"] * 50, "x": [1.0, 3.0] * 50})
+            >>> priv = df.dp(dpf.Session(1e9, seed=1), bounds={"x": (0, 5)},
+            ...              keys={"g": ["a", "b"]})
+            >>> round(float(priv.std("x", epsilon=1e6, ddof=0)), 4)
+            1.0
+        """
         return self._moment("std", column, epsilon, delta, mechanism, ci, ddof, dry_run)
 
     def _moment(self, op: str, column: str, epsilon: float, delta: float,
@@ -628,14 +638,34 @@ class PrivateFrame:
     @_documented(_R_FLOAT)
     def min(self, column: str, *, epsilon: float, resolution: int = DEFAULT_GRID,
             dry_run: bool = False) -> Any:
-        """Minimum by the exponential mechanism."""
+        """Minimum by the exponential mechanism.
+
+        Example:
+            >>> import dpframe as dpf, pandas as pd, warnings
+            >>> warnings.simplefilter("ignore")  # seeded: insecure, docs only
+            >>> df = pd.DataFrame({"g": ["a", "b"] * 50, "x": [1.0, 3.0] * 50})
+            >>> priv = df.dp(dpf.Session(1e9, seed=1), bounds={"x": (0, 5)},
+            ...              keys={"g": ["a", "b"]})
+            >>> 0.0 <= priv.min("x", epsilon=1e6, resolution=6) <= 1.0  # candidates 0, 1, ..., 5
+            True
+        """
         return self._quantile(column, "min", None, epsilon, resolution, dry_run,
                               f"min({column})")
 
     @_documented(_R_FLOAT)
     def median(self, column: str, *, epsilon: float, resolution: int = DEFAULT_GRID,
                dry_run: bool = False) -> Any:
-        """Median by the exponential mechanism."""
+        """Median by the exponential mechanism.
+
+        Example:
+            >>> import dpframe as dpf, pandas as pd, warnings
+            >>> warnings.simplefilter("ignore")  # seeded: insecure, docs only
+            >>> df = pd.DataFrame({"g": ["a", "b"] * 50, "x": [1.0, 3.0] * 50})
+            >>> priv = df.dp(dpf.Session(1e9, seed=1), bounds={"x": (0, 5)},
+            ...              keys={"g": ["a", "b"]})
+            >>> float(priv.median("x", epsilon=1e6, resolution=6)) in (1.0, 2.0, 3.0)
+            True
+        """
         return self.quantile(column, 0.5, epsilon=epsilon, resolution=resolution,
                              dry_run=dry_run)
 
@@ -838,7 +868,17 @@ class PrivateGroupBy:
                        selection_share: float | None = None,
                        accuracy: float | None = None) -> Any:
         """Noisy number of distinct values of ``column`` per group (see
-        ``PrivateFrame.count_distinct``)."""
+        ``PrivateFrame.count_distinct``).
+
+        Example:
+            >>> import dpframe as dpf, pandas as pd, warnings
+            >>> warnings.simplefilter("ignore")  # seeded: insecure, docs only
+            >>> df = pd.DataFrame({"g": ["a", "b"] * 50, "x": [1.0, 3.0] * 50})
+            >>> priv = df.dp(dpf.Session(1e9, seed=1), bounds={"x": (0, 5)},
+            ...              keys={"g": ["a", "b"]})
+            >>> priv.groupby("g").count_distinct("x", epsilon=1e6).to_dict()
+            {'a': 1, 'b': 1}
+        """
         return self._one(Measure("count_distinct", column), "count_distinct", epsilon, delta,
                          mechanism, ci, dry_run, selection_share, accuracy)
 
@@ -887,7 +927,17 @@ class PrivateGroupBy:
     def var(self, column: str, *, epsilon: float, delta: float = 0.0,
             mechanism: str | None = None, ci: float | None = None, ddof: int = 1,
             dry_run: bool = False, selection_share: float | None = None) -> Any:
-        """Noisy variance per group (see :meth:`PrivateFrame.var`)."""
+        """Noisy variance per group (see :meth:`PrivateFrame.var`).
+
+        Example:
+            >>> import dpframe as dpf, pandas as pd, warnings
+            >>> warnings.simplefilter("ignore")  # seeded: insecure, docs only
+            >>> df = pd.DataFrame({"g": ["a", "b"] * 50, "x": [1.0, 3.0] * 50})
+            >>> priv = df.dp(dpf.Session(1e9, seed=1), bounds={"x": (0, 5)},
+            ...              keys={"g": ["a", "b"]})
+            >>> priv.groupby("g").var("x", epsilon=1e6).round(6).to_dict()
+            {'a': 0.0, 'b': 0.0}
+        """
         return self._one(Measure("var", column, ddof=_ddof(ddof)), column, epsilon, delta,
                          mechanism, ci, dry_run, selection_share)
 
@@ -895,7 +945,17 @@ class PrivateGroupBy:
     def std(self, column: str, *, epsilon: float, delta: float = 0.0,
             mechanism: str | None = None, ci: float | None = None, ddof: int = 1,
             dry_run: bool = False, selection_share: float | None = None) -> Any:
-        """Noisy standard deviation per group (see :meth:`PrivateFrame.std`)."""
+        """Noisy standard deviation per group (see :meth:`PrivateFrame.std`).
+
+        Example:
+            >>> import dpframe as dpf, pandas as pd, warnings
+            >>> warnings.simplefilter("ignore")  # seeded: insecure, docs only
+            >>> df = pd.DataFrame({"g": ["a", "b"] * 50, "x": [1.0, 3.0] * 50})
+            >>> priv = df.dp(dpf.Session(1e9, seed=1), bounds={"x": (0, 5)},
+            ...              keys={"g": ["a", "b"]})
+            >>> priv["x"].std(epsilon=1e6, ddof=0) > 0.99  # every row together
+            True
+        """
         return self._one(Measure("std", column, ddof=_ddof(ddof)), column, epsilon, delta,
                          mechanism, ci, dry_run, selection_share)
 
@@ -903,7 +963,18 @@ class PrivateGroupBy:
     def max(self, column: str, *, epsilon: float, delta: float = 0.0,
             resolution: int = DEFAULT_GRID, dry_run: bool = False,
             selection_share: float | None = None) -> Any:
-        """Per-group maximum by the exponential mechanism."""
+        """Per-group maximum by the exponential mechanism.
+
+        Example:
+            >>> import dpframe as dpf, pandas as pd, warnings
+            >>> warnings.simplefilter("ignore")  # seeded: insecure, docs only
+            >>> df = pd.DataFrame({"g": ["a", "b"] * 50, "x": [1.0, 3.0] * 50})
+            >>> priv = df.dp(dpf.Session(1e9, seed=1), bounds={"x": (0, 5)},
+            ...              keys={"g": ["a", "b"]})
+            >>> out = priv.groupby("g").max("x", epsilon=1e6, resolution=6)
+            >>> bool(1.0 <= out["a"] <= 5.0 and 3.0 <= out["b"] <= 5.0)
+            True
+        """
         meas = _quantile_measure(column, "max", None, resolution)
         return self._one(meas, column, epsilon, delta, None, None, dry_run, selection_share)
 
@@ -911,7 +982,18 @@ class PrivateGroupBy:
     def min(self, column: str, *, epsilon: float, delta: float = 0.0,
             resolution: int = DEFAULT_GRID, dry_run: bool = False,
             selection_share: float | None = None) -> Any:
-        """Per-group minimum by the exponential mechanism."""
+        """Per-group minimum by the exponential mechanism.
+
+        Example:
+            >>> import dpframe as dpf, pandas as pd, warnings
+            >>> warnings.simplefilter("ignore")  # seeded: insecure, docs only
+            >>> df = pd.DataFrame({"g": ["a", "b"] * 50, "x": [1.0, 3.0] * 50})
+            >>> priv = df.dp(dpf.Session(1e9, seed=1), bounds={"x": (0, 5)},
+            ...              keys={"g": ["a", "b"]})
+            >>> out = priv.groupby("g").min("x", epsilon=1e6, resolution=6)
+            >>> bool(0.0 <= out["a"] <= 1.0 and 0.0 <= out["b"] <= 3.0)
+            True
+        """
         meas = _quantile_measure(column, "min", None, resolution)
         return self._one(meas, column, epsilon, delta, None, None, dry_run, selection_share)
 
@@ -919,7 +1001,17 @@ class PrivateGroupBy:
     def quantile(self, column: str, q: float = 0.5, *, epsilon: float, delta: float = 0.0,
                  resolution: int = DEFAULT_GRID, dry_run: bool = False,
                  selection_share: float | None = None) -> Any:
-        """Per-group quantile by the exponential mechanism."""
+        """Per-group quantile by the exponential mechanism.
+
+        Example:
+            >>> import dpframe as dpf, pandas as pd, warnings
+            >>> warnings.simplefilter("ignore")  # seeded: insecure, docs only
+            >>> df = pd.DataFrame({"g": ["a", "b"] * 50, "x": [1.0, 3.0] * 50})
+            >>> priv = df.dp(dpf.Session(1e9, seed=1), bounds={"x": (0, 5)},
+            ...              keys={"g": ["a", "b"]})
+            >>> priv.groupby("g").quantile("x", 0.5, epsilon=1e6, resolution=6).to_dict()
+            {'a': 1.0, 'b': 3.0}
+        """
         meas = _quantile_measure(column, "quantile", q, resolution)
         return self._one(meas, column, epsilon, delta, None, None, dry_run, selection_share)
 
@@ -927,7 +1019,17 @@ class PrivateGroupBy:
     def median(self, column: str, *, epsilon: float, delta: float = 0.0,
                resolution: int = DEFAULT_GRID, dry_run: bool = False,
                selection_share: float | None = None) -> Any:
-        """Per-group median by the exponential mechanism."""
+        """Per-group median by the exponential mechanism.
+
+        Example:
+            >>> import dpframe as dpf, pandas as pd, warnings
+            >>> warnings.simplefilter("ignore")  # seeded: insecure, docs only
+            >>> df = pd.DataFrame({"g": ["a", "b"] * 50, "x": [1.0, 3.0] * 50})
+            >>> priv = df.dp(dpf.Session(1e9, seed=1), bounds={"x": (0, 5)},
+            ...              keys={"g": ["a", "b"]})
+            >>> priv.groupby("g").median("x", epsilon=1e6, resolution=6).to_dict()
+            {'a': 1.0, 'b': 3.0}
+        """
         meas = _quantile_measure(column, "median", None, resolution)
         return self._one(meas, column, epsilon, delta, None, None, dry_run, selection_share)
 

@@ -21,15 +21,17 @@ def test_docstring_examples(name: str) -> None:
 
 def test_every_query_method_documents_its_shared_parameters() -> None:
     """Every query method documents epsilon (or its alternative), dry_run, what it returns and
-    what it raises (0.1's 17 query methods documented none of them)."""
+    what it raises, with a doctested example (0.1's 17 query methods documented none of
+    them)."""
     from dpframe.frontend import PrivateFrame, PrivateGroupBy
 
     methods = [getattr(PrivateFrame, m) for m in (
-        "count", "sum", "mean", "var", "std", "bounds", "quantile", "max", "min", "median",
-        "histogram")] + [getattr(PrivateGroupBy, m) for m in (
-            "count", "sum", "mean", "var", "std", "max", "min", "quantile", "median", "agg")]
+        "count", "count_distinct", "sum", "mean", "var", "std", "bounds", "quantile", "max",
+        "min", "median", "histogram")] + [getattr(PrivateGroupBy, m) for m in (
+            "count", "count_distinct", "sum", "mean", "var", "std", "max", "min", "quantile",
+            "median", "agg")]
     for fn in methods:
         doc = fn.__doc__ or ""
         for field in (":param epsilon:", ":param dry_run:", ":returns:",
-                      ":raises BudgetExceededError:"):
+                      ":raises BudgetExceededError:", "Example:", ">>> "):
             assert field in doc, (fn.__qualname__, field)
