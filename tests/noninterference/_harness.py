@@ -393,6 +393,9 @@ def _grouped(private: bool) -> list[Query]:
         Query(f"{tag}.quantile(x,1/3)", lambda p: by(p).quantile("x", 1 / 3, **kw), True,
               private),
         Query(f"{tag}.agg", lambda p: by(p).agg(agg, **kw), True, private),
+        Query(f"{tag}.var(x)", lambda p: by(p).var("x", **kw), True, private),
+        Query(f"{tag}.count_distinct(n)", lambda p: by(p).count_distinct("n", **kw), True,
+              private),
     ]
 
 
@@ -409,6 +412,10 @@ UNGROUPED = [
     Query("median(n)", lambda p: p.median("n", epsilon=E)),
     Query("quantile(x,1/3)", lambda p: p.quantile("x", 1 / 3, epsilon=E)),
     Query("histogram(x)", lambda p: p.histogram("x", BINS, epsilon=E)),
+    Query("var(x)", lambda p: p.var("x", epsilon=E)),
+    Query("std(n)", lambda p: p.std("n", epsilon=E, ci=0.9)),
+    Query("count_distinct(g)", lambda p: p.count_distinct("g", epsilon=E)),
+    Query("count_distinct(n)", lambda p: p.count_distinct("n", epsilon=E)),
 ]
 PUBLIC = _grouped(private=False)
 PRIVATE = _grouped(private=True)
