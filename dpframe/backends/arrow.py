@@ -34,7 +34,9 @@ import shutil
 import sys
 import tempfile
 import threading
+from collections import deque
 from collections.abc import Callable, Generator, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -209,6 +211,11 @@ def public_codes(col: Column, declared: Sequence[object]) -> I64:
 
 
 # -- keyed hashing of unit ids -------------------------------------------------------------------
+
+#: Threads aggregating batches of a row-level scan with public keys (at most 2: the
+#: reader's prefetch thread runs beside them).
+WORKERS = max(1, min(2, os.cpu_count() or 1))
+
 
 #: The (public, fixed) key of value hashes for distinct counts: only equality matters.
 _DISTINCT_KEY = (0x5EED_D15C, 0x0DD5_7A7E)
@@ -864,6 +871,16 @@ class ArrowBackend:
                public_keys: list[tuple[object, ...]], units: I64 | None,
                gen: np.random.Generator, precoded: bool = False) -> None:
         """compute_exact on one block of rows holding whole units, added to ``totals``."""
+        totals.add(*self._block_aggregate(plan, block, key_index, public_keys, units, gen,
+                                          precoded))
+
+    def _block_aggregate(self, plan: ReleasePlan, block: Block, key_index: _KeyIndex,
+                         public_keys: list[tuple[object, ...]], units: I64 | None,
+                         gen: np.random.Generator, precoded: bool = False
+                         ) -> tuple[ExactAggregates, I64 | None, int]:
+        """compute_exact on one block: its aggregates, the positions of its keys in the global
+        key list (private keys) and that list's size. With public keys (or none) and no
+        sampling it touches no shared state, so blocks may run in parallel."""
         q = plan.query
         n = block.num_rows
         index: I64 | None = None
@@ -881,7 +898,7 @@ class ArrowBackend:
         agg = compute_exact(plan, codes, keys, units, self._getter(block), gen,
                             lambda name: value_hashes(block.column(name)))
         size = len(public_keys) if index is None else len(key_index.keys)
-        totals.add(agg, index, size)
+        return agg, index, size
 
     def _finish(self, plan: ReleasePlan, totals: _Totals, key_index: _KeyIndex,
                 public_keys: list[tuple[object, ...]], gen: np.random.Generator,
@@ -913,10 +930,31 @@ class ArrowBackend:
         schema = None
         dict_cols = self._dictionary_columns(self._dictionary_keys(q))
         batches = self._batches(read_cols, dict_cols, "dpframe scan")
+        # Public keys (or none) and no sampling: a block's aggregate depends on the block alone
+        # and blocks add up exactly in any order, so WORKERS threads aggregate batches at once
+        # (numpy and Arrow release the GIL). Private keys share the key index, and sampling
+        # draws from one generator: those stay in order, one block at a time.
+        parallel = WORKERS > 1 and not q.private_keys and q.sample_rate is None
         with contextlib.closing(batches):  # stops the reader at once on error or Ctrl-C
-            for batch in batches:
-                schema = batch.schema
-                self._block(plan, batch, totals, key_index, public_keys, None, gen)
+            if not parallel:
+                for batch in batches:
+                    schema = batch.schema
+                    self._block(plan, batch, totals, key_index, public_keys, None, gen)
+            else:
+                with ThreadPoolExecutor(WORKERS, thread_name_prefix="dpframe-block") as pool:
+                    pending: deque[Future[tuple[ExactAggregates, I64 | None, int]]] = deque()
+                    try:
+                        for batch in batches:
+                            schema = batch.schema
+                            pending.append(pool.submit(self._block_aggregate, plan, batch,
+                                                       key_index, public_keys, None, gen))
+                            while len(pending) > WORKERS:
+                                totals.add(*pending.popleft().result())
+                        while pending:
+                            totals.add(*pending.popleft().result())
+                    finally:
+                        for f in pending:
+                            f.cancel()
         if schema is None:
             schema = pa.schema([self.source.arrow_schema.field(c) for c in read_cols])
         return self._finish(plan, totals, key_index, public_keys, gen, schema)
