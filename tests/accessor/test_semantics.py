@@ -373,3 +373,20 @@ def test_integer_release_at_very_large_epsilon(eps):
     assert p.count(epsilon=eps) == 3
     assert p.groupby("g").count(epsilon=eps).to_dict() == {"a": 2, "b": 1}
     assert (s.ledger["status"] == "released").all()
+
+
+def test_count_of_rows_needs_no_pass_and_equals_the_general_path() -> None:
+    """Without a unit, groups or sampling the count of rows is len(df) (no pass over the data);
+    it equals what the general path computes (grouped by one public key holding every row)."""
+    import warnings
+
+    import dpframe as dpf
+
+    df = pd.DataFrame({"x": [1.0, np.nan, 3.0, None, 5.0], "g": ["a"] * 5})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        s = dpf.Session(1e12, 0.5, seed=3)
+        fast = int(df.dp(s).count(epsilon=1e6))
+        general = df.dp(s, keys={"g": ["a"]}).groupby("g").count(epsilon=1e6)["a"]
+        sampled = df.dp(s).sample(1.0).count(epsilon=1e6)
+    assert fast == general == int(sampled) == 5
