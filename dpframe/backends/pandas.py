@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -16,7 +17,19 @@ from .base import combine_codes, declared_positions, public_key_list, remap_code
 
 
 def column_kind(dtype: Any) -> ColumnKind:
-    """Public kind of a pandas dtype."""
+    """Public kind of a pandas dtype (a pure function of the dtype: cached)."""
+    try:
+        return _column_kind_cached(dtype)
+    except TypeError:  # an unhashable extension dtype
+        return _column_kind(dtype)
+
+
+@functools.lru_cache(maxsize=256)
+def _column_kind_cached(dtype: Any) -> ColumnKind:
+    return _column_kind(dtype)
+
+
+def _column_kind(dtype: Any) -> ColumnKind:
     if pd.api.types.is_bool_dtype(dtype):
         return "bool"
     if pd.api.types.is_integer_dtype(dtype):
@@ -173,8 +186,8 @@ class PandasBackend:
         return self.df[self._labels[name]]
 
     def schema(self) -> dict[str, ColumnKind]:
-        return {name: column_kind(self.df.dtypes.iloc[i]) for i, name in
-                enumerate(self._labels)}
+        dtypes = list(self.df.dtypes)
+        return {name: column_kind(dtypes[i]) for i, name in enumerate(self._labels)}
 
     def categories(self, column: str) -> tuple[object, ...] | None:
         dtype = self.column(column).dtype
