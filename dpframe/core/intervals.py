@@ -31,6 +31,7 @@ post-processing of a DP release. Coverage is checked by seeded simulation
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -62,26 +63,40 @@ def noise_draws(spec: NoiseSpec, k: int, gen: np.random.Generator) -> FloatArray
     return g * np.rint(gen.normal(0.0, math.sqrt(float(spec.int_sigma2)), k))
 
 
+def simulate_interval(estimate: Callable[..., FloatArray], released: Sequence[FloatArray],
+                      noises: Sequence[NoiseSpec], level: float
+                      ) -> tuple[FloatArray, FloatArray]:
+    """A ``level`` interval per group for ``estimate(*releases)``, a post-processing of several
+    noisy releases: ``DRAWS`` draws of each release's public noise give plausible truths
+    ``released - noise`` (the noises are symmetric), whose ``estimate``'s ``alpha/2`` and
+    ``1 - alpha/2`` quantiles are the interval. Chunked over groups to bound memory."""
+    gen = np.random.default_rng(_SEED)
+    draws = [noise_draws(spec, DRAWS, gen) for spec in noises]
+    flat = [np.asarray(r, dtype=np.float64).reshape(-1) for r in released]
+    a = (1.0 - level) / 2
+    n = flat[0].size
+    lower, upper = np.empty(n), np.empty(n)
+    for start in range(0, n, CHUNK):
+        stop = min(start + CHUNK, n)
+        values = estimate(*(r[start:stop, None] - z[None, :]
+                            for r, z in zip(flat, draws, strict=True)))
+        lower[start:stop], upper[start:stop] = np.quantile(values, [a, 1.0 - a], axis=1)
+    return lower, upper
+
+
+def mean_estimate(sums: FloatArray, counts: FloatArray, bounds: tuple[float, float]
+                  ) -> FloatArray:
+    """``mid + sum / count`` (counts below 1 read as 1) clipped to the bounds."""
+    lo, hi = bounds
+    return np.clip((lo + hi) / 2 + sums / np.maximum(counts, 1.0), lo, hi)
+
+
 def simulated_interval(noisy_sum: FloatArray, noisy_count: FloatArray, sum_noise: NoiseSpec,
                        count_noise: NoiseSpec, bounds: tuple[float, float],
                        level: float) -> tuple[FloatArray, FloatArray]:
     """The simulated interval of the module docstring, per group."""
-    lo, hi = bounds
-    mid = (lo + hi) / 2
-    gen = np.random.default_rng(_SEED)
-    zs = noise_draws(sum_noise, DRAWS, gen)
-    zc = noise_draws(count_noise, DRAWS, gen)
-    a = (1.0 - level) / 2
-    s = np.asarray(noisy_sum, dtype=np.float64).reshape(-1)
-    c = np.asarray(noisy_count, dtype=np.float64).reshape(-1)
-    lower, upper = np.empty(s.size), np.empty(s.size)
-    for start in range(0, s.size, CHUNK):
-        stop = min(start + CHUNK, s.size)
-        sums = s[start:stop, None] - zs[None, :]
-        counts = np.maximum(c[start:stop, None] - zc[None, :], 1.0)
-        means = np.clip(mid + sums / counts, lo, hi)
-        lower[start:stop], upper[start:stop] = np.quantile(means, [a, 1.0 - a], axis=1)
-    return lower, upper
+    return simulate_interval(lambda s, c: mean_estimate(s, c, bounds), [noisy_sum, noisy_count],
+                             [sum_noise, count_noise], level)
 
 
 def laplace_scale(spec: NoiseSpec) -> float:
@@ -196,25 +211,21 @@ def variance_interval(noisy_sum: FloatArray, noisy_count: FloatArray, noisy_squa
                       level: float) -> tuple[FloatArray, FloatArray]:
     """A ``level`` interval for the variance per group, by simulating the public noise of the
     three releases (as :func:`simulated_interval` does for means)."""
-    gen = np.random.default_rng(_SEED)
-    zs = noise_draws(sum_noise, DRAWS, gen)
-    zc = noise_draws(count_noise, DRAWS, gen)
-    zq = noise_draws(square_noise, DRAWS, gen)
-    a = (1.0 - level) / 2
-    s = np.asarray(noisy_sum, dtype=np.float64).reshape(-1)
-    c = np.asarray(noisy_count, dtype=np.float64).reshape(-1)
-    q = np.asarray(noisy_squares, dtype=np.float64).reshape(-1)
-    lower, upper = np.empty(s.size), np.empty(s.size)
-    for start in range(0, s.size, CHUNK):
-        stop = min(start + CHUNK, s.size)
-        var = variance_estimate(s[start:stop, None] - zs[None, :],
-                                c[start:stop, None] - zc[None, :],
-                                q[start:stop, None] - zq[None, :], bounds, ddof)
-        lower[start:stop], upper[start:stop] = np.quantile(var, [a, 1.0 - a], axis=1)
-    return lower, upper
+    return simulate_interval(lambda s, c, q: variance_estimate(s, c, q, bounds, ddof),
+                             [noisy_sum, noisy_count, noisy_squares],
+                             [sum_noise, count_noise, square_noise], level)
 
 
-__all__ = ["laplace_difference_half_width", "laplace_scale", "mean_half_width_bound",
-           "mean_half_width_numerator",
-           "noise_draws", "ratio_interval", "simulated_interval", "variance_estimate",
-           "variance_interval"]
+__all__ = [
+    "laplace_difference_half_width",
+    "laplace_scale",
+    "mean_estimate",
+    "mean_half_width_bound",
+    "mean_half_width_numerator",
+    "noise_draws",
+    "ratio_interval",
+    "simulate_interval",
+    "simulated_interval",
+    "variance_estimate",
+    "variance_interval",
+]

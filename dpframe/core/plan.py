@@ -28,6 +28,7 @@ from ..errors import ValidationError
 from ..query import Measure, Query
 from .accounting import PrivacyCost, poisson_subsampling, zcdp_to_approx_dp
 from .intervals import (
+    mean_estimate,
     mean_half_width_numerator,
     ratio_interval,
     variance_estimate,
@@ -611,14 +612,11 @@ def _release_measure(mp: MeasurePlan, exact: ExactAggregates, keep: npt.NDArray[
         cnts = exact.counts[req.key][keep]
         noisy_sum = mp.noise.add_noise(sums, req.unit, rng)
         noisy_cnt = mp.count_noise.add_noise(cnts, Fraction(1), rng).astype(np.float64)
-        lo, hi = mp.bounds
-        mid = (lo + hi) / 2
-        denom = np.maximum(noisy_cnt, 1.0)
-        mean = np.clip(mid + noisy_sum / denom, lo, hi)
+        mean = mean_estimate(noisy_sum.astype(np.float64), noisy_cnt, mp.bounds)
         # calibrated interval by post-processing the public noise (core/intervals.py); the
         # simulation of small groups (DRAWS draws each) only when an interval was asked for
         lower, upper = ratio_interval(noisy_sum.astype(np.float64), noisy_cnt, mp.noise,
-                                      mp.count_noise, (lo, hi), level, simulate=want_ci)
+                                      mp.count_noise, mp.bounds, level, simulate=want_ci)
         lower, upper = lower.reshape(mean.shape), upper.reshape(mean.shape)
         return MeasureRelease(m.name, m.column, mean, lower, upper, desc)
     if m.op in ("var", "std"):
