@@ -12,6 +12,7 @@ import inspect
 import math
 import numbers
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -348,7 +349,7 @@ class PrivateFrame:
         the result's units (core/accuracy.py). Depends on the arguments and the public schema
         only, never on the data."""
         from .core.accuracy import epsilon_for_accuracy, measure_half_width
-        from .release import prepare
+        from .core.plan import plan_query
 
         if epsilon is not None and accuracy is not None:
             raise ValidationError("pass epsilon= or accuracy=, not both")
@@ -361,11 +362,17 @@ class PrivateFrame:
                 min_rows, int | np.integer) or min_rows < 1):
             raise ValidationError("min_rows must be a positive integer")
         level = float(kw.get("ci") or 0.95)
+        rows = None if min_rows is None else int(min_rows)
+        # the query, its schema and its validation do not depend on epsilon: built once, only
+        # the plan is made again for each epsilon tried
+        base = self._query(measures, Fraction(1), delta, **kw)
+        schema = self._backend.schema()
+        base.validate(schema)
+        kinds: dict[str, str] = dict(schema)
+        relation = self.session.neighbouring
 
         def half_width(eps: Fraction) -> float:
-            plan = prepare(self.session, self._query(measures, eps, delta, **kw),
-                           self._backend)
-            rows = None if min_rows is None else int(min_rows)
+            plan = plan_query(replace(base, epsilon=eps), relation, kinds)
             return measure_half_width(plan.measures[0], level, rows)
 
         if isinstance(accuracy, bool) or not isinstance(accuracy, numbers.Real):
