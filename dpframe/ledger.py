@@ -301,21 +301,39 @@ def _meta_fields(meta: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _unit_words(code: str) -> str:
-    if code == ROW_UNIT:
-        return "single rows (row-level releases)"
-    name = code[len("column:"):] if code.startswith("column:") else code
-    return f"the values of the unit column {name!r}"
+_COLUMN_PREFIX = "column:"
+
+
+def unit_code(unit: str | None) -> str:
+    """How a privacy unit is recorded in a ledger: ``"rows"``, or ``"column:<name>"``."""
+    return ROW_UNIT if unit is None else _COLUMN_PREFIX + unit
+
+
+def unit_name(code: str) -> str:
+    """The unit column's name, or ``"rows"`` for row-level releases."""
+    return code[len(_COLUMN_PREFIX):] if code.startswith(_COLUMN_PREFIX) else ROW_UNIT
+
+
+def _describe_unit(code: str) -> str:
+    if code.startswith(_COLUMN_PREFIX):
+        return f"the values of column {unit_name(code)!r}"
+    return "single rows"
+
+
+def privacy_unit_message(bound: str, asked: str) -> str:
+    """Why a release under ``asked`` is refused by a session protecting ``bound``."""
+    if bound.startswith(_COLUMN_PREFIX):
+        how = (f"pass privacy_unit={unit_name(bound)!r} and max_rows_per_unit to df.dp(...), "
+               "or use another session and ledger for")
+    else:
+        how = ("declare dpf.Session(privacy_unit=...) on a new session and ledger for")
+    return (f"this session (and its ledger) protects {_describe_unit(bound)}; a release "
+            f"protecting {_describe_unit(asked)} would not be bounded by its budget: {how} "
+            f"releases protecting {_describe_unit(asked)}")
 
 
 def _unit_refused(bound: str, asked: str) -> PrivacyUnitError:
-    return PrivacyUnitError(
-        f"this ledger protects {_unit_words(bound)}; a release protecting {_unit_words(asked)} "
-        "is refused because a budget spent under one privacy unit does not bound the privacy "
-        "loss under another. Nothing was charged. Declare the unit once per ledger with "
-        "Session(privacy_unit=...) and use a new session and ledger for releases protecting "
-        f"{_unit_words(asked)}"
-    )
+    return PrivacyUnitError(privacy_unit_message(bound, asked) + "; nothing was charged")
 
 
 # --------------------------------------------------------------------------------------------
@@ -1628,5 +1646,8 @@ __all__ = [
     "Ledger",
     "MemoryLedger",
     "SqliteLedger",
+    "privacy_unit_message",
     "spend_of",
+    "unit_code",
+    "unit_name",
 ]

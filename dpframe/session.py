@@ -28,7 +28,15 @@ from .core.accounting import (
 )
 from .core.rng import RandomSource
 from .errors import LedgerError, PrivacyUnitError, ValidationError
-from .ledger import NEIGHBOURING, Ledger, MemoryLedger, SqliteLedger
+from .ledger import (
+    NEIGHBOURING,
+    Ledger,
+    MemoryLedger,
+    SqliteLedger,
+    privacy_unit_message,
+    unit_code,
+    unit_name,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -390,38 +398,6 @@ class Session:
             + (", seeded" if self.seeded else "")
             + ")"
         )
-
-
-ROW_UNIT = "rows"
-_COLUMN_PREFIX = "column:"
-
-
-def unit_code(unit: str | None) -> str:
-    """How a privacy unit is recorded in a ledger: ``"rows"``, or ``"column:<name>"``."""
-    return ROW_UNIT if unit is None else _COLUMN_PREFIX + unit
-
-
-def unit_name(code: str) -> str:
-    """The unit column's name, or ``"rows"`` for row-level releases."""
-    return code[len(_COLUMN_PREFIX):] if code.startswith(_COLUMN_PREFIX) else ROW_UNIT
-
-
-def _describe_unit(code: str) -> str:
-    if code.startswith(_COLUMN_PREFIX):
-        return f"the values of column {unit_name(code)!r}"
-    return "single rows"
-
-
-def privacy_unit_message(bound: str, asked: str) -> str:
-    """Why a release under ``asked`` is refused by a session protecting ``bound``."""
-    if bound.startswith(_COLUMN_PREFIX):
-        how = (f"pass privacy_unit={unit_name(bound)!r} and max_rows_per_unit to df.dp(...), "
-               "or use another session and ledger for")
-    else:
-        how = ("declare dpf.Session(privacy_unit=...) on a new session and ledger for")
-    return (f"this session (and its ledger) protects {_describe_unit(bound)}; a release "
-            f"protecting {_describe_unit(asked)} would not be bounded by its budget: {how} "
-            f"releases protecting {_describe_unit(asked)}")
 
 
 def explain_epsilon(epsilon: float, delta: float = 0.0, *, label: str = "") -> str:
