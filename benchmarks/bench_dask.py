@@ -136,7 +136,7 @@ def main() -> None:
     from dask.distributed import Client, LocalCluster
 
     import dpframe as dpf
-    import dpframe.dask  # registers ddf.dp
+    import dpframe.fronts.dask  # registers ddf.dp
 
     results: list[tuple[str, float, float, str]] = []
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,

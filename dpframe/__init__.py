@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from . import accessor as _accessor  # noqa: F401  (registers the .dp accessor on DataFrames)
 from . import local
 from .core.accounting import posterior_bound
+from .engine.release import last_release
+from .engine.session import Session
 from .errors import (
     BoundsError,
     BudgetExceededError,
@@ -15,14 +16,14 @@ from .errors import (
     ValidationError,
 )
 from .export import read_provenance, to_arrow, to_ipc, to_parquet
-from .release import last_release
-from .results import DPFloat, DPInt
-from .scan import Scan, scan
-from .session import Session
+from .fronts import accessor as _accessor  # noqa: F401  (registers the .dp accessor on DataFrames)
+from .fronts.results import DPFloat, DPInt
+from .fronts.scan import BatchSource, Scan, scan
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "BatchSource",
     "BoundsError",
     "BudgetExceededError",
     "DPError",
@@ -45,8 +46,8 @@ __all__ = [
     "to_parquet",
 ]
 
-from ._dask_hook import register_dask_accessor as _register_dask_accessor
-from ._dask_hook import register_polars_namespace as _register_polars_namespace
+from .fronts.hooks import register_dask_accessor as _register_dask_accessor
+from .fronts.hooks import register_polars_namespace as _register_polars_namespace
 
 # ddf.dp and pl_df.dp whatever the import order; import dpframe never imports Dask or Polars
 _register_dask_accessor()

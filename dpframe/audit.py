@@ -49,7 +49,7 @@ from .core.mechanisms import normal_quantile
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .session import Session
+    from .engine.session import Session
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -546,7 +546,7 @@ Release = Callable[["pd.DataFrame", "Session"], npt.ArrayLike]
 
 
 def _session(seed: int, neighbouring: str) -> Session:
-    from .session import Session
+    from .engine.session import Session
 
     return Session(1e12, 0.5, neighbouring=neighbouring, seed=seed)
 
@@ -997,7 +997,7 @@ def _arrow_keys(dictionary: Sequence[object], indices: Sequence[int]) -> Any:
 
 
 def _scan(table: Any) -> Any:
-    from .scan import scan
+    from .fronts.scan import scan
 
     return scan(table)
 

@@ -23,7 +23,7 @@ import pandas as pd
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from .session import Session
+    from .engine.session import Session
 
 __all__ = ["plot_budget", "plot_grouped", "plot_histogram"]
 

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 from typer.testing import CliRunner
 
 import dpframe as dpf
-from dpframe.cli import app
+from dpframe.cli.commands import app
 from dpframe.datasets import visit_events
 
 # the package under test (run with PYTHONPATH=<another checkout> to test that one)

@@ -204,7 +204,7 @@ def test_demo_over_budget_spends_and_writes_nothing(tmp_path: Path) -> None:
 def _real_run_failing_at(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, visits: Path,
                          fail: Any) -> tuple[int, str, Path]:
     """Run a 3-query spec whose second query meets ``fail(session)`` just before it runs."""
-    import dpframe.spec as spec_mod
+    import dpframe.cli.spec as spec_mod
 
     original = spec_mod.invoke
     calls = {"n": 0}

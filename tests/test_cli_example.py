@@ -14,8 +14,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 import dpframe as dpf
+from dpframe.cli.spec import parse_spec
 from dpframe.datasets import synthetic
-from dpframe.spec import parse_spec
 
 REPO = Path(__file__).resolve().parents[1]
 # the package under test (run this file with PYTHONPATH=<another checkout> to test that one)

@@ -24,12 +24,12 @@ dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("dask.distributed")
 
 import dpframe as dpf  # noqa: E402
-import dpframe.dask  # noqa: E402
+import dpframe.fronts.dask  # noqa: E402
 from dpframe.backends.dask import DaskBackend, merge_partials, unit_hash  # noqa: E402
 from dpframe.core.plan import ExactAggregates  # noqa: E402
-from dpframe.frontend import PrivateFrame  # noqa: E402
-from dpframe.query import Measure, Query  # noqa: E402
-from dpframe.release import prepare  # noqa: E402
+from dpframe.core.query import Measure, Query  # noqa: E402
+from dpframe.engine.release import prepare  # noqa: E402
+from dpframe.fronts.frame import PrivateFrame  # noqa: E402
 
 pytestmark = [pytest.mark.dask, pytest.mark.filterwarnings("ignore::UserWarning")]
 
@@ -295,7 +295,7 @@ def test_degenerate_data_is_released_like_any_other(client: Any, data: pd.DataFr
 
 def test_accessor_and_api_surface(client: Any, data: pd.DataFrame) -> None:
     ddf = dd.from_pandas(data, npartitions=3)
-    assert isinstance(ddf.dp, dpframe.dask.DaskDPAccessor)
+    assert isinstance(ddf.dp, dpframe.fronts.dask.DaskDPAccessor)
     s = _session()
     assert isinstance(ddf.dp(s, bounds=BOUNDS), PrivateFrame)
     with s:
@@ -316,7 +316,7 @@ def test_accessor_and_api_surface(client: Any, data: pd.DataFrame) -> None:
         "x", epsilon=1, delta=1e-6, dry_run=True)
     assert isinstance(dry, dict) and "fits_budget" in dry
     with pytest.raises(dpf.ValidationError):
-        dpframe.dask.private_frame(ddf, s, split_every=1)
+        dpframe.fronts.dask.private_frame(ddf, s, split_every=1)
     spent = s.spent
     with pytest.raises(dpf.BudgetExceededError):
         ddf.dp(s, bounds=BOUNDS).sum("x", epsilon=10_000)

@@ -26,7 +26,7 @@ print("ok")
     "import dpframe\nimport sys\nassert 'dask' not in sys.modules\nimport dask.dataframe as dd",
     "import dask.dataframe as dd\nimport dpframe",
     "import dpframe\nimport dask\nfrom dask import dataframe as dd",
-    "import dpframe.dask\nimport dask.dataframe as dd",
+    "import dpframe.fronts.dask\nimport dask.dataframe as dd",
 ])
 def test_dask_accessor_whatever_the_import_order(prelude: str) -> None:
     code = textwrap.dedent(prelude) + "\nimport warnings\nwarnings.simplefilter('ignore')\n" \
@@ -38,13 +38,13 @@ def test_dask_accessor_whatever_the_import_order(prelude: str) -> None:
 
 
 def test_the_hook_leaves_no_finder_behind() -> None:
-    code = ("import sys, dpframe\nfrom dpframe._dask_hook import AfterImport\n"
+    code = ("import sys, dpframe\nfrom dpframe.fronts.hooks import AfterImport\n"
             "def hooks(): return [f for f in sys.meta_path if isinstance(f, AfterImport)"
             " and f.name == 'dask.dataframe']\n"
             "assert hooks()\n"
             "import dask.dataframe\n"
             "assert not hooks()\n"
-            "assert 'dpframe.dask' in sys.modules\nprint('ok')")
+            "assert 'dpframe.fronts.dask' in sys.modules\nprint('ok')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]

@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["dpframe.frontend", "dpframe.results", "dpframe.core.intervals"]
+MODULES = ["dpframe.fronts.frame", "dpframe.fronts.results", "dpframe.core.intervals"]
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -15,7 +15,7 @@ def test_docstring_examples(name: str) -> None:
     module = importlib.import_module(name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0
-    if name == "dpframe.frontend":
+    if name == "dpframe.fronts.frame":
         assert result.attempted > 0  # the examples exist
 
 
@@ -23,7 +23,7 @@ def test_every_query_method_documents_its_shared_parameters() -> None:
     """Every query method documents epsilon (or its alternative), dry_run, what it returns and
     what it raises, with a doctested example (0.1's 17 query methods documented none of
     them)."""
-    from dpframe.frontend import PrivateFrame, PrivateGroupBy
+    from dpframe.fronts.frame import PrivateFrame, PrivateGroupBy
 
     methods = [getattr(PrivateFrame, m) for m in (
         "count", "count_distinct", "sum", "mean", "var", "std", "bounds", "quantile", "max",

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from dpframe.cli_ledger import show_ledger
+from dpframe.cli.ledger import show_ledger
 from dpframe.core.accounting import PrivacyCost, session_spend, zcdp_rho_for_epsilon
+from dpframe.engine.ledger import Ledger, MemoryLedger, SqliteLedger, spend_of
 from dpframe.errors import BudgetExceededError, DPError, LedgerError, ValidationError
-from dpframe.ledger import Ledger, MemoryLedger, SqliteLedger, spend_of
 
 HUNDREDTH = PrivacyCost(Fraction(1, 100))
 META = {"query": "count", "columns": ["age"], "mechanism": "geometric"}

@@ -19,10 +19,10 @@ import pytest
 from typer.testing import CliRunner
 
 import dpframe as dpf
-from dpframe.cli import app
-from dpframe.cli_ledger import show_ledger
+from dpframe.cli.commands import app
+from dpframe.cli.ledger import show_ledger
 from dpframe.core.accounting import PrivacyCost
-from dpframe.ledger import SqliteLedger
+from dpframe.engine.ledger import SqliteLedger
 
 COST = PrivacyCost(Fraction(1, 10))
 META = {"query": "count", "columns": ["age"], "mechanism": "geometric"}

@@ -26,9 +26,9 @@ from typing import Any
 import pytest
 
 import dpframe
-import dpframe.ledger as ledger_module
+import dpframe.engine.ledger as ledger_module
 from dpframe.core.accounting import PrivacyCost
-from dpframe.ledger import SqliteLedger
+from dpframe.engine.ledger import SqliteLedger
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
@@ -40,7 +40,7 @@ _PRELUDE = """
 import os, random, signal, sys, time
 from fractions import Fraction
 from dpframe.core.accounting import PrivacyCost
-from dpframe.ledger import SqliteLedger
+from dpframe.engine.ledger import SqliteLedger
 signal.signal(signal.SIGINT, signal.default_int_handler)
 COST = PrivacyCost(Fraction(1, 1000))
 def out(s):

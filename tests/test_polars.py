@@ -24,9 +24,9 @@ import pytest
 pl = pytest.importorskip("polars")
 
 import dpframe as dpf  # noqa: E402
-import dpframe.polars  # noqa: E402
+import dpframe.fronts.polars  # noqa: E402
 from dpframe.backends import arrow as arrow_backend  # noqa: E402
-from dpframe.frontend import PrivateFrame  # noqa: E402
+from dpframe.fronts.frame import PrivateFrame  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # seeded sessions warn
 
@@ -311,8 +311,8 @@ def test_a_lazyframe_failing_mid_stream_quotes_no_value() -> None:
 
 def test_namespace_surface_and_engine_options() -> None:
     df = pl.DataFrame({"x": [1.0, 2.0, 3.0], "d": [dt.date(2024, 1, 1)] * 3})
-    assert isinstance(df.dp, dpframe.polars.PolarsDPNamespace)
-    assert isinstance(df.lazy().dp, dpframe.polars.PolarsDPNamespace)
+    assert isinstance(df.dp, dpframe.fronts.polars.PolarsDPNamespace)
+    assert isinstance(df.lazy().dp, dpframe.fronts.polars.PolarsDPNamespace)
     s = _session()
     assert isinstance(df.dp(s, bounds={"x": (0, 5)}), PrivateFrame)
     with s:
@@ -330,7 +330,7 @@ def test_namespace_surface_and_engine_options() -> None:
         with pytest.raises(TypeError, match="nope"):
             frame.dp(s, nope=1)
     with pytest.raises(dpf.ValidationError, match="polars DataFrame or LazyFrame"):
-        dpframe.polars.private_frame(pd.DataFrame({"x": [1]}), s)  # type: ignore[arg-type]
+        dpframe.fronts.polars.private_frame(pd.DataFrame({"x": [1]}), s)  # type: ignore[arg-type]
     obj = pl.DataFrame({"o": pl.Series([object()], dtype=pl.Object)})
     with pytest.raises(dpf.ValidationError, match="'o'"):
         obj.dp(s)
@@ -347,7 +347,7 @@ df = pl.DataFrame({"x": [1.0, 2.0, 3.0]})
 s = dpf.Session(epsilon=1e7, seed=1)
 assert int(df.dp(s).count(epsilon=1e6)) == 3
 assert int(df.lazy().dp(s).count(epsilon=1e6)) == 3
-from dpframe._dask_hook import AfterImport
+from dpframe.fronts.hooks import AfterImport
 assert not any(isinstance(f, AfterImport) and f.name == "polars" for f in sys.meta_path)
 print("ok")
 """
@@ -355,11 +355,11 @@ print("ok")
 
 @pytest.mark.parametrize("prelude", [
     "import sys, dpframe\nassert 'polars' not in sys.modules\n"
-    "from dpframe._dask_hook import AfterImport\n"
+    "from dpframe.fronts.hooks import AfterImport\n"
     "assert [f for f in sys.meta_path if isinstance(f, AfterImport) and f.name == 'polars']\n"
     "import polars as pl",
     "import sys\nimport polars as pl\nimport dpframe",
-    "import sys\nimport dpframe.polars\nimport polars as pl",
+    "import sys\nimport dpframe.fronts.polars\nimport polars as pl",
 ])
 def test_namespace_whatever_the_import_order(prelude: str) -> None:
     code = textwrap.dedent(prelude) + "\n" + _CHECK

@@ -20,10 +20,10 @@ from dpframe.backends import arrow as arrow_backend
 from dpframe.backends.arrow import ArrowBackend, DatasetSource, _add_into, factorize, unit_hash
 from dpframe.backends.pandas import PandasBackend
 from dpframe.core.plan import ExactAggregates
+from dpframe.core.query import Query
 from dpframe.core.values import sorted_order
-from dpframe.frontend import PrivateFrame
-from dpframe.query import Query
-from dpframe.release import prepare
+from dpframe.engine.release import prepare
+from dpframe.fronts.frame import PrivateFrame
 
 BOUNDS = {"income": (0.0, 200_000.0), "age": (0, 100), "visits": (0, 20)}
 KEYS = {"state": ["CA", "NY", "TX", "WA", "ZZ"]}  # ZZ never occurs: released as noise on zero

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-import sys
 import threading
-import types
 import warnings
 from fractions import Fraction
 from pathlib import Path
@@ -18,8 +16,8 @@ import pytest
 import dpframe as dpf
 from dpframe.core.accounting import PrivacyCost, zcdp_rho_for_epsilon
 from dpframe.core.rng import InsecureSeedWarning
-from dpframe.ledger import MemoryLedger, SqliteLedger
-from dpframe.session import LEDGER_COLUMNS, active_session
+from dpframe.engine.ledger import MemoryLedger, SqliteLedger
+from dpframe.engine.session import LEDGER_COLUMNS, active_session
 
 HUNDREDTH = PrivacyCost(0.01)
 
@@ -266,21 +264,6 @@ def test_active_session_is_per_thread() -> None:
 
 
 # ---- release delegation -------------------------------------------------------------------
-
-
-def test_release_delegates_to_run_release(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[tuple[Any, ...]] = []
-    fake = types.ModuleType("dpframe.release")
-
-    def run_release(session: Any, query: Any, backend: Any) -> str:
-        calls.append((session, query, backend))
-        return "result"
-
-    fake.run_release = run_release  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "dpframe.release", fake)
-    s = dpf.Session(1.0)
-    assert s.release("q", "b") == "result"
-    assert calls == [(s, "q", "b")]
 
 
 # ---- durable ledger -----------------------------------------------------------------------

@@ -4,7 +4,7 @@ Each partition runs the pandas backend (:class:`~dpframe.backends.pandas.PandasB
 its rows, so factorizing, clamping, fixed-point accumulation, binning and contribution
 bounding keep exactly one implementation. Workers return small
 :class:`~dpframe.core.plan.ExactAggregates` (numpy arrays); a tree of merges brings them to the
-client, where :func:`dpframe.release.run_release` adds noise once, through the same session.
+client, where :func:`dpframe.engine.release.run_release` adds noise once, through the same session.
 No noise, budget or sensitivity logic ever runs on a worker, and the session never leaves the
 client.
 
@@ -13,7 +13,7 @@ frame is first shuffled by a canonical, keyed hash of the unit (a full all-to-al
 docs/dask.md for its cost). Rows of one unit then sit in one partition, partitions hold
 disjoint units, and per-partition bounding is global bounding.
 
-This module imports dask: only ``dpframe.dask`` imports it (``import dpframe`` never imports
+This module imports dask: only ``dpframe.fronts.dask`` imports it (``import dpframe`` never imports
 dask).
 """
 

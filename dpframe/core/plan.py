@@ -25,7 +25,6 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import ValidationError
-from ..query import Measure, Query
 from .accounting import PrivacyCost, poisson_subsampling, zcdp_to_approx_dp
 from .intervals import (
     mean_estimate,
@@ -35,6 +34,7 @@ from .intervals import (
     variance_interval,
 )
 from .mechanisms import ExponentialSpec, NoiseSpec, noise_spec, power_of_two_at_most, rho_for
+from .query import Measure, Query
 from .rng import RandomSource
 from .sensitivity import (
     Contribution,

@@ -275,7 +275,7 @@ def invoke(args: list[str], caplog: pytest.LogCaptureFixture) -> CliResult:
     planted value is in its output (stdout, stderr), a log line or a warning."""
     from typer.testing import CliRunner
 
-    from dpframe.cli import app
+    from dpframe.cli.commands import app
 
     caplog.set_level(logging.DEBUG)
     with warnings.catch_warnings(record=True) as rec:

@@ -11,7 +11,7 @@ import pytest
 dd = pytest.importorskip("dask.dataframe")
 
 import dpframe as dpf  # noqa: E402
-import dpframe.dask  # noqa: E402  (registers ddf.dp)
+import dpframe.fronts.dask  # noqa: E402  (registers ddf.dp)
 
 from ._harness import (  # noqa: E402
     BOUNDS,

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import dpframe as dpf
-from dpframe.ledger import SqliteLedger
+from dpframe.engine.ledger import SqliteLedger
 
 from ._harness import (
     BOUNDS,

@@ -354,7 +354,7 @@ def built(backend: str, spec: Spec) -> Iterator[Any]:
         import dask
         import dask.dataframe as dd
 
-        import dpframe.dask  # noqa: F401  (registers ddf.dp)
+        import dpframe.fronts.dask  # noqa: F401  (registers ddf.dp)
 
         # object columns stay objects (Dask would otherwise turn True, 1 and [1] into text)
         with dask.config.set({"dataframe.convert-string": False, "scheduler": "threads"}):

@@ -263,7 +263,7 @@ def _answer(backend: str, df: pd.DataFrame, keys: Any) -> tuple[Any, dpf.Session
                 return exc, s
         import dask.dataframe as dd
 
-        import dpframe.dask  # noqa: F401
+        import dpframe.fronts.dask  # noqa: F401
 
         frame = dd.from_pandas(df, npartitions=2)
         try:

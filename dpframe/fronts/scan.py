@@ -1,13 +1,13 @@
 """``dpf.scan``: the pandas-shaped ``.dp`` query API over data read batch by batch.
 
 ``dpf.scan("events/*.parquet").dp(session, bounds=..., keys=...)`` returns the same
-:class:`~dpframe.frontend.PrivateFrame` as ``df.dp(...)``; only the backend differs
+:class:`~dpframe.fronts.frame.PrivateFrame` as ``df.dp(...)``; only the backend differs
 (:class:`~dpframe.backends.arrow.ArrowBackend`). Queries are planned, charged and noised by the
 same release path as pandas, so a query has the same sensitivity, noise scale and charge
 whichever front runs it. See docs/scan.md for memory and the privacy-unit method.
 
 :class:`BatchSource` is the extension point for engines that stream Arrow themselves (the Polars
-front, :mod:`dpframe.polars`): record batches from a factory, with a known schema.
+front, :mod:`dpframe.fronts.polars`): record batches from a factory, with a known schema.
 """
 
 from __future__ import annotations
@@ -19,18 +19,18 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.dataset as ds
 
-from .backends.arrow import (
+from ..backends.arrow import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_PARTITION_ROWS,
     ArrowBackend,
     DatasetSource,
     conform_batch,
 )
-from .errors import ValidationError
-from .frontend import PrivateFrame
+from ..errors import ValidationError
+from .frame import PrivateFrame
 
 if TYPE_CHECKING:
-    from .session import Session
+    from ..engine.session import Session
 
 
 #: ``factory(columns, batch_size, dictionary)``: a fresh iterable of record batches.

@@ -19,15 +19,15 @@ from fractions import Fraction
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from .core.accounting import (
+from ..core.accounting import (
     PrivacyCost,
     posterior_bound,
     posterior_lower_bound,
     validate_delta,
     validate_epsilon,
 )
-from .core.rng import RandomSource
-from .errors import LedgerError, PrivacyUnitError, ValidationError
+from ..core.rng import RandomSource
+from ..errors import LedgerError, PrivacyUnitError, ValidationError
 from .ledger import (
     NEIGHBOURING,
     Ledger,
@@ -268,12 +268,6 @@ class Session:
         """
         self._store.record(entry_id, status, details)
 
-    def release(self, query: Any, backend: Any) -> Any:
-        """Run one release: validate, charge, compute, record (see ``dpframe.release``)."""
-        from dpframe.release import run_release  # type: ignore[import-not-found,unused-ignore]
-
-        return run_release(self, query, backend)
-
     # -- views -------------------------------------------------------------------------------
 
     @property
@@ -334,7 +328,7 @@ class Session:
 
     def _repr_html_(self) -> str:
         """Notebook display: budget bar, privacy unit and the latest releases."""
-        from ._html import session_html
+        from ..fronts.html import session_html
 
         describe = getattr(self._store, "describe", None)
         (te, td), (se, sd) = self.total_exact, self.spent_exact
@@ -348,7 +342,7 @@ class Session:
     def _report_renderables(self) -> list[Any]:
         from rich.text import Text
 
-        from ._render import budget_table, entries_summary, entries_table
+        from .report import budget_table, entries_summary, entries_table
 
         (te, td), (se, sd) = self.total_exact, self.spent_exact
         entries = self._store.entries()

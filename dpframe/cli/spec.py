@@ -31,11 +31,11 @@ from pydantic import (
 )
 from pydantic import ValidationError as PydanticValidationError
 
-from .core.accounting import PrivacyCost, session_spend
-from .datasets import DATASETS
-from .errors import ValidationError
-from .frontend import PrivateFrame
-from .query import Query
+from ..core.accounting import PrivacyCost, session_spend
+from ..core.query import Query
+from ..datasets import DATASETS
+from ..errors import ValidationError
+from ..fronts.frame import PrivateFrame
 
 
 class SpecError(ValidationError):
@@ -599,7 +599,7 @@ def plan_queries(frame: PrivateFrame, queries: Sequence[QuerySpec], session: Any
     """Validate and price ``queries`` on ``frame`` with no side effect: each query's public
     plan, and the whole run composed with the ledger's existing charges (as the ledger composes
     them), so a run that does not fit is refused before its first charge."""
-    from .release import prepare
+    from ..engine.release import prepare
 
     if not isinstance(frame, _CapturingFrame):
         raise TypeError("plan_queries needs a frame from make_frame or capturing_frame")
@@ -663,7 +663,7 @@ def input_source(spec: ReleaseSpec) -> Any:
     """What ``dpf.scan`` reads: the input files, or the generated synthetic table."""
     g = spec.input_generate
     if g is not None:
-        from .datasets import synthetic
+        from ..datasets import synthetic
 
         return synthetic(g.dataset, g.people, g.seed)
     return spec.input_paths if len(spec.input_paths) > 1 else spec.input_paths[0]

@@ -69,8 +69,8 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar, runtime_checkable
 from urllib.parse import quote
 
-from ._json import jsonable
-from .core.accounting import (
+from .._json import jsonable
+from ..core.accounting import (
     Number,
     PrivacyCost,
     SpendTotals,
@@ -79,7 +79,7 @@ from .core.accounting import (
     validate_delta,
     validate_epsilon,
 )
-from .errors import BudgetExceededError, LedgerError, PrivacyUnitError, ValidationError
+from ..errors import BudgetExceededError, LedgerError, PrivacyUnitError, ValidationError
 
 SCHEMA_VERSION = 2
 APP_ID = "dpframe-ledger"

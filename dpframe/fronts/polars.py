@@ -1,6 +1,6 @@
 """The ``.dp`` namespace on Polars frames: ``pl_df.dp(session, ...)`` and ``lazy.dp(session, ...)``.
 
-A thin front: it returns the same :class:`~dpframe.frontend.PrivateFrame` as ``df.dp(...)``,
+A thin front: it returns the same :class:`~dpframe.fronts.frame.PrivateFrame` as ``df.dp(...)``,
 over the Arrow batch backend of ``dpf.scan`` (:class:`~dpframe.backends.arrow.ArrowBackend`).
 Validation, sensitivities, the charge, noise and the ledger are the one release path, so a
 query has the same semantics, noise scale and charge as through pandas or a scan.
@@ -14,7 +14,7 @@ query has the same semantics, noise scale and charge as through pandas or a scan
 Either way a background thread converts the next batch while the backend aggregates one.
 
 Importing this module imports polars and registers the namespace; ``import dpframe`` imports it
-when polars is imported, before or after dpframe (:mod:`dpframe._dask_hook`), and never
+when polars is imported, before or after dpframe (:mod:`dpframe.fronts.hooks`), and never
 imports polars itself.
 """
 
@@ -28,24 +28,24 @@ from typing import TYPE_CHECKING, Any
 try:
     import polars as pl
 except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError("dpframe.polars needs polars: pip install 'dpframe[polars]'") from exc
+    raise ImportError("dpframe.fronts.polars needs polars: pip install 'dpframe[polars]'") from exc
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .backends.arrow import (
+from ..backends.arrow import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_PARTITION_ROWS,
     PREFETCH,
     ArrowBackend,
     prefetch,
 )
-from .errors import ValidationError
-from .frontend import PrivateFrame
+from ..errors import ValidationError
+from .frame import PrivateFrame
 from .scan import BatchFactory, BatchSource
 
 if TYPE_CHECKING:
-    from .session import Session
+    from ..engine.session import Session
 
 __all__ = ["PolarsBackend", "PolarsDPNamespace", "private_frame"]
 

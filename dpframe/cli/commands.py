@@ -150,7 +150,7 @@ class _RunLog:
 def _error_exit(exc: BaseException, debug: bool, log: _RunLog | None = None) -> typer.Exit:
     """Map an exception to the documented exit code, with a message that holds no data and,
     for a release command, says truly what was charged and written."""
-    from .errors import BudgetExceededError, LedgerError, ValidationError
+    from ..errors import BudgetExceededError, LedgerError, ValidationError
 
     tail = "" if log is None else f". Status: {log.summary()}."
     where = "" if log is None or log.current is None else f"query {log.current!r}: "
@@ -187,7 +187,7 @@ def _tracked_session(log: _RunLog, epsilon: float, delta: float, **options: Any)
     the command, once)."""
     import dpframe as dpf
 
-    from .errors import BudgetExceededError, PrivacyUnitError
+    from ..errors import BudgetExceededError, PrivacyUnitError
 
     class _TrackedSession(dpf.Session):
         def charge(self, cost: Any, **kwargs: Any) -> int:
@@ -213,7 +213,7 @@ def _priced_session(log: _RunLog, ledger: Path | None, dry_run: bool,
 
     A ledger that does not exist yet is created only once everything validated on an
     in-memory ledger (a bad spec leaves no ledger behind), and never by a dry run."""
-    from .errors import LedgerError
+    from ..errors import LedgerError
 
     if ledger is not None and not ledger.exists() and not ledger.parent.is_dir():
         # a real run would fail to create it: exit 4 in a dry run too
@@ -342,9 +342,9 @@ def _demo(rows: int, out: Path, seed: int, epsilon: float, ledger: Path | None,
     from rich.table import Table
 
     import dpframe as dpf
-    from dpframe.backends.pandas import PandasBackend
-    from dpframe.datasets import STATES, people
 
+    from ..backends.pandas import PandasBackend
+    from ..datasets import STATES, people
     from .spec import capturing_frame, charged_by, check_output_targets, plan_queries
 
     con = _console()
@@ -439,9 +439,9 @@ def _generate(kind: str, out: Path, rows: int, files: int, seed: int, fmt: str) 
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 
-    from .datasets import DATASETS, people, visit_events
-    from .errors import ValidationError
-    from .export import atomic_write
+    from ..datasets import DATASETS, people, visit_events
+    from ..errors import ValidationError
+    from ..export import atomic_write
     from .spec import check_output_targets
 
     if kind not in DATASETS:
@@ -505,7 +505,7 @@ def _open_scan(s: Any, progress: bool | None) -> Any:
 
     import dpframe as dpf
 
-    from .errors import ValidationError
+    from ..errors import ValidationError
     from .spec import input_format, input_source
 
     kw: dict[str, Any] = {"batch_size": s.batch_size, "progress": progress}
@@ -527,7 +527,7 @@ def _run(spec_path: Path, dry_run: bool, ledger: Path | None, progress: bool | N
 
     import dpframe as dpf
 
-    from .errors import ValidationError
+    from ..errors import ValidationError
     from .spec import check_output_targets, load_spec, make_frame, plan_queries
 
     con = _console()
@@ -678,7 +678,7 @@ def ledger_show(
     read-only media). Exit 4 if the ledger fails verification (a row deleted, edited, inserted
     or reordered)."""
     try:
-        from .cli_ledger import show_ledger
+        from .ledger import show_ledger
 
         text = show_ledger(path, verify=verify)
     except BaseException as exc:

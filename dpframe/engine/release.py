@@ -16,9 +16,9 @@ from __future__ import annotations
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from .backends.base import Backend
-from .core.plan import CoreRelease, ReleasePlan, apply_plan, plan_query
-from .query import Query
+from ..backends.base import Backend
+from ..core.plan import CoreRelease, ReleasePlan, apply_plan, plan_query
+from ..core.query import Query
 
 if TYPE_CHECKING:
     from .session import Session
@@ -56,7 +56,7 @@ def explain(session: Session, query: Query, backend: Backend) -> dict[str, Any]:
 
 def run_release(session: Session, query: Query, backend: Backend) -> CoreRelease:
     """Validate, charge, compute, add noise, record."""
-    from . import __version__
+    from .. import __version__
 
     plan = prepare(session, query, backend)
     entry = session.charge(plan.cost, query=query.description or plan.mechanism,

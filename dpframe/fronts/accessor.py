@@ -1,6 +1,6 @@
 """The ``.dp`` accessor on pandas DataFrames: a thin front over :class:`PrivateFrame`.
 
-``df.dp(session, bounds=..., keys=...)`` returns a :class:`~dpframe.frontend.PrivateFrame`;
+``df.dp(session, bounds=..., keys=...)`` returns a :class:`~dpframe.fronts.frame.PrivateFrame`;
 ``df.dp.sum(...)`` (no call) uses the active session and no declared bounds beyond a schema.
 """
 
@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from .backends.pandas import PandasBackend
-from .frontend import PrivateFrame
+from ..backends.pandas import PandasBackend
+from .frame import PrivateFrame
 
 if TYPE_CHECKING:
-    from .session import Session
+    from ..engine.session import Session
 
 
 @pd.api.extensions.register_dataframe_accessor("dp")
@@ -30,7 +30,7 @@ class DPAccessor:
     @property
     def local(self) -> Any:
         """Local-model randomizers for a column (no session charge; see docs/local.md)."""
-        from .local import LocalAccessor
+        from ..local import LocalAccessor
 
         return LocalAccessor(self._df)
 

@@ -1,11 +1,11 @@
 """The ``.dp`` accessor on Dask DataFrames: ``ddf.dp(session, ...)``.
 
-Same API and semantics as the pandas accessor (:class:`~dpframe.frontend.PrivateFrame`):
+Same API and semantics as the pandas accessor (:class:`~dpframe.fronts.frame.PrivateFrame`):
 workers compute exact partial aggregates, the client adds noise and charges its session.
 Results are computed pandas objects with ``.attrs["dp"]``. Importing this module imports dask
 and registers the accessor with Dask's own ``register_dataframe_accessor``. ``import dpframe``
 imports it when ``dask.dataframe`` is imported, before or after dpframe
-(:mod:`dpframe._dask_hook`), and never imports dask itself.
+(:mod:`dpframe.fronts.hooks`), and never imports dask itself.
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ try:
     import dask.dataframe as dd
     from dask.dataframe.extensions import register_dataframe_accessor
 except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError("dpframe.dask needs dask: pip install 'dpframe[dask]'") from exc
+    raise ImportError("dpframe.fronts.dask needs dask: pip install 'dpframe[dask]'") from exc
 
-from .backends.dask import DEFAULT_SPLIT_EVERY, DaskBackend
-from .frontend import PrivateFrame
+from ..backends.dask import DEFAULT_SPLIT_EVERY, DaskBackend
+from .frame import PrivateFrame
 
 if TYPE_CHECKING:
-    from .session import Session
+    from ..engine.session import Session
 
 __all__ = ["DaskBackend", "DaskDPAccessor", "private_frame"]
 

@@ -1,6 +1,6 @@
 """The pandas-shaped query front shared by every backend (pandas, Arrow scans, Dask).
 
-``PrivateFrame`` and ``PrivateGroupBy`` only build :class:`~dpframe.query.Query` objects, send
+``PrivateFrame`` and ``PrivateGroupBy`` only build :class:`~dpframe.core.query.Query` objects, send
 them through the session's release path, and wrap the result as plain numbers or pandas objects
 with ``.attrs["dp"]`` provenance. No sensitivity, noise or budget logic lives here.
 """
@@ -19,10 +19,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 import pandas as pd
 
-from .backends.base import Backend
-from .core.plan import CoreRelease
-from .errors import KeysError, ValidationError
-from .query import (
+from ..backends.base import Backend
+from ..core.plan import CoreRelease
+from ..core.query import (
     DEFAULT_GRID,
     Measure,
     Query,
@@ -30,10 +29,11 @@ from .query import (
     normalise_keys,
     quantile_level,
 )
+from ..errors import KeysError, ValidationError
 from .results import DPFloat, DPInt
 
 if TYPE_CHECKING:
-    from .session import Session
+    from ..engine.session import Session
 
 _AGG_OPS = {"count", "count_distinct", "sum", "mean", "var", "std", "max", "min", "median"}
 
@@ -227,7 +227,7 @@ class PrivateFrame:
         max_rows_per_unit: int | None = None,
         max_groups_per_unit: int | None = None,
     ) -> None:
-        from .session import Session
+        from ..engine.session import Session
 
         if session is not None and not isinstance(session, Session):
             raise ValidationError("the first argument must be a dpframe Session")
@@ -302,7 +302,7 @@ class PrivateFrame:
 
     def _repr_html_(self) -> str:
         """Notebook display: declared bounds and keys, the privacy unit, the columns."""
-        from ._html import frame_html
+        from .html import frame_html
 
         return frame_html(self.declared())
 
@@ -311,7 +311,7 @@ class PrivateFrame:
     def session(self) -> Session:
         if self._session is not None:
             return self._session
-        from .session import active_session
+        from ..engine.session import active_session
 
         return active_session()
 
@@ -348,8 +348,8 @@ class PrivateFrame:
         rounded up) whose ``ci`` half-width (level 0.95 by default) is at most ``accuracy`` in
         the result's units (core/accuracy.py). Depends on the arguments and the public schema
         only, never on the data."""
-        from .core.accuracy import epsilon_for_accuracy, measure_half_width
-        from .core.plan import plan_query
+        from ..core.accuracy import epsilon_for_accuracy, measure_half_width
+        from ..core.plan import plan_query
 
         if epsilon is not None and accuracy is not None:
             raise ValidationError("pass epsilon= or accuracy=, not both")
@@ -396,7 +396,7 @@ class PrivateFrame:
         return keys
 
     def _run(self, query: Query, dry_run: bool) -> CoreRelease | dict[str, Any]:
-        from .release import explain, run_release
+        from ..engine.release import explain, run_release
 
         if dry_run:
             return explain(self.session, query, self._backend)

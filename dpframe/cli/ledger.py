@@ -6,10 +6,10 @@ from __future__ import annotations
 import io
 import os
 
-from ._render import budget_table, entries_summary, entries_table, num
-from .core.accounting import posterior_bound
-from .errors import LedgerError
-from .ledger import SqliteLedger
+from ..core.accounting import posterior_bound
+from ..engine.ledger import SqliteLedger
+from ..engine.report import budget_table, entries_summary, entries_table, num
+from ..errors import LedgerError
 
 
 def show_ledger(path: str | os.PathLike[str], *, width: int = 160, verify: bool = False) -> str:

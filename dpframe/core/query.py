@@ -1,7 +1,7 @@
 """The Query value object: everything a release needs, validated, and no data.
 
 Fronts (pandas accessor, scan, Dask, CLI) build Queries; the session plans, charges and releases
-them through one path (``dpframe.release``). Validation here needs only public information:
+them through one path (``dpframe.engine.release``). Validation here needs only public information:
 arguments, declared bounds and keys, and the column schema (names and dtypes).
 """
 
@@ -16,9 +16,9 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Literal
 
-from .core.accounting import to_fraction
-from .core.values import NUMERIC_KINDS, ColumnKind, canonical
-from .errors import BoundsError, KeysError, ValidationError
+from ..errors import BoundsError, KeysError, ValidationError
+from .accounting import to_fraction
+from .values import NUMERIC_KINDS, ColumnKind, canonical
 
 Op = Literal["count", "count_distinct", "sum", "mean", "var", "std", "quantile", "histogram"]
 MechanismName = Literal["laplace", "gaussian"]

@@ -4,7 +4,8 @@
 ``import dpframe`` registers an integration at once when its library (``dask.dataframe``,
 ``polars``) is already imported; otherwise it installs :class:`AfterImport`, a finder on
 ``sys.meta_path`` that waits for that module to be imported (by anyone, later), lets the import
-finish, then imports the integration (:mod:`dpframe.dask`, :mod:`dpframe.polars`, which
+finish, then imports the integration (:mod:`dpframe.fronts.dask`,
+:mod:`dpframe.fronts.polars`, which
 register themselves) and removes itself. The import machinery is used as documented
 (``importlib.abc.MetaPathFinder``, ``Loader.exec_module``); nothing of Dask or Polars is
 patched.
@@ -103,10 +104,10 @@ def _when_imported(name: str, then: Callable[[], None]) -> None:
 
 def register_dask_accessor() -> None:
     """Register ``ddf.dp`` now if Dask's dataframe module is loaded, else when it is."""
-    _when_imported(DASK_MODULE, _importer("dpframe.dask", "the .dp accessor on Dask frames"))
+    _when_imported(DASK_MODULE, _importer("dpframe.fronts.dask", "the .dp accessor on Dask frames"))
 
 
 def register_polars_namespace() -> None:
     """Register ``pl_df.dp`` / ``lazy.dp`` now if polars is loaded, else when it is."""
     _when_imported(POLARS_MODULE,
-                   _importer("dpframe.polars", "the .dp namespace on Polars frames"))
+                   _importer("dpframe.fronts.polars", "the .dp namespace on Polars frames"))

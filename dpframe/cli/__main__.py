@@ -1,0 +1,5 @@
+"""``python -m dpframe.cli``."""
+
+from .commands import main
+
+main()
