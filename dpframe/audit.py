@@ -1189,7 +1189,7 @@ def _finding_mixed_units() -> Callable[[int], Built]:
 @contextlib.contextmanager
 def _halved_sum_sensitivity() -> Iterator[object]:
     """BROKEN on purpose: plan sums with half their true sensitivity (for the audit only)."""
-    from .core import plan
+    from .core.aggregates import sum as plan
     from .core.sensitivity import Sensitivity
 
     real = plan.sum_sensitivity

@@ -24,7 +24,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ._json import jsonable
-from .core.plan import CoreRelease
+from .core.apply import CoreRelease
 from .errors import ValidationError
 
 PROVENANCE_KEY = b"dpframe"

@@ -91,7 +91,7 @@ def test_every_broken_control_is_in_the_fast_subset() -> None:
 def test_same_audit_catches_a_halved_sensitivity(monkeypatch: pytest.MonkeyPatch) -> None:
     """The groupby-sum audit passes, and the very same audit fails once sums are planned with
     half their sensitivity (patched here, independently of the registry's broken control)."""
-    from dpframe.core import plan
+    from dpframe.core.aggregates import sum as plan
 
     sc = scenario("groupby sum")
     honest = sc.run(full=False, alpha=ALPHA, seed=3)

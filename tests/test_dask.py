@@ -26,7 +26,7 @@ distributed = pytest.importorskip("dask.distributed")
 import dpframe as dpf  # noqa: E402
 import dpframe.fronts.dask  # noqa: E402
 from dpframe.backends.dask import DaskBackend, merge_partials, unit_hash  # noqa: E402
-from dpframe.core.plan import ExactAggregates  # noqa: E402
+from dpframe.core.compute import ExactAggregates  # noqa: E402
 from dpframe.core.query import Measure, Query  # noqa: E402
 from dpframe.engine.release import prepare  # noqa: E402
 from dpframe.fronts.frame import PrivateFrame  # noqa: E402
@@ -157,7 +157,7 @@ def test_missing_units_are_dropped_like_pandas(client: Any, data: pd.DataFrame) 
 def _exact(ddf: Any, session: dpf.Session, query: Query, seed: int = 0) -> ExactAggregates:
     backend = DaskBackend(ddf)
     plan = prepare(session, query, backend)
-    return backend.exact(plan, np.random.default_rng(seed))
+    return backend.exact(plan.compute, np.random.default_rng(seed))
 
 
 def _spread(units: np.ndarray, nparts: int) -> Any:
@@ -186,7 +186,7 @@ def test_user_bounds_hold_when_a_unit_spans_all_partitions(client: Any) -> None:
     # ungrouped: at most max_rows_per_unit rows in total
     q = Query((Measure("count"),), Fraction(1), privacy_unit="u", max_rows_per_unit=4)
     backend = DaskBackend(ddf, shuffle_method="tasks")  # the task-based shuffle as well
-    agg = backend.exact(prepare(s, q, backend), np.random.default_rng(7))
+    agg = backend.exact(prepare(s, q, backend).compute, np.random.default_rng(7))
     assert int(next(iter(agg.values.values()))[0]) == 4
 
 

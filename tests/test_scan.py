@@ -19,7 +19,7 @@ import dpframe as dpf
 from dpframe.backends import arrow as arrow_backend
 from dpframe.backends.arrow import ArrowBackend, DatasetSource, _add_into, factorize, unit_hash
 from dpframe.backends.pandas import PandasBackend
-from dpframe.core.plan import ExactAggregates
+from dpframe.core.compute import ExactAggregates
 from dpframe.core.query import Query
 from dpframe.core.values import sorted_order
 from dpframe.engine.release import prepare
@@ -112,8 +112,8 @@ def _compare(frame: pd.DataFrame, scan: dpf.Scan, opts: dict[str, Any],
     pa_ = _plan(scan.backend, s, opts, call)
     assert pp.describe() == pa_.describe()  # same sensitivity, scale, charge
     assert pp.cost == pa_.cost
-    _same_exact(PandasBackend(frame).exact(pp, np.random.default_rng(1)),
-                scan.backend.exact(pa_, np.random.default_rng(2)))
+    _same_exact(PandasBackend(frame).exact(pp.compute, np.random.default_rng(1)),
+                scan.backend.exact(pa_.compute, np.random.default_rng(2)))
 
 
 ROW_QUERIES: list[Callable[[PrivateFrame], Any]] = [
@@ -185,7 +185,7 @@ def test_bounding_is_enforced_across_batches(frame: pd.DataFrame, parquet_dir: P
     scan = dpf.scan(parquet_dir, batch_size=500, partitions=3)
     opts = {"bounds": BOUNDS, "privacy_unit": "uid", "max_rows_per_unit": 2}
     plan = _plan(scan.backend, s, opts, lambda p: p.count(epsilon=1))
-    agg = scan.backend.exact(plan, np.random.default_rng(0))
+    agg = scan.backend.exact(plan.compute, np.random.default_rng(0))
     per_unit = frame.groupby("uid").size()
     assert int(next(iter(agg.values.values()))[0]) == int(np.minimum(per_unit, 2).sum())
 
@@ -291,7 +291,7 @@ def test_sources(frame: pd.DataFrame, parquet_dir: Path, tmp_path: Path) -> None
     for src in sources:
         sc = dpf.scan(src, batch_size=4000)
         plan = _plan(sc.backend, _session(), {}, lambda p: p.count(epsilon=1))
-        counts.add(int(next(iter(sc.backend.exact(plan, np.random.default_rng()).values
+        counts.add(int(next(iter(sc.backend.exact(plan.compute, np.random.default_rng()).values
                                   .values()))[0]))
     assert counts == {len(frame)}
     for src in (tmp_path / "a.csv", tmp_path / "a.arrow"):
@@ -299,7 +299,7 @@ def test_sources(frame: pd.DataFrame, parquet_dir: Path, tmp_path: Path) -> None
         assert sc.columns == ["age", "state"]
         plan = _plan(sc.backend, _session(), {"bounds": BOUNDS},
                      lambda p: p.sum("age", epsilon=1))
-        got = next(iter(sc.backend.exact(plan, np.random.default_rng()).values.values()))[0]
+        got = next(iter(sc.backend.exact(plan.compute, np.random.default_rng()).values.values()))[0]
         assert int(got) == int(small["age"].sum())
     assert "Scan(" in repr(dpf.scan(parquet_dir))
 
@@ -342,10 +342,10 @@ def test_partition_count_and_progress(parquet_dir: Path, capsys: pytest.CaptureF
     src = DatasetSource(parquet_dir)
     be = ArrowBackend(src, batch_size=5000, progress=True)
     plan = _plan(be, _session(), {}, lambda p: p.count(epsilon=1))
-    be.exact(plan, np.random.default_rng())
+    be.exact(plan.compute, np.random.default_rng())
     assert "rows" in capsys.readouterr().err
     be.progress = None  # default: only on a terminal (pytest's stderr is not one)
-    be.exact(plan, np.random.default_rng())
+    be.exact(plan.compute, np.random.default_rng())
     assert capsys.readouterr().err == ""
     with pytest.raises(dpf.ValidationError):
         dpf.scan(parquet_dir, partitions=0)

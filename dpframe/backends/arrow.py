@@ -48,7 +48,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.dataset as ds
 
-from ..core.plan import ExactAggregates, ReleasePlan, union_pairs
+from ..core.compute import ComputeRequest, ExactAggregates, union_pairs
 from ..core.transform import compute_exact
 from ..core.values import NUMERIC_KINDS, ColumnKind, canonicalize
 from ..errors import ValidationError
@@ -771,16 +771,16 @@ class ArrowBackend:
         """Arrow dictionaries come from the data, not from a declaration: never public keys."""
         return None
 
-    def exact(self, plan: ReleasePlan, gen: np.random.Generator) -> ExactAggregates:
-        q = plan.query
-        agg = self._two_pass(plan, gen) if q.privacy_unit else self._streaming(plan, gen)
+    def exact(self, request: ComputeRequest, gen: np.random.Generator) -> ExactAggregates:
+        q = request
+        agg = self._two_pass(request, gen) if q.privacy_unit else self._streaming(request, gen)
         return agg
 
     # -- helpers ----------------------------------------------------------------------------------
     @staticmethod
-    def _measure_columns(plan: ReleasePlan) -> list[str]:
+    def _measure_columns(request: ComputeRequest) -> list[str]:
         cols: list[str] = []
-        for r in plan.requests:
+        for r in request.requests:
             if r.column is not None and r.column not in cols:
                 cols.append(r.column)
         return cols
@@ -867,21 +867,21 @@ class ArrowBackend:
             local.append(tuple(reversed(tup)))
         return codes, local, index.index(local)
 
-    def _block(self, plan: ReleasePlan, block: Block, totals: _Totals, key_index: _KeyIndex,
+    def _block(self, request: ComputeRequest, block: Block, totals: _Totals, key_index: _KeyIndex,
                public_keys: list[tuple[object, ...]], units: I64 | None,
                gen: np.random.Generator, precoded: bool = False) -> None:
         """compute_exact on one block of rows holding whole units, added to ``totals``."""
-        totals.add(*self._block_aggregate(plan, block, key_index, public_keys, units, gen,
+        totals.add(*self._block_aggregate(request, block, key_index, public_keys, units, gen,
                                           precoded))
 
-    def _block_aggregate(self, plan: ReleasePlan, block: Block, key_index: _KeyIndex,
+    def _block_aggregate(self, request: ComputeRequest, block: Block, key_index: _KeyIndex,
                          public_keys: list[tuple[object, ...]], units: I64 | None,
                          gen: np.random.Generator, precoded: bool = False
                          ) -> tuple[ExactAggregates, I64 | None, int]:
         """compute_exact on one block: its aggregates, the positions of its keys in the global
         key list (private keys) and that list's size. With public keys (or none) and no
         sampling it touches no shared state, so blocks may run in parallel."""
-        q = plan.query
+        q = request
         n = block.num_rows
         index: I64 | None = None
         if not q.by:
@@ -895,25 +895,25 @@ class ArrowBackend:
             keys = public_keys
         else:
             codes, keys, index = self._private_codes(block, q.by, key_index)
-        agg = compute_exact(plan, codes, keys, units, self._getter(block), gen,
+        agg = compute_exact(request, codes, keys, units, self._getter(block), gen,
                             lambda name: value_hashes(block.column(name)))
         size = len(public_keys) if index is None else len(key_index.keys)
         return agg, index, size
 
-    def _finish(self, plan: ReleasePlan, totals: _Totals, key_index: _KeyIndex,
+    def _finish(self, request: ComputeRequest, totals: _Totals, key_index: _KeyIndex,
                 public_keys: list[tuple[object, ...]], gen: np.random.Generator,
                 empty: pa.Schema) -> ExactAggregates:
         if totals.blocks == 0:  # no row survived: zero aggregates of the right shapes
             block = empty.empty_table()
-            units = np.zeros(0, dtype=np.int64) if plan.query.privacy_unit else None
-            self._block(plan, block, totals, key_index, public_keys, units, gen,
+            units = np.zeros(0, dtype=np.int64) if request.privacy_unit else None
+            self._block(request, block, totals, key_index, public_keys, units, gen,
                         precoded=_GROUP_CODE in empty.names)
-        keys = key_index.keys if plan.query.private_keys else public_keys
+        keys = key_index.keys if request.private_keys else public_keys
         return totals.result(keys)
 
     @staticmethod
-    def _public_keys(plan: ReleasePlan) -> list[tuple[object, ...]]:
-        q = plan.query
+    def _public_keys(request: ComputeRequest) -> list[tuple[object, ...]]:
+        q = request
         if not q.by:
             return [()]
         if q.private_keys:
@@ -921,10 +921,10 @@ class ArrowBackend:
         return public_key_list([tuple(q.keys[c]) for c in q.by])
 
     # -- row-level: one streaming pass ------------------------------------------------------------
-    def _streaming(self, plan: ReleasePlan, gen: np.random.Generator) -> ExactAggregates:
-        q = plan.query
-        cols = list(dict.fromkeys([*q.by, *self._measure_columns(plan)]))
-        public_keys = self._public_keys(plan)
+    def _streaming(self, request: ComputeRequest, gen: np.random.Generator) -> ExactAggregates:
+        q = request
+        cols = list(dict.fromkeys([*q.by, *self._measure_columns(request)]))
+        public_keys = self._public_keys(request)
         totals, key_index = _Totals(), _KeyIndex()
         read_cols = cols or self.source.arrow_schema.names[:1]
         schema = None
@@ -939,14 +939,14 @@ class ArrowBackend:
             if not parallel:
                 for batch in batches:
                     schema = batch.schema
-                    self._block(plan, batch, totals, key_index, public_keys, None, gen)
+                    self._block(request, batch, totals, key_index, public_keys, None, gen)
             else:
                 with ThreadPoolExecutor(WORKERS, thread_name_prefix="dpframe-block") as pool:
                     pending: deque[Future[tuple[ExactAggregates, I64 | None, int]]] = deque()
                     try:
                         for batch in batches:
                             schema = batch.schema
-                            pending.append(pool.submit(self._block_aggregate, plan, batch,
+                            pending.append(pool.submit(self._block_aggregate, request, batch,
                                                        key_index, public_keys, None, gen))
                             while len(pending) > WORKERS:
                                 totals.add(*pending.popleft().result())
@@ -957,7 +957,7 @@ class ArrowBackend:
                             f.cancel()
         if schema is None:
             schema = pa.schema([self.source.arrow_schema.field(c) for c in read_cols])
-        return self._finish(plan, totals, key_index, public_keys, gen, schema)
+        return self._finish(request, totals, key_index, public_keys, gen, schema)
 
     # -- privacy units: two passes over keyed-hash partitions -------------------------------------
     def n_partitions(self) -> int:
@@ -972,10 +972,10 @@ class ArrowBackend:
             return 16
         return max(1, min(MAX_PARTITIONS, math.ceil(rows / self.partition_rows)))
 
-    def _spill_batch(self, plan: ReleasePlan, batch: pa.RecordBatch) -> pa.RecordBatch | None:
+    def _spill_batch(self, request: ComputeRequest, batch: pa.RecordBatch) -> pa.RecordBatch | None:
         """The columns pass 2 needs, without rows every query would drop (missing unit, or an
         undeclared public key); public keys are replaced by their int32 group code."""
-        q = plan.query
+        q = request
         assert q.privacy_unit is not None
         keep = np.asarray(batch.column(q.privacy_unit).is_valid().to_numpy(
             zero_copy_only=False), dtype=bool)
@@ -988,7 +988,7 @@ class ArrowBackend:
             for c in q.by:
                 arrays[c] = _decode(batch.column(c))
         arrays[q.privacy_unit] = _decode(batch.column(q.privacy_unit))
-        for c in self._measure_columns(plan):
+        for c in self._measure_columns(request):
             if c not in arrays:
                 arrays[c] = _decode(batch.column(c))
         out = pa.RecordBatch.from_pydict(arrays)
@@ -998,28 +998,28 @@ class ArrowBackend:
             out = out.filter(pa.array(keep))
         return out
 
-    def _two_pass(self, plan: ReleasePlan, gen: np.random.Generator) -> ExactAggregates:
-        q = plan.query
+    def _two_pass(self, request: ComputeRequest, gen: np.random.Generator) -> ExactAggregates:
+        q = request
         assert q.privacy_unit is not None
         unit = q.privacy_unit
-        cols = list(dict.fromkeys([*q.by, unit, *self._measure_columns(plan)]))
+        cols = list(dict.fromkeys([*q.by, unit, *self._measure_columns(request)]))
         n_parts = self.n_partitions()
         hash_key = (int(gen.integers(0, 1 << 63)), int(gen.integers(0, 1 << 63)))
-        public_keys = self._public_keys(plan)
+        public_keys = self._public_keys(request)
         totals, key_index = _Totals(), _KeyIndex()
         dict_cols = self._dictionary_columns(self._dictionary_keys(q))
         spill_schema: pa.Schema | None = None
 
         def process(block: pa.Table) -> None:
             units = unit_codes(block.column(unit))
-            self._block(plan, block, totals, key_index, public_keys, units, gen,
+            self._block(request, block, totals, key_index, public_keys, units, gen,
                         precoded=_GROUP_CODE in block.schema.names)
 
         if n_parts == 1:  # everything is one partition: keep it in memory, no spill
             parts: list[pa.RecordBatch] = []
             with contextlib.closing(self._batches(cols, dict_cols, "dpframe scan")) as batches:
                 for batch in batches:
-                    sb = self._spill_batch(plan, batch)
+                    sb = self._spill_batch(request, batch)
                     if sb is not None:
                         parts.append(sb)
                         spill_schema = sb.schema
@@ -1033,7 +1033,7 @@ class ArrowBackend:
                 batches = self._batches(cols, dict_cols, "dpframe scan, pass 1/2")
                 with contextlib.closing(batches):
                     for batch in batches:
-                        sb = self._spill_batch(plan, batch)
+                        sb = self._spill_batch(request, batch)
                         if sb is None:
                             continue
                         spill_schema = sb.schema
@@ -1086,7 +1086,7 @@ class ArrowBackend:
                 t = schema.field(c).type
                 fields.append(pa.field(c, t.value_type if pa.types.is_dictionary(t) else t))
             spill_schema = pa.schema(fields)
-        return self._finish(plan, totals, key_index, public_keys, gen, spill_schema)
+        return self._finish(request, totals, key_index, public_keys, gen, spill_schema)
 
 
 __all__ = ["ArrowBackend", "DatasetSource", "arrow_kind", "dictionary_codes", "factorize",

@@ -1,7 +1,7 @@
 """The backend contract: exact aggregates only, never noise.
 
-A backend turns a :class:`~dpframe.core.plan.ReleasePlan` into
-:class:`~dpframe.core.plan.ExactAggregates` using the shared transformations of
+A backend turns a :class:`~dpframe.core.compute.ComputeRequest` into
+:class:`~dpframe.core.compute.ExactAggregates` using the shared transformations of
 :mod:`dpframe.core.transform`. Group codes are computed by :func:`group_codes_from_uniques` so
 every backend maps declared keys the same way.
 """
@@ -15,7 +15,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from ..core.plan import ExactAggregates, ReleasePlan
+from ..core.compute import ComputeRequest, ExactAggregates
 from ..core.values import ColumnKind
 
 
@@ -30,7 +30,7 @@ class Backend(Protocol):
         """Declared categories of a categorical column (dtype metadata, public), else None."""
         ...
 
-    def exact(self, plan: ReleasePlan, gen: np.random.Generator) -> ExactAggregates:
+    def exact(self, request: ComputeRequest, gen: np.random.Generator) -> ExactAggregates:
         """Exact aggregates per group, after contribution bounding."""
         ...
 

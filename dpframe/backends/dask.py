@@ -3,7 +3,7 @@
 Each partition runs the pandas backend (:class:`~dpframe.backends.pandas.PandasBackend`) on
 its rows, so factorizing, clamping, fixed-point accumulation, binning and contribution
 bounding keep exactly one implementation. Workers return small
-:class:`~dpframe.core.plan.ExactAggregates` (numpy arrays); a tree of merges brings them to the
+:class:`~dpframe.core.compute.ExactAggregates` (numpy arrays); a tree of merges brings them to the
 client, where :func:`dpframe.engine.release.run_release` adds noise once, through the same session.
 No noise, budget or sensitivity logic ever runs on a worker, and the session never leaves the
 client.
@@ -29,7 +29,7 @@ import numpy.typing as npt
 import pandas as pd
 from pandas.util import hash_array
 
-from ..core.plan import ExactAggregates, ReleasePlan
+from ..core.compute import ComputeRequest, ExactAggregates
 from ..core.values import ColumnKind
 from ..errors import ValidationError
 from .pandas import PandasBackend, column_kind, column_labels
@@ -115,12 +115,12 @@ def _with_unit_hash(part: pd.DataFrame, unit: str, key: tuple[int, int]) -> pd.D
 
 # -- per-partition work (runs on workers) ----------------------------------------------------------
 
-def _partition_exact(part: pd.DataFrame, plan: ReleasePlan, seeds: npt.NDArray[np.int64],
+def _partition_exact(part: pd.DataFrame, request: ComputeRequest, seeds: npt.NDArray[np.int64],
                      partition_info: dict[str, Any] | None = None) -> pd.Series:
     """The pandas backend on one partition, with its own contribution-bounding generator
     (``seeds[partition number]``); the partial aggregates travel in a one-cell Series."""
     number = 0 if partition_info is None else int(partition_info["number"])
-    agg = PandasBackend(part).exact(plan, np.random.default_rng(int(seeds[number])))
+    agg = PandasBackend(part).exact(request, np.random.default_rng(int(seeds[number])))
     out = pd.Series([None], dtype=object)
     out.iloc[0] = agg
     return out
@@ -186,18 +186,18 @@ class DaskBackend:
             return None
         return tuple(dtype.categories)
 
-    def _columns(self, plan: ReleasePlan) -> list[str]:
-        q = plan.query
+    def _columns(self, request: ComputeRequest) -> list[str]:
+        q = request
         cols = [*q.by, *([q.privacy_unit] if q.privacy_unit else []),
-                *(r.column for r in plan.requests if r.column is not None)]
+                *(r.column for r in request.requests if r.column is not None)]
         return list(dict.fromkeys(cols))
 
-    def prepared(self, plan: ReleasePlan, key: tuple[int, int] = (0, 0)) -> dd.DataFrame:
+    def prepared(self, request: ComputeRequest, key: tuple[int, int] = (0, 0)) -> dd.DataFrame:
         """The frame the partials are computed on: needed columns only, and with a privacy
         unit, shuffled by the unit's ``key``-ed hash so that each unit's rows sit in exactly
         one partition."""
-        frame = self.ddf[[self._labels[c] for c in self._columns(plan)]]
-        unit = plan.query.privacy_unit
+        frame = self.ddf[[self._labels[c] for c in self._columns(request)]]
+        unit = request.privacy_unit
         if unit:
             meta = frame._meta.assign(**{UNIT_HASH_COLUMN: np.zeros(0, dtype=np.uint64)})
             hashed = frame.map_partitions(_with_unit_hash, self._labels[unit], key, meta=meta)
@@ -205,14 +205,14 @@ class DaskBackend:
                                    force=True)
         return frame
 
-    def exact(self, plan: ReleasePlan, gen: np.random.Generator) -> ExactAggregates:
+    def exact(self, request: ComputeRequest, gen: np.random.Generator) -> ExactAggregates:
         """Partials per partition (each with its own generator seeded from ``gen``), merged by
         a tree reduction; private keys are re-sorted (never in data or partition order)."""
         k0, k1 = (int(k) for k in gen.integers(0, 2**63, size=2, dtype=np.int64))
-        frame = self.prepared(plan, (k0, k1))
+        frame = self.prepared(request, (k0, k1))
         seeds = gen.integers(0, 2**63, size=frame.npartitions, dtype=np.int64)
         # map_partitions fuses with the read: each partition is read and reduced in one task
-        partials = frame.map_partitions(_partition_exact, plan, seeds,
+        partials = frame.map_partitions(_partition_exact, request, seeds,
                                         meta=pd.Series([], dtype=object),
                                         enforce_metadata=False, align_dataframes=False)
         agg: ExactAggregates

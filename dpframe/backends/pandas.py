@@ -9,7 +9,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from ..core.plan import ExactAggregates, ReleasePlan
+from ..core.compute import ComputeRequest, ExactAggregates
 from ..core.transform import compute_exact
 from ..core.values import NUMERIC_KINDS, ColumnKind, canonicalize, is_canonical
 from ..errors import ValidationError
@@ -195,10 +195,10 @@ class PandasBackend:
             return tuple(dtype.categories)
         return None
 
-    def group_codes(self, plan: ReleasePlan) -> tuple[npt.NDArray[np.int64],
+    def group_codes(self, request: ComputeRequest) -> tuple[npt.NDArray[np.int64],
                                                      list[tuple[object, ...]]]:
         """Group code per row and the key list, for public or private keys."""
-        q = plan.query
+        q = request
         n = len(self.df)
         if not q.by:
             return np.zeros(n, dtype=np.int64), [()]
@@ -240,17 +240,17 @@ class PandasBackend:
         keys = [k for k, ok in zip(keys, valid, strict=True) if ok]
         return codes.astype(np.int64), keys
 
-    def exact(self, plan: ReleasePlan, gen: np.random.Generator) -> ExactAggregates:
-        q = plan.query
-        if (not q.by and not q.privacy_unit and q.sample_rate is None and plan.requests
-                and all(r.kind == "rows" for r in plan.requests)):
+    def exact(self, request: ComputeRequest, gen: np.random.Generator) -> ExactAggregates:
+        q = request
+        if (not q.by and not q.privacy_unit and q.sample_rate is None and request.requests
+                and all(r.kind == "rows" for r in request.requests)):
             # the number of rows, with nothing to bound, group or sample: no pass over the data
             n = np.array([len(self.df)], dtype=np.int64)
-            return ExactAggregates([()], {r.key: n.copy() for r in plan.requests}, {})
-        codes, keys = self.group_codes(plan)
+            return ExactAggregates([()], {r.key: n.copy() for r in request.requests}, {})
+        codes, keys = self.group_codes(request)
         units = None
-        if plan.query.privacy_unit:
-            units = unit_codes(self.column(plan.query.privacy_unit))
-        agg = compute_exact(plan, codes, keys, units, lambda c: numeric_column(self.column(c)),
+        if request.privacy_unit:
+            units = unit_codes(self.column(request.privacy_unit))
+        agg = compute_exact(request, codes, keys, units, lambda c: numeric_column(self.column(c)),
                             gen, lambda c: value_hashes(self.column(c)))
         return agg

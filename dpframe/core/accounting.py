@@ -28,6 +28,8 @@ from functools import lru_cache
 from typing import Any
 
 from ..errors import ValidationError
+from .numbers import format_number as _fmt
+from .numbers import to_fraction, validate_delta, validate_epsilon
 
 #: Irrational results are rounded up to this many significant decimal digits.
 SIGNIFICANT_DIGITS = 15
@@ -36,82 +38,6 @@ _PREC = 80
 _MARGIN = Decimal("1e-60")
 _ZERO = Fraction(0)
 _ONE = Fraction(1)
-
-
-# --------------------------------------------------------------------------------------------
-# Validation and exact conversion of user numbers
-# --------------------------------------------------------------------------------------------
-
-
-def to_fraction(
-    x: Any,
-    name: str,
-    *,
-    positive: bool = False,
-    below_one: bool = False,
-    signed: bool = False,
-) -> Fraction:
-    """Validate a user-supplied number and convert it to an exact :class:`Fraction`.
-
-    Accepts ints, floats, Fractions, Decimals and numpy numbers. Floats convert through their
-    shortest decimal representation (``0.01 -> 1/100``), so what the user typed is what is
-    charged. Rejects bools, strings, None, complex numbers, NaN, infinities and negative values
-    with :class:`~dpframe.errors.ValidationError`; with ``positive=True`` also zero, with
-    ``below_one=True`` also values ``>= 1``; ``signed=True`` accepts negative values (bounds).
-    Messages name the argument, never data. This is the one number rule of PRIVACY.md
-    (epsilon, delta, bounds, weights, rates, levels): ``np.float32(0.1)`` is 1/10 everywhere.
-    """
-    if isinstance(x, bool) or type(x).__name__ in {"bool_", "bool"}:
-        raise ValidationError(f"{name} must be a number, not a bool")
-    if isinstance(x, str | bytes) or x is None:
-        raise ValidationError(f"{name} must be a number, not {type(x).__name__}")
-    if not isinstance(x, numbers.Real | Decimal):
-        raise ValidationError(f"{name} must be a real number, not {type(x).__name__}")
-    if isinstance(x, Fraction):
-        f = x
-    elif isinstance(x, numbers.Integral):
-        f = Fraction(int(x))
-    elif isinstance(x, Decimal):
-        if not x.is_finite():
-            raise ValidationError(f"{name} must be finite, got {x}")
-        f = Fraction(x)
-    elif isinstance(x, numbers.Rational):
-        f = Fraction(int(x.numerator), int(x.denominator))
-    else:
-        v = float(x)
-        if math.isnan(v):
-            raise ValidationError(f"{name} must be a number, got NaN")
-        if math.isinf(v):
-            raise ValidationError(f"{name} must be finite, got {v}")
-        # Python floats (and float64 subclasses) through their shortest repr; other binary
-        # floats (numpy float32/16) through their own shortest str.
-        text = float.__repr__(x) if isinstance(x, float) else str(x)
-        try:
-            f = Fraction(text)
-        except (ValueError, ZeroDivisionError):
-            f = Fraction(float.__repr__(v))
-    if f < 0 and not signed:
-        raise ValidationError(f"{name} must be non-negative, got {_fmt(f)}")
-    if positive and f == 0:
-        raise ValidationError(f"{name} must be positive, got 0")
-    if below_one and f >= 1:
-        raise ValidationError(f"{name} must be below 1, got {_fmt(f)}")
-    return f
-
-
-def validate_epsilon(x: Any, name: str = "epsilon") -> Fraction:
-    """An epsilon: a finite number > 0, as an exact Fraction (else ``ValidationError``)."""
-    return to_fraction(x, name, positive=True)
-
-
-def validate_delta(x: Any, name: str = "delta") -> Fraction:
-    """A delta: a number in [0, 1), as an exact Fraction (else ``ValidationError``)."""
-    return to_fraction(x, name, below_one=True)
-
-
-def _fmt(x: Fraction | float) -> str:
-    """Short human rendering of a budget number (for messages only)."""
-    return format(float(x), ".6g")
 
 
 # --------------------------------------------------------------------------------------------

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from fractions import Fraction
 
 from ..errors import ValidationError
-from .intervals import mean_half_width_bound
-from .plan import MeasurePlan
+from .aggregates import aggregate
+from .measure import MeasurePlan
 
 EPS_MIN = Fraction(1, 10**6)
 EPS_MAX = Fraction(10**6)
@@ -73,24 +73,10 @@ def epsilon_for_accuracy(half_width: Callable[[Fraction], float], target: float)
 
 def measure_half_width(mp: MeasurePlan, level: float, min_rows: int | None) -> float:
     """The half-width of a planned measure's ``level`` interval in the result's units, when it
-    does not depend on the data: counts, sums and histogram bins; a mean's bound for groups of
-    at least ``min_rows`` rows. ``ValidationError`` for the others."""
-    op = mp.measure.op
-    if op in ("count", "count_distinct", "sum", "histogram"):
-        assert mp.noise is not None
-        return mp.noise.half_width(level)
-    if op == "mean":
-        if min_rows is None:
-            raise ValidationError(
-                "accuracy= for a mean needs min_rows=: the interval of a mean shrinks with its "
-                "number of rows, which is private; declare a lower bound you know (e.g. "
-                "min_rows=1000) and every group with at least that many rows meets the target")
-        assert mp.noise is not None and mp.count_noise is not None and mp.bounds is not None
-        return mean_half_width_bound(mp.noise, mp.count_noise, mp.bounds, min_rows, level)
-    raise ValidationError(
-        f"accuracy= is not available for {op}: its error depends on the data (use epsilon=; "
-        "dry_run=True shows the noise). Accuracy-first works for count, sum, histogram and "
-        "mean (with min_rows=)")
+    does not depend on the data (its aggregate's :meth:`~dpframe.core.measure.Aggregate.half_width`:
+    counts, sums and histogram bins; a mean's bound for groups of at least ``min_rows`` rows).
+    ``ValidationError`` for the others."""
+    return aggregate(mp.measure.op).half_width(mp, level, min_rows)
 
 
 __all__ = ["EPS_MAX", "EPS_MIN", "epsilon_for_accuracy", "measure_half_width"]

@@ -31,6 +31,7 @@ import numpy.typing as npt
 
 from ..errors import ValidationError
 from .accounting import zcdp_rho_for_epsilon
+from .numbers import power_of_two_at_most
 from .rng import RandomSource
 from .samplers import (
     MAX_FAST_DEN,
@@ -49,19 +50,6 @@ GRANULARITY_BITS = 20
 #: The exponential mechanism's acceptance rate epsilon / (2 Delta_u) is a fraction a / d with
 #: a, d <= 2**EM_RATE_BITS (the exact Bernoulli(exp(-x)) sampler takes denominators <= 2**40).
 EM_RATE_BITS = 40
-
-
-def power_of_two_at_most(x: Fraction) -> Fraction:
-    """The largest power of two ``<= x`` (x > 0), as an exact fraction."""
-    if x <= 0:
-        raise ValueError("x must be positive")
-    e = x.numerator.bit_length() - x.denominator.bit_length()
-    p = Fraction(2) ** e
-    while p > x:
-        p /= 2
-    while p * 2 <= x:
-        p *= 2
-    return p
 
 
 def granularity_for(sensitivity: Fraction) -> Fraction:

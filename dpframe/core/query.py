@@ -7,8 +7,6 @@ arguments, declared bounds and keys, and the column schema (names and dtypes).
 
 from __future__ import annotations
 
-import itertools
-import math
 import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -17,7 +15,8 @@ from fractions import Fraction
 from typing import Literal
 
 from ..errors import BoundsError, KeysError, ValidationError
-from .accounting import to_fraction
+from .aggregates import MAX_LEVEL_DENOMINATOR, aggregate
+from .numbers import to_fraction
 from .values import NUMERIC_KINDS, ColumnKind, canonical
 
 Op = Literal["count", "count_distinct", "sum", "mean", "var", "std", "quantile", "histogram"]
@@ -35,16 +34,12 @@ MAX_CI = 1 - 1e-12
 #: Most exact counters one release may hold (groups x bins or candidates): 2**25 int64 cells,
 #: 256 MiB per aggregate. Checked from public information before any charge.
 MAX_CELLS = 1 << 25
-#: Quantile levels are fractions with at most this denominator (0.333... is read as 1/3): the
-#: exponential mechanism's integer utilities scale with it.
-MAX_LEVEL_DENOMINATOR = 1000
 
 
-def exact_fraction(x: object, name: str, *, positive: bool = False) -> Fraction:
-    """A user number as an exact Fraction by the one number rule
-    (:func:`dpframe.core.accounting.to_fraction`: floats via their shortest decimal form, so
-    ``0.01`` is exactly 1/100 and ``np.float32(0.1)`` is 1/10; Decimal and Fraction exact)."""
-    return to_fraction(x, name, positive=positive)
+def _is_level(ci: object) -> bool:
+    """None (no interval) or an interval level in (0, MAX_CI]."""
+    return ci is None or (not isinstance(ci, bool) and isinstance(ci, numbers.Real | Decimal)
+                          and 0 < float(ci) <= MAX_CI)
 
 
 @dataclass(frozen=True)
@@ -97,48 +92,55 @@ class Query:
             if col is not None and not isinstance(col, str):
                 raise ValidationError(f"columns are named by strings, not {type(col).__name__} "
                                       "(sum('x'), not sum(['x']))")
-        if self.epsilon <= 0:
-            raise ValidationError("epsilon must be positive")
-        if not (0 <= self.delta < 1):
-            raise ValidationError("delta must be in [0, 1)")
-        if self.mechanism not in (None, "laplace", "gaussian"):
-            raise ValidationError("mechanism must be 'laplace' or 'gaussian'")
-        if self.mechanism == "gaussian" and self.delta <= 0:
-            raise ValidationError("mechanism='gaussian' needs delta > 0")
-        if self.private_keys and self.delta <= 0:
-            raise ValidationError("keys='private' needs delta > 0 (key selection is "
-                                  "(eps, delta)-DP)")
-        if self.ci is not None and (isinstance(self.ci, bool) or not isinstance(
-                self.ci, numbers.Real | Decimal) or not (0 < self.ci <= MAX_CI)):
-            raise ValidationError("ci must be a level in (0, 1), e.g. 0.95 (at most 1 - 1e-12)")
-        if self.max_rows_per_unit < 1 or self.max_groups_per_unit < 1:
-            raise ValidationError("max_rows_per_unit and max_groups_per_unit must be >= 1")
-        if not (0 < self.selection_share < 1):
-            raise ValidationError("selection_share must be in (0, 1)")
-        for col in (*self.by, *( [self.privacy_unit] if self.privacy_unit else [])):
+        self._check_parameters()
+        for col in (*self.by, *([self.privacy_unit] if self.privacy_unit else [])):
             if col not in schema:
                 raise ValidationError(f"unknown column {col!r}")
         if self.by and not self.private_keys:
             for col in self.by:
-                if col not in self.keys:
-                    raise KeysError(
-                        f"grouping by {col!r} needs public keys: pass keys={{{col!r}: [...]}}, a "
-                        f"pandera isin check, keys={{{col!r}: 'categories'}} for a Categorical "
-                        "whose categories are public, or keys='private'")
-                if len(self.keys[col]) == 0:
-                    raise KeysError(f"the declared keys of {col!r} are empty")
-                if schema[col] in NUMERIC_KINDS and any(
-                        not isinstance(canonical(k, "other"), numbers.Number)
-                        for k in self.keys[col]):
-                    raise KeysError(f"column {col!r} is numeric but its declared keys are not "
-                                    "all numbers")
-                if schema[col] == "str" and any(not isinstance(k, str) for k in self.keys[col]):
-                    raise KeysError(f"column {col!r} holds text but its declared keys are not "
-                                    "all strings")
+                self._check_public_keys(col, schema[col])
         for m in self.measures:
             self._validate_measure(m, schema)
         self._check_size()
         return self
+
+    def _check_parameters(self) -> None:
+        """The budget, the mechanism, the interval level and the contribution bounds."""
+        for failed, message in (
+            (self.epsilon <= 0, "epsilon must be positive"),
+            (not (0 <= self.delta < 1), "delta must be in [0, 1)"),
+            (self.mechanism not in (None, "laplace", "gaussian"),
+             "mechanism must be 'laplace' or 'gaussian'"),
+            (self.mechanism == "gaussian" and self.delta <= 0,
+             "mechanism='gaussian' needs delta > 0"),
+            (self.private_keys and self.delta <= 0,
+             "keys='private' needs delta > 0 (key selection is (eps, delta)-DP)"),
+            (not _is_level(self.ci),
+             "ci must be a level in (0, 1), e.g. 0.95 (at most 1 - 1e-12)"),
+            (self.max_rows_per_unit < 1 or self.max_groups_per_unit < 1,
+             "max_rows_per_unit and max_groups_per_unit must be >= 1"),
+            (not (0 < self.selection_share < 1), "selection_share must be in (0, 1)"),
+        ):
+            if failed:
+                raise ValidationError(message)
+
+    def _check_public_keys(self, col: str, kind: ColumnKind) -> None:
+        """Declared keys of a grouping column: present, not empty, of the column's kind."""
+        if col not in self.keys:
+            raise KeysError(
+                f"grouping by {col!r} needs public keys: pass keys={{{col!r}: [...]}}, a "
+                f"pandera isin check, keys={{{col!r}: 'categories'}} for a Categorical "
+                "whose categories are public, or keys='private'")
+        keys = self.keys[col]
+        if len(keys) == 0:
+            raise KeysError(f"the declared keys of {col!r} are empty")
+        if kind in NUMERIC_KINDS and any(
+                not isinstance(canonical(k, "other"), numbers.Number) for k in keys):
+            raise KeysError(f"column {col!r} is numeric but its declared keys are not "
+                            "all numbers")
+        if kind == "str" and any(not isinstance(k, str) for k in keys):
+            raise KeysError(f"column {col!r} holds text but its declared keys are not "
+                            "all strings")
 
     def _check_size(self) -> None:
         """Refuse, before any charge, a release whose output would not fit in memory: the
@@ -147,8 +149,7 @@ class Query:
         if self.by and not self.private_keys:
             for col in self.by:
                 groups *= len(self.keys[col])
-        cells = max((len(m.edges or ()) if m.op == "histogram" else m.grid
-                     if m.op == "quantile" else 1) for m in self.measures)
+        cells = max(aggregate(m.op).cells(m) for m in self.measures)
         if groups * cells > MAX_CELLS:
             raise ValidationError(
                 f"this release needs {groups} groups x {cells} cells per group, more than the "
@@ -156,34 +157,19 @@ class Query:
                 "bins or a coarser resolution")
 
     def _validate_measure(self, m: Measure, schema: Mapping[str, ColumnKind]) -> None:
+        """The generic checks of a measure's column, then its aggregate's own checks."""
+        agg = aggregate(m.op)
         if m.weight <= 0:
             raise ValidationError("aggregate weights must be positive")
         if m.column is None:
-            if m.op != "count":
+            if agg.needs_column:
                 raise ValidationError(f"{m.op} needs a column")
             return
         if m.column not in schema:
             raise ValidationError(f"unknown column {m.column!r}")
-        if m.op in ("count", "count_distinct"):
-            return
-        if schema[m.column] not in NUMERIC_KINDS:
+        if agg.numeric and schema[m.column] not in NUMERIC_KINDS:
             raise ValidationError(f"column {m.column!r} is not numeric")
-        if m.op == "histogram":
-            edges = m.edges or ()
-            if len(edges) < 2 or any(not math.isfinite(e) for e in edges) or any(
-                b <= a for a, b in itertools.pairwise(edges)
-            ):
-                raise ValidationError("histogram bins must be >= 2 finite, increasing edges")
-            return
-        self.bounds_of(m.column)  # raises BoundsError when missing or malformed
-        if m.op == "quantile":
-            if m.q is None or not (0 <= m.q <= 1):
-                raise ValidationError("quantile level q must be in [0, 1]")
-            if m.q.denominator > MAX_LEVEL_DENOMINATOR:
-                raise ValidationError("quantile level q must be a fraction with denominator "
-                                      f"<= {MAX_LEVEL_DENOMINATOR} (use quantile_level(q))")
-            if m.grid < 2:
-                raise ValidationError("the candidate grid needs at least 2 points")
+        agg.check(m, self)
 
     def bounds_of(self, column: str) -> tuple[Fraction, Fraction]:
         """The declared bounds of ``column`` as exact fractions, or :class:`BoundsError`."""
@@ -232,7 +218,7 @@ class Query:
 def quantile_level(q: object) -> Fraction:
     """A quantile level as the nearest fraction with denominator <= 1000 (0.333... is 1/3),
     the level actually used and stated in the provenance."""
-    f = exact_fraction(q, "q")
+    f = to_fraction(q, "q")
     if not 0 <= f <= 1:
         raise ValidationError("quantile level q must be in [0, 1]")
     return f.limit_denominator(MAX_LEVEL_DENOMINATOR)

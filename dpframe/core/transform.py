@@ -15,7 +15,7 @@ from fractions import Fraction
 import numpy as np
 import numpy.typing as npt
 
-from .plan import AggregateRequest, ExactAggregates, ReleasePlan, unique_pairs
+from .compute import AggregateRequest, ComputeRequest, ExactAggregates, unique_pairs
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -268,7 +268,7 @@ def bound_contributions(units: I64, groups: I64 | None, max_rows: int, max_group
 def poisson_sample(units: I64 | None, n: int, rate: Fraction, gen: np.random.Generator
                    ) -> Bools:
     """Keep each privacy unit (each row at row level) independently with probability
-    ``rate``, which must be a dyadic fraction k / 2**53 (the plan rounds it up). A unit's rows
+    ``rate``, which must be a dyadic fraction k / 2**53 (planning rounds it up). A unit's rows
     are kept or dropped together via a salted pseudo-random priority of the unit."""
     if rate.denominator > (1 << 53) or (1 << 53) % rate.denominator:
         raise ValueError("sample rate must be a multiple of 2**-53")
@@ -293,7 +293,7 @@ def distinct_units_per_group(units: I64, groups: I64, ngroups: int, mask: Bools)
 
 
 def compute_exact(
-    plan: ReleasePlan,
+    request: ComputeRequest,
     group_codes: I64,
     keys: list[tuple[object, ...]],
     unit_codes: I64 | None,
@@ -308,7 +308,7 @@ def compute_exact(
     a column as a numpy array and its non-missing mask. Results of blocks that hold disjoint
     units add up (:meth:`ExactAggregates.merge`).
     """
-    q = plan.query
+    q = request
     ng = len(keys)
     if q.sample_rate is not None:
         group_codes = np.where(poisson_sample(unit_codes, group_codes.size, q.sample_rate, gen),
@@ -316,14 +316,14 @@ def compute_exact(
     if q.privacy_unit:
         assert unit_codes is not None
         mask = bound_contributions(unit_codes, group_codes if q.by else None,
-                                   plan.contribution.rows, plan.contribution.groups, gen)
+                                   request.max_rows, request.max_groups, gen)
     else:
         mask = None
     codes = bucket_codes(group_codes, ng, mask)
     values: dict[tuple[object, ...], np.ndarray] = {}
     counts: dict[tuple[object, ...], np.ndarray] = {}
     distinct: dict[tuple[object, ...], tuple[np.ndarray, np.ndarray]] = {}
-    for req in plan.requests:
+    for req in request.requests:
         if req.kind == "rows":
             values[req.key] = grouped_count(codes, ng)
             continue
@@ -350,7 +350,7 @@ def compute_exact(
             b = grid_index(raw, req)
             values[req.key] = grouped_bin_counts(codes, b, ng, len(req.edges), valid)
     unit_counts = None
-    if plan.selection is not None:
+    if request.unit_counts:
         if q.privacy_unit:
             assert unit_codes is not None
             unit_counts = distinct_units_per_group(unit_codes, codes, ng, codes < ng)

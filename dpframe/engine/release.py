@@ -17,7 +17,8 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from ..backends.base import Backend
-from ..core.plan import CoreRelease, ReleasePlan, apply_plan, plan_query
+from ..core.apply import CoreRelease, apply_plan
+from ..core.plan import ReleasePlan, plan_query
 from ..core.query import Query
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ def run_release(session: Session, query: Query, backend: Backend) -> CoreRelease
                            columns=query.columns, mechanism=plan.mechanism,
                            privacy_unit=query.privacy_unit)
     try:
-        exact = backend.exact(plan, session.rng.sampling_generator())
+        exact = backend.exact(plan.compute, session.rng.sampling_generator())
         release = apply_plan(plan, exact, session.rng)
     except BaseException:
         session.record(entry, status="failed", details={})

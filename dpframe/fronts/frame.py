@@ -20,12 +20,12 @@ import numpy as np
 import pandas as pd
 
 from ..backends.base import Backend
-from ..core.plan import CoreRelease
+from ..core.apply import CoreRelease
+from ..core.numbers import to_fraction
 from ..core.query import (
     DEFAULT_GRID,
     Measure,
     Query,
-    exact_fraction,
     normalise_keys,
     quantile_level,
 )
@@ -82,7 +82,7 @@ def _fraction_weights(weights: Mapping[str, float] | Sequence[float] | None, n: 
         vals = list(weights)
     if len(vals) != n:
         raise ValidationError("one weight per aggregate is needed")
-    return [exact_fraction(v, "weight", positive=True) for v in vals]
+    return [to_fraction(v, "weight", positive=True) for v in vals]
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -272,7 +272,7 @@ class PrivateFrame:
         """Queries on a Poisson sample of the privacy units at ``rate``, charged the amplified
         cost ln(1 + q (e^eps - 1)) for the epsilon given to each aggregate (add_remove only).
         The rate is rounded up to a multiple of 2**-53 (the rate actually used and charged)."""
-        q = exact_fraction(rate, "rate", positive=True)
+        q = to_fraction(rate, "rate", positive=True)
         if q > 1:
             raise ValidationError("rate must be in (0, 1]")
         out = copy.copy(self)
@@ -325,15 +325,15 @@ class PrivateFrame:
                                         mechanism=mechanism, ci=ci, description=description,
                                         selection_share=selection_share, accuracy=accuracy,
                                         min_rows=min_rows)
-        eps = exact_fraction(epsilon, "epsilon", positive=True)
-        dlt = exact_fraction(delta, "delta")
+        eps = to_fraction(epsilon, "epsilon", positive=True)
+        dlt = to_fraction(delta, "delta")
         if dlt >= 1:
             raise ValidationError("delta must be in [0, 1)")
         if mechanism is not None and mechanism not in ("laplace", "gaussian", "geometric"):
             raise ValidationError("mechanism must be 'laplace' or 'gaussian'")
         mech = "laplace" if mechanism == "geometric" else mechanism
         keys = self._resolved_keys(by if not private else ())
-        share = Fraction(1, 2) if selection_share is None else exact_fraction(
+        share = Fraction(1, 2) if selection_share is None else to_fraction(
             selection_share, "selection_share", positive=True)
         return Query(tuple(measures), eps, dlt, bounds=self._bounds, by=by, keys=keys,
                      private_keys=private, privacy_unit=self._unit,

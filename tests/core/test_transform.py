@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpframe.core.plan import fixed_point_request
+from dpframe.core.compute import fixed_point_request
 from dpframe.core.transform import (
     bound_contributions,
     fixed_point,

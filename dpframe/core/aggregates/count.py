@@ -1,0 +1,40 @@
+"""``count``: rows per group, or non-missing values of a column.
+
+Privacy: one unit adds or removes at most ``R`` rows in each of the ``k`` groups it touches, so
+the count vector has L1 sensitivity ``R k`` (add/remove; twice that for change-one, see
+:func:`~dpframe.core.sensitivity.count_sensitivity`); geometric noise of scale ``L1 / eps`` is
+eps-DP (Ghosh, Roughgarden and Sundararajan 2009), the discrete Gaussian rho-zCDP (Canonne,
+Kamath and Steinke 2020).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import TYPE_CHECKING
+
+from ..compute import AggregateRequest
+from ..measure import AdditiveCount, MeasurePlan, PlanContext
+from ..sensitivity import count_sensitivity
+
+if TYPE_CHECKING:
+    from ..query import Measure, Query
+
+
+class Count(AdditiveCount):
+    op = "count"
+    names = ("count",)
+    summary = "rows per group, or non-missing values of a column"
+    needs_column = False
+
+    def check(self, m: Measure, query: Query) -> None:
+        return None
+
+    def plan(self, ctx: PlanContext, m: Measure, eps: Fraction, delta: Fraction,
+             rho: Fraction | None) -> MeasurePlan:
+        s = count_sensitivity(ctx.relation, ctx.contribution, ctx.grouped)
+        req = (AggregateRequest("rows") if m.column is None
+               else AggregateRequest("nonnull", m.column))
+        return MeasurePlan(m, eps, delta, [req], noise=ctx.additive(s, eps, delta, rho, True))
+
+
+COUNT = Count()

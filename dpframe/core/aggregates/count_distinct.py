@@ -1,0 +1,46 @@
+"""``count_distinct``: distinct non-missing values of a column per group.
+
+Privacy: one unit adds or removes at most its ``R`` rows' values in each of its ``k`` groups, so
+each group's number of distinct values moves by at most ``R`` whatever the other rows hold:
+the count's sensitivity (PRIVACY.md). Backends give canonical value hashes (equal values hash
+equal in every block); blocks merge by union of (group, hash) pairs.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..compute import AggregateRequest
+from ..measure import AdditiveCount, MeasurePlan, PlanContext, Rows
+from ..sensitivity import count_sensitivity
+
+if TYPE_CHECKING:
+    from ..query import Measure, Query
+
+
+class CountDistinct(AdditiveCount):
+    op = "count_distinct"
+    names = ("count_distinct",)
+    summary = "distinct values of a column per group, each unit's contribution bounded"
+
+    def check(self, m: Measure, query: Query) -> None:
+        return None
+
+    def plan(self, ctx: PlanContext, m: Measure, eps: Fraction, delta: Fraction,
+             rho: Fraction | None) -> MeasurePlan:
+        s = count_sensitivity(ctx.relation, ctx.contribution, ctx.grouped)
+        return MeasurePlan(m, eps, delta, [AggregateRequest("distinct", m.column)],
+                           noise=ctx.additive(s, eps, delta, rho, True))
+
+    def exact_counts(self, mp: MeasurePlan, rows: Rows) -> np.ndarray:
+        n = len(rows.exact.keys)
+        groups, _ = rows.exact.distinct.get(mp.requests[0].key,
+                                            (np.zeros(0, dtype=np.int64), None))
+        per_group = np.bincount(groups, minlength=n)[:n][rows.keep]
+        return per_group.astype(np.int64)
+
+
+COUNT_DISTINCT = CountDistinct()

@@ -1,0 +1,87 @@
+"""``var`` and ``std``: three noisy releases and post-processing.
+
+Privacy: a third of the measure's budget each (basic composition) for the count, the sum of
+values shifted by the bounds' midpoint (each in ``[-h, h]``, ``h`` the half-width of the
+bounds) and the sum of shifted squares (each in ``[-h^2/2, h^2/2]``,
+:func:`~dpframe.core.compute.square_request`); the variance (``ddof`` as pandas) and the
+standard deviation, and their intervals, are post-processing (:mod:`dpframe.core.intervals`).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..compute import fixed_point_request, square_request
+from ..intervals import variance_estimate, variance_interval
+from ..measure import Aggregate, MeasurePlan, MeasureRelease, PlanContext, Rows
+from ..rng import RandomSource
+from ..sensitivity import count_sensitivity, sum_sensitivity
+
+if TYPE_CHECKING:
+    from ..query import Measure
+
+
+class Variance(Aggregate):
+    op = "var"
+    names = ("var",)
+    summary = "variance of values clamped to the declared bounds (ddof as pandas)"
+
+    def plan(self, ctx: PlanContext, m: Measure, eps: Fraction, delta: Fraction,
+             rho: Fraction | None) -> MeasurePlan:
+        assert m.column is not None
+        lo, hi = ctx.query.bounds_of(m.column)
+        req = fixed_point_request(m.column, lo, hi, (lo + hi) / 2, False, with_count=True)
+        sq = square_request(m.column, lo, hi)
+        s_sum = sum_sensitivity(ctx.relation, req.ilo * req.unit, req.ihi * req.unit,
+                                ctx.contribution, ctx.grouped)
+        s_sq = sum_sensitivity(ctx.relation, sq.ilo * sq.unit, sq.ihi * sq.unit,
+                               ctx.contribution, ctx.grouped)
+        s_cnt = count_sensitivity(ctx.relation, ctx.contribution, ctx.grouped)
+        third = rho / 3 if rho is not None else None
+        return MeasurePlan(
+            m, eps, delta, [req, sq],
+            noise=ctx.additive(s_sum, eps / 3, delta, third, False, req.unit),
+            count_noise=ctx.additive(s_cnt, eps / 3, delta, third, True),
+            square_noise=ctx.additive(s_sq, eps / 3, delta, third, False, sq.unit),
+            bounds=(float(lo), float(hi)))
+
+    def release(self, mp: MeasurePlan, rows: Rows, rng: RandomSource, level: float,
+                want_ci: bool) -> MeasureRelease:
+        assert mp.noise is not None and mp.count_noise is not None
+        assert mp.square_noise is not None and mp.bounds is not None
+        req, sq = mp.requests
+        m = mp.measure
+        noisy_sum = mp.noise.add_noise(rows.values(req), req.unit, rng).astype(np.float64)
+        noisy_cnt = mp.count_noise.add_noise(rows.counts(req), Fraction(1),
+                                             rng).astype(np.float64)
+        noisy_sq = mp.square_noise.add_noise(rows.values(sq), sq.unit, rng).astype(np.float64)
+        est = variance_estimate(noisy_sum, noisy_cnt, noisy_sq, mp.bounds, m.ddof)
+        if want_ci:
+            lower, upper = variance_interval(noisy_sum, noisy_cnt, noisy_sq, mp.noise,
+                                             mp.count_noise, mp.square_noise, mp.bounds,
+                                             m.ddof, level)
+        else:
+            lower = upper = np.full(est.shape, np.nan)
+        est, lower, upper = self.finish(est), self.finish(lower), self.finish(upper)
+        return MeasureRelease(m.name, m.column, est, lower.reshape(est.shape),
+                              upper.reshape(est.shape), self.describe(mp, level))
+
+    def finish(self, variance: np.ndarray) -> np.ndarray:
+        """From a variance to this aggregate's unit (post-processing)."""
+        return variance
+
+
+class StandardDeviation(Variance):
+    op = "std"
+    names = ("std",)
+    summary = "standard deviation of values clamped to the declared bounds (ddof as pandas)"
+
+    def finish(self, variance: np.ndarray) -> np.ndarray:
+        return np.sqrt(variance)
+
+
+VAR = Variance()
+STD = StandardDeviation()

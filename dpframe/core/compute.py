@@ -1,0 +1,204 @@
+"""What a backend is asked and what it returns: exact aggregates, never noise.
+
+A :class:`ComputeRequest` is data-only: the grouping, the declared keys, the privacy unit and its
+contribution bounds, the sampling rate and the exact aggregates to compute. It holds no noise,
+no budget and no mechanism, so a backend that receives it cannot add noise (the import
+contracts in ``pyproject.toml`` check that backends never import the noise modules). Backends
+answer with :class:`ExactAggregates`; blocks of rows that hold disjoint privacy units merge.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Literal
+
+import numpy as np
+
+from ..errors import ValidationError
+from .numbers import power_of_two_at_most
+
+ACCUMULATION_BITS = 32
+
+RequestKind = Literal["rows", "nonnull", "fixed_sum", "bins", "grid", "distinct"]
+
+
+@dataclass(frozen=True)
+class AggregateRequest:
+    """An exact aggregate a backend must compute per group (no noise, ever).
+
+    * ``rows``: number of rows; ``nonnull``: non-missing values of ``column``.
+    * ``fixed_sum``: sum of ``clip(rint((clip(x, lo, hi) - shift) / unit), ilo, ihi)`` over
+      non-missing x, as exact integers (also returns the non-missing count). With ``center``,
+      the value accumulated is ``(clip(x, lo, hi) - center)**2`` instead of ``clip(x, lo, hi)``
+      (sums of squares, for variances).
+    * ``bins``: counts per histogram bin (``edges``, ``right``, ``include_lowest``: exactly
+      ``pd.cut``); values outside are dropped.
+    * ``grid``: counts per candidate cell: a value goes to the first candidate >= clip(x).
+    * ``distinct``: the set of (group, value hash) pairs of non-missing values (the backend's
+      canonical hash: equal values hash equal in every block), whose size per group is the
+      number of distinct values; blocks merge by union, not by sum.
+    """
+
+    kind: RequestKind
+    column: str | None = None
+    lo: float = 0.0
+    hi: float = 0.0
+    shift: float = 0.0
+    unit: Fraction = Fraction(1)
+    ilo: int = 0
+    ihi: int = 0
+    integer: bool = False
+    edges: tuple[float, ...] = ()
+    right: bool = True
+    include_lowest: bool = False
+    with_count: bool = False
+    center: float | None = None
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        return (self.kind, self.column, self.lo, self.hi, self.shift, self.unit, self.edges,
+                self.right, self.include_lowest, self.integer, self.with_count, self.center)
+
+
+def fixed_point_request(column: str, lo: Fraction, hi: Fraction, shift: Fraction,
+                        integer: bool, with_count: bool = False) -> AggregateRequest:
+    """Fixed-point accumulation of clamped values: exact integer sums whose per-row bound holds
+    by construction (the integer value is clipped after rounding), so float rounding can never
+    push a sum past its sensitivity (PRIVACY.md)."""
+    if integer and shift == 0:
+        ilo, ihi = math.ceil(lo), math.floor(hi)
+        if ilo > ihi:
+            raise ValidationError(f"bounds of {column!r} contain no integer")
+        return AggregateRequest("fixed_sum", column, float(lo), float(hi), 0.0, Fraction(1),
+                                ilo, ihi, integer=True)
+    m = max(abs(lo - shift), abs(hi - shift))
+    unit = power_of_two_at_most(m) / (1 << ACCUMULATION_BITS)
+    ilo = math.ceil((lo - shift) / unit)
+    ihi = math.floor((hi - shift) / unit)
+    return AggregateRequest("fixed_sum", column, float(lo), float(hi), float(shift), unit,
+                            ilo, ihi, with_count=with_count)
+
+
+def square_request(column: str, lo: Fraction, hi: Fraction) -> AggregateRequest:
+    """Fixed-point sum of ``(clip(x, lo, hi) - mid)**2 - h**2 / 2`` (``mid`` the bounds'
+    midpoint, ``h`` their half-width): each row's value lies in ``[-h**2/2, h**2/2]``, clipped
+    after rounding like every fixed-point sum, so the sum's sensitivity follows from those
+    bounds whatever float rounding did."""
+    mid, h = (lo + hi) / 2, (hi - lo) / 2
+    shift = h * h / 2
+    unit = power_of_two_at_most(shift) / (1 << ACCUMULATION_BITS)
+    ilo, ihi = math.ceil(-shift / unit), math.floor(shift / unit)
+    return AggregateRequest("fixed_sum", column, float(lo), float(hi), float(shift), unit,
+                            ilo, ihi, center=float(mid))
+
+
+@dataclass(frozen=True)
+class ComputeRequest:
+    """Everything a backend needs to compute a release's exact aggregates, and nothing else.
+
+    ``by`` and ``keys`` (public keys, when ``private_keys`` is false) give the groups;
+    ``privacy_unit`` with ``max_rows`` / ``max_groups`` the contribution bounds a backend
+    enforces (:func:`dpframe.core.transform.bound_contributions`); ``sample_rate`` Poisson
+    sampling of units; ``unit_counts``: whether key selection needs distinct units per group.
+    """
+
+    requests: tuple[AggregateRequest, ...]
+    by: tuple[str, ...] = ()
+    keys: Mapping[str, tuple[object, ...]] = field(default_factory=dict)
+    private_keys: bool = False
+    privacy_unit: str | None = None
+    max_rows: int = 1
+    max_groups: int = 1
+    sample_rate: Fraction | None = None
+    unit_counts: bool = False
+
+    @property
+    def columns(self) -> list[str]:
+        """Every column the backend reads, keys first, each once."""
+        unit = [self.privacy_unit] if self.privacy_unit else []
+        return list(dict.fromkeys([*self.by, *unit,
+                                   *(r.column for r in self.requests if r.column is not None)]))
+
+    @property
+    def measure_columns(self) -> list[str]:
+        """The columns whose values the requests aggregate, each once."""
+        return list(dict.fromkeys(r.column for r in self.requests if r.column is not None))
+
+
+@dataclass
+class ExactAggregates:
+    """What a backend returns: per-group exact values for each request, in group order.
+
+    ``keys`` lists the group keys (tuples) in output order; for private keys it lists every
+    observed key and ``unit_counts`` their distinct-unit counts (after contribution bounding).
+    Arrays are indexed [group] (or [group, bin]).
+    """
+
+    keys: list[tuple[object, ...]]
+    values: dict[tuple[object, ...], np.ndarray]
+    counts: dict[tuple[object, ...], np.ndarray]
+    unit_counts: np.ndarray | None = None
+    #: ``distinct`` requests: unique (group, value hash) pairs, as two arrays
+    distinct: dict[tuple[object, ...], tuple[np.ndarray, np.ndarray]] = field(
+        default_factory=dict)
+
+    def merge(self, other: ExactAggregates) -> ExactAggregates:
+        """Sum of two blocks' aggregates (blocks must hold disjoint privacy units), aligning
+        keys: public keys coincide; observed private keys are unioned."""
+        keys = list(dict.fromkeys([*self.keys, *other.keys]))
+        pos = {k: i for i, k in enumerate(keys)}
+        ia = np.array([pos[k] for k in self.keys], dtype=np.int64)
+        ib = np.array([pos[k] for k in other.keys], dtype=np.int64)
+
+        def add(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
+            if a is None or b is None:
+                return a if b is None else b
+            big = any(x.dtype == object or (x.size and int(np.abs(x).max()) >= (1 << 61))
+                      for x in (a, b))
+            dtype = object if big else np.int64  # exact Python ints near the int64 limit
+            out = np.zeros((len(keys), *a.shape[1:]), dtype=dtype)
+            np.add.at(out, ia, a)
+            np.add.at(out, ib, b)
+            return out
+
+        values = {k: add(self.values.get(k), other.values.get(k)) for k in
+                  {**self.values, **other.values}}
+        counts = {k: add(self.counts.get(k), other.counts.get(k)) for k in
+                  {**self.counts, **other.counts}}
+        distinct = {k: union_pairs(self.distinct.get(k), ia, other.distinct.get(k), ib)
+                    for k in {**self.distinct, **other.distinct}}
+        return ExactAggregates(keys, values, counts,  # type: ignore[arg-type]
+                               add(self.unit_counts, other.unit_counts), distinct)
+
+
+Pairs = tuple[np.ndarray, np.ndarray]
+
+
+def union_pairs(a: Pairs | None, ia: np.ndarray | None, b: Pairs | None,
+                ib: np.ndarray | None) -> Pairs:
+    """The union of two sets of (group, hash) pairs, their groups first mapped through ``ia`` /
+    ``ib`` (block-local to merged group positions; None: already merged positions)."""
+    groups, hashes = [], []
+    for pairs, index in ((a, ia), (b, ib)):
+        if pairs is None:
+            continue
+        g, h = pairs
+        groups.append(g if index is None else np.asarray(index, dtype=np.int64)[g])
+        hashes.append(h)
+    if not groups:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint64)
+    return unique_pairs(np.concatenate(groups), np.concatenate(hashes))
+
+
+def unique_pairs(groups: np.ndarray, hashes: np.ndarray) -> Pairs:
+    """The distinct (group, hash) pairs, sorted."""
+    if groups.size == 0:
+        return groups.astype(np.int64), hashes.astype(np.uint64)
+    order = np.lexsort((hashes, groups))
+    g, h = groups[order], hashes[order]
+    keep = np.ones(g.size, dtype=bool)
+    keep[1:] = (g[1:] != g[:-1]) | (h[1:] != h[:-1])
+    return g[keep].astype(np.int64), h[keep].astype(np.uint64)

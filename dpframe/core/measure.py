@@ -1,0 +1,206 @@
+"""One measure's plan and release, and the base class every aggregate implements.
+
+An :class:`Aggregate` (one module per aggregate in :mod:`dpframe.core.aggregates`) owns
+everything that differs between aggregates: the checks of its arguments against public
+information, its plan (sensitivity, mechanism, exact requests, budget split), its release
+(adding the planned noise to the exact aggregates, then post-processing) and its public
+description. Everything here is a function of public information except
+:meth:`Aggregate.release`, which :func:`dpframe.core.apply.apply_plan` calls: the only place
+noise meets data. This module does not know pandas.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from ..errors import ValidationError
+from .compute import AggregateRequest, ExactAggregates
+from .mechanisms import ExponentialSpec, NoiseSpec, noise_spec
+from .rng import RandomSource
+from .sensitivity import Contribution, Relation, Sensitivity
+
+if TYPE_CHECKING:
+    from .query import Measure, Query
+
+
+@dataclass
+class MeasurePlan:
+    """How one measure is released (public: shown by dry runs, recorded in the ledger)."""
+
+    measure: Measure
+    epsilon: Fraction
+    delta: Fraction
+    requests: list[AggregateRequest]
+    noise: NoiseSpec | None = None          # count, sum, histogram; the sum part of a mean
+    count_noise: NoiseSpec | None = None    # the count part of a mean, var or std
+    square_noise: NoiseSpec | None = None   # the sum of squares of a var or std
+    em: ExponentialSpec | None = None       # quantiles
+    candidates: npt.NDArray[np.float64] | None = None
+    bounds: tuple[float, float] | None = None
+
+    @property
+    def mechanism(self) -> str:
+        if self.em is not None:
+            return "exponential (permute-and-flip)"
+        assert self.noise is not None
+        return ("geometric" if self.noise.kind == "laplace" and self.noise.integer else
+                "granular laplace" if self.noise.kind == "laplace" else "discrete gaussian")
+
+    def describe_common(self) -> dict[str, object]:
+        """What every measure's description holds."""
+        return {"aggregate": self.measure.name, "column": self.measure.column,
+                "mechanism": self.mechanism, "epsilon": float(self.epsilon),
+                "delta": float(self.delta)}
+
+    def describe_noise(self, level: float) -> dict[str, object]:
+        """The additive noise: scale, granularity, sensitivity and the interval half-width."""
+        assert self.noise is not None
+        d: dict[str, object] = dict(
+            noise_scale=self.noise.scale, granularity=float(self.noise.granularity),
+            sensitivity=float(self.noise.sensitivity), ci_level=level,
+            ci_half_width=self.noise.half_width(level))
+        if self.count_noise is not None:
+            # a ratio's interval is in the result's units and depends on the private number of
+            # rows: only its bound is public; the sum's and count's own intervals stay
+            d.update(count_noise_scale=self.count_noise.scale,
+                     count_ci_half_width=self.count_noise.half_width(level),
+                     sum_ci_half_width=d["ci_half_width"], ci_half_width=None)
+        if self.square_noise is not None:
+            d.update(square_noise_scale=self.square_noise.scale,
+                     square_sensitivity=float(self.square_noise.sensitivity))
+        if self.noise.rho is not None:
+            d["rho"] = float(self.noise.rho)
+        return d
+
+
+@dataclass
+class MeasureRelease:
+    """Noisy values of one measure, per group, with interval bounds where they exist."""
+
+    name: str
+    column: str | None
+    values: np.ndarray
+    lower: np.ndarray | None
+    upper: np.ndarray | None
+    description: dict[str, object]
+    bins: tuple[float, ...] | None = None
+    right: bool = True
+    include_lowest: bool = False
+
+
+@dataclass(frozen=True)
+class PlanContext:
+    """The public facts every aggregate plans from: the query, the neighbouring relation, the
+    contribution bound of a privacy unit and the columns' kinds."""
+
+    query: Query
+    relation: Relation
+    contribution: Contribution
+    column_kinds: Mapping[str, str]
+
+    @property
+    def grouped(self) -> bool:
+        return bool(self.query.by)
+
+    def additive(self, s: Sensitivity, eps: Fraction, delta: Fraction, rho: Fraction | None,
+                 integer: bool, unit: Fraction | None = None) -> NoiseSpec:
+        """The query's additive mechanism (Laplace family, or Gaussian calibrated to ``rho``)
+        for a statistic of sensitivity ``s`` at budget ``(eps, delta)``."""
+        if self.query.mechanism == "gaussian":
+            assert rho is not None
+            return noise_spec("gaussian", s.l2, eps, delta, changed=s.changed, integer=integer,
+                              rho=rho, min_granularity=unit)
+        return noise_spec("laplace", s.l1, eps, changed=s.changed, integer=integer,
+                          min_granularity=unit)
+
+
+@dataclass(frozen=True)
+class Rows:
+    """The exact aggregates of the released groups, in release order (``keep``)."""
+
+    exact: ExactAggregates
+    keep: npt.NDArray[np.intp]
+
+    def values(self, req: AggregateRequest) -> np.ndarray:
+        return self.exact.values[req.key][self.keep]
+
+    def counts(self, req: AggregateRequest) -> np.ndarray:
+        return self.exact.counts[req.key][self.keep]
+
+
+class Aggregate:
+    """One aggregate: its checks, plan, release and description (see the module docstring).
+
+    Class attributes state what fronts, specs and docs need: ``op`` (the Query's name),
+    ``names`` (the front methods and spec aggregates that build it), ``needs_column``,
+    ``numeric`` (its column must be numeric), ``exponential`` (released by the exponential
+    mechanism: pure DP, outside a Gaussian block) and ``mechanism_pages`` (the docs pages of
+    its mechanisms, under ``docs/mechanisms/``).
+    """
+
+    op: ClassVar[str]
+    names: ClassVar[tuple[str, ...]]
+    summary: ClassVar[str]
+    needs_column: ClassVar[bool] = True
+    numeric: ClassVar[bool] = True
+    exponential: ClassVar[bool] = False
+    mechanism_pages: ClassVar[tuple[str, ...]] = ("geometric", "granular-laplace",
+                                                  "discrete-gaussian")
+
+    def check(self, m: Measure, query: Query) -> None:
+        """Checks of the measure's own arguments (public); the column checks are generic."""
+        assert m.column is not None
+        query.bounds_of(m.column)  # raises BoundsError when missing or malformed
+
+    def cells(self, m: Measure) -> int:
+        """Exact counters each group needs (for the memory bound checked before a charge)."""
+        return 1
+
+    def plan(self, ctx: PlanContext, m: Measure, eps: Fraction, delta: Fraction,
+             rho: Fraction | None) -> MeasurePlan:
+        raise NotImplementedError
+
+    def release(self, mp: MeasurePlan, rows: Rows, rng: RandomSource, level: float,
+                want_ci: bool) -> MeasureRelease:
+        """Add the planned noise to the released groups' exact aggregates."""
+        raise NotImplementedError
+
+    def describe(self, mp: MeasurePlan, level: float) -> dict[str, object]:
+        """Public description: mechanism, scale, granularity, interval half-width."""
+        return {**mp.describe_common(), **mp.describe_noise(level)}
+
+    def half_width(self, mp: MeasurePlan, level: float, min_rows: int | None) -> float:
+        """The half-width of the ``level`` interval in the result's units, when it does not
+        depend on the data (accuracy-first queries); ``ValidationError`` otherwise."""
+        raise ValidationError(
+            f"accuracy= is not available for {self.op}: its error depends on the data (use "
+            "epsilon=; dry_run=True shows the noise). Accuracy-first works for count, sum, "
+            "histogram and mean (with min_rows=)")
+
+
+class AdditiveCount(Aggregate):
+    """Shared by aggregates released as one noisy integer per group (or per bin)."""
+
+    numeric = False
+
+    def release(self, mp: MeasurePlan, rows: Rows, rng: RandomSource, level: float,
+                want_ci: bool) -> MeasureRelease:
+        assert mp.noise is not None
+        noisy = mp.noise.add_noise(self.exact_counts(mp, rows), Fraction(1), rng)
+        hw = mp.noise.half_width(level)
+        m = mp.measure
+        return MeasureRelease(m.name, m.column, noisy, noisy - hw, noisy + hw,
+                              self.describe(mp, level))
+
+    def exact_counts(self, mp: MeasurePlan, rows: Rows) -> np.ndarray:
+        return rows.values(mp.requests[0])
+
+    def half_width(self, mp: MeasurePlan, level: float, min_rows: int | None) -> float:
+        assert mp.noise is not None
+        return mp.noise.half_width(level)
