@@ -38,6 +38,14 @@ if TYPE_CHECKING:
 _AGG_OPS = {"count", "count_distinct", "sum", "mean", "var", "std", "max", "min", "median"}
 
 
+#: pandera checks that declare bounds: check name -> (statistic of the lower bound, of the upper)
+_RANGE_CHECKS: dict[str, tuple[str | None, str | None]] = {
+    "in_range": ("min_value", "max_value"), "between": ("min_value", "max_value"),
+    "greater_than_or_equal_to": ("min_value", None), "greater_than": ("min_value", None),
+    "less_than_or_equal_to": (None, "max_value"), "less_than": (None, "max_value"),
+}
+
+
 def bounds_and_keys_from_schema(schema: Any) -> tuple[dict[str, tuple[float, float]],
                                                       dict[str, list[object]]]:
     """Bounds and public keys declared in a pandera DataFrameSchema.
@@ -55,18 +63,79 @@ def bounds_and_keys_from_schema(schema: Any) -> tuple[dict[str, tuple[float, flo
         for check in getattr(col, "checks", []) or []:
             cname = getattr(check, "name", "")
             st = getattr(check, "statistics", {}) or {}
-            if cname in ("in_range", "between"):
-                lo = max(lo, float(st["min_value"]))
-                hi = min(hi, float(st["max_value"]))
-            elif cname in ("greater_than_or_equal_to", "greater_than"):
-                lo = max(lo, float(st["min_value"]))
-            elif cname in ("less_than_or_equal_to", "less_than"):
-                hi = min(hi, float(st["max_value"]))
-            elif cname == "isin":
+            if cname == "isin":
                 keys[str(name)] = list(st["allowed_values"])
+            lo, hi = _narrowed(lo, hi, cname, st)
         if math.isfinite(lo) and math.isfinite(hi):
             bounds[str(name)] = (lo, hi)
     return bounds, keys
+
+
+def _narrowed(lo: float, hi: float, check: str, statistics: Mapping[str, Any]
+              ) -> tuple[float, float]:
+    """``[lo, hi]`` narrowed by one pandera range check (unchanged by other checks)."""
+    low, high = _RANGE_CHECKS.get(check, (None, None))
+    return (max(lo, float(statistics[low])) if low else lo,
+            min(hi, float(statistics[high])) if high else hi)
+
+
+def _declarations(bounds: object, keys: object, schema: Any
+                  ) -> tuple[dict[str, tuple[float, float]], dict[str, Sequence[object] | str]]:
+    """Bounds and keys from a pandera schema, then the explicit ones over them."""
+    b: dict[str, tuple[float, float]] = {}
+    k: dict[str, Sequence[object] | str] = {}
+    if schema is not None:
+        sb, sk = bounds_and_keys_from_schema(schema)
+        b.update(sb)
+        k.update(sk)
+    for name, given, into in (("bounds", bounds, b), ("keys", keys, k)):
+        try:
+            into.update(dict(given or {}))  # type: ignore[call-overload]
+        except (TypeError, ValueError):
+            raise ValidationError(f"{name} must be a mapping {{column: ...}}") from None
+    return b, k
+
+
+def _positive_int(value: object) -> bool:
+    """A positive integer (Python or numpy), not a bool."""
+    return not isinstance(value, bool) and isinstance(value, int | np.integer) and int(value) >= 1
+
+
+def _check_unit(schema: Mapping[str, object], privacy_unit: object, max_rows: object,
+                max_groups: object) -> None:
+    """The privacy unit and its contribution bounds (public declarations)."""
+    if privacy_unit is not None and not isinstance(privacy_unit, str):
+        raise ValidationError("privacy_unit must be a column name (a string)")
+    if privacy_unit is not None and privacy_unit not in schema:
+        raise ValidationError(f"unknown privacy_unit column {privacy_unit!r}")
+    _check_contribution(privacy_unit, max_rows, max_groups)
+
+
+def _check_contribution(privacy_unit: object, max_rows: object, max_groups: object) -> None:
+    """Contribution bounds: positive integers, and only (and always) with a privacy unit."""
+    for name, val in (("max_rows_per_unit", max_rows), ("max_groups_per_unit", max_groups)):
+        if val is not None and not _positive_int(val):
+            raise ValidationError(f"{name} must be a positive integer")
+    if privacy_unit is not None and max_rows is None:
+        raise ValidationError("privacy_unit needs max_rows_per_unit (a contribution bound)")
+    if privacy_unit is None and (max_rows is not None or max_groups is not None):
+        raise ValidationError("max_rows_per_unit and max_groups_per_unit bound a privacy "
+                              "unit's rows: pass privacy_unit= too (each row is its own unit "
+                              "otherwise)")
+
+
+def _check_accuracy_args(epsilon: object, accuracy: object, n_measures: int,
+                         min_rows: object) -> None:
+    """``accuracy=`` instead of ``epsilon=``: one of them, one aggregate, a valid min_rows."""
+    if epsilon is not None and accuracy is not None:
+        raise ValidationError("pass epsilon= or accuracy=, not both")
+    if accuracy is None:
+        raise ValidationError("pass epsilon= (the budget to spend) or accuracy= (the "
+                              "target half-width of the interval, in the result's units)")
+    if n_measures != 1:
+        raise ValidationError("accuracy= applies to one aggregate; use epsilon= for agg")
+    if min_rows is not None and not _positive_int(min_rows):
+        raise ValidationError("min_rows must be a positive integer")
 
 
 def _fraction_weights(weights: Mapping[str, float] | Sequence[float] | None, n: int,
@@ -185,6 +254,46 @@ def _agg_op(op: object) -> str:
     return op
 
 
+def _agg_pairs(spec: object, named: Mapping[str, object]
+               ) -> tuple[list[tuple[str, str]], list[str] | None]:
+    """The (column, aggregate) pairs of ``agg``, and their output names for named
+    aggregation (None for a ``{column: aggregate(s)}`` mapping)."""
+    if named and spec is not None:
+        raise ValidationError("agg takes a {column: aggregate(s)} mapping or named "
+                              "aggregations (name=(column, aggregate)), not both")
+    if named:
+        return _named_pairs(named)
+    if not isinstance(spec, Mapping) or not spec:
+        raise ValidationError("agg takes a non-empty {column: aggregate(s)} mapping or "
+                              "named aggregations: agg(total=('income', 'sum'), ...)")
+    return [(col, _agg_op(op)) for col, ops in spec.items()
+            for op in ([ops] if isinstance(ops, str) else list(ops))], None
+
+
+def _weights_by_label(weights: Mapping[str, float] | Sequence[float] | None,
+                      pairs: list[tuple[str, str]], names: list[str] | None
+                      ) -> Mapping[str, float] | Sequence[float] | None:
+    """Weights keyed by output name (named aggregation) re-keyed "column.aggregate"."""
+    if names is not None and isinstance(weights, Mapping) and set(weights) <= set(names):
+        return {f"{c}.{o}": weights[n] for (c, o), n in zip(pairs, names, strict=True)
+                if n in weights}
+    return weights
+
+
+def _agg_columns(pairs: list[tuple[str, str]], names: list[str] | None, r: CoreRelease,
+                 with_ci: bool) -> dict[Any, np.ndarray]:
+    """The columns of ``agg``'s result: each value, then its interval when asked for."""
+    data: dict[Any, np.ndarray] = {}
+    for i, ((col, op), m) in enumerate(zip(pairs, r.measures, strict=True)):
+        name: Any = (col, op) if names is None else names[i]
+        data[name] = m.values
+        if with_ci and m.lower is not None and m.upper is not None:
+            low = (col, f"{op}_lower") if names is None else f"{names[i]}_lower"
+            up = (col, f"{op}_upper") if names is None else f"{names[i]}_upper"
+            data[low], data[up] = m.lower, m.upper
+    return data
+
+
 def _named_pairs(named: Mapping[str, object]) -> tuple[list[tuple[str, str]], list[str]]:
     """``name=(column, aggregate)`` arguments: the pairs and their output names."""
     pairs: list[tuple[str, str]] = []
@@ -233,36 +342,10 @@ class PrivateFrame:
             raise ValidationError("the first argument must be a dpframe Session")
         self._backend = backend
         self._session = session
-        b: dict[str, tuple[float, float]] = {}
-        k: dict[str, Sequence[object] | str] = {}
-        if schema is not None:
-            sb, sk = bounds_and_keys_from_schema(schema)
-            b.update(sb)
-            k.update(sk)
-        for name, given, into in (("bounds", bounds, b), ("keys", keys, k)):
-            try:
-                into.update(dict(given or {}))  # type: ignore[arg-type]
-            except (TypeError, ValueError):
-                raise ValidationError(f"{name} must be a mapping {{column: ...}}") from None
-        # normalise_keys checks the key lists (a string is not a key list)
+        b, k = _declarations(bounds, keys, schema)
         self._bounds = b
-        self._keys = normalise_keys(k)
-        if privacy_unit is not None and not isinstance(privacy_unit, str):
-            raise ValidationError("privacy_unit must be a column name (a string)")
-        if privacy_unit is not None and privacy_unit not in backend.schema():
-            raise ValidationError(f"unknown privacy_unit column {privacy_unit!r}")
-        for name, val in (("max_rows_per_unit", max_rows_per_unit),
-                          ("max_groups_per_unit", max_groups_per_unit)):
-            if val is not None and (isinstance(val, bool) or not isinstance(val, int | np.integer)
-                                    or val < 1):
-                raise ValidationError(f"{name} must be a positive integer")
-        if privacy_unit is not None and max_rows_per_unit is None:
-            raise ValidationError("privacy_unit needs max_rows_per_unit (a contribution bound)")
-        if privacy_unit is None and (max_rows_per_unit is not None
-                                     or max_groups_per_unit is not None):
-            raise ValidationError("max_rows_per_unit and max_groups_per_unit bound a privacy "
-                                  "unit's rows: pass privacy_unit= too (each row is its own unit "
-                                  "otherwise)")
+        self._keys = normalise_keys(k)  # checks the key lists (a string is not a key list)
+        _check_unit(backend.schema(), privacy_unit, max_rows_per_unit, max_groups_per_unit)
         self._unit = privacy_unit
         self._max_rows = int(max_rows_per_unit or 1)
         self._max_groups = int(max_groups_per_unit or 1)
@@ -351,18 +434,9 @@ class PrivateFrame:
         from ..core.accuracy import epsilon_for_accuracy, measure_half_width
         from ..core.plan import plan_query
 
-        if epsilon is not None and accuracy is not None:
-            raise ValidationError("pass epsilon= or accuracy=, not both")
-        if accuracy is None:
-            raise ValidationError("pass epsilon= (the budget to spend) or accuracy= (the "
-                                  "target half-width of the interval, in the result's units)")
-        if len(measures) != 1:
-            raise ValidationError("accuracy= applies to one aggregate; use epsilon= for agg")
-        if min_rows is not None and (isinstance(min_rows, bool) or not isinstance(
-                min_rows, int | np.integer) or min_rows < 1):
-            raise ValidationError("min_rows must be a positive integer")
+        _check_accuracy_args(epsilon, accuracy, len(measures), min_rows)
         level = float(kw.get("ci") or 0.95)
-        rows = None if min_rows is None else int(min_rows)
+        rows = None if min_rows is None else int(min_rows)  # type: ignore[call-overload]
         # the query, its schema and its validation do not depend on epsilon: built once, only
         # the plan is made again for each epsilon tried
         base = self._query(measures, Fraction(1), delta, **kw)
@@ -1063,44 +1137,18 @@ class PrivateGroupBy:
             >>> list(out.columns), list(out.index)
             (['total', 'n'], ['a', 'b'])
         """
-        if named and spec is not None:
-            raise ValidationError("agg takes a {column: aggregate(s)} mapping or named "
-                                  "aggregations (name=(column, aggregate)), not both")
-        names: list[str] | None = None
-        if named:
-            pairs, names = _named_pairs(named)
-        else:
-            if not isinstance(spec, Mapping) or not spec:
-                raise ValidationError("agg takes a non-empty {column: aggregate(s)} mapping or "
-                                      "named aggregations: agg(total=('income', 'sum'), ...)")
-            pairs = []
-            for col, ops in spec.items():
-                for op in ([ops] if isinstance(ops, str) else list(ops)):
-                    pairs.append((col, _agg_op(op)))
+        pairs, names = _agg_pairs(spec, named)
         labels = [f"{c}.{o}" for c, o in pairs]
-        if names is not None and isinstance(weights, Mapping) and set(weights) <= set(names):
-            weights = {f"{c}.{o}": weights[n] for (c, o), n in zip(pairs, names, strict=True)
-                       if n in weights}
-        ws = _fraction_weights(weights, len(pairs), labels)
-        measures = []
-        for (col, op), w in zip(pairs, ws, strict=True):
-            if op in _QUANTILE_LEVELS:
-                measures.append(_quantile_measure(col, op, None, resolution, w))
-            else:
-                measures.append(Measure(op, col, label=op, weight=w))  # type: ignore[arg-type]
+        ws = _fraction_weights(_weights_by_label(weights, pairs, names), len(pairs), labels)
+        measures = [_quantile_measure(col, op, None, resolution, w) if op in _QUANTILE_LEVELS
+                    else Measure(op, col, label=op, weight=w)  # type: ignore[arg-type]
+                    for (col, op), w in zip(pairs, ws, strict=True)]
         r = self._release(measures, epsilon, delta, mechanism=mechanism, ci=ci, dry_run=dry_run,
                           description=f"groupby({','.join(self._by)}).agg({labels})",
                           selection_share=selection_share)
         if isinstance(r, dict):
             return r
-        data: dict[Any, np.ndarray] = {}
-        for i, ((col, op), m) in enumerate(zip(pairs, r.measures, strict=True)):
-            name: Any = (col, op) if names is None else names[i]
-            data[name] = m.values
-            if ci is not None and m.lower is not None and m.upper is not None:
-                low = (col, f"{op}_lower") if names is None else f"{names[i]}_lower"
-                up = (col, f"{op}_upper") if names is None else f"{names[i]}_upper"
-                data[low], data[up] = m.lower, m.upper
+        data = _agg_columns(pairs, names, r, ci is not None)
         out = pd.DataFrame(data, index=self._index(r))
         if names is None:
             out.columns = pd.MultiIndex.from_tuples(list(data))
