@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from . import local
+from ._version import __version__
 from .core.accounting import posterior_bound
 from .engine.release import last_release
 from .engine.session import Session
@@ -19,8 +20,6 @@ from .export import read_provenance, to_arrow, to_ipc, to_parquet
 from .fronts import accessor as _accessor  # noqa: F401  (registers the .dp accessor on DataFrames)
 from .fronts.results import DPFloat, DPInt
 from .fronts.scan import BatchSource, Scan, scan
-
-__version__ = "0.1.0"
 
 __all__ = [
     "BatchSource",

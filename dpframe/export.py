@@ -42,7 +42,7 @@ def _document(prov: Mapping[str, Any], by: Sequence[str], columns: dict[str, str
               measure_columns: list[dict[str, str | None]], rows: int,
               extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The provenance document (docs/export.md) from a release's provenance dict."""
-    from . import __version__
+    from ._version import __version__
 
     measures = [dict(m) for m in prov.get("measures", []) or []]
     for m, cols in zip(measures, measure_columns, strict=False):

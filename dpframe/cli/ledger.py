@@ -7,8 +7,8 @@ import io
 import os
 
 from ..core.accounting import posterior_bound
+from ..display.text import budget_table, entries_summary, entries_table, num
 from ..engine.ledger import SqliteLedger
-from ..engine.report import budget_table, entries_summary, entries_table, num
 from ..errors import LedgerError
 
 

@@ -57,7 +57,7 @@ def explain(session: Session, query: Query, backend: Backend) -> dict[str, Any]:
 
 def run_release(session: Session, query: Query, backend: Backend) -> CoreRelease:
     """Validate, charge, compute, add noise, record."""
-    from .. import __version__
+    from .._version import __version__
 
     plan = prepare(session, query, backend)
     entry = session.charge(plan.cost, query=query.description or plan.mechanism,

@@ -328,7 +328,7 @@ class Session:
 
     def _repr_html_(self) -> str:
         """Notebook display: budget bar, privacy unit and the latest releases."""
-        from ..fronts.html import session_html
+        from ..display.html import session_html
 
         describe = getattr(self._store, "describe", None)
         (te, td), (se, sd) = self.total_exact, self.spent_exact
@@ -342,7 +342,7 @@ class Session:
     def _report_renderables(self) -> list[Any]:
         from rich.text import Text
 
-        from .report import budget_table, entries_summary, entries_table
+        from ..display.text import budget_table, entries_summary, entries_table
 
         (te, td), (se, sd) = self.total_exact, self.spent_exact
         entries = self._store.entries()

@@ -385,7 +385,7 @@ class PrivateFrame:
 
     def _repr_html_(self) -> str:
         """Notebook display: declared bounds and keys, the privacy unit, the columns."""
-        from .html import frame_html
+        from ..display.html import frame_html
 
         return frame_html(self.declared())
 

@@ -35,7 +35,7 @@ class _Provenance:
 
     def _repr_html_(self) -> str:
         """Notebook display: the value, its interval (with ``ci=``), the query and charge."""
-        from .html import scalar_html
+        from ..display.html import scalar_html
 
         value = float(self)  # type: ignore[arg-type]  # the subclasses are float / int
         return scalar_html(value, self.attrs["dp"], self.lower, self.upper)

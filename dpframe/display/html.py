@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-from ..engine.report import ci_text
+from .text import ci_text
 
 _STYLE = ("font-family: var(--jp-ui-font-family, sans-serif); font-size: 13px; "
           "line-height: 1.4")

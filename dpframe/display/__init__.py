@@ -1,0 +1,3 @@
+"""Display of public information: text tables (rich) for reports and the CLI, HTML for
+notebooks. Post-processing only: it renders budgets, declarations, provenance and released
+values, never data."""

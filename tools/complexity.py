@@ -1,0 +1,44 @@
+"""Complexity budget of the package, checked in CI: no block graded E or F by radon, and at most
+4% of blocks graded C or worse. Prints the offenders; exits 1 when the budget is exceeded.
+
+    python tools/complexity.py [--max-share 0.04]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from radon.complexity import cc_rank, cc_visit
+
+ROOT = Path(__file__).resolve().parent.parent / "dpframe"
+
+
+def blocks(root: Path) -> list[tuple[str, str, int]]:
+    """(file, block name, complexity) of every function, method and class under ``root``."""
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        for block in cc_visit(path.read_text(encoding="utf-8")):
+            out.append((str(path.relative_to(root.parent)), block.fullname, block.complexity))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--max-share", type=float, default=0.04,
+                        help="largest share of blocks graded C or worse (default 0.04)")
+    args = parser.parse_args(argv)
+    every = blocks(ROOT)
+    complex_ = [(f, n, c) for f, n, c in every if cc_rank(c) not in "AB"]
+    worst = [(f, n, c) for f, n, c in complex_ if cc_rank(c) in "EF"]
+    share = len(complex_) / max(1, len(every))
+    for f, n, c in sorted(complex_, key=lambda t: -t[2]):
+        print(f"{cc_rank(c)} ({c:2d})  {f}: {n}")
+    print(f"{len(complex_)} of {len(every)} blocks graded C or worse ({share:.1%}, budget "
+          f"{args.max_share:.0%}); {len(worst)} graded E or F (budget 0)")
+    return 1 if worst or share > args.max_share else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
