@@ -35,42 +35,56 @@ def to_fraction(
     Messages name the argument, never data. This is the one number rule of PRIVACY.md
     (epsilon, delta, bounds, weights, rates, levels): ``np.float32(0.1)`` is 1/10 everywhere.
     """
+    f = _exact(_real(x, name), name)
+    for failed, message in ((f < 0 and not signed, f"must be non-negative, got {format_number(f)}"),
+                            (positive and f == 0, "must be positive, got 0"),
+                            (below_one and f >= 1, f"must be below 1, got {format_number(f)}")):
+        if failed:
+            raise ValidationError(f"{name} {message}")
+    return f
+
+
+def _real(x: Any, name: str) -> numbers.Real | Decimal:
+    """``x`` if it is a real number (not a bool, a string or None), else ValidationError."""
     if isinstance(x, bool) or type(x).__name__ in {"bool_", "bool"}:
         raise ValidationError(f"{name} must be a number, not a bool")
     if isinstance(x, str | bytes) or x is None:
         raise ValidationError(f"{name} must be a number, not {type(x).__name__}")
     if not isinstance(x, numbers.Real | Decimal):
         raise ValidationError(f"{name} must be a real number, not {type(x).__name__}")
+    return x
+
+
+def _exact(x: numbers.Real | Decimal, name: str) -> Fraction:
+    """The exact value of a real number: rationals as they are, Decimals exactly, binary
+    floats through their shortest decimal form."""
     if isinstance(x, Fraction):
-        f = x
-    elif isinstance(x, numbers.Integral):
-        f = Fraction(int(x))
-    elif isinstance(x, Decimal):
+        return x
+    if isinstance(x, numbers.Integral):
+        return Fraction(int(x))
+    if isinstance(x, Decimal):
         if not x.is_finite():
             raise ValidationError(f"{name} must be finite, got {x}")
-        f = Fraction(x)
-    elif isinstance(x, numbers.Rational):
-        f = Fraction(int(x.numerator), int(x.denominator))
-    else:
-        v = float(x)
-        if math.isnan(v):
-            raise ValidationError(f"{name} must be a number, got NaN")
-        if math.isinf(v):
-            raise ValidationError(f"{name} must be finite, got {v}")
-        # Python floats (and float64 subclasses) through their shortest repr; other binary
-        # floats (numpy float32/16) through their own shortest str.
-        text = float.__repr__(x) if isinstance(x, float) else str(x)
-        try:
-            f = Fraction(text)
-        except (ValueError, ZeroDivisionError):
-            f = Fraction(float.__repr__(v))
-    if f < 0 and not signed:
-        raise ValidationError(f"{name} must be non-negative, got {format_number(f)}")
-    if positive and f == 0:
-        raise ValidationError(f"{name} must be positive, got 0")
-    if below_one and f >= 1:
-        raise ValidationError(f"{name} must be below 1, got {format_number(f)}")
-    return f
+        return Fraction(x)
+    if isinstance(x, numbers.Rational):
+        return Fraction(int(x.numerator), int(x.denominator))
+    return _shortest_decimal(x, name)
+
+
+def _shortest_decimal(x: numbers.Real, name: str) -> Fraction:
+    """A binary float as the fraction of its shortest decimal representation: Python floats
+    (and float64 subclasses) through their shortest repr, other binary floats (numpy
+    float32/16) through their own shortest str, so ``np.float32(0.1)`` is 1/10."""
+    v = float(x)
+    if math.isnan(v):
+        raise ValidationError(f"{name} must be a number, got NaN")
+    if math.isinf(v):
+        raise ValidationError(f"{name} must be finite, got {v}")
+    text = float.__repr__(x) if isinstance(x, float) else str(x)
+    try:
+        return Fraction(text)
+    except (ValueError, ZeroDivisionError):
+        return Fraction(float.__repr__(v))
 
 
 def validate_epsilon(x: Any, name: str = "epsilon") -> Fraction:

@@ -97,20 +97,14 @@ def plan_query(query: Query, relation: Relation, column_kinds: dict[str, str]) -
     """Plan a validated query under ``relation``; pure function of public information."""
     if relation not in ("add_remove", "change_one"):
         raise ValidationError("neighbouring must be 'add_remove' or 'change_one'")
-    grouped = bool(query.by)
-    if query.privacy_unit:
-        contrib = Contribution(query.max_rows_per_unit, query.max_groups_per_unit if grouped else 1)
-    else:
-        contrib = Contribution(1, 1)
+    contrib = _contribution(query)
     gaussian = query.mechanism == "gaussian"
-    eps_total, delta_total = query.epsilon, query.delta
-
     selection: SelectionPlan | None = None
-    eps_measures, delta_measures = eps_total, delta_total
+    eps_measures, delta_measures = query.epsilon, query.delta
     if query.private_keys:
-        eps_sel = eps_total * query.selection_share
-        delta_sel = delta_total / 2 if gaussian else delta_total
-        eps_measures, delta_measures = eps_total - eps_sel, delta_total - delta_sel
+        eps_sel = query.epsilon * query.selection_share
+        delta_sel = query.delta / 2 if gaussian else query.delta
+        eps_measures, delta_measures = query.epsilon - eps_sel, query.delta - delta_sel
         selection = _plan_selection(relation, contrib, eps_sel, delta_sel)
 
     budgets = _measure_budgets(query.measures, eps_measures, delta_measures, gaussian)
@@ -118,18 +112,28 @@ def plan_query(query: Query, relation: Relation, column_kinds: dict[str, str]) -
     plans = [aggregate(m.op).plan(ctx, m, eps_m, delta_m, rho_m)
              for m, (eps_m, delta_m, rho_m) in zip(query.measures, budgets, strict=True)]
     rho_total = sum((r for _, _, r in budgets if r is not None), Fraction(0))
+    pure_gaussian = gaussian and selection is None and all(mp.em is None for mp in plans)
+    cost = _cost(query, relation, rho_total if pure_gaussian else None)
+    return ReleasePlan(query, relation, plans, selection, cost, contrib)
 
+
+def _contribution(query: Query) -> Contribution:
+    """How many rows, in how many groups, one privacy unit may contribute (1 and 1 when each
+    row is its own unit; ungrouped releases have one group)."""
+    if not query.privacy_unit:
+        return Contribution(1, 1)
+    return Contribution(query.max_rows_per_unit, query.max_groups_per_unit if query.by else 1)
+
+
+def _cost(query: Query, relation: Relation, rho: Fraction | None) -> PrivacyCost:
+    """The charge: the query's (epsilon, delta), amplified by Poisson sampling of units when
+    it samples (add_remove neighbours only), with the zCDP rho of an all-Gaussian release."""
     if query.sample_rate is not None:
-        # amplification by Poisson subsampling of units (add_remove neighbours only)
         if relation != "add_remove":
             raise ValidationError("sample() amplification holds for neighbouring='add_remove' "
                                   "only")
-        cost = poisson_subsampling(eps_total, delta_total, query.sample_rate)
-    elif gaussian and selection is None and all(mp.em is None for mp in plans):
-        cost = PrivacyCost(eps_total, delta_total, rho=rho_total)
-    else:
-        cost = PrivacyCost(eps_total, delta_total)
-    return ReleasePlan(query, relation, plans, selection, cost, contrib)
+        return poisson_subsampling(query.epsilon, query.delta, query.sample_rate)
+    return PrivacyCost(query.epsilon, query.delta, rho=rho)
 
 
 def _measure_budgets(measures: tuple[Measure, ...], eps: Fraction, delta: Fraction,
