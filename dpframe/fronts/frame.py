@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..backends.base import Backend
+from ..core.aggregates import NAMES
 from ..core.apply import CoreRelease
 from ..core.numbers import to_fraction
 from ..core.query import (
@@ -35,7 +36,8 @@ from .results import DPFloat, DPInt
 if TYPE_CHECKING:
     from ..engine.session import Session
 
-_AGG_OPS = {"count", "count_distinct", "sum", "mean", "var", "std", "max", "min", "median"}
+#: What ``agg`` takes: every aggregate name but those needing more than a column (a level, bins)
+_AGG_OPS = {name for name in NAMES if name not in ("quantile", "histogram")}
 
 
 #: pandera checks that declare bounds: check name -> (statistic of the lower bound, of the upper)
