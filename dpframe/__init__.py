@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from . import local
 from ._version import __version__
 from .core.accounting import posterior_bound
@@ -18,8 +20,12 @@ from .errors import (
 )
 from .export import read_provenance, to_arrow, to_ipc, to_parquet
 from .fronts import accessor as _accessor  # noqa: F401  (registers the .dp accessor on DataFrames)
+from .fronts.hooks import register_dask_accessor as _register_dask_accessor
+from .fronts.hooks import register_polars_namespace as _register_polars_namespace
 from .fronts.results import DPFloat, DPInt
-from .fronts.scan import BatchSource, Scan, scan
+
+if TYPE_CHECKING:  # loaded on first use (see __getattr__): type checkers see them here
+    from .fronts.scan import BatchSource, Scan, scan
 
 __all__ = [
     "BatchSource",
@@ -45,8 +51,19 @@ __all__ = [
     "to_parquet",
 ]
 
-from .fronts.hooks import register_dask_accessor as _register_dask_accessor
-from .fronts.hooks import register_polars_namespace as _register_polars_namespace
+
+def __getattr__(name: str) -> object:
+    """``dpf.scan``, ``dpf.Scan`` and ``dpf.BatchSource`` on first use: scans need
+    ``pyarrow.dataset``, which ``import dpframe`` does not load (PEP 562)."""
+    if name in ("scan", "Scan", "BatchSource"):
+        from .fronts import scan as _scan
+
+        value = getattr(_scan, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'dpframe' has no attribute {name!r}")
+
+
 
 # ddf.dp and pl_df.dp whatever the import order; import dpframe never imports Dask or Polars
 _register_dask_accessor()
