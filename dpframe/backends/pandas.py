@@ -47,8 +47,12 @@ def _is_uint64(dtype: Any) -> bool:
     return str(dtype).lower() in ("uint64", "uint64[pyarrow]")
 
 
-def numeric_column(s: pd.Series) -> tuple[np.ndarray, npt.NDArray[np.bool_]]:
-    """A numeric column as numpy (int64 when it has no missing value, else float64 with NaN)."""
+def numeric_column(s: pd.Series) -> tuple[np.ndarray, npt.NDArray[np.bool_] | None]:
+    """A numeric column as numpy (int64 when it has no missing value, else float64 with NaN)
+    and its non-missing mask; None for a float64 column, whose missing values are its NaNs
+    (computed only where needed: an ungrouped sum finds them without a pass of its own)."""
+    if s.dtype == np.float64:
+        return s.to_numpy(), None
     valid = s.notna().to_numpy(dtype=bool)
     kind = column_kind(s.dtype)
     if kind in ("int", "bool") and bool(valid.all()) and not _is_uint64(s.dtype):

@@ -188,3 +188,72 @@ def test_counts_respect_dropped_rows_in_one_group() -> None:
     assert grouped_count(codes, 1).tolist() == [3]
     assert grouped_count(codes, 1, mask).tolist() == [2]
     assert grouped_count(bucket_codes(codes, 1, mask), 1).tolist() == [2]  # pre-bucketed
+
+
+# -- the one-pass ungrouped sum: the same integers as fixed_point, block by block ---------------
+
+_BOUNDS = [(0.0, 100.0), (-3.5, 0.1), (-1e6, 1e12), (1e6, 1e6 + 1), (-(2.0**52), 2.0**52),
+           (1e-200, 2e-200)]
+
+
+def _reference(values: np.ndarray, req: object) -> tuple[int, int]:
+    fx = fixed_point(values, req)  # type: ignore[arg-type]
+    max_abs = max(abs(req.ilo), abs(req.ihi))  # type: ignore[attr-defined]
+    total = grouped_sum_exact(np.zeros(values.size, dtype=np.int64), fx, 1, max_abs)
+    return int(total[0]), int(np.count_nonzero(~np.isnan(values)))
+
+
+@pytest.mark.parametrize("lo,hi", _BOUNDS)
+@pytest.mark.parametrize("shifted", [False, True])
+def test_fixed_point_total_is_fixed_point_summed(lo: float, hi: float, shifted: bool) -> None:
+    from dpframe.core.transform import BLOCK_ROWS, fixed_point_total
+
+    rng = np.random.default_rng(11)
+    flo, fhi = Fraction(repr(lo)), Fraction(repr(hi))
+    shift = (flo + fhi) / 2 if shifted else Fraction(0)
+    req = fixed_point_request("x", flo, fhi, shift, False, with_count=shifted)
+    n = 3 * BLOCK_ROWS + 17  # several blocks and a ragged last one
+    values = rng.uniform(lo - (hi - lo), hi + (hi - lo), n)
+    values[rng.integers(0, n, 40)] = ADVERSARIAL[rng.integers(0, ADVERSARIAL.size, 40)]
+    values[BLOCK_ROWS:2 * BLOCK_ROWS:997] = np.nan  # missing values in one block only
+    got = fixed_point_total(values, req)
+    assert got is not None
+    assert got == _reference(values, req)
+
+
+def test_fixed_point_total_declines_what_it_cannot_sum_exactly() -> None:
+    from dpframe.core.transform import fixed_point_total
+
+    req = fixed_point_request("x", Fraction(0), Fraction(10), Fraction(0), False)
+    assert fixed_point_total(np.arange(10, dtype=np.float32), req) is None  # not float64
+    sq = fixed_point_request("x", Fraction(0), Fraction(1 << 52), Fraction(0), True)
+    assert fixed_point_total(np.arange(10, dtype=np.float64), sq) is None  # 2**52 per row
+
+
+def test_the_ungrouped_release_takes_the_one_pass_sum(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fast path is the path a plain ``priv.sum`` takes (so the equivalence above is what
+    users get), and it finds the same exact total as the general path."""
+    import warnings
+
+    import pandas as pd
+
+    import dpframe as dpf
+    from dpframe.core import transform
+
+    calls: list[tuple[int, int] | None] = []
+    real = transform.fixed_point_total
+
+    def spy(values: np.ndarray, req: object) -> tuple[int, int] | None:
+        calls.append(real(values, req))  # type: ignore[arg-type]
+        return calls[-1]
+
+    monkeypatch.setattr(transform, "fixed_point_total", spy)
+    x = np.random.default_rng(3).uniform(-5, 105, 200_000)
+    x[::1000] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        priv = pd.DataFrame({"x": x}).dp(dpf.Session(100, seed=1), bounds={"x": (0, 100)})
+    priv.mean("x", epsilon=1.0)
+    assert len(calls) == 1 and calls[0] is not None
+    req = fixed_point_request("x", Fraction(0), Fraction(100), Fraction(50), False, True)
+    assert calls[0] == _reference(x, req)
