@@ -1,4 +1,4 @@
-"""The built-in privacy audit (dpframe/audit.py, docs/audit.md).
+"""The privacy audit (scenarios in tests/audit/, statistics in dpframe.testing, docs/audit.md).
 
 Every aggregate and mechanism runs many times on worst-case neighbouring datasets; the
 Clopper-Pearson lower bound on its epsilon (valid with probability >= 1 - alpha) must not exceed
@@ -7,22 +7,31 @@ a halved sensitivity, a permute-and-flip run at twice its epsilon, a key-selecti
 too low) go through the same audit and must be caught: that proves the audit can fail.
 
 ``audit`` tests (fast subset) run by default and in CI; ``audit_full`` runs on demand:
-``pytest -m audit_full tests/test_audit.py`` (or ``python -m dpframe.audit`` for the table in
-docs/audit.md). An ``eps_lower_bound`` above the claim is a privacy bug: never loosen the test.
+``pytest -m audit_full tests/test_audit.py`` (or ``python tools/update_audit_table.py`` for the
+table in docs/audit.md). An ``eps_lower_bound`` above the claim is a privacy bug: never loosen
+the test.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import math
+import subprocess
+import sys
 from fractions import Fraction
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
-from dpframe import audit
-from dpframe.audit import SCENARIOS, Scenario, scenario
-from dpframe.core.sensitivity import Sensitivity
 from dpframe.testing import AuditResult
+
+from .audit import SCENARIOS, Scenario, scenario
+from .audit._controls import halve_sum_sensitivity
+from .audit.findings import gaussian_epsilon
+
+ROOT = Path(__file__).resolve().parent.parent
+TABLE_TOOL = ROOT / "tools" / "update_audit_table.py"
 
 ALPHA = 1e-3
 FAST = [s for s in SCENARIOS if s.fast_trials]
@@ -48,6 +57,15 @@ def _check(r: AuditResult) -> None:
         assert r.eps_lower_bound > r.claimed, "the audit missed a broken mechanism: " + detail
     else:
         assert r.eps_lower_bound <= r.claimed, "PRIVACY VIOLATION: " + detail
+
+
+def _table_tool() -> ModuleType:
+    """tools/update_audit_table.py, loaded as a module."""
+    spec = importlib.util.spec_from_file_location("update_audit_table", TABLE_TOOL)
+    assert spec is not None and spec.loader is not None
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    return tool
 
 
 # -- the audits -----------------------------------------------------------------------------------
@@ -78,20 +96,12 @@ def test_every_broken_control_is_in_the_fast_subset() -> None:
 @pytest.mark.audit
 def test_same_audit_catches_a_halved_sensitivity(monkeypatch: pytest.MonkeyPatch) -> None:
     """The groupby-sum audit passes, and the very same audit fails once sums are planned with
-    half their sensitivity (patched here, independently of the registry's broken control)."""
-    from dpframe.core import plan
-
+    half their sensitivity (patched by the test itself, not through the registry's control)."""
     sc = scenario("groupby sum")
     honest = sc.run(full=False, alpha=ALPHA, seed=3)
     assert not honest.violation
 
-    real = plan.sum_sensitivity
-
-    def halved(*args: object, **kwargs: object) -> Sensitivity:
-        s = real(*args, **kwargs)  # type: ignore[arg-type]
-        return Sensitivity(s.l1 / 2, s.l2 / 2, s.linf / 2, s.changed)
-
-    monkeypatch.setattr(plan, "sum_sensitivity", halved)
+    halve_sum_sensitivity(monkeypatch)
     broken = sc.run(full=False, alpha=ALPHA, seed=3)
     assert broken.claimed == honest.claimed == 1.0  # still charged epsilon = 1
     assert broken.eps_lower_bound > broken.claimed
@@ -114,14 +124,24 @@ def test_claims_are_the_charged_budget() -> None:
 @pytest.mark.audit
 def test_runner_writes_the_docs_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]
                                       ) -> None:
+    tool = _table_tool()
     doc = tmp_path / "audit.md"
-    doc.write_text(f"# Audit\n\n{audit.START}\nold\n{audit.END}\n\ntail\n")
-    assert audit.main(["--fast", "--only", "core: granular", "--docs", str(doc),
-                       "--date", "2026-11-22"]) == 0
+    doc.write_text(f"# Audit\n\n{tool.START}\nold\n{tool.END}\n\ntail\n")
+    assert tool.main(["--fast", "--only", "core: granular", "--docs", str(doc),
+                      "--date", "2026-11-22"]) == 0
     text = doc.read_text()
     assert "old" not in text and text.endswith("\n\ntail\n")
     assert "| core: granular Laplace (real) |" in text and "2026-11-22" in text
     assert "| ok |" in capsys.readouterr().out
+
+
+@pytest.mark.audit
+def test_table_tool_runs_as_a_script(tmp_path: Path) -> None:
+    """``python tools/update_audit_table.py`` finds the scenarios from any directory;
+    ``--print`` leaves the docs page alone."""
+    out = subprocess.run([sys.executable, str(TABLE_TOOL), "--fast", "--only", "core: granular",
+                          "--print"], capture_output=True, text=True, cwd=tmp_path, check=True)
+    assert "| core: granular Laplace (real) |" in out.stdout and "| ok |" in out.stdout
 
 
 # -- the findings of the attacker's review of 0.1 -------------------------------------------------
@@ -147,11 +167,11 @@ def test_gaussian_epsilon_is_the_tight_profile() -> None:
 
     for sigma, sens, eps in ((86.77, 10.0, 0.5), (1.0, 1.0, 2.0), (30.0, 3.0, 0.05)):
         delta = profile(eps, sigma, sens)
-        assert audit.gaussian_epsilon(sigma, sens, delta) == pytest.approx(eps, rel=1e-6)
+        assert gaussian_epsilon(sigma, sens, delta) == pytest.approx(eps, rel=1e-6)
     for eps, delta in ((0.5, 1e-6), (0.9, 1e-5)):
         classical = math.sqrt(2 * math.log(1.25 / delta)) / eps
-        assert audit.gaussian_epsilon(classical, 1.0, delta) <= eps
-        assert audit.gaussian_epsilon(classical / 2, 1.0, delta) > eps
+        assert gaussian_epsilon(classical, 1.0, delta) <= eps
+        assert gaussian_epsilon(classical / 2, 1.0, delta) > eps
 
 
 @pytest.mark.audit
@@ -163,7 +183,7 @@ def test_the_mixed_gaussian_scenario_fails_on_the_0_1_calibration() -> None:
 
     rho_half = float(zcdp_rho_for_epsilon(1, Fraction(1, 10**6))) / 2
     sigma_0_1 = 10.0 / math.sqrt(2 * rho_half)  # sensitivity 10, as in the scenario
-    assert audit.gaussian_epsilon(sigma_0_1, 10.0, 5e-7) > 0.5
+    assert gaussian_epsilon(sigma_0_1, 10.0, 5e-7) > 0.5
     r = scenario("finding 4: mixed Gaussian agg (sum + max)").run(full=False)
     assert r.direction == "exact" and not r.violation
     assert 0.4 < r.eps_lower_bound <= r.claimed
