@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING
 
 from . import local
@@ -25,6 +26,7 @@ from .fronts.hooks import register_polars_namespace as _register_polars_namespac
 from .fronts.results import DPFloat, DPInt
 
 if TYPE_CHECKING:  # loaded on first use (see __getattr__): type checkers see them here
+    from . import testing
     from .fronts.scan import BatchSource, Scan, scan
 
 __all__ = [
@@ -46,6 +48,7 @@ __all__ = [
     "posterior_bound",
     "read_provenance",
     "scan",
+    "testing",
     "to_arrow",
     "to_ipc",
     "to_parquet",
@@ -53,8 +56,11 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    """``dpf.scan``, ``dpf.Scan`` and ``dpf.BatchSource`` on first use: scans need
-    ``pyarrow.dataset``, which ``import dpframe`` does not load (PEP 562)."""
+    """Loaded on first use (PEP 562), so ``import dpframe`` stays fast: ``dpf.scan``,
+    ``dpf.Scan`` and ``dpf.BatchSource`` (they need ``pyarrow.dataset``) and ``dpf.testing``
+    (the audit statistics)."""
+    if name == "testing":
+        return importlib.import_module(".testing", __name__)
     if name in ("scan", "Scan", "BatchSource"):
         from .fronts import scan as _scan
 
@@ -64,7 +70,7 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module 'dpframe' has no attribute {name!r}")
 
 
-
 # ddf.dp and pl_df.dp whatever the import order; import dpframe never imports Dask or Polars
 _register_dask_accessor()
 _register_polars_namespace()
+

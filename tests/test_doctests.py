@@ -7,7 +7,8 @@ import importlib
 
 import pytest
 
-MODULES = ["dpframe.fronts.frame", "dpframe.fronts.results", "dpframe.core.intervals"]
+MODULES = ["dpframe.fronts.frame", "dpframe.fronts.results", "dpframe.core.intervals",
+           "dpframe.testing"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -8,9 +8,9 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dpframe.audit import clopper_pearson
 from dpframe.core.mechanisms import epsilon_for_half_width, noise_spec
 from dpframe.core.rng import RandomSource
+from dpframe.testing import clopper_pearson
 
 pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
 

@@ -1,0 +1,82 @@
+"""Positive controls: releases broken on purpose, which the audit must catch (for the audit
+only, never in the library).
+
+Every patch target (a module global of the planner, an attribute of a plan or of a noise
+spec) is named in this module and nowhere else: when the planner moves, update the targets
+here. A target that no longer exists makes the patch raise (``MonkeyPatch.setattr``); one that
+exists but is no longer called makes the broken control pass the audit, which the audit tests
+report as "the audit missed a broken mechanism".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import importlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from dpframe.core.mechanisms import NoiseSpec
+from dpframe.core.sensitivity import Sensitivity
+
+from .mechanisms import geometric_spec
+
+#: The sum aggregate's sensitivity (its result: a ``Sensitivity``), looked up in the module
+#: that calls it.
+SUM_SENSITIVITY = "dpframe.core.aggregates.sum.sum_sensitivity"
+#: The planner of private-key selection (its result has a ``threshold``).
+KEY_SELECTION = "dpframe.core.plan._plan_selection"
+
+Patch = Callable[[pytest.MonkeyPatch], None]
+
+
+def _real(target: str) -> Callable[..., Any]:
+    module, name = target.rsplit(".", 1)
+    fn: Callable[..., Any] = getattr(importlib.import_module(module), name)
+    return fn
+
+
+def halve_sum_sensitivity(monkeypatch: pytest.MonkeyPatch) -> None:
+    """BROKEN on purpose: plan sums with half their true sensitivity."""
+    real = _real(SUM_SENSITIVITY)
+
+    def halved(*args: Any, **kwargs: Any) -> Sensitivity:
+        s = real(*args, **kwargs)
+        return Sensitivity(s.l1 / 2, s.l2 / 2, s.linf / 2, s.changed)
+
+    monkeypatch.setattr(SUM_SENSITIVITY, halved)
+
+
+def lower_selection_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """BROKEN on purpose: release private keys at one below the calibrated threshold."""
+    real = _real(KEY_SELECTION)
+
+    def lowered(*args: Any, **kwargs: Any) -> Any:
+        sp = real(*args, **kwargs)
+        return dataclasses.replace(sp, threshold=sp.threshold - 1)
+
+    monkeypatch.setattr(KEY_SELECTION, lowered)
+
+
+def patched(patch: Patch) -> Callable[[], contextlib.AbstractContextManager[None]]:
+    """A context in which ``patch`` holds, undone on exit (a ``Scenario.patch``)."""
+
+    @contextlib.contextmanager
+    def context() -> Iterator[None]:
+        with pytest.MonkeyPatch.context() as monkeypatch:
+            patch(monkeypatch)
+            yield
+
+    return context
+
+
+halved_sum_sensitivity = patched(halve_sum_sensitivity)
+low_selection_threshold = patched(lower_selection_threshold)
+
+
+def half_noise_spec() -> NoiseSpec:
+    """BROKEN on purpose: claims epsilon but adds the noise of 2 epsilon (half the scale)."""
+    spec = geometric_spec()
+    return dataclasses.replace(spec, int_scale=spec.int_scale / 2)
