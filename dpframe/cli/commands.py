@@ -345,7 +345,8 @@ def _demo(rows: int, out: Path, seed: int, epsilon: float, ledger: Path | None,
 
     from ..backends.pandas import PandasBackend
     from ..datasets import STATES, people
-    from .spec import capturing_frame, charged_by, check_output_targets, plan_queries
+    from .outputs import check_output_targets
+    from .spec import capturing_frame, charged_by, plan_queries
 
     con = _console()
     t0 = time.perf_counter()
@@ -442,7 +443,7 @@ def _generate(kind: str, out: Path, rows: int, files: int, seed: int, fmt: str) 
     from ..datasets import DATASETS, people, visit_events
     from ..errors import ValidationError
     from ..export import atomic_write
-    from .spec import check_output_targets
+    from .outputs import check_output_targets
 
     if kind not in DATASETS:
         raise ValidationError("kind must be 'people' or 'visits'")
@@ -500,27 +501,6 @@ def run(
     _guarded(lambda log: _run(spec, dry_run, ledger, progress, log), debug=debug)
 
 
-def _open_scan(s: Any, progress: bool | None) -> Any:
-    import pyarrow as pa
-
-    import dpframe as dpf
-
-    from ..errors import ValidationError
-    from .spec import input_format, input_source
-
-    kw: dict[str, Any] = {"batch_size": s.batch_size, "progress": progress}
-    if s.partitions is not None:
-        kw["partitions"] = s.partitions
-    if s.partition_rows is not None:
-        kw["partition_rows"] = s.partition_rows
-    if s.spill_dir is not None:
-        kw["spill_dir"] = s.spill_dir
-    try:
-        return dpf.scan(input_source(s), columns=s.input_columns, format=input_format(s), **kw)
-    except (pa.ArrowException, OSError) as exc:
-        raise ValidationError(f"cannot open the input ({type(exc).__name__})") from None
-
-
 def _run(spec_path: Path, dry_run: bool, ledger: Path | None, progress: bool | None,
          log: _RunLog) -> None:
     import pyarrow as pa
@@ -528,7 +508,9 @@ def _run(spec_path: Path, dry_run: bool, ledger: Path | None, progress: bool | N
     import dpframe as dpf
 
     from ..errors import ValidationError
-    from .spec import check_output_targets, load_spec, make_frame, plan_queries
+    from .inputs import open_input
+    from .outputs import check_output_targets
+    from .spec import load_spec, make_frame, plan_queries
 
     con = _console()
     s = load_spec(spec_path)
@@ -543,7 +525,7 @@ def _run(spec_path: Path, dry_run: bool, ledger: Path | None, progress: bool | N
                                     "and INSECURE; never publish these releases", markup=False)
     if s.input_generate is not None:
         con.print(f"Input: {s.input_generate.describe()}", markup=False)
-    scan = _open_scan(s, progress)
+    scan = open_input(s, progress)
 
     def price(session: Any) -> tuple[Any, Any]:
         frame = make_frame(s, scan.backend, session)

@@ -334,65 +334,6 @@ def charged_by(session: Any, entry_ids: Sequence[int]) -> tuple[Fraction, Fracti
     return every.epsilon - others.epsilon, every.delta - others.delta
 
 
-def check_output_targets(folder: Path, files: Sequence[Path], where: str = "[output] dir"
-                         ) -> None:
-    """Check, creating nothing, that ``folder`` can be created (or is a folder) and that no file
-    of ``files`` is a folder: an output that cannot be written fails before any charge."""
-    try:
-        if os.path.lexists(folder) and not folder.is_dir():
-            raise SpecError(f"{where}: {folder} is a file, not a folder")
-        ancestor = folder
-        while not os.path.lexists(ancestor) and ancestor.parent != ancestor:
-            ancestor = ancestor.parent
-        if not ancestor.is_dir():
-            raise SpecError(f"{where}: cannot create {folder}: {ancestor} is not a folder")
-        if not os.access(ancestor, os.W_OK | os.X_OK):
-            raise SpecError(f"{where}: {ancestor} is not writable")
-        for f in files:
-            if f.is_dir():
-                raise SpecError(f"{where}: {f} is a folder: a release file cannot replace it")
-    except SpecError:
-        raise
-    except ValueError:  # a NUL character
-        raise SpecError(f"{where} is not a usable path") from None
-    except OSError as exc:
-        raise SpecError(f"{where}: cannot use {folder} ({type(exc).__name__})") from None
-
-
-def input_source(spec: ReleaseSpec) -> Any:
-    """What ``dpf.scan`` reads: the input files, or the generated synthetic table."""
-    g = spec.input_generate
-    if g is not None:
-        from ..datasets import synthetic
-
-        return synthetic(g.dataset, g.people, g.seed)
-    return spec.input_paths if len(spec.input_paths) > 1 else spec.input_paths[0]
-
-
-def input_format(spec: ReleaseSpec) -> Any:
-    """The pyarrow file format for the spec's input (CSV options applied)."""
-    fmt = spec.input_format
-    if fmt == "csv" or (fmt is None and (spec.csv_types or spec.delimiter)):
-        import pyarrow as pa
-        import pyarrow.csv as pacsv
-        import pyarrow.dataset as ds
-
-        try:
-            types = {c: pa.type_for_alias(t) for c, t in spec.csv_types.items()}
-        except (ValueError, KeyError):
-            raise SpecError("[input] types: unknown Arrow type name") from None
-        parse = pacsv.ParseOptions(delimiter=spec.delimiter) if spec.delimiter else None
-        return ds.CsvFileFormat(parse_options=parse,
-                                convert_options=pacsv.ConvertOptions(column_types=types))
-    if fmt in ("arrow", "feather"):
-        return "ipc"
-    return fmt
-
-
-def describe_paths(paths: Sequence[str]) -> str:
-    return ", ".join(paths)
-
-
 __all__ = ["AGGREGATES", "MAX_SPEC_BYTES", "GenerateSpec", "QuerySpec", "ReleaseSpec", "RunPlan",
-           "SpecError", "capturing_frame", "charged_by", "check_output_targets", "input_source",
-           "invoke", "load_spec", "make_frame", "parse_spec", "plan_queries", "plan_run"]
+           "SpecError", "capturing_frame", "charged_by", "invoke", "load_spec", "make_frame",
+           "parse_spec", "plan_queries", "plan_run"]
