@@ -1,30 +1,23 @@
-"""Declarative release specs (TOML) for ``dpframe run``: parse, check, plan, execute.
+"""Declarative release specs (TOML) for ``dpframe run``: read, check and resolve.
 
-A spec names an input (CSV, Parquet or Arrow files), declared bounds and keys, the privacy
-unit, and a list of queries with their epsilon; see docs/cli.md for the format and
-examples/release.toml for an example. Everything that can be checked without spending is
-checked first (spec structure, columns, bounds, keys, the whole run's cost against the
-ledger's remaining budget); only then are queries released, each through the ordinary release
-path (charge, compute, noise, ledger record), and written atomically.
+A spec names an input (CSV, Parquet or Arrow files, or built-in synthetic data), declared
+bounds and keys, the privacy unit, and a list of queries with their epsilon; see docs/cli.md for
+the format and examples/release.toml for an example. Its structure is checked here, with no
+data read (``dpframe.cli.schema``); ``dpframe.cli.runner`` checks the rest and runs it.
 """
 
 from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError as PydanticValidationError
 
-from ..core.accounting import PrivacyCost, session_spend
-from ..core.query import Query
-from ..errors import ValidationError
-from ..fronts.frame import PrivateFrame
 from .schema import AGGREGATES, OUTPUT_FORMATS, QueryTable, SpecModel
 from .spec_errors import SpecError, spec_error
 
@@ -209,131 +202,5 @@ def _query_spec(q: QueryTable, i: int) -> QuerySpec:
                      private_keys=q.keys == "private", weights=q.weights or None, **given)
 
 
-# -- running -------------------------------------------------------------------------------------
-
-class _CapturingFrame(PrivateFrame):
-    """A PrivateFrame that also keeps the Query each call builds (to price a whole run)."""
-
-    captured: list[Query]
-
-    @property
-    def plan_backend(self) -> Any:
-        """The backend the frame's queries run on."""
-        return self._backend
-
-    def _run(self, query: Query, dry_run: bool) -> Any:
-        self.captured.append(query)
-        return super()._run(query, dry_run)
-
-
-def make_frame(spec: ReleaseSpec, backend: Any, session: Any) -> PrivateFrame:
-    """The private frame a spec's queries run on."""
-    return capturing_frame(backend, session, bounds=spec.bounds, keys=spec.keys,
-                           privacy_unit=spec.privacy_unit,
-                           max_rows_per_unit=spec.max_rows_per_unit,
-                           max_groups_per_unit=spec.max_groups_per_unit)
-
-
-def capturing_frame(backend: Any, session: Any, **options: Any) -> PrivateFrame:
-    """A private frame whose queries :func:`plan_queries` can price (``options`` as for
-    ``df.dp``)."""
-    frame = _CapturingFrame(backend, session, **options)
-    frame.captured = []
-    return frame
-
-
-def invoke(frame: PrivateFrame, q: QuerySpec, dry_run: bool) -> Any:
-    """Run one query through the ordinary front (``dry_run``: plan only, nothing spent)."""
-    common: dict[str, Any] = {"epsilon": q.epsilon, "dry_run": dry_run}
-    if q.aggregate not in ("max", "min", "median", "quantile"):
-        common.update(delta=q.delta, mechanism=q.mechanism)
-    elif q.by:
-        common["delta"] = q.delta
-    if q.resolution is not None and q.aggregate in ("max", "min", "median", "quantile", "agg"):
-        common["resolution"] = q.resolution
-    if q.ci is not None and q.aggregate in ("count", "sum", "mean", "agg", "histogram"):
-        common["ci"] = q.ci
-    if q.by:
-        target: Any = frame.groupby(q.by, keys="private" if q.private_keys else None)
-        if q.selection_share is not None:
-            common["selection_share"] = q.selection_share
-    else:
-        target = frame
-    if q.aggregate == "median" and q.by:  # grouped median: the 0.5 quantile
-        return target.quantile(q.column, 0.5, **common)
-    fn: Callable[..., Any] = getattr(target, q.aggregate)
-    if q.aggregate == "count":
-        return fn(q.column, **common)
-    if q.aggregate == "histogram":
-        return fn(q.column, q.bins, right=q.right, include_lowest=q.include_lowest, **common)
-    if q.aggregate == "quantile":
-        return fn(q.column, q.q, **common)
-    if q.aggregate == "agg":
-        if q.weights is not None:
-            common["weights"] = q.weights
-        return fn(q.aggregates, **common)
-    return fn(q.column, **common)
-
-
-@dataclass
-class RunPlan:
-    """What a run would do: each query's public plan and the whole run's cost."""
-
-    explains: list[dict[str, Any]]
-    costs: list[PrivacyCost]
-    spent_before: tuple[Fraction, Fraction]
-    spent_after: tuple[Fraction, Fraction]
-    total: tuple[Fraction, Fraction]
-
-    @property
-    def fits(self) -> bool:
-        return self.spent_after[0] <= self.total[0] and self.spent_after[1] <= self.total[1]
-
-
-def plan_run(spec: ReleaseSpec, backend: Any, session: Any) -> RunPlan:
-    """Validate and price every query with no side effect (typed errors on a bad spec)."""
-    return plan_queries(make_frame(spec, backend, session), spec.queries, session)
-
-
-def plan_queries(frame: PrivateFrame, queries: Sequence[QuerySpec], session: Any) -> RunPlan:
-    """Validate and price ``queries`` on ``frame`` with no side effect: each query's public
-    plan, and the whole run composed with the ledger's existing charges (as the ledger composes
-    them), so a run that does not fit is refused before its first charge."""
-    from ..engine.release import prepare
-
-    if not isinstance(frame, _CapturingFrame):
-        raise TypeError("plan_queries needs a frame from make_frame or capturing_frame")
-    explains: list[dict[str, Any]] = []
-    costs: list[PrivacyCost] = []
-    for q in queries:
-        try:
-            explains.append(invoke(frame, q, dry_run=True))
-        except ValidationError as exc:
-            raise type(exc)(f"query {q.name!r}: {exc}") from None
-        costs.append(prepare(session, frame.captured[-1], frame.plan_backend).cost)
-    store = session.ledger_store
-    existing = [entry_cost(e) for e in store.entries()]
-    before = session.spent_exact
-    spend = session_spend([*existing, *costs])
-    after = (max(spend.epsilon, before[0]), max(spend.delta, before[1]))
-    return RunPlan(explains, costs, before, after, session.total_exact)
-
-
-def entry_cost(entry: Mapping[str, Any]) -> PrivacyCost:
-    """The cost a ledger entry charged."""
-    return PrivacyCost(entry["requested_epsilon"], entry["requested_delta"], entry.get("rho"))
-
-
-def charged_by(session: Any, entry_ids: Sequence[int]) -> tuple[Fraction, Fraction]:
-    """What the entries ``entry_ids`` add to the ledger's spent budget, composed exactly as the
-    ledger composes (the spend of every entry minus the spend of the others)."""
-    mine = set(entry_ids)
-    entries = list(session.ledger_store.entries())
-    every = session_spend([entry_cost(e) for e in entries])
-    others = session_spend([entry_cost(e) for e in entries if e["id"] not in mine])
-    return every.epsilon - others.epsilon, every.delta - others.delta
-
-
-__all__ = ["AGGREGATES", "MAX_SPEC_BYTES", "GenerateSpec", "QuerySpec", "ReleaseSpec", "RunPlan",
-           "SpecError", "capturing_frame", "charged_by", "invoke", "load_spec", "make_frame",
-           "parse_spec", "plan_queries", "plan_run"]
+__all__ = ["AGGREGATES", "MAX_SPEC_BYTES", "GenerateSpec", "QuerySpec", "ReleaseSpec",
+           "SpecError", "load_spec", "parse_spec"]
