@@ -204,19 +204,18 @@ def test_demo_over_budget_spends_and_writes_nothing(tmp_path: Path) -> None:
 def _real_run_failing_at(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, visits: Path,
                          fail: Any) -> tuple[int, str, Path]:
     """Run a 3-query spec whose second query meets ``fail(session)`` just before it runs."""
-    import dpframe.cli.spec as spec_mod
+    import dpframe.cli.runner as runner_mod
 
-    original = spec_mod.invoke
+    original = runner_mod.run_release
     calls = {"n": 0}
 
-    def invoke(frame: Any, q: Any, dry_run: bool) -> Any:
-        if not dry_run:
-            calls["n"] += 1
-            if calls["n"] == 2:
-                fail(frame)
-        return original(frame, q, dry_run)
+    def run_release(session: Any, query: Any, backend: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            fail(session)
+        return original(session, query, backend)
 
-    monkeypatch.setattr(spec_mod, "invoke", invoke)
+    monkeypatch.setattr(runner_mod, "run_release", run_release)
     spec = tmp_path / "release.toml"
     spec.write_text(spec_text(visits, epsilon=1.0))
     code, out = inproc("run", spec, "--no-progress")
@@ -227,7 +226,7 @@ def test_budget_spent_by_another_process_mid_run(monkeypatch: pytest.MonkeyPatch
                                                  tmp_path: Path, visits: Path) -> None:
     """The whole run fits when checked; another process spends the rest before the second
     query: exit 3, and the message says truly what this run charged and wrote."""
-    def spend_the_rest(frame: Any) -> None:
+    def spend_the_rest(session: Any) -> None:
         other = dpf.Session(1.0, 1e-5, name="other", ledger=str(tmp_path / "budget.sqlite"))
         other.charge(PrivacyCost(other.remaining_exact[0], 0), query="x", columns=[],
                      mechanism="test", privacy_unit="person_id")
@@ -249,7 +248,7 @@ def test_failure_after_charge_is_reported_truly(monkeypatch: pytest.MonkeyPatch,
     lists what was charged (the failed entry's charge stands) and written."""
     import dpframe.backends.arrow as arrow
 
-    def break_the_backend(frame: Any) -> None:
+    def break_the_backend(session: Any) -> None:
         def boom(*args: Any, **kwargs: Any) -> Any:
             raise RuntimeError(SECRET)
 
@@ -268,7 +267,7 @@ def test_interrupt_mid_run_is_reported_truly(monkeypatch: pytest.MonkeyPatch, tm
                                              visits: Path) -> None:
     import dpframe.backends.arrow as arrow
 
-    def interrupt(frame: Any) -> None:
+    def interrupt(session: Any) -> None:
         def ctrl_c(*args: Any, **kwargs: Any) -> Any:
             raise KeyboardInterrupt
 

@@ -1,0 +1,297 @@
+"""Running a release spec from Python (``run_spec``): the engine behind ``dpframe run``.
+
+A run checks everything that can be checked without spending (the spec, the output folder, the
+input's schema, every query, the whole run's cost against the ledger's remaining budget) and
+only then releases the queries in order, each through the ordinary release path (charge,
+compute, noise, ledger record), writing each one atomically with its provenance. Nothing is
+charged or written when a check fails. Messages (errors, the log records of
+``dpframe.cli.runner``) name fields, columns and files, never data values.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, cast
+
+from ..engine.release import run_release
+from ..engine.session import Session
+from ..errors import BudgetExceededError, LedgerError, PrivacyUnitError, ValidationError
+from ..export import to_ipc, to_parquet
+from .inputs import open_input
+from .outputs import check_output_targets
+from .pricing import PricedQuery, RunPlan, charged_by, plan_run, price_queries
+from .schema import OUTPUT_FORMATS
+from .spec import QuerySpec, ReleaseSpec, load_spec
+
+if TYPE_CHECKING:
+    from ..backends.base import Backend
+    from ..core.plan import CoreRelease
+
+logger = logging.getLogger(__name__)
+
+SEED_WARNING = ("[release] seed makes the noise deterministic and INSECURE; never publish "
+                "these releases")
+_WRITERS = {"parquet": to_parquet, "arrow": to_ipc, "ipc": to_ipc}
+
+
+@dataclass
+class RunLog:
+    """What a run has charged and written so far, noted as it goes: after an exception it says
+    truly what the run did (the ledger entries it charged, their status, the files it wrote)."""
+
+    current: str | None = None  # the query being released
+    charging: str | None = None  # a charge in flight: its outcome is not known here
+    charged: list[int] = field(default_factory=list)  # ledger entries this run charged
+    released: list[int] = field(default_factory=list)
+    written: list[Path] = field(default_factory=list)
+    folder: Path | None = None
+    status: dict[int, str] | None = None  # the ledger status of ``charged`` after a failure
+
+    @property
+    def unwritten(self) -> list[int]:
+        """Released entries whose file was not written."""
+        return self.released[len(self.written):]
+
+    def snapshot(self, session: Session) -> None:
+        """Read the ledger status of this run's entries (after a failure, before closing)."""
+        try:
+            mine = set(self.charged)
+            self.status = {int(e["id"]): str(e["status"])
+                           for e in session.ledger_store.entries() if e["id"] in mine}
+        except BaseException:  # a second Ctrl-C or an unreadable ledger: say less
+            self.status = None
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """One query of a run: its public plan and, once released, its ledger entry, file and
+    values (the release, with its provenance)."""
+
+    name: str
+    epsilon: float
+    status: str  # "planned" (a dry run) or "released"
+    plan: Mapping[str, Any]  # mechanisms, noise scales, error bounds: public
+    ledger_entry: int | None = None
+    path: Path | None = None
+    release: CoreRelease | None = None
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """What a run did or, for a dry run, would do: each query's outcome, and the budget."""
+
+    name: str  # the session name recorded in the ledger
+    dry_run: bool
+    ledger: Path | None  # None: an in-memory ledger
+    folder: Path
+    queries: list[QueryResult]
+    plan: RunPlan  # the whole run's cost against the ledger, checked before any charge
+    charged: tuple[float, float]  # what this run added to the ledger's spent (epsilon, delta)
+    spent: tuple[float, float]  # the ledger's spent budget after the run
+    remaining: tuple[float, float]
+    budget: tuple[float, float]  # the ledger's total
+    earlier_releases: int = 0  # releases of the same session name the ledger held before
+
+    @property
+    def fits(self) -> bool:
+        """Whether the run fits the ledger's remaining budget (a real run only runs if so)."""
+        return self.plan.fits
+
+    @property
+    def files(self) -> list[Path]:
+        """The release files written, in query order."""
+        return [q.path for q in self.queries if q.path is not None]
+
+
+@dataclass(frozen=True)
+class ReleaseJob:
+    """Queries to release from one input under one session: a spec's run, or the demo."""
+
+    name: str  # the session name recorded in the ledger
+    epsilon: float  # the ledger's total budget
+    delta: float
+    backend: Backend
+    declarations: Mapping[str, Any]  # bounds, keys, privacy unit: as for ``df.dp``
+    queries: Sequence[QuerySpec]
+    folder: Path
+    ledger: Path | None = None  # None: an in-memory ledger
+    output_format: str = "parquet"
+    neighbouring: str = "add_remove"
+    seed: int | None = None
+
+    def output(self, q: QuerySpec) -> Path:
+        return self.folder / f"{q.name}{OUTPUT_FORMATS[self.output_format]}"
+
+
+def run_spec(spec: ReleaseSpec | str | os.PathLike[str], *,
+             ledger: str | os.PathLike[str] | None = None,
+             out_dir: str | os.PathLike[str] | None = None, dry_run: bool = False,
+             progress: bool | None = None, log: RunLog | None = None) -> RunReport:
+    """Run a release spec (a :class:`ReleaseSpec` or the path of its TOML file).
+
+    ``ledger`` overrides ``[release] ledger`` and ``out_dir`` the ``[output] dir`` (used as
+    given, no ``{date}`` filled in); ``progress`` shows a progress bar on stderr (default: on
+    a terminal). ``dry_run=True`` reads only the input's schema, charges nothing and creates
+    no file (not even the ledger): its report has each query's plan and whether the run fits.
+    ``log`` is filled as the run goes, so that after an exception it tells what was charged
+    and written.
+
+    Everything is checked before the first charge; a failure then raises
+    :class:`~dpframe.errors.ValidationError` (a spec or input error),
+    :class:`~dpframe.errors.BudgetExceededError` (the whole run does not fit) or
+    :class:`~dpframe.errors.LedgerError`, with nothing charged or written. After the first
+    charge, an error (or an interrupt) leaves every earlier query released and written, marks
+    the failing query's ledger entry failed (its charge stands) and leaves no partial file.
+    """
+    s = spec if isinstance(spec, ReleaseSpec) else load_spec(spec)
+    ledger_path, folder = _targets(s, ledger, out_dir, dry_run)
+    if s.seed is not None:
+        logger.warning(SEED_WARNING)
+    if s.input_generate is not None:
+        logger.info("Input: %s", s.input_generate.describe())
+    job = ReleaseJob(s.name, s.epsilon, s.delta, open_input(s, progress).backend,
+                     s.frame_options(), s.queries, folder, ledger_path, s.output_format,
+                     s.neighbouring, s.seed)
+    log = RunLog() if log is None else log
+    with price_run(job, log, dry_run=dry_run) as priced:
+        if dry_run:
+            return priced.planned()
+        if not priced.plan.fits:
+            raise BudgetExceededError(priced.plan.over_budget())
+        return priced.release(log)
+
+
+def _targets(s: ReleaseSpec, ledger: str | os.PathLike[str] | None,
+             out_dir: str | os.PathLike[str] | None, dry_run: bool) -> tuple[Path | None, Path]:
+    """The run's ledger and output folder, checked (nothing created)."""
+    ledger_path = Path(ledger).absolute() if ledger is not None else s.ledger
+    if ledger_path is None and not dry_run:
+        raise ValidationError("a run needs a durable ledger: set [release] ledger in the spec "
+                              "or pass --ledger PATH")
+    folder = s.output_folder() if out_dir is None else Path(out_dir).absolute()
+    check_output_targets(folder, s.output_paths(folder),
+                         "[output] dir" if out_dir is None else "out_dir")
+    return ledger_path, folder
+
+
+@dataclass
+class PricedRun:
+    """An open session with a run's queries built and priced, before any charge (a context
+    manager: leaving it closes the session)."""
+
+    job: ReleaseJob
+    session: Session
+    queries: list[PricedQuery]
+    plan: RunPlan
+
+    def __enter__(self) -> PricedRun:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.session.close()
+
+    def planned(self) -> RunReport:
+        """The report of a dry run: each query's plan, nothing charged."""
+        return self._report([QueryResult(p.spec.name, p.spec.epsilon, "planned", ex)
+                             for p, ex in zip(self.queries, self.plan.explains, strict=True)],
+                            dry_run=True)
+
+    def release(self, log: RunLog) -> RunReport:
+        """Release and write each query in order, noting each charge and file in ``log``."""
+        name = self.job.name
+        earlier = sum(1 for e in self.session.ledger_store.entries() if e.get("session") == name)
+        log.folder = self.job.folder
+        try:
+            results = [self._release(p, ex, log)
+                       for p, ex in zip(self.queries, self.plan.explains, strict=True)]
+            log.current = None
+        except BaseException:
+            log.snapshot(self.session)
+            raise
+        ce, cd = charged_by(self.session, log.charged)
+        return self._report(results, dry_run=False, charged=(float(ce), float(cd)),
+                            earlier=earlier)
+
+    def _release(self, p: PricedQuery, explain: Mapping[str, Any], log: RunLog) -> QueryResult:
+        log.current = p.spec.name
+        release = run_release(self.session, p.query, self.job.backend)
+        entry = cast(int, release.provenance["ledger_entry"])
+        log.released.append(entry)
+        self.job.folder.mkdir(parents=True, exist_ok=True)
+        path = _WRITERS[self.job.output_format](release, self.job.output(p.spec))
+        log.written.append(path)
+        return QueryResult(p.spec.name, p.spec.epsilon, "released", explain, entry, path,
+                           release)
+
+    def _report(self, results: list[QueryResult], *, dry_run: bool,
+                charged: tuple[float, float] = (0.0, 0.0), earlier: int = 0) -> RunReport:
+        s = self.session
+        return RunReport(self.job.name, dry_run, self.job.ledger, self.job.folder, results,
+                         self.plan, charged, s.spent, s.remaining, (s.epsilon, s.delta),
+                         earlier)
+
+
+def price_run(job: ReleaseJob, log: RunLog, *, dry_run: bool) -> PricedRun:
+    """Open the session and price the whole run before any charge.
+
+    A ledger that does not exist yet is created only once everything validated on an
+    in-memory ledger (a bad spec leaves no ledger behind), and never by a dry run."""
+    ledger = job.ledger
+    if ledger is not None and ledger.exists():
+        return _priced_on(job, log, ledger)
+    if ledger is not None and not ledger.parent.is_dir():
+        # a real run would fail to create it: a dry run fails too
+        raise LedgerError(f"cannot create ledger {ledger}: folder {ledger.parent} does not exist")
+    priced = _priced_on(job, log, None)
+    if ledger is None or dry_run or not priced.plan.fits:
+        return priced
+    priced.session.close()
+    return _priced_on(job, log, ledger, priced.queries)
+
+
+def _priced_on(job: ReleaseJob, log: RunLog, ledger: Path | None,
+               queries: list[PricedQuery] | None = None) -> PricedRun:
+    """The run priced on a session over ``ledger`` (in memory if None); ``queries`` already
+    built and planned are only composed with this ledger's charges."""
+    session = _tracked_session(job, log, ledger)
+    try:
+        if queries is None:
+            queries = price_queries(session, job.backend, job.declarations, job.queries)
+        return PricedRun(job, session, queries, plan_run(session, queries))
+    except BaseException:
+        session.close()
+        raise
+
+
+def _tracked_session(job: ReleaseJob, log: RunLog, ledger: Path | None) -> Session:
+    """A Session whose charges are noted in ``log`` (quietly: a seeded run is warned about
+    once, by :func:`run_spec`)."""
+
+    class _TrackedSession(Session):
+        def charge(self, cost: Any, **kwargs: Any) -> int:
+            log.charging = log.current or "?"
+            try:
+                entry = super().charge(cost, **kwargs)
+            except (BudgetExceededError, PrivacyUnitError):  # refused: nothing was charged
+                log.charging = None
+                raise
+            log.charged.append(entry)
+            log.charging = None
+            return entry
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _TrackedSession(job.epsilon, job.delta, neighbouring=job.neighbouring,
+                               name=job.name, seed=job.seed,
+                               ledger=None if ledger is None else str(ledger))
+
+
+__all__ = ["SEED_WARNING", "PricedRun", "QueryResult", "ReleaseJob", "RunLog", "RunReport",
+           "price_run", "run_spec"]

@@ -1,0 +1,244 @@
+"""The schema of a release spec (TOML), as strict pydantic models.
+
+Strict: TOML's own types, no coercion of "1" to 1 or true to 1, unknown fields refused. Each
+model is one table of the spec (docs/cli.md); ``dpframe.cli.spec_errors`` turns a validation
+failure into one message naming sections and fields, never values.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    model_validator,
+)
+
+from ..datasets import DATASETS
+
+AGGREGATES = ("count", "count_distinct", "sum", "mean", "var", "std", "max", "min", "median",
+              "quantile", "histogram", "agg")
+OUTPUT_FORMATS = {"parquet": ".parquet", "arrow": ".arrow", "ipc": ".arrow"}
+#: pyarrow reads batches of at most 2**31 - 1 rows (a C int).
+MAX_BATCH_SIZE = (1 << 31) - 1
+#: Query names become file names: ``<name>.parquet`` must stay under the usual 255-byte limit.
+MAX_NAME_BYTES = 200
+#: Built-in synthetic inputs (``[input] generate``): at most this many people.
+MAX_GENERATED_PEOPLE = 10_000_000
+
+
+def _number(v: Any) -> Any:
+    """A finite TOML number, kept as given (an int stays an int); never a bool."""
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+        raise ValueError("must be a finite number")
+    return v
+
+
+def _pair(v: Any) -> tuple[Any, Any]:
+    if not isinstance(v, list) or len(v) != 2:
+        raise ValueError("must be [lo, hi]")
+    try:
+        return _number(v[0]), _number(v[1])
+    except ValueError:
+        raise ValueError("must be [lo, hi]: two finite numbers") from None
+
+
+def _one_or_many(v: Any) -> Any:
+    return [v] if isinstance(v, str) else v
+
+
+def _floats(v: list[Any]) -> list[float]:
+    return [float(x) for x in v]
+
+
+def _no_nul(v: str) -> str:
+    if "\x00" in v:
+        raise ValueError("must be a path without NUL characters")
+    return v
+
+
+def _file_name(v: str) -> str:
+    if (any(c in v for c in "/\\:") or v.startswith(".")
+            or any(ord(c) < 32 or ord(c) == 127 for c in v)
+            or len(v.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES):
+        raise ValueError(f"must be usable as a file name (no '/', '\\', ':' or control "
+                         f"characters, not starting with '.', at most {MAX_NAME_BYTES} bytes)")
+    return v
+
+
+def _template(v: str) -> str:
+    try:
+        v.format(date="2000-01-01", time="000000", name="name")
+    except (KeyError, IndexError, ValueError, AttributeError, TypeError):
+        raise ValueError("may only use {date}, {time} and {name}") from None
+    return v
+
+
+_Number = Annotated[float, PlainValidator(_number)]
+_Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+_NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+_Level = Annotated[float, Field(gt=0, lt=1)]
+_Count = Annotated[int, Field(ge=1)]
+_Text = Annotated[str, Field(min_length=1)]
+_PathText = Annotated[str, Field(min_length=1), AfterValidator(_no_nul)]
+_Texts = Annotated[list[_Text], BeforeValidator(_one_or_many), Field(min_length=1)]
+
+
+class _Table(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class ReleaseTable(_Table):
+    """``[release]``: the session (name, budget, neighbouring relation, ledger)."""
+
+    epsilon: _Positive
+    name: _Text | None = None
+    delta: _NonNegative = 0.0
+    neighbouring: Literal["add_remove", "change_one"] = "add_remove"
+    ledger: _PathText | None = None
+    seed: Annotated[int, Field(ge=0)] | None = None
+
+
+class GenerateTable(_Table):
+    """``[input] generate``: built-in synthetic data."""
+
+    dataset: Literal[DATASETS]  # type: ignore[valid-type]
+    people: Annotated[int, Field(ge=1, le=MAX_GENERATED_PEOPLE)] = 10_000
+    seed: Annotated[int, Field(ge=0)] = 0
+
+
+#: ``[input]`` fields that apply to files only (not to ``generate``).
+FILE_ONLY = ("format", "types", "delimiter")
+
+
+class InputTable(_Table):
+    """``[input]``: files (``path``) or built-in synthetic data (``generate``), and scan
+    options."""
+
+    path: Annotated[list[_PathText], BeforeValidator(_one_or_many),
+                    Field(min_length=1)] | None = None
+    generate: GenerateTable | None = None
+    format: Literal["csv", "parquet", "ipc", "arrow", "feather"] | None = None
+    columns: _Texts | None = None
+    batch_size: Annotated[int, Field(ge=1, le=MAX_BATCH_SIZE)] = 1 << 20
+    types: dict[str, str] = {}
+    delimiter: Annotated[str, Field(min_length=1, max_length=1)] | None = None
+    partitions: _Count | None = None
+    partition_rows: _Count | None = None
+    spill_dir: _PathText | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> InputTable:
+        if (self.path is None) == (self.generate is None):
+            raise ValueError("needs path (a CSV/Parquet/Arrow file, glob or folder) or "
+                             "generate (built-in synthetic data), not both")
+        used = [f for f in FILE_ONLY if f in self.model_fields_set]
+        if self.generate is not None and used:
+            raise ValueError(f"{used[0]} applies to files: it cannot be used with generate")
+        return self
+
+
+class PrivacyTable(_Table):
+    """``[privacy]``: the privacy unit and its contribution bounds."""
+
+    unit: _Text | None = None
+    max_rows_per_unit: _Count | None = None
+    max_groups_per_unit: _Count | None = None  # default 1, with a unit
+
+    @model_validator(mode="after")
+    def _bounded(self) -> PrivacyTable:
+        if self.unit is not None and self.max_rows_per_unit is None:
+            raise ValueError("unit needs max_rows_per_unit (a contribution bound)")
+        if self.unit is None and (self.max_rows_per_unit is not None
+                                  or self.max_groups_per_unit is not None):
+            raise ValueError("max_rows_per_unit and max_groups_per_unit bound the rows of a "
+                             "unit: they need unit (each row is its own unit otherwise)")
+        return self
+
+
+class OutputTable(_Table):
+    """``[output]``: the folder (a template) and the file format."""
+
+    dir: Annotated[_PathText, AfterValidator(_template)] = "releases"
+    format: Literal[tuple(OUTPUT_FORMATS)] = "parquet"  # type: ignore[valid-type]
+
+
+#: What each aggregate needs (a field that is None or empty is missing), and what it refuses.
+_NEEDS: dict[str, tuple[str, ...]] = {
+    "count": (), "count_distinct": ("column",), "sum": ("column",), "mean": ("column",),
+    "var": ("column",), "std": ("column",), "max": ("column",),
+    "min": ("column",), "median": ("column",), "quantile": ("column", "q"),
+    "histogram": ("column", "bins"), "agg": ("aggregates", "by"),
+}
+_NEED_TEXT = {"column": "a column", "q": "q (a level in [0, 1])",
+              "bins": "bins = [edges...]", "aggregates": "aggregates = {column = [ops]}",
+              "by": "by"}
+_REFUSES = {"histogram": ("by", "histograms cannot be grouped (use by on a count)")}
+
+
+class QueryTable(_Table):
+    """One ``[[query]]``: an aggregate, its epsilon and its options."""
+
+    aggregate: Literal[AGGREGATES]  # type: ignore[valid-type]
+    epsilon: _Positive
+    name: Annotated[str, Field(min_length=1), AfterValidator(_file_name)] | None = None
+    column: _Text | None = None
+    by: _Texts | None = None
+    keys: Literal["public", "private"] = "public"
+    delta: _NonNegative = 0.0
+    mechanism: Literal["laplace", "gaussian"] | None = None
+    ci: _Level | None = None
+    bins: Annotated[list[_Number], Field(min_length=2), AfterValidator(_floats)] | None = None
+    right: bool = True
+    include_lowest: bool = False
+    q: Annotated[float, Field(ge=0, le=1)] | None = None
+    resolution: Annotated[int, Field(ge=2)] | None = None
+    aggregates: Annotated[dict[str, _Texts], Field(min_length=1)] | None = None
+    weights: dict[str, _Number] | None = None
+    selection_share: _Level | None = None
+
+    @model_validator(mode="after")
+    def _complete(self) -> QueryTable:
+        missing = [f for f in _NEEDS[self.aggregate] if getattr(self, f) in (None, [], {})]
+        if missing:
+            raise ValueError(f"aggregate {self.aggregate!r} needs {_NEED_TEXT[missing[0]]}")
+        refused = _REFUSES.get(self.aggregate)
+        if refused and getattr(self, refused[0]):
+            raise ValueError(refused[1])
+        if self.keys == "private" and not self.by:
+            raise ValueError("keys = 'private' needs by")
+        return self
+
+
+class SpecModel(_Table):
+    """A whole release spec."""
+
+    release: ReleaseTable
+    input: InputTable
+    query: Annotated[list[QueryTable], Field(min_length=1)]
+    privacy: PrivacyTable = PrivacyTable()
+    bounds: dict[str, Annotated[tuple[float, float], PlainValidator(_pair)]] = {}
+    keys: dict[str, Annotated[list[Any], Field(min_length=1)]] = {}
+    output: OutputTable = OutputTable()
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> SpecModel:
+        names = [q.name or f"query{i + 1}" for i, q in enumerate(self.query)]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"two queries are named {dup[0]!r}: names must be unique")
+        return self
+
+
+#: The model of each table, by its location in the spec (query numbers left out).
+SECTIONS: dict[tuple[str, ...], type[BaseModel]] = {
+    (): SpecModel, ("release",): ReleaseTable, ("input",): InputTable,
+    ("input", "generate"): GenerateTable, ("privacy",): PrivacyTable, ("output",): OutputTable,
+    ("query",): QueryTable,
+}
