@@ -46,32 +46,12 @@ def front_call(q: QuerySpec) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
         kwargs
 
 
-class _Catcher(PrivateFrame):
-    """A copy of a frame's declarations whose releases are kept, not run."""
-
-    def __init__(self, frame: PrivateFrame) -> None:  # a copy: frame's checks already ran
-        vars(self).update(vars(frame))
-        self.caught: list[Query] = []
-
-    def _run(self, query: Query, dry_run: bool) -> dict[str, Any]:
-        self.caught.append(query)
-        return {}
-
-
 def build_query(frame: PrivateFrame, q: QuerySpec) -> Query:
     """The Query the front builds for ``q`` on ``frame``, checked against the frame's
-    declarations: nothing is planned, run or spent (typed errors as from ``df.dp``).
-
-    Interim: PrivateFrame has no public way to build a Query without running it, so the front
-    is called on a copy of ``frame`` that keeps the query its ``_run`` is given. A public
-    ``PrivateFrame.query(...)`` would make this one call."""
-    catcher = _Catcher(frame)
-    target: Any = catcher.groupby(q.by, keys="private" if q.private_keys else None) if q.by \
-        else catcher
+    declarations: nothing is planned, run or spent (typed errors as from ``df.dp``)."""
     method, args, kwargs = front_call(q)
-    getattr(target, method)(*args, dry_run=True, **kwargs)
-    (query,) = catcher.caught
-    return query
+    return frame.query(method, *args, by=q.by or None,
+                       keys="private" if q.private_keys else None, **kwargs)
 
 
 __all__ = ["build_query", "front_call"]

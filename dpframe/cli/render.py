@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-    from ..core.plan import CoreRelease
+    from ..core.apply import CoreRelease
 
 #: (group, value, ± half-width) of a released value before formatting.
 _Row = tuple[str, float, str]

@@ -31,7 +31,7 @@ from .spec import QuerySpec, ReleaseSpec, load_spec
 
 if TYPE_CHECKING:
     from ..backends.base import Backend
-    from ..core.plan import CoreRelease
+    from ..core.apply import CoreRelease
 
 logger = logging.getLogger(__name__)
 

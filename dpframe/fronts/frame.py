@@ -352,6 +352,7 @@ class PrivateFrame:
         self._max_rows = int(max_rows_per_unit or 1)
         self._max_groups = int(max_groups_per_unit or 1)
         self._sample_rate: Fraction | None = None
+        self._captured: list[Query] | None = None  # set by query(): keep, never run
 
     def sample(self, rate: float) -> PrivateFrame:
         """Queries on a Poisson sample of the privacy units at ``rate``, charged the amplified
@@ -471,9 +472,36 @@ class PrivateFrame:
                 keys[col] = normalise_keys({col: list(cats)})[col]  # type: ignore[assignment]
         return keys
 
+    def query(self, aggregate: str, *args: Any, by: str | Sequence[str] | None = None,
+              keys: str | None = None, **kwargs: Any) -> Query:
+        """The Query that ``self[.groupby(by, keys=keys)].<aggregate>(*args, **kwargs)`` would
+        release, after the same argument checks (the same typed errors), with nothing planned,
+        charged or run: for pipelines that price, store or run queries later
+        (``dpframe.engine.release.prepare`` / ``run_release``).
+
+        Example:
+            >>> import dpframe as dpf, pandas as pd, warnings
+            >>> warnings.simplefilter("ignore")  # seeded: insecure, docs only
+            >>> priv = pd.DataFrame({"g": ["a", "b"], "x": [1.0, 3.0]}).dp(
+            ...     dpf.Session(1, seed=1), bounds={"x": (0, 5)}, keys={"g": ["a", "b"]})
+            >>> q = priv.query("sum", "x", by="g", epsilon=0.5)
+            >>> q.by, float(q.epsilon), [m.op for m in q.measures]
+            (('g',), 0.5, ['sum'])
+        """
+        if aggregate not in (*NAMES, "agg", "bounds"):
+            raise ValidationError(f"unknown aggregate {aggregate!r}")
+        frame = copy.copy(self)
+        frame._captured = []
+        target: Any = frame if by is None else frame.groupby(by, keys=keys)
+        getattr(target, aggregate)(*args, dry_run=True, **kwargs)
+        return frame._captured[0]
+
     def _run(self, query: Query, dry_run: bool) -> CoreRelease | dict[str, Any]:
         from ..engine.release import explain, run_release
 
+        if self._captured is not None:  # query(): the Query is the result
+            self._captured.append(query)
+            return {}
         if dry_run:
             return explain(self.session, query, self._backend)
         return run_release(self.session, query, self._backend)
