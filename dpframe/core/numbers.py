@@ -12,6 +12,7 @@ import math
 import numbers
 from decimal import Decimal
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 from ..errors import ValidationError
@@ -81,10 +82,17 @@ def _shortest_decimal(x: numbers.Real, name: str) -> Fraction:
     if math.isinf(v):
         raise ValidationError(f"{name} must be finite, got {v}")
     text = float.__repr__(x) if isinstance(x, float) else str(x)
+    return _decimal_fraction(text, v)
+
+
+@lru_cache(maxsize=4096)
+def _decimal_fraction(text: str, value: float) -> Fraction:
+    """The fraction a float's shortest decimal text denotes (cached: releases read the same
+    budgets and bounds again and again; keyed by the text, so float32 and float64 differ)."""
     try:
         return Fraction(text)
     except (ValueError, ZeroDivisionError):
-        return Fraction(float.__repr__(v))
+        return Fraction(float.__repr__(value))
 
 
 def validate_epsilon(x: Any, name: str = "epsilon") -> Fraction:
