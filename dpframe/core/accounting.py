@@ -581,3 +581,4 @@ __all__ = [
     "zcdp_rho_for_epsilon",
     "zcdp_to_approx_dp",
 ]
+format_number = _fmt

@@ -74,7 +74,7 @@ from ..core.accounting import (
     Number,
     PrivacyCost,
     SpendTotals,
-    _fmt,
+    format_number,
     session_spend,
     validate_delta,
     validate_epsilon,
@@ -256,9 +256,10 @@ def _exceeded(
     need = (new[0] - old[0], new[1] - old[1])
     left = (max(total[0] - old[0], Fraction(0)), max(total[1] - old[1], Fraction(0)))
     return BudgetExceededError(
-        f"privacy budget exceeded: this query needs epsilon={_fmt(need[0])}, "
-        f"delta={_fmt(need[1])} but only epsilon={_fmt(left[0])}, delta={_fmt(left[1])} "
-        f"remain (total epsilon={_fmt(total[0])}, delta={_fmt(total[1])}); "
+        f"privacy budget exceeded: this query needs epsilon={format_number(need[0])}, "
+        f"delta={format_number(need[1])} but only epsilon={format_number(left[0])}, "
+        f"delta={format_number(left[1])} remain (total epsilon={format_number(total[0])}, "
+        f"delta={format_number(total[1])}); "
         "nothing was computed or charged"
     )
 
@@ -1081,10 +1082,10 @@ class SqliteLedger:
             stored = head.budget
             if not allow_budget_change:
                 raise LedgerError(
-                    f"ledger {self.path} has budget epsilon={_fmt(stored[0])}, "
-                    f"delta={_fmt(stored[1])}; this session asks for epsilon={_fmt(want[0])}, "
-                    f"delta={_fmt(want[1])}. Pass allow_budget_change=True to change it "
-                    "(the change is recorded)"
+                    f"ledger {self.path} has budget epsilon={format_number(stored[0])}, "
+                    f"delta={format_number(stored[1])}; this session asks for "
+                    f"epsilon={format_number(want[0])}, delta={format_number(want[1])}. "
+                    "Pass allow_budget_change=True to change it (the change is recorded)"
                 )
             if not verified:  # never extend a chain that does not verify
                 self._verify(conn)
