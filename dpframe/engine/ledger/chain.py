@@ -16,7 +16,7 @@ import heapq
 import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -125,9 +125,8 @@ def write_head(conn: sqlite3.Connection, head: Head, *, insert: bool = False) ->
         raise LedgerError("ledger chain head is missing")
 
 
-def read_head(conn: sqlite3.Connection, path: Path, *, check_last: bool) -> Head:
-    """The sealed ``chain_head`` row; with ``check_last``, also check that it points at the
-    last chained row (O(log n): catches a deleted or appended last row)."""
+def _stored_head(conn: sqlite3.Connection, path: Path) -> list[Any]:
+    """The values of the ``chain_head`` row, once its seal is checked."""
     try:
         row = conn.execute(f"SELECT {_HEAD_COLS}, seal FROM chain_head WHERE id = 1").fetchone()
     except sqlite3.OperationalError as exc:
@@ -137,41 +136,185 @@ def read_head(conn: sqlite3.Connection, path: Path, *, check_last: bool) -> Head
     stored, seal = list(row[:-1]), row[-1]
     if seal != _seal(stored):
         raise tampered(path, "its chain head (running totals) was edited")
+    return stored
+
+
+def _parse_head(stored: list[Any], path: Path) -> Head:
     try:
         fr = [parse_frac(x) for x in stored[2:11]]
     except LedgerError as exc:
         raise tampered(path, "its chain head holds a malformed number") from exc
-    if any(f is None for f in fr) or not isinstance(stored[0], int):
-        raise tampered(path, "its chain head is malformed")
     f = [x for x in fr if x is not None]
-    head = Head(
+    if len(f) != len(fr) or not isinstance(stored[0], int):
+        raise tampered(path, "its chain head is malformed")
+    return Head(
         rows=stored[0], hash=str(stored[1]), budget=(f[0], f[1]), spent=(f[2], f[3]),
         totals=SpendTotals(pure_eps=f[4], all_delta=f[5], g_eps=f[6], g_delta=f[7],
                            g_rho=f[8], any_g=bool(stored[11])),
         unit=stored[12],
     )
-    if check_last:
-        last: tuple[int, str] | None = None
-        for table in CHAINED:
-            r = conn.execute(
-                f"SELECT seq, row_hash FROM {table} ORDER BY seq DESC LIMIT 1"
-            ).fetchone()
-            if r is None:
-                continue
-            if r[0] is None:
-                raise tampered(path, "a row has no place in the hash chain")
-            if last is None or r[0] > last[0]:
-                last = (r[0], r[1])
-        if last != (head.rows, head.hash):
-            raise tampered(
-                path, "its last rows do not match the chain head (a row was deleted or added)"
-            )
+
+
+def _last_row(conn: sqlite3.Connection, path: Path) -> tuple[int, str] | None:
+    """``(seq, row_hash)`` of the last chained row of any table (None when there is none)."""
+    last: tuple[int, str] | None = None
+    for table in CHAINED:
+        r = conn.execute(f"SELECT seq, row_hash FROM {table} ORDER BY seq DESC LIMIT 1").fetchone()
+        if r is None:
+            continue
+        if r[0] is None:
+            raise tampered(path, "a row has no place in the hash chain")
+        if last is None or r[0] > last[0]:
+            last = (r[0], r[1])
+    return last
+
+
+def read_head(conn: sqlite3.Connection, path: Path, *, check_last: bool) -> Head:
+    """The sealed ``chain_head`` row; with ``check_last``, also check that it points at the
+    last chained row (O(log n): catches a deleted or appended last row)."""
+    head = _parse_head(_stored_head(conn, path), path)
+    if check_last and _last_row(conn, path) != (head.rows, head.hash):
+        raise tampered(
+            path, "its last rows do not match the chain head (a row was deleted or added)"
+        )
     return head
+
+
+def _with_request(
+    t: SpendTotals, epsilon: Fraction, delta: Fraction, rho: Fraction | None
+) -> SpendTotals:
+    """``t`` plus one requested cost, as :meth:`SpendTotals.add` adds it, from the numbers of a
+    chained entry (no :class:`PrivacyCost` validation: a bad number fails as tampering)."""
+    if rho is None:
+        return replace(t, pure_eps=t.pure_eps + epsilon, all_delta=t.all_delta + delta)
+    return replace(t, all_delta=t.all_delta + delta, g_eps=t.g_eps + epsilon,
+                   g_delta=t.g_delta + delta, g_rho=t.g_rho + rho, any_g=True)
+
+
+_Row = tuple[Any, ...]
+
+
+@dataclass
+class _Walk:
+    """One verification pass over the chain, row by row in chain order: the running hash and
+    the accounting the rows add up to, to be compared with the sealed head at the end."""
+
+    path: Path
+    running: str
+    rows: int = 0
+    budget: tuple[Fraction, Fraction] | None = None
+    spent: tuple[Fraction, Fraction] = (Fraction(0), Fraction(0))
+    totals: SpendTotals = field(default_factory=SpendTotals)
+    unit: str | None = None
+    last_entry: int = 0
+    copies: dict[int, tuple[str, str]] = field(default_factory=dict)
+    outcomes: dict[int, tuple[str, str]] = field(default_factory=dict)
+
+    def step(self, seq: int, table: str, r: _Row) -> None:
+        """Check row ``r`` of ``table`` (``seq, id, prev_hash, row_hash, *values``), the
+        ``seq``-th link of the chain, and add it to the accounting."""
+        self.rows += 1
+        n = self.rows
+        if seq != n:
+            raise tampered(self.path, f"row {n} of its hash chain is missing or duplicated")
+        rid, prev, digest = r[1], r[2], r[3]
+        values = r[4 : 4 + len(CHAINED[table])]
+        if prev != self.running or digest != row_hash(self.running, table, seq, rid, values):
+            raise tampered(self.path, f"row {n} of its hash chain ({table} #{rid}) was changed")
+        self.running = digest
+        if table != "budget" and self.budget is None:
+            raise tampered(self.path, "its first chained row is not its budget")
+        _CHECKS[table](self, rid, values, r)
+
+    def _budget_row(self, rid: int, values: _Row, r: _Row) -> None:
+        be, bd = parse_frac(values[1]), parse_frac(values[2])
+        if be is None or bd is None or be <= 0 or not 0 <= bd <= 1:
+            raise tampered(self.path, f"budget #{rid} is malformed")
+        self.budget = (be, bd)
+
+    def _entry_numbers(self, rid: int, values: _Row) -> list[Fraction]:
+        """Requested, charged and cumulative (epsilon, delta) of an entry, in this order."""
+        nums = [parse_frac(values[i]) for i in (5, 6, 8, 9, 10, 11)]
+        found = [x for x in nums if x is not None]
+        if len(found) != len(nums) or rid <= self.last_entry:
+            raise tampered(self.path, f"entry #{rid} is malformed")
+        return found
+
+    def _entry_row(self, rid: int, values: _Row, r: _Row) -> None:
+        q_e, q_d, c_e, c_d, s_e, s_d = self._entry_numbers(rid, values)
+        rho, unit = parse_frac(values[7]), values[14]
+        if c_e < 0 or c_d < 0 or (s_e, s_d) != (self.spent[0] + c_e, self.spent[1] + c_d):
+            raise tampered(self.path, f"entry #{rid} does not add up with the entries before")
+        if unit is not None and unit != self.unit:
+            raise tampered(self.path, f"entry #{rid} names another privacy unit")
+        self.spent, self.last_entry = (s_e, s_d), rid
+        self.totals = _with_request(self.totals, q_e, q_d, rho)
+        self.copies[rid] = (r[-2], r[-1])
+
+    def _outcome_row(self, rid: int, values: _Row, r: _Row) -> None:
+        entry_id, _, status, details = values
+        if entry_id not in self.copies or entry_id in self.outcomes:
+            raise tampered(self.path, f"outcome #{rid} names no pending entry")
+        if status not in ("released", "failed"):
+            raise tampered(self.path, f"outcome #{rid} is malformed")
+        self.outcomes[entry_id] = (status, details)
+
+    def _unit_row(self, rid: int, values: _Row, r: _Row) -> None:
+        if self.unit is not None or not isinstance(values[1], str):
+            raise tampered(self.path, "its privacy unit was bound twice")
+        self.unit = values[1]
+
+    def finish(self, head: Head) -> None:
+        """Check that the rows end where the sealed head says and add up to its totals, and
+        that every entry's status copy matches its outcome."""
+        if self.rows != head.rows or self.running != head.hash:
+            raise tampered(
+                self.path,
+                "its chain ends before its recorded head (rows were deleted at the end)"
+                if self.rows < head.rows else "its rows do not match its chain head",
+            )
+        if not self._agrees_with(head):
+            raise tampered(self.path, "its chain head disagrees with its rows")
+        for eid, copy in self.copies.items():
+            if copy != self.outcomes.get(eid, ("charged", "{}")):
+                raise tampered(self.path, f"the status of entry #{eid} disagrees with its outcome")
+
+    def _agrees_with(self, head: Head) -> bool:
+        bound = self.totals.spend()
+        return (
+            (self.budget, self.spent, self.totals, self.unit)
+            == (head.budget, head.spent, head.totals, head.unit)
+            and self.spent[0] >= bound.epsilon and self.spent[1] >= bound.delta
+        )
+
+
+_CHECKS = {
+    "budget": _Walk._budget_row,
+    "entries": _Walk._entry_row,
+    "outcomes": _Walk._outcome_row,
+    "units": _Walk._unit_row,
+}
+
+
+def _chained_rows(
+    conn: sqlite3.Connection, path: Path, table: str
+) -> Iterator[tuple[int, str, _Row]]:
+    """``(seq, table, row)`` for the rows of ``table`` in chain order; an entry's row ends with
+    its ``status`` and ``details`` copy."""
+    cols = ", ".join(CHAINED[table])
+    copy = ", status, details" if table == "entries" else ""
+    for r in conn.execute(
+        f"SELECT seq, id, prev_hash, row_hash, {cols}{copy} FROM {table} ORDER BY seq"
+    ):
+        if not isinstance(r[0], int):
+            raise tampered(path, f"a row of {table} has no place in the hash chain")
+        yield r[0], table, r
 
 
 def verify_chain(conn: sqlite3.Connection, path: Path) -> dict[str, Any]:
     """Check the whole chain and every accounting invariant; O(rows). ``LedgerError`` on
-    the first violation."""
+    the first violation. Returns ``rows``, ``head`` (last hash), ``entries``, ``ledger_id`` and
+    ``schema_version``."""
     schema = conn.execute(
         "SELECT app, version, created, neighbouring, ledger_id FROM dpframe_schema"
     ).fetchall()
@@ -181,92 +324,15 @@ def verify_chain(conn: sqlite3.Connection, path: Path) -> dict[str, Any]:
     if relation not in NEIGHBOURING:
         raise tampered(path, "its neighbouring relation is malformed")
     head = read_head(conn, path, check_last=False)
-    running = genesis(app, created, relation, ledger_id)
-
-    def stream(table: str) -> Iterator[tuple[int, str, tuple[Any, ...]]]:
-        cols = ", ".join(CHAINED[table])
-        copy = ", status, details" if table == "entries" else ""
-        for r in conn.execute(
-            f"SELECT seq, id, prev_hash, row_hash, {cols}{copy} FROM {table} ORDER BY seq"
-        ):
-            if not isinstance(r[0], int):
-                raise tampered(path, f"a row of {table} has no place in the hash chain")
-            yield r[0], table, r
-
-    n = 0
-    budget: tuple[Fraction, Fraction] | None = None
-    spent = (Fraction(0), Fraction(0))
-    pure = all_d = g_e = g_d = g_r = Fraction(0)
-    any_g = False
-    unit: str | None = None
-    last_entry = 0
-    copies: dict[int, tuple[str, str]] = {}
-    outcomes: dict[int, tuple[str, str]] = {}
-    n_fields = {t: len(c) for t, c in CHAINED.items()}
-    for seq, table, r in heapq.merge(*(stream(t) for t in CHAINED), key=lambda x: x[0]):
-        n += 1
-        if seq != n:
-            raise tampered(path, f"row {n} of its hash chain is missing or duplicated")
-        rid, prev, digest = r[1], r[2], r[3]
-        values = r[4 : 4 + n_fields[table]]
-        if prev != running or digest != row_hash(running, table, seq, rid, values):
-            raise tampered(path, f"row {n} of its hash chain ({table} #{rid}) was changed")
-        running = digest
-        if table == "budget":
-            be, bd = parse_frac(values[1]), parse_frac(values[2])
-            if be is None or bd is None or be <= 0 or not 0 <= bd <= 1:
-                raise tampered(path, f"budget #{rid} is malformed")
-            budget = (be, bd)
-        elif budget is None:
-            raise tampered(path, "its first chained row is not its budget")
-        elif table == "entries":
-            (_, _, _, _, _, re_, rd, rho, e, d, se, sd, _, _, eunit) = values
-            nums = [parse_frac(x) for x in (re_, rd, e, d, se, sd)]
-            if any(x is None for x in nums) or rid <= last_entry:
-                raise tampered(path, f"entry #{rid} is malformed")
-            q_e, q_d, c_e, c_d, s_e, s_d = (x for x in nums if x is not None)
-            r_rho = parse_frac(rho)
-            if c_e < 0 or c_d < 0 or (s_e, s_d) != (spent[0] + c_e, spent[1] + c_d):
-                raise tampered(path, f"entry #{rid} does not add up with the entries before")
-            if eunit is not None and eunit != unit:
-                raise tampered(path, f"entry #{rid} names another privacy unit")
-            spent, last_entry = (s_e, s_d), rid
-            if r_rho is None:
-                pure, all_d = pure + q_e, all_d + q_d
-            else:
-                all_d, g_e, g_d, g_r, any_g = (all_d + q_d, g_e + q_e, g_d + q_d,
-                                               g_r + r_rho, True)
-            copies[rid] = (r[-2], r[-1])
-        elif table == "outcomes":
-            entry_id, _, status, details = values
-            if entry_id not in copies or entry_id in outcomes:
-                raise tampered(path, f"outcome #{rid} names no pending entry")
-            if status not in ("released", "failed"):
-                raise tampered(path, f"outcome #{rid} is malformed")
-            outcomes[entry_id] = (status, details)
-        else:  # units
-            if unit is not None or not isinstance(values[1], str):
-                raise tampered(path, "its privacy unit was bound twice")
-            unit = values[1]
-    if n != head.rows or running != head.hash:
-        raise tampered(
-            path,
-            "its chain ends before its recorded head (rows were deleted at the end)"
-            if n < head.rows else "its rows do not match its chain head",
-        )
-    totals = SpendTotals(pure_eps=pure, all_delta=all_d, g_eps=g_e, g_delta=g_d, g_rho=g_r,
-                         any_g=any_g)
-    bound = totals.spend()
-    if (budget != head.budget or spent != head.spent or totals != head.totals
-            or unit != head.unit or spent[0] < bound.epsilon or spent[1] < bound.delta):
-        raise tampered(path, "its chain head disagrees with its rows")
-    for eid, copy in copies.items():
-        if copy != outcomes.get(eid, ("charged", "{}")):
-            raise tampered(path, f"the status of entry #{eid} disagrees with its outcome")
+    walk = _Walk(path, genesis(app, created, relation, ledger_id))
+    rows = (_chained_rows(conn, path, t) for t in CHAINED)
+    for seq, table, r in heapq.merge(*rows, key=lambda x: x[0]):
+        walk.step(seq, table, r)
+    walk.finish(head)
     return {
-        "rows": n,
-        "head": running,
-        "entries": len(copies),
+        "rows": walk.rows,
+        "head": walk.running,
+        "entries": len(walk.copies),
         "ledger_id": ledger_id,
         "schema_version": version,
     }

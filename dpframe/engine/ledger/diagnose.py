@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import LedgerError
@@ -69,15 +71,28 @@ def corrupt(path: Path) -> LedgerError:
     )
 
 
+def _read_only_fs(folder: Path) -> bool:
+    with contextlib.suppress(OSError):
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    return False
+
+
+def _file_not_writable(path: Path) -> bool:
+    return path.exists() and not os.access(path, os.W_OK)
+
+
+def _folder_not_writable(folder: Path) -> bool:
+    return not os.access(folder, os.W_OK)
+
+
 def why_readonly(path: Path, readonly: bool) -> str:
     """Why SQLite cannot write the ledger at ``path``, in words."""
     folder = path.parent
-    with contextlib.suppress(OSError):
-        if os.statvfs(folder).f_flag & os.ST_RDONLY:
-            return "its file system is mounted read-only"
-    if path.exists() and not os.access(path, os.W_OK):
+    if _read_only_fs(folder):
+        return "its file system is mounted read-only"
+    if _file_not_writable(path):
         return "the file is not writable"
-    if not os.access(folder, os.W_OK):
+    if _folder_not_writable(folder):
         return (f"its folder {folder} is not writable (SQLite needs to create the -wal and "
                 "-shm files beside the ledger)")
     if readonly:
@@ -88,12 +103,7 @@ def why_readonly(path: Path, readonly: bool) -> str:
 def cannot_write(path: Path) -> bool:
     """Whether the ledger's file or folder is not writable (or on a read-only file system)."""
     folder = path.parent
-    with contextlib.suppress(OSError):
-        if os.statvfs(folder).f_flag & os.ST_RDONLY:
-            return True
-    if path.exists() and not os.access(path, os.W_OK):
-        return True
-    return not os.access(folder, os.W_OK)
+    return _read_only_fs(folder) or _file_not_writable(path) or _folder_not_writable(folder)
 
 
 def disk_full(path: Path) -> bool:
@@ -105,38 +115,96 @@ def disk_full(path: Path) -> bool:
     return st.f_bavail == 0 or (os.geteuid() == 0 and st.f_bfree == 0)
 
 
+@dataclass(frozen=True)
+class _Failure:
+    """What a diagnosis needs to know of one failed SQLite call."""
+
+    exc: BaseException
+    path: Path
+    nothing: str
+    readonly: bool
+    timeout: float
+
+    @property
+    def name(self) -> str:
+        """SQLite's name of the error (``SQLITE_FULL``...), else the exception's type."""
+        return getattr(self.exc, "sqlite_errorname", None) or type(self.exc).__name__
+
+    @property
+    def where(self) -> str:
+        return f"ledger {self.path}"
+
+
+def _locked(f: _Failure) -> LedgerError:
+    return locked(f.path, f.timeout, f.nothing)
+
+
+def _read_only(f: _Failure) -> LedgerError:
+    return LedgerError(
+        f"{f.where} is read-only: {why_readonly(f.path, f.readonly)} ({f.name}); {f.nothing}. "
+        "`dpframe ledger show` can still read it; a session needs write access"
+    )
+
+
+def _full(f: _Failure) -> LedgerError:
+    return LedgerError(
+        f"the disk holding {f.where} is full ({f.name}); {f.nothing}. Free some space "
+        "and retry: the ledger itself is intact"
+    )
+
+
+def _damaged(f: _Failure) -> LedgerError:
+    return LedgerError(
+        f"{f.where} is corrupt ({f.name}): SQLite found damaged pages; {f.nothing}. "
+        "Restore it from a backup"
+    )
+
+
+def _not_a_database(f: _Failure) -> LedgerError:
+    return LedgerError(f"{f.path} is not a dpframe ledger (not an SQLite database)")
+
+
+def _io_error(f: _Failure) -> LedgerError:
+    return _full(f) if disk_full(f.path) else LedgerError(
+        f"I/O error on {f.where} ({f.name}); {f.nothing}"
+    )
+
+
+def _cannot_open(f: _Failure) -> LedgerError:
+    return _read_only(f) if cannot_write(f.path) else LedgerError(
+        f"cannot open {f.where} ({f.name}); {f.nothing}"
+    )
+
+
+def _unexpected(f: _Failure) -> LedgerError:
+    return LedgerError(f"{f.where}: unexpected SQLite error {f.name}: {f.exc}; {f.nothing}")
+
+
+def _sql_error(f: _Failure) -> LedgerError:
+    if "no such table" in str(f.exc) or "no such column" in str(f.exc):
+        return tampered(f.path, "a table or column of the ledger is missing")
+    return _unexpected(f)
+
+
+_DIAGNOSES: dict[int | None, Callable[[_Failure], LedgerError]] = {
+    SQLITE_BUSY: _locked,
+    SQLITE_LOCKED: _locked,
+    SQLITE_READONLY: _read_only,
+    SQLITE_PERM: _read_only,
+    SQLITE_AUTH: _read_only,
+    SQLITE_CANTOPEN: _cannot_open,
+    SQLITE_FULL: _full,
+    SQLITE_IOERR: _io_error,
+    SQLITE_CORRUPT: _damaged,
+    SQLITE_NOTADB: _not_a_database,
+    SQLITE_ERROR: _sql_error,
+}
+
+
 def diagnose(
     exc: BaseException, path: Path, nothing: str, *, readonly: bool, timeout: float
 ) -> LedgerError:
-    """One precise ``LedgerError`` per cause, from SQLite's result code."""
-    code = sqlite_code(exc)
-    name = getattr(exc, "sqlite_errorname", None) or type(exc).__name__
-    where = f"ledger {path}"
-    if code in (SQLITE_BUSY, SQLITE_LOCKED):
-        return locked(path, timeout, nothing)
-    if code in (SQLITE_READONLY, SQLITE_PERM, SQLITE_AUTH) or (
-        code == SQLITE_CANTOPEN and cannot_write(path)
-    ):
-        return LedgerError(
-            f"{where} is read-only: {why_readonly(path, readonly)} ({name}); {nothing}. "
-            "`dpframe ledger show` can still read it; a session needs write access"
-        )
-    if code == SQLITE_FULL or (code == SQLITE_IOERR and disk_full(path)):
-        return LedgerError(
-            f"the disk holding {where} is full ({name}); {nothing}. Free some space "
-            "and retry: the ledger itself is intact"
-        )
-    if code == SQLITE_CORRUPT:
-        return LedgerError(
-            f"{where} is corrupt ({name}): SQLite found damaged pages; {nothing}. "
-            "Restore it from a backup"
-        )
-    if code == SQLITE_NOTADB:
-        return LedgerError(f"{path} is not a dpframe ledger (not an SQLite database)")
-    if code == SQLITE_IOERR:
-        return LedgerError(f"I/O error on {where} ({name}); {nothing}")
-    if code == SQLITE_CANTOPEN:
-        return LedgerError(f"cannot open {where} ({name}); {nothing}")
-    if code == SQLITE_ERROR and ("no such table" in str(exc) or "no such column" in str(exc)):
-        return tampered(path, "a table or column of the ledger is missing")
-    return LedgerError(f"{where}: unexpected SQLite error {name}: {exc}; {nothing}")
+    """One precise ``LedgerError`` per cause, from SQLite's result code (and, for an I/O error
+    or a file SQLite cannot open, from the state of the disk and the folder)."""
+    failure = _Failure(exc, path, nothing, readonly, timeout)
+    return _DIAGNOSES.get(sqlite_code(exc), _unexpected)(failure)

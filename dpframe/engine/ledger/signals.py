@@ -35,22 +35,10 @@ def _proxy_handler(signum: int, frame: Any) -> None:
         handler(signum, frame)
 
 
-@contextlib.contextmanager
-def signals_held() -> Iterator[None]:
-    """Run the block with Python signal handlers held back; run them right after it.
-
-    Python runs signal handlers (``KeyboardInterrupt`` for SIGINT) in the main thread between
-    bytecodes: one landing between ``BEGIN`` and ``COMMIT`` (or inside a ``finally`` that rolls
-    back) would leave a write transaction open. Inside this block the handlers only note the
-    signal; after it (transaction committed or rolled back) they run as usual. Other threads
-    never receive Python signal handlers, so nothing is needed there.
-    """
-    global _holding
-    if _holding or threading.current_thread() is not threading.main_thread():
-        yield
-        return
+def _install_proxies() -> list[int]:
+    """Put :func:`_proxy_handler` in front of every Python-level handler; the signals it now
+    handles."""
     installed: list[int] = []
-    _pending.clear()
     for s in _HELD_SIGNALS:
         try:
             current = signal.getsignal(s)
@@ -62,17 +50,44 @@ def signals_held() -> Iterator[None]:
                 installed.append(s)
         except (ValueError, OSError):  # pragma: no cover - not the main interpreter
             pass
+    return installed
+
+
+def _restore(installed: list[int]) -> None:
+    """Give the signals back to their handlers."""
+    for s in installed:
+        if signal.getsignal(s) is _proxy_handler:
+            signal.signal(s, _original[s])
+
+
+def _run_held() -> None:
+    """Run the handlers of the signals that arrived while they were held."""
+    held = list(_pending)
+    _pending.clear()
+    for signum, frame in held:
+        handler = _original.get(signum)
+        if callable(handler):
+            handler(signum, frame)
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Run the block with Python signal handlers held back; run them right after it.
+
+    Inside this block the handlers only note the signal; after it (transaction committed or
+    rolled back) they run as usual. Other threads never receive Python signal handlers, so
+    nothing is needed there; a nested block holds nothing more.
+    """
+    global _holding
+    if _holding or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _pending.clear()
+    installed = _install_proxies()
     _holding = True
     try:
         yield
     finally:
         _holding = False
-        for s in installed:
-            if signal.getsignal(s) is _proxy_handler:
-                signal.signal(s, _original[s])
-        held = list(_pending)
-        _pending.clear()
-        for signum, frame in held:
-            handler = _original.get(signum)
-            if callable(handler):
-                handler(signum, frame)
+        _restore(installed)
+        _run_held()

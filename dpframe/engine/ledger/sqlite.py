@@ -44,6 +44,36 @@ from .schema import (
 from .units import check_unit, meta_unit, unit_refused
 
 
+def _checked_path(path: Any) -> Path:
+    """``path`` (user expanded), if it names a file."""
+    if isinstance(path, bool) or not isinstance(path, str | os.PathLike):
+        raise ValidationError(f"ledger must be a file path, not {type(path).__name__}")
+    p = Path(os.fspath(path)).expanduser()
+    if str(path) in ("", ":memory:"):
+        raise ValidationError("ledger path must name a file (use ledger=None for memory)")
+    return p
+
+
+def _checked_arguments(
+    path: Any,
+    epsilon: Number | None,
+    delta: Number | None,
+    neighbouring: str | None,
+    allow_budget_change: bool,
+    readonly: bool,
+) -> tuple[Path, Fraction | None, Fraction]:
+    """The ledger's absolute path and budget, once the arguments are checked
+    (``ValidationError``)."""
+    p = _checked_path(path)
+    if neighbouring is not None and neighbouring not in NEIGHBOURING:
+        raise ValidationError(f"neighbouring must be one of {NEIGHBOURING}")
+    if readonly and (epsilon is not None or allow_budget_change):
+        raise ValidationError("a ledger opened read-only cannot be given a budget")
+    eps_total = None if epsilon is None else validate_epsilon(epsilon)
+    delta_total = validate_delta(0 if delta is None else delta)
+    return p.absolute(), eps_total, delta_total
+
+
 class SqliteLedger:
     """A durable ledger in an embedded SQLite file (no server).
 
@@ -75,32 +105,13 @@ class SqliteLedger:
         timeout: float = 60.0,
         readonly: bool = False,
     ) -> None:
-        if isinstance(path, bool) or not isinstance(path, str | os.PathLike):
-            raise ValidationError(f"ledger must be a file path, not {type(path).__name__}")
-        p = Path(os.fspath(path)).expanduser()
-        if str(path) in ("", ":memory:"):
-            raise ValidationError("ledger path must name a file (use ledger=None for memory)")
-        if neighbouring is not None and neighbouring not in NEIGHBOURING:
-            raise ValidationError(f"neighbouring must be one of {NEIGHBOURING}")
-        if readonly and (epsilon is not None or allow_budget_change):
-            raise ValidationError("a ledger opened read-only cannot be given a budget")
-        eps_total = None if epsilon is None else validate_epsilon(epsilon)
-        delta_total = validate_delta(0 if delta is None else delta)
-        self.path = p.absolute()
+        self.path, eps_total, delta_total = _checked_arguments(
+            path, epsilon, delta, neighbouring, allow_budget_change, readonly
+        )
         self._name = name
         self._db = LedgerConnection(self.path, readonly=bool(readonly), timeout=float(timeout))
         self._legacy = False  # a schema-1 ledger opened read-only (no chain)
-        if not self.path.parent.is_dir():
-            raise LedgerError(
-                f"cannot create ledger {self.path}: folder {self.path.parent} does not exist"
-            )
-        if self.path.is_dir():
-            raise LedgerError(f"ledger path {self.path} is a folder, not a file")
-        exists = self.path.exists() and self.path.stat().st_size > 0
-        if exists:
-            self._check_header()
-        elif self.readonly or not create or eps_total is None:
-            raise LedgerError(f"no ledger at {self.path} (a new ledger needs a budget)")
+        self._check_file(needs_file=self.readonly or not create or eps_total is None)
         try:
             if self.readonly:
                 self._open_readonly()
@@ -116,6 +127,20 @@ class SqliteLedger:
     def readonly(self) -> bool:
         """True when the ledger was opened read-only (every write raises ``LedgerError``)."""
         return self._db.readonly
+
+    def _check_file(self, *, needs_file: bool) -> None:
+        """Refuse a missing folder, a folder, a file that is not an SQLite database, and (with
+        ``needs_file``) a missing or empty file."""
+        if not self.path.parent.is_dir():
+            raise LedgerError(
+                f"cannot create ledger {self.path}: folder {self.path.parent} does not exist"
+            )
+        if self.path.is_dir():
+            raise LedgerError(f"ledger path {self.path} is a folder, not a file")
+        if self.path.exists() and self.path.stat().st_size > 0:
+            self._check_header()
+        elif needs_file:
+            raise LedgerError(f"no ledger at {self.path} (a new ledger needs a budget)")
 
     def _check_header(self) -> None:
         try:
@@ -240,51 +265,74 @@ class SqliteLedger:
         """Create, upgrade or check the ledger (in the open's write transaction). True when the
         whole chain was verified here."""
         tables = table_names(conn)
-        rel = neighbouring or "add_remove"
         if "dpframe_schema" not in tables:
-            if tables:
-                raise LedgerError(f"{self.path} is an SQLite database but not a dpframe ledger")
-            if epsilon is None:
-                raise LedgerError(f"{self.path} is not a dpframe ledger and no budget was given")
-            self._create(conn, epsilon, delta or Fraction(0), rel)
+            self._create(conn, tables, epsilon, delta, neighbouring or "add_remove")
             return True
+        verified = self._check_schema(conn, neighbouring)
+        head = self._head(conn, check_last=True)
+        if epsilon is None:
+            return verified
+        want = (Fraction(epsilon), Fraction(delta or 0))
+        if want == head.budget:
+            return verified
+        self._change_budget(conn, head, want, allow_budget_change, verified)
+        return True
+
+    def _check_schema(self, conn: sqlite3.Connection, neighbouring: str | None) -> bool:
+        """Check the schema row (upgrading a schema-1 ledger) and the neighbouring relation.
+        True when the ledger was upgraded (its chain is then new, so verified)."""
         row = conn.execute("SELECT app, version, neighbouring FROM dpframe_schema").fetchone()
         if row is None or row[0] != APP_ID:
             raise LedgerError(f"{self.path} is not a dpframe ledger")
         self._check_version(row[1])
-        verified = False
-        if int(row[1]) < 2:
+        upgraded = int(row[1]) < 2
+        if upgraded:
             upgrade(conn, self.path)
-            verified = True
         if neighbouring is not None and row[2] != neighbouring:
             raise LedgerError(
                 f"ledger {self.path} accounts under neighbouring={row[2]!r}, not "
                 f"{neighbouring!r}: epsilons under different relations do not add up"
             )
-        head = self._head(conn, check_last=True)
-        if epsilon is None:
-            return verified
-        want = (Fraction(epsilon), Fraction(delta or 0))
-        if want != head.budget:
-            stored = head.budget
-            if not allow_budget_change:
-                raise LedgerError(
-                    f"ledger {self.path} has budget epsilon={format_number(stored[0])}, "
-                    f"delta={format_number(stored[1])}; this session asks for "
-                    f"epsilon={format_number(want[0])}, delta={format_number(want[1])}. "
-                    "Pass allow_budget_change=True to change it (the change is recorded)"
-                )
-            if not verified:  # never extend a chain that does not verify
-                self._verify(conn)
-                verified = True
-            head, _ = append(conn, head, "budget", self._budget_values(
-                want[0], want[1], "changed (allow_budget_change=True)"))
-            write_head(conn, replace(head, budget=want))
-        return verified
+        return upgraded
+
+    def _change_budget(
+        self,
+        conn: sqlite3.Connection,
+        head: Head,
+        want: tuple[Fraction, Fraction],
+        allow_budget_change: bool,
+        verified: bool,
+    ) -> None:
+        """Record the budget ``want`` (only with ``allow_budget_change``, and on a chain that
+        verifies)."""
+        stored = head.budget
+        if not allow_budget_change:
+            raise LedgerError(
+                f"ledger {self.path} has budget epsilon={format_number(stored[0])}, "
+                f"delta={format_number(stored[1])}; this session asks for "
+                f"epsilon={format_number(want[0])}, delta={format_number(want[1])}. "
+                "Pass allow_budget_change=True to change it (the change is recorded)"
+            )
+        if not verified:  # never extend a chain that does not verify
+            self._verify(conn)
+        head, _ = append(conn, head, "budget", self._budget_values(
+            want[0], want[1], "changed (allow_budget_change=True)"))
+        write_head(conn, replace(head, budget=want))
 
     def _create(
-        self, conn: sqlite3.Connection, epsilon: Fraction, delta: Fraction, rel: str
+        self,
+        conn: sqlite3.Connection,
+        tables: set[str],
+        epsilon: Fraction | None,
+        delta: Fraction | None,
+        rel: str,
     ) -> None:
+        """Create the ledger's tables and its first budget row, in an empty database."""
+        if tables:
+            raise LedgerError(f"{self.path} is an SQLite database but not a dpframe ledger")
+        if epsilon is None:
+            raise LedgerError(f"{self.path} is not a dpframe ledger and no budget was given")
+        delta = delta or Fraction(0)
         run_script(conn, SCHEMA + ";" + SCHEMA_2)
         created, ledger_id = now(), uuid.uuid4().hex
         conn.execute(
