@@ -14,11 +14,11 @@ import json
 import os
 import sqlite3
 import uuid
-from collections.abc import Mapping
-from dataclasses import replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..._json import jsonable
 from ...core.accounting import Number, PrivacyCost, format_number, validate_delta, validate_epsilon
@@ -42,6 +42,8 @@ from .schema import (
     table_names,
 )
 from .units import check_unit, meta_unit, unit_refused
+
+_T = TypeVar("_T")
 
 
 def _checked_path(path: Any) -> Path:
@@ -72,6 +74,21 @@ def _checked_arguments(
     eps_total = None if epsilon is None else validate_epsilon(epsilon)
     delta_total = validate_delta(0 if delta is None else delta)
     return p.absolute(), eps_total, delta_total
+
+
+@dataclass(frozen=True)
+class LedgerSnapshot:
+    """A whole ledger read in one transaction (:meth:`SqliteLedger.read_snapshot`)."""
+
+    path: Path
+    neighbouring: str
+    total: tuple[Fraction, Fraction]
+    spent: tuple[Fraction, Fraction]
+    budget_history: list[dict[str, Any]]
+    entries: list[dict[str, Any]]
+    #: The chain's verification (as :meth:`SqliteLedger.verify` returns it); None for a
+    #: schema-1 ledger, which has no chain.
+    chain: dict[str, Any] | None
 
 
 class SqliteLedger:
@@ -108,18 +125,40 @@ class SqliteLedger:
         self.path, eps_total, delta_total = _checked_arguments(
             path, epsilon, delta, neighbouring, allow_budget_change, readonly
         )
-        self._name = name
-        self._db = LedgerConnection(self.path, readonly=bool(readonly), timeout=float(timeout))
-        self._legacy = False  # a schema-1 ledger opened read-only (no chain)
-        self._check_file(needs_file=self.readonly or not create or eps_total is None)
+        self._setup(name, readonly, timeout,
+                    needs_file=readonly or not create or eps_total is None)
         try:
             if self.readonly:
-                self._open_readonly()
+                self._open_readonly(self._verify_chain)
             else:
                 self._open_writable(eps_total, delta_total, neighbouring, allow_budget_change)
         except BaseException:
             self.close()
             raise
+
+    def _setup(self, name: str | None, readonly: bool, timeout: float, *,
+               needs_file: bool) -> None:
+        self._name = name
+        self._db = LedgerConnection(self.path, readonly=bool(readonly), timeout=float(timeout))
+        self._legacy = False  # a schema-1 ledger opened read-only (no chain)
+        self._check_file(needs_file=needs_file)
+
+    @classmethod
+    def read_snapshot(
+        cls, path: str | os.PathLike[str], *, integrity: bool = False
+    ) -> LedgerSnapshot:
+        """Open the ledger at ``path`` read-only, read it whole and close it: what
+        ``dpframe ledger show`` prints, from one transaction in which the hash chain is verified
+        once (the verification on open serves the read). ``integrity=True`` also runs SQLite's
+        full ``integrity_check`` (after the chain) and refuses a schema-1 ledger, which has no
+        chain, as :meth:`verify` does. ``LedgerError`` as opening read-only otherwise."""
+        ledger = cls.__new__(cls)
+        ledger.path = _checked_path(path).absolute()
+        ledger._setup(None, True, 60.0, needs_file=True)
+        try:
+            return ledger._open_readonly(lambda conn: ledger._snapshot(conn, integrity))
+        finally:
+            ledger.close()
 
     # -- connection --------------------------------------------------------------------------
 
@@ -202,8 +241,11 @@ class SqliteLedger:
         if not verified:
             self._db.read(self._verify)
 
-    def _open_readonly(self) -> None:
-        def inspect(conn: sqlite3.Connection) -> None:
+    def _open_readonly(self, read: Callable[[sqlite3.Connection], _T]) -> _T:
+        """Open read-only: refuse what is not a sound dpframe ledger, then ``read(conn)`` in
+        the same transaction (which verifies the chain of a schema-2 ledger)."""
+
+        def inspect(conn: sqlite3.Connection) -> _T:
             tables = table_names(conn)
             if "dpframe_schema" not in tables:
                 raise LedgerError(f"{self.path} is an SQLite database but not a dpframe ledger")
@@ -215,11 +257,10 @@ class SqliteLedger:
             if int(row[1]) < 2:
                 self._legacy = True
                 legacy_total(conn)
-                return
-            self._verify(conn)
+            return read(conn)
 
         try:
-            self._db.read(inspect)
+            return self._db.read(inspect)
         except LedgerError as exc:
             cause = exc.__cause__
             if self._db.immutable or cause is None or sqlite_code(cause) not in (
@@ -238,7 +279,7 @@ class SqliteLedger:
                 ) from exc
             self.close()
             self._db.immutable = True
-            self._db.read(inspect)
+            return self._db.read(inspect)
 
     def _quick_check(self, conn: sqlite3.Connection) -> None:
         ok = conn.execute("PRAGMA quick_check").fetchone()
@@ -361,26 +402,65 @@ class SqliteLedger:
     def _verify(self, conn: sqlite3.Connection) -> dict[str, Any]:
         return verify_chain(conn, self.path)
 
+    def _verify_chain(self, conn: sqlite3.Connection) -> dict[str, Any] | None:
+        """Verify the chain, if the ledger has one (a schema-1 ledger read as it is has none)."""
+        return None if self._legacy else self._verify(conn)
+
+    def _integrity_check(self, conn: sqlite3.Connection) -> None:
+        bad = [r[0] for r in conn.execute("PRAGMA integrity_check")]
+        if bad != ["ok"]:
+            raise corrupt(self.path)
+
+    def _has_no_chain(self) -> LedgerError:
+        return LedgerError(
+            f"ledger {self.path} was written by dpframe 0.1 (schema 1) and has no hash "
+            "chain to verify; open it once with write access (any session) to upgrade "
+            "it in place"
+        )
+
+    def _total(self, conn: sqlite3.Connection) -> tuple[Fraction, Fraction]:
+        if self._legacy:
+            return legacy_total(conn)
+        return self._head(conn, check_last=False).budget
+
+    def _spent(self, conn: sqlite3.Connection) -> tuple[Fraction, Fraction]:
+        if self._legacy:
+            return legacy_spent(conn)
+        return self._head(conn, check_last=False).spent
+
+    @staticmethod
+    def _neighbouring(conn: sqlite3.Connection) -> str:
+        return str(conn.execute("SELECT neighbouring FROM dpframe_schema").fetchone()[0])
+
+    def _snapshot(self, conn: sqlite3.Connection, integrity: bool) -> LedgerSnapshot:
+        chain = self._verify_chain(conn)
+        if integrity:
+            self._integrity_check(conn)
+            if chain is None:
+                raise self._has_no_chain()
+        return LedgerSnapshot(
+            path=self.path,
+            neighbouring=self._neighbouring(conn),
+            total=self._total(conn),
+            spent=self._spent(conn),
+            budget_history=read_budget_history(conn),
+            entries=read_entries(conn, with_unit=not self._legacy),
+            chain=chain,
+        )
+
     # -- interface ---------------------------------------------------------------------------
 
     def total(self) -> tuple[Fraction, Fraction]:
         """The current budget ``(epsilon, delta)``."""
-        if self._legacy:
-            return self._db.read(legacy_total)
-        return self._db.read(lambda c: self._head(c, check_last=False).budget)
+        return self._db.read(self._total)
 
     def neighbouring(self) -> str:
         """The neighbouring relation the ledger was created with."""
-        row = self._db.read(
-            lambda c: c.execute("SELECT neighbouring FROM dpframe_schema").fetchone()
-        )
-        return str(row[0])
+        return self._db.read(self._neighbouring)
 
     def spent(self) -> tuple[Fraction, Fraction]:
         """The ``(epsilon, delta)`` charged so far, by every process (O(1): the sealed head)."""
-        if self._legacy:
-            return self._db.read(legacy_spent)
-        return self._db.read(lambda c: self._head(c, check_last=False).spent)
+        return self._db.read(self._spent)
 
     def fits(self, cost: PrivacyCost) -> bool:
         """Whether ``cost`` fits now (no side effect; another process may charge meanwhile)."""
@@ -503,8 +583,7 @@ class SqliteLedger:
         does not): a full read never shows an edited or truncated ledger."""
 
         def go(conn: sqlite3.Connection) -> list[dict[str, Any]]:
-            if not self._legacy:
-                self._verify(conn)
+            self._verify_chain(conn)
             return read_entries(conn, with_unit=not self._legacy)
 
         return self._db.read(go)
@@ -522,15 +601,9 @@ class SqliteLedger:
 
         def go(conn: sqlite3.Connection) -> dict[str, Any]:
             if integrity:
-                bad = [r[0] for r in conn.execute("PRAGMA integrity_check")]
-                if bad != ["ok"]:
-                    raise corrupt(self.path)
+                self._integrity_check(conn)
             if self._legacy:
-                raise LedgerError(
-                    f"ledger {self.path} was written by dpframe 0.1 (schema 1) and has no hash "
-                    "chain to verify; open it once with write access (any session) to upgrade "
-                    "it in place"
-                )
+                raise self._has_no_chain()
             return self._verify(conn)
 
         return self._db.read(go)
