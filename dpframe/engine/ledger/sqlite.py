@@ -198,10 +198,6 @@ class SqliteLedger:
         with contextlib.suppress(Exception):
             self.close()
 
-    def _diagnose(self, exc: BaseException, nothing: str) -> LedgerError:
-        """One precise ``LedgerError`` per cause, from SQLite's result code."""
-        return self._db.diagnose(exc, nothing)
-
     # -- opening -----------------------------------------------------------------------------
 
     def _open_writable(
