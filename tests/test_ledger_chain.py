@@ -190,7 +190,7 @@ def test_each_failure_has_its_own_diagnosis(tmp_path: Path, code: int, words: st
     led = SqliteLedger(_ledger(tmp_path, charges=0))
     err = sqlite3.OperationalError("x")
     err.sqlite_errorcode = code  # type: ignore[attr-defined]
-    message = str(led._diagnose(err, "nothing was charged"))
+    message = str(led._db.diagnose(err, "nothing was charged"))
     assert words in message
     assert "nothing was charged" in message
     if code != 11:

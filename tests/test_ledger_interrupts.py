@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 import dpframe
-import dpframe.engine.ledger as ledger_module
+import dpframe.engine.ledger.connection as ledger_module
 from dpframe.core.accounting import PrivacyCost
 from dpframe.engine.ledger import SqliteLedger
 
@@ -397,9 +397,9 @@ def test_interrupt_after_any_statement_of_charge_or_record(tmp_path: Path) -> No
     for op in ("charge", "record", "charge+unit"):
         at = 1
         while True:
-            real = led._connect()
+            real = led._db._connect()
             pending = led.charge(COST, META) if op == "record" else 0
-            led._conn = _Interrupting(real, _Counter(at))  # type: ignore[assignment]
+            led._db._conn = _Interrupting(real, _Counter(at))  # type: ignore[assignment]
             try:
                 if op == "record":
                     led.record(pending, "released", {"noise_scale": 1.0})
@@ -409,7 +409,7 @@ def test_interrupt_after_any_statement_of_charge_or_record(tmp_path: Path) -> No
                 finished = True
             except KeyboardInterrupt:
                 finished = False
-            led._conn = real
+            led._db._conn = real
             assert not real.in_transaction, (op, at)  # nothing left open
             assert _can_write_now(path), (op, at)  # nobody blocked
             led.charge(COST, META)  # not wedged

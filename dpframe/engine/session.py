@@ -71,6 +71,9 @@ LEDGER_COLUMNS = [
 ]
 #: Keys of ``details`` that get their own ledger column.
 DETAIL_COLUMNS = ("noise_scale", "granularity", "ci_half_width")
+#: Ledger columns holding budget numbers (exact in the store, floats in the view).
+_BUDGET_COLUMNS = ("epsilon", "delta", "rho", "requested_epsilon", "requested_delta",
+                   "spent_epsilon", "spent_delta")
 
 
 def active_session() -> Session:
@@ -116,42 +119,13 @@ class Session:
         if privacy_unit is not None and (not isinstance(privacy_unit, str) or not privacy_unit):
             raise ValidationError("privacy_unit must be the name of the unit column")
         dlt = validate_delta(delta, "delta")
-        if not isinstance(neighbouring, str) or neighbouring not in NEIGHBOURING:
-            raise ValidationError(
-                f"neighbouring must be 'add_remove' or 'change_one', got {neighbouring!r}"
-            )
-        if name is not None and not isinstance(name, str):
-            raise ValidationError(f"name must be a string, not {type(name).__name__}")
-        if seed is not None and (
-            isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or int(seed) < 0
-        ):
-            raise ValidationError("seed must be a non-negative integer or None")
-        if not isinstance(allow_budget_change, bool):
-            raise ValidationError("allow_budget_change must be True or False")
+        _check_options(neighbouring, name, seed, allow_budget_change)
         self.neighbouring: Neighbouring = cast(Neighbouring, neighbouring)
         self.name: str | None = name
-        self._store: Ledger
-        if ledger is None:
-            self._store = MemoryLedger(eps, dlt)
-        elif isinstance(ledger, str | os.PathLike):
-            self._store = SqliteLedger(
-                ledger,
-                eps,
-                dlt,
-                neighbouring=neighbouring,
-                name=name,
-                allow_budget_change=allow_budget_change,
-            )
-        elif isinstance(ledger, Ledger):
-            if ledger.total() != (eps, dlt):
-                raise LedgerError(
-                    "the ledger's budget differs from this session's (epsilon, delta)"
-                )
-            self._store = ledger
-        else:
-            raise ValidationError(
-                f"ledger must be None, a file path or a Ledger, not {type(ledger).__name__}"
-            )
+        self._store: Ledger = _open_store(
+            ledger, eps, dlt, neighbouring=neighbouring, name=name,
+            allow_budget_change=allow_budget_change,
+        )
         if privacy_unit is not None:
             self._store.bind_privacy_unit(unit_code(privacy_unit))
         self.seed: int | None = None if seed is None else int(seed)
@@ -280,25 +254,11 @@ class Session:
         """
         import pandas as pd
 
-        rows = []
-        for e in self._store.entries():
-            det = dict(e.get("details") or {})
-            row: dict[str, Any] = {k: e.get(k) for k in LEDGER_COLUMNS if k in e}
-            for k in ("epsilon", "delta", "rho", "requested_epsilon", "requested_delta",
-                      "spent_epsilon", "spent_delta"):
-                v = e.get(k)
-                row[k] = None if v is None else float(v)
-            for k in DETAIL_COLUMNS:
-                row[k] = det.pop(k, None)
-            row["columns"] = ", ".join(e.get("columns") or [])
-            row["details"] = det
-            rows.append(row)
+        rows = [_ledger_row(e) for e in self._store.entries()]
         df = pd.DataFrame(rows, columns=LEDGER_COLUMNS)
         df["time"] = pd.to_datetime(df["time"], utc=True, format="ISO8601")
-        for k in ("id",):
-            df[k] = df[k].astype("int64")
-        for k in ("epsilon", "delta", "rho", "requested_epsilon", "requested_delta",
-                  "spent_epsilon", "spent_delta", *DETAIL_COLUMNS):
+        df["id"] = df["id"].astype("int64")
+        for k in (*_BUDGET_COLUMNS, *DETAIL_COLUMNS):
             df[k] = pd.to_numeric(df[k], errors="coerce").astype("float64")
         df["seeded"] = df["seeded"].astype(bool)
         return df
@@ -392,6 +352,69 @@ class Session:
             + (", seeded" if self.seeded else "")
             + ")"
         )
+
+
+def _check_options(
+    neighbouring: Any, name: Any, seed: Any, allow_budget_change: Any
+) -> None:
+    """``ValidationError`` for a bad ``neighbouring``, ``name``, ``seed`` or
+    ``allow_budget_change`` of :class:`Session` (checked in this order)."""
+    if not isinstance(neighbouring, str) or neighbouring not in NEIGHBOURING:
+        raise ValidationError(
+            f"neighbouring must be 'add_remove' or 'change_one', got {neighbouring!r}"
+        )
+    if name is not None and not isinstance(name, str):
+        raise ValidationError(f"name must be a string, not {type(name).__name__}")
+    _check_seed(seed)
+    if not isinstance(allow_budget_change, bool):
+        raise ValidationError("allow_budget_change must be True or False")
+
+
+def _check_seed(seed: Any) -> None:
+    if seed is not None and (
+        isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or int(seed) < 0
+    ):
+        raise ValidationError("seed must be a non-negative integer or None")
+
+
+def _open_store(
+    ledger: str | os.PathLike[str] | Ledger | None,
+    epsilon: Fraction,
+    delta: Fraction,
+    *,
+    neighbouring: str,
+    name: str | None,
+    allow_budget_change: bool,
+) -> Ledger:
+    """The ledger store of a session: in memory (``None``), a SQLite file (a path: its stored
+    budget must match unless ``allow_budget_change``), or a given store with the same budget."""
+    if ledger is None:
+        return MemoryLedger(epsilon, delta)
+    if isinstance(ledger, str | os.PathLike):
+        return SqliteLedger(ledger, epsilon, delta, neighbouring=neighbouring, name=name,
+                            allow_budget_change=allow_budget_change)
+    if isinstance(ledger, Ledger):
+        if ledger.total() != (epsilon, delta):
+            raise LedgerError("the ledger's budget differs from this session's (epsilon, delta)")
+        return ledger
+    raise ValidationError(
+        f"ledger must be None, a file path or a Ledger, not {type(ledger).__name__}"
+    )
+
+
+def _ledger_row(entry: dict[str, Any]) -> dict[str, Any]:
+    """One row of :attr:`Session.ledger` from a ledger entry: floats for budget numbers, the
+    detail columns out of ``details``, the columns joined."""
+    det = dict(entry.get("details") or {})
+    row: dict[str, Any] = {k: entry.get(k) for k in LEDGER_COLUMNS if k in entry}
+    for k in _BUDGET_COLUMNS:
+        v = entry.get(k)
+        row[k] = None if v is None else float(v)
+    for k in DETAIL_COLUMNS:
+        row[k] = det.pop(k, None)
+    row["columns"] = ", ".join(entry.get("columns") or [])
+    row["details"] = det
+    return row
 
 
 def explain_epsilon(epsilon: float, delta: float = 0.0, *, label: str = "") -> str:

@@ -1,0 +1,338 @@
+"""The SHA-256 hash chain of a SQLite ledger: row digests, the sealed head, verification.
+
+Every accounting row (budget rows, entries, outcomes, the privacy-unit binding) is a link of
+one chain: ``row_hash = sha256(prev_hash || canonical row)``, the first ``prev_hash`` being a
+hash of the ledger's identity. The chain's head (row count, last hash) and the running totals
+the ledger charges from are kept in the ``chain_head`` row, updated in the same transaction and
+sealed by a hash. A deleted (even the last), edited, inserted or reordered row fails
+verification; it is never read as a smaller spend. The hash is not keyed: it detects edits made
+with ordinary tools, not a forger who recomputes the whole chain.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from ...core.accounting import SpendTotals
+from ...errors import LedgerError
+from .diagnose import tampered
+from .schema import APP_ID, CHAINED, NEIGHBOURING, frac_text, parse_frac
+
+_ZERO_HASH = "0" * 64
+_HEAD_COLS = (
+    "rows, hash, budget_epsilon, budget_delta, spent_epsilon, spent_delta, pure_epsilon, "
+    "all_delta, gauss_epsilon, gauss_delta, gauss_rho, any_gauss, privacy_unit"
+)
+
+
+def _canon(values: Iterable[Any]) -> str:
+    return json.dumps(list(values), ensure_ascii=True, separators=(",", ":"))
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def row_hash(prev: str, table: str, seq: int, rid: int, values: Iterable[Any]) -> str:
+    """``sha256(prev_hash || canonical serialization)`` of one chained row."""
+    return _sha(prev + "\n" + _canon([table, seq, rid, *values]))
+
+
+def genesis(app: Any, created: Any, neighbouring: Any, ledger_id: Any) -> str:
+    """The ``prev_hash`` of the first row: the ledger's identity and neighbouring relation."""
+    return _sha(_ZERO_HASH + "\n" + _canon(["genesis", app, created, neighbouring, ledger_id]))
+
+
+def _seal(stored: list[Any]) -> str:
+    return _sha("head\n" + _canon(stored))
+
+
+@dataclass(frozen=True)
+class Head:
+    """The ``chain_head`` row: chain position and the running totals charges are checked on."""
+
+    rows: int
+    hash: str
+    budget: tuple[Fraction, Fraction]
+    spent: tuple[Fraction, Fraction]
+    totals: SpendTotals
+    unit: str | None
+
+    @classmethod
+    def first(cls, genesis_hash: str, budget: tuple[Fraction, Fraction]) -> Head:
+        """The head of a chain with no row yet."""
+        return cls(0, genesis_hash, budget, (Fraction(0), Fraction(0)), SpendTotals(), None)
+
+    def stored(self) -> list[Any]:
+        """The head's values as stored (and sealed), in ``chain_head`` column order."""
+        t = self.totals
+        return [
+            self.rows, self.hash, frac_text(self.budget[0]), frac_text(self.budget[1]),
+            frac_text(self.spent[0]), frac_text(self.spent[1]), frac_text(t.pure_eps),
+            frac_text(t.all_delta), frac_text(t.g_eps), frac_text(t.g_delta),
+            frac_text(t.g_rho), int(t.any_g), self.unit,
+        ]
+
+
+def link(conn: sqlite3.Connection, head: Head, table: str, rid: int, values: list[Any]) -> Head:
+    """Chain the row ``rid`` of ``table`` (with hashed ``values``) after ``head``."""
+    seq = head.rows + 1
+    digest = row_hash(head.hash, table, seq, rid, values)
+    conn.execute(f"UPDATE {table} SET seq = ?, prev_hash = ?, row_hash = ? WHERE id = ?",
+                 (seq, head.hash, digest, rid))
+    return replace(head, rows=seq, hash=digest)
+
+
+def append(
+    conn: sqlite3.Connection, head: Head, table: str, values: Mapping[str, Any],
+    extra: Mapping[str, Any] | None = None,
+) -> tuple[Head, int]:
+    """Insert one chained row after ``head``; the new head and the row's id."""
+    cols = CHAINED[table]
+    vals = [values[c] for c in cols]
+    more = dict(extra or {})
+    names = ", ".join((*cols, *more))
+    marks = ", ".join("?" for _ in range(len(cols) + len(more)))
+    cur = conn.execute(f"INSERT INTO {table} ({names}) VALUES ({marks})",
+                       (*vals, *more.values()))
+    rid = cur.lastrowid
+    assert rid is not None
+    return link(conn, head, table, int(rid), vals), int(rid)
+
+
+def write_head(conn: sqlite3.Connection, head: Head, *, insert: bool = False) -> None:
+    """Store ``head`` (sealed) in ``chain_head``: inserted for a new chain, else updated."""
+    stored = head.stored()
+    if insert:
+        conn.execute(
+            f"INSERT INTO chain_head (id, {_HEAD_COLS}, seal) VALUES "
+            f"(1, {', '.join('?' for _ in stored)}, ?)",
+            (*stored, _seal(stored)),
+        )
+        return
+    sets = ", ".join(f"{c.strip()} = ?" for c in _HEAD_COLS.split(","))
+    cur = conn.execute(f"UPDATE chain_head SET {sets}, seal = ? WHERE id = 1",
+                       (*stored, _seal(stored)))
+    if cur.rowcount != 1:
+        raise LedgerError("ledger chain head is missing")
+
+
+def _stored_head(conn: sqlite3.Connection, path: Path) -> list[Any]:
+    """The values of the ``chain_head`` row, once its seal is checked."""
+    try:
+        row = conn.execute(f"SELECT {_HEAD_COLS}, seal FROM chain_head WHERE id = 1").fetchone()
+    except sqlite3.OperationalError as exc:
+        raise tampered(path, "its chain head table is missing") from exc
+    if row is None:
+        raise tampered(path, "its chain head is missing")
+    stored, seal = list(row[:-1]), row[-1]
+    if seal != _seal(stored):
+        raise tampered(path, "its chain head (running totals) was edited")
+    return stored
+
+
+def _parse_head(stored: list[Any], path: Path) -> Head:
+    try:
+        fr = [parse_frac(x) for x in stored[2:11]]
+    except LedgerError as exc:
+        raise tampered(path, "its chain head holds a malformed number") from exc
+    f = [x for x in fr if x is not None]
+    if len(f) != len(fr) or not isinstance(stored[0], int):
+        raise tampered(path, "its chain head is malformed")
+    return Head(
+        rows=stored[0], hash=str(stored[1]), budget=(f[0], f[1]), spent=(f[2], f[3]),
+        totals=SpendTotals(pure_eps=f[4], all_delta=f[5], g_eps=f[6], g_delta=f[7],
+                           g_rho=f[8], any_g=bool(stored[11])),
+        unit=stored[12],
+    )
+
+
+def _last_row(conn: sqlite3.Connection, path: Path) -> tuple[int, str] | None:
+    """``(seq, row_hash)`` of the last chained row of any table (None when there is none)."""
+    last: tuple[int, str] | None = None
+    for table in CHAINED:
+        r = conn.execute(f"SELECT seq, row_hash FROM {table} ORDER BY seq DESC LIMIT 1").fetchone()
+        if r is None:
+            continue
+        if r[0] is None:
+            raise tampered(path, "a row has no place in the hash chain")
+        if last is None or r[0] > last[0]:
+            last = (r[0], r[1])
+    return last
+
+
+def read_head(conn: sqlite3.Connection, path: Path, *, check_last: bool) -> Head:
+    """The sealed ``chain_head`` row; with ``check_last``, also check that it points at the
+    last chained row (O(log n): catches a deleted or appended last row)."""
+    head = _parse_head(_stored_head(conn, path), path)
+    if check_last and _last_row(conn, path) != (head.rows, head.hash):
+        raise tampered(
+            path, "its last rows do not match the chain head (a row was deleted or added)"
+        )
+    return head
+
+
+def _with_request(
+    t: SpendTotals, epsilon: Fraction, delta: Fraction, rho: Fraction | None
+) -> SpendTotals:
+    """``t`` plus one requested cost, as :meth:`SpendTotals.add` adds it, from the numbers of a
+    chained entry (no :class:`PrivacyCost` validation: a bad number fails as tampering)."""
+    if rho is None:
+        return replace(t, pure_eps=t.pure_eps + epsilon, all_delta=t.all_delta + delta)
+    return replace(t, all_delta=t.all_delta + delta, g_eps=t.g_eps + epsilon,
+                   g_delta=t.g_delta + delta, g_rho=t.g_rho + rho, any_g=True)
+
+
+_Row = tuple[Any, ...]
+
+
+@dataclass
+class _Walk:
+    """One verification pass over the chain, row by row in chain order: the running hash and
+    the accounting the rows add up to, to be compared with the sealed head at the end."""
+
+    path: Path
+    running: str
+    rows: int = 0
+    budget: tuple[Fraction, Fraction] | None = None
+    spent: tuple[Fraction, Fraction] = (Fraction(0), Fraction(0))
+    totals: SpendTotals = field(default_factory=SpendTotals)
+    unit: str | None = None
+    last_entry: int = 0
+    copies: dict[int, tuple[str, str]] = field(default_factory=dict)
+    outcomes: dict[int, tuple[str, str]] = field(default_factory=dict)
+
+    def step(self, seq: int, table: str, r: _Row) -> None:
+        """Check row ``r`` of ``table`` (``seq, id, prev_hash, row_hash, *values``), the
+        ``seq``-th link of the chain, and add it to the accounting."""
+        self.rows += 1
+        n = self.rows
+        if seq != n:
+            raise tampered(self.path, f"row {n} of its hash chain is missing or duplicated")
+        rid, prev, digest = r[1], r[2], r[3]
+        values = r[4 : 4 + len(CHAINED[table])]
+        if prev != self.running or digest != row_hash(self.running, table, seq, rid, values):
+            raise tampered(self.path, f"row {n} of its hash chain ({table} #{rid}) was changed")
+        self.running = digest
+        if table != "budget" and self.budget is None:
+            raise tampered(self.path, "its first chained row is not its budget")
+        _CHECKS[table](self, rid, values, r)
+
+    def _budget_row(self, rid: int, values: _Row, r: _Row) -> None:
+        be, bd = parse_frac(values[1]), parse_frac(values[2])
+        if be is None or bd is None or be <= 0 or not 0 <= bd <= 1:
+            raise tampered(self.path, f"budget #{rid} is malformed")
+        self.budget = (be, bd)
+
+    def _entry_numbers(self, rid: int, values: _Row) -> list[Fraction]:
+        """Requested, charged and cumulative (epsilon, delta) of an entry, in this order."""
+        nums = [parse_frac(values[i]) for i in (5, 6, 8, 9, 10, 11)]
+        found = [x for x in nums if x is not None]
+        if len(found) != len(nums) or rid <= self.last_entry:
+            raise tampered(self.path, f"entry #{rid} is malformed")
+        return found
+
+    def _entry_row(self, rid: int, values: _Row, r: _Row) -> None:
+        q_e, q_d, c_e, c_d, s_e, s_d = self._entry_numbers(rid, values)
+        rho, unit = parse_frac(values[7]), values[14]
+        if c_e < 0 or c_d < 0 or (s_e, s_d) != (self.spent[0] + c_e, self.spent[1] + c_d):
+            raise tampered(self.path, f"entry #{rid} does not add up with the entries before")
+        if unit is not None and unit != self.unit:
+            raise tampered(self.path, f"entry #{rid} names another privacy unit")
+        self.spent, self.last_entry = (s_e, s_d), rid
+        self.totals = _with_request(self.totals, q_e, q_d, rho)
+        self.copies[rid] = (r[-2], r[-1])
+
+    def _outcome_row(self, rid: int, values: _Row, r: _Row) -> None:
+        entry_id, _, status, details = values
+        if entry_id not in self.copies or entry_id in self.outcomes:
+            raise tampered(self.path, f"outcome #{rid} names no pending entry")
+        if status not in ("released", "failed"):
+            raise tampered(self.path, f"outcome #{rid} is malformed")
+        self.outcomes[entry_id] = (status, details)
+
+    def _unit_row(self, rid: int, values: _Row, r: _Row) -> None:
+        if self.unit is not None or not isinstance(values[1], str):
+            raise tampered(self.path, "its privacy unit was bound twice")
+        self.unit = values[1]
+
+    def finish(self, head: Head) -> None:
+        """Check that the rows end where the sealed head says and add up to its totals, and
+        that every entry's status copy matches its outcome."""
+        if self.rows != head.rows or self.running != head.hash:
+            raise tampered(
+                self.path,
+                "its chain ends before its recorded head (rows were deleted at the end)"
+                if self.rows < head.rows else "its rows do not match its chain head",
+            )
+        if not self._agrees_with(head):
+            raise tampered(self.path, "its chain head disagrees with its rows")
+        for eid, copy in self.copies.items():
+            if copy != self.outcomes.get(eid, ("charged", "{}")):
+                raise tampered(self.path, f"the status of entry #{eid} disagrees with its outcome")
+
+    def _agrees_with(self, head: Head) -> bool:
+        bound = self.totals.spend()
+        return (
+            (self.budget, self.spent, self.totals, self.unit)
+            == (head.budget, head.spent, head.totals, head.unit)
+            and self.spent[0] >= bound.epsilon and self.spent[1] >= bound.delta
+        )
+
+
+_CHECKS = {
+    "budget": _Walk._budget_row,
+    "entries": _Walk._entry_row,
+    "outcomes": _Walk._outcome_row,
+    "units": _Walk._unit_row,
+}
+
+
+def _chained_rows(
+    conn: sqlite3.Connection, path: Path, table: str
+) -> Iterator[tuple[int, str, _Row]]:
+    """``(seq, table, row)`` for the rows of ``table`` in chain order; an entry's row ends with
+    its ``status`` and ``details`` copy."""
+    cols = ", ".join(CHAINED[table])
+    copy = ", status, details" if table == "entries" else ""
+    for r in conn.execute(
+        f"SELECT seq, id, prev_hash, row_hash, {cols}{copy} FROM {table} ORDER BY seq"
+    ):
+        if not isinstance(r[0], int):
+            raise tampered(path, f"a row of {table} has no place in the hash chain")
+        yield r[0], table, r
+
+
+def verify_chain(conn: sqlite3.Connection, path: Path) -> dict[str, Any]:
+    """Check the whole chain and every accounting invariant; O(rows). ``LedgerError`` on
+    the first violation. Returns ``rows``, ``head`` (last hash), ``entries``, ``ledger_id`` and
+    ``schema_version``."""
+    schema = conn.execute(
+        "SELECT app, version, created, neighbouring, ledger_id FROM dpframe_schema"
+    ).fetchall()
+    if len(schema) != 1 or schema[0][0] != APP_ID:
+        raise tampered(path, "its schema row is missing or duplicated")
+    app, version, created, relation, ledger_id = schema[0]
+    if relation not in NEIGHBOURING:
+        raise tampered(path, "its neighbouring relation is malformed")
+    head = read_head(conn, path, check_last=False)
+    walk = _Walk(path, genesis(app, created, relation, ledger_id))
+    rows = (_chained_rows(conn, path, t) for t in CHAINED)
+    for seq, table, r in heapq.merge(*rows, key=lambda x: x[0]):
+        walk.step(seq, table, r)
+    walk.finish(head)
+    return {
+        "rows": walk.rows,
+        "head": walk.running,
+        "entries": len(walk.copies),
+        "ledger_id": ledger_id,
+        "schema_version": version,
+    }

@@ -1,0 +1,165 @@
+"""The SQLite ledger's connection and its interrupt-safe transactions.
+
+Every transaction (open, create, upgrade, budget change, charge, record) runs through
+:meth:`LedgerConnection.transaction`: waiting for another process's lock happens in Python
+between short attempts (so Ctrl-C interrupts the wait at once, with nothing open); while a write
+transaction is open in the main thread, Python-level signal handlers are held back
+(:func:`~.signals.signals_held`) and run right after it has committed or rolled back; a
+``finally`` rolls back whatever is still open, and a connection found inside a transaction is
+rolled back before it is used. An interrupt therefore never leaves the ledger locked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+from urllib.parse import quote
+
+from ...errors import LedgerError
+from .diagnose import diagnose, is_busy, locked, opened_read_only
+from .signals import signals_held
+
+_T = TypeVar("_T")
+_BUSY_SLICE_MS = 5  # SQLite's own wait per attempt; the rest of the wait is interruptible
+_BUSY = object()
+
+
+class LedgerConnection:
+    """The connection of this process to the ledger file at ``path`` (reopened after a fork).
+
+    ``readonly`` opens it with ``mode=ro`` (and ``immutable=1`` once :attr:`immutable` is set,
+    for read-only media); ``timeout`` is how long a write waits for another process's lock.
+    """
+
+    def __init__(self, path: Path, *, readonly: bool, timeout: float) -> None:
+        self.path = path
+        self.readonly = readonly
+        self.timeout = timeout
+        self.immutable = False
+        self._conn: sqlite3.Connection | None = None
+        self._pid = -1
+        self._lock = threading.RLock()
+
+    def diagnose(self, exc: BaseException, nothing: str) -> LedgerError:
+        """One precise ``LedgerError`` for the SQLite error ``exc``."""
+        return diagnose(exc, self.path, nothing, readonly=self.readonly, timeout=self.timeout)
+
+    def _connect(self) -> sqlite3.Connection:
+        """The connection of this process (reopened after a fork)."""
+        if self._conn is not None and self._pid == os.getpid():
+            return self._conn
+        self._conn = None
+        try:
+            if self.readonly:
+                uri = "file:" + quote(str(self.path), safe="/") + "?mode=ro"
+                if self.immutable:
+                    uri += "&immutable=1"
+                conn = sqlite3.connect(
+                    uri, uri=True, timeout=0, isolation_level=None, check_same_thread=False
+                )
+            else:
+                conn = sqlite3.connect(
+                    str(self.path), timeout=0, isolation_level=None, check_same_thread=False
+                )
+            try:
+                conn.execute(f"PRAGMA busy_timeout = {_BUSY_SLICE_MS}")
+                if not self.readonly:
+                    # every commit is on disk before charge() returns (WAL: fsync per commit)
+                    conn.execute("PRAGMA synchronous = FULL")
+            except BaseException:
+                conn.close()
+                raise
+        except sqlite3.Error as exc:
+            raise self.diagnose(exc, "nothing was read or written") from exc
+        self._conn = conn
+        self._pid = os.getpid()
+        return conn
+
+    def close(self) -> None:
+        """Close the connection (it is reopened when used again)."""
+        with self._lock:
+            if self._conn is not None and self._pid == os.getpid():
+                with contextlib.suppress(sqlite3.Error):
+                    self._conn.close()
+            self._conn = None
+
+    def _drop(self, conn: sqlite3.Connection) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            conn.close()
+        if self._conn is conn:
+            self._conn = None
+
+    def transaction(
+        self,
+        fn: Callable[[sqlite3.Connection], _T],
+        *,
+        write: bool,
+        nothing: str,
+        begin: str | None = None,
+    ) -> _T:
+        """Run ``fn(conn)`` in one transaction, safe against interrupts at any point.
+
+        Waiting for another process's lock happens here, in Python, between attempts of at most
+        ``_BUSY_SLICE_MS`` each: ``KeyboardInterrupt`` ends the wait with nothing open. A write
+        attempt runs with signal handlers held back (:func:`signals_held`), so an interrupt
+        lands after the commit or the rollback; ``finally`` rolls back whatever is still open
+        (and drops the connection if even that fails); a connection found in a transaction
+        (left by an interruption elsewhere) is rolled back before use. ``fn`` must have no side
+        effect outside the database: it may run more than once. ``nothing`` says, in errors,
+        what was not done.
+        """
+        if write and self.readonly:
+            raise opened_read_only(self.path, nothing)
+        stmt = begin if begin is not None else ("BEGIN IMMEDIATE" if write else "BEGIN")
+        deadline = time.monotonic() + self.timeout
+        pause = 0.001
+        with self._lock:
+            while True:
+                conn = self._connect()
+                if write:
+                    with signals_held():
+                        outcome = self._attempt(conn, fn, stmt, nothing)
+                else:
+                    outcome = self._attempt(conn, fn, stmt, nothing)
+                if outcome is not _BUSY:
+                    return outcome  # type: ignore[return-value]
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise locked(self.path, self.timeout, nothing)
+                time.sleep(min(left, pause * (0.5 + random.random())))
+                pause = min(pause * 2, 0.05)
+
+    def _attempt(
+        self, conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], _T], stmt: str,
+        nothing: str,
+    ) -> _T | object:
+        try:
+            if conn.in_transaction:  # left open by an interruption: never reuse it
+                conn.execute("ROLLBACK")
+            if stmt:
+                conn.execute(stmt)
+            result = fn(conn)
+            if conn.in_transaction:
+                conn.execute("COMMIT")
+            return result
+        except sqlite3.Error as exc:
+            if is_busy(exc):
+                return _BUSY  # rolled back below; retried after an interruptible pause
+            raise self.diagnose(exc, nothing) from exc
+        finally:
+            if conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+                if conn.in_transaction:  # could not roll back: closing the connection does
+                    self._drop(conn)
+
+    def read(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
+        """Run ``fn(conn)`` in a read transaction (a consistent snapshot)."""
+        return self.transaction(fn, write=False, nothing="nothing was changed")

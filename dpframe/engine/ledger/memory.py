@@ -1,0 +1,122 @@
+"""The in-process ledger: a session's budget and charges, gone with the process."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from fractions import Fraction
+from typing import Any
+
+from ..._json import jsonable
+from ...core.accounting import Number, PrivacyCost, SpendTotals, validate_delta, validate_epsilon
+from ...errors import LedgerError
+from .charges import check_cost, check_status, exceeded, meta_fields, now, plan_charge
+from .signals import signals_held
+from .units import check_unit, meta_unit, unit_refused
+
+
+class MemoryLedger:
+    """An in-process ledger. Thread-safe; charges are checked and inserted under one lock
+    (with Python signal handlers held back while the state changes, so an interrupt never
+    leaves a half-written entry)."""
+
+    def __init__(self, epsilon: Number, delta: Number = 0) -> None:
+        self._total = (validate_epsilon(epsilon), validate_delta(delta))
+        self._rows: list[dict[str, Any]] = []
+        self._totals = SpendTotals()
+        self._unit: str | None = None
+        self._lock = threading.Lock()
+
+    def total(self) -> tuple[Fraction, Fraction]:
+        """The budget ``(epsilon, delta)``."""
+        return self._total
+
+    def _last_spent(self) -> tuple[Fraction, Fraction]:
+        if not self._rows:
+            return Fraction(0), Fraction(0)
+        return self._rows[-1]["spent_epsilon"], self._rows[-1]["spent_delta"]
+
+    def spent(self) -> tuple[Fraction, Fraction]:
+        """The ``(epsilon, delta)`` charged so far."""
+        with self._lock:
+            return self._last_spent()
+
+    def fits(self, cost: PrivacyCost) -> bool:
+        """Whether ``cost`` fits now (no side effect)."""
+        cost = check_cost(cost)
+        with self._lock:
+            return plan_charge(self._total, self._totals, self._last_spent(), cost)[2]
+
+    def privacy_unit(self) -> str | None:
+        """The privacy unit this ledger protects (None until a release or a binding fixes it)."""
+        with self._lock:
+            return self._unit
+
+    def bind_privacy_unit(self, unit: str) -> None:
+        """Record ``unit`` as the ledger's privacy unit; ``PrivacyUnitError`` if it differs."""
+        unit = check_unit(unit)
+        with self._lock:
+            if self._unit is None:
+                self._unit = unit
+            elif self._unit != unit:
+                raise unit_refused(self._unit, unit)
+
+    def charge(self, cost: PrivacyCost, meta: Mapping[str, Any]) -> int:
+        """Check and record ``cost`` atomically; ``BudgetExceededError`` if it does not fit,
+        ``PrivacyUnitError`` if ``meta["privacy_unit"]`` is not the ledger's unit."""
+        cost = check_cost(cost)
+        fields = meta_fields(meta)
+        unit = meta_unit(meta)
+        with self._lock:
+            if unit is not None and self._unit is not None and unit != self._unit:
+                raise unit_refused(self._unit, unit)
+            old, new, ok = plan_charge(self._total, self._totals, self._last_spent(), cost)
+            if not ok:
+                raise exceeded(self._total, old, new)
+            entry_id = len(self._rows) + 1
+            row = {
+                "id": entry_id,
+                "time": now(),
+                **fields,
+                "requested_epsilon": cost.epsilon,
+                "requested_delta": cost.delta,
+                "rho": cost.rho,
+                "epsilon": new[0] - old[0],
+                "delta": new[1] - old[1],
+                "spent_epsilon": new[0],
+                "spent_delta": new[1],
+                "status": "charged",
+                "details": {},
+                "privacy_unit": unit,
+            }
+            totals = self._totals.add(cost)
+            with signals_held():
+                if unit is not None and self._unit is None:
+                    self._unit = unit
+                self._rows.append(row)
+                self._totals = totals
+            return entry_id
+
+    def record(self, entry_id: int, status: str, details: Mapping[str, Any]) -> None:
+        """Mark entry ``entry_id`` as ``"released"`` or ``"failed"``."""
+        status = check_status(status)
+        det = jsonable(dict(details or {}))
+        with self._lock:
+            if not isinstance(entry_id, int) or not 1 <= entry_id <= len(self._rows):
+                raise LedgerError(f"no ledger entry with id {entry_id!r}")
+            row = self._rows[entry_id - 1]
+            if row["status"] != "charged":
+                raise LedgerError(f"ledger entry {entry_id} is already {row['status']}")
+            self._rows[entry_id - 1] = {**row, "status": status, "details": det}
+
+    def entries(self) -> list[dict[str, Any]]:
+        """Every entry, oldest first (copies)."""
+        with self._lock:
+            return [
+                {**r, "columns": list(r["columns"]), "details": dict(r["details"])}
+                for r in self._rows
+            ]
+
+    def describe(self) -> str:
+        """A short description for reports."""
+        return "in-memory ledger"

@@ -1,0 +1,223 @@
+"""The SQLite ledger's tables, and how budget numbers and entries are stored and read back.
+
+Fractions are stored exactly, as TEXT ``"num/den"``. Schema 2 (dpframe 0.2) adds the hash chain
+(``seq``, ``prev_hash``, ``row_hash`` columns, the ``outcomes``, ``units`` and ``chain_head``
+tables) to schema 1 (dpframe 0.1).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from fractions import Fraction
+from typing import Any
+
+from ...errors import LedgerError
+
+SCHEMA_VERSION = 2
+APP_ID = "dpframe-ledger"
+STATUSES = ("charged", "released", "failed")
+NEIGHBOURING = ("add_remove", "change_one")
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+SCHEMA = """
+CREATE TABLE dpframe_schema (
+    app TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    created TEXT NOT NULL,
+    neighbouring TEXT NOT NULL,
+    ledger_id TEXT,
+    upgraded TEXT
+);
+CREATE TABLE budget (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    time TEXT NOT NULL,
+    epsilon TEXT NOT NULL,
+    delta TEXT NOT NULL,
+    session TEXT,
+    note TEXT NOT NULL,
+    seq INTEGER,
+    prev_hash TEXT,
+    row_hash TEXT
+);
+CREATE TABLE entries (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    time TEXT NOT NULL,
+    session TEXT,
+    query TEXT NOT NULL,
+    columns TEXT NOT NULL,
+    mechanism TEXT NOT NULL,
+    requested_epsilon TEXT NOT NULL,
+    requested_delta TEXT NOT NULL,
+    rho TEXT,
+    epsilon TEXT NOT NULL,
+    delta TEXT NOT NULL,
+    spent_epsilon TEXT NOT NULL,
+    spent_delta TEXT NOT NULL,
+    seeded INTEGER NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('charged', 'released', 'failed')),
+    details TEXT NOT NULL,
+    pid INTEGER,
+    privacy_unit TEXT,
+    seq INTEGER,
+    prev_hash TEXT,
+    row_hash TEXT
+)
+"""
+
+#: Schema-2 additions, shared by new ledgers and the upgrade of schema-1 ones.
+SCHEMA_2 = """
+CREATE TABLE outcomes (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    entry_id INTEGER NOT NULL UNIQUE,
+    time TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('released', 'failed')),
+    details TEXT NOT NULL,
+    seq INTEGER,
+    prev_hash TEXT,
+    row_hash TEXT
+);
+CREATE TABLE units (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    time TEXT NOT NULL,
+    unit TEXT NOT NULL,
+    session TEXT,
+    seq INTEGER,
+    prev_hash TEXT,
+    row_hash TEXT
+);
+CREATE TABLE chain_head (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    rows INTEGER NOT NULL,
+    hash TEXT NOT NULL,
+    budget_epsilon TEXT NOT NULL,
+    budget_delta TEXT NOT NULL,
+    spent_epsilon TEXT NOT NULL,
+    spent_delta TEXT NOT NULL,
+    pure_epsilon TEXT NOT NULL,
+    all_delta TEXT NOT NULL,
+    gauss_epsilon TEXT NOT NULL,
+    gauss_delta TEXT NOT NULL,
+    gauss_rho TEXT NOT NULL,
+    any_gauss INTEGER NOT NULL,
+    privacy_unit TEXT,
+    seal TEXT NOT NULL
+);
+CREATE UNIQUE INDEX budget_seq ON budget (seq);
+CREATE UNIQUE INDEX entries_seq ON entries (seq);
+CREATE UNIQUE INDEX outcomes_seq ON outcomes (seq);
+CREATE UNIQUE INDEX units_seq ON units (seq)
+"""
+
+UPGRADE_1_TO_2 = """
+ALTER TABLE dpframe_schema ADD COLUMN ledger_id TEXT;
+ALTER TABLE dpframe_schema ADD COLUMN upgraded TEXT;
+ALTER TABLE budget ADD COLUMN seq INTEGER;
+ALTER TABLE budget ADD COLUMN prev_hash TEXT;
+ALTER TABLE budget ADD COLUMN row_hash TEXT;
+ALTER TABLE entries ADD COLUMN privacy_unit TEXT;
+ALTER TABLE entries ADD COLUMN seq INTEGER;
+ALTER TABLE entries ADD COLUMN prev_hash TEXT;
+ALTER TABLE entries ADD COLUMN row_hash TEXT
+"""
+
+#: The hashed (immutable) fields of each chained table, in hash order. ``entries.status`` and
+#: ``entries.details`` are a convenience copy of the entry's outcome row (checked on verify).
+CHAINED: dict[str, tuple[str, ...]] = {
+    "budget": ("time", "epsilon", "delta", "session", "note"),
+    "entries": (
+        "time", "session", "query", "columns", "mechanism", "requested_epsilon",
+        "requested_delta", "rho", "epsilon", "delta", "spent_epsilon", "spent_delta", "seeded",
+        "pid", "privacy_unit",
+    ),
+    "outcomes": ("entry_id", "time", "status", "details"),
+    "units": ("time", "unit", "session"),
+}
+
+_ENTRY_COLS = (
+    "id, time, session, query, columns, mechanism, requested_epsilon, requested_delta, rho, "
+    "epsilon, delta, spent_epsilon, spent_delta, seeded, status, details"
+)
+
+
+def run_script(conn: sqlite3.Connection, script: str) -> None:
+    """Execute the ``;``-separated statements of ``script`` (inside the caller's transaction:
+    ``executescript`` would commit it)."""
+    for stmt in script.split(";"):
+        if stmt.strip():
+            conn.execute(stmt)
+
+
+def table_names(conn: sqlite3.Connection) -> set[str]:
+    """The names of the database's tables."""
+    return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def frac_text(x: Fraction) -> str:
+    """A budget number as stored: ``"num/den"``."""
+    return f"{x.numerator}/{x.denominator}"
+
+
+def parse_frac(text: str | None) -> Fraction | None:
+    """A stored budget number (None stays None); ``LedgerError`` if it is malformed."""
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        raise LedgerError("ledger holds a malformed budget number; the file is corrupt")
+    try:
+        return Fraction(text)
+    except (ValueError, ZeroDivisionError, TypeError) as exc:
+        raise LedgerError("ledger holds a malformed budget number; the file is corrupt") from exc
+
+
+def read_entries(conn: sqlite3.Connection, *, with_unit: bool) -> list[dict[str, Any]]:
+    """Every entry, oldest first, as dicts (Fractions for budget numbers). ``with_unit=False``
+    for schema-1 ledgers, whose entries name no privacy unit."""
+    unit_col = "privacy_unit" if with_unit else "NULL"
+    out = []
+    for row in conn.execute(f"SELECT {_ENTRY_COLS}, {unit_col} FROM entries ORDER BY id"):
+        (i, t, sess, q, cols, mech, re_, rd, rho, e, d, se, sd, seeded, st, det, unit) = row
+        try:
+            columns = json.loads(cols)
+            details = json.loads(det)
+        except (json.JSONDecodeError, TypeError) as exc:
+            raise LedgerError("ledger entry is malformed; the file is corrupt") from exc
+        out.append(
+            {
+                "id": int(i),
+                "time": t,
+                "session": sess,
+                "query": q,
+                "columns": columns,
+                "mechanism": mech,
+                "requested_epsilon": parse_frac(re_),
+                "requested_delta": parse_frac(rd),
+                "rho": parse_frac(rho),
+                "epsilon": parse_frac(e),
+                "delta": parse_frac(d),
+                "spent_epsilon": parse_frac(se),
+                "spent_delta": parse_frac(sd),
+                "seeded": bool(seeded),
+                "status": st,
+                "details": details,
+                "privacy_unit": unit,
+            }
+        )
+    return out
+
+
+def read_budget_history(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+    """Every budget row, oldest first."""
+    return [
+        {
+            "id": int(i),
+            "time": t,
+            "epsilon": parse_frac(e),
+            "delta": parse_frac(d),
+            "session": s,
+            "note": n,
+        }
+        for i, t, e, d, s, n in conn.execute(
+            "SELECT id, time, epsilon, delta, session, note FROM budget ORDER BY id"
+        )
+    ]

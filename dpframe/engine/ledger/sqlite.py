@@ -1,0 +1,609 @@
+"""The durable ledger: an embedded SQLite file, the source of truth across processes.
+
+A charge is checked and inserted in one ``BEGIN IMMEDIATE`` transaction (one writer at a time),
+in WAL mode with ``synchronous=FULL``, and committed before :meth:`SqliteLedger.charge` returns:
+concurrent writers never overspend together, and a process killed at any instant either
+committed its charge or charged nothing. A charge is O(1): it reads the sealed running totals of
+the chain head, never the entries. The hash chain is verified on open and on every full read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ..._json import jsonable
+from ...core.accounting import Number, PrivacyCost, format_number, validate_delta, validate_epsilon
+from ...errors import LedgerError, ValidationError
+from .chain import Head, append, genesis, read_head, verify_chain, write_head
+from .charges import check_cost, check_status, exceeded, meta_fields, now, plan_charge
+from .connection import LedgerConnection
+from .diagnose import SQLITE_CANTOPEN, SQLITE_READONLY, corrupt, sqlite_code, tampered
+from .legacy import legacy_costs, legacy_spent, legacy_total, upgrade
+from .schema import (
+    APP_ID,
+    NEIGHBOURING,
+    SCHEMA,
+    SCHEMA_2,
+    SCHEMA_VERSION,
+    SQLITE_MAGIC,
+    frac_text,
+    read_budget_history,
+    read_entries,
+    run_script,
+    table_names,
+)
+from .units import check_unit, meta_unit, unit_refused
+
+_T = TypeVar("_T")
+
+
+def _checked_path(path: Any) -> Path:
+    """``path`` (user expanded), if it names a file."""
+    if isinstance(path, bool) or not isinstance(path, str | os.PathLike):
+        raise ValidationError(f"ledger must be a file path, not {type(path).__name__}")
+    p = Path(os.fspath(path)).expanduser()
+    if str(path) in ("", ":memory:"):
+        raise ValidationError("ledger path must name a file (use ledger=None for memory)")
+    return p
+
+
+def _checked_arguments(
+    path: Any,
+    epsilon: Number | None,
+    delta: Number | None,
+    neighbouring: str | None,
+    allow_budget_change: bool,
+    readonly: bool,
+) -> tuple[Path, Fraction | None, Fraction]:
+    """The ledger's absolute path and budget, once the arguments are checked
+    (``ValidationError``)."""
+    p = _checked_path(path)
+    if neighbouring is not None and neighbouring not in NEIGHBOURING:
+        raise ValidationError(f"neighbouring must be one of {NEIGHBOURING}")
+    if readonly and (epsilon is not None or allow_budget_change):
+        raise ValidationError("a ledger opened read-only cannot be given a budget")
+    eps_total = None if epsilon is None else validate_epsilon(epsilon)
+    delta_total = validate_delta(0 if delta is None else delta)
+    return p.absolute(), eps_total, delta_total
+
+
+@dataclass(frozen=True)
+class LedgerSnapshot:
+    """A whole ledger read in one transaction (:meth:`SqliteLedger.read_snapshot`)."""
+
+    path: Path
+    neighbouring: str
+    total: tuple[Fraction, Fraction]
+    spent: tuple[Fraction, Fraction]
+    budget_history: list[dict[str, Any]]
+    entries: list[dict[str, Any]]
+    #: The chain's verification (as :meth:`SqliteLedger.verify` returns it); None for a
+    #: schema-1 ledger, which has no chain.
+    chain: dict[str, Any] | None
+
+
+class SqliteLedger:
+    """A durable ledger in an embedded SQLite file (no server).
+
+    ``SqliteLedger(path, epsilon, delta)`` creates the file (its folder must exist) or opens it.
+    An existing ledger keeps its budget: opening it with a different total raises
+    :class:`~dpframe.errors.LedgerError` unless ``allow_budget_change=True`` (the change is then
+    recorded in the ``budget`` table). ``epsilon=None`` opens an existing ledger with its stored
+    budget. The neighbouring relation is fixed at creation: epsilons under different relations
+    do not add up, so a mismatch is refused. A file that is not a dpframe ledger, or is
+    corrupt, or whose hash chain does not verify, raises ``LedgerError`` and is left untouched.
+
+    ``readonly=True`` opens an existing ledger without writing anything (``mode=ro``; on
+    read-only media, where SQLite cannot create the ``-wal``/``-shm`` files, ``immutable=1``
+    when no write-ahead log is pending): every read works, every write raises ``LedgerError``.
+    ``timeout`` is how long a write waits for another process's lock (seconds); the wait is
+    interruptible.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        epsilon: Number | None = None,
+        delta: Number | None = None,
+        *,
+        neighbouring: str | None = None,
+        name: str | None = None,
+        allow_budget_change: bool = False,
+        create: bool = True,
+        timeout: float = 60.0,
+        readonly: bool = False,
+    ) -> None:
+        self.path, eps_total, delta_total = _checked_arguments(
+            path, epsilon, delta, neighbouring, allow_budget_change, readonly
+        )
+        self._setup(name, readonly, timeout,
+                    needs_file=readonly or not create or eps_total is None)
+        try:
+            if self.readonly:
+                self._open_readonly(self._verify_chain)
+            else:
+                self._open_writable(eps_total, delta_total, neighbouring, allow_budget_change)
+        except BaseException:
+            self.close()
+            raise
+
+    def _setup(self, name: str | None, readonly: bool, timeout: float, *,
+               needs_file: bool) -> None:
+        self._name = name
+        self._db = LedgerConnection(self.path, readonly=bool(readonly), timeout=float(timeout))
+        self._legacy = False  # a schema-1 ledger opened read-only (no chain)
+        self._check_file(needs_file=needs_file)
+
+    @classmethod
+    def read_snapshot(
+        cls, path: str | os.PathLike[str], *, integrity: bool = False
+    ) -> LedgerSnapshot:
+        """Open the ledger at ``path`` read-only, read it whole and close it: what
+        ``dpframe ledger show`` prints, from one transaction in which the hash chain is verified
+        once (the verification on open serves the read). ``integrity=True`` also runs SQLite's
+        full ``integrity_check`` (after the chain) and refuses a schema-1 ledger, which has no
+        chain, as :meth:`verify` does. ``LedgerError`` as opening read-only otherwise."""
+        ledger = cls.__new__(cls)
+        ledger.path = _checked_path(path).absolute()
+        ledger._setup(None, True, 60.0, needs_file=True)
+        try:
+            return ledger._open_readonly(lambda conn: ledger._snapshot(conn, integrity))
+        finally:
+            ledger.close()
+
+    # -- connection --------------------------------------------------------------------------
+
+    @property
+    def readonly(self) -> bool:
+        """True when the ledger was opened read-only (every write raises ``LedgerError``)."""
+        return self._db.readonly
+
+    def _check_file(self, *, needs_file: bool) -> None:
+        """Refuse a missing folder, a folder, a file that is not an SQLite database, and (with
+        ``needs_file``) a missing or empty file."""
+        if not self.path.parent.is_dir():
+            raise LedgerError(
+                f"cannot create ledger {self.path}: folder {self.path.parent} does not exist"
+            )
+        if self.path.is_dir():
+            raise LedgerError(f"ledger path {self.path} is a folder, not a file")
+        if self.path.exists() and self.path.stat().st_size > 0:
+            self._check_header()
+        elif needs_file:
+            raise LedgerError(f"no ledger at {self.path} (a new ledger needs a budget)")
+
+    def _check_header(self) -> None:
+        try:
+            with open(self.path, "rb") as fh:
+                head = fh.read(16)
+        except OSError as exc:
+            raise LedgerError(f"cannot read ledger {self.path}: {exc.strerror}") from exc
+        if head != SQLITE_MAGIC:
+            raise LedgerError(f"{self.path} is not a dpframe ledger (not an SQLite database)")
+
+    def close(self) -> None:
+        """Close the connection (the ledger reopens it when used again)."""
+        self._db.close()
+
+    def __del__(self) -> None:  # pragma: no cover - best effort
+        with contextlib.suppress(Exception):
+            self.close()
+
+    # -- opening -----------------------------------------------------------------------------
+
+    def _open_writable(
+        self,
+        epsilon: Fraction | None,
+        delta: Fraction | None,
+        neighbouring: str | None,
+        allow_budget_change: bool,
+    ) -> None:
+        nothing = "nothing was changed"
+
+        def inspect(conn: sqlite3.Connection) -> set[str]:
+            tables = table_names(conn)
+            if tables and "dpframe_schema" not in tables:
+                raise LedgerError(f"{self.path} is an SQLite database but not a dpframe ledger")
+            if tables:
+                self._quick_check(conn)
+            return tables
+
+        # Before anything writes (WAL mode changes the header): refuse foreign or corrupt files.
+        self._db.read(inspect)
+
+        def wal(conn: sqlite3.Connection) -> None:
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()
+            if not mode or str(mode[0]).lower() != "wal":
+                raise LedgerError(f"ledger {self.path}: cannot enable WAL mode")
+
+        self._db.transaction(wal, write=True, nothing=nothing, begin="")
+
+        verified = self._db.transaction(
+            lambda conn: self._init_or_check(
+                conn, epsilon, delta, neighbouring, allow_budget_change
+            ),
+            write=True,
+            nothing=nothing,
+        )
+        if not verified:
+            self._db.read(self._verify)
+
+    def _open_readonly(self, read: Callable[[sqlite3.Connection], _T]) -> _T:
+        """Open read-only: refuse what is not a sound dpframe ledger, then ``read(conn)`` in
+        the same transaction (which verifies the chain of a schema-2 ledger)."""
+
+        def inspect(conn: sqlite3.Connection) -> _T:
+            tables = table_names(conn)
+            if "dpframe_schema" not in tables:
+                raise LedgerError(f"{self.path} is an SQLite database but not a dpframe ledger")
+            self._quick_check(conn)
+            row = conn.execute("SELECT app, version FROM dpframe_schema").fetchone()
+            if row is None or row[0] != APP_ID:
+                raise LedgerError(f"{self.path} is not a dpframe ledger")
+            self._check_version(row[1])
+            if int(row[1]) < 2:
+                self._legacy = True
+                legacy_total(conn)
+            return read(conn)
+
+        try:
+            return self._db.read(inspect)
+        except LedgerError as exc:
+            cause = exc.__cause__
+            if self._db.immutable or cause is None or sqlite_code(cause) not in (
+                SQLITE_CANTOPEN, SQLITE_READONLY
+            ):
+                raise
+            # Read-only media: SQLite cannot create the -shm/-wal files. Without them a reader
+            # may only use immutable=1, which ignores a write-ahead log: refuse if one is pending.
+            wal_file = Path(str(self.path) + "-wal")
+            if wal_file.exists() and wal_file.stat().st_size > 0:
+                raise LedgerError(
+                    f"ledger {self.path} is on read-only media with a pending write-ahead log "
+                    f"({wal_file.name}) and no -shm file: SQLite cannot read it there without "
+                    "ignoring recent charges. Copy the ledger with its -wal file to a writable "
+                    "folder and read the copy"
+                ) from exc
+            self.close()
+            self._db.immutable = True
+            return self._db.read(inspect)
+
+    def _quick_check(self, conn: sqlite3.Connection) -> None:
+        ok = conn.execute("PRAGMA quick_check").fetchone()
+        if not ok or ok[0] != "ok":
+            raise corrupt(self.path)
+
+    def _check_version(self, version: Any) -> None:
+        if not isinstance(version, int):
+            raise tampered(self.path, "its schema version is malformed")
+        if version > SCHEMA_VERSION:
+            raise LedgerError(
+                f"ledger {self.path} has schema version {version}; this dpframe reads up to "
+                f"{SCHEMA_VERSION}: upgrade dpframe"
+            )
+
+    def _init_or_check(
+        self,
+        conn: sqlite3.Connection,
+        epsilon: Fraction | None,
+        delta: Fraction | None,
+        neighbouring: str | None,
+        allow_budget_change: bool,
+    ) -> bool:
+        """Create, upgrade or check the ledger (in the open's write transaction). True when the
+        whole chain was verified here."""
+        tables = table_names(conn)
+        if "dpframe_schema" not in tables:
+            self._create(conn, tables, epsilon, delta, neighbouring or "add_remove")
+            return True
+        verified = self._check_schema(conn, neighbouring)
+        head = self._head(conn, check_last=True)
+        if epsilon is None:
+            return verified
+        want = (Fraction(epsilon), Fraction(delta or 0))
+        if want == head.budget:
+            return verified
+        self._change_budget(conn, head, want, allow_budget_change, verified)
+        return True
+
+    def _check_schema(self, conn: sqlite3.Connection, neighbouring: str | None) -> bool:
+        """Check the schema row (upgrading a schema-1 ledger) and the neighbouring relation.
+        True when the ledger was upgraded (its chain is then new, so verified)."""
+        row = conn.execute("SELECT app, version, neighbouring FROM dpframe_schema").fetchone()
+        if row is None or row[0] != APP_ID:
+            raise LedgerError(f"{self.path} is not a dpframe ledger")
+        self._check_version(row[1])
+        upgraded = int(row[1]) < 2
+        if upgraded:
+            upgrade(conn, self.path)
+        if neighbouring is not None and row[2] != neighbouring:
+            raise LedgerError(
+                f"ledger {self.path} accounts under neighbouring={row[2]!r}, not "
+                f"{neighbouring!r}: epsilons under different relations do not add up"
+            )
+        return upgraded
+
+    def _change_budget(
+        self,
+        conn: sqlite3.Connection,
+        head: Head,
+        want: tuple[Fraction, Fraction],
+        allow_budget_change: bool,
+        verified: bool,
+    ) -> None:
+        """Record the budget ``want`` (only with ``allow_budget_change``, and on a chain that
+        verifies)."""
+        stored = head.budget
+        if not allow_budget_change:
+            raise LedgerError(
+                f"ledger {self.path} has budget epsilon={format_number(stored[0])}, "
+                f"delta={format_number(stored[1])}; this session asks for "
+                f"epsilon={format_number(want[0])}, delta={format_number(want[1])}. "
+                "Pass allow_budget_change=True to change it (the change is recorded)"
+            )
+        if not verified:  # never extend a chain that does not verify
+            self._verify(conn)
+        head, _ = append(conn, head, "budget", self._budget_values(
+            want[0], want[1], "changed (allow_budget_change=True)"))
+        write_head(conn, replace(head, budget=want))
+
+    def _create(
+        self,
+        conn: sqlite3.Connection,
+        tables: set[str],
+        epsilon: Fraction | None,
+        delta: Fraction | None,
+        rel: str,
+    ) -> None:
+        """Create the ledger's tables and its first budget row, in an empty database."""
+        if tables:
+            raise LedgerError(f"{self.path} is an SQLite database but not a dpframe ledger")
+        if epsilon is None:
+            raise LedgerError(f"{self.path} is not a dpframe ledger and no budget was given")
+        delta = delta or Fraction(0)
+        run_script(conn, SCHEMA + ";" + SCHEMA_2)
+        created, ledger_id = now(), uuid.uuid4().hex
+        conn.execute(
+            "INSERT INTO dpframe_schema (app, version, created, neighbouring, ledger_id) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (APP_ID, SCHEMA_VERSION, created, rel, ledger_id),
+        )
+        head = Head.first(genesis(APP_ID, created, rel, ledger_id), (epsilon, delta))
+        head, _ = append(conn, head, "budget", self._budget_values(epsilon, delta, "created"))
+        write_head(conn, head, insert=True)
+
+    def _budget_values(self, eps: Fraction, delta: Fraction, note: str) -> dict[str, Any]:
+        return {
+            "time": now(),
+            "epsilon": frac_text(Fraction(eps)),
+            "delta": frac_text(Fraction(delta)),
+            "session": self._name,
+            "note": note,
+        }
+
+    # -- the chain ---------------------------------------------------------------------------
+
+    def _head(self, conn: sqlite3.Connection, *, check_last: bool) -> Head:
+        return read_head(conn, self.path, check_last=check_last)
+
+    def _verify(self, conn: sqlite3.Connection) -> dict[str, Any]:
+        return verify_chain(conn, self.path)
+
+    def _verify_chain(self, conn: sqlite3.Connection) -> dict[str, Any] | None:
+        """Verify the chain, if the ledger has one (a schema-1 ledger read as it is has none)."""
+        return None if self._legacy else self._verify(conn)
+
+    def _integrity_check(self, conn: sqlite3.Connection) -> None:
+        bad = [r[0] for r in conn.execute("PRAGMA integrity_check")]
+        if bad != ["ok"]:
+            raise corrupt(self.path)
+
+    def _has_no_chain(self) -> LedgerError:
+        return LedgerError(
+            f"ledger {self.path} was written by dpframe 0.1 (schema 1) and has no hash "
+            "chain to verify; open it once with write access (any session) to upgrade "
+            "it in place"
+        )
+
+    def _total(self, conn: sqlite3.Connection) -> tuple[Fraction, Fraction]:
+        if self._legacy:
+            return legacy_total(conn)
+        return self._head(conn, check_last=False).budget
+
+    def _spent(self, conn: sqlite3.Connection) -> tuple[Fraction, Fraction]:
+        if self._legacy:
+            return legacy_spent(conn)
+        return self._head(conn, check_last=False).spent
+
+    @staticmethod
+    def _neighbouring(conn: sqlite3.Connection) -> str:
+        return str(conn.execute("SELECT neighbouring FROM dpframe_schema").fetchone()[0])
+
+    def _snapshot(self, conn: sqlite3.Connection, integrity: bool) -> LedgerSnapshot:
+        chain = self._verify_chain(conn)
+        if integrity:
+            self._integrity_check(conn)
+            if chain is None:
+                raise self._has_no_chain()
+        return LedgerSnapshot(
+            path=self.path,
+            neighbouring=self._neighbouring(conn),
+            total=self._total(conn),
+            spent=self._spent(conn),
+            budget_history=read_budget_history(conn),
+            entries=read_entries(conn, with_unit=not self._legacy),
+            chain=chain,
+        )
+
+    # -- interface ---------------------------------------------------------------------------
+
+    def total(self) -> tuple[Fraction, Fraction]:
+        """The current budget ``(epsilon, delta)``."""
+        return self._db.read(self._total)
+
+    def neighbouring(self) -> str:
+        """The neighbouring relation the ledger was created with."""
+        return self._db.read(self._neighbouring)
+
+    def spent(self) -> tuple[Fraction, Fraction]:
+        """The ``(epsilon, delta)`` charged so far, by every process (O(1): the sealed head)."""
+        return self._db.read(self._spent)
+
+    def fits(self, cost: PrivacyCost) -> bool:
+        """Whether ``cost`` fits now (no side effect; another process may charge meanwhile)."""
+        cost = check_cost(cost)
+        if self._legacy:
+            return self._db.read(
+                lambda c: plan_charge(legacy_total(c), *legacy_costs(c), cost)[2]
+            )
+
+        def go(conn: sqlite3.Connection) -> bool:
+            head = self._head(conn, check_last=False)
+            return plan_charge(head.budget, head.totals, head.spent, cost)[2]
+
+        return self._db.read(go)
+
+    def privacy_unit(self) -> str | None:
+        """The privacy unit the ledger protects (None until a release or a binding fixes it)."""
+        if self._legacy:
+            return None
+        return self._db.read(lambda c: self._head(c, check_last=False).unit)
+
+    def bind_privacy_unit(self, unit: str) -> None:
+        """Record ``unit`` as the ledger's privacy unit, in its own transaction, without a
+        charge; ``PrivacyUnitError`` (nothing written) if the ledger protects another unit."""
+        unit = check_unit(unit)
+        current = self.privacy_unit()
+        if current == unit:
+            return
+        if current is not None:
+            raise unit_refused(current, unit)
+
+        def go(conn: sqlite3.Connection) -> None:
+            head = self._head(conn, check_last=True)
+            if head.unit is None:
+                head, _ = append(conn, head, "units",
+                                 {"time": now(), "unit": unit, "session": self._name})
+                write_head(conn, replace(head, unit=unit))
+            elif head.unit != unit:
+                raise unit_refused(head.unit, unit)
+
+        self._db.transaction(go, write=True, nothing="nothing was recorded")
+
+    def charge(self, cost: PrivacyCost, meta: Mapping[str, Any]) -> int:
+        """Check that ``cost`` fits and insert it, in one ``BEGIN IMMEDIATE`` transaction.
+
+        Raises ``BudgetExceededError`` (transaction rolled back, nothing written) if not, and
+        ``PrivacyUnitError`` (likewise) when ``meta["privacy_unit"]`` differs from the unit the
+        ledger protects; the first charge naming a unit records it. When this returns, the
+        charge is committed to the file. O(1): reads the sealed running totals, not the entries.
+        """
+        cost = check_cost(cost)
+        fields = meta_fields(meta)
+        unit = meta_unit(meta)
+        if fields["session"] is None:
+            fields["session"] = self._name
+
+        def go(conn: sqlite3.Connection) -> int:
+            head = self._head(conn, check_last=True)
+            if unit is not None and head.unit is not None and unit != head.unit:
+                raise unit_refused(head.unit, unit)
+            old, new, ok = plan_charge(head.budget, head.totals, head.spent, cost)
+            if not ok:
+                raise exceeded(head.budget, old, new)
+            if unit is not None and head.unit is None:
+                head, _ = append(conn, head, "units",
+                                 {"time": now(), "unit": unit, "session": fields["session"]})
+                head = replace(head, unit=unit)
+            head, entry_id = append(
+                conn, head, "entries",
+                {
+                    "time": now(),
+                    "session": fields["session"],
+                    "query": fields["query"],
+                    "columns": json.dumps(fields["columns"]),
+                    "mechanism": fields["mechanism"],
+                    "requested_epsilon": frac_text(cost.epsilon),
+                    "requested_delta": frac_text(cost.delta),
+                    "rho": None if cost.rho is None else frac_text(cost.rho),
+                    "epsilon": frac_text(new[0] - old[0]),
+                    "delta": frac_text(new[1] - old[1]),
+                    "spent_epsilon": frac_text(new[0]),
+                    "spent_delta": frac_text(new[1]),
+                    "seeded": int(fields["seeded"]),
+                    "pid": os.getpid(),
+                    "privacy_unit": unit,
+                },
+                extra={"status": "charged", "details": "{}"},
+            )
+            write_head(conn, replace(head, spent=new, totals=head.totals.add(cost)))
+            return entry_id
+
+        return self._db.transaction(go, write=True, nothing="nothing was charged")
+
+    def record(self, entry_id: int, status: str, details: Mapping[str, Any]) -> None:
+        """Mark a charged entry ``"released"`` or ``"failed"`` (once): appends a chained
+        outcome row (and updates the entry's ``status``/``details`` copy)."""
+        status = check_status(status)
+        det = json.dumps(jsonable(dict(details or {})), allow_nan=False)
+        if isinstance(entry_id, bool) or not isinstance(entry_id, int):
+            raise LedgerError(f"no ledger entry with id {entry_id!r}")
+
+        def go(conn: sqlite3.Connection) -> None:
+            head = self._head(conn, check_last=True)
+            row = conn.execute("SELECT status FROM entries WHERE id = ?", (entry_id,)).fetchone()
+            if row is None:
+                raise LedgerError(f"no ledger entry with id {entry_id!r}")
+            if row[0] != "charged":
+                raise LedgerError(f"ledger entry {entry_id} is already {row[0]}")
+            head, _ = append(conn, head, "outcomes",
+                             {"entry_id": entry_id, "time": now(), "status": status,
+                              "details": det})
+            conn.execute("UPDATE entries SET status = ?, details = ? WHERE id = ?",
+                         (status, det, entry_id))
+            write_head(conn, head)
+
+        self._db.transaction(go, write=True, nothing="the outcome was not recorded")
+
+    def entries(self) -> list[dict[str, Any]]:
+        """Every entry, oldest first. The whole chain is verified first (``LedgerError`` if it
+        does not): a full read never shows an edited or truncated ledger."""
+
+        def go(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+            self._verify_chain(conn)
+            return read_entries(conn, with_unit=not self._legacy)
+
+        return self._db.read(go)
+
+    def budget_history(self) -> list[dict[str, Any]]:
+        """Every budget the ledger has had, oldest first (creation, then recorded changes)."""
+        return self._db.read(read_budget_history)
+
+    def verify(self, *, integrity: bool = True) -> dict[str, Any]:
+        """Verify the ledger now: SQLite's full ``integrity_check`` (with ``integrity``), the
+        whole hash chain, and every accounting invariant (each entry's charge and cumulative
+        spend, the running totals, the outcomes, the privacy unit). Returns ``rows`` (chain
+        length), ``head`` (last hash: keep a copy elsewhere to detect a forged chain later),
+        ``entries``, ``ledger_id`` and ``schema_version``; raises ``LedgerError`` otherwise."""
+
+        def go(conn: sqlite3.Connection) -> dict[str, Any]:
+            if integrity:
+                self._integrity_check(conn)
+            if self._legacy:
+                raise self._has_no_chain()
+            return self._verify(conn)
+
+        return self._db.read(go)
+
+    def describe(self) -> str:
+        """A short description for reports."""
+        return f"SQLite ledger {self.path}" + (" (read-only)" if self.readonly else "")
