@@ -507,4 +507,3 @@ __all__ = [
     "zcdp_rho_for_epsilon",
     "zcdp_to_approx_dp",
 ]
-format_number = _fmt

@@ -13,7 +13,8 @@ from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any
 
-from ...core.accounting import PrivacyCost, SpendTotals, format_number, session_spend
+from ...core.accounting import PrivacyCost, SpendTotals, session_spend
+from ...core.numbers import format_number
 from ...errors import BudgetExceededError, ValidationError
 
 Pair = tuple[Fraction, Fraction]

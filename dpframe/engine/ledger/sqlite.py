@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..._json import jsonable
-from ...core.accounting import Number, PrivacyCost, format_number, validate_delta, validate_epsilon
+from ...core.accounting import Number, PrivacyCost
+from ...core.numbers import format_number, validate_delta, validate_epsilon
 from ...errors import LedgerError, ValidationError
 from .chain import Head, append, genesis, read_head, verify_chain, write_head
 from .charges import check_cost, check_status, exceeded, meta_fields, now, plan_charge
