@@ -90,6 +90,15 @@ def test_editing_a_charge_is_refused(tmp_path: Path) -> None:
     _refused(path)
 
 
+@pytest.mark.parametrize("seq", ["'x'", "'seven'", "NULL", "7.5"])
+def test_editing_a_rows_place_in_the_chain_is_refused(tmp_path: Path, seq: str) -> None:
+    """A chain position edited to text, a float or nothing is tampering (a LedgerError), not
+    a TypeError from comparing it."""
+    path = _ledger(tmp_path)
+    _sql(path, f"UPDATE outcomes SET seq = {seq} WHERE id = (SELECT max(id) FROM outcomes)")
+    _refused(path)
+
+
 def test_editing_the_running_totals_is_refused(tmp_path: Path) -> None:
     path = _ledger(tmp_path)
     _sql(path, "UPDATE chain_head SET spent_epsilon = '0/1'")

@@ -162,7 +162,7 @@ def _last_row(conn: sqlite3.Connection, path: Path) -> tuple[int, str] | None:
         r = conn.execute(f"SELECT seq, row_hash FROM {table} ORDER BY seq DESC LIMIT 1").fetchone()
         if r is None:
             continue
-        if r[0] is None:
+        if isinstance(r[0], bool) or not isinstance(r[0], int):  # missing, or edited to text
             raise tampered(path, "a row has no place in the hash chain")
         if last is None or r[0] > last[0]:
             last = (r[0], r[1])
