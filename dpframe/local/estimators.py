@@ -169,7 +169,8 @@ def _tally(reports: Any, epsilon: float | None, cats: list[Any] | None, method: 
 
 
 def _frequency_table(t: _Tally, z: float, ci: float, project: bool) -> pd.DataFrame:
-    """Unbiased shares, their standard errors and normal intervals (module docstring)."""
+    """Unbiased shares, their standard errors and normal intervals (the formulas are in
+    :func:`estimate_frequencies`)."""
     gap = t.p_hi - t.p_lo
     share = t.counts.astype(np.float64) / t.n
     est = (share - t.p_lo) / gap
