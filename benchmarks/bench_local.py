@@ -25,6 +25,8 @@ from _timing import best_of
 
 from dpframe import local
 from dpframe.core.rng import RandomSource
+from dpframe.local._design import Design, exact_epsilon
+from dpframe.local._sampling import draw_offsets
 
 
 def main() -> None:
@@ -41,14 +43,14 @@ def main() -> None:
     series = pd.Series(values)
     source = RandomSource()
     assert source.secure
-    design = local._Design(k=k, x=local._exact_epsilon(eps))
+    design = Design(k=k, x=exact_epsilon(eps))
     gen = np.random.default_rng()
 
     t = best_of({
         "choice": lambda: gen.choice(k, size=n),
         "array": lambda: local.randomized_response(values, eps, categories=categories),
         "series": lambda: local.randomized_response(series, eps, categories=categories),
-        "offsets": lambda: local._draw_offsets(design, n, source),
+        "offsets": lambda: draw_offsets(design, n, source),
     }, args.repeat)
     t_choice, t_array, t_series, t_offsets = t["choice"], t["array"], t["series"], t["offsets"]
 

@@ -16,6 +16,10 @@ def jsonable(x: Any) -> Any:
         return {str(k): jsonable(v) for k, v in x.items()}
     if isinstance(x, list | tuple):
         return [jsonable(v) for v in x]
+    return _scalar(x)
+
+
+def _scalar(x: Any) -> Any:
     if isinstance(x, Fraction):
         return float(x)
     if isinstance(x, bool | int | str) or x is None:

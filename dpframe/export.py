@@ -15,6 +15,7 @@ import json
 import os
 import secrets
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ import pyarrow as pa
 
 from ._json import jsonable
 from .core.apply import CoreRelease
+from .core.measure import MeasureRelease
 from .errors import ValidationError
 
 PROVENANCE_KEY = b"dpframe"
@@ -37,20 +39,29 @@ Result = CoreRelease | pd.Series | pd.DataFrame | int | float
 # -- provenance ----------------------------------------------------------------------------------
 
 
-
-def _document(prov: Mapping[str, Any], by: Sequence[str], columns: dict[str, str],
-              measure_columns: list[dict[str, str | None]], rows: int,
-              extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The provenance document (docs/export.md) from a release's provenance dict."""
-    from ._version import __version__
-
-    measures = [dict(m) for m in prov.get("measures", []) or []]
-    for m, cols in zip(measures, measure_columns, strict=False):
-        m["output"] = cols
-    sel = prov.get("key_selection")
+def _mechanism_text(measures: list[dict[str, Any]], sel: Mapping[str, Any] | None) -> str | None:
+    """The distinct mechanisms of the measures and of the key selection, in order."""
     mechs = [str(m.get("mechanism")) for m in measures]
     if sel:
         mechs.append(str(sel.get("mechanism", "key selection")))
+    return ", ".join(dict.fromkeys(mechs)) or None
+
+
+def _keys_kind(by: Sequence[str], sel: Mapping[str, Any] | None) -> str:
+    if not by:
+        return "none"
+    return "private" if sel else "public"
+
+
+def _document(prov: Mapping[str, Any], layout: _Layout, rows: int) -> dict[str, Any]:
+    """The provenance document (docs/export.md) from a release's provenance dict and the
+    layout of its exported columns."""
+    from ._version import __version__
+
+    measures = [dict(m) for m in prov.get("measures", []) or []]
+    for m, cols in zip(measures, layout.outputs, strict=False):
+        m["output"] = cols
+    sel = prov.get("key_selection")
     single = measures[0] if len(measures) == 1 else {}
     doc: dict[str, Any] = {
         "format": FORMAT,
@@ -70,20 +81,19 @@ def _document(prov: Mapping[str, Any], by: Sequence[str], columns: dict[str, str
         "delta": prov.get("delta"),
         "charge_epsilon": prov.get("charge_epsilon", prov.get("epsilon")),
         "charge_delta": prov.get("charge_delta", prov.get("delta")),
-        "mechanism": ", ".join(dict.fromkeys(mechs)) or None,
+        "mechanism": _mechanism_text(measures, sel),
         "noise_scale": single.get("noise_scale"),
         "granularity": single.get("granularity"),
         "ci_level": single.get("ci_level"),
         "ci_half_width": single.get("ci_half_width"),
-        "group_by": list(by),
-        "keys": "none" if not by else ("private" if sel else "public"),
+        "group_by": list(layout.by),
+        "keys": _keys_kind(layout.by, sel),
         "key_selection": sel,
         "measures": measures,
-        "columns": columns,
+        "columns": layout.roles,
         "rows": rows,
     }
-    if extra:
-        doc.update(extra)
+    doc.update(layout.extra)
     return jsonable(doc)
 
 
@@ -102,57 +112,109 @@ def _with_metadata(table: pa.Table, doc: dict[str, Any],
     return pa.Table.from_arrays(table.columns, schema=pa.schema(fields, metadata=meta))
 
 
+@dataclass
+class _Layout:
+    """What each exported column is: every source (a release, a pandas result, a number)
+    describes its columns here, and :meth:`attach` turns that and the provenance into the
+    document and the metadata, the same way for all."""
+
+    by: list[str] = field(default_factory=list)
+    roles: dict[str, str] = field(default_factory=dict)
+    outputs: list[dict[str, str | None]] = field(default_factory=list)
+    field_docs: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def add_keys(self, names: list[str]) -> None:
+        self.by = names
+        for n in names:
+            self.roles[n] = "key"
+
+    def add_bins(self, **extra: Any) -> None:
+        """``bin_left`` / ``bin_right`` columns, described in the document by ``extra``."""
+        self.roles["bin_left"], self.roles["bin_right"] = "bin_left", "bin_right"
+        self.extra.update(extra)
+
+    def add_measure(self, value: str, lower: str | None, upper: str | None,
+                    doc: Mapping[str, Any] | None) -> None:
+        """One measure's value column and interval columns; ``doc`` goes into the value
+        column's field metadata."""
+        self.outputs.append({"value": value, "lower": lower, "upper": upper})
+        self.roles[value] = "value"
+        if doc is not None:
+            self.field_docs[value] = doc
+        for c, role in ((lower, "lower"), (upper, "upper")):
+            if c is not None:
+                self.roles[c] = role
+
+    def attach(self, table: pa.Table, prov: Mapping[str, Any]) -> pa.Table:
+        """``table`` with the provenance document and the field documents in its metadata."""
+        return _with_metadata(table, _document(prov, self, table.num_rows), self.field_docs)
+
+
 # -- tables from releases ------------------------------------------------------------------------
 
-def _value_name(m: Any, multi: bool, taken: set[str]) -> str:
-    base = "count" if m.column is None or m.name in ("count", "histogram") else str(m.column)
+def _value_base(column: object, aggregate: object) -> str:
+    """A lone measure's value column: ``count`` for counts and histograms, else its column."""
+    return "count" if column is None or aggregate in ("count", "histogram") else str(column)
+
+
+def _value_name(m: MeasureRelease, multi: bool, taken: set[str]) -> str:
+    base = _value_base(m.column, m.name)
     if multi or base in taken:
         base = f"{m.column}.{m.name}" if m.column is not None else m.name
     return base
 
 
-def _table_from_core(r: CoreRelease) -> tuple[pa.Table, dict[str, Any]]:
-    by = list(r.by)
+def _core_bounds(m: MeasureRelease) -> tuple[np.ndarray, np.ndarray] | None:
+    """A measure's interval bounds, unless it has none (no bounds, or only NaN)."""
+    if m.lower is None or m.upper is None:
+        return None
+    lo = np.asarray(m.lower, dtype=np.float64).reshape(-1)
+    hi = np.asarray(m.upper, dtype=np.float64).reshape(-1)
+    if lo.size and np.isnan(lo).all() and np.isnan(hi).all():
+        return None
+    return lo, hi
+
+
+def _core_keys(r: CoreRelease, hist: MeasureRelease | None, layout: _Layout) -> dict[str, Any]:
+    """Key columns (a row per group, or per group and bin), then the bins' edges."""
     n_groups = len(r.keys)
+    nbins = len(hist.bins) - 1 if hist is not None and hist.bins is not None else 1
+    rep = np.repeat(np.arange(n_groups), nbins)
+    data: dict[str, Any] = {col: [r.keys[g][i] for g in rep] for i, col in enumerate(r.by)}
+    layout.add_keys(list(r.by))
+    if hist is not None:
+        edges = np.asarray(hist.bins, dtype=np.float64)
+        data["bin_left"] = np.tile(edges[:-1], n_groups)
+        data["bin_right"] = np.tile(edges[1:], n_groups)
+        layout.add_bins(bins_closed="right" if hist.right else "left",
+                        bins_include_lowest=hist.include_lowest)
+    return data
+
+
+def _core_measure(m: MeasureRelease, multi: bool, data: dict[str, Any], layout: _Layout) -> None:
+    """A measure's value column and, when it has an interval, ``lower`` / ``upper`` (with
+    several measures: ``<value>_lower`` / ``<value>_upper``)."""
+    name = _value_name(m, multi, set(data))
+    data[name] = np.asarray(m.values).reshape(-1)
+    lower = upper = None
+    bounds = _core_bounds(m)
+    if bounds is not None:
+        lower, upper = (f"{name}_lower", f"{name}_upper") if multi else ("lower", "upper")
+        data[lower], data[upper] = bounds
+    layout.add_measure(name, lower, upper, m.description)
+
+
+def _table_from_core(r: CoreRelease) -> pa.Table:
     hist = [m for m in r.measures if m.bins is not None]
     if hist and len(r.measures) > 1:  # pragma: no cover - fronts never build this
         raise ValidationError("cannot export a histogram together with other aggregates")
-    nbins = len(hist[0].bins) - 1 if hist and hist[0].bins is not None else 1
-    rep = np.repeat(np.arange(n_groups), nbins)
-    data: dict[str, Any] = {}
-    roles: dict[str, str] = {}
-    for i, col in enumerate(by):
-        data[col] = [r.keys[g][i] for g in rep]
-        roles[col] = "key"
-    if hist:
-        edges = np.asarray(hist[0].bins, dtype=np.float64)
-        data["bin_left"] = np.tile(edges[:-1], n_groups)
-        data["bin_right"] = np.tile(edges[1:], n_groups)
-        roles["bin_left"], roles["bin_right"] = "bin_left", "bin_right"
-    multi = len(r.measures) > 1
-    outputs: list[dict[str, str | None]] = []
-    field_docs: dict[str, Any] = {}
+    layout = _Layout()
+    data = _core_keys(r, hist[0] if hist else None, layout)
     for m in r.measures:
-        name = _value_name(m, multi, set(data))
-        data[name] = np.asarray(m.values).reshape(-1)
-        roles[name] = "value"
-        out: dict[str, str | None] = {"value": name, "lower": None, "upper": None}
-        if m.lower is not None and m.upper is not None:
-            lo = np.asarray(m.lower, dtype=np.float64).reshape(-1)
-            hi = np.asarray(m.upper, dtype=np.float64).reshape(-1)
-            if lo.size == 0 or not (np.isnan(lo).all() and np.isnan(hi).all()):
-                lname, uname = ("lower", "upper") if not multi else (f"{name}_lower",
-                                                                     f"{name}_upper")
-                data[lname], data[uname] = lo, hi
-                roles[lname], roles[uname] = "lower", "upper"
-                out.update(lower=lname, upper=uname)
-        outputs.append(out)
-        field_docs[name] = m.description
+        _core_measure(m, len(r.measures) > 1, data, layout)
     table = pa.table({k: pa.array(v) if isinstance(v, list) else v for k, v in data.items()})
-    doc = _document(r.provenance, by, roles, outputs, table.num_rows,
-                    {"bins_closed": ("right" if hist[0].right else "left"),
-                     "bins_include_lowest": hist[0].include_lowest} if hist else None)
-    return _with_metadata(table, doc, field_docs), doc
+    return layout.attach(table, r.provenance)
 
 
 def _flatten(col: object) -> str:
@@ -161,83 +223,83 @@ def _flatten(col: object) -> str:
     return str(col)
 
 
-def _table_from_pandas(obj: pd.Series | pd.DataFrame, prov: Mapping[str, Any]
-                       ) -> tuple[pa.Table, dict[str, Any]]:
+def _index_columns(df: pd.DataFrame, layout: _Layout) -> pd.DataFrame:
+    """The index as leading columns: bin edges for a histogram, else keys (``key``, ``key0``,
+    ... when unnamed); a default RangeIndex is dropped."""
+    idx = df.index
+    if isinstance(idx, pd.IntervalIndex):
+        df.insert(0, "bin_left", np.asarray(idx.left, dtype=np.float64))
+        df.insert(1, "bin_right", np.asarray(idx.right, dtype=np.float64))
+        layout.add_bins(bins_closed=idx.closed)
+        return df.reset_index(drop=True)
+    if idx.nlevels == 1 and isinstance(idx, pd.RangeIndex) and idx.name is None:
+        return df
+    names = [n if n is not None else (f"key{i}" if idx.nlevels > 1 else "key")
+             for i, n in enumerate(idx.names)]
+    df.index = idx.set_names(names)
+    layout.add_keys([str(n) for n in names])
+    return df.reset_index()
+
+
+def _present(name: str, columns: list[str]) -> str | None:
+    return name if name in columns else None
+
+
+def _measure_columns(m: Mapping[str, Any], i: int, n: int,
+                     value_cols: list[str]) -> tuple[str, str | None, str | None]:
+    """The value and interval columns of measure ``i`` of ``n``: a lone measure's are the
+    first column, ``lower`` and ``upper``; several are ``column.aggregate`` (else the i-th
+    column) with ``_lower`` / ``_upper`` suffixes."""
+    if n == 1:
+        return value_cols[0], _present("lower", value_cols), _present("upper", value_cols)
+    value = f"{m.get('column')}.{m.get('aggregate')}"
+    if value not in value_cols and i < len(value_cols):
+        value = value_cols[i]
+    return value, _present(f"{value}_lower", value_cols), _present(f"{value}_upper", value_cols)
+
+
+def _table_from_pandas(obj: pd.Series | pd.DataFrame, prov: Mapping[str, Any]) -> pa.Table:
     if isinstance(obj, pd.Series):
-        name = obj.name if obj.name is not None else "value"
-        df = obj.to_frame(name=name)
+        df = obj.to_frame(name=obj.name if obj.name is not None else "value")
     else:
         df = obj.copy()
     df.columns = [_flatten(c) for c in df.columns]
     value_cols = list(df.columns)
-    roles: dict[str, str] = {}
-    extra: dict[str, Any] = {}
-    idx = df.index
-    by: list[str] = []
-    if isinstance(idx, pd.IntervalIndex):
-        df.insert(0, "bin_left", np.asarray(idx.left, dtype=np.float64))
-        df.insert(1, "bin_right", np.asarray(idx.right, dtype=np.float64))
-        roles["bin_left"], roles["bin_right"] = "bin_left", "bin_right"
-        extra["bins_closed"] = idx.closed
-        df = df.reset_index(drop=True)
-    else:
-        names = [n if n is not None else (f"key{i}" if idx.nlevels > 1 else "key")
-                 for i, n in enumerate(idx.names)]
-        if not (idx.nlevels == 1 and isinstance(idx, pd.RangeIndex) and idx.name is None):
-            df.index = idx.set_names(names)
-            by = [str(n) for n in names]
-            df = df.reset_index()
-            for n in by:
-                roles[n] = "key"
+    layout = _Layout()
+    df = _index_columns(df, layout)
     measures = list(prov.get("measures", []) or [])
-    outputs: list[dict[str, str | None]] = []
-    field_docs: dict[str, Any] = {}
     for i, m in enumerate(measures):
-        if len(measures) == 1:
-            value = value_cols[0]
-            lower = "lower" if "lower" in value_cols else None
-            upper = "upper" if "upper" in value_cols else None
-        else:
-            value = f"{m.get('column')}.{m.get('aggregate')}"
-            if value not in value_cols and i < len(value_cols):
-                value = value_cols[i]
-            lower = f"{value}_lower" if f"{value}_lower" in value_cols else None
-            upper = f"{value}_upper" if f"{value}_upper" in value_cols else None
-        outputs.append({"value": value, "lower": lower, "upper": upper})
-        roles[value] = "value"
-        field_docs[value] = m
-        for c, role in ((lower, "lower"), (upper, "upper")):
-            if c is not None:
-                roles[c] = role
+        layout.add_measure(*_measure_columns(m, i, len(measures), value_cols), m)
     for c in value_cols:
-        roles.setdefault(c, "value")
-    table = pa.Table.from_pandas(df, preserve_index=False)
-    doc = _document(prov, by, roles, outputs, table.num_rows, extra)
-    return _with_metadata(table, doc, field_docs), doc
+        layout.roles.setdefault(c, "value")
+    return layout.attach(pa.Table.from_pandas(df, preserve_index=False), prov)
 
 
-def _table_from_scalar(value: int | float, prov: Mapping[str, Any]
-                       ) -> tuple[pa.Table, dict[str, Any]]:
+def _scalar_bounds(value: int | float, aggregate: object,
+                   half_width: object) -> tuple[float, float] | None:
+    """A scalar result's own interval, else a count's or sum's published half-width around
+    the value."""
+    lower, upper = getattr(value, "lower", None), getattr(value, "upper", None)
+    if lower is not None and upper is not None:
+        return lower, upper
+    if aggregate in ("count", "sum") and isinstance(half_width, int | float):
+        return float(value) - half_width, float(value) + half_width
+    return None
+
+
+def _table_from_scalar(value: int | float, prov: Mapping[str, Any]) -> pa.Table:
     measures = list(prov.get("measures", []) or [])
     m = measures[0] if len(measures) == 1 else {}
-    agg, col = m.get("aggregate"), m.get("column")
-    name = "count" if col is None or agg in ("count", "histogram") else str(col)
+    name = _value_base(m.get("column"), m.get("aggregate"))
     data: dict[str, Any] = {name: [float(value) if isinstance(value, float) else int(value)]}
-    out: dict[str, str | None] = {"value": name, "lower": None, "upper": None}
-    roles = {name: "value"}
-    hw = m.get("ci_half_width")
-    lower, upper = getattr(value, "lower", None), getattr(value, "upper", None)
-    if lower is not None and upper is not None:  # a scalar result's own interval
-        data["lower"], data["upper"] = [lower], [upper]
-        out.update(lower="lower", upper="upper")
-        roles.update(lower="lower", upper="upper")
-    elif agg in ("count", "sum") and isinstance(hw, int | float):
-        data["lower"], data["upper"] = [float(value) - hw], [float(value) + hw]
-        out.update(lower="lower", upper="upper")
-        roles.update(lower="lower", upper="upper")
-    table = pa.table(data)
-    doc = _document(prov, [], roles, [out], 1)
-    return _with_metadata(table, doc, {name: m} if m else {}), doc
+    lower = upper = None
+    bounds = _scalar_bounds(value, m.get("aggregate"), m.get("ci_half_width"))
+    if bounds is not None:
+        lower, upper = "lower", "upper"
+        data[lower], data[upper] = [bounds[0]], [bounds[1]]
+    layout = _Layout()
+    layout.add_measure(name, lower, upper, m or None)
+    return layout.attach(pa.table(data), prov)
 
 
 def _provenance_of(result: Any, provenance: Any) -> Mapping[str, Any] | None:
@@ -265,20 +327,20 @@ def to_arrow(result: Result, *, provenance: Mapping[str, Any] | CoreRelease | No
     ``upper`` interval bounds when known). See docs/export.md.
     """
     if isinstance(result, CoreRelease):
-        return _table_from_core(result)[0]
+        return _table_from_core(result)
     prov = _provenance_of(result, provenance)
     if prov is None:
         raise ValidationError(
             "this result carries no provenance: export a grouped result (it keeps "
             ".attrs['dp']), dpf.last_release(session), or pass provenance=")
     if isinstance(result, pd.Series | pd.DataFrame):
-        return _table_from_pandas(result, prov)[0]
+        return _table_from_pandas(result, prov)
     if isinstance(result, bool) or not isinstance(result, int | float | np.integer
                                                   | np.floating):
         raise ValidationError("to_arrow takes a dpframe result: a number, a pandas Series or "
                               "DataFrame, or a release")
     return _table_from_scalar(result.item() if isinstance(result, np.generic) else result,
-                              prov)[0]
+                              prov)
 
 
 # -- atomic files ----------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ Each function draws on ``ax`` (a new figure when omitted) and returns the axes.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -98,6 +99,53 @@ def _yerr(values: np.ndarray, lower: np.ndarray | None, upper: np.ndarray | None
     return None
 
 
+def _interval(df: pd.DataFrame, lo_key: Any, up_key: Any
+              ) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The interval columns ``lo_key`` and ``up_key`` when the frame has both."""
+    if lo_key in df.columns and up_key in df.columns:
+        return df[lo_key].to_numpy(np.float64), df[up_key].to_numpy(np.float64)
+    return None, None
+
+
+def _errorbars(ax: Axes, x: np.ndarray, values: np.ndarray, yerr: np.ndarray | None,
+               level: float | None, capsize: int) -> None:
+    if yerr is not None:
+        ax.errorbar(x, values, yerr=yerr, fmt="none", ecolor="black", capsize=capsize,
+                    linewidth=1.2, label=_level_label(level))
+
+
+def _with_epsilon(head: str, result: Any) -> str:
+    """A default title: ``head`` and the release's privacy parameters."""
+    eps = _epsilon_text(result)
+    return head + (f" ({eps})" if eps else "")
+
+
+def _histogram_columns(result: Any
+                       ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """Counts and, when the release has them, interval bounds."""
+    if isinstance(result, pd.DataFrame):
+        if "count" not in result.columns:
+            raise ValueError("a histogram DataFrame needs a 'count' column")
+        return (result["count"].to_numpy(dtype=np.float64),
+                *_interval(result, "lower", "upper"))
+    if isinstance(result, pd.Series):
+        return result.to_numpy(dtype=np.float64), None, None
+    raise TypeError("plot_histogram takes the Series or DataFrame of a histogram release")
+
+
+def _bin_bars(ax: Axes, index: pd.IntervalIndex, values: np.ndarray, yerr: np.ndarray | None,
+              level: float | None, color: str | None) -> None:
+    """Bars spanning their bins, ticks at the bin edges."""
+    left = index.left.to_numpy(dtype=np.float64)
+    width = index.right.to_numpy(dtype=np.float64) - left
+    ax.bar(left, values, width=width, align="edge", color=color, edgecolor="white",
+           linewidth=0.8, label="noisy count")
+    _errorbars(ax, left + width / 2, values, yerr, level, capsize=4)
+    edges = np.unique(np.concatenate([left, left + width]))
+    ax.set_xticks(edges)
+    ax.set_xticklabels([f"{e:g}" for e in edges])
+
+
 def plot_histogram(result: pd.Series | pd.DataFrame, ax: Axes | None = None, *,
                    color: str | None = None, title: str | None = None) -> Axes:
     """Draw a histogram release as bars over its bins, with error bars.
@@ -108,17 +156,7 @@ def plot_histogram(result: pd.Series | pd.DataFrame, ax: Axes | None = None, *,
     otherwise from the ``ci_half_width`` in the release's provenance (``.attrs["dp"]``, at its
     ``ci_level``, 95% by default). Without either, bars are drawn without error bars.
     """
-    if isinstance(result, pd.DataFrame):
-        if "count" not in result.columns:
-            raise ValueError("a histogram DataFrame needs a 'count' column")
-        values = result["count"].to_numpy(dtype=np.float64)
-        lower = result["lower"].to_numpy(np.float64) if "lower" in result.columns else None
-        upper = result["upper"].to_numpy(np.float64) if "upper" in result.columns else None
-    elif isinstance(result, pd.Series):
-        values = result.to_numpy(dtype=np.float64)
-        lower = upper = None
-    else:
-        raise TypeError("plot_histogram takes the Series or DataFrame of a histogram release")
+    values, lower, upper = _histogram_columns(result)
     measures = _measures(result)
     hw = _half_width(measures[0] if measures else None)
     level = _provenance_level(measures)
@@ -127,30 +165,17 @@ def plot_histogram(result: pd.Series | pd.DataFrame, ax: Axes | None = None, *,
     ax = _axes(ax)
     index = result.index
     if isinstance(index, pd.IntervalIndex):
-        left = index.left.to_numpy(dtype=np.float64)
-        width = index.right.to_numpy(dtype=np.float64) - left
-        ax.bar(left, values, width=width, align="edge", color=color, edgecolor="white",
-               linewidth=0.8, label="noisy count")
-        if yerr is not None:
-            ax.errorbar(left + width / 2, values, yerr=yerr, fmt="none", ecolor="black",
-                        capsize=4, linewidth=1.2, label=_level_label(level))
-        edges = np.unique(np.concatenate([left, left + width]))
-        ax.set_xticks(edges)
-        ax.set_xticklabels([f"{e:g}" for e in edges])
+        _bin_bars(ax, index, values, yerr, level, color)
     else:
         pos = np.arange(values.size, dtype=np.float64)
         ax.bar(pos, values, color=color, label="noisy count")
-        if yerr is not None:
-            ax.errorbar(pos, values, yerr=yerr, fmt="none", ecolor="black", capsize=4,
-                        linewidth=1.2, label=_level_label(level))
+        _errorbars(ax, pos, values, yerr, level, capsize=4)
         ax.set_xticks(pos)
         ax.set_xticklabels([str(v) for v in index])
     ax.set_xlabel(str(index.name) if index.name is not None else "")
     ax.set_ylabel("count (noisy)")
-    eps = _epsilon_text(result)
-    ax.set_title(title if title is not None else
-                 "DP histogram" + (f" of {index.name}" if index.name is not None else "")
-                 + (f" ({eps})" if eps else ""))
+    ax.set_title(title if title is not None else _with_epsilon(
+        "DP histogram" + (f" of {index.name}" if index.name is not None else ""), result))
     _finish(ax, values, yerr)
     return ax
 
@@ -186,6 +211,61 @@ def _labels(index: pd.Index) -> list[str]:
     return [str(v) for v in index]
 
 
+@dataclass
+class _Selection:
+    """The values a grouped plot draws, their interval, measure and name."""
+
+    values: np.ndarray
+    lower: np.ndarray | None
+    upper: np.ndarray | None
+    measure: dict[str, Any] | None
+    name: str
+
+
+def _agg_selection(result: pd.DataFrame, column: Any,
+                   measures: list[dict[str, Any]]) -> _Selection:
+    """One ``(column, aggregate)`` of an ``agg`` result (default: the first)."""
+    plain = [c for c in result.columns if not str(c[-1]).endswith(("_lower", "_upper"))]
+    if not plain:
+        raise ValueError("no aggregate column to plot")
+    col = tuple(column) if column is not None else plain[0]
+    if col not in result.columns:
+        raise ValueError("column must be one of the result's (column, aggregate) pairs")
+    src, op = str(col[0]), str(col[-1])
+    measure = next((m for m in measures if m.get("column") == src
+                    and m.get("aggregate") == op), None)
+    return _Selection(result[col].to_numpy(dtype=np.float64),
+                      *_interval(result, (src, f"{op}_lower"), (src, f"{op}_upper")),
+                      measure, f"{op}({src})")
+
+
+def _frame_selection(result: pd.DataFrame, column: Any,
+                     measure: dict[str, Any] | None) -> _Selection:
+    """The value column of a one-aggregate result (with ``lower`` / ``upper``)."""
+    rest = [c for c in result.columns if c not in ("lower", "upper")]
+    if column is None:
+        if len(rest) != 1:
+            raise ValueError("pass column= to choose the value column")
+        column = rest[0]
+    if column not in result.columns:
+        raise ValueError("column is not in the result")
+    return _Selection(result[column].to_numpy(dtype=np.float64),
+                      *_interval(result, "lower", "upper"), measure,
+                      _measure_name(measure, column))
+
+
+def _grouped_selection(result: Any, column: Any, measures: list[dict[str, Any]]) -> _Selection:
+    first = measures[0] if measures else None
+    if isinstance(result, pd.Series):
+        return _Selection(result.to_numpy(dtype=np.float64), None, None, first,
+                          _measure_name(first, result.name))
+    if isinstance(result, pd.DataFrame) and isinstance(result.columns, pd.MultiIndex):
+        return _agg_selection(result, column, measures)
+    if isinstance(result, pd.DataFrame):
+        return _frame_selection(result, column, first)
+    raise TypeError("plot_grouped takes the Series or DataFrame of a grouped release")
+
+
 def plot_grouped(result: pd.Series | pd.DataFrame, ax: Axes | None = None, *,
                  column: Any = None, color: str | None = None,
                  title: str | None = None) -> Axes:
@@ -199,66 +279,63 @@ def plot_grouped(result: pd.Series | pd.DataFrame, ax: Axes | None = None, *,
     interval), are drawn without error bars.
     """
     measures = _measures(result)
-    lower: np.ndarray | None = None
-    upper: np.ndarray | None = None
-    measure: dict[str, Any] | None = measures[0] if measures else None
-    if isinstance(result, pd.Series):
-        values = result.to_numpy(dtype=np.float64)
-        name = _measure_name(measure, result.name)
-    elif isinstance(result, pd.DataFrame) and isinstance(result.columns, pd.MultiIndex):
-        plain = [c for c in result.columns
-                 if not str(c[-1]).endswith(("_lower", "_upper"))]
-        if not plain:
-            raise ValueError("no aggregate column to plot")
-        col = tuple(column) if column is not None else plain[0]
-        if col not in result.columns:
-            raise ValueError("column must be one of the result's (column, aggregate) pairs")
-        values = result[col].to_numpy(dtype=np.float64)
-        src, op = str(col[0]), str(col[-1])
-        lo_key, up_key = (src, f"{op}_lower"), (src, f"{op}_upper")
-        if lo_key in result.columns and up_key in result.columns:
-            lower = result[lo_key].to_numpy(np.float64)
-            upper = result[up_key].to_numpy(np.float64)
-        measure = next((m for m in measures if m.get("column") == src
-                        and m.get("aggregate") == op), None)
-        name = f"{op}({src})"
-    elif isinstance(result, pd.DataFrame):
-        rest = [c for c in result.columns if c not in ("lower", "upper")]
-        if column is None:
-            if len(rest) != 1:
-                raise ValueError("pass column= to choose the value column")
-            column = rest[0]
-        if column not in result.columns:
-            raise ValueError("column is not in the result")
-        values = result[column].to_numpy(dtype=np.float64)
-        if "lower" in result.columns and "upper" in result.columns:
-            lower = result["lower"].to_numpy(np.float64)
-            upper = result["upper"].to_numpy(np.float64)
-        name = _measure_name(measure, column)
-    else:
-        raise TypeError("plot_grouped takes the Series or DataFrame of a grouped release")
-    hw = _half_width(measure)
-    level = _provenance_level([measure] if measure else measures)
-    yerr = _yerr(values, lower, upper, hw)
+    sel = _grouped_selection(result, column, measures)
+    hw = _half_width(sel.measure)
+    level = _provenance_level([sel.measure] if sel.measure else measures)
+    yerr = _yerr(sel.values, sel.lower, sel.upper, hw)
 
     ax = _axes(ax)
-    pos = np.arange(values.size, dtype=np.float64)
-    ax.bar(pos, values, color=color, label=f"noisy {name}")
-    if yerr is not None:
-        ax.errorbar(pos, values, yerr=yerr, fmt="none", ecolor="black", capsize=3,
-                    linewidth=1.2, label=_level_label(level))
+    pos = np.arange(sel.values.size, dtype=np.float64)
+    ax.bar(pos, sel.values, color=color, label=f"noisy {sel.name}")
+    _errorbars(ax, pos, sel.values, yerr, level, capsize=3)
     labels = _labels(result.index)
     ax.set_xticks(pos)
     ax.set_xticklabels(labels, rotation=90 if len(labels) > 12 else 0)
-    names = [n for n in result.index.names if n is not None]
-    ax.set_xlabel(", ".join(str(n) for n in names))
-    ax.set_ylabel(name)
-    eps = _epsilon_text(result)
-    ax.set_title(title if title is not None else
-                 f"DP {name}" + (f" by {', '.join(str(n) for n in names)}" if names else "")
-                 + (f" ({eps})" if eps else ""))
-    _finish(ax, values, yerr)
+    names = [str(n) for n in result.index.names if n is not None]
+    ax.set_xlabel(", ".join(names))
+    ax.set_ylabel(sel.name)
+    ax.set_title(title if title is not None else _with_epsilon(
+        f"DP {sel.name}" + (f" by {', '.join(names)}" if names else ""), result))
+    _finish(ax, sel.values, yerr)
     return ax
+
+
+def _use_time(x: str, times: pd.DatetimeIndex) -> bool:
+    """Whether releases go at their ledger time (``x="auto"``: when they span an hour)."""
+    if x not in ("auto", "time", "release"):
+        raise ValueError("x must be 'auto', 'time' or 'release'")
+    return x == "time" or (
+        x == "auto" and len(times) > 1 and (times.max() - times.min()) >= pd.Timedelta(hours=1))
+
+
+def _release_positions(ax: Axes, times: pd.DatetimeIndex, releases: int, use_time: bool) -> Any:
+    """x positions of the start and of each release (times, or 0, 1, 2, ...); labels the axis."""
+    if use_time and len(times):
+        pts = times.tz_convert(None).to_pydatetime() if times.tz is not None else \
+            times.to_pydatetime()
+        ax.set_xlabel("time (UTC)")
+        ax.tick_params(axis="x", labelrotation=30)
+        return [pts[0], *pts]
+    xs = np.arange(releases + 1)
+    ax.set_xlabel("release")
+    if releases <= 30:
+        ax.set_xticks(xs)
+    return xs
+
+
+def _mark_releases(ax: Axes, ledger: pd.DataFrame, xs: Any, spent: np.ndarray, use_time: bool,
+                   annotate: bool) -> None:
+    """A dot per release, a cross per failed (charged) one, and the queries if asked."""
+    failed = ledger["status"].to_numpy() == "failed"
+    pts_x = np.asarray(xs[1:], dtype=object) if use_time else np.asarray(xs[1:])
+    ax.plot(pts_x[~failed], spent[~failed], "o", color="C0", markersize=4)
+    if failed.any():
+        ax.plot(pts_x[failed], spent[failed], "x", color="C3", markersize=7,
+                label="failed (charged)")
+    if annotate:
+        for xv, yv, q in zip(pts_x, spent, ledger["query"], strict=True):
+            ax.annotate(str(q), (xv, yv), textcoords="offset points", xytext=(4, -10),
+                        fontsize=7, rotation=0)
 
 
 def plot_budget(session: Session, ax: Axes | None = None, *,
@@ -277,35 +354,12 @@ def plot_budget(session: Session, ax: Axes | None = None, *,
     ax = _axes(ax)
     spent = ledger["spent_epsilon"].to_numpy(dtype=np.float64)
     times = pd.DatetimeIndex(ledger["time"])
-    if x not in ("auto", "time", "release"):
-        raise ValueError("x must be 'auto', 'time' or 'release'")
-    use_time = x == "time" or (
-        x == "auto" and len(times) > 1 and (times.max() - times.min()) >= pd.Timedelta(hours=1))
+    use_time = _use_time(x, times)
     ys = np.concatenate([[0.0], spent])
-    xs: Any
-    if use_time and len(times):
-        pts = times.tz_convert(None).to_pydatetime() if times.tz is not None else \
-            times.to_pydatetime()
-        xs = [pts[0], *pts]
-        ax.set_xlabel("time (UTC)")
-        ax.tick_params(axis="x", labelrotation=30)
-    else:
-        xs = np.arange(len(spent) + 1)
-        ax.set_xlabel("release")
-        if len(spent) <= 30:
-            ax.set_xticks(xs)
+    xs = _release_positions(ax, times, len(spent), use_time)
     ax.step(xs, ys, where="post", linewidth=2, label="spent ε")
     if len(spent):
-        failed = ledger["status"].to_numpy() == "failed"
-        pts_x = np.asarray(xs[1:], dtype=object) if use_time else np.asarray(xs[1:])
-        ax.plot(pts_x[~failed], spent[~failed], "o", color="C0", markersize=4)
-        if failed.any():
-            ax.plot(pts_x[failed], spent[failed], "x", color="C3", markersize=7,
-                    label="failed (charged)")
-        if annotate:
-            for xv, yv, q in zip(pts_x, spent, ledger["query"], strict=True):
-                ax.annotate(str(q), (xv, yv), textcoords="offset points", xytext=(4, -10),
-                            fontsize=7, rotation=0)
+        _mark_releases(ax, ledger, xs, spent, use_time, annotate)
     total = session.epsilon
     ax.axhline(total, color="C3", linestyle="--", linewidth=1.5, label=f"budget ε = {total:g}")
     ax.set_ylim(0, max(total, float(ys.max())) * 1.08)

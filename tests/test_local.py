@@ -20,12 +20,14 @@ import dpframe as dpf
 from dpframe import local
 from dpframe.core.rng import InsecureSeedWarning, RandomSource
 from dpframe.errors import ValidationError
+from dpframe.local import _sampling as sampling
+from dpframe.local._design import Design, exp_neg_bounds
 
 pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
 
 
-def _design(eps: float, k: int) -> local._Design:
-    return local._Design(k=k, x=Fraction(repr(float(eps))))
+def _design(eps: float, k: int) -> Design:
+    return Design(k=k, x=Fraction(repr(float(eps))))
 
 
 # ------------------------------------------------------------------------------------------
@@ -62,8 +64,8 @@ def test_binary_rr_probabilities(eps: float) -> None:
 
 def test_two_coin_is_exactly_three_quarters() -> None:
     assert local.rr_probabilities(preset="two_coin") == (0.75, 0.25)
-    design = local._Design(k=2, q=Fraction(1, 3))
-    lut = local._lut(design, 8)
+    design = Design(k=2, q=Fraction(1, 3))
+    lut = sampling.lut(design, 8)
     assert (lut >= 0).all()  # no cell straddles 3/4: two fair bits decide
     assert int((lut == 0).sum()) == 192  # P(keep) = 192 / 256 = 3/4 exactly
     assert _max_log_ratio(np.array([[0.75, 0.25], [0.25, 0.75]])) == pytest.approx(math.log(3))
@@ -95,7 +97,7 @@ def test_sampler_tables_realize_the_published_probabilities(eps: float, k: int) 
     """The sampler's cut points (what it actually uses) match krr_probabilities to 2**-60."""
     design = _design(eps, k)
     p, q = local.krr_probabilities(eps, k)
-    below, inside = local._edges(design, 64)
+    below, inside = sampling.edges(design, 64)
     assert len(below) == k - 1 and set(inside) == set(below)  # irrational cut points
     cuts = [Fraction(int(b), 2**64) for b in below]
     # c_j in (F_j / 2^64, (F_j + 1) / 2^64): bin widths known to within 2 * 2^-64
@@ -106,7 +108,7 @@ def test_sampler_tables_realize_the_published_probabilities(eps: float, k: int) 
         assert abs(w - Fraction(q)) <= Fraction(math.ulp(q)) / 2 + Fraction(1, 2**63)
     # the 8/16-bit lookup table agrees with the 64-bit cut points
     m = 8 if k <= 32 else 16
-    lut = local._lut(design, m)
+    lut = sampling.lut(design, m)
     cut_cells = np.array([f >> (64 - m) for f in below])
     cells = np.arange(2**m)
     expected = (cut_cells[None, :] < cells[:, None]).sum(axis=1)
@@ -117,7 +119,8 @@ def test_sampler_tables_realize_the_published_probabilities(eps: float, k: int) 
 def test_exp_neg_bounds_are_rigorous() -> None:
     for x in [Fraction(1, 1000), Fraction(1), Fraction(repr(0.3)), Fraction(repr(7.25)),
               Fraction(repr(40.0))]:
-        lo, hi, w = local._exp_neg_bounds(x, 120)
+        w = 120
+        lo, hi = exp_neg_bounds(x, w)
         with localcontext() as ctx:
             ctx.prec = 120
             true = (-Decimal(x.numerator) / Decimal(x.denominator)).exp()
@@ -404,14 +407,14 @@ class _ScriptedSource(RandomSource):
 def test_rare_undecided_draws_are_resolved_exactly(j: int, tail: int) -> None:
     """Force U's first 64 bits onto a cut point's cell; the bin must follow the 128-bit cut."""
     design = _design(1.0, 10)
-    f64 = local._edges(design, 64)[0][j - 1]
+    f64 = sampling.edges(design, 64)[0][j - 1]
     f16 = f64 >> 48
-    assert local._lut(design, 8)[f16 >> 8] == -1 and local._lut(design, 16)[f16] == -1
+    assert sampling.lut(design, 8)[f16 >> 8] == -1 and sampling.lut(design, 16)[f16] == -1
     every_byte = 0x0101_0101_0101_0101  # a byte repeated: read the same at any byte order
     script = [(f16 >> 8) * every_byte, (f16 & 0xFF) * every_byte, (f64 & (2**48 - 1)) << 16,
               tail, 0, 2**64 - 1]
     src = _ScriptedSource(script)
-    d = int(local._draw_offsets(design, 1, src)[0])
+    d = int(sampling.draw_offsets(design, 1, src)[0])
     f128, strict = design.cut_floor(j, 128)
     assert strict
     prefix = (f64 << 64) | tail

@@ -11,7 +11,7 @@ probabilities and ``U`` uniform on ``[0, 1)``. Then ``X = #{j : F_j <= U}`` has
 ``P(X = j) = F_j - F_{j-1}`` (with ``F_{-1} = 0``, ``F_K = 1``): inversion. We never need ``U``
 or ``F_j`` in full. With the first ``b`` bits ``w`` of ``U`` (so ``U in [w, w + 1) / 2**b``) and
 ``T_j = floor(2**b F_j)``, computed exactly from rigorous interval bounds with Python integers
-(see :func:`_exp_neg_fixed`):
+(see :func:`exp_neg_fixed`):
 
 * ``T_j < w`` implies ``F_j < (T_j + 1) / 2**b <= w / 2**b <= U``: boundary ``j`` is passed;
 * ``T_j > w`` implies ``F_j >= T_j / 2**b >= (w + 1) / 2**b > U``: boundary ``j`` is not passed;
@@ -91,7 +91,7 @@ def round_scale_up(scale: Fraction, max_den: int = MAX_FAST_DEN) -> Fraction:
 # --------------------------------------------------------------------------------------------
 
 
-def _exp_neg_fixed(x: Fraction, w: int) -> tuple[int, int]:
+def exp_neg_fixed(x: Fraction, w: int) -> tuple[int, int]:
     """Integers ``lo <= 2**w * exp(-x) <= hi`` for rational ``x >= 0`` (``hi - lo <= 3``).
 
     Proof sketch. If ``x >= 0.7 (w + 1)`` then ``exp(-x) < 2**-(w + 1)`` (``e**0.7 > 2``):
@@ -138,7 +138,7 @@ def _exp_neg_fixed(x: Fraction, w: int) -> tuple[int, int]:
 
 def _exp_neg_interval(x: Fraction, prec: int) -> Interval:
     """Rationals ``lo <= exp(-x) <= hi`` with ``hi - lo < 2**-prec``."""
-    lo, hi = _exp_neg_fixed(x, prec + 2)
+    lo, hi = exp_neg_fixed(x, prec + 2)
     den = 1 << (prec + 2)
     return Fraction(lo, den), Fraction(hi, den)
 
@@ -367,8 +367,8 @@ def _chunk_table(y: Fraction, g: int) -> _Table:
     bits = _TABLE_BITS
     wp = bits + 192
     one = 1 << wp
-    r_lo, r_hi = _exp_neg_fixed(y, wp)
-    d_lo, d_hi = _exp_neg_fixed(y * big, wp)
+    r_lo, r_hi = exp_neg_fixed(y, wp)
+    d_lo, d_hi = exp_neg_fixed(y * big, wp)
     den_lo, den_hi = one - d_hi, one - d_lo  # enclose 2**wp (1 - rho**G)
     if den_lo <= 0:  # pragma: no cover - rho**G <= exp(-2**-39) is far below 1
         raise ArithmeticError("chunk ratio too close to 1")
@@ -491,7 +491,7 @@ def _exp_tables() -> tuple[tuple[I64, I64], ...]:
     """
 
     def table(xs: list[Fraction]) -> tuple[I64, I64]:
-        pairs = [_exp_neg_fixed(v, _FX) for v in xs]
+        pairs = [exp_neg_fixed(v, _FX) for v in xs]
         return (np.array([p[0] for p in pairs], dtype=np.int64),
                 np.array([p[1] for p in pairs], dtype=np.int64))
 
@@ -513,7 +513,7 @@ def bernoulli_exp_neg(num: npt.ArrayLike, den: npt.ArrayLike, rng: RandomSource)
     ``[G, G + 1) / 2**30`` and ``exp(-gamma)`` lies in
     ``(e**-n e**(-G / 2**30) e**(-2**-30), e**-n e**(-G / 2**30)]``. Splitting ``G`` into three
     10-bit digits, each factor is read from a table of rigorous enclosures
-    (:func:`_exp_neg_fixed`); products of nonnegative enclosures, rounded down for ``lo`` and up
+    (:func:`exp_neg_fixed`); products of nonnegative enclosures, rounded down for ``lo`` and up
     for ``hi``, enclose the product (``n > 32`` uses ``[0, e**-32]``). Then ``w + 1 <= lo``
     proves ``U < exp(-gamma)`` and ``w >= hi`` proves ``U >= exp(-gamma)``; the remaining
     ``O(2**-27)`` fraction is decided exactly by :func:`_count_passed` with the true rational
@@ -651,7 +651,7 @@ def _gauss_thresholds(a: int, b: int, t: int) -> tuple[U32, bool, float]:
     complete = False
     for y in range(_GAUSS_TABLE):
         xf = Fraction((y * t * b - a) ** 2, den)
-        lo, hi = _exp_neg_fixed(xf, _GAUSS_BITS + 16)
+        lo, hi = exp_neg_fixed(xf, _GAUSS_BITS + 16)
         tl, th = lo >> 16, hi >> 16
         if xf == 0:
             tl = th = (1 << _GAUSS_BITS) - 1

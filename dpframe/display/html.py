@@ -86,22 +86,28 @@ def scalar_html(value: float, provenance: Mapping[str, Any], lower: float | None
             f"<small>{what} · {mech} · {charge}{seeded}</small></span>")
 
 
+def _keys_cell(keys: object, max_keys: int) -> str:
+    """Declared public keys, the first ``max_keys`` of them and how many there are."""
+    if isinstance(keys, list):
+        shown = ", ".join(escape(str(v)) for v in keys[:max_keys])
+        return shown + (f", … ({len(keys)} keys)" if len(keys) > max_keys else "")
+    return "" if keys is None else escape(str(keys))
+
+
+def _column_row(declared: Mapping[str, Any], col: Any, kind: Any, max_keys: int) -> str:
+    b = declared["bounds"].get(col)
+    role = "privacy unit" if col == declared["privacy_unit"] else ""
+    return "<tr>" + "".join(f"<td>{c}</td>" for c in (
+        f"<code>{escape(str(col))}</code>", escape(str(kind)),
+        "" if b is None else f"[{_num(b[0])}, {_num(b[1])}]",
+        _keys_cell(declared["keys"].get(col), max_keys), role)) + "</tr>"
+
+
 def frame_html(declared: Mapping[str, Any], max_keys: int = 8) -> str:
     """A private frame: one row per column with its public kind, declared bounds and keys
     (public by declaration), and the privacy unit."""
-    rows = []
-    for col, kind in declared["columns"].items():
-        b = declared["bounds"].get(col)
-        k = declared["keys"].get(col)
-        if isinstance(k, list):
-            shown = ", ".join(escape(str(v)) for v in k[:max_keys])
-            keys = shown + (f", … ({len(k)} keys)" if len(k) > max_keys else "")
-        else:
-            keys = "" if k is None else escape(str(k))
-        role = "privacy unit" if col == declared["privacy_unit"] else ""
-        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in (
-            f"<code>{escape(str(col))}</code>", escape(str(kind)),
-            "" if b is None else f"[{_num(b[0])}, {_num(b[1])}]", keys, role)) + "</tr>")
+    rows = [_column_row(declared, col, kind, max_keys)
+            for col, kind in declared["columns"].items()]
     head = "".join(f"<th>{h}</th>" for h in ("column", "kind", "bounds", "public keys", ""))
     unit = declared["privacy_unit"]
     protects = "each row" if unit is None else (

@@ -49,16 +49,32 @@ def entries_summary(entries: Sequence[dict[str, Any]], label: str = "Entries") -
     return f"{label}: {len(entries)} ({', '.join(parts)})"
 
 
+def _entry_columns(with_session: bool) -> list[str]:
+    return ["id", "time (UTC)", *(["session"] if with_session else []), "query", "columns",
+            "mechanism", "epsilon", "delta", "noise scale", "± CI", "status",
+            *(["seeded"] if with_session else [])]
+
+
+def _entry_row(e: dict[str, Any], with_session: bool) -> list[str]:
+    det = e.get("details") or {}
+    row = [str(e["id"]), str(e["time"])[:19].replace("T", " ")]
+    if with_session:
+        row.append(e.get("session") or "")
+    row += [str(e["query"]), ", ".join(e.get("columns") or []), str(e["mechanism"]),
+            num(e["epsilon"]), num(e["delta"]), num(det.get("noise_scale")),
+            ci_text(det), str(e["status"])]
+    if with_session:
+        row.append("yes (insecure)" if e.get("seeded") else "")
+    return row
+
+
 def entries_table(entries: Sequence[dict[str, Any]], title: str, *,
                   with_session: bool = False) -> Any:
     """One row per ledger entry: what was released, its charge, noise scale and status."""
     from rich.table import Table
 
     table = Table(title=title)
-    columns = ["id", "time (UTC)", *(["session"] if with_session else []), "query", "columns",
-               "mechanism", "epsilon", "delta", "noise scale", "± CI", "status",
-               *(["seeded"] if with_session else [])]
-    for c in columns:
+    for c in _entry_columns(with_session):
         table.add_column(
             c,
             justify="right" if c in ("id", "epsilon", "delta") else "left",
@@ -66,14 +82,5 @@ def entries_table(entries: Sequence[dict[str, Any]], title: str, *,
             overflow="fold",
         )
     for e in entries:
-        det = e.get("details") or {}
-        row = [str(e["id"]), str(e["time"])[:19].replace("T", " ")]
-        if with_session:
-            row.append(e.get("session") or "")
-        row += [str(e["query"]), ", ".join(e.get("columns") or []), str(e["mechanism"]),
-                num(e["epsilon"]), num(e["delta"]), num(det.get("noise_scale")),
-                ci_text(det), str(e["status"])]
-        if with_session:
-            row.append("yes (insecure)" if e.get("seeded") else "")
-        table.add_row(*row)
+        table.add_row(*_entry_row(e, with_session))
     return table

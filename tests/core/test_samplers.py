@@ -299,7 +299,7 @@ def test_exp_neg_fixed_encloses_exp() -> None:
                                                      rnd.integers(1, 10**5, 60), strict=True)]
     for x in xs:
         for w in (8, 31, 63, 100, 200):
-            lo, hi = S._exp_neg_fixed(x, w)
+            lo, hi = S.exp_neg_fixed(x, w)
             with localcontext() as ctx:
                 ctx.prec = 150
                 exact = dec_exp_neg(x, 150) * (Decimal(2) ** w)

@@ -1,0 +1,134 @@
+"""Local randomizers: randomized response (binary, two-coin, k-ary) and basic RAPPOR.
+
+Each respondent's value is randomized on its own with exactly the stated probabilities
+(:mod:`dpframe.local._sampling`), so every report is eps-LDP for its respondent. Nothing is
+charged to a session.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..core.rng import RandomSource
+from ..errors import ValidationError
+from ._design import design_for, rappor_design
+from ._encoding import check_categories, codes_of, implied_categories, read_values, values_out
+from ._sampling import apply_offsets, draw_offsets
+
+
+def rr_probabilities(epsilon: float | None = None, *,
+                     preset: str | None = None) -> tuple[float, float]:
+    """``(p_keep, p_flip)`` of binary randomized response: ``e^eps / (e^eps + 1)`` and its
+    complement (3/4 and 1/4 for the two-coin preset). These are the exact probabilities the
+    sampler realizes, rounded to floats for analysis."""
+    design, _ = design_for(epsilon, 2, preset)
+    return design.probabilities()
+
+
+def krr_probabilities(epsilon: float, k: int) -> tuple[float, float]:
+    """``(p_keep, p_other)`` of k-ary RR: ``e^eps / (e^eps + k - 1)`` and ``1 / (e^eps + k - 1)``.
+
+    The sampler realizes these exactly (:mod:`dpframe.local._sampling`); the floats are for
+    analysis and the estimators. ``p_keep / p_other = e^eps``, so k-RR is eps-LDP.
+    """
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 2:
+        raise ValidationError("k must be an integer >= 2")
+    design, _ = design_for(epsilon, int(k), None)
+    return design.probabilities()
+
+
+def rappor_f(epsilon: float) -> float:
+    """RAPPOR's flip probability ``f = 2 / (1 + e^(eps/2))``."""
+    _, q1 = rappor_probabilities(epsilon)
+    return 2 * q1
+
+
+def rappor_probabilities(epsilon: float) -> tuple[float, float]:
+    """``(P(bit = 1 | it is the true category), P(bit = 1 | it is not))`` = ``(1 - f/2, f/2)``.
+
+    Each bit is binary RR with eps/2: ``1 - f/2 = e^(eps/2) / (1 + e^(eps/2))``.
+    """
+    design, _ = rappor_design(epsilon)
+    return design.probabilities()
+
+
+def _check_rng(seed: int | None, rng: RandomSource | None) -> RandomSource:
+    if seed is not None and rng is not None:
+        raise ValidationError("pass either seed= or rng=, not both")
+    if rng is not None:
+        if not isinstance(rng, RandomSource):
+            raise ValidationError("rng must be a dpframe RandomSource")
+        return rng
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)):
+        raise ValidationError("seed must be an integer")
+    return RandomSource(None if seed is None else int(seed))
+
+
+def randomized_response(values: Any, epsilon: float | None = None,
+                        categories: Sequence[Hashable] | None = None, *,
+                        preset: str | None = None, seed: int | None = None,
+                        rng: RandomSource | None = None, name: str = "values") -> Any:
+    """Randomized response: binary RR, the two-coin design, or k-ary RR over ``categories``.
+
+    Each value is reported truthfully with probability ``p = e^eps / (e^eps + k - 1)`` and as
+    each other declared category with probability ``p' = 1 / (e^eps + k - 1)`` (k = 2: binary
+    RR, ``p = e^eps / (e^eps + 1)``; ``preset="two_coin"``: ``p = 3/4``, eps = ln 3). Without
+    ``categories`` the values must be bool or 0/1.
+
+    Privacy (eps-LDP per respondent): for inputs ``x != x'`` and any report ``y``,
+    ``P(y | x) / P(y | x')`` is ``p / p'``, ``p' / p`` or 1, and ``p / p' = e^eps`` exactly
+    because the sampler realizes these probabilities exactly (:mod:`dpframe.local._sampling`).
+    Respondents are randomized independently, so releasing all reports is eps-DP for changing
+    one respondent. No session budget is charged.
+
+    Returns the same kind as ``values``: a Series (same index and name), an array or a list.
+    ``seed=`` is deterministic and insecure (tests and docs only); the default reads the OS CSPRNG.
+    """
+    inp = read_values(values, name)
+    cats = implied_categories(inp, name) if categories is None else check_categories(
+        categories)
+    k = len(cats)
+    design, _ = design_for(epsilon, k, preset)
+    source = _check_rng(seed, rng)
+    codes, identity = codes_of(inp, cats, name)
+    offsets = draw_offsets(design, codes.size, source)
+    out = apply_offsets(codes, offsets, k)
+    return values_out(inp, out, identity, cats)
+
+
+def rappor(values: Any, epsilon: float, categories: Sequence[Hashable], *,
+           seed: int | None = None, rng: RandomSource | None = None,
+           name: str = "values") -> Any:
+    """Basic one-time RAPPOR: one-hot bit vectors with every bit randomized.
+
+    Each bit ``b`` of the one-hot encoding is reported as ``b`` with probability ``1 - f/2`` and
+    as ``1 - b`` with probability ``f/2``, with ``f = 2 / (1 + e^(eps/2))`` (the permanent
+    randomized response of Erlingsson et al. 2014 with one hash and no Bloom filter collisions).
+
+    Privacy (eps-LDP per respondent): bits are independent given the value; two values'
+    encodings differ in exactly two bits and each bit's likelihood ratio is at most
+    ``(1 - f/2) / (f/2) = e^(eps/2)``, exactly realized by the sampler (each bit is binary RR
+    at eps/2), so every report's likelihood ratio is at most ``e^eps``. No budget is charged.
+
+    Returns a 2-D bool array (one column per category), or for a Series a DataFrame with the
+    same index and one bool column per category.
+    """
+    inp = read_values(values, name)
+    cats = check_categories(categories)
+    k = len(cats)
+    design, _ = rappor_design(epsilon)
+    source = _check_rng(seed, rng)
+    codes, _ = codes_of(inp, cats, name)
+    n = codes.size
+    flips = draw_offsets(design, n * k, source)
+    bits = flips.view(np.bool_).reshape(n, k)  # offsets are 0/1 bytes
+    bits[np.arange(n), codes] ^= True
+    if inp.series is not None:
+        return pd.DataFrame(bits, index=inp.series.index,
+                            columns=pd.Index(cats, tupleize_cols=False))
+    return bits
