@@ -13,11 +13,13 @@ The hashes serve three purposes, never more:
 **The rule.** A value becomes a 64-bit *word*, then a keyed hash ``mix(mix(word ^ k0) ^ k1)``
 (:func:`keyed`). A number is the integer it equals when that fits int64 (``1``, ``1.0`` and
 ``True`` alike, ``-0.0`` is ``0``), else its float64 bits; text is a digest of its UTF-8 bytes,
-bytes a digest of themselves; a date or time in a date or time column its count of
-nanoseconds; any other value a digest of its type name and repr. Equal values get equal words
-whatever engine, dtype, block or process read them: backends only turn a column into numbers,
-times or byte buffers (:func:`number_words`, :func:`time_words`, :func:`bytes_words`) or hand
-over Python values (:func:`value_words`).
+bytes a digest of themselves; a date or time held in a date or time column its count of
+nanoseconds. Any other value: a canonical label (distinct counts) a digest of its type name and
+repr; a raw unit id in an object column 0, one shared bucket (equal objects may have different
+reprs). So equal numbers and texts get equal words whatever engine, dtype, block or process
+read them, and equal instants whatever unit stores them: backends only turn a column into
+numbers, times or byte buffers (:func:`number_words`, :func:`time_words`, :func:`bytes_words`)
+or hand over Python values (:func:`value_words`).
 
 **Why nothing leaks.** The keys of unit hashes and priorities are fresh randomness drawn from
 the session's sampling generator for each release, never derived from data, and no key or hash
