@@ -25,7 +25,7 @@ pl = pytest.importorskip("polars")
 
 import dpframe as dpf  # noqa: E402
 import dpframe.fronts.polars  # noqa: E402
-from dpframe.backends import arrow as arrow_backend  # noqa: E402
+from dpframe.backends.arrow import backend as arrow_backend  # noqa: E402
 from dpframe.fronts.frame import PrivateFrame  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # seeded sessions warn

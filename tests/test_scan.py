@@ -16,8 +16,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import dpframe as dpf
-from dpframe.backends import arrow as arrow_backend
-from dpframe.backends.arrow import ArrowBackend, DatasetSource, _add_into, factorize, unit_hash
+from dpframe.backends.arrow import ArrowBackend, DatasetSource, add_into, factorize, unit_hash
+from dpframe.backends.arrow import backend as arrow_backend
 from dpframe.backends.pandas import PandasBackend
 from dpframe.core.compute import ExactAggregates
 from dpframe.core.query import Query
@@ -327,10 +327,10 @@ def test_factorize_and_unit_hash() -> None:
 
 def test_exact_accumulation_never_overflows() -> None:
     big = np.array([1 << 62, -(1 << 62)], dtype=np.int64)
-    acc = _add_into(None, big, None, 2)
-    acc = _add_into(acc, big, None, 2)
+    acc = add_into(None, big, None, 2)
+    acc = add_into(acc, big, None, 2)
     assert acc.tolist() == [1 << 63, -(1 << 63)]
-    acc = _add_into(acc, np.array([5], dtype=np.int64), np.array([1]), 3)
+    acc = add_into(acc, np.array([5], dtype=np.int64), np.array([1]), 3)
     assert acc.tolist() == [1 << 63, -(1 << 63) + 5, 0]
 
 

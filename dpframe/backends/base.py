@@ -14,6 +14,7 @@ from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
+import pandas as pd
 
 from ..core.compute import ComputeRequest, ExactAggregates
 from ..core.values import ColumnKind
@@ -68,6 +69,42 @@ def combine_codes(codes: list[npt.NDArray[np.int64]], sizes: list[int]) -> npt.N
         bad |= c < 0
     out[bad] = -1
     return out
+
+
+def public_key_codes(per_col: list[npt.NDArray[np.int64]], declared: Sequence[Sequence[object]]
+                     ) -> npt.NDArray[np.int64]:
+    """Group codes of public keys, from each key column's positions among its declared keys
+    (-1: missing or undeclared), in the order of :func:`public_key_list`."""
+    if len(per_col) == 1:
+        return per_col[0]
+    return combine_codes(per_col, [len(d) for d in declared])
+
+
+def observed_key_codes(per_col: list[npt.NDArray[np.int64]], observed: list[list[object]]
+                       ) -> tuple[npt.NDArray[np.int64], list[tuple[object, ...]]]:
+    """Group codes and key list of private keys, from each key column's codes (-1: missing)
+    and observed labels: one column's as they are; for several, the combinations present, in
+    order of first appearance (a row missing any key gets -1)."""
+    if len(per_col) == 1:
+        return per_col[0], [(u,) for u in observed[0]]
+    sizes = [max(len(o), 1) for o in observed]
+    combined = combine_codes(per_col, sizes)
+    ok = combined >= 0
+    codes = np.full(combined.size, -1, dtype=np.int64)
+    if not ok.any():
+        return codes, []
+    sub, uniq = pd.factorize(combined[ok])
+    codes[ok] = sub
+    return codes, [_key_of(int(c), sizes, observed) for c in np.asarray(uniq)]
+
+
+def _key_of(code: int, sizes: list[int], observed: list[list[object]]) -> tuple[object, ...]:
+    """The key tuple of a combined code (:func:`combine_codes` read backwards)."""
+    labels: list[object] = []
+    for size, obs in zip(reversed(sizes), reversed(observed), strict=True):
+        labels.append(obs[code % size])
+        code //= size
+    return tuple(reversed(labels))
 
 
 def public_key_list(declared: list[tuple[object, ...]]) -> list[tuple[object, ...]]:

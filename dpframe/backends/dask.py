@@ -19,7 +19,6 @@ dask).
 
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
 import dask
@@ -27,11 +26,13 @@ import dask.dataframe as dd
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from pandas.util import hash_array
+import pyarrow as pa
 
 from ..core.compute import ComputeRequest, ExactAggregates
+from ..core.hashing import keyed, number_words, time_words, value_words
 from ..core.values import ColumnKind
 from ..errors import ValidationError
+from .arrow.words import column_words
 from .pandas import PandasBackend, column_kind, column_labels
 
 UNIT_HASH_COLUMN = "__dpframe_unit_hash__"
@@ -40,69 +41,50 @@ DEFAULT_SPLIT_EVERY = 8
 
 # -- canonical, keyed unit hash ------------------------------------------------------------------
 
-def _mix(h: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
-    """A bijection of 64-bit words with good avalanche (the splitmix64 finalizer)."""
-    with np.errstate(over="ignore"):
-        h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        return h ^ (h >> np.uint64(31))
+def _numeric_words(s: pd.Series) -> npt.NDArray[np.uint64]:
+    """Words of a bool or numeric column, read without loss (missing values as 0 or NaN)."""
+    dtype = s.dtype
+    if pd.api.types.is_float_dtype(dtype):
+        return number_words(s.to_numpy(dtype=np.float64, na_value=np.nan))
+    if pd.api.types.is_unsigned_integer_dtype(dtype):
+        return number_words(s.to_numpy(dtype=np.uint64, na_value=0))
+    if pd.api.types.is_bool_dtype(dtype) or pd.api.types.is_integer_dtype(dtype):
+        return number_words(s.to_numpy(dtype=np.int64, na_value=0))
+    return number_words(s.to_numpy(dtype=np.float64, na_value=np.nan))
 
 
-def _hash_floats(values: npt.NDArray[np.float64]) -> npt.NDArray[np.uint64]:
-    return (np.asarray(values, dtype=np.float64) + 0.0).view(np.uint64)  # -0.0 becomes 0.0
+def unit_words(s: pd.Series) -> npt.NDArray[np.uint64]:
+    """The word (:mod:`dpframe.core.hashing`) of each unit value, such that values
+    :func:`pandas.factorize` treats as equal get equal words whatever dtype a partition has
+    (Dask partitions need not share one).
 
-
-def _hash_strings(values: npt.NDArray[np.object_], key: int) -> npt.NDArray[np.uint64]:
-    return np.asarray(hash_array(values.astype(object), hash_key=f"{key:016x}",
-                                 categorize=False), dtype=np.uint64)
-
-
-def _as_float(v: object) -> float | None:
-    """The float a number equals (1, 1.0, True, Decimal(1) alike), else None."""
-    if isinstance(v, str | bytes) or not isinstance(v, numbers.Number | np.bool_):
-        return None
-    try:
-        if isinstance(v, complex | np.complexfloating):
-            return float(v.real) if v.imag == 0 else None
-        return float(v)  # type: ignore[arg-type]
-    except (OverflowError, TypeError, ValueError):
-        return None
+    Numbers by their value (1, 1.0 and True are one unit, as in factorize); strings by their
+    text; dates and times by their nanoseconds; any other object in an object column shares
+    one bucket. Missing values get a word anyhow (their rows are dropped later).
+    """
+    if isinstance(s.dtype, pd.CategoricalDtype):  # the categories' words, by code (-1: 0)
+        words = unit_words(pd.Series(s.cat.categories, dtype=s.cat.categories.dtype))
+        return np.append(words, np.uint64(0))[s.cat.codes.to_numpy()]
+    dtype = s.dtype
+    if pd.api.types.is_bool_dtype(dtype) or pd.api.types.is_numeric_dtype(dtype):
+        return _numeric_words(s)
+    ints = getattr(s.array, "asi8", None)  # datetimes, timedeltas, periods
+    if ints is not None:
+        return time_words(ints, getattr(s.array, "unit", None))
+    if isinstance(dtype, pd.ArrowDtype):
+        return column_words(pa.array(s.array))
+    if isinstance(dtype, pd.StringDtype) or pd.api.types.infer_dtype(s, skipna=True) == "string":
+        return column_words(pa.array(s, type=pa.large_string(), from_pandas=True))
+    return value_words(s.to_numpy(dtype=object), exact=False)
 
 
 def unit_hash(s: pd.Series, key: tuple[int, int] = (0, 0)) -> npt.NDArray[np.uint64]:
-    """A keyed 64-bit hash of each unit value, the same in every process and partition, such
-    that values :func:`pandas.factorize` treats as equal get equal hashes whatever dtype a
-    partition has (Dask partitions need not share one).
-
-    Numbers hash as float64 (1, 1.0 and True are one unit, as in factorize); strings by their
-    text; other objects in an object column share one bucket. Unequal units may collide: that
-    only puts them in one partition, where they stay distinct units. Missing values hash
-    anyhow (their rows are dropped later). ``key`` (fresh randomness per release) makes the
-    partition of a unit unpredictable, so nobody can aim many units at one partition.
-    """
-    k0, k1 = (np.uint64(k & 0xFFFFFFFFFFFFFFFF) for k in key)
-    dtype = s.dtype
-    if isinstance(dtype, pd.CategoricalDtype):
-        s = s.astype(object)
-        dtype = s.dtype
-    if pd.api.types.is_bool_dtype(dtype) or pd.api.types.is_numeric_dtype(dtype):
-        h = _hash_floats(s.to_numpy(dtype=np.float64, na_value=np.nan))
-    elif pd.api.types.is_object_dtype(dtype):
-        vals = s.to_numpy(dtype=object)
-        h = np.zeros(len(vals), dtype=np.uint64)
-        is_str = np.fromiter((isinstance(v, str) for v in vals), dtype=bool, count=len(vals))
-        if is_str.any():
-            h[is_str] = _hash_strings(vals[is_str], int(k0))
-        rest = np.flatnonzero(~is_str)
-        floats = [_as_float(v) for v in vals[rest]]
-        num = np.array([f is not None for f in floats], dtype=bool)
-        if num.any():
-            h[rest[num]] = _hash_floats(np.array([f for f in floats if f is not None]))
-    elif pd.api.types.is_string_dtype(dtype):
-        h = _hash_strings(s.to_numpy(dtype=object, na_value=""), int(k0))
-    else:  # datetimes, timedeltas, periods...: pandas' own stable hash of the one dtype
-        h = np.asarray(pd.util.hash_pandas_object(s, index=False).to_numpy(), dtype=np.uint64)
-    return _mix(_mix(h ^ k0) ^ k1)
+    """A keyed 64-bit hash of each unit value (:func:`unit_words` keyed by
+    :func:`dpframe.core.hashing.keyed`), the same in every process and partition. Unequal units
+    may collide: that only puts them in one partition, where they stay distinct units. ``key``
+    (fresh randomness per release) makes the partition of a unit unpredictable, so nobody can
+    aim many units at one partition."""
+    return keyed(unit_words(s), key)
 
 
 def _with_unit_hash(part: pd.DataFrame, unit: str, key: tuple[int, int]) -> pd.DataFrame:

@@ -10,10 +10,17 @@ import numpy.typing as npt
 import pandas as pd
 
 from ..core.compute import ComputeRequest, ExactAggregates
+from ..core.hashing import distinct_hash, value_words
 from ..core.transform import compute_exact
 from ..core.values import NUMERIC_KINDS, ColumnKind, canonicalize, is_canonical
 from ..errors import ValidationError
-from .base import combine_codes, declared_positions, public_key_list, remap_codes
+from .base import (
+    declared_positions,
+    observed_key_codes,
+    public_key_codes,
+    public_key_list,
+    remap_codes,
+)
 
 
 def column_kind(dtype: Any) -> ColumnKind:
@@ -129,15 +136,12 @@ def declared_codes(s: pd.Series, declared: tuple[object, ...]) -> npt.NDArray[np
 def value_hashes(s: pd.Series) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
     """A hash of each value's canonical label (:mod:`dpframe.core.values`: 0.0 and -0.0, True
     and 1 are one value; missing and non-conforming values are absent) and whether it is
-    present, for distinct counts. The hash depends on the label only, so equal values hash
-    equal in every partition of a Dask frame."""
+    present, for distinct counts. The hash is the core's (:mod:`dpframe.core.hashing`) and
+    depends on the label only, so equal values hash equal in every partition of a Dask frame."""
     codes, labels = factorize(s)
     if not labels:
         return np.zeros(len(s), dtype=np.uint64), np.zeros(len(s), dtype=bool)
-    text = np.array([f"{type(v).__name__}:{v!r}" for v in
-                     (x.item() if isinstance(x, np.generic) else x for x in labels)],
-                    dtype=object)
-    label_hash = np.asarray(pd.util.hash_array(text, categorize=False), dtype=np.uint64)
+    label_hash = distinct_hash(value_words(labels))
     valid = codes >= 0
     return np.where(valid, label_hash[np.maximum(codes, 0)], 0).astype(np.uint64), valid
 
@@ -203,46 +207,14 @@ class PandasBackend:
                                                      list[tuple[object, ...]]]:
         """Group code per row and the key list, for public or private keys."""
         q = request
-        n = len(self.df)
         if not q.by:  # every row in the one group: a zero-stride view, no 8 bytes per row
-            return np.broadcast_to(np.zeros(1, dtype=np.int64), (n,)), [()]
-        per_col: list[npt.NDArray[np.int64]] = []
-        sizes: list[int] = []
-        observed: list[list[object]] = []
-        for col in q.by:
-            if q.private_keys:
-                codes, uniques = factorize(self.column(col))
-                per_col.append(codes)
-                sizes.append(max(len(uniques), 1))
-                observed.append(uniques)
-            else:
-                per_col.append(declared_codes(self.column(col), q.keys[col]))
-                sizes.append(len(q.keys[col]))
-        if not q.private_keys:
-            if len(q.by) == 1:
-                return per_col[0], [(k,) for k in q.keys[q.by[0]]]
-            declared_lists: list[tuple[object, ...]] = [tuple(q.keys[c]) for c in q.by]
-            return combine_codes(per_col, sizes), public_key_list(declared_lists)
-        combined = combine_codes(per_col, sizes)
-        if len(q.by) == 1:
-            single: list[tuple[object, ...]] = [(u,) for u in observed[0]]
-            return combined, single
-        codes, uniq = pd.factorize(combined, use_na_sentinel=False)
-        codes = np.where(combined >= 0, codes, -1)
-        keys: list[tuple[object, ...]] = []
-        for c in np.asarray(uniq):
-            rest, tup = int(c), []
-            for size, obs in zip(reversed(sizes), reversed(observed), strict=True):
-                tup.append(obs[rest % size])
-                rest //= size
-            keys.append(tuple(reversed(tup)))
-        # -1 (missing) is one of the uniques when present: drop it from the key list
-        valid = np.asarray(uniq) >= 0
-        remap = np.cumsum(valid) - 1
-        codes = remap_codes(codes, remap)
-        codes[combined < 0] = -1
-        keys = [k for k, ok in zip(keys, valid, strict=True) if ok]
-        return codes.astype(np.int64), keys
+            return np.broadcast_to(np.zeros(1, dtype=np.int64), (len(self.df),)), [()]
+        if q.private_keys:
+            found = [factorize(self.column(col)) for col in q.by]
+            return observed_key_codes([c for c, _ in found], [u for _, u in found])
+        declared: list[tuple[object, ...]] = [tuple(q.keys[c]) for c in q.by]
+        per_col = [declared_codes(self.column(c), d) for c, d in zip(q.by, declared, strict=True)]
+        return public_key_codes(per_col, declared), public_key_list(declared)
 
     def exact(self, request: ComputeRequest, gen: np.random.Generator) -> ExactAggregates:
         q = request

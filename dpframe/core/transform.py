@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .compute import AggregateRequest, ComputeRequest, ExactAggregates, unique_pairs
+from .hashing import keyed_priority
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -158,25 +159,7 @@ def _rank_in_runs(sorted_keys: I64) -> I64:
     return pos - run_start
 
 
-_M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 _UMAX = np.uint64(np.iinfo(np.uint64).max)
-
-
-def keyed_priority(a: I64, b: I64, salt: int) -> npt.NDArray[np.uint64]:
-    """A keyed pseudo-random 64-bit priority of the pair (a, b) (splitmix64 finaliser over a
-    salted combination). Rows of one pair share it; distinct pairs get independent-looking
-    values. The salt is fresh randomness per release."""
-    with np.errstate(over="ignore"):
-        z = a.astype(np.uint64)
-        z *= np.uint64(0x9E3779B97F4A7C15)
-        z += b.astype(np.uint64, copy=False)
-        z ^= np.uint64(salt & 0xFFFFFFFFFFFFFFFF)
-        z ^= z >> np.uint64(30)
-        z *= _M1
-        z ^= z >> np.uint64(27)
-        z *= _M2
-        z ^= z >> np.uint64(31)
-    return z
 
 
 def _select_rows(units: I64, pairs: I64, rows: npt.NDArray[np.intp], max_rows: int,

@@ -1,0 +1,366 @@
+"""``ArrowBackend``: exact aggregates of a dataset read batch by batch, in bounded memory.
+
+Every block of rows is factorized and handed to :func:`dpframe.core.transform.compute_exact`;
+the blocks' exact aggregates are then added (:mod:`dpframe.backends.arrow.totals`). Row-level
+queries stream once; privacy-unit queries make two passes over keyed-hash partitions
+(:mod:`dpframe.backends.arrow.spill`). See the package docstring.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import sys
+from collections import deque
+from collections.abc import Callable, Generator, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+import numpy as np
+import pyarrow as pa
+
+from ...core.compute import ComputeRequest, ExactAggregates
+from ...core.hashing import Key
+from ...core.transform import compute_exact
+from ...core.values import ColumnKind
+from ...errors import ValidationError
+from ..base import observed_key_codes, public_key_codes, public_key_list
+from .columns import (
+    I64,
+    Bools,
+    arrow_kind,
+    decoded,
+    factorize,
+    numeric_array,
+    public_codes,
+    unit_codes,
+    value_type,
+)
+from .source import DatasetSource
+from .spill import SpillFiles
+from .totals import KeyIndex, Totals
+from .words import unit_hash, value_hashes
+
+DEFAULT_BATCH_SIZE = 1 << 20
+DEFAULT_PARTITION_ROWS = 4_000_000
+MAX_PARTITIONS = 4096
+#: Threads aggregating batches of a row-level scan with public keys (at most 2: the
+#: reader's prefetch thread runs beside them).
+WORKERS = max(1, min(2, os.cpu_count() or 1))
+_GROUP_CODE = "__dpframe_group__"
+
+Block: TypeAlias = pa.RecordBatch | pa.Table
+Keys = list[tuple[object, ...]]
+Partial = tuple[ExactAggregates, I64 | None, int]
+
+
+@dataclass
+class _Run:
+    """One release's running state: its request and generator, the public keys (the output
+    index when keys are public), the totals so far and the private keys observed so far."""
+
+    request: ComputeRequest
+    gen: np.random.Generator
+    public_keys: Keys
+    totals: Totals = field(default_factory=Totals)
+    key_index: KeyIndex = field(default_factory=KeyIndex)
+
+
+def _public_keys(request: ComputeRequest) -> Keys:
+    q = request
+    if not q.by:
+        return [()]
+    if q.private_keys:
+        return []
+    return public_key_list([tuple(q.keys[c]) for c in q.by])
+
+
+def _getter(block: Block) -> Callable[[str], tuple[np.ndarray, Bools]]:
+    cache: dict[str, tuple[np.ndarray, Bools]] = {}
+
+    def get(name: str) -> tuple[np.ndarray, Bools]:
+        if name not in cache:
+            cache[name] = numeric_array(block.column(name))
+        return cache[name]
+
+    return get
+
+
+def _public_codes(block: Block, q: ComputeRequest) -> I64:
+    declared = [q.keys[c] for c in q.by]
+    return public_key_codes([public_codes(block.column(c), d)
+                             for c, d in zip(q.by, declared, strict=True)], declared)
+
+
+def _private_codes(block: Block, by: tuple[str, ...], index: KeyIndex) -> tuple[I64, Keys, I64]:
+    """Block-local codes, block-local keys, and their positions in the global key list."""
+    found = [factorize(block.column(col)) for col in by]
+    codes, local = observed_key_codes([c for c, _ in found], [u for _, u in found])
+    return codes, local, index.index(local)
+
+
+def _partitions(unit: pa.Array, key: Key, parts: int) -> np.ndarray:
+    """The spill partition of each row: a keyed hash of its unit modulo ``parts``."""
+    return (unit_hash(unit, key) % np.uint64(parts)).astype(np.uint16)
+
+
+class ArrowBackend:
+    """Exact aggregates of a :class:`DatasetSource`, batch by batch (see the package docstring).
+
+    ``batch_size``: rows per record batch; ``progress``: a progress bar on stderr (None: only
+    when stderr is a terminal); ``partition_rows``: target rows per spill partition for
+    privacy-unit queries (memory of pass 2); ``partitions``: force the number of partitions;
+    ``spill_dir``: where the temporary partition files go (default: the system temp folder).
+    """
+
+    def __init__(self, source: DatasetSource, *, batch_size: int = DEFAULT_BATCH_SIZE,
+                 progress: bool | None = None, partition_rows: int = DEFAULT_PARTITION_ROWS,
+                 partitions: int | None = None,
+                 spill_dir: str | os.PathLike[str] | None = None) -> None:
+        for name, val in (("batch_size", batch_size), ("partition_rows", partition_rows)):
+            if isinstance(val, bool) or not isinstance(val, int) or val < 1:
+                raise ValidationError(f"{name} must be a positive integer")
+        if partitions is not None and (isinstance(partitions, bool) or not isinstance(
+                partitions, int) or not 1 <= partitions <= MAX_PARTITIONS):
+            raise ValidationError(f"partitions must be an integer in [1, {MAX_PARTITIONS}]")
+        self.source = source
+        self.batch_size = batch_size
+        self.progress = progress
+        self.partition_rows = partition_rows
+        self.partitions = partitions
+        self.spill_dir = None if spill_dir is None else os.fspath(spill_dir)
+
+    # -- Backend protocol ------------------------------------------------------------------------
+    def schema(self) -> dict[str, ColumnKind]:
+        return {f.name: arrow_kind(f.type) for f in self.source.arrow_schema}
+
+    def categories(self, column: str) -> tuple[object, ...] | None:
+        """Arrow dictionaries come from the data, not from a declaration: never public keys."""
+        return None
+
+    def exact(self, request: ComputeRequest, gen: np.random.Generator) -> ExactAggregates:
+        if request.privacy_unit:
+            return self._two_pass(request, gen)
+        return self._streaming(request, gen)
+
+    # -- reading ----------------------------------------------------------------------------------
+    def _dictionary_columns(self, q: ComputeRequest) -> list[str]:
+        """The string group-key columns worth reading as Arrow dictionaries (see
+        ``DatasetSource.dictionary_public_keys``); unit columns never are (they are hashed)."""
+        if not (q.private_keys or self.source.dictionary_public_keys):
+            return []
+        schema = self.source.arrow_schema
+        return [c for c in q.by if pa.types.is_string(schema.field(c).type)
+                or pa.types.is_large_string(schema.field(c).type)]
+
+    def _bar(self, total: int | None, desc: str, unit: str) -> Any:
+        from tqdm.auto import tqdm
+
+        enabled = self.progress if self.progress is not None else sys.stderr.isatty()
+        return tqdm(total=total, desc=desc, unit=unit, unit_scale=True, disable=not enabled,
+                    leave=False, file=sys.stderr, dynamic_ncols=True)
+
+    def _batches(self, cols: list[str], dictionary: Sequence[str], desc: str
+                 ) -> Generator[pa.RecordBatch, None, None]:
+        total = self.source.row_count() if (self.progress or sys.stderr.isatty()) else None
+        bar = self._bar(total, desc, "rows")
+        try:
+            with contextlib.closing(self.source.batches(cols, self.batch_size, dictionary)) as it:
+                for batch in it:
+                    yield batch
+                    bar.update(batch.num_rows)
+        finally:
+            bar.close()
+
+    # -- one block ----------------------------------------------------------------------------
+    @staticmethod
+    def _aggregate(run: _Run, block: Block, units: I64 | None,
+                   precoded: bool = False) -> Partial:
+        """compute_exact on one block of rows holding whole units: its aggregates, the
+        positions of its keys in the global key list (private keys) and that list's size.
+        With public keys (or none) and no sampling it touches no shared state, so blocks may
+        run in parallel."""
+        q = run.request
+        index: I64 | None = None
+        keys = run.public_keys
+        if not q.by:
+            codes = np.zeros(block.num_rows, dtype=np.int64)
+        elif q.private_keys:
+            codes, keys, index = _private_codes(block, q.by, run.key_index)
+        elif precoded:
+            codes = np.asarray(block.column(_GROUP_CODE).to_numpy(zero_copy_only=False),
+                               dtype=np.int64)
+        else:
+            codes = _public_codes(block, q)
+        agg = compute_exact(q, codes, keys, units, _getter(block), run.gen,
+                            lambda name: value_hashes(block.column(name)))
+        size = len(run.public_keys) if index is None else len(run.key_index.keys)
+        return agg, index, size
+
+    def _add(self, run: _Run, block: Block, units: I64 | None, precoded: bool = False) -> None:
+        run.totals.add(*self._aggregate(run, block, units, precoded))
+
+    def _finish(self, run: _Run, empty: pa.Schema) -> ExactAggregates:
+        if run.totals.blocks == 0:  # no row survived: zero aggregates of the right shapes
+            units = np.zeros(0, dtype=np.int64) if run.request.privacy_unit else None
+            self._add(run, empty.empty_table(), units, precoded=_GROUP_CODE in empty.names)
+        keys = run.key_index.keys if run.request.private_keys else run.public_keys
+        return run.totals.result(keys)
+
+    # -- row-level: one streaming pass ------------------------------------------------------------
+    def _streaming(self, request: ComputeRequest, gen: np.random.Generator) -> ExactAggregates:
+        q = request
+        run = _Run(request, gen, _public_keys(request))
+        cols = list(dict.fromkeys([*q.by, *q.measure_columns]))
+        read_cols = cols or self.source.arrow_schema.names[:1]
+        batches = self._batches(read_cols, self._dictionary_columns(q), "dpframe scan")
+        # Public keys (or none) and no sampling: a block's aggregate depends on the block alone
+        # and blocks add up exactly in any order, so WORKERS threads aggregate batches at once
+        # (numpy and Arrow release the GIL). Private keys share the key index, and sampling
+        # draws from one generator: those stay in order, one block at a time.
+        parallel = WORKERS > 1 and not q.private_keys and q.sample_rate is None
+        stream = self._stream_parallel if parallel else self._stream_in_order
+        with contextlib.closing(batches):  # stops the reader at once on error or Ctrl-C
+            schema = stream(run, batches)
+        if schema is None:
+            schema = pa.schema([self.source.arrow_schema.field(c) for c in read_cols])
+        return self._finish(run, schema)
+
+    def _stream_in_order(self, run: _Run, batches: Iterator[pa.RecordBatch]
+                         ) -> pa.Schema | None:
+        """Aggregate the batches one at a time; the last batch's schema (None: no batch)."""
+        schema = None
+        for batch in batches:
+            schema = batch.schema
+            self._add(run, batch, None)
+        return schema
+
+    def _stream_parallel(self, run: _Run, batches: Iterator[pa.RecordBatch]
+                         ) -> pa.Schema | None:
+        """Aggregate the batches on ``WORKERS`` threads, adding them as they complete (at most
+        ``WORKERS`` ahead); the last batch's schema (None: no batch)."""
+        schema = None
+        with ThreadPoolExecutor(WORKERS, thread_name_prefix="dpframe-block") as pool:
+            pending: deque[Future[Partial]] = deque()
+            try:
+                for batch in batches:
+                    schema = batch.schema
+                    pending.append(pool.submit(self._aggregate, run, batch, None))
+                    while len(pending) > WORKERS:
+                        run.totals.add(*pending.popleft().result())
+                while pending:
+                    run.totals.add(*pending.popleft().result())
+            finally:
+                for f in pending:
+                    f.cancel()
+        return schema
+
+    # -- privacy units: two passes over keyed-hash partitions -------------------------------------
+    def n_partitions(self) -> int:
+        """Partitions for a privacy-unit query: enough for ``partition_rows`` rows each."""
+        if self.partitions is not None:
+            return self.partitions
+        rows = self.source.row_count()
+        if rows is None:
+            size = self.source.size_bytes()
+            rows = size // 16 if size is not None else None  # >= 16 bytes a CSV row, roughly
+        if rows is None:
+            return 16
+        return max(1, min(MAX_PARTITIONS, math.ceil(rows / self.partition_rows)))
+
+    @staticmethod
+    def _spill_batch(request: ComputeRequest, batch: pa.RecordBatch) -> pa.RecordBatch | None:
+        """The columns pass 2 needs, without rows every query would drop (missing unit, or an
+        undeclared public key); public keys are replaced by their int32 group code."""
+        q = request
+        assert q.privacy_unit is not None
+        keep = np.asarray(batch.column(q.privacy_unit).is_valid().to_numpy(
+            zero_copy_only=False), dtype=bool)
+        arrays: dict[str, pa.Array] = {}
+        if q.by and not q.private_keys:
+            codes = _public_codes(batch, q)
+            keep &= codes >= 0
+            arrays[_GROUP_CODE] = pa.array(codes.astype(np.int32))
+        for c in [*(q.by if q.private_keys else ()), q.privacy_unit, *q.measure_columns]:
+            if c not in arrays:
+                arrays[c] = decoded(batch.column(c))
+        out = pa.RecordBatch.from_pydict(arrays)
+        if keep.all():
+            return out
+        return out.filter(pa.array(keep)) if keep.any() else None
+
+    def _spill_schema(self, request: ComputeRequest, cols: list[str]) -> pa.Schema:
+        """The schema of spilled batches, for a scan where no row survived pass 1."""
+        public = bool(request.by) and not request.private_keys
+        schema = self.source.arrow_schema
+        fields = [pa.field(_GROUP_CODE, pa.int32())] if public else []
+        fields += [pa.field(c, value_type(schema.field(c).type)) for c in cols
+                   if not (public and c in request.by)]
+        return pa.schema(fields)
+
+    def _two_pass(self, request: ComputeRequest, gen: np.random.Generator) -> ExactAggregates:
+        q = request
+        assert q.privacy_unit is not None
+        cols = list(dict.fromkeys([*q.by, q.privacy_unit, *q.measure_columns]))
+        n_parts = self.n_partitions()
+        hash_key = (int(gen.integers(0, 1 << 63)), int(gen.integers(0, 1 << 63)))
+        run = _Run(request, gen, _public_keys(request))
+        batches = self._batches(cols, self._dictionary_columns(q),
+                                "dpframe scan" if n_parts == 1 else "dpframe scan, pass 1/2")
+        if n_parts == 1:  # everything is one partition: keep it in memory, no spill
+            schema = self._in_memory(run, batches)
+        else:
+            schema = self._spilled(run, batches, n_parts, hash_key)
+        if schema is None:
+            schema = self._spill_schema(request, cols)
+        return self._finish(run, schema)
+
+    def _reduce(self, run: _Run, block: pa.Table) -> None:
+        """Pass 2 on one block holding whole units: bound their contributions and add."""
+        assert run.request.privacy_unit is not None
+        units = unit_codes(block.column(run.request.privacy_unit))
+        self._add(run, block, units, precoded=_GROUP_CODE in block.schema.names)
+
+    def _in_memory(self, run: _Run, batches: Generator[pa.RecordBatch, None, None]
+                   ) -> pa.Schema | None:
+        """The one-partition case: the spilled columns gathered in memory and reduced at once;
+        their schema (None: no row survived)."""
+        parts: list[pa.RecordBatch] = []
+        with contextlib.closing(batches):
+            for batch in batches:
+                sb = self._spill_batch(run.request, batch)
+                if sb is not None:
+                    parts.append(sb)
+        if not parts:
+            return None
+        self._reduce(run, pa.Table.from_batches(parts).combine_chunks())
+        return parts[-1].schema
+
+    def _spilled(self, run: _Run, batches: Generator[pa.RecordBatch, None, None],
+                 n_parts: int, hash_key: Key) -> pa.Schema | None:
+        """Pass 1 spills each row to the partition of its unit's keyed hash; pass 2 reduces
+        each partition alone. The spilled schema (None: no row survived)."""
+        assert run.request.privacy_unit is not None
+        schema = None
+        with SpillFiles(n_parts, self.spill_dir) as spill:
+            with contextlib.closing(batches):
+                for batch in batches:
+                    sb = self._spill_batch(run.request, batch)
+                    if sb is not None:
+                        schema = sb.schema
+                        spill.write(sb, _partitions(sb.column(run.request.privacy_unit),
+                                                    hash_key, n_parts))
+            spill.finish()
+            pa.default_memory_pool().release_unused()  # pass 1's buffers, before pass 2
+            bar = self._bar(n_parts, "dpframe scan, pass 2/2", "partitions")
+            try:
+                for table in spill.tables():
+                    if table is not None:
+                        self._reduce(run, table)
+                    del table  # one partition in memory at a time
+                    bar.update(1)
+            finally:
+                bar.close()
+        return schema

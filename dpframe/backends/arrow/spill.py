@@ -1,0 +1,85 @@
+"""Spill files: the partitions of pass 1 of a privacy-unit scan, on disk until pass 2 reads them.
+
+Each partition is one Arrow IPC file in a fresh temporary folder; the folder and every file in
+it are deleted when the spill is closed, also on error or interrupt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+
+class SpillFiles:
+    """``parts`` partition files in a temporary folder under ``where`` (None: the system's)."""
+
+    def __init__(self, parts: int, where: str | None = None) -> None:
+        self.parts = parts
+        self.folder = Path(tempfile.mkdtemp(prefix="dpframe-spill-", dir=where))
+        self._writers: dict[int, pa.ipc.RecordBatchFileWriter] = {}
+        self._sinks: dict[int, Any] = {}
+
+    def __enter__(self) -> SpillFiles:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def _path(self, part: int) -> Path:
+        return self.folder / f"part-{part:05d}.arrow"
+
+    def write(self, batch: pa.RecordBatch, partition: npt.NDArray[np.integer[Any]]) -> None:
+        """Append each row of ``batch`` to the file of its ``partition`` (< 2**16)."""
+        order = np.argsort(partition, kind="stable")  # a radix sort on 16 bits
+        bounds = np.searchsorted(partition[order], np.arange(self.parts + 1))
+        rows = batch.take(pa.array(order))
+        for p in range(self.parts):
+            lo, hi = int(bounds[p]), int(bounds[p + 1])
+            if hi > lo:
+                self._writer(p, batch.schema).write_batch(rows.slice(lo, hi - lo))
+
+    def _writer(self, part: int, schema: pa.Schema) -> pa.ipc.RecordBatchFileWriter:
+        if part not in self._writers:
+            self._sinks[part] = pa.OSFile(os.fspath(self._path(part)), "wb")
+            self._writers[part] = pa.ipc.new_file(self._sinks[part], schema)
+        return self._writers[part]
+
+    def finish(self) -> None:
+        """Close the files written (before they are read)."""
+        for p in list(self._writers):
+            self._writers.pop(p).close()
+            self._sinks.pop(p).close()
+
+    def tables(self) -> Iterator[pa.Table | None]:
+        """Each partition in turn (None when no row went to it), its file deleted once read."""
+        for p in range(self.parts):
+            path = self._path(p)
+            if not path.exists():
+                yield None
+                continue
+            with pa.memory_map(os.fspath(path)) as src:
+                table = pa.ipc.open_file(src).read_all()
+            yield table.combine_chunks()
+            del table  # one partition in memory at a time
+            path.unlink()
+
+    def close(self) -> None:
+        """Close what is still open (only after an error) and delete the folder."""
+        for w in self._writers.values():
+            with contextlib.suppress(Exception):
+                w.close()
+        for s in self._sinks.values():
+            with contextlib.suppress(Exception):
+                s.close()
+        shutil.rmtree(self.folder, ignore_errors=True)

@@ -1,0 +1,256 @@
+"""Keyed 64-bit hashing: the one mixing function and the one rule for hashing a value.
+
+The hashes serve three purposes, never more:
+
+* **contribution bounding**: :func:`keyed_priority` gives each (unit, group) pair a
+  pseudo-random priority (a unit keeps its pairs of smallest priority) and each unit its
+  Poisson-sampling draw (:mod:`dpframe.core.transform`);
+* **unit identity across blocks**: a scan spills a row to partition ``keyed(word of its unit)
+  mod P`` and Dask shuffles rows by the same hash, so all rows of a unit meet in one block;
+* **distinct counts**: the values of a column are counted as distinct hashes
+  (:func:`distinct_hash`).
+
+**The rule.** A value becomes a 64-bit *word*, then a keyed hash ``mix(mix(word ^ k0) ^ k1)``
+(:func:`keyed`). A number is the integer it equals when that fits int64 (``1``, ``1.0`` and
+``True`` alike, ``-0.0`` is ``0``), else its float64 bits; text is a digest of its UTF-8 bytes,
+bytes a digest of themselves; a date or time held in a date or time column its count of
+nanoseconds. Any other value: a canonical label (distinct counts) a digest of its type name and
+repr; a raw unit id in an object column 0, one shared bucket (equal objects may have different
+reprs). So equal numbers and texts get equal words whatever engine, dtype, block or process
+read them, and equal instants whatever unit stores them: backends only turn a column into
+numbers, times or byte buffers (:func:`number_words`, :func:`time_words`, :func:`bytes_words`)
+or hand over Python values (:func:`value_words`).
+
+**Why nothing leaks.** The keys of unit hashes and priorities are fresh randomness drawn from
+the session's sampling generator for each release, never derived from data, and no key or hash
+is ever released: they only decide where a unit's rows go, which of its groups and rows
+bounding keeps, and which values are equal. A collision never merges two units (a block
+factorizes its units exactly; colliding units only share a partition) and never loosens a
+bound (one unit's pairs always get distinct priorities: the mixing is a bijection); a distinct
+count counts hashes, and one unit adds or removes at most its own values' hashes whatever the
+hash function. So collisions can cost accuracy, never privacy; the key only keeps whoever chose
+the data from aiming many units at one partition. The mixing is fast, not cryptographic.
+
+Numpy only: the core knows no data engine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import numbers
+from collections.abc import Iterable
+
+import numpy as np
+import numpy.typing as npt
+
+U64 = npt.NDArray[np.uint64]
+I64 = npt.NDArray[np.int64]
+Key = tuple[int, int]
+
+_MASK = 0xFFFFFFFFFFFFFFFF
+_M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_INT64_MIN, _INT64_END = -(1 << 63), 1 << 63
+
+#: Tags that keep the digests of text, bytes and other values apart.
+TEXT, BYTES, OTHER = 0x7E47, 0xB17E5, 0x07E4
+
+#: The public, fixed key of distinct-count hashes: only equality matters there.
+DISTINCT_KEY: Key = (0x5EED_D15C, 0x0DD5_7A7E)
+
+
+def _mix_into(z: U64) -> U64:
+    """:func:`mix` in place (``z`` is a fresh array the caller owns)."""
+    z ^= z >> np.uint64(30)
+    z *= _M1
+    z ^= z >> np.uint64(27)
+    z *= _M2
+    z ^= z >> np.uint64(31)
+    return z
+
+
+def mix(words: npt.ArrayLike) -> U64:
+    """The splitmix64 finalizer, vectorized: a bijection of 64-bit words with good avalanche."""
+    return _mix_into(np.array(words, dtype=np.uint64))
+
+
+def keyed(words: npt.ArrayLike, key: Key) -> U64:
+    """``mix(mix(word ^ k0) ^ k1)``: a keyed hash of each word (equal words, equal hashes)."""
+    z = _mix_into(np.array(words, dtype=np.uint64) ^ np.uint64(key[0] & _MASK))
+    z ^= np.uint64(key[1] & _MASK)
+    return _mix_into(z)
+
+
+def distinct_hash(words: npt.ArrayLike) -> U64:
+    """The hash of values counted by ``count_distinct``, under the public :data:`DISTINCT_KEY`
+    (equal in every block, backend and process)."""
+    return keyed(words, DISTINCT_KEY)
+
+
+def keyed_priority(a: I64, b: I64, salt: int) -> U64:
+    """A keyed pseudo-random 64-bit priority of each pair (a, b): ``mix((a * golden + b) ^
+    salt)``. Rows of one pair share it; pairs with one ``a`` and distinct ``b`` always get
+    distinct priorities (every step is a bijection), others independent-looking ones. The salt
+    is fresh randomness per release."""
+    z = a.astype(np.uint64)
+    z *= _GOLDEN
+    z += b.astype(np.uint64, copy=False)
+    z ^= np.uint64(salt & _MASK)
+    return _mix_into(z)
+
+
+# -- words -----------------------------------------------------------------------------------
+
+def number_words(x: np.ndarray) -> U64:
+    """The word of each number of a numeric array (bool, int, uint or float): the integer it
+    equals when that fits int64, else its float64 bits (``-0.0`` is ``0``; NaN gives a word too:
+    callers drop missing values)."""
+    if x.dtype.kind in "bi" or (x.dtype.kind == "u" and x.dtype.itemsize < 8):
+        return np.asarray(x, dtype=np.int64).view(np.uint64)
+    if x.dtype.kind == "u":  # uint64: values beyond int64 are the floats they round to
+        small = x < np.uint64(_INT64_END)
+        return np.where(small, x, number_words(x.astype(np.float64))).astype(np.uint64)
+    f = np.asarray(x, dtype=np.float64)
+    integral = (f == np.floor(f)) & (f >= _INT64_MIN) & (f < _INT64_END)
+    ints = np.where(integral, f, 0.0).astype(np.int64).view(np.uint64)
+    return np.where(integral, ints, (f + 0.0).view(np.uint64))
+
+
+#: Nanoseconds in a unit of Arrow's and numpy's date and time types.
+_NANOS = {"D": 86_400 * 10**9, "s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
+
+
+def time_words(counts: npt.ArrayLike, unit: str | None) -> U64:
+    """The word of each date or time stored as an integer count of ``unit`` (``"D"``,
+    ``"s"``, ``"ms"``, ``"us"``, ``"ns"``; None: a count of its own, like a period's ordinal):
+    its count of nanoseconds (modulo 2**64), so one instant is one word in any unit."""
+    nanos = np.uint64(_NANOS.get(unit, 1) if unit is not None else 1)
+    return np.asarray(counts, dtype=np.int64).astype(np.uint64) * nanos
+
+
+def bytes_words(data: npt.NDArray[np.uint8], offsets: I64, tag: int = TEXT) -> U64:
+    """A digest of each byte string ``data[offsets[i]:offsets[i + 1]]`` (Arrow's layout of a
+    string column), vectorized over 8-byte blocks: each block is mixed with its position, the
+    sum of a string's blocks with its length and ``tag``."""
+    starts = np.asarray(offsets[:-1], dtype=np.int64)
+    lengths = np.asarray(offsets[1:], dtype=np.int64) - starts
+    head = _mix_into(lengths.astype(np.uint64) ^ np.uint64(tag))
+    blocks = (lengths + 7) >> 3
+    total = int(blocks.sum())
+    if total == 0:
+        return head
+    owner = np.repeat(np.arange(lengths.size), blocks)
+    first = np.cumsum(blocks) - blocks
+    j = np.arange(total, dtype=np.int64) - first[owner]
+    padded = np.concatenate([np.asarray(data, dtype=np.uint8), np.zeros(8, dtype=np.uint8)])
+    windows = np.lib.stride_tricks.sliding_window_view(padded, 8)
+    w = np.ascontiguousarray(windows[starts[owner] + 8 * j]).view("<u8").ravel()
+    tail = np.minimum(lengths[owner] - 8 * j, 8)  # bytes of the block inside the string
+    w = w.astype(np.uint64) & _TAIL_MASKS[tail]
+    w += j.astype(np.uint64) * _GOLDEN
+    sums = np.add.reduceat(_mix_into(w), first[blocks > 0])
+    head[blocks > 0] += sums
+    return _mix_into(head)
+
+
+_TAIL_MASKS = np.array([0, *((1 << (8 * k)) - 1 for k in range(1, 8)), _MASK], dtype=np.uint64)
+
+
+def _float_word(f: float) -> int:
+    """:func:`number_words` of one float."""
+    if f.is_integer() and _INT64_MIN <= f < _INT64_END:
+        return int(f) & _MASK
+    return int(np.float64(f + 0.0).view(np.uint64))
+
+
+def _number_word(v: object, exact: bool) -> int | None:
+    """The word of a number (see :func:`value_words`), None when it has none."""
+    if isinstance(v, complex | np.complexfloating):
+        if v.imag != 0:
+            return None
+        v = v.real
+    if isinstance(v, numbers.Integral | np.bool_):
+        i = int(v)
+        if _INT64_MIN <= i < _INT64_END:
+            return i & _MASK
+    try:
+        f = float(v)  # type: ignore[arg-type]
+        if f != f or (exact and f != v):
+            return None
+    except (ArithmeticError, TypeError, ValueError):  # huge ints, signalling NaNs
+        return None
+    return _float_word(f)
+
+
+def _present(v: object) -> bool:
+    """Not None and equal to itself (NaN, NaT and ``pd.NA`` are not)."""
+    try:
+        return v is not None and bool(v == v)
+    except (ArithmeticError, TypeError, ValueError):
+        return False
+
+
+def value_words(values: Iterable[object], exact: bool = True) -> U64:
+    """The word of each Python value: text, bytes and numbers by the rule (a missing value
+    gets some word: callers drop it). Values are handled type by type, vectorized.
+
+    ``exact`` (canonical labels, :mod:`dpframe.core.values`): a number no float equals and a
+    value of another kind (a date) get a digest of type name and repr. Not ``exact`` (raw unit
+    ids of an object column, not canonicalized: a ``datetime`` and an equal ``Timestamp`` have
+    different reprs): a number is the float it rounds to, and any other value gets 0, one
+    shared bucket, so that no two equal values can ever get different words.
+    """
+    items = list(values)
+    vals = np.fromiter(items, dtype=object, count=len(items))
+    kinds: dict[type, int] = {}
+    kind = np.fromiter((kinds.setdefault(type(v), len(kinds)) for v in items), dtype=np.int64,
+                       count=len(items))
+    out = np.zeros(len(items), dtype=np.uint64)
+    for t, k in kinds.items():
+        rows = np.flatnonzero(kind == k)
+        out[rows] = _words_of_type(t, vals[rows], exact)
+    return out
+
+
+def _words_of_type(t: type, vals: npt.NDArray[np.object_], exact: bool) -> U64:
+    if issubclass(t, str):
+        return _digest([v.encode("utf-8", "surrogatepass") for v in vals], TEXT)
+    if issubclass(t, bytes):
+        return _digest(vals.tolist(), BYTES)
+    if issubclass(t, float | np.floating):
+        return number_words(vals.astype(np.float64))
+    if issubclass(t, numbers.Integral | np.bool_):
+        with contextlib.suppress(OverflowError, TypeError, ValueError):  # beyond int64
+            return number_words(vals.astype(np.int64))
+    return _one_by_one(vals, exact)
+
+
+def _one_by_one(vals: npt.NDArray[np.object_], exact: bool) -> U64:
+    """Words of other numbers (huge ints, decimals, fractions, complex) and other values."""
+    out = np.zeros(vals.size, dtype=np.uint64)
+    spelled: list[tuple[int, bytes]] = []
+    for i, v in enumerate(vals):
+        word = _number_word(v, exact) if isinstance(v, numbers.Number | np.bool_) else None
+        if word is not None:
+            out[i] = word
+        elif exact and _present(v):
+            spelled.append((i, _spelling(v)))
+    if spelled:
+        rows, raw = zip(*spelled, strict=True)
+        out[list(rows)] = _digest(raw, OTHER)
+    return out
+
+
+def _spelling(v: object) -> bytes:
+    return f"{type(v).__name__}:{v!r}".encode("utf-8", "surrogatepass")
+
+
+def _digest(raw: Iterable[bytes], tag: int) -> U64:
+    chunks = list(raw)
+    lengths = np.fromiter(map(len, chunks), dtype=np.int64, count=len(chunks))
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    return bytes_words(np.frombuffer(b"".join(chunks), dtype=np.uint8), offsets, tag)
+
+
+__all__ = ["BYTES", "DISTINCT_KEY", "OTHER", "TEXT", "bytes_words", "distinct_hash", "keyed",
+           "keyed_priority", "mix", "number_words", "time_words", "value_words"]

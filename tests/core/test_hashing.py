@@ -1,0 +1,103 @@
+"""The one hash rule (dpframe.core.hashing): equal values get equal words in every engine."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from dpframe.backends.arrow.words import column_words
+from dpframe.backends.arrow.words import value_hashes as arrow_value_hashes
+from dpframe.backends.pandas import value_hashes as pandas_value_hashes
+from dpframe.core.hashing import keyed, keyed_priority, number_words, value_words
+
+TEXTS = ["", "a", "b", "ab", "ba", "abcdefgh", "abcdefghi", "hgfedcba", "é", "日本語", "x" * 100,
+         "x" * 99 + "y", "\x00", "\x00\x00", "user-00000001", "user-00000010"]
+
+
+def test_numbers_equal_as_values_share_a_word() -> None:
+    one = value_words([1, 1.0, True, np.int64(1), np.float32(1), Decimal(1), Fraction(1)])
+    assert set(one.tolist()) == {1}
+    assert value_words([0.0, -0.0, 0]).tolist() == [0, 0, 0]
+    big = number_words(np.array([2**63], dtype=np.uint64))
+    assert big[0] == number_words(np.array([2.0**63]))[0] == value_words([2**63])[0]
+    assert (number_words(np.array([5, -7])) == number_words(np.array([5.0, -7.0]))).all()
+    halves = value_words([0.5, Fraction(1, 2), Decimal("0.5")])
+    assert len(set(halves.tolist())) == 1
+
+
+def test_unequal_values_get_distinct_words() -> None:
+    values = [*TEXTS, 0, 1, -1, 0.5, 2**64 + 1, 10**400, Fraction(1, 3), b"a", b"ab"]
+    words = value_words(values)
+    assert len(set(words.tolist())) == len(values)
+    assert value_words(["1"])[0] != value_words([1])[0]
+    assert value_words(["a"])[0] != value_words([b"a"])[0]
+
+
+def test_raw_values_that_are_not_numbers_or_text_share_one_bucket() -> None:
+    raw = value_words([10**400, None, (1, 2), object(), float("nan")], exact=False)
+    assert raw[:3].tolist() == [0, 0, 0] and raw[3] == 0
+    assert value_words([complex(3, 0), Decimal(3)], exact=False).tolist() == [3, 3]
+
+
+@pytest.mark.parametrize("arrow_type", [pa.string(), pa.large_string(), pa.string_view()])
+def test_arrow_text_has_the_python_text_words(arrow_type: pa.DataType) -> None:
+    want = value_words(TEXTS)
+    arr = pa.array(TEXTS, type=arrow_type)
+    assert (column_words(arr) == want).all()
+    assert (column_words(pa.array(TEXTS).dictionary_encode()) == want).all()
+    assert (column_words(pa.array(["pad", *TEXTS]).slice(1)) == want).all()
+    assert (column_words(pa.chunked_array([TEXTS[:5], TEXTS[5:]])) == want).all()
+
+
+def test_arrow_numbers_and_times_follow_the_rule() -> None:
+    ints = column_words(pa.array([1, 2, None, 3], pa.int32()))
+    floats = column_words(pa.array([1.0, 2.0, None, 3.0]))
+    assert (ints[[0, 1, 3]] == floats[[0, 1, 3]]).all()
+    assert column_words(pa.array([-0.0]))[0] == column_words(pa.array([0], pa.int8()))[0]
+    assert (column_words(pa.array([2**63], pa.uint64())) == number_words(np.array([2.0**63]))).all()
+    seconds = column_words(pa.array([86_400], pa.timestamp("s")))
+    assert seconds[0] == column_words(pa.array([86_400_000], pa.timestamp("ms")))[0]
+    assert seconds[0] == column_words(pa.array([1], pa.date32()))[0]
+
+
+def test_distinct_hashes_agree_between_pandas_and_arrow() -> None:
+    values = ["b", None, "a", "é", "b"]
+    h_pd, ok_pd = pandas_value_hashes(pd.Series(values, dtype=object))
+    h_pa, ok_pa = arrow_value_hashes(pa.array(values))
+    assert (ok_pd == ok_pa).all() and (h_pd[ok_pd] == h_pa[ok_pa]).all()
+    h_pd, ok_pd = pandas_value_hashes(pd.Series([1.0, -0.0, np.nan, 2.5]))
+    h_pa, ok_pa = arrow_value_hashes(pa.array([1, 0, None, None], pa.int64()))
+    assert (h_pd[:2] == h_pa[:2]).all() and ok_pd.tolist() == [True, True, False, True]
+
+
+def test_dask_unit_words_agree_with_arrow_and_across_dtypes() -> None:
+    pytest.importorskip("dask.dataframe")
+    from dpframe.backends.dask import unit_words
+
+    want = column_words(pa.array(TEXTS))
+    for dtype in (object, "str", "string[python]", "category"):
+        assert (unit_words(pd.Series(TEXTS, dtype=dtype)) == want).all()
+    mixed = unit_words(pd.Series([*TEXTS, 1], dtype=object))
+    assert (mixed[:-1] == want).all() and mixed[-1] == 1
+    days = pd.Series(pd.to_datetime(["2024-01-01", "2024-01-02"]))
+    assert (unit_words(days.astype("datetime64[s]")) == unit_words(days)).all()
+    nullable = pd.Series([2**62 + 1, None], dtype="Int64")
+    assert unit_words(nullable)[0] == unit_words(pd.Series([2**62 + 1]))[0]
+
+
+def test_a_units_pairs_never_share_a_priority() -> None:
+    units = np.zeros(10_000, dtype=np.int64)
+    groups = np.arange(10_000, dtype=np.int64)
+    for salt in (0, 1, 2**63 - 1):
+        assert np.unique(keyed_priority(units, groups, salt)).size == groups.size
+
+
+def test_the_key_moves_every_hash_and_keeps_equality() -> None:
+    words = value_words(["u1", "u2", "u1"])
+    a, b = keyed(words, (1, 2)), keyed(words, (3, 4))
+    assert a[0] == a[2] != a[1] and (a != b).all()
