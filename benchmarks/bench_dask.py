@@ -144,6 +144,8 @@ def main() -> None:
         ddf = dd.read_parquet(str(path))
         nparts = ddf.npartitions
         session = dpf.Session(epsilon=1000)
+        # one privacy unit per session (and ledger): unit-level releases get their own
+        unit_session = dpf.Session(epsilon=1000, privacy_unit="u")
 
         def plain() -> Any:
             return ddf.groupby("g")["x"].sum().compute()
@@ -153,7 +155,7 @@ def main() -> None:
                 "x", epsilon=1)
 
         def private_unit() -> Any:
-            return ddf.dp(session, bounds=BOUNDS, keys={"g": KEYS}, privacy_unit="u",
+            return ddf.dp(unit_session, bounds=BOUNDS, keys={"g": KEYS}, privacy_unit="u",
                           max_rows_per_unit=10).groupby("g").sum("x", epsilon=1)
 
         fns: dict[str, Callable[[], Any]] = {"plain Dask groupby().sum()": plain,
