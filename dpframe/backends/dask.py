@@ -19,6 +19,7 @@ dask).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import dask
@@ -29,13 +30,27 @@ import pandas as pd
 import pyarrow as pa
 
 from ..core.compute import ComputeRequest, ExactAggregates
-from ..core.hashing import keyed, number_words, time_words, value_words
+from ..core.hashing import keyed, keyed_priority, number_words, time_words, value_words
+from ..core.transform import compute_exact, select_by_priority
 from ..core.values import ColumnKind
 from ..errors import ValidationError
 from .arrow.words import column_words
-from .pandas import PandasBackend, column_kind, column_labels
+from .base import public_key_list
+from .pandas import (
+    PandasBackend,
+    column_kind,
+    column_labels,
+    numeric_column,
+    unit_codes,
+    value_hashes,
+)
 
 UNIT_HASH_COLUMN = "__dpframe_unit_hash__"
+#: Columns a pre-selected row carries: its group code, its pair priority and its row priority.
+GROUP_COLUMN = "__dpframe_group__"
+PAIR_PRIORITY_COLUMN = "__dpframe_pair_priority__"
+ROW_PRIORITY_COLUMN = "__dpframe_row_priority__"
+RESERVED = (UNIT_HASH_COLUMN, GROUP_COLUMN, PAIR_PRIORITY_COLUMN, ROW_PRIORITY_COLUMN)
 DEFAULT_SPLIT_EVERY = 8
 
 
@@ -108,6 +123,83 @@ def _partition_exact(part: pd.DataFrame, request: ComputeRequest, seeds: npt.NDA
     return out
 
 
+def _one_cell(agg: ExactAggregates) -> pd.Series:
+    out = pd.Series([None], dtype=object)
+    out.iloc[0] = agg
+    return out
+
+
+def _preselect(part: pd.DataFrame, request: ComputeRequest, key: tuple[int, int], salt: int,
+               seeds: npt.NDArray[np.int64], partition_info: dict[str, Any] | None = None
+               ) -> pd.DataFrame:
+    """The rows of one input partition that can survive contribution bounding (public keys):
+    per unit, its ``max_groups`` pairs of smallest keyed priority here and in each its
+    ``max_rows`` rows of smallest fresh random priority, with the unit's keyed hash, the group
+    code and both priorities (:func:`~dpframe.core.transform.select_by_priority`: selecting
+    again over every partition's pre-selection is bounding over all rows)."""
+    number = 0 if partition_info is None else int(partition_info["number"])
+    backend = PandasBackend(part)
+    codes, _ = backend.group_codes(request)
+    unit = backend.column(str(request.privacy_unit))
+    # a unit the canonical value model counts as missing (NaN, a list...) drops its rows
+    local = unit_codes(unit)
+    ok = np.flatnonzero((local >= 0) & (np.asarray(codes) >= 0))
+    h = unit_hash(unit.iloc[ok], key)
+    g = np.asarray(codes, dtype=np.int64)[ok]
+    pair = keyed_priority(h.view(np.int64), g, salt)
+    row = np.random.default_rng(int(seeds[number])).integers(0, 2**63, ok.size, dtype=np.int64)
+    # the partition's own unit codes pick the same rows as the hashes would (a hash collision
+    # can only merge two units later, which bounds more, never less)
+    keep = select_by_priority(local[ok], g, pair, row.view(np.uint64), request.max_groups,
+                              request.max_rows)
+    # only the measured columns travel on (the group is a code, the unit its hash)
+    labels = column_labels(part.columns)
+    out = part[[labels[c] for c in request.measure_columns]].iloc[ok[keep]]
+    out = out.copy(deep=False)
+    out[UNIT_HASH_COLUMN] = h[keep]
+    out[GROUP_COLUMN] = g[keep]
+    out[PAIR_PRIORITY_COLUMN] = pair[keep]
+    out[ROW_PRIORITY_COLUMN] = row[keep]
+    return out
+
+
+def _preselect_buckets(part: pd.DataFrame, request: ComputeRequest, key: tuple[int, int],
+                       salt: int, seeds: npt.NDArray[np.int64], number: int, buckets: int
+                       ) -> list[pd.DataFrame]:
+    """:func:`_preselect`, its rows split into ``buckets`` by unit hash (a unit's rows from
+    every partition meet in one bucket: the exchange moves only pre-selected rows)."""
+    out = _preselect(part, request, key, salt, seeds, {"number": number})
+    bucket = (out[UNIT_HASH_COLUMN].to_numpy(dtype=np.uint64) % np.uint64(buckets)).astype(
+        np.int64)
+    order = np.argsort(bucket, kind="stable")
+    bounds = np.searchsorted(bucket[order], np.arange(buckets + 1))
+    return [out.iloc[order[bounds[j]:bounds[j + 1]]] for j in range(buckets)]
+
+
+def _bucket_exact(frames: list[pd.DataFrame], request: ComputeRequest,
+                  keys: list[tuple[object, ...]]) -> ExactAggregates:
+    """The final selection and exact aggregates of one bucket (every partition's share)."""
+    return _unwrap(_selected_exact(pd.concat(frames, ignore_index=True), request, keys))
+
+
+def _selected_exact(part: pd.DataFrame, request: ComputeRequest,
+                    keys: list[tuple[object, ...]]) -> pd.Series:
+    """One partition of pre-selected rows, shuffled by unit (each unit's candidates in one
+    partition): the final selection by the carried priorities, then the exact aggregates of
+    the selected rows (bounded already: no unit step left)."""
+    dense = pd.factorize(part[UNIT_HASH_COLUMN].to_numpy())[0].astype(np.int64)
+    g = part[GROUP_COLUMN].to_numpy(dtype=np.int64)
+    keep = select_by_priority(dense, g, part[PAIR_PRIORITY_COLUMN].to_numpy(dtype=np.uint64),
+                              part[ROW_PRIORITY_COLUMN].to_numpy(dtype=np.int64).view(np.uint64),
+                              request.max_groups, request.max_rows)
+    rows = PandasBackend(part.iloc[np.flatnonzero(keep)])
+    bounded = dataclasses.replace(request, privacy_unit=None)
+    agg = compute_exact(bounded, g[keep], keys, None,
+                        lambda c: numeric_column(rows.column(c)), np.random.default_rng(0),
+                        lambda c: value_hashes(rows.column(c)))
+    return _one_cell(agg)
+
+
 def _unwrap(cell: pd.Series) -> ExactAggregates:
     agg = cell.iloc[0]
     assert isinstance(agg, ExactAggregates)
@@ -150,8 +242,9 @@ class DaskBackend:
             raise ValidationError("expected a dask DataFrame")
         if isinstance(split_every, bool) or not isinstance(split_every, int) or split_every < 2:
             raise ValidationError("split_every must be an integer >= 2")
-        if UNIT_HASH_COLUMN in ddf.columns:
-            raise ValidationError(f"column name {UNIT_HASH_COLUMN!r} is reserved")
+        for reserved in RESERVED:
+            if reserved in ddf.columns:
+                raise ValidationError(f"column name {reserved!r} is reserved")
         self._labels = column_labels(ddf.columns)
         self.ddf = ddf
         self.split_every = split_every
@@ -191,6 +284,8 @@ class DaskBackend:
         """Partials per partition (each with its own generator seeded from ``gen``), merged by
         a tree reduction; private keys are re-sorted (never in data or partition order)."""
         k0, k1 = (int(k) for k in gen.integers(0, 2**63, size=2, dtype=np.int64))
+        if request.privacy_unit and not request.private_keys and request.sample_rate is None:
+            return self._preselected_exact(request, gen, (k0, k1))
         frame = self.prepared(request, (k0, k1))
         seeds = gen.integers(0, 2**63, size=frame.npartitions, dtype=np.int64)
         # map_partitions fuses with the read: each partition is read and reduced in one task
@@ -200,3 +295,25 @@ class DaskBackend:
         agg: ExactAggregates
         agg, = dask.compute(_tree(partials.to_delayed(), merge_partials, self.split_every))
         return agg  # the core sorts the released private keys (never data or partition order)
+
+    def _preselected_exact(self, request: ComputeRequest, gen: np.random.Generator,
+                           key: tuple[int, int]) -> ExactAggregates:
+        """Unit-level bounding without shuffling every row: each partition keeps only the rows
+        that can survive bounding (:func:`_preselect`) and splits them by unit hash into one
+        bucket per partition; each bucket gathers its share from every partition (an exchange
+        of pre-selected rows only, no Dask shuffle of the frame), and the final selection by
+        the carried priorities is exactly bounding over all rows."""
+        frame = self.ddf[[self._labels[c] for c in self._columns(request)]]
+        salt = int(gen.integers(0, 2**63))
+        seeds = gen.integers(0, 2**63, size=frame.npartitions, dtype=np.int64)
+        keys = (public_key_list([tuple(request.keys[c]) for c in request.by]) if request.by
+                else [()])
+        nb = frame.npartitions
+        split = [dask.delayed(_preselect_buckets, pure=True, nout=nb)(
+                     part, request, key, salt, seeds, i, nb)
+                 for i, part in enumerate(frame.to_delayed())]
+        finals = [dask.delayed(_bucket_exact, pure=True)([s[j] for s in split], request, keys)
+                  for j in range(nb)]
+        agg: ExactAggregates
+        agg, = dask.compute(_tree(finals, merge_partials, self.split_every))
+        return agg

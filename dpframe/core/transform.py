@@ -201,6 +201,60 @@ def _choose_groups(u: I64, g: I64, nu: int, max_groups: int, gen: np.random.Gene
     return chosen
 
 
+def _smallest_pairs(u: I64, prio: npt.NDArray[np.uint64], g: I64, nu: int, max_groups: int
+                    ) -> Bools:
+    """For rows (unit ``u``, group ``g``) with pair priority ``prio``, whether their pair is
+    among the unit's ``max_groups`` pairs of smallest priority (ties: the smaller group)."""
+    if max_groups == 1:  # the smallest priority, and of its groups (a tie) the smallest
+        best = np.full(nu, _UMAX, dtype=np.uint64)
+        np.minimum.at(best, u, prio)
+        first = prio == best[u]
+        group = np.full(nu, np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(group, u[first], g[first])
+        return first & (g == group[u])
+    order = np.lexsort((g, prio, u))
+    su, sp, sg = u[order], prio[order], g[order]
+    new_unit = np.r_[True, su[1:] != su[:-1]]
+    pair_id = np.cumsum(new_unit | np.r_[True, (sp[1:] != sp[:-1]) | (sg[1:] != sg[:-1])]) - 1
+    pair_rank = pair_id - np.maximum.accumulate(np.where(new_unit, pair_id, 0))
+    chosen = np.empty(u.size, dtype=bool)
+    chosen[order] = pair_rank < max_groups
+    return chosen
+
+
+def select_by_priority(units: I64, groups: I64, pair_priority: npt.NDArray[np.uint64],
+                       row_priority: npt.NDArray[np.uint64], max_groups: int, max_rows: int
+                       ) -> Bools:
+    """Contribution bounding by carried priorities: each unit keeps its ``max_groups`` pairs
+    (its rows of one group) of smallest ``pair_priority``, and in each its ``max_rows`` rows of
+    smallest ``row_priority``.
+
+    Blocks can pre-select: a row kept over a union of blocks is kept in its own block (its
+    ranks there are no larger), so selecting again over the union of the blocks' selections
+    gives the selection over the union (Dask ships only pre-selected rows, never every row).
+    With pair priorities a keyed pseudo-random function of (unit, group) and independent
+    uniform row priorities, it is the distribution of :func:`bound_contributions`: a uniform
+    choice of groups, then a uniform choice of rows; a unit's selection depends only on its own
+    rows and fresh randomness (a stable transformation). ``units`` are dense codes >= 0.
+    """
+    n = units.size
+    if n == 0:
+        return np.zeros(0, dtype=bool)
+    nu = int(units.max()) + 1
+    keep = np.ones(n, dtype=bool)
+    if bool((np.bincount(units, minlength=nu) > max_groups).any()):
+        keep = _smallest_pairs(units, pair_priority, groups, nu, max_groups)
+    pairs = units.astype(np.int64) * (int(groups.max()) + 1) + groups
+    kept_pairs = pairs[keep]
+    _, dense, sizes = np.unique(kept_pairs, return_inverse=True, return_counts=True)
+    heavy = np.flatnonzero(keep)[sizes[dense] > max_rows]
+    if heavy.size:
+        order = np.lexsort((row_priority[heavy], pairs[heavy]))
+        rank = _rank_in_runs(pairs[heavy][order])
+        keep[heavy[order[rank >= max_rows]]] = False
+    return keep
+
+
 def bound_contributions(units: I64, groups: I64 | None, max_rows: int, max_groups: int,
                         gen: np.random.Generator) -> Bools:
     """Mask keeping at most ``max_groups`` groups per unit and ``max_rows`` rows per

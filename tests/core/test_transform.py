@@ -257,3 +257,69 @@ def test_the_ungrouped_release_takes_the_one_pass_sum(monkeypatch: pytest.Monkey
     assert len(calls) == 1 and calls[0] is not None
     req = fixed_point_request("x", Fraction(0), Fraction(100), Fraction(50), False, True)
     assert calls[0] == _reference(x, req)
+
+
+# -- contribution bounding by carried priorities (Dask pre-selects per partition) ----------------
+
+
+def _select_reference(u: np.ndarray, g: np.ndarray, pp: np.ndarray, rp: np.ndarray, groups: int,
+                      rows: int) -> np.ndarray:
+    keep = np.zeros(u.size, dtype=bool)
+    for unit in np.unique(u):
+        idx = np.flatnonzero(u == unit)
+        pairs = sorted({(int(pp[i]), int(g[i])) for i in idx})[:groups]
+        for p, grp in pairs:
+            members = [i for i in idx if int(pp[i]) == p and int(g[i]) == grp]
+            for i in sorted(members, key=lambda i: int(rp[i]))[:rows]:
+                keep[i] = True
+    return keep
+
+
+@pytest.mark.parametrize("groups,rows", [(1, 1), (1, 3), (2, 2), (3, 1), (9, 2)])
+def test_select_by_priority_is_the_reference_and_pre_selects(groups: int, rows: int) -> None:
+    from dpframe.core.hashing import keyed_priority
+    from dpframe.core.transform import select_by_priority
+
+    rng = np.random.default_rng(groups * 10 + rows)
+    n = 3000
+    u = rng.integers(0, 200, n)
+    g = rng.integers(0, 12, n)
+    pp = keyed_priority(u, g, 99)
+    tied = (u % 7 == 0) & (g == 1)  # ties between two groups of a unit: broken by the group
+    pp[tied] = keyed_priority(u[tied], np.zeros_like(g[tied]), 99)
+    rp = rng.integers(0, 2**63, n).astype(np.uint64)
+    whole = select_by_priority(u, g, pp, rp, groups, rows)
+    assert (whole == _select_reference(u, g, pp, rp, groups, rows)).all()
+    # pre-selection in four blocks, then selection over what they kept: the same rows
+    block = rng.integers(0, 4, n)
+    pre = np.zeros(n, dtype=bool)
+    for b in range(4):
+        idx = np.flatnonzero(block == b)
+        _, dense = np.unique(u[idx], return_inverse=True)
+        pre[idx[select_by_priority(dense.astype(np.int64), g[idx], pp[idx], rp[idx], groups,
+                                   rows)]] = True
+    idx = np.flatnonzero(pre)
+    again = np.zeros(n, dtype=bool)
+    again[idx[select_by_priority(u[idx], g[idx], pp[idx], rp[idx], groups, rows)]] = True
+    assert (again == whole).all()
+
+
+def test_select_by_priority_chooses_groups_and_rows_uniformly() -> None:
+    """Keyed pair priorities with a fresh salt and uniform row priorities: each of a unit's four
+    groups is kept with probability 1/4 and each of a pair's rows with probability 2/5
+    (binomial tolerance, 5 standard deviations; a wrong rule fails it)."""
+    from dpframe.core.hashing import keyed_priority
+    from dpframe.core.transform import select_by_priority
+
+    u = np.zeros(4 * 5, dtype=np.int64)
+    g = np.repeat(np.arange(4), 5)
+    rng = np.random.default_rng(17)
+    trials = 4000
+    kept = np.zeros(u.size)
+    for _ in range(trials):
+        pp = keyed_priority(u, g, int(rng.integers(0, 2**63)))
+        rp = rng.integers(0, 2**63, u.size).astype(np.uint64)
+        kept += select_by_priority(u, g, pp, rp, 1, 2)
+    p = 1 / 4 * 2 / 5
+    sd = math.sqrt(trials * p * (1 - p))
+    assert np.all(np.abs(kept - trials * p) < 5 * sd), kept
