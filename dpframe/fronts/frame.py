@@ -8,13 +8,12 @@ with ``.attrs["dp"]`` provenance. No sensitivity, noise or budget logic lives he
 from __future__ import annotations
 
 import copy
-import inspect
 import math
 import numbers
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -31,285 +30,34 @@ from ..core.query import (
     quantile_level,
 )
 from ..errors import KeysError, ValidationError
+from .aggregation import agg_columns, agg_pairs, weights_by_label
+from .arguments import (
+    check_accuracy_args,
+    check_unit,
+    declarations,
+    fraction_weights,
+)
+from .docs import (
+    RETURNS_AGG,
+    RETURNS_BOUNDS,
+    RETURNS_COUNT,
+    RETURNS_FLOAT,
+    RETURNS_HIST,
+    RETURNS_SERIES,
+    RETURNS_SUM,
+    documented,
+)
 from .results import DPFloat, DPInt
 
 if TYPE_CHECKING:
     from ..engine.session import Session
 
-#: What ``agg`` takes: every aggregate name but those needing more than a column (a level, bins)
-_AGG_OPS = {name for name in NAMES if name not in ("quantile", "histogram")}
-
-
-#: pandera checks that declare bounds: check name -> (statistic of the lower bound, of the upper)
-_RANGE_CHECKS: dict[str, tuple[str | None, str | None]] = {
-    "in_range": ("min_value", "max_value"), "between": ("min_value", "max_value"),
-    "greater_than_or_equal_to": ("min_value", None), "greater_than": ("min_value", None),
-    "less_than_or_equal_to": (None, "max_value"), "less_than": (None, "max_value"),
-}
-
-
-def bounds_and_keys_from_schema(schema: Any) -> tuple[dict[str, tuple[float, float]],
-                                                      dict[str, list[object]]]:
-    """Bounds and public keys declared in a pandera DataFrameSchema.
-
-    Range checks (``in_range``, ``ge``/``le``, ``gt``/``lt``, ``between``-style) give bounds;
-    ``isin`` gives keys. Only the schema is read, never the data.
-    """
-    bounds: dict[str, tuple[float, float]] = {}
-    keys: dict[str, list[object]] = {}
-    columns = getattr(schema, "columns", None)
-    if not isinstance(columns, Mapping):
-        raise ValidationError("schema must be a pandera DataFrameSchema")
-    for name, col in columns.items():
-        lo, hi = -math.inf, math.inf
-        for check in getattr(col, "checks", []) or []:
-            cname = getattr(check, "name", "")
-            st = getattr(check, "statistics", {}) or {}
-            if cname == "isin":
-                keys[str(name)] = list(st["allowed_values"])
-            lo, hi = _narrowed(lo, hi, cname, st)
-        if math.isfinite(lo) and math.isfinite(hi):
-            bounds[str(name)] = (lo, hi)
-    return bounds, keys
-
-
-def _narrowed(lo: float, hi: float, check: str, statistics: Mapping[str, Any]
-              ) -> tuple[float, float]:
-    """``[lo, hi]`` narrowed by one pandera range check (unchanged by other checks)."""
-    low, high = _RANGE_CHECKS.get(check, (None, None))
-    return (max(lo, float(statistics[low])) if low else lo,
-            min(hi, float(statistics[high])) if high else hi)
-
-
-def _declarations(bounds: object, keys: object, schema: Any
-                  ) -> tuple[dict[str, tuple[float, float]], dict[str, Sequence[object] | str]]:
-    """Bounds and keys from a pandera schema, then the explicit ones over them."""
-    b: dict[str, tuple[float, float]] = {}
-    k: dict[str, Sequence[object] | str] = {}
-    if schema is not None:
-        sb, sk = bounds_and_keys_from_schema(schema)
-        b.update(sb)
-        k.update(sk)
-    for name, given, into in (("bounds", bounds, b), ("keys", keys, k)):
-        try:
-            into.update(dict(given or {}))  # type: ignore[call-overload]
-        except (TypeError, ValueError):
-            raise ValidationError(f"{name} must be a mapping {{column: ...}}") from None
-    return b, k
-
-
-def _positive_int(value: object) -> bool:
-    """A positive integer (Python or numpy), not a bool."""
-    return not isinstance(value, bool) and isinstance(value, int | np.integer) and int(value) >= 1
-
-
-def _check_unit(schema: Mapping[str, object], privacy_unit: object, max_rows: object,
-                max_groups: object) -> None:
-    """The privacy unit and its contribution bounds (public declarations)."""
-    if privacy_unit is not None and not isinstance(privacy_unit, str):
-        raise ValidationError("privacy_unit must be a column name (a string)")
-    if privacy_unit is not None and privacy_unit not in schema:
-        raise ValidationError(f"unknown privacy_unit column {privacy_unit!r}")
-    _check_contribution(privacy_unit, max_rows, max_groups)
-
-
-def _check_contribution(privacy_unit: object, max_rows: object, max_groups: object) -> None:
-    """Contribution bounds: positive integers, and only (and always) with a privacy unit."""
-    for name, val in (("max_rows_per_unit", max_rows), ("max_groups_per_unit", max_groups)):
-        if val is not None and not _positive_int(val):
-            raise ValidationError(f"{name} must be a positive integer")
-    if privacy_unit is not None and max_rows is None:
-        raise ValidationError("privacy_unit needs max_rows_per_unit (a contribution bound)")
-    if privacy_unit is None and (max_rows is not None or max_groups is not None):
-        raise ValidationError("max_rows_per_unit and max_groups_per_unit bound a privacy "
-                              "unit's rows: pass privacy_unit= too (each row is its own unit "
-                              "otherwise)")
-
-
-def _check_accuracy_args(epsilon: object, accuracy: object, n_measures: int,
-                         min_rows: object) -> None:
-    """``accuracy=`` instead of ``epsilon=``: one of them, one aggregate, a valid min_rows."""
-    if epsilon is not None and accuracy is not None:
-        raise ValidationError("pass epsilon= or accuracy=, not both")
-    if accuracy is None:
-        raise ValidationError("pass epsilon= (the budget to spend) or accuracy= (the "
-                              "target half-width of the interval, in the result's units)")
-    if n_measures != 1:
-        raise ValidationError("accuracy= applies to one aggregate; use epsilon= for agg")
-    if min_rows is not None and not _positive_int(min_rows):
-        raise ValidationError("min_rows must be a positive integer")
-
-
-def _fraction_weights(weights: Mapping[str, float] | Sequence[float] | None, n: int,
-                      labels: list[str]) -> list[Fraction]:
-    if weights is None:
-        return [Fraction(1)] * n
-    if isinstance(weights, Mapping):
-        try:
-            vals = [weights[label] for label in labels]
-        except KeyError as exc:
-            raise ValidationError(f"no weight for aggregate {exc.args[0]!r}") from None
-    else:
-        vals = list(weights)
-    if len(vals) != n:
-        raise ValidationError("one weight per aggregate is needed")
-    return [to_fraction(v, "weight", positive=True) for v in vals]
-
-
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-
-#: The parameters every query method shares, documented once (appended by :func:`_documented`).
-_COMMON_PARAMS = {
-    "column": "the column to aggregate (its bounds must be declared, except for counts)",
-    "epsilon": "the privacy budget this release spends; charged to the session before "
-               "anything is computed (``BudgetExceededError`` and nothing spent if it does not "
-               "fit)",
-    "accuracy": "instead of ``epsilon``: the target half-width of the ``ci`` interval (95% "
-                "by default) in the result's units; the smallest epsilon meeting it is charged",
-    "delta": "the delta this release spends: needed by ``mechanism='gaussian'`` and by "
-             "``keys='private'`` (0 otherwise)",
-    "mechanism": "``'laplace'`` (default; geometric for integer results) or ``'gaussian'`` "
-                 "(discrete Gaussian, needs ``delta > 0``)",
-    "ci": "a level in (0, 1), e.g. 0.95: adds the interval (``.lower`` / ``.upper`` on a "
-          "number, ``lower`` / ``upper`` columns on a grouped result); free (post-processing)",
-    "ddof": "0 (population) or 1 (sample, pandas' default)",
-    "min_rows": "with ``accuracy``: a lower bound you know on the number of rows a mean is "
-                "over (the number itself is private)",
-    "resolution": "the number of candidates of the exponential mechanism, evenly spaced "
-                  "over the column's bounds",
-    "selection_share": "with ``keys='private'``: the share of epsilon spent on selecting keys "
-                       "(default 0.5)",
-    "dry_run": "plan only: return the mechanisms, noise scales, intervals and cost as a dict; "
-               "nothing is computed or charged",
-    "bins": "the histogram's edges (at least 2, increasing): public, declared like keys",
-    "right": "bins closed on the right, ``(a, b]`` (default), or on the left, ``[a, b)``, as "
-             "``pd.cut``",
-    "include_lowest": "with ``right``: the first bin also holds its left edge, as ``pd.cut``",
-    "q": "the quantile's level in [0, 1] (a fraction with denominator up to 1000)",
-    "quantiles": "the (lower, upper) levels to estimate, default (0.01, 0.99)",
-    "max_abs": "the largest magnitude among the candidates (default 1e12)",
-    "spec": "``{column: aggregate or [aggregates]}``; or use named aggregation instead",
-    "weights": "how epsilon is split between the aggregates: a list, or a mapping keyed "
-               "``'column.aggregate'`` or by output name (equal by default)",
-    "named": "named aggregation, ``name=(column, aggregate)``, as in pandas",
-}
-_R_COUNT = (
-    "an int (``DPInt``) with ``.attrs['dp']`` (and ``.lower`` / ``.upper`` with ``ci``), or "
-    'the plan with ``dry_run``'
-)
-_R_SUM = (
-    'a number (``DPInt`` for integer columns, else ``DPFloat``) with its provenance and '
-    'interval, or the plan'
-)
-_R_FLOAT = (
-    'a ``DPFloat`` with its provenance (and interval with ``ci``), or the plan'
-)
-_R_BOUNDS = (
-    "``(lo, hi)``, two ``DPFloat`` with the release's provenance, or the plan"
-)
-_R_HIST = (
-    "a ``pd.Series`` of counts indexed by the bins' intervals (a ``DataFrame`` with ``lower``"
-    " / ``upper`` with ``ci``), ``.attrs['dp']`` holding the provenance; or the plan"
-)
-_R_SERIES = (
-    'a ``pd.Series``, one row per key (a ``DataFrame`` with ``lower`` / ``upper`` with '
-    "``ci``), ``.attrs['dp']`` holding the provenance; or the plan"
-)
-_R_AGG = (
-    'a ``pd.DataFrame``, one row per key, (column, aggregate) columns or the names of a named'
-    " aggregation, with ``.attrs['dp']``; or the plan"
-)
-_RAISES = (
-    ":raises BoundsError: a column has no declared bounds (nothing spent)\n"
-    ":raises ValidationError: any invalid argument, checked before the charge (nothing spent)\n"
-    ":raises BudgetExceededError: the release does not fit the remaining budget (nothing "
-    "spent)"
-)
-
-
-def _documented(returns: str) -> Callable[[_F], _F]:
-    """Append the shared ``:param:`` lines of the parameters ``fn`` takes, ``:returns:`` and
-    ``:raises:`` to its docstring (one text for every query method, so none drifts)."""
-
-    def deco(fn: _F) -> _F:
-        params = inspect.signature(fn).parameters
-        fields = [f":param {name}: {text}" for name, text in _COMMON_PARAMS.items()
-                  if name in params and f":param {name}:" not in (fn.__doc__ or "")]
-        block = "\n".join([*fields, f":returns: {returns}", _RAISES])
-        doc = inspect.cleandoc(fn.__doc__ or "")
-        fn.__doc__ = doc + "\n\n" + block
-        return fn
-
-    return deco
 
 
 def _ddof(ddof: object) -> int:
     if isinstance(ddof, bool) or not isinstance(ddof, int | np.integer) or not 0 <= ddof <= 1:
         raise ValidationError("ddof must be 0 (population) or 1 (sample, pandas' default)")
     return int(ddof)
-
-
-def _agg_op(op: object) -> str:
-    if not isinstance(op, str) or op not in _AGG_OPS:
-        raise ValidationError(f"unknown aggregate {op!r}; use one of {sorted(_AGG_OPS)}")
-    return op
-
-
-def _agg_pairs(spec: object, named: Mapping[str, object]
-               ) -> tuple[list[tuple[str, str]], list[str] | None]:
-    """The (column, aggregate) pairs of ``agg``, and their output names for named
-    aggregation (None for a ``{column: aggregate(s)}`` mapping)."""
-    if named and spec is not None:
-        raise ValidationError("agg takes a {column: aggregate(s)} mapping or named "
-                              "aggregations (name=(column, aggregate)), not both")
-    if named:
-        return _named_pairs(named)
-    if not isinstance(spec, Mapping) or not spec:
-        raise ValidationError("agg takes a non-empty {column: aggregate(s)} mapping or "
-                              "named aggregations: agg(total=('income', 'sum'), ...)")
-    return [(col, _agg_op(op)) for col, ops in spec.items()
-            for op in ([ops] if isinstance(ops, str) else list(ops))], None
-
-
-def _weights_by_label(weights: Mapping[str, float] | Sequence[float] | None,
-                      pairs: list[tuple[str, str]], names: list[str] | None
-                      ) -> Mapping[str, float] | Sequence[float] | None:
-    """Weights keyed by output name (named aggregation) re-keyed "column.aggregate"."""
-    if names is not None and isinstance(weights, Mapping) and set(weights) <= set(names):
-        return {f"{c}.{o}": weights[n] for (c, o), n in zip(pairs, names, strict=True)
-                if n in weights}
-    return weights
-
-
-def _agg_columns(pairs: list[tuple[str, str]], names: list[str] | None, r: CoreRelease,
-                 with_ci: bool) -> dict[Any, np.ndarray]:
-    """The columns of ``agg``'s result: each value, then its interval when asked for."""
-    data: dict[Any, np.ndarray] = {}
-    for i, ((col, op), m) in enumerate(zip(pairs, r.measures, strict=True)):
-        name: Any = (col, op) if names is None else names[i]
-        data[name] = m.values
-        if with_ci and m.lower is not None and m.upper is not None:
-            low = (col, f"{op}_lower") if names is None else f"{names[i]}_lower"
-            up = (col, f"{op}_upper") if names is None else f"{names[i]}_upper"
-            data[low], data[up] = m.lower, m.upper
-    return data
-
-
-def _named_pairs(named: Mapping[str, object]) -> tuple[list[tuple[str, str]], list[str]]:
-    """``name=(column, aggregate)`` arguments: the pairs and their output names."""
-    pairs: list[tuple[str, str]] = []
-    for name, value in named.items():
-        if not (isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str)):
-            raise ValidationError(
-                f"named aggregation {name}= takes a (column, aggregate) pair, e.g. "
-                f"{name}=('income', 'sum')")
-        pair = (value[0], _agg_op(value[1]))
-        if pair in pairs:
-            raise ValidationError(f"{pair[1]}({pair[0]}) is asked twice: one release per "
-                                  "aggregate (use it under one name)")
-        pairs.append(pair)
-    return pairs, list(named)
 
 
 def _pipe(obj: Any, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -344,10 +92,10 @@ class PrivateFrame:
             raise ValidationError("the first argument must be a dpframe Session")
         self._backend = backend
         self._session = session
-        b, k = _declarations(bounds, keys, schema)
+        b, k = declarations(bounds, keys, schema)
         self._bounds = b
         self._keys = normalise_keys(k)  # checks the key lists (a string is not a key list)
-        _check_unit(backend.schema(), privacy_unit, max_rows_per_unit, max_groups_per_unit)
+        check_unit(backend.schema(), privacy_unit, max_rows_per_unit, max_groups_per_unit)
         self._unit = privacy_unit
         self._max_rows = int(max_rows_per_unit or 1)
         self._max_groups = int(max_groups_per_unit or 1)
@@ -437,7 +185,7 @@ class PrivateFrame:
         from ..core.accuracy import epsilon_for_accuracy, measure_half_width
         from ..core.plan import plan_query
 
-        _check_accuracy_args(epsilon, accuracy, len(measures), min_rows)
+        check_accuracy_args(epsilon, accuracy, len(measures), min_rows)
         level = float(kw.get("ci") or 0.95)
         rows = None if min_rows is None else int(min_rows)  # type: ignore[call-overload]
         # the query, its schema and its validation do not depend on epsilon: built once, only
@@ -521,7 +269,7 @@ class PrivateFrame:
         return DPFloat(float(v), provenance=r.provenance, lower=lo, upper=hi)
 
     # -- aggregates ------------------------------------------------------------------------------
-    @_documented(_R_COUNT)
+    @documented(RETURNS_COUNT)
     def count(self, column: str | None = None, *, epsilon: float | None = None,
               delta: float = 0.0, mechanism: str | None = None, ci: float | None = None,
               dry_run: bool = False, accuracy: float | None = None) -> Any:
@@ -544,7 +292,7 @@ class PrivateFrame:
         r = self._run(q, dry_run)
         return r if isinstance(r, dict) else self._scalar(r, True, ci)
 
-    @_documented(_R_COUNT)
+    @documented(RETURNS_COUNT)
     def count_distinct(self, column: str, *, epsilon: float | None = None,
                        delta: float = 0.0, mechanism: str | None = None,
                        ci: float | None = None, dry_run: bool = False,
@@ -566,7 +314,7 @@ class PrivateFrame:
         r = self._run(q, dry_run)
         return r if isinstance(r, dict) else self._scalar(r, True, ci)
 
-    @_documented(_R_SUM)
+    @documented(RETURNS_SUM)
     def sum(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
             mechanism: str | None = None, ci: float | None = None,
             dry_run: bool = False, accuracy: float | None = None) -> Any:
@@ -589,7 +337,7 @@ class PrivateFrame:
             return r
         return self._scalar(r, r.measures[0].values.dtype.kind == "i", ci)
 
-    @_documented(_R_FLOAT)
+    @documented(RETURNS_FLOAT)
     def mean(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
              mechanism: str | None = None, ci: float | None = None,
              dry_run: bool = False, accuracy: float | None = None,
@@ -616,7 +364,7 @@ class PrivateFrame:
         r = self._run(q, dry_run)
         return r if isinstance(r, dict) else self._scalar(r, False, ci)
 
-    @_documented(_R_FLOAT)
+    @documented(RETURNS_FLOAT)
     def var(self, column: str, *, epsilon: float, delta: float = 0.0,
             mechanism: str | None = None, ci: float | None = None, ddof: int = 1,
             dry_run: bool = False) -> Any:
@@ -634,7 +382,7 @@ class PrivateFrame:
         """
         return self._moment("var", column, epsilon, delta, mechanism, ci, ddof, dry_run)
 
-    @_documented(_R_FLOAT)
+    @documented(RETURNS_FLOAT)
     def std(self, column: str, *, epsilon: float, delta: float = 0.0,
             mechanism: str | None = None, ci: float | None = None, ddof: int = 1,
             dry_run: bool = False) -> Any:
@@ -659,7 +407,7 @@ class PrivateFrame:
         r = self._run(q, dry_run)
         return r if isinstance(r, dict) else self._scalar(r, False, ci)
 
-    @_documented(_R_BOUNDS)
+    @documented(RETURNS_BOUNDS)
     def bounds(self, column: str, *, epsilon: float, quantiles: tuple[float, float] = (
             0.01, 0.99), max_abs: float = 1e12, resolution: int = 2001,
             dry_run: bool = False) -> Any:
@@ -712,7 +460,7 @@ class PrivateFrame:
         r = self._run(self._query([meas], epsilon, 0.0, description=description), dry_run)
         return r if isinstance(r, dict) else self._scalar(r, False)
 
-    @_documented(_R_FLOAT)
+    @documented(RETURNS_FLOAT)
     def quantile(self, column: str, q: float = 0.5, *, epsilon: float,
                  resolution: int = DEFAULT_GRID, dry_run: bool = False) -> Any:
         """Quantile by the exponential mechanism over ``resolution`` grid points in the bounds.
@@ -729,7 +477,7 @@ class PrivateFrame:
         return self._quantile(column, "quantile", q, epsilon, resolution, dry_run,
                               f"quantile({column}, {q})")
 
-    @_documented(_R_FLOAT)
+    @documented(RETURNS_FLOAT)
     def max(self, column: str, *, epsilon: float, resolution: int = DEFAULT_GRID,
             dry_run: bool = False) -> Any:
         """Maximum by the exponential mechanism (never Laplace on the max).
@@ -746,7 +494,7 @@ class PrivateFrame:
         return self._quantile(column, "max", None, epsilon, resolution, dry_run,
                               f"max({column})")
 
-    @_documented(_R_FLOAT)
+    @documented(RETURNS_FLOAT)
     def min(self, column: str, *, epsilon: float, resolution: int = DEFAULT_GRID,
             dry_run: bool = False) -> Any:
         """Minimum by the exponential mechanism.
@@ -763,7 +511,7 @@ class PrivateFrame:
         return self._quantile(column, "min", None, epsilon, resolution, dry_run,
                               f"min({column})")
 
-    @_documented(_R_FLOAT)
+    @documented(RETURNS_FLOAT)
     def median(self, column: str, *, epsilon: float, resolution: int = DEFAULT_GRID,
                dry_run: bool = False) -> Any:
         """Median by the exponential mechanism.
@@ -780,7 +528,7 @@ class PrivateFrame:
         return self.quantile(column, 0.5, epsilon=epsilon, resolution=resolution,
                              dry_run=dry_run)
 
-    @_documented(_R_HIST)
+    @documented(RETURNS_HIST)
     def histogram(self, column: str, bins: Sequence[float], *, epsilon: float | None = None,
                   delta: float = 0.0, mechanism: str | None = None, right: bool = True,
                   include_lowest: bool = False, ci: float | None = None,
@@ -952,7 +700,7 @@ class PrivateGroupBy:
                           min_rows=min_rows)
         return r if isinstance(r, dict) else self._series(r, name, ci)
 
-    @_documented(_R_SERIES)
+    @documented(RETURNS_SERIES)
     def count(self, column: str | None = None, *, epsilon: float | None = None,
               delta: float = 0.0, mechanism: str | None = None, ci: float | None = None,
               dry_run: bool = False, selection_share: float | None = None,
@@ -972,7 +720,7 @@ class PrivateGroupBy:
         return self._one(Measure("count", column), "count", epsilon, delta, mechanism, ci,
                          dry_run, selection_share, accuracy)
 
-    @_documented(_R_SERIES)
+    @documented(RETURNS_SERIES)
     def count_distinct(self, column: str, *, epsilon: float | None = None,
                        delta: float = 0.0, mechanism: str | None = None,
                        ci: float | None = None, dry_run: bool = False,
@@ -997,7 +745,7 @@ class PrivateGroupBy:
         """Alias of :meth:`count` over rows."""
         return self.count(epsilon=epsilon, **kw)
 
-    @_documented(_R_SERIES)
+    @documented(RETURNS_SERIES)
     def sum(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
             mechanism: str | None = None, ci: float | None = None, dry_run: bool = False,
             selection_share: float | None = None, accuracy: float | None = None) -> Any:
@@ -1015,7 +763,7 @@ class PrivateGroupBy:
         return self._one(Measure("sum", column), column, epsilon, delta, mechanism, ci, dry_run,
                          selection_share, accuracy)
 
-    @_documented(_R_SERIES)
+    @documented(RETURNS_SERIES)
     def mean(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
              mechanism: str | None = None, ci: float | None = None, dry_run: bool = False,
              selection_share: float | None = None, accuracy: float | None = None,
@@ -1034,7 +782,7 @@ class PrivateGroupBy:
         return self._one(Measure("mean", column), column, epsilon, delta, mechanism, ci,
                          dry_run, selection_share, accuracy, min_rows)
 
-    @_documented(_R_SERIES)
+    @documented(RETURNS_SERIES)
     def var(self, column: str, *, epsilon: float, delta: float = 0.0,
             mechanism: str | None = None, ci: float | None = None, ddof: int = 1,
             dry_run: bool = False, selection_share: float | None = None) -> Any:
@@ -1052,7 +800,7 @@ class PrivateGroupBy:
         return self._one(Measure("var", column, ddof=_ddof(ddof)), column, epsilon, delta,
                          mechanism, ci, dry_run, selection_share)
 
-    @_documented(_R_SERIES)
+    @documented(RETURNS_SERIES)
     def std(self, column: str, *, epsilon: float, delta: float = 0.0,
             mechanism: str | None = None, ci: float | None = None, ddof: int = 1,
             dry_run: bool = False, selection_share: float | None = None) -> Any:
@@ -1070,7 +818,7 @@ class PrivateGroupBy:
         return self._one(Measure("std", column, ddof=_ddof(ddof)), column, epsilon, delta,
                          mechanism, ci, dry_run, selection_share)
 
-    @_documented(_R_SERIES)
+    @documented(RETURNS_SERIES)
     def max(self, column: str, *, epsilon: float, delta: float = 0.0,
             resolution: int = DEFAULT_GRID, dry_run: bool = False,
             selection_share: float | None = None) -> Any:
@@ -1089,7 +837,7 @@ class PrivateGroupBy:
         meas = _quantile_measure(column, "max", None, resolution)
         return self._one(meas, column, epsilon, delta, None, None, dry_run, selection_share)
 
-    @_documented(_R_SERIES)
+    @documented(RETURNS_SERIES)
     def min(self, column: str, *, epsilon: float, delta: float = 0.0,
             resolution: int = DEFAULT_GRID, dry_run: bool = False,
             selection_share: float | None = None) -> Any:
@@ -1108,7 +856,7 @@ class PrivateGroupBy:
         meas = _quantile_measure(column, "min", None, resolution)
         return self._one(meas, column, epsilon, delta, None, None, dry_run, selection_share)
 
-    @_documented(_R_SERIES)
+    @documented(RETURNS_SERIES)
     def quantile(self, column: str, q: float = 0.5, *, epsilon: float, delta: float = 0.0,
                  resolution: int = DEFAULT_GRID, dry_run: bool = False,
                  selection_share: float | None = None) -> Any:
@@ -1126,7 +874,7 @@ class PrivateGroupBy:
         meas = _quantile_measure(column, "quantile", q, resolution)
         return self._one(meas, column, epsilon, delta, None, None, dry_run, selection_share)
 
-    @_documented(_R_SERIES)
+    @documented(RETURNS_SERIES)
     def median(self, column: str, *, epsilon: float, delta: float = 0.0,
                resolution: int = DEFAULT_GRID, dry_run: bool = False,
                selection_share: float | None = None) -> Any:
@@ -1144,7 +892,7 @@ class PrivateGroupBy:
         meas = _quantile_measure(column, "median", None, resolution)
         return self._one(meas, column, epsilon, delta, None, None, dry_run, selection_share)
 
-    @_documented(_R_AGG)
+    @documented(RETURNS_AGG)
     def agg(self, spec: Mapping[str, str | Sequence[str]] | None = None, *, epsilon: float,
             delta: float = 0.0, mechanism: str | None = None, ci: float | None = None,
             weights: Mapping[str, float] | Sequence[float] | None = None,
@@ -1167,9 +915,9 @@ class PrivateGroupBy:
             >>> list(out.columns), list(out.index)
             (['total', 'n'], ['a', 'b'])
         """
-        pairs, names = _agg_pairs(spec, named)
+        pairs, names = agg_pairs(spec, named)
         labels = [f"{c}.{o}" for c, o in pairs]
-        ws = _fraction_weights(_weights_by_label(weights, pairs, names), len(pairs), labels)
+        ws = fraction_weights(weights_by_label(weights, pairs, names), len(pairs), labels)
         measures = [_quantile_measure(col, op, None, resolution, w) if op in _QUANTILE_LEVELS
                     else Measure(op, col, label=op, weight=w)  # type: ignore[arg-type]
                     for (col, op), w in zip(pairs, ws, strict=True)]
@@ -1178,7 +926,7 @@ class PrivateGroupBy:
                           selection_share=selection_share)
         if isinstance(r, dict):
             return r
-        data = _agg_columns(pairs, names, r, ci is not None)
+        data = agg_columns(pairs, names, r, ci is not None)
         out = pd.DataFrame(data, index=self._index(r))
         if names is None:
             out.columns = pd.MultiIndex.from_tuples(list(data))

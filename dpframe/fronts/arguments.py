@@ -1,0 +1,131 @@
+"""What a front checks before it builds a Query: declarations (bounds and public keys, from
+arguments or a pandera schema: never from data), the privacy unit and its contribution bounds,
+``accuracy=`` arguments and aggregate weights. Public information only; every failure is a
+typed error before any budget is spent."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from ..core.numbers import to_fraction
+from ..errors import ValidationError
+
+#: pandera checks that declare bounds: check name -> (statistic of the lower bound, of the upper)
+RANGE_CHECKS: dict[str, tuple[str | None, str | None]] = {
+    "in_range": ("min_value", "max_value"), "between": ("min_value", "max_value"),
+    "greater_than_or_equal_to": ("min_value", None), "greater_than": ("min_value", None),
+    "less_than_or_equal_to": (None, "max_value"), "less_than": (None, "max_value"),
+}
+
+
+def bounds_and_keys_from_schema(schema: Any) -> tuple[dict[str, tuple[float, float]],
+                                                      dict[str, list[object]]]:
+    """Bounds and public keys declared in a pandera DataFrameSchema.
+
+    Range checks (``in_range``, ``ge``/``le``, ``gt``/``lt``, ``between``-style) give bounds;
+    ``isin`` gives keys. Only the schema is read, never the data.
+    """
+    bounds: dict[str, tuple[float, float]] = {}
+    keys: dict[str, list[object]] = {}
+    columns = getattr(schema, "columns", None)
+    if not isinstance(columns, Mapping):
+        raise ValidationError("schema must be a pandera DataFrameSchema")
+    for name, col in columns.items():
+        lo, hi = -math.inf, math.inf
+        for check in getattr(col, "checks", []) or []:
+            cname = getattr(check, "name", "")
+            st = getattr(check, "statistics", {}) or {}
+            if cname == "isin":
+                keys[str(name)] = list(st["allowed_values"])
+            lo, hi = _narrowed(lo, hi, cname, st)
+        if math.isfinite(lo) and math.isfinite(hi):
+            bounds[str(name)] = (lo, hi)
+    return bounds, keys
+
+
+def _narrowed(lo: float, hi: float, check: str, statistics: Mapping[str, Any]
+              ) -> tuple[float, float]:
+    """``[lo, hi]`` narrowed by one pandera range check (unchanged by other checks)."""
+    low, high = RANGE_CHECKS.get(check, (None, None))
+    return (max(lo, float(statistics[low])) if low else lo,
+            min(hi, float(statistics[high])) if high else hi)
+
+
+def declarations(bounds: object, keys: object, schema: Any
+                  ) -> tuple[dict[str, tuple[float, float]], dict[str, Sequence[object] | str]]:
+    """Bounds and keys from a pandera schema, then the explicit ones over them."""
+    b: dict[str, tuple[float, float]] = {}
+    k: dict[str, Sequence[object] | str] = {}
+    if schema is not None:
+        sb, sk = bounds_and_keys_from_schema(schema)
+        b.update(sb)
+        k.update(sk)
+    for name, given, into in (("bounds", bounds, b), ("keys", keys, k)):
+        try:
+            into.update(dict(given or {}))  # type: ignore[call-overload]
+        except (TypeError, ValueError):
+            raise ValidationError(f"{name} must be a mapping {{column: ...}}") from None
+    return b, k
+
+
+def positive_int(value: object) -> bool:
+    """A positive integer (Python or numpy), not a bool."""
+    return not isinstance(value, bool) and isinstance(value, int | np.integer) and int(value) >= 1
+
+
+def check_unit(schema: Mapping[str, object], privacy_unit: object, max_rows: object,
+                max_groups: object) -> None:
+    """The privacy unit and its contribution bounds (public declarations)."""
+    if privacy_unit is not None and not isinstance(privacy_unit, str):
+        raise ValidationError("privacy_unit must be a column name (a string)")
+    if privacy_unit is not None and privacy_unit not in schema:
+        raise ValidationError(f"unknown privacy_unit column {privacy_unit!r}")
+    _check_contribution(privacy_unit, max_rows, max_groups)
+
+
+def _check_contribution(privacy_unit: object, max_rows: object, max_groups: object) -> None:
+    """Contribution bounds: positive integers, and only (and always) with a privacy unit."""
+    for name, val in (("max_rows_per_unit", max_rows), ("max_groups_per_unit", max_groups)):
+        if val is not None and not positive_int(val):
+            raise ValidationError(f"{name} must be a positive integer")
+    if privacy_unit is not None and max_rows is None:
+        raise ValidationError("privacy_unit needs max_rows_per_unit (a contribution bound)")
+    if privacy_unit is None and (max_rows is not None or max_groups is not None):
+        raise ValidationError("max_rows_per_unit and max_groups_per_unit bound a privacy "
+                              "unit's rows: pass privacy_unit= too (each row is its own unit "
+                              "otherwise)")
+
+
+def check_accuracy_args(epsilon: object, accuracy: object, n_measures: int,
+                         min_rows: object) -> None:
+    """``accuracy=`` instead of ``epsilon=``: one of them, one aggregate, a valid min_rows."""
+    if epsilon is not None and accuracy is not None:
+        raise ValidationError("pass epsilon= or accuracy=, not both")
+    if accuracy is None:
+        raise ValidationError("pass epsilon= (the budget to spend) or accuracy= (the "
+                              "target half-width of the interval, in the result's units)")
+    if n_measures != 1:
+        raise ValidationError("accuracy= applies to one aggregate; use epsilon= for agg")
+    if min_rows is not None and not positive_int(min_rows):
+        raise ValidationError("min_rows must be a positive integer")
+
+
+def fraction_weights(weights: Mapping[str, float] | Sequence[float] | None, n: int,
+                      labels: list[str]) -> list[Fraction]:
+    if weights is None:
+        return [Fraction(1)] * n
+    if isinstance(weights, Mapping):
+        try:
+            vals = [weights[label] for label in labels]
+        except KeyError as exc:
+            raise ValidationError(f"no weight for aggregate {exc.args[0]!r}") from None
+    else:
+        vals = list(weights)
+    if len(vals) != n:
+        raise ValidationError("one weight per aggregate is needed")
+    return [to_fraction(v, "weight", positive=True) for v in vals]
