@@ -8,6 +8,7 @@ that never releases a singleton key, and ``import dpframe`` that never imports d
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -204,6 +205,29 @@ def test_user_bounds_many_units_interleaved(client: Any) -> None:
     out = ddf.dp(s, privacy_unit="u", max_rows_per_unit=2, keys={"g": ["a", "b"]}) \
         .groupby("g").count(epsilon=1)
     assert out.attrs["dp"]["measures"][0]["sensitivity"] == 2.0
+
+
+def test_pre_selection_chooses_a_units_groups_uniformly() -> None:
+    """One unit: three rows of group "a" in the first partition, one row each of "b", "c" and
+    "d" in the second. Bounding to one group must keep each of the four groups with
+    probability 1/4 (a choice per partition first, then between partitions, would keep "a"
+    half the time). Binomial tolerance, 5 standard deviations, over 400 releases."""
+    df = pd.DataFrame({"u": [7] * 6, "g": ["a", "a", "a", "b", "c", "d"], "x": np.ones(6)})
+    ddf = dd.from_pandas(df, npartitions=2, sort=False)
+    assert ddf.map_partitions(len).compute().tolist() == [3, 3]
+    q = Query((Measure("count"),), Fraction(1), by=("g",), keys={"g": ("a", "b", "c", "d")},
+              privacy_unit="u", max_rows_per_unit=1, max_groups_per_unit=1)
+    backend = DaskBackend(ddf)
+    compute = prepare(_session(), q, backend).compute
+    gen = np.random.default_rng(3)
+    kept = np.zeros(4)
+    trials = 400
+    with dask.config.set(scheduler="sync"):
+        for _ in range(trials):
+            kept += next(iter(backend.exact(compute, gen).values.values()))
+    assert kept.sum() == trials  # one row of one group each time
+    sd = math.sqrt(trials * 0.25 * 0.75)
+    assert np.all(np.abs(kept - trials / 4) < 5 * sd), kept
 
 
 def test_unit_hash_is_dtype_canonical() -> None:
