@@ -276,17 +276,20 @@ def bound_contributions(units: I64, groups: I64 | None, max_rows: int, max_group
     all_valid = bool(keep.all())
     nu = (int(units.max()) + 1 if n else 0) + 1  # one spare code for dropped rows
     u = units if all_valid else np.where(keep, units, nu - 1)
+    per_unit = np.bincount(u, minlength=nu)
+    per_unit[nu - 1] = 0
     if groups is not None and max_groups < (int(groups.max()) + 1 if n else 1):
-        per_unit = np.bincount(u, minlength=nu)
         busy_unit = per_unit > max_groups
-        busy_unit[nu - 1] = False
-        if busy_unit.any():
-            busy = busy_unit[u]
-            if bool(busy.all()):
-                keep &= _choose_groups(u, groups, nu, max_groups, gen)
-            else:
-                idx = np.flatnonzero(busy)
-                keep[idx[~_choose_groups(u[idx], groups[idx], nu, max_groups, gen)]] = False
+        busy_units = int(np.count_nonzero(busy_unit))
+        if busy_units * 2 > np.count_nonzero(per_unit):
+            # most units are busy: choosing among every unit's pairs is the same choice (a unit
+            # with at most max_groups rows keeps all its pairs) and skips a gather of the subset
+            keep &= _choose_groups(u, groups, nu, max_groups, gen)
+        elif busy_units:
+            idx = np.flatnonzero(busy_unit[u])
+            keep[idx[~_choose_groups(u[idx], groups[idx], nu, max_groups, gen)]] = False
+    if int(per_unit.max(initial=0)) <= max_rows:  # no unit has more rows than the bound
+        return keep
     # rows per (unit, group): with groups, pairs are identified by (unit, group)
     kept_u = u if bool(keep.all()) else np.where(keep, u, nu - 1)
     per_unit = np.bincount(kept_u, minlength=nu)
