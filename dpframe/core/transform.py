@@ -46,15 +46,35 @@ def fixed_point(values: npt.ArrayLike, req: AggregateRequest) -> F64:
         v -= req.shift
     v *= float(1 / req.unit)  # unit is a power of two: exact scaling
     np.rint(v, out=v)
-    # after exact scaling, a value can only round past [ilo, ihi] when a scaled bound is not an
-    # integer (then ilo/ihi are its ceiling/floor): clip again in the integer domain
-    if req.shift or req.center is not None or (req.lo / float(req.unit)) != req.ilo or (
-            req.hi / float(req.unit)) != req.ihi:
+    if _rounds_past_bounds(req):
         np.clip(v, req.ilo, req.ihi, out=v)
     nan = np.isnan(v)
     if nan.any():
-        v[nan] = float(min(max(0, req.ilo), req.ihi))
+        v[nan] = _missing_integer(req)
     return v
+
+
+def _rounds_past_bounds(req: AggregateRequest) -> bool:
+    """Whether a quantized value can round past ``[ilo, ihi]``: after exact scaling only with a
+    shift, a center or a scaled bound that is not an integer (then ilo/ihi are its ceiling and
+    floor); the integer is then clipped again."""
+    scale = float(1 / req.unit)
+    return bool(req.shift) or req.center is not None or req.lo * scale != req.ilo or (
+        req.hi * scale != req.ihi)
+
+
+def _missing_integer(req: AggregateRequest) -> float:
+    """The integer a missing value counts as: the one nearest 0 inside ``[ilo, ihi]``."""
+    return float(min(max(0, req.ilo), req.ihi))
+
+
+def _int64_when_fits(totals: npt.NDArray[np.object_]) -> npt.NDArray[np.int64] | npt.NDArray[
+        np.object_]:
+    """Exact totals (Python integers) as int64 when every one fits with room to add, else as
+    they are (object)."""
+    if all(-(1 << 62) < int(t) < (1 << 62) for t in totals):
+        return totals.astype(np.int64)
+    return totals
 
 
 def bin_index(values: npt.ArrayLike, edges: tuple[float, ...], right: bool = True,
@@ -130,10 +150,7 @@ def grouped_sum_exact(codes: I64, values: F64, ngroups: int, max_abs: int,
                             minlength=ngroups + 1)
             acc += s.astype(np.int64)
         total = total + acc.astype(object) * mult
-    total = total[:ngroups]
-    if all(-(1 << 62) < int(t) < (1 << 62) for t in total):
-        return total.astype(np.int64)
-    return total
+    return _int64_when_fits(total[:ngroups])
 
 
 def grouped_bin_counts(codes: I64, bins: I64, ngroups: int, nbins: int,
@@ -178,40 +195,32 @@ def _choose_groups(u: I64, g: I64, nu: int, max_groups: int, gen: np.random.Gene
                    ) -> Bools:
     """For rows (unit u, group g), whether their pair is among the unit's ``max_groups`` pairs
     of smallest keyed priority (a uniform choice among the unit's distinct groups)."""
-    prio = keyed_priority(u, g, int(gen.integers(0, 2**63)))
-    if max_groups == 1:
-        best = np.full(nu, _UMAX, dtype=np.uint64)
-        np.minimum.at(best, u, prio)
-        return prio == best[u]
-    if max_groups <= 8:
-        chosen = np.zeros(u.size, dtype=bool)
-        for _ in range(max_groups):
-            cand = np.where(chosen, _UMAX, prio)
-            best = np.full(nu, _UMAX, dtype=np.uint64)
-            np.minimum.at(best, u, cand)
-            chosen |= (cand == best[u]) & ~chosen
-        return chosen
-    order = np.lexsort((prio, u))
-    su, sp = u[order], prio[order]
-    pair_start = np.r_[True, (su[1:] != su[:-1]) | (sp[1:] != sp[:-1])]
-    pair_id = np.cumsum(pair_start) - 1
-    prank = _rank_in_runs(su[np.flatnonzero(pair_start)])
-    chosen = np.empty(u.size, dtype=bool)
-    chosen[order] = prank[pair_id] < max_groups
-    return chosen
+    return _smallest_pairs(u, keyed_priority(u, g, int(gen.integers(0, 2**63))), g, nu,
+                           max_groups)
+
+
+def _smallest_of_group(u: I64, g: I64, nu: int, hit: Bools) -> npt.NDArray[np.intp]:
+    """The rows among ``hit`` whose group is the smallest of their unit's hit groups (the
+    tie-break between two pairs of a unit with one priority)."""
+    idx = np.flatnonzero(hit)
+    group = np.full(nu, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(group, u[idx], g[idx])
+    return idx[g[idx] == group[u[idx]]]
 
 
 def _smallest_pairs(u: I64, prio: npt.NDArray[np.uint64], g: I64, nu: int, max_groups: int
                     ) -> Bools:
     """For rows (unit ``u``, group ``g``) with pair priority ``prio``, whether their pair is
-    among the unit's ``max_groups`` pairs of smallest priority (ties: the smaller group)."""
-    if max_groups == 1:  # the smallest priority, and of its groups (a tie) the smallest
-        best = np.full(nu, _UMAX, dtype=np.uint64)
-        np.minimum.at(best, u, prio)
-        first = prio == best[u]
-        group = np.full(nu, np.iinfo(np.int64).max, dtype=np.int64)
-        np.minimum.at(group, u[first], g[first])
-        return first & (g == group[u])
+    among the unit's ``max_groups`` pairs of smallest priority (ties: the smaller group; keyed
+    priorities of distinct pairs of a unit never tie, carried ones are checked anyway)."""
+    if max_groups <= 8:  # one pass per group kept: per-unit minima, no sort
+        chosen = np.zeros(u.size, dtype=bool)
+        for _ in range(max_groups):
+            cand = prio if not chosen.any() else np.where(chosen, _UMAX, prio)
+            best = np.full(nu, _UMAX, dtype=np.uint64)
+            np.minimum.at(best, u, cand)
+            chosen[_smallest_of_group(u, g, nu, (cand == best[u]) & ~chosen)] = True
+        return chosen
     order = np.lexsort((g, prio, u))
     su, sp, sg = u[order], prio[order], g[order]
     new_unit = np.r_[True, su[1:] != su[:-1]]
@@ -352,8 +361,7 @@ def fixed_point_total(values: np.ndarray, req: AggregateRequest) -> tuple[int, i
         return None
     scale = float(1 / req.unit)
     lo, hi, shift = req.lo * scale, req.hi * scale, req.shift * scale
-    reclip = bool(req.shift) or lo != req.ilo or hi != req.ihi
-    fill = float(min(max(0, req.ilo), req.ihi))
+    reclip, fill = _rounds_past_bounds(req), _missing_integer(req)
     buf = np.empty(min(BLOCK_ROWS, max(x.size, 1)))
     total, missing = 0, 0
     for start in range(0, x.size, BLOCK_ROWS):
@@ -378,7 +386,7 @@ def fixed_point_total(values: np.ndarray, req: AggregateRequest) -> tuple[int, i
 
 def _as_counts(total: int) -> np.ndarray:
     """One group's exact total as grouped_sum_exact returns it (int64, or object if huge)."""
-    return np.array([total], dtype=np.int64 if -(1 << 62) < total < (1 << 62) else object)
+    return _int64_when_fits(np.array([total], dtype=object))
 
 
 def compute_exact(
