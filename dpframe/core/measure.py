@@ -23,7 +23,7 @@ from ..errors import ValidationError
 from .compute import AggregateRequest, ExactAggregates
 from .mechanisms import ExponentialSpec, NoiseSpec, noise_spec
 from .rng import RandomSource
-from .sensitivity import Contribution, Relation, Sensitivity
+from .sensitivity import Contribution, Relation, Sensitivity, count_sensitivity, sum_sensitivity
 
 if TYPE_CHECKING:
     from .query import Measure, Query
@@ -107,6 +107,17 @@ class PlanContext:
     @property
     def grouped(self) -> bool:
         return bool(self.query.by)
+
+    def count_sensitivity(self) -> Sensitivity:
+        """Of a count per group (also per bin of a distinct count): one unit moves it by at most
+        its rows in each group it touches."""
+        return count_sensitivity(self.relation, self.contribution, self.grouped)
+
+    def sum_sensitivity(self, req: AggregateRequest) -> Sensitivity:
+        """Of a fixed-point sum: every row's integer lies in ``[ilo, ihi]`` by construction, so
+        the bound is over ``[ilo * unit, ihi * unit]``, not over the declared bounds."""
+        return sum_sensitivity(self.relation, req.ilo * req.unit, req.ihi * req.unit,
+                               self.contribution, self.grouped)
 
     def additive(self, s: Sensitivity, eps: Fraction, delta: Fraction, rho: Fraction | None,
                  integer: bool, unit: Fraction | None = None) -> NoiseSpec:

@@ -25,7 +25,7 @@ from .mechanisms import geometric_spec
 
 #: The sum aggregate's sensitivity (its result: a ``Sensitivity``), looked up in the module
 #: that calls it.
-SUM_SENSITIVITY = "dpframe.core.aggregates.sum.sum_sensitivity"
+SUM_SENSITIVITY = "dpframe.core.measure.sum_sensitivity"
 #: The planner of private-key selection (its result has a ``threshold``).
 KEY_SELECTION = "dpframe.core.plan._plan_selection"
 

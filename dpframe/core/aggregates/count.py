@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 
 from ..compute import AggregateRequest
 from ..measure import AdditiveCount, MeasurePlan, PlanContext
-from ..sensitivity import count_sensitivity
 
 if TYPE_CHECKING:
     from ..query import Measure, Query
@@ -31,7 +30,7 @@ class Count(AdditiveCount):
 
     def plan(self, ctx: PlanContext, m: Measure, eps: Fraction, delta: Fraction,
              rho: Fraction | None) -> MeasurePlan:
-        s = count_sensitivity(ctx.relation, ctx.contribution, ctx.grouped)
+        s = ctx.count_sensitivity()
         req = (AggregateRequest("rows") if m.column is None
                else AggregateRequest("nonnull", m.column))
         return MeasurePlan(m, eps, delta, [req], noise=ctx.additive(s, eps, delta, rho, True))

@@ -15,7 +15,6 @@ import numpy as np
 
 from ..compute import AggregateRequest
 from ..measure import AdditiveCount, MeasurePlan, PlanContext, Rows
-from ..sensitivity import count_sensitivity
 
 if TYPE_CHECKING:
     from ..query import Measure, Query
@@ -31,7 +30,7 @@ class CountDistinct(AdditiveCount):
 
     def plan(self, ctx: PlanContext, m: Measure, eps: Fraction, delta: Fraction,
              rho: Fraction | None) -> MeasurePlan:
-        s = count_sensitivity(ctx.relation, ctx.contribution, ctx.grouped)
+        s = ctx.count_sensitivity()
         return MeasurePlan(m, eps, delta, [AggregateRequest("distinct", m.column)],
                            noise=ctx.additive(s, eps, delta, rho, True))
 

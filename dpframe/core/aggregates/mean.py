@@ -24,7 +24,6 @@ from ..intervals import (
 )
 from ..measure import Aggregate, MeasurePlan, MeasureRelease, PlanContext, Rows
 from ..rng import RandomSource
-from ..sensitivity import count_sensitivity, sum_sensitivity
 
 if TYPE_CHECKING:
     from ..query import Measure
@@ -40,9 +39,8 @@ class Mean(Aggregate):
         assert m.column is not None
         lo, hi = ctx.query.bounds_of(m.column)
         req = fixed_point_request(m.column, lo, hi, (lo + hi) / 2, False, with_count=True)
-        s_sum = sum_sensitivity(ctx.relation, req.ilo * req.unit, req.ihi * req.unit,
-                                ctx.contribution, ctx.grouped)
-        s_cnt = count_sensitivity(ctx.relation, ctx.contribution, ctx.grouped)
+        s_sum = ctx.sum_sensitivity(req)
+        s_cnt = ctx.count_sensitivity()
         half_rho = rho / 2 if rho is not None else None
         return MeasurePlan(
             m, eps, delta, [req],

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 from ..compute import fixed_point_request
 from ..measure import Aggregate, MeasurePlan, MeasureRelease, PlanContext, Rows
 from ..rng import RandomSource
-from ..sensitivity import sum_sensitivity
 
 if TYPE_CHECKING:
     from ..query import Measure
@@ -33,8 +32,7 @@ class Sum(Aggregate):
         lo, hi = ctx.query.bounds_of(m.column)
         is_int = ctx.column_kinds.get(m.column) in ("int", "bool")
         req = fixed_point_request(m.column, lo, hi, Fraction(0), is_int)
-        s = sum_sensitivity(ctx.relation, req.ilo * req.unit, req.ihi * req.unit,
-                            ctx.contribution, ctx.grouped)
+        s = ctx.sum_sensitivity(req)
         return MeasurePlan(m, eps, delta, [req],
                            noise=ctx.additive(s, eps, delta, rho, req.integer, req.unit),
                            bounds=(float(lo), float(hi)))

@@ -18,7 +18,6 @@ from ..compute import fixed_point_request, square_request
 from ..intervals import variance_estimate, variance_interval
 from ..measure import Aggregate, MeasurePlan, MeasureRelease, PlanContext, Rows
 from ..rng import RandomSource
-from ..sensitivity import count_sensitivity, sum_sensitivity
 
 if TYPE_CHECKING:
     from ..query import Measure
@@ -35,11 +34,9 @@ class Variance(Aggregate):
         lo, hi = ctx.query.bounds_of(m.column)
         req = fixed_point_request(m.column, lo, hi, (lo + hi) / 2, False, with_count=True)
         sq = square_request(m.column, lo, hi)
-        s_sum = sum_sensitivity(ctx.relation, req.ilo * req.unit, req.ihi * req.unit,
-                                ctx.contribution, ctx.grouped)
-        s_sq = sum_sensitivity(ctx.relation, sq.ilo * sq.unit, sq.ihi * sq.unit,
-                               ctx.contribution, ctx.grouped)
-        s_cnt = count_sensitivity(ctx.relation, ctx.contribution, ctx.grouped)
+        s_sum = ctx.sum_sensitivity(req)
+        s_sq = ctx.sum_sensitivity(sq)
+        s_cnt = ctx.count_sensitivity()
         third = rho / 3 if rho is not None else None
         return MeasurePlan(
             m, eps, delta, [req, sq],
