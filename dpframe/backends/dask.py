@@ -123,21 +123,13 @@ def _partition_exact(part: pd.DataFrame, request: ComputeRequest, seeds: npt.NDA
     return out
 
 
-def _one_cell(agg: ExactAggregates) -> pd.Series:
-    out = pd.Series([None], dtype=object)
-    out.iloc[0] = agg
-    return out
-
-
 def _preselect(part: pd.DataFrame, request: ComputeRequest, key: tuple[int, int], salt: int,
-               seeds: npt.NDArray[np.int64], partition_info: dict[str, Any] | None = None
-               ) -> pd.DataFrame:
+               seed: int) -> pd.DataFrame:
     """The rows of one input partition that can survive contribution bounding (public keys):
     per unit, its ``max_groups`` pairs of smallest keyed priority here and in each its
     ``max_rows`` rows of smallest fresh random priority, with the unit's keyed hash, the group
     code and both priorities (:func:`~dpframe.core.transform.select_by_priority`: selecting
     again over every partition's pre-selection is bounding over all rows)."""
-    number = 0 if partition_info is None else int(partition_info["number"])
     backend = PandasBackend(part)
     codes, _ = backend.group_codes(request)
     unit = backend.column(str(request.privacy_unit))
@@ -147,7 +139,7 @@ def _preselect(part: pd.DataFrame, request: ComputeRequest, key: tuple[int, int]
     h = unit_hash(unit.iloc[ok], key)
     g = np.asarray(codes, dtype=np.int64)[ok]
     pair = keyed_priority(h.view(np.int64), g, salt)
-    row = np.random.default_rng(int(seeds[number])).integers(0, 2**63, ok.size, dtype=np.int64)
+    row = np.random.default_rng(seed).integers(0, 2**63, ok.size, dtype=np.int64)
     # the partition's own unit codes pick the same rows as the hashes would (a hash collision
     # can only merge two units later, which bounds more, never less)
     keep = select_by_priority(local[ok], g, pair, row.view(np.uint64), request.max_groups,
@@ -164,11 +156,10 @@ def _preselect(part: pd.DataFrame, request: ComputeRequest, key: tuple[int, int]
 
 
 def _preselect_buckets(part: pd.DataFrame, request: ComputeRequest, key: tuple[int, int],
-                       salt: int, seeds: npt.NDArray[np.int64], number: int, buckets: int
-                       ) -> list[pd.DataFrame]:
+                       salt: int, seed: int, buckets: int) -> list[pd.DataFrame]:
     """:func:`_preselect`, its rows split into ``buckets`` by unit hash (a unit's rows from
     every partition meet in one bucket: the exchange moves only pre-selected rows)."""
-    out = _preselect(part, request, key, salt, seeds, {"number": number})
+    out = _preselect(part, request, key, salt, seed)
     bucket = (out[UNIT_HASH_COLUMN].to_numpy(dtype=np.uint64) % np.uint64(buckets)).astype(
         np.int64)
     order = np.argsort(bucket, kind="stable")
@@ -178,15 +169,10 @@ def _preselect_buckets(part: pd.DataFrame, request: ComputeRequest, key: tuple[i
 
 def _bucket_exact(frames: list[pd.DataFrame], request: ComputeRequest,
                   keys: list[tuple[object, ...]]) -> ExactAggregates:
-    """The final selection and exact aggregates of one bucket (every partition's share)."""
-    return _unwrap(_selected_exact(pd.concat(frames, ignore_index=True), request, keys))
-
-
-def _selected_exact(part: pd.DataFrame, request: ComputeRequest,
-                    keys: list[tuple[object, ...]]) -> pd.Series:
-    """One partition of pre-selected rows, shuffled by unit (each unit's candidates in one
-    partition): the final selection by the carried priorities, then the exact aggregates of
-    the selected rows (bounded already: no unit step left)."""
+    """One bucket: every partition's pre-selected rows of its units. The final selection by
+    the carried priorities, then the exact aggregates of the selected rows (bounded already:
+    no unit step left)."""
+    part = pd.concat(frames, ignore_index=True)
     dense = pd.factorize(part[UNIT_HASH_COLUMN].to_numpy())[0].astype(np.int64)
     g = part[GROUP_COLUMN].to_numpy(dtype=np.int64)
     keep = select_by_priority(dense, g, part[PAIR_PRIORITY_COLUMN].to_numpy(dtype=np.uint64),
@@ -194,10 +180,9 @@ def _selected_exact(part: pd.DataFrame, request: ComputeRequest,
                               request.max_groups, request.max_rows)
     rows = PandasBackend(part.iloc[np.flatnonzero(keep)])
     bounded = dataclasses.replace(request, privacy_unit=None)
-    agg = compute_exact(bounded, g[keep], keys, None,
-                        lambda c: numeric_column(rows.column(c)), np.random.default_rng(0),
-                        lambda c: value_hashes(rows.column(c)))
-    return _one_cell(agg)
+    return compute_exact(bounded, g[keep], keys, None,
+                         lambda c: numeric_column(rows.column(c)), np.random.default_rng(0),
+                         lambda c: value_hashes(rows.column(c)))
 
 
 def _unwrap(cell: pd.Series) -> ExactAggregates:
@@ -261,17 +246,11 @@ class DaskBackend:
             return None
         return tuple(dtype.categories)
 
-    def _columns(self, request: ComputeRequest) -> list[str]:
-        q = request
-        cols = [*q.by, *([q.privacy_unit] if q.privacy_unit else []),
-                *(r.column for r in request.requests if r.column is not None)]
-        return list(dict.fromkeys(cols))
-
     def prepared(self, request: ComputeRequest, key: tuple[int, int] = (0, 0)) -> dd.DataFrame:
         """The frame the partials are computed on: needed columns only, and with a privacy
         unit, shuffled by the unit's ``key``-ed hash so that each unit's rows sit in exactly
         one partition."""
-        frame = self.ddf[[self._labels[c] for c in self._columns(request)]]
+        frame = self.ddf[[self._labels[c] for c in request.columns]]
         unit = request.privacy_unit
         if unit:
             meta = frame._meta.assign(**{UNIT_HASH_COLUMN: np.zeros(0, dtype=np.uint64)})
@@ -303,15 +282,15 @@ class DaskBackend:
         bucket per partition; each bucket gathers its share from every partition (an exchange
         of pre-selected rows only, no Dask shuffle of the frame), and the final selection by
         the carried priorities is exactly bounding over all rows."""
-        frame = self.ddf[[self._labels[c] for c in self._columns(request)]]
+        frame = self.ddf[[self._labels[c] for c in request.columns]]
         salt = int(gen.integers(0, 2**63))
         seeds = gen.integers(0, 2**63, size=frame.npartitions, dtype=np.int64)
         keys = (public_key_list([tuple(request.keys[c]) for c in request.by]) if request.by
                 else [()])
         nb = frame.npartitions
         split = [dask.delayed(_preselect_buckets, pure=True, nout=nb)(
-                     part, request, key, salt, seeds, i, nb)
-                 for i, part in enumerate(frame.to_delayed())]
+                     part, request, key, salt, int(seed), nb)
+                 for part, seed in zip(frame.to_delayed(), seeds, strict=True)]
         finals = [dask.delayed(_bucket_exact, pure=True)([s[j] for s in split], request, keys)
                   for j in range(nb)]
         agg: ExactAggregates

@@ -213,7 +213,7 @@ class ArrowBackend:
     def _streaming(self, request: ComputeRequest, gen: np.random.Generator) -> ExactAggregates:
         q = request
         run = _Run(request, gen, _public_keys(request))
-        cols = list(dict.fromkeys([*q.by, *q.measure_columns]))
+        cols = request.columns
         read_cols = cols or self.source.arrow_schema.names[:1]
         batches = self._batches(read_cols, self._dictionary_columns(q), "dpframe scan")
         # Public keys (or none) and no sampling: a block's aggregate depends on the block alone
@@ -303,7 +303,7 @@ class ArrowBackend:
     def _two_pass(self, request: ComputeRequest, gen: np.random.Generator) -> ExactAggregates:
         q = request
         assert q.privacy_unit is not None
-        cols = list(dict.fromkeys([*q.by, q.privacy_unit, *q.measure_columns]))
+        cols = request.columns
         n_parts = self.n_partitions()
         hash_key = (int(gen.integers(0, 1 << 63)), int(gen.integers(0, 1 << 63)))
         run = _Run(request, gen, _public_keys(request))
