@@ -234,6 +234,10 @@ class _Table:
         self.guide: I64 = np.searchsorted(self.thr[:-1], starts, side="left").astype(np.intp)
 
 
+#: Below this many words :func:`_invert` binary-searches the thresholds (the same count).
+_SEARCH_BELOW = 256
+
+
 def _invert(tab: _Table, w: U32, rng: RandomSource) -> I64:
     """Exact ``X = #{j : F_j <= U}`` for each ``bits``-bit prefix ``w`` of a uniform ``U``.
 
@@ -242,6 +246,10 @@ def _invert(tab: _Table, w: U32, rng: RandomSource) -> I64:
     count are passed and all ``j`` with ``T_j > w`` are not (module docstring); the ``j`` with
     ``T_j == w`` (a contiguous run) are settled by :func:`_count_passed`.
     """
+    if w.size <= _SEARCH_BELOW:  # few words: one binary search each is cheaper than the guide
+        x = np.searchsorted(tab.thr, w, side="left")
+        tie = tab.thr[x] == w
+        return _settle_ties(tab, w, x, tie, rng) if tie.any() else x
     x = tab.guide[w >> tab.gshift]
     g = tab.thr[x]
     tie = g == w
@@ -256,7 +264,12 @@ def _invert(tab: _Table, w: U32, rng: RandomSource) -> I64:
             ga[more] = tab.thr[xa[more]]
         x[adv] = xa
         tie[adv] = ga == wa
-    for i in np.flatnonzero(tie):  # probability <= 2**-bits per boundary
+    return _settle_ties(tab, w, x, tie, rng) if tie.any() else x
+
+
+def _settle_ties(tab: _Table, w: U32, x: I64, tie: Bools, rng: RandomSource) -> I64:
+    """Decide the words equal to a threshold (probability <= 2**-bits per boundary) exactly."""
+    for i in np.flatnonzero(tie):
         wi, j0 = int(w[i]), int(x[i])
         j1 = j0
         while int(tab.thr[j1]) == wi:
@@ -300,10 +313,10 @@ def _accept_words(rng: RandomSource, n: int) -> I64:
 def _split_exponent(x: Fraction) -> int:
     """Smallest ``k >= 0`` with ``2**(k + 1) x >= 1``: then ``exp(-2**k x) <= e**-0.5``, and
     ``> e**-1`` unless ``k = 0``, so the geometric head table stays short."""
-    k = 0
-    while x * (1 << (k + 1)) < 1:
-        k += 1
-    return k
+    # 2**(k + 1) >= q / p  <=>  2**(k + 1) >= ceil(q / p) =: c; the least such k + 1 is
+    # (c - 1).bit_length(), so k is one less (and 0 when c <= 2).
+    p, q = x.numerator, x.denominator
+    return max(0, ((q + p - 1) // p - 1).bit_length() - 1)
 
 
 def _threshold_table(bound: Bound) -> _Table:

@@ -309,6 +309,20 @@ def test_exp_neg_fixed_encloses_exp() -> None:
             assert fhi - flo < Fraction(1, 1 << w)
 
 
+def test_split_exponent_is_the_least_k_of_its_definition() -> None:
+    """The closed form equals the definition: the least k >= 0 with 2**(k + 1) x >= 1."""
+    rnd = np.random.default_rng(11)
+    xs = [Fraction(1, 1 << 40), Fraction(1, 2), Fraction(1, 3), Fraction(1), Fraction(5, 2),
+          Fraction(1, (1 << 40) - 1), Fraction(3, 1 << 20), Fraction(1, (1 << 20) + 1)]
+    xs += [Fraction(int(a), int(b)) for a, b in zip(rnd.integers(1, 10**4, 300),
+                                                     rnd.integers(1, 10**12, 300), strict=True)]
+    for x in xs:
+        k = 0
+        while x * (1 << (k + 1)) < 1:
+            k += 1
+        assert S._split_exponent(x) == k, x
+
+
 def test_table_thresholds_are_exact_floors() -> None:
     x, k = Fraction(3, 7), 1  # scale 7/3
     head = S._laplace_head_table(x, S._split_exponent(x))
@@ -360,8 +374,12 @@ def coarse_geometric_table(k: int = 12) -> S._Table:
     return S._Table(thr, 8, geo.bound)
 
 
-def test_lazy_inversion_with_frequent_ties() -> None:
-    """8-bit words tie with a threshold ~5% of the time; the law must still be exact."""
+@pytest.mark.parametrize("search_below", [0, 10**9], ids=["guide", "binary-search"])
+def test_lazy_inversion_with_frequent_ties(search_below: int,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """8-bit words tie with a threshold ~5% of the time; the law must still be exact (both
+    inversion paths: the guide table for many words, binary search for few)."""
+    monkeypatch.setattr(S, "_SEARCH_BELOW", search_below)
     tab = coarse_geometric_table()
     n = 40_000
     w = seeded(22).words32(n) >> np.uint32(24)
@@ -376,8 +394,11 @@ def test_lazy_inversion_with_frequent_ties() -> None:
     assert pooled_chisquare(observed, n * probs(1 / 1.1)) < P_MIN
 
 
-def test_tie_resolution_in_threshold_cluster() -> None:
+@pytest.mark.parametrize("search_below", [0, 10**9], ids=["guide", "binary-search"])
+def test_tie_resolution_in_threshold_cluster(search_below: int,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """Words equal to a clustered threshold resolve to the exact conditional law."""
+    monkeypatch.setattr(S, "_SEARCH_BELOW", search_below)
     tab = coarse_geometric_table()
     j0 = int(np.searchsorted(tab.thr, 255, side="left"))
     trials = 3000
@@ -458,8 +479,11 @@ def test_bernoulli_exp_neg_fast_decisions_near_threshold(gamma: Fraction) -> Non
         assert bool(got[0]) == (int(w) < t), (gamma, int(w) - t)
 
 
-def test_invert_matches_brute_force_on_boundary_words() -> None:
+@pytest.mark.parametrize("search_below", [0, 10**9], ids=["guide", "binary-search"])
+def test_invert_matches_brute_force_on_boundary_words(search_below: int,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """Away from ties, table inversion equals the count of thresholds below the word."""
+    monkeypatch.setattr(S, "_SEARCH_BELOW", search_below)
     rng = seeded(25)
     for tab in (S._laplace_head_table(Fraction(3, 7), 1), S._chunk_table(Fraction(1, 1000), 8),
                 S._geometric_table(Fraction(1, 2)), coarse_geometric_table()):
@@ -494,6 +518,19 @@ def test_discrete_laplace(scale: Fraction) -> None:
     with pytest.raises(AssertionError):
         wvar, wmu4 = laplace_moments(1.1 * b)
         assert_moments(y, 0.0, wvar, wmu4)
+
+
+@pytest.mark.parametrize("scale", [Fraction(7, 3), Fraction(2**20, 3)], ids=str)
+def test_discrete_laplace_in_small_batches(scale: Fraction) -> None:
+    """Releases draw a few values at a time (one per group), which takes the binary-search
+    inversion path: the same law, with the same wrong-scale companion."""
+    rng = seeded(scale.numerator % 10009)
+    y = np.concatenate([S.discrete_laplace(scale, 50, rng) for _ in range(N // 50)])
+    assert y.size == N // 50 * 50
+    b = float(scale)
+    edges = laplace_edges(b)
+    assert integer_gof(y, laplace_cdf(b), edges) > P_MIN
+    assert integer_gof(y, laplace_cdf(1.1 * b), edges) < P_MIN
 
 
 def test_discrete_laplace_secure_source() -> None:
