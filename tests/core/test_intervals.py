@@ -67,6 +67,38 @@ def test_laplace_difference_tail_matches_simulation() -> None:
         assert np.mean(np.abs(x) > a) == pytest.approx(0.05, abs=0.002)
 
 
+def _difference_tail(a: float, b1: float, b2: float) -> float:
+    """P(|X1 - X2| > a) for Laplace(b1) - Laplace(b2), in exact-enough decimal arithmetic."""
+    from decimal import Decimal, localcontext
+
+    with localcontext() as ctx:
+        ctx.prec = 50
+        big, small, x = Decimal(max(b1, b2)), Decimal(min(b1, b2)), Decimal(a)
+        if small == 0:
+            return float((-x / big).exp())
+        if big == small:
+            return float((-x / big).exp() * (1 + x / (2 * big)))
+        return float((big**2 * (-x / big).exp() - small**2 * (-x / small).exp())
+                     / (big**2 - small**2))
+
+
+def test_laplace_difference_half_width_is_the_root_rounded_up() -> None:
+    """The half-width is at or just above the root of the tail equation (1e-9 relative), for
+    scale ratios from 0 to 1 (and within 1e-9 of 1, where the formula changes) and tails from
+    1e-12 to 0.9; a half-width 1e-6 smaller leaves more than ``tail`` outside."""
+    gen = np.random.default_rng(8)
+    ratios = np.concatenate([[0.0, 1e-300, 1e-9, 0.5, 1 - 1e-8, 1 - 1e-10, 1.0],
+                             gen.uniform(0, 1, 40)])
+    for tail in (1e-12, 1e-6, 0.05, 0.5, 0.9):
+        b1 = np.full(ratios.size, 3.0)
+        a = laplace_difference_half_width(b1, 3.0 * ratios, tail)
+        for ai, r in zip(a, ratios, strict=True):
+            got = _difference_tail(float(ai), 3.0, 3.0 * float(r))
+            assert got <= tail * (1 + 1e-7), (tail, r)
+            assert _difference_tail(float(ai) * (1 - 1e-6), 3.0, 3.0 * float(r)) > tail
+    assert laplace_difference_half_width(np.array([0.0]), np.array([0.0]), 0.05)[0] == 0.0
+
+
 def test_intervals_are_reproducible_and_inside_the_bounds() -> None:
     sn, cn = _specs("laplace")
     s = np.array([-40.0, 0.0, 1e4, 3.0])
