@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from .query import Measure, Query
 
 
-@dataclass
+@dataclass(frozen=True)
 class MeasurePlan:
     """How one measure is released (public: shown by dry runs, recorded in the ledger)."""
 

@@ -17,8 +17,14 @@ Budget split rules (documented in docs/privacy.md):
 from __future__ import annotations
 
 import math
+import pickle
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from fractions import Fraction
+from functools import cached_property
 
 from ..errors import ValidationError
 from .accounting import PrivacyCost, poisson_subsampling, zcdp_to_approx_dp
@@ -28,9 +34,10 @@ from .measure import MeasurePlan, PlanContext
 from .mechanisms import NoiseSpec, noise_spec, rho_for
 from .query import Measure, Query
 from .sensitivity import Contribution, Relation, key_selection_sensitivity
+from .values import ColumnKind
 
 
-@dataclass
+@dataclass(frozen=True)
 class SelectionPlan:
     """DP key selection: noisy distinct-unit counts per key, released above a threshold."""
 
@@ -45,18 +52,19 @@ class SelectionPlan:
                 "threshold": self.threshold}
 
 
-@dataclass
+@dataclass(frozen=True)
 class ReleasePlan:
-    """Everything about a release that does not depend on the data."""
+    """Everything about a release that does not depend on the data. Immutable: one plan may
+    serve many releases (:func:`plan_release` caches them)."""
 
     query: Query
     relation: Relation
-    measures: list[MeasurePlan]
+    measures: tuple[MeasurePlan, ...]
     selection: SelectionPlan | None
     cost: PrivacyCost
     contribution: Contribution = field(default_factory=Contribution)
 
-    @property
+    @cached_property
     def requests(self) -> list[AggregateRequest]:
         """Deduplicated exact aggregates to compute (always including row counts per group)."""
         seen: dict[tuple[object, ...], AggregateRequest] = {}
@@ -65,7 +73,7 @@ class ReleasePlan:
                 seen.setdefault(r.key, r)
         return list(seen.values())
 
-    @property
+    @cached_property
     def compute(self) -> ComputeRequest:
         """The data-only request a backend receives (no noise, no budget)."""
         q = self.query
@@ -114,7 +122,62 @@ def plan_query(query: Query, relation: Relation, column_kinds: dict[str, str]) -
     rho_total = sum((r for _, _, r in budgets if r is not None), Fraction(0))
     pure_gaussian = gaussian and selection is None and all(mp.em is None for mp in plans)
     cost = _cost(query, relation, rho_total if pure_gaussian else None)
-    return ReleasePlan(query, relation, plans, selection, cost, contrib)
+    return ReleasePlan(query, relation, tuple(plans), selection, cost, contrib)
+
+
+#: Types whose pickle is their value, exactly: ``-0.0`` and ``0.0``, ``True`` and ``1``, ``1``
+#: and ``1.0`` pickle apart. Queries holding anything else (in keys or bounds) are not cached.
+_PLAIN_TYPES = (str, int, float, bool, type(None), Fraction, Decimal, bytes)
+_PLANS: OrderedDict[bytes, ReleasePlan] = OrderedDict()
+_PLANS_LOCK = threading.Lock()
+PLAN_CACHE_SIZE = 256
+
+
+def _plain(value: object) -> bool:
+    return type(value) in _PLAIN_TYPES or type(value).__module__ == "numpy"
+
+
+def _plan_key(query: Query, relation: str,
+              column_kinds: Mapping[str, ColumnKind]) -> bytes | None:
+    """An exact fingerprint of a plan's inputs, or None when one cannot be made safely.
+
+    Pickles distinguish every value the plan could tell apart (the type and the exact bits of
+    each number, the order of declared keys), so equal fingerprints mean equal plans; two
+    queries that differ only in ways a pickle hides never share one, because only plain types
+    are fingerprinted."""
+    for values in (*query.keys.values(), *query.bounds.values()):
+        if not isinstance(values, tuple | list) or not all(_plain(v) for v in values):
+            return None
+    try:
+        return pickle.dumps((query, relation, sorted(column_kinds.items())),
+                            protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # anything a pickle refuses is simply not cached
+        return None
+
+
+def plan_release(query: Query, relation: Relation,
+                 column_kinds: Mapping[str, ColumnKind]) -> ReleasePlan:
+    """Validate ``query`` against the schema and plan it: :meth:`Query.validate` then
+    :func:`plan_query`, remembered for the last :data:`PLAN_CACHE_SIZE` distinct inputs.
+
+    Both are pure functions of public information (the query, the relation, the column
+    kinds), so a remembered plan is the plan a new computation would give; a query that fails
+    validation is never remembered and fails again, with the same error."""
+    key = _plan_key(query, relation, column_kinds)
+    if key is not None:
+        with _PLANS_LOCK:
+            plan = _PLANS.get(key)
+            if plan is not None:
+                _PLANS.move_to_end(key)
+                return plan
+    query.validate(column_kinds)
+    plan = plan_query(query, relation, dict(column_kinds))
+    if key is not None:
+        with _PLANS_LOCK:
+            _PLANS[key] = plan
+            while len(_PLANS) > PLAN_CACHE_SIZE:
+                _PLANS.popitem(last=False)
+    return plan
 
 
 def _contribution(query: Query) -> Contribution:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..backends.base import Backend
 from ..core.apply import CoreRelease, apply_plan
-from ..core.plan import ReleasePlan, plan_query
+from ..core.plan import ReleasePlan, plan_release
 from ..core.query import Query
 
 if TYPE_CHECKING:
@@ -39,9 +39,7 @@ def last_release(session: Session) -> CoreRelease | None:
 
 def prepare(session: Session, query: Query, backend: Backend) -> ReleasePlan:
     """Steps 1-2: validate and plan, with no side effect."""
-    schema = backend.schema()
-    query.validate(schema)
-    plan = plan_query(query, session.neighbouring, dict(schema))
+    plan = plan_release(query, session.neighbouring, backend.schema())
     session.check_privacy_unit(query.privacy_unit)
     return plan
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import importlib
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -28,6 +29,9 @@ from .mechanisms import geometric_spec
 SUM_SENSITIVITY = "dpframe.core.measure.sum_sensitivity"
 #: The planner of private-key selection (its result has a ``threshold``).
 KEY_SELECTION = "dpframe.core.plan._plan_selection"
+#: The planner's cache of finished plans (``plan_release``): a patched planner starts from an
+#: empty one, and the plans it made are dropped with the patch.
+PLAN_CACHE = "dpframe.core.plan._PLANS"
 
 Patch = Callable[[pytest.MonkeyPatch], None]
 
@@ -36,6 +40,11 @@ def _real(target: str) -> Callable[..., Any]:
     module, name = target.rsplit(".", 1)
     fn: Callable[..., Any] = getattr(importlib.import_module(module), name)
     return fn
+
+
+def _forget_plans(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plans made before the patch were made by the real planner: hide them while it holds."""
+    monkeypatch.setattr(PLAN_CACHE, OrderedDict())
 
 
 def halve_sum_sensitivity(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -47,6 +56,7 @@ def halve_sum_sensitivity(monkeypatch: pytest.MonkeyPatch) -> None:
         return Sensitivity(s.l1 / 2, s.l2 / 2, s.linf / 2, s.changed)
 
     monkeypatch.setattr(SUM_SENSITIVITY, halved)
+    _forget_plans(monkeypatch)
 
 
 def lower_selection_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -58,6 +68,7 @@ def lower_selection_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
         return dataclasses.replace(sp, threshold=sp.threshold - 1)
 
     monkeypatch.setattr(KEY_SELECTION, lowered)
+    _forget_plans(monkeypatch)
 
 
 def patched(patch: Patch) -> Callable[[], contextlib.AbstractContextManager[None]]:
