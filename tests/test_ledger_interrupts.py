@@ -9,6 +9,7 @@ query is answered without its charge on disk).
 
 from __future__ import annotations
 
+import linecache
 import os
 import queue
 import random
@@ -422,6 +423,67 @@ def test_interrupt_after_any_statement_of_charge_or_record(tmp_path: Path) -> No
             points += 1
             at += 1
     assert points >= 10
+
+
+def _interrupt_at_line(at: int, fn: Any, *args: Any) -> bool:
+    """Run ``fn(*args)``, raising ``KeyboardInterrupt`` at the ``at``-th line it executes in the
+    memory ledger's module (a Ctrl-C landing there); True when it finished first.
+
+    Lines of ``with`` statements are passed over: an interrupt as a ``with`` block exits,
+    before its ``__exit__`` runs, leaves any lock held (CPython's own caveat, bpo-29988,
+    shared by every ``with lock:``); what this checks is the ledger's state, not the lock."""
+    import dpframe.engine.ledger.memory as memory
+
+    seen = 0
+
+    def trace(frame: Any, event: str, arg: Any) -> Any:
+        nonlocal seen
+        if frame.f_code.co_filename != memory.__file__:
+            return None
+        line = linecache.getline(memory.__file__, frame.f_lineno).lstrip()
+        if event == "line" and not line.startswith("with "):
+            seen += 1
+            if seen == at:
+                raise KeyboardInterrupt
+        return trace
+
+    sys.settrace(trace)
+    try:
+        fn(*args)
+        return True
+    except KeyboardInterrupt:
+        return False
+    finally:
+        sys.settrace(None)
+
+
+@pytest.mark.parametrize("op", ["charge", "charge+unit", "record"])
+def test_memory_ledger_interrupted_at_any_line_is_whole_or_untouched(op: str) -> None:
+    """An interrupt at any line of a memory-ledger charge or record leaves it consistent: the
+    spend is the sum of the entries' charges, every entry's unit is the ledger's, and the
+    ledger takes the next charge."""
+    from dpframe.engine.ledger.memory import MemoryLedger
+
+    at = 1
+    while True:
+        led = MemoryLedger(10)
+        pending = led.charge(COST, META) if op == "record" else 0
+        meta = {**META, "privacy_unit": "column:uid"} if "unit" in op else META
+        done = (_interrupt_at_line(at, led.record, pending, "released", {"noise_scale": 1.0})
+                if op == "record" else _interrupt_at_line(at, led.charge, COST, meta))
+        rows = led.entries()
+        assert led.spent() == (Fraction(len(rows), 1000), Fraction(0)), (op, at)
+        assert [r["spent_epsilon"] for r in rows] == [Fraction(i + 1, 1000)
+                                                      for i in range(len(rows))]
+        assert all(r["privacy_unit"] in (None, led.privacy_unit()) for r in rows), (op, at)
+        if op == "record":
+            assert rows[0]["status"] in ("charged", "released")
+        led.charge(COST, meta)  # not wedged
+        assert led.spent()[0] == Fraction(len(rows) + 1, 1000)
+        if done:
+            break
+        at += 1
+    assert at >= 5
 
 
 @pytest.mark.parametrize("what", ["create", "budget change", "upgrade"])

@@ -460,7 +460,15 @@ class SpendTotals:
                            self.g_delta + c.delta, self.g_rho + c.rho, True)
 
     def spend(self) -> PrivacyCost:
-        """The session spend for these totals (rule of :func:`session_spend`)."""
+        """The session spend for these totals (rule of :func:`session_spend`); computed once
+        per totals (they are immutable)."""
+        cached = self.__dict__.get("_spend")
+        if cached is None:
+            cached = self._spend_now()
+            object.__setattr__(self, "_spend", cached)
+        return cached
+
+    def _spend_now(self) -> PrivacyCost:
         gauss = _ZERO
         if self.any_g:
             gauss = self.g_eps

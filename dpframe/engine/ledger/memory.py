@@ -11,30 +11,36 @@ from ..._json import jsonable
 from ...core.accounting import Number, PrivacyCost, SpendTotals, validate_delta, validate_epsilon
 from ...errors import LedgerError
 from .charges import check_cost, check_status, exceeded, meta_fields, now, plan_charge
-from .signals import signals_held
 from .units import check_unit, meta_unit, unit_refused
 
 
 class MemoryLedger:
-    """An in-process ledger. Thread-safe; charges are checked and inserted under one lock
-    (with Python signal handlers held back while the state changes, so an interrupt never
-    leaves a half-written entry)."""
+    """An in-process ledger. Thread-safe; charges are checked and inserted under one lock.
+
+    A charge changes the state with one ``list.append`` of the entry and the running totals
+    after it, so an interrupt (a Python signal handler runs between bytecodes) finds the charge
+    either wholly made or not made at all. A first unit is bound just before that append: an
+    interrupt in between leaves the unit bound and nothing charged, which only refuses more."""
 
     def __init__(self, epsilon: Number, delta: Number = 0) -> None:
         self._total = (validate_epsilon(epsilon), validate_delta(delta))
-        self._rows: list[dict[str, Any]] = []
-        self._totals = SpendTotals()
+        self._log: list[tuple[dict[str, Any], SpendTotals]] = []
         self._unit: str | None = None
         self._lock = threading.Lock()
+
+    @property
+    def _totals(self) -> SpendTotals:
+        return self._log[-1][1] if self._log else SpendTotals()
 
     def total(self) -> tuple[Fraction, Fraction]:
         """The budget ``(epsilon, delta)``."""
         return self._total
 
     def _last_spent(self) -> tuple[Fraction, Fraction]:
-        if not self._rows:
+        if not self._log:
             return Fraction(0), Fraction(0)
-        return self._rows[-1]["spent_epsilon"], self._rows[-1]["spent_delta"]
+        last = self._log[-1][0]
+        return last["spent_epsilon"], last["spent_delta"]
 
     def spent(self) -> tuple[Fraction, Fraction]:
         """The ``(epsilon, delta)`` charged so far."""
@@ -73,7 +79,7 @@ class MemoryLedger:
             old, new, ok = plan_charge(self._total, self._totals, self._last_spent(), cost)
             if not ok:
                 raise exceeded(self._total, old, new)
-            entry_id = len(self._rows) + 1
+            entry_id = len(self._log) + 1
             row = {
                 "id": entry_id,
                 "time": now(),
@@ -90,11 +96,9 @@ class MemoryLedger:
                 "privacy_unit": unit,
             }
             totals = self._totals.add(cost)
-            with signals_held():
-                if unit is not None and self._unit is None:
-                    self._unit = unit
-                self._rows.append(row)
-                self._totals = totals
+            if unit is not None and self._unit is None:
+                self._unit = unit
+            self._log.append((row, totals))  # the one change a charge makes
             return entry_id
 
     def record(self, entry_id: int, status: str, details: Mapping[str, Any]) -> None:
@@ -102,19 +106,19 @@ class MemoryLedger:
         status = check_status(status)
         det = jsonable(dict(details or {}))
         with self._lock:
-            if not isinstance(entry_id, int) or not 1 <= entry_id <= len(self._rows):
+            if not isinstance(entry_id, int) or not 1 <= entry_id <= len(self._log):
                 raise LedgerError(f"no ledger entry with id {entry_id!r}")
-            row = self._rows[entry_id - 1]
+            row, totals = self._log[entry_id - 1]
             if row["status"] != "charged":
                 raise LedgerError(f"ledger entry {entry_id} is already {row['status']}")
-            self._rows[entry_id - 1] = {**row, "status": status, "details": det}
+            self._log[entry_id - 1] = ({**row, "status": status, "details": det}, totals)
 
     def entries(self) -> list[dict[str, Any]]:
         """Every entry, oldest first (copies)."""
         with self._lock:
             return [
                 {**r, "columns": list(r["columns"]), "details": dict(r["details"])}
-                for r in self._rows
+                for r, _ in self._log
             ]
 
     def describe(self) -> str:
