@@ -36,12 +36,13 @@ def to_fraction(
     Messages name the argument, never data. This is the one number rule of PRIVACY.md
     (epsilon, delta, bounds, weights, rates, levels): ``np.float32(0.1)`` is 1/10 everywhere.
     """
-    f = _exact(_real(x, name), name)
-    for failed, message in ((f < 0 and not signed, f"must be non-negative, got {format_number(f)}"),
-                            (positive and f == 0, "must be positive, got 0"),
-                            (below_one and f >= 1, f"must be below 1, got {format_number(f)}")):
-        if failed:
-            raise ValidationError(f"{name} {message}")
+    f = x if type(x) is Fraction else _exact(_real(x, name), name)
+    if f < 0 and not signed:
+        raise ValidationError(f"{name} must be non-negative, got {format_number(f)}")
+    if positive and f == 0:
+        raise ValidationError(f"{name} must be positive, got 0")
+    if below_one and f >= 1:
+        raise ValidationError(f"{name} must be below 1, got {format_number(f)}")
     return f
 
 

@@ -63,12 +63,15 @@ def fold(costs: Iterable[PrivacyCost]) -> SpendTotals:
 
 def plan_charge(
     total: Pair, costs: list[PrivacyCost] | SpendTotals, last_spent: Pair, cost: PrivacyCost,
+    after_totals: SpendTotals | None = None,
 ) -> tuple[Pair, Pair, bool]:
-    """The spend before and after ``cost`` and whether it fits ``total``."""
+    """The spend before and after ``cost`` and whether it fits ``total``. A caller that keeps
+    the totals after ``cost`` passes them as ``after_totals`` (``totals.add(cost)``), so their
+    spend is computed once."""
     totals = costs if isinstance(costs, SpendTotals) else fold(costs)
     before = totals.spend()
     old = (max(before.epsilon, last_spent[0]), max(before.delta, last_spent[1]))
-    after = totals.add(cost).spend()
+    after = (totals.add(cost) if after_totals is None else after_totals).spend()
     new = (max(after.epsilon, old[0]), max(after.delta, old[1]))
     return old, new, new[0] <= total[0] and new[1] <= total[1]
 

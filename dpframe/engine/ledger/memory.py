@@ -76,7 +76,9 @@ class MemoryLedger:
         with self._lock:
             if unit is not None and self._unit is not None and unit != self._unit:
                 raise unit_refused(self._unit, unit)
-            old, new, ok = plan_charge(self._total, self._totals, self._last_spent(), cost)
+            totals = self._totals.add(cost)
+            old, new, ok = plan_charge(self._total, self._totals, self._last_spent(), cost,
+                                       totals)
             if not ok:
                 raise exceeded(self._total, old, new)
             entry_id = len(self._log) + 1
@@ -95,7 +97,6 @@ class MemoryLedger:
                 "details": {},
                 "privacy_unit": unit,
             }
-            totals = self._totals.add(cost)
             if unit is not None and self._unit is None:
                 self._unit = unit
             self._log.append((row, totals))  # the one change a charge makes
