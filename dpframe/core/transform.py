@@ -129,10 +129,12 @@ def grouped_sum_exact(codes: I64, values: F64, ngroups: int, max_abs: int,
 
     Float bincounts are exact while every partial sum is an integer below 2**53, so rows are
     summed in chunks of 2**53 / max_abs rows (2**20 rows for the fixed-point default), and the
-    chunk sums are added as integers. Very large values are split as hi * 2**26 + lo first.
+    chunk sums are added as integers (in int64 when ``n * max_abs < 2**62`` bounds every total,
+    else as Python integers). Very large values are split as hi * 2**26 + lo first.
     """
     b = bucket_codes(codes, ngroups, mask)  # dropped rows sum into bucket ngroups, discarded
-    total = np.zeros(ngroups + 1, dtype=object)
+    in_int64 = max_abs <= (1 << 40) and b.size * (max_abs + 1) < (1 << 62)
+    total = np.zeros(ngroups + 1, dtype=np.int64 if in_int64 else object)
     parts: list[tuple[F64, int]] = [(values, 1)]
     if max_abs > (1 << 40):
         hi = np.floor(values / float(1 << _SPLIT))
@@ -149,6 +151,8 @@ def grouped_sum_exact(codes: I64, values: F64, ngroups: int, max_abs: int,
             s = np.bincount(b[start : start + chunk], weights=vals[start : start + chunk],
                             minlength=ngroups + 1)
             acc += s.astype(np.int64)
+        if in_int64:  # every total is below n * max_abs < 2**62: int64 holds it exactly
+            return acc[:ngroups]
         total = total + acc.astype(object) * mult
     return _int64_when_fits(total[:ngroups])
 

@@ -67,6 +67,18 @@ def test_grouped_sum_is_exact_for_large_integers() -> None:
             assert int(got[g]) == want
 
 
+def test_grouped_sum_leaves_int64_only_when_a_total_could_outgrow_it() -> None:
+    """Totals stay int64 while ``n * max_abs < 2**62``; past that they are exact Python ints."""
+    small = grouped_sum_exact(np.array([0, 1, 1, -1]), np.array([3.0, -2.0, 5.0, 7.0]), 2, 5)
+    assert small.dtype == np.int64 and small.tolist() == [3, 3]
+    n, max_abs = 1 << 22, 1 << 40  # n * max_abs = 2**62: the int64 fast path must not be taken
+    v = np.full(n, float(max_abs))
+    got = grouped_sum_exact(np.zeros(n, dtype=np.int64), v, 1, max_abs)
+    assert int(got[0]) == 1 << 62 and got.dtype == object
+    got = grouped_sum_exact(np.zeros(n - 1, dtype=np.int64), v[1:], 1, max_abs)
+    assert int(got[0]) == (1 << 62) - max_abs
+
+
 def test_float_summation_is_not_exact_but_ours_is() -> None:
     """A naive float sum of clamped values loses the low bits; the exact path does not."""
     v = np.array([2.0**52] + [1.0] * 1000 + [-(2.0**52)])
