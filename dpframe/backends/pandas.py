@@ -81,12 +81,15 @@ def _factorize_raw(s: pd.Series) -> tuple[npt.NDArray[np.int64], list[object]]:
     """``pd.factorize`` that never raises on data: unhashable values (a list in an object
     column) are missing, as PRIVACY.md says of values that do not conform to the schema."""
     try:
-        codes, uniques = pd.factorize(s, use_na_sentinel=True)
-        return np.asarray(codes, dtype=np.int64), list(uniques)
+        # an object column factorizes as its array (the same hash table, without the Index)
+        values = s.to_numpy() if s.dtype == object else s
+        codes, uniques = pd.factorize(values, use_na_sentinel=True)
+        # tolist(): the scalars iterating gives, made in one call (iteration boxes each one)
+        return np.asarray(codes, dtype=np.int64), uniques.tolist()
     except (TypeError, ValueError):
         clean = np.array([_hashable_or_none(v) for v in s.to_numpy(dtype=object)], dtype=object)
         raw, found = pd.factorize(clean, use_na_sentinel=True)
-        return np.asarray(raw, dtype=np.int64), list(found)
+        return np.asarray(raw, dtype=np.int64), found.tolist()
 
 
 def factorize(s: pd.Series) -> tuple[npt.NDArray[np.int64], list[object]]:
