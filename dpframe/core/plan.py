@@ -20,7 +20,7 @@ import math
 import pickle
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
@@ -137,22 +137,33 @@ def _plain(value: object) -> bool:
     return type(value) in _PLAIN_TYPES or type(value).__module__ == "numpy"
 
 
+def exact_fingerprint(value: object, members: Iterable[object] = ()) -> bytes | None:
+    """Bytes equal only for inputs no public computation could tell apart, or None.
+
+    A pickle records the type and exact bits of every number and the order of every sequence
+    (``-0.0`` and ``0.0``, ``True`` and ``1``, ``1`` and ``1.0`` pickle apart), so equal
+    fingerprints mean equal inputs. Objects of other types could pickle alike while differing
+    (a class with its own ``__reduce__``): ``members`` are the user-given values inside
+    ``value`` (declared keys, bounds), and any that is not a plain str, bytes, number or None
+    makes the answer None (never remembered)."""
+    if not all(_plain(v) for v in members):
+        return None
+    try:
+        return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # anything a pickle refuses is simply not remembered
+        return None
+
+
 def _plan_key(query: Query, relation: str,
               column_kinds: Mapping[str, ColumnKind]) -> bytes | None:
-    """An exact fingerprint of a plan's inputs, or None when one cannot be made safely.
-
-    Pickles distinguish every value the plan could tell apart (the type and the exact bits of
-    each number, the order of declared keys), so equal fingerprints mean equal plans; two
-    queries that differ only in ways a pickle hides never share one, because only plain types
-    are fingerprinted."""
+    """The fingerprint of a plan's inputs (:func:`exact_fingerprint`), or None when declared
+    keys or bounds hold anything but plain values."""
+    members: list[object] = []
     for values in (*query.keys.values(), *query.bounds.values()):
-        if not isinstance(values, tuple | list) or not all(_plain(v) for v in values):
+        if not isinstance(values, tuple | list):
             return None
-    try:
-        return pickle.dumps((query, relation, sorted(column_kinds.items())),
-                            protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception:  # anything a pickle refuses is simply not cached
-        return None
+        members.extend(values)
+    return exact_fingerprint((query, relation, sorted(column_kinds.items())), members)
 
 
 def plan_release(query: Query, relation: Relation,

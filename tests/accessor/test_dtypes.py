@@ -3,6 +3,7 @@ keys; result types and indexes; pandera schemas as the source of bounds and keys
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -267,3 +268,28 @@ def test_histogram_is_pd_cut_at_every_edge(right, include_lowest, backend):
     for interval, code in zip(h.index, range(len(h)), strict=True):
         counted = df["x"][cut.cat.codes == code]
         assert all(v in interval for v in counted)
+
+
+def test_declared_index_is_remembered_but_each_result_owns_its_copy() -> None:
+    """Indexes of declared keys are built once per declared list: a second release gets an
+    equal index, not the same object (renaming one result's index leaves the next alone), and
+    declared lists that differ only in spelling (-0.0 / 0.0, True / 1) keep their own labels."""
+    warnings.simplefilter("ignore")
+    df = pd.DataFrame({"g": [0.0, 1.0, 1.0], "b": [True, False, True], "x": [1.0, 2.0, 3.0]})
+    session = dpf.Session(1e9, seed=3)
+
+    def release(keys: dict[str, list[object]], by: str) -> pd.Series:
+        return df.dp(session, bounds={"x": (0, 5)}, keys=keys).groupby(by).sum("x", epsilon=1)
+
+    first = release({"g": [0.0, 1.0]}, "g")
+    first.index.name = "renamed"
+    second = release({"g": [0.0, 1.0]}, "g")
+    assert second.index.name == "g" and second.index is not first.index
+    assert list(second.index) == [0.0, 1.0]
+    negative = release({"g": [-0.0, 1.0]}, "g")
+    assert [math.copysign(1, v) for v in negative.index] == [-1.0, 1.0]
+    assert [math.copysign(1, v) for v in release({"g": [0.0, 1.0]}, "g").index] == [1.0, 1.0]
+    as_bools = release({"b": [True, False]}, "b")
+    as_ints = release({"b": [1, 0]}, "b")
+    assert [type(v) for v in as_bools.index] == [bool, bool]
+    assert [type(v) for v in as_ints.index] == [int, int]
