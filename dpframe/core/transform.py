@@ -200,7 +200,7 @@ def _choose_groups(u: I64, g: I64, nu: int, max_groups: int, gen: np.random.Gene
     """For rows (unit u, group g), whether their pair is among the unit's ``max_groups`` pairs
     of smallest keyed priority (a uniform choice among the unit's distinct groups)."""
     return _smallest_pairs(u, keyed_priority(u, g, int(gen.integers(0, 2**63))), g, nu,
-                           max_groups)
+                           max_groups, distinct=True)
 
 
 def _smallest_of_group(u: I64, g: I64, nu: int, hit: Bools) -> npt.NDArray[np.intp]:
@@ -212,18 +212,26 @@ def _smallest_of_group(u: I64, g: I64, nu: int, hit: Bools) -> npt.NDArray[np.in
     return idx[g[idx] == group[u[idx]]]
 
 
-def _smallest_pairs(u: I64, prio: npt.NDArray[np.uint64], g: I64, nu: int, max_groups: int
-                    ) -> Bools:
+def _smallest_pairs(u: I64, prio: npt.NDArray[np.uint64], g: I64, nu: int, max_groups: int,
+                    distinct: bool = False) -> Bools:
     """For rows (unit ``u``, group ``g``) with pair priority ``prio``, whether their pair is
-    among the unit's ``max_groups`` pairs of smallest priority (ties: the smaller group; keyed
-    priorities of distinct pairs of a unit never tie, carried ones are checked anyway)."""
+    among the unit's ``max_groups`` pairs of smallest priority (ties: the smaller group).
+
+    ``distinct``: the caller guarantees that distinct pairs of a unit never share a priority
+    (keyed priorities: :func:`~dpframe.core.hashing.keyed_priority` is a bijection of the group
+    for each unit), so the rows at a unit's least priority are exactly one pair's and the
+    tie-break is skipped; carried priorities (blocks, Dask) may tie and are checked."""
     if max_groups <= 8:  # one pass per group kept: per-unit minima, no sort
         chosen = np.zeros(u.size, dtype=bool)
         for _ in range(max_groups):
             cand = prio if not chosen.any() else np.where(chosen, _UMAX, prio)
             best = np.full(nu, _UMAX, dtype=np.uint64)
             np.minimum.at(best, u, cand)
-            chosen[_smallest_of_group(u, g, nu, (cand == best[u]) & ~chosen)] = True
+            hit = cand == best[u]
+            if distinct:
+                chosen |= hit  # one pair per unit (rows chosen before stay chosen)
+            else:
+                chosen[_smallest_of_group(u, g, nu, hit & ~chosen)] = True
         return chosen
     order = np.lexsort((g, prio, u))
     su, sp, sg = u[order], prio[order], g[order]

@@ -335,3 +335,25 @@ def test_select_by_priority_chooses_groups_and_rows_uniformly() -> None:
     p = 1 / 4 * 2 / 5
     sd = math.sqrt(trials * p * (1 - p))
     assert np.all(np.abs(kept - trials * p) < 5 * sd), kept
+
+
+@pytest.mark.parametrize("max_groups", [1, 2, 3])
+def test_keyed_priorities_choose_the_same_pairs_without_the_tie_break(max_groups: int) -> None:
+    """Keyed priorities never tie between a unit's pairs, so skipping the smaller-group
+    tie-break (``distinct=True``) chooses exactly the pairs the checked path chooses, including
+    for units with fewer pairs than ``max_groups`` and with a group code of -1."""
+    from dpframe.core.hashing import keyed_priority
+    from dpframe.core.transform import _smallest_pairs
+
+    rng = np.random.default_rng(max_groups)
+    u = rng.integers(0, 300, 5000)
+    g = rng.integers(-1, 6, 5000)
+    for salt in range(5):
+        prio = keyed_priority(u, g, salt)
+        fast = _smallest_pairs(u, prio, g, 300, max_groups, distinct=True)
+        checked = _smallest_pairs(u, prio, g, 300, max_groups)
+        assert np.array_equal(fast, checked)
+        pairs = {(a, b) for a, b in zip(u[fast], g[fast], strict=True)}
+        per_unit = np.bincount([a for a, _ in pairs], minlength=300)
+        distinct = np.array([len(set(g[u == a])) for a in range(300)])
+        assert np.array_equal(per_unit, np.minimum(distinct, max_groups))
