@@ -60,12 +60,15 @@ DISTINCT_KEY: Key = (0x5EED_D15C, 0x0DD5_7A7E)
 
 
 def _mix_into(z: U64) -> U64:
-    """:func:`mix` in place (``z`` is a fresh array the caller owns)."""
-    z ^= z >> np.uint64(30)
-    z *= _M1
-    z ^= z >> np.uint64(27)
-    z *= _M2
-    z ^= z >> np.uint64(31)
+    """:func:`mix` in place (``z`` is a fresh array the caller owns); the shifts go through one
+    scratch array, so a large ``z`` costs one allocation, not three."""
+    t = np.empty_like(z)
+    for shift, factor in ((30, _M1), (27, _M2)):
+        np.right_shift(z, np.uint64(shift), out=t)
+        z ^= t
+        z *= factor
+    np.right_shift(z, np.uint64(31), out=t)
+    z ^= t
     return z
 
 
@@ -92,9 +95,9 @@ def keyed_priority(a: I64, b: I64, salt: int) -> U64:
     salt)``. Rows of one pair share it; pairs with one ``a`` and distinct ``b`` always get
     distinct priorities (every step is a bijection), others independent-looking ones. The salt
     is fresh randomness per release."""
-    z = a.astype(np.uint64)
-    z *= _GOLDEN
-    z += b.astype(np.uint64, copy=False)
+    # int64 -> uint64 by view: the same two's-complement wrap as astype, without the copies
+    z = np.multiply(np.asarray(a, dtype=np.int64).view(np.uint64), _GOLDEN)
+    z += np.asarray(b, dtype=np.int64).view(np.uint64)
     z ^= np.uint64(salt & _MASK)
     return _mix_into(z)
 
