@@ -139,20 +139,22 @@ def _preselect(part: pd.DataFrame, request: ComputeRequest, key: tuple[int, int]
     h = unit_hash(unit.iloc[ok], key)
     g = np.asarray(codes, dtype=np.int64)[ok]
     pair = keyed_priority(h.view(np.int64), g, salt)
-    row = np.random.default_rng(seed).integers(0, 2**63, ok.size, dtype=np.int64)
+    # uniform 64-bit row priorities (full-range draws are the generator's raw words: fast)
+    row = np.random.default_rng(seed).integers(0, 2**64, ok.size, dtype=np.uint64)
     # the partition's own unit codes pick the same rows as the hashes would (a hash collision
     # can only merge two units later, which bounds more, never less)
-    keep = select_by_priority(local[ok], g, pair, row.view(np.uint64), request.max_groups,
-                              request.max_rows)
+    # pair priorities are keyed by (unit hash, group): never equal for two pairs of a unit
+    keep = select_by_priority(local[ok], g, pair, row, request.max_groups,
+                              request.max_rows, distinct=True)
     # only the measured columns travel on (the group is a code, the unit its hash)
     labels = column_labels(part.columns)
-    out = part[[labels[c] for c in request.measure_columns]].iloc[ok[keep]]
-    out = out.copy(deep=False)
-    out[UNIT_HASH_COLUMN] = h[keep]
-    out[GROUP_COLUMN] = g[keep]
-    out[PAIR_PRIORITY_COLUMN] = pair[keep]
-    out[ROW_PRIORITY_COLUMN] = row[keep]
-    return out
+    rows = ok[keep]
+    columns: dict[Any, Any] = {labels[c]: part[labels[c]].iloc[rows].array
+                               for c in request.measure_columns}
+    columns.update({UNIT_HASH_COLUMN: h[keep], GROUP_COLUMN: g[keep],
+                    PAIR_PRIORITY_COLUMN: pair[keep],
+                    ROW_PRIORITY_COLUMN: row[keep].view(np.int64)})  # read back as uint64
+    return pd.DataFrame(columns, copy=False)  # one frame built at once, no column inserts
 
 
 def _preselect_buckets(part: pd.DataFrame, request: ComputeRequest, key: tuple[int, int],
@@ -177,7 +179,7 @@ def _bucket_exact(frames: list[pd.DataFrame], request: ComputeRequest,
     g = part[GROUP_COLUMN].to_numpy(dtype=np.int64)
     keep = select_by_priority(dense, g, part[PAIR_PRIORITY_COLUMN].to_numpy(dtype=np.uint64),
                               part[ROW_PRIORITY_COLUMN].to_numpy(dtype=np.int64).view(np.uint64),
-                              request.max_groups, request.max_rows)
+                              request.max_groups, request.max_rows, distinct=True)
     rows = PandasBackend(part.iloc[np.flatnonzero(keep)])
     bounded = dataclasses.replace(request, privacy_unit=None)
     return compute_exact(bounded, g[keep], keys, None,

@@ -244,8 +244,8 @@ def _smallest_pairs(u: I64, prio: npt.NDArray[np.uint64], g: I64, nu: int, max_g
 
 
 def select_by_priority(units: I64, groups: I64, pair_priority: npt.NDArray[np.uint64],
-                       row_priority: npt.NDArray[np.uint64], max_groups: int, max_rows: int
-                       ) -> Bools:
+                       row_priority: npt.NDArray[np.uint64], max_groups: int, max_rows: int,
+                       distinct: bool = False) -> Bools:
     """Contribution bounding by carried priorities: each unit keeps its ``max_groups`` pairs
     (its rows of one group) of smallest ``pair_priority``, and in each its ``max_rows`` rows of
     smallest ``row_priority``.
@@ -257,6 +257,8 @@ def select_by_priority(units: I64, groups: I64, pair_priority: npt.NDArray[np.ui
     uniform row priorities, it is the distribution of :func:`bound_contributions`: a uniform
     choice of groups, then a uniform choice of rows; a unit's selection depends only on its own
     rows and fresh randomness (a stable transformation). ``units`` are dense codes >= 0.
+    ``distinct``: no two pairs of a unit share a pair priority (keyed by the unit and the
+    group), so the group tie-break is skipped (:func:`_smallest_pairs`).
     """
     n = units.size
     if n == 0:
@@ -264,11 +266,15 @@ def select_by_priority(units: I64, groups: I64, pair_priority: npt.NDArray[np.ui
     nu = int(units.max()) + 1
     keep = np.ones(n, dtype=bool)
     if bool((np.bincount(units, minlength=nu) > max_groups).any()):
-        keep = _smallest_pairs(units, pair_priority, groups, nu, max_groups)
+        keep = _smallest_pairs(units, pair_priority, groups, nu, max_groups, distinct)
     pairs = units.astype(np.int64) * (int(groups.max()) + 1) + groups
-    kept_pairs = pairs[keep]
-    _, dense, sizes = np.unique(kept_pairs, return_inverse=True, return_counts=True)
-    heavy = np.flatnonzero(keep)[sizes[dense] > max_rows]
+    kept = np.flatnonzero(keep)
+    if max_groups == 1:  # one pair left per unit: its size is the unit's kept rows (no sort)
+        kept_units = units[kept]
+        heavy = kept[np.bincount(kept_units, minlength=nu)[kept_units] > max_rows]
+    else:
+        _, dense, sizes = np.unique(pairs[kept], return_inverse=True, return_counts=True)
+        heavy = kept[sizes[dense] > max_rows]
     if heavy.size:
         order = np.lexsort((row_priority[heavy], pairs[heavy]))
         rank = _rank_in_runs(pairs[heavy][order])

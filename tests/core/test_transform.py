@@ -302,6 +302,10 @@ def test_select_by_priority_is_the_reference_and_pre_selects(groups: int, rows: 
     rp = rng.integers(0, 2**63, n).astype(np.uint64)
     whole = select_by_priority(u, g, pp, rp, groups, rows)
     assert (whole == _select_reference(u, g, pp, rp, groups, rows)).all()
+    # keyed priorities alone never tie: the unchecked path is the reference too
+    keyed = keyed_priority(u, g, 99)
+    assert (select_by_priority(u, g, keyed, rp, groups, rows, distinct=True)
+            == _select_reference(u, g, keyed, rp, groups, rows)).all()
     # pre-selection in four blocks, then selection over what they kept: the same rows
     block = rng.integers(0, 4, n)
     pre = np.zeros(n, dtype=bool)
