@@ -53,6 +53,20 @@ def declared_positions(uniques: Sequence[object], declared: Sequence[object]) ->
     return out
 
 
+def offset_codes(values: np.ndarray) -> npt.NDArray[np.int64] | None:
+    """Codes of integer unit ids (no missing values) as offsets from the smallest, when they
+    span a range no wider than twice their number: equal ids get equal codes with no hashing.
+    None otherwise (and for other dtypes): the caller factorizes."""
+    n = values.size
+    if values.dtype.kind not in "iu" or not n:
+        return None
+    lo, hi = int(values.min()), int(values.max())
+    if hi - lo > 2 * n:
+        return None
+    # within the range, the difference cannot overflow the dtype (unsigned stays >= 0)
+    return (values - values.dtype.type(lo)).astype(np.int64, copy=False)
+
+
 def remap_codes(codes: npt.NDArray[np.int64], table: npt.NDArray[np.int64]
                 ) -> npt.NDArray[np.int64]:
     """``table[code]`` for each code, -1 where the code is -1 (also when ``table`` is empty:

@@ -17,6 +17,7 @@ from ..errors import ValidationError
 from .base import (
     declared_positions,
     observed_key_codes,
+    offset_codes,
     public_key_codes,
     public_key_list,
     remap_codes,
@@ -156,12 +157,10 @@ def unit_codes(s: pd.Series) -> npt.NDArray[np.int64]:
     Integer ids spanning a range no wider than twice the row count are used as offsets, with no
     hashing; anything else is factorized.
     """
-    n = len(s)
-    if column_kind(s.dtype) == "int" and n and not s.hasnans:
-        v = s.to_numpy(dtype=np.int64)
-        lo, hi = int(v.min()), int(v.max())
-        if hi - lo <= 2 * n:
-            return v - lo
+    if column_kind(s.dtype) == "int" and len(s) and not s.hasnans:
+        codes = offset_codes(s.to_numpy(dtype=np.int64))
+        if codes is not None:
+            return codes
     return factorize(s)[0]
 
 

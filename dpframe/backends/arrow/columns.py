@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...core.values import NUMERIC_KINDS, ColumnKind, canonicalize
-from ..base import declared_positions
+from ..base import declared_positions, offset_codes
 
 I64 = npt.NDArray[np.int64]
 Bools = npt.NDArray[np.bool_]
@@ -147,8 +147,12 @@ def unit_codes(col: Column) -> I64:
     only equality matters, so no Python object is made per unit. Equality is the canonical
     value model's: ``0.0`` and ``-0.0`` are one unit, as the unit hash says too."""
     arr = decoded(flat(col))
-    if pa.types.is_integer(arr.type) and arr.null_count == 0:  # pandas hashes ints faster
-        codes, _ = pd.factorize(arr.to_numpy(zero_copy_only=False), sort=False)
+    if pa.types.is_integer(arr.type) and arr.null_count == 0:
+        ids = arr.to_numpy(zero_copy_only=False)
+        offsets = offset_codes(ids)  # ids in a narrow range: no hashing at all
+        if offsets is not None:
+            return offsets
+        codes, _ = pd.factorize(ids, sort=False)  # pandas hashes ints faster than Arrow
         return np.asarray(codes, dtype=np.int64)
     if pa.types.is_floating(arr.type):
         arr = pc.add(arr, pa.scalar(0.0, arr.type))  # -0.0 + 0.0 is 0.0

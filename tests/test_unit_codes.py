@@ -1,0 +1,44 @@
+"""Unit codes in every backend: equal units share a code and unequal units never do, whether
+the ids are used as offsets (a narrow integer range) or hashed."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from dpframe.backends.arrow.columns import unit_codes as arrow_unit_codes
+from dpframe.backends.base import offset_codes
+from dpframe.backends.pandas import unit_codes as pandas_unit_codes
+
+
+def _same_partition(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether codes ``a`` and ``b`` split the rows into the same classes."""
+    pairs = set(zip(a.tolist(), b.tolist(), strict=True))
+    return len(pairs) == len(set(a.tolist())) == len(set(b.tolist()))
+
+
+@pytest.mark.parametrize("ids", [
+    np.array([5, 3, 5, 4, 3], dtype=np.int64),                      # narrow: offsets
+    np.array([2**62, -(2**62), 7, 2**62], dtype=np.int64),         # wide: hashed
+    np.array([2**64 - 1, 2**64 - 3, 2**64 - 1], dtype=np.uint64),  # unsigned, narrow
+    np.array([0, 2**63 + 5, 0], dtype=np.uint64),                  # unsigned, wide
+    np.array([-3, -1, -3, -2], dtype=np.int32),
+])
+def test_unit_codes_are_the_units_equality(ids: np.ndarray) -> None:
+    arrow = arrow_unit_codes(pa.chunked_array([pa.array(ids)]))
+    assert _same_partition(arrow, ids) and (arrow >= 0).all()
+    if ids.dtype != np.uint64:  # pandas' own unit ids are read as int64
+        pandas = pandas_unit_codes(pd.Series(ids))
+        assert _same_partition(pandas, ids) and (pandas >= 0).all()
+
+
+def test_offsets_only_for_a_narrow_integer_range() -> None:
+    narrow = np.array([10, 12, 10, 11], dtype=np.int64)
+    assert offset_codes(narrow).tolist() == [0, 2, 0, 1]
+    assert offset_codes(np.array([0, 9], dtype=np.int64)) is None       # range 9 > 2 * 2
+    assert offset_codes(np.array([0, 4], dtype=np.int64)).tolist() == [0, 4]
+    assert offset_codes(np.array([1.0, 2.0])) is None                   # floats: hashed
+    assert offset_codes(np.zeros(0, dtype=np.int64)) is None
+    top = np.array([2**64 - 1, 2**64 - 2], dtype=np.uint64)
+    assert offset_codes(top).tolist() == [1, 0]
