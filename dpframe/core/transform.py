@@ -9,6 +9,7 @@ influence only that unit's contribution, which is what the sensitivities in
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from fractions import Fraction
 
@@ -361,6 +362,8 @@ def distinct_units_per_group(units: I64, groups: I64, ngroups: int, mask: Bools)
 
 #: Rows per block of the one-pass fixed-point sum: 512 KiB of float64, resident in L2.
 BLOCK_ROWS = 1 << 16
+#: From this many values :func:`fixed_point_total` runs its two halves on two threads.
+PARALLEL_MIN_ROWS = 1 << 21
 
 
 def fixed_point_total(values: np.ndarray, req: AggregateRequest) -> tuple[int, int] | None:
@@ -371,12 +374,41 @@ def fixed_point_total(values: np.ndarray, req: AggregateRequest) -> tuple[int, i
     commutes with clamping and with the shift's subtraction, so ``rint(clip(x s, lo s, hi s)
     - shift s)`` is ``rint((clip(x, lo, hi) - shift) s)``. Each block's sum is exact in float64
     (|value| <= 2**34 and 2**16 values stay below 2**53) and blocks add as Python integers. A
-    block whose sum is NaN holds missing values; only that block is scanned for them.
+    block whose sum is NaN holds missing values; only that block is scanned for them. Large
+    arrays are cut in two at a block boundary and the halves run on two threads (numpy releases
+    the GIL): integer totals add up the same in any order.
     """
     x = np.asarray(values)
     max_abs = max(abs(req.ilo), abs(req.ihi))
     if x.dtype != np.float64 or req.center is not None or max_abs * BLOCK_ROWS >= 1 << 53:
         return None
+    if x.size < PARALLEL_MIN_ROWS:
+        total, missing = _fixed_point_blocks(x, req)
+        return total, x.size - missing
+    half = (x.size // 2 // BLOCK_ROWS) * BLOCK_ROWS
+    second: list[tuple[int, int] | BaseException] = []
+
+    def run_second() -> None:
+        try:
+            second.append(_fixed_point_blocks(x[half:], req))
+        except BaseException as exc:  # re-raised in the calling thread
+            second.append(exc)
+
+    worker = threading.Thread(target=run_second, name="dpframe-fixed-point", daemon=True)
+    worker.start()
+    try:
+        total, missing = _fixed_point_blocks(x[:half], req)
+    finally:
+        worker.join()
+    other = second[0]
+    if isinstance(other, BaseException):
+        raise other
+    return total + other[0], x.size - missing - other[1]
+
+
+def _fixed_point_blocks(x: F64, req: AggregateRequest) -> tuple[int, int]:
+    """The exact total of ``fixed_point(x, req)`` and the number of missing values, block by
+    block in one reused buffer (the pass of :func:`fixed_point_total`)."""
     scale = float(1 / req.unit)
     lo, hi, shift = req.lo * scale, req.hi * scale, req.shift * scale
     reclip, fill = _rounds_past_bounds(req), _missing_integer(req)
@@ -399,7 +431,7 @@ def fixed_point_total(values: np.ndarray, req: AggregateRequest) -> tuple[int, i
             b[nan] = fill
             block_sum = float(b.sum())
         total += int(block_sum)
-    return total, x.size - missing
+    return total, missing
 
 
 def _as_counts(total: int) -> np.ndarray:

@@ -217,8 +217,16 @@ def _reference(values: np.ndarray, req: object) -> tuple[int, int]:
 
 @pytest.mark.parametrize("lo,hi", _BOUNDS)
 @pytest.mark.parametrize("shifted", [False, True])
-def test_fixed_point_total_is_fixed_point_summed(lo: float, hi: float, shifted: bool) -> None:
+@pytest.mark.parametrize("threads", [1, 2])
+def test_fixed_point_total_is_fixed_point_summed(lo: float, hi: float, shifted: bool,
+                                                 threads: int,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one-pass total is the reference's, on one thread or split over two (the second
+    half holds the block with missing values)."""
+    from dpframe.core import transform
     from dpframe.core.transform import BLOCK_ROWS, fixed_point_total
+
+    monkeypatch.setattr(transform, "PARALLEL_MIN_ROWS", 2 * BLOCK_ROWS if threads == 2 else 1 << 60)
 
     rng = np.random.default_rng(11)
     flo, fhi = Fraction(repr(lo)), Fraction(repr(hi))
