@@ -417,7 +417,8 @@ def _fixed_point_blocks(x: F64, req: AggregateRequest) -> tuple[int, int]:
     for start in range(0, x.size, BLOCK_ROWS):
         chunk = x[start:start + BLOCK_ROWS]
         b = buf[:chunk.size]
-        np.multiply(chunk, scale, out=b)
+        with np.errstate(over="ignore"):  # |x| near the float limit: inf, then clipped
+            np.multiply(chunk, scale, out=b)  # (silently: a warning would tell of the data)
         np.clip(b, lo, hi, out=b)  # NaN stays NaN
         if shift:
             np.subtract(b, shift, out=b)
