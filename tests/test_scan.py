@@ -424,3 +424,22 @@ def test_nested_key_and_unit_columns_count_as_missing() -> None:
         s = dpf.Session(1e9, 0.5, seed=1)
         n = dpf.scan(t).dp(s, privacy_unit="u", max_rows_per_unit=1).count(epsilon=1e6)
         assert n == 0
+
+
+@pytest.mark.parametrize("declared", [127, 129, 40_000])
+def test_spilled_group_codes_fit_any_number_of_declared_keys(parquet_dir: Path,
+                                                             declared: int) -> None:
+    """Spill files carry group codes in the narrowest integer type (int8 up to 127 declared
+    groups, int16 up to 32767, then int32): the last declared key's rows still land in their
+    own group, and the counts equal pandas'."""
+    n = 600
+    uid = np.arange(n) // 2  # each unit in one group: the counts are deterministic
+    df = pd.DataFrame({"k": uid % 3 + (declared - 3), "uid": uid,
+                       "x": 1.0})
+    d = parquet_dir.parent / f"codes-{declared}"
+    d.mkdir(exist_ok=True)
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), d / "p.parquet")
+    opts = {"bounds": {"x": (0, 1)}, "keys": {"k": list(range(declared))},
+            "privacy_unit": "uid", "max_rows_per_unit": 2}
+    _compare(df, dpf.scan(d, batch_size=200, partitions=3), opts,
+             lambda p: p.groupby("k").count(epsilon=1))

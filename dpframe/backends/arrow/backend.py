@@ -77,6 +77,16 @@ def _public_keys(request: ComputeRequest) -> Keys:
     return public_key_list([tuple(q.keys[c]) for c in q.by])
 
 
+def _group_code_type(request: ComputeRequest) -> pa.DataType:
+    """The narrowest signed integer type holding every public group code and -1 (spill files
+    carry one per row: 1 byte for up to 127 declared groups instead of 4)."""
+    groups = math.prod(len(request.keys[c]) for c in request.by)
+    for kind, top in ((pa.int8(), 1 << 7), (pa.int16(), 1 << 15)):
+        if groups < top:
+            return kind
+    return pa.int32()
+
+
 def _getter(block: Block) -> Callable[[str], tuple[np.ndarray, Bools]]:
     cache: dict[str, tuple[np.ndarray, Bools]] = {}
 
@@ -282,7 +292,9 @@ class ArrowBackend:
         if q.by and not q.private_keys:
             codes = _public_codes(batch, q)
             keep &= codes >= 0
-            arrays[_GROUP_CODE] = pa.array(codes.astype(np.int32))
+            code_type = _group_code_type(q)
+            arrays[_GROUP_CODE] = pa.array(codes.astype(code_type.to_pandas_dtype()),
+                                           type=code_type)
         for c in [*(q.by if q.private_keys else ()), q.privacy_unit, *q.measure_columns]:
             if c not in arrays:
                 arrays[c] = decoded(batch.column(c))
@@ -295,7 +307,7 @@ class ArrowBackend:
         """The schema of spilled batches, for a scan where no row survived pass 1."""
         public = bool(request.by) and not request.private_keys
         schema = self.source.arrow_schema
-        fields = [pa.field(_GROUP_CODE, pa.int32())] if public else []
+        fields = [pa.field(_GROUP_CODE, _group_code_type(request))] if public else []
         fields += [pa.field(c, value_type(schema.field(c).type)) for c in cols
                    if not (public and c in request.by)]
         return pa.schema(fields)
