@@ -9,6 +9,7 @@ from .findings import (
     FINDING_TRIALS,
     finding_categories,
     finding_change_one_sum,
+    finding_data_warning,
     finding_dictionary,
     finding_empty,
     finding_list_key,
@@ -145,6 +146,9 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("finding 10: one session, two privacy units", "a person with 10 rows joins; "
              "unit-level then row-level count at 0.5", finding_mixed_units(), FINDING_TRIALS,
              FINDING_FAST),
+    Scenario("finding 11: a warning raised by the data", "10 rows at 5 vs one more at "
+             "1e308 (statistic: warnings the caller sees)", finding_data_warning(),
+             FINDING_TRIALS, FINDING_FAST),
     # deliberately broken: the audit must find a violation
     Scenario("BROKEN: geometric with half the noise", "0 vs 1, sensitivity 1",
              core_noise(half_noise_spec, True), 2_000_000, 200_000, expect_violation=True),

@@ -10,6 +10,7 @@ or the noisy value itself where the finding was too little noise. Each one fails
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -19,6 +20,7 @@ import pandas as pd
 import pyarrow as pa
 
 import dpframe as dpf
+from dpframe.core.rng import InsecureSeedWarning
 
 from .scenario import Built
 from .support import Frames, Release, charged, dp, frame, runs, session
@@ -235,5 +237,21 @@ def finding_mixed_units() -> Callable[[int], Built]:
             return [float(dp(df, s).count(epsilon=0.5))]
         except Exception:
             return [float(per_unit)]
+
+    return finding(frames, rel)
+
+
+def finding_data_warning() -> Callable[[int], Built]:
+    """11. A warning raised by the data: scaling a value near the float limit to fixed point
+    overflowed before clamping, and numpy warned (statistic: warnings seen by the caller)."""
+
+    def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
+        return frame(x=[5.0] * 10), frame(x=[5.0] * 10 + [1e308])
+
+    def rel(df: pd.DataFrame, s: dpf.Session) -> list[float]:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            dp(df, s, bounds={"x": (0.0, 10.0)}).sum("x", epsilon=1.0)
+        return [float(sum(not issubclass(w.category, InsecureSeedWarning) for w in seen))]
 
     return finding(frames, rel)
