@@ -131,6 +131,9 @@ _PLAIN_TYPES = (str, int, float, bool, type(None), Fraction, Decimal, bytes)
 _PLANS: OrderedDict[bytes, ReleasePlan] = OrderedDict()
 _PLANS_LOCK = threading.Lock()
 PLAN_CACHE_SIZE = 256
+#: Inputs whose fingerprint is longer are planned afresh each time (a cache of 256 plans stays
+#: within a few tens of MB whatever the queries).
+MAX_FINGERPRINT_BYTES = 1 << 16
 
 
 def _plain(value: object) -> bool:
@@ -145,13 +148,16 @@ def exact_fingerprint(value: object, members: Iterable[object] = ()) -> bytes | 
     fingerprints mean equal inputs. Objects of other types could pickle alike while differing
     (a class with its own ``__reduce__``): ``members`` are the user-given values inside
     ``value`` (declared keys, bounds), and any that is not a plain str, bytes, number or None
-    makes the answer None (never remembered)."""
+    makes the answer None (never remembered), as does a fingerprint longer than
+    :data:`MAX_FINGERPRINT_BYTES`."""
     if not all(_plain(v) for v in members):
         return None
     try:
-        return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        fingerprint = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # anything a pickle refuses is simply not remembered
         return None
+    # huge inputs (a million declared keys) are not worth remembering: caches stay small
+    return fingerprint if len(fingerprint) <= MAX_FINGERPRINT_BYTES else None
 
 
 def _plan_key(query: Query, relation: str,

@@ -96,3 +96,13 @@ def test_the_cache_keeps_only_the_most_recent_plans(monkeypatch: pytest.MonkeyPa
     assert len(plan_module._PLANS) == 3
     assert plan_release(grouped_sum((0.0,)), "add_remove", KINDS) is plans[0]
     assert plan_release(grouped_sum((1.0,)), "add_remove", KINDS) is not plans[1]
+
+
+def test_huge_inputs_are_planned_afresh_each_time() -> None:
+    """A query declaring 100,000 keys pickles to more than MAX_FINGERPRINT_BYTES: it is not
+    remembered (256 of them would hold hundreds of MB), and is planned like any other."""
+    keys = tuple(float(i) for i in range(100_000))
+    first = plan_release(grouped_sum(keys), "add_remove", KINDS)
+    assert len(plan_module._PLANS) == 0
+    again = plan_release(grouped_sum(keys), "add_remove", KINDS)
+    assert again is not first and again == first
