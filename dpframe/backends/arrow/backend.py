@@ -293,7 +293,8 @@ class ArrowBackend:
     @staticmethod
     def _spill_batch(request: ComputeRequest, batch: pa.RecordBatch) -> pa.RecordBatch | None:
         """The columns pass 2 needs, without rows every query would drop (missing unit, or an
-        undeclared public key); public keys are replaced by their int32 group code."""
+        undeclared public key); public keys are replaced by their group code, in the type of
+        :func:`_group_code_type`."""
         q = request
         assert q.privacy_unit is not None
         keep = np.asarray(batch.column(q.privacy_unit).is_valid().to_numpy(
