@@ -168,7 +168,6 @@ def test_sigint_mid_scan(tmp_path: Path) -> None:
         batch_size = 2000
         partitions = 16
         spill_dir = "{spill.as_posix()}"
-        spill_memory = 0
         """))
     ledger = tmp_path / "run" / "budget.sqlite"
     proc = subprocess.Popen([sys.executable, "-m", "dpframe.cli", "run", str(spec)], env=ENV,

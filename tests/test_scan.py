@@ -146,24 +146,23 @@ UNIT_QUERIES: list[Callable[[PrivateFrame], Any]] = [
 
 
 @pytest.mark.parametrize("unit", ["uid", "user"])
-@pytest.mark.parametrize("partitions,spill_memory", [(1, 0), (7, 0), (7, 20_000), (7, 1 << 30)])
+@pytest.mark.parametrize("partitions", [1, 7])
 @pytest.mark.parametrize("i", range(len(UNIT_QUERIES)))
 def test_unit_level_counts_equal_pandas(frame: pd.DataFrame, parquet_dir: Path, unit: str,
-                                        partitions: int, spill_memory: int, i: int) -> None:
+                                        partitions: int, i: int) -> None:
     """Counts after bounding are deterministic when each unit is in one group: the keyed-hash
     partitions must keep every unit whole (a split unit would keep too many rows)."""
     df = frame.copy()
     first_state = df.groupby(unit)["state"].transform("first")
     df["state"] = first_state  # each unit in one state
     df["city"] = df.groupby(unit)["city"].transform("first")
-    d = parquet_dir.parent / f"units-{unit}-{partitions}-{spill_memory}-{i}"
+    d = parquet_dir.parent / f"units-{unit}-{partitions}-{i}"
     d.mkdir(exist_ok=True)
     for j, part in enumerate(np.array_split(np.arange(len(df)), 3)):
         pq.write_table(pa.Table.from_pandas(df.iloc[part], preserve_index=False),
                        d / f"p{j}.parquet", row_group_size=3000)
     opts = {"bounds": BOUNDS, "keys": KEYS, "privacy_unit": unit, "max_rows_per_unit": 3}
-    _compare(df, dpf.scan(d, batch_size=2000, partitions=partitions, spill_memory=spill_memory),
-             opts, UNIT_QUERIES[i])
+    _compare(df, dpf.scan(d, batch_size=2000, partitions=partitions), opts, UNIT_QUERIES[i])
 
 
 @pytest.mark.parametrize("partitions", [1, 5])
@@ -444,36 +443,3 @@ def test_spilled_group_codes_fit_any_number_of_declared_keys(parquet_dir: Path,
             "privacy_unit": "uid", "max_rows_per_unit": 2}
     _compare(df, dpf.scan(d, batch_size=200, partitions=3), opts,
              lambda p: p.groupby("k").count(epsilon=1))
-
-
-@pytest.mark.parametrize("memory", [0, 13_000, 1 << 30])
-def test_spill_partitions_come_back_whole_and_in_order(tmp_path: Path, memory: int) -> None:
-    """Held in memory, written to files, or held and then written out past the budget: each
-    partition comes back with exactly its rows, in the order they were written; files exist
-    only for partitions written out, and none is left after close."""
-    from dpframe.backends.arrow.spill import SpillFiles
-
-    rng = np.random.default_rng(memory % 97)
-    batches = [pa.record_batch({"v": np.arange(i * 500, (i + 1) * 500)}) for i in range(6)]
-    parts = [rng.integers(0, 4, 500).astype(np.uint16) for _ in batches]
-    with SpillFiles(4, str(tmp_path), memory) as spill:
-        for b, p in zip(batches, parts, strict=True):
-            spill.write(b, p)
-        spill.finish()
-        files = sorted(f.name for f in spill.folder.iterdir())
-        got = [None if t is None else t.column("v").to_pylist() for t in spill.tables()]
-    every_v = np.concatenate([b.column("v").to_numpy() for b in batches])
-    every_p = np.concatenate(parts)
-    assert got == [every_v[every_p == q].tolist() for q in range(4)]
-    expected_files = {0: 4, 13_000: None, 1 << 30: 0}[memory]
-    if expected_files is None:  # the budget holds some partitions, not all
-        assert 0 < len(files) < 4
-    else:
-        assert len(files) == expected_files
-    assert not spill.folder.exists()
-
-
-def test_spill_memory_is_validated(parquet_dir: Path) -> None:
-    for bad in (-1, 1.5, True, "1GB"):
-        with pytest.raises(dpf.ValidationError, match="spill_memory"):
-            dpf.scan(parquet_dir, spill_memory=bad)  # type: ignore[arg-type]

@@ -50,7 +50,7 @@ def open_input(spec: ReleaseSpec, progress: bool | None = None) -> Scan:
     from ..fronts.scan import scan
 
     given = (("partitions", spec.partitions), ("partition_rows", spec.partition_rows),
-             ("spill_dir", spec.spill_dir), ("spill_memory", spec.spill_memory))
+             ("spill_dir", spec.spill_dir))
     tuning: dict[str, Any] = {k: v for k, v in given if v is not None}
     try:
         return scan(input_source(spec), columns=spec.input_columns, format=input_format(spec),

@@ -132,7 +132,6 @@ class InputTable(_Table):
     partitions: _Count | None = None
     partition_rows: _Count | None = None
     spill_dir: _PathText | None = None
-    spill_memory: Annotated[int, Field(ge=0)] | None = None
 
     @model_validator(mode="after")
     def _one_source(self) -> InputTable:

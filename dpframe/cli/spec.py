@@ -84,7 +84,6 @@ class ReleaseSpec:
     partitions: int | None
     partition_rows: int | None
     spill_dir: Path | None
-    spill_memory: int | None
     privacy_unit: str | None
     max_rows_per_unit: int | None
     max_groups_per_unit: int | None
@@ -188,7 +187,6 @@ def parse_spec(raw: Mapping[str, Any], path: Path) -> ReleaseSpec:
         input_format=inp.format, input_columns=inp.columns, batch_size=inp.batch_size,
         csv_types=dict(inp.types), delimiter=inp.delimiter, partitions=inp.partitions,
         partition_rows=inp.partition_rows, spill_dir=resolve(inp.spill_dir),
-        spill_memory=inp.spill_memory,
         privacy_unit=m.privacy.unit, max_rows_per_unit=m.privacy.max_rows_per_unit,
         max_groups_per_unit=m.privacy.max_groups_per_unit, bounds=dict(m.bounds),
         keys={k: list(v) for k, v in m.keys.items()}, output_dir=m.output.dir,

@@ -22,7 +22,6 @@ import pyarrow.dataset as ds
 from ..backends.arrow import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_PARTITION_ROWS,
-    DEFAULT_SPILL_MEMORY,
     ArrowBackend,
     DatasetSource,
     conform_batch,
@@ -96,12 +95,11 @@ class Scan:
     def __init__(self, source: DatasetSource, *, batch_size: int = DEFAULT_BATCH_SIZE,
                  progress: bool | None = None, partition_rows: int = DEFAULT_PARTITION_ROWS,
                  partitions: int | None = None,
-                 spill_dir: str | os.PathLike[str] | None = None,
-                 spill_memory: int = DEFAULT_SPILL_MEMORY) -> None:
+                 spill_dir: str | os.PathLike[str] | None = None) -> None:
         self.source = source
         self.backend = ArrowBackend(source, batch_size=batch_size, progress=progress,
                                     partition_rows=partition_rows, partitions=partitions,
-                                    spill_dir=spill_dir, spill_memory=spill_memory)
+                                    spill_dir=spill_dir)
 
     @property
     def schema(self) -> pa.Schema:
@@ -128,20 +126,19 @@ def scan(source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | ds.
          format: str | ds.FileFormat | None = None, batch_size: int = DEFAULT_BATCH_SIZE,
          progress: bool | None = None, partition_rows: int = DEFAULT_PARTITION_ROWS,
          partitions: int | None = None, spill_dir: str | os.PathLike[str] | None = None,
-         spill_memory: int = DEFAULT_SPILL_MEMORY, partitioning: Any = None) -> Scan:
+         partitioning: Any = None) -> Scan:
     """Scan Parquet, CSV or Arrow IPC files (a path, a glob, a folder or a list), a
     ``pyarrow.dataset.Dataset`` or a ``pyarrow.Table``, batch by batch.
 
     ``columns`` restricts the visible columns; ``format`` overrides the format inferred from
     file names; ``batch_size`` is rows per record batch; ``progress`` shows a progress bar on
-    stderr (default: only on a terminal); ``partition_rows`` / ``partitions`` / ``spill_dir`` /
-    ``spill_memory`` tune the two-pass plan of privacy-unit queries (docs/scan.md);
-    ``partitioning`` is passed to
+    stderr (default: only on a terminal); ``partition_rows`` / ``partitions`` / ``spill_dir``
+    tune the two-pass plan of privacy-unit queries (docs/scan.md); ``partitioning`` is passed to
     ``pyarrow.dataset.dataset`` for a folder (e.g. ``"hive"``).
     """
     src = DatasetSource(source, format=format, columns=columns, partitioning=partitioning)
     return Scan(src, batch_size=batch_size, progress=progress, partition_rows=partition_rows,
-                partitions=partitions, spill_dir=spill_dir, spill_memory=spill_memory)
+                partitions=partitions, spill_dir=spill_dir)
 
 
 __all__ = ["BatchSource", "Scan", "scan"]

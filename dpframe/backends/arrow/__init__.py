@@ -31,13 +31,7 @@ aggregates exactly), ``spill`` (the partition files) and ``backend`` (``ArrowBac
 
 from __future__ import annotations
 
-from .backend import (
-    DEFAULT_BATCH_SIZE,
-    DEFAULT_PARTITION_ROWS,
-    DEFAULT_SPILL_MEMORY,
-    MAX_PARTITIONS,
-    ArrowBackend,
-)
+from .backend import DEFAULT_BATCH_SIZE, DEFAULT_PARTITION_ROWS, MAX_PARTITIONS, ArrowBackend
 from .columns import (
     arrow_kind,
     dictionary_codes,
@@ -52,8 +46,7 @@ from .source import DatasetSource
 from .totals import add_into
 from .words import unit_hash, value_hashes
 
-__all__ = ["DEFAULT_BATCH_SIZE", "DEFAULT_PARTITION_ROWS", "DEFAULT_SPILL_MEMORY",
-           "MAX_PARTITIONS", "PREFETCH",
+__all__ = ["DEFAULT_BATCH_SIZE", "DEFAULT_PARTITION_ROWS", "MAX_PARTITIONS", "PREFETCH",
            "ArrowBackend", "DatasetSource", "add_into", "arrow_kind", "conform_array",
            "conform_batch", "dictionary_codes", "factorize", "numeric_array", "prefetch",
            "public_codes", "unit_codes", "unit_hash", "value_hashes"]

@@ -46,9 +46,6 @@ from .words import unit_hash, value_hashes
 DEFAULT_BATCH_SIZE = 1 << 20
 DEFAULT_PARTITION_ROWS = 4_000_000
 MAX_PARTITIONS = 4096
-#: Bytes of partitioned rows a privacy-unit scan holds in memory before writing partitions to
-#: its spill folder (the rest of the plan needs about 250 MB, pass 2 one partition more).
-DEFAULT_SPILL_MEMORY = 512 << 20
 #: Threads aggregating batches of a row-level scan with public keys (at most 2: the
 #: reader's prefetch thread runs beside them).
 WORKERS = max(1, min(2, os.cpu_count() or 1))
@@ -125,22 +122,16 @@ class ArrowBackend:
     ``batch_size``: rows per record batch; ``progress``: a progress bar on stderr (None: only
     when stderr is a terminal); ``partition_rows``: target rows per spill partition for
     privacy-unit queries (memory of pass 2); ``partitions``: force the number of partitions;
-    ``spill_dir``: where the temporary partition files go (default: the system temp folder);
-    ``spill_memory``: bytes of partitioned rows held in memory before partitions are written
-    to files (0: every partition goes to a file).
+    ``spill_dir``: where the temporary partition files go (default: the system temp folder).
     """
 
     def __init__(self, source: DatasetSource, *, batch_size: int = DEFAULT_BATCH_SIZE,
                  progress: bool | None = None, partition_rows: int = DEFAULT_PARTITION_ROWS,
                  partitions: int | None = None,
-                 spill_dir: str | os.PathLike[str] | None = None,
-                 spill_memory: int = DEFAULT_SPILL_MEMORY) -> None:
+                 spill_dir: str | os.PathLike[str] | None = None) -> None:
         for name, val in (("batch_size", batch_size), ("partition_rows", partition_rows)):
             if isinstance(val, bool) or not isinstance(val, int) or val < 1:
                 raise ValidationError(f"{name} must be a positive integer")
-        if isinstance(spill_memory, bool) or not isinstance(spill_memory, int) or \
-                spill_memory < 0:
-            raise ValidationError("spill_memory must be a number of bytes >= 0")
         if partitions is not None and (isinstance(partitions, bool) or not isinstance(
                 partitions, int) or not 1 <= partitions <= MAX_PARTITIONS):
             raise ValidationError(f"partitions must be an integer in [1, {MAX_PARTITIONS}]")
@@ -150,7 +141,6 @@ class ArrowBackend:
         self.partition_rows = partition_rows
         self.partitions = partitions
         self.spill_dir = None if spill_dir is None else os.fspath(spill_dir)
-        self.spill_memory = spill_memory
 
     # -- Backend protocol ------------------------------------------------------------------------
     def schema(self) -> dict[str, ColumnKind]:
@@ -367,7 +357,7 @@ class ArrowBackend:
         each partition alone. The spilled schema (None: no row survived)."""
         assert run.request.privacy_unit is not None
         schema = None
-        with SpillFiles(n_parts, self.spill_dir, self.spill_memory) as spill:
+        with SpillFiles(n_parts, self.spill_dir) as spill:
             with contextlib.closing(batches):
                 for batch in batches:
                     sb = self._spill_batch(run.request, batch)

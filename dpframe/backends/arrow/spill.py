@@ -1,10 +1,7 @@
-"""Spill partitions: the rows of pass 1 of a privacy-unit scan, held until pass 2 reads them.
+"""Spill files: the partitions of pass 1 of a privacy-unit scan, on disk until pass 2 reads them.
 
-Partitions stay in memory while their rows fit ``memory_bytes``; past that, the largest one held
-is written out, and from then on its rows go to its file. Each file is one Arrow IPC file in a
-fresh temporary folder; the folder and every file in it are deleted when the spill is closed,
-also on error or interrupt. Rows of a partition come back in the order they were written,
-whether they were held or written out.
+Each partition is one Arrow IPC file in a fresh temporary folder; the folder and every file in
+it are deleted when the spill is closed, also on error or interrupt.
 """
 
 from __future__ import annotations
@@ -24,17 +21,13 @@ import pyarrow as pa
 
 
 class SpillFiles:
-    """``parts`` partitions, held in memory up to ``memory_bytes`` of rows, then in files in a
-    temporary folder under ``where`` (None: the system's)."""
+    """``parts`` partition files in a temporary folder under ``where`` (None: the system's)."""
 
-    def __init__(self, parts: int, where: str | None = None, memory_bytes: int = 0) -> None:
+    def __init__(self, parts: int, where: str | None = None) -> None:
         self.parts = parts
-        self.memory_bytes = memory_bytes
         self.folder = Path(tempfile.mkdtemp(prefix="dpframe-spill-", dir=where))
         self._writers: dict[int, pa.ipc.RecordBatchFileWriter] = {}
         self._sinks: dict[int, Any] = {}
-        self._held: dict[int, list[pa.RecordBatch]] = {}
-        self._held_bytes: dict[int, int] = {}
 
     def __enter__(self) -> SpillFiles:
         return self
@@ -47,32 +40,14 @@ class SpillFiles:
         return self.folder / f"part-{part:05d}.arrow"
 
     def write(self, batch: pa.RecordBatch, partition: npt.NDArray[np.integer[Any]]) -> None:
-        """Append each row of ``batch`` to its ``partition`` (< 2**16): held in memory while
-        the budget allows, else in the partition's file."""
+        """Append each row of ``batch`` to the file of its ``partition`` (< 2**16)."""
         order = np.argsort(partition, kind="stable")  # a radix sort on 16 bits
         bounds = np.searchsorted(partition[order], np.arange(self.parts + 1))
-        rows: pa.RecordBatch | None = None  # every row in partition order, for the files
+        rows = batch.take(pa.array(order))
         for p in range(self.parts):
             lo, hi = int(bounds[p]), int(bounds[p + 1])
-            if hi <= lo:
-                continue
-            if p in self._writers or not self.memory_bytes:
-                rows = batch.take(pa.array(order)) if rows is None else rows
+            if hi > lo:
                 self._writer(p, batch.schema).write_batch(rows.slice(lo, hi - lo))
-            else:  # its own copy of its rows (a slice would keep the whole batch alive)
-                piece = batch.take(pa.array(order[lo:hi]))
-                self._held.setdefault(p, []).append(piece)
-                self._held_bytes[p] = self._held_bytes.get(p, 0) + piece.nbytes
-        while self._held and sum(self._held_bytes.values()) > self.memory_bytes:
-            self._write_out(max(self._held_bytes, key=self._held_bytes.__getitem__))
-
-    def _write_out(self, part: int) -> None:
-        """Move a held partition to its file; its later rows go there too."""
-        pieces = self._held.pop(part)
-        del self._held_bytes[part]
-        writer = self._writer(part, pieces[0].schema)
-        for piece in pieces:
-            writer.write_batch(piece)
 
     def _writer(self, part: int, schema: pa.Schema) -> pa.ipc.RecordBatchFileWriter:
         if part not in self._writers:
@@ -87,15 +62,8 @@ class SpillFiles:
             self._sinks.pop(p).close()
 
     def tables(self) -> Iterator[pa.Table | None]:
-        """Each partition in turn (None when no row went to it), let go of once read (a held
-        one) or its file deleted (a written one)."""
+        """Each partition in turn (None when no row went to it), its file deleted once read."""
         for p in range(self.parts):
-            held = self._held.pop(p, None)
-            if held is not None:
-                self._held_bytes.pop(p, None)
-                yield pa.Table.from_batches(held).combine_chunks()
-                del held
-                continue
             path = self._path(p)
             if not path.exists():
                 yield None
