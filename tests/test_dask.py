@@ -411,3 +411,20 @@ def test_private_keys_are_canonical_whatever_partition_holds_which_spelling(
         outs.append(([(type(k), repr(k)) for k in f.index], f.tolist(),
                      [(type(k), repr(k)) for k in o.index], o.tolist(), str(o.index.dtype)))
     assert outs[0] == outs[1] == ([(float, "0.0")], [6], [(int, "1")], [6], "object")
+
+
+@pytest.mark.parametrize("declared", [127, 129, 40_000])
+def test_pre_selection_ships_group_codes_of_any_width(declared: int) -> None:
+    """The exchange carries group codes in the narrowest type (int8 up to 127 declared groups,
+    int16 up to 32767): rows of the last declared keys still count in their own groups."""
+    uid = np.arange(300) // 3  # each unit in one group: counts are deterministic
+    df = pd.DataFrame({"u": uid, "k": uid % 3 + (declared - 3), "x": 1.0})
+    ddf = dd.from_pandas(df, npartitions=3, sort=False)
+    q = Query((Measure("count"),), Fraction(1), by=("k",), keys={"k": tuple(range(declared))},
+              privacy_unit="u", max_rows_per_unit=3)
+    backend = DaskBackend(ddf)
+    compute = prepare(_session(), q, backend).compute
+    with dask.config.set(scheduler="sync"):
+        counts = next(iter(backend.exact(compute, np.random.default_rng(1)).values.values()))
+    expected = np.bincount(df["k"] - (declared - 3), minlength=3)
+    assert counts[-3:].tolist() == expected.tolist() and counts.sum() == 300

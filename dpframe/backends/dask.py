@@ -20,6 +20,7 @@ dask).
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 import dask
@@ -48,9 +49,8 @@ from .pandas import (
 UNIT_HASH_COLUMN = "__dpframe_unit_hash__"
 #: Columns a pre-selected row carries: its group code, its pair priority and its row priority.
 GROUP_COLUMN = "__dpframe_group__"
-PAIR_PRIORITY_COLUMN = "__dpframe_pair_priority__"
 ROW_PRIORITY_COLUMN = "__dpframe_row_priority__"
-RESERVED = (UNIT_HASH_COLUMN, GROUP_COLUMN, PAIR_PRIORITY_COLUMN, ROW_PRIORITY_COLUMN)
+RESERVED = (UNIT_HASH_COLUMN, GROUP_COLUMN, ROW_PRIORITY_COLUMN)
 DEFAULT_SPLIT_EVERY = 8
 
 
@@ -151,8 +151,8 @@ def _preselect(part: pd.DataFrame, request: ComputeRequest, key: tuple[int, int]
     rows = ok[keep]
     columns: dict[Any, Any] = {labels[c]: part[labels[c]].iloc[rows].array
                                for c in request.measure_columns}
-    columns.update({UNIT_HASH_COLUMN: h[keep], GROUP_COLUMN: g[keep],
-                    PAIR_PRIORITY_COLUMN: pair[keep],
+    # the pair priority is not shipped: the bucket recomputes it from (unit hash, group, salt)
+    columns.update({UNIT_HASH_COLUMN: h[keep], GROUP_COLUMN: g[keep].astype(_code_type(request)),
                     ROW_PRIORITY_COLUMN: row[keep].view(np.int64)})  # read back as uint64
     return pd.DataFrame(columns, copy=False)  # one frame built at once, no column inserts
 
@@ -169,15 +169,23 @@ def _preselect_buckets(part: pd.DataFrame, request: ComputeRequest, key: tuple[i
     return [out.iloc[order[bounds[j]:bounds[j + 1]]] for j in range(buckets)]
 
 
+def _code_type(request: ComputeRequest) -> type[np.signedinteger[Any]]:
+    """The narrowest signed integer type for every public group code (int8 up to 127 groups):
+    the exchange carries one per pre-selected row."""
+    groups = math.prod(len(request.keys[c]) for c in request.by)
+    return np.int8 if groups < 1 << 7 else np.int16 if groups < 1 << 15 else np.int64
+
+
 def _bucket_exact(frames: list[pd.DataFrame], request: ComputeRequest,
-                  keys: list[tuple[object, ...]]) -> ExactAggregates:
+                  keys: list[tuple[object, ...]], salt: int) -> ExactAggregates:
     """One bucket: every partition's pre-selected rows of its units. The final selection by
     the carried priorities, then the exact aggregates of the selected rows (bounded already:
     no unit step left)."""
     part = pd.concat(frames, ignore_index=True)
-    dense = pd.factorize(part[UNIT_HASH_COLUMN].to_numpy())[0].astype(np.int64)
+    h = part[UNIT_HASH_COLUMN].to_numpy(dtype=np.uint64)
+    dense = pd.factorize(h)[0].astype(np.int64)
     g = part[GROUP_COLUMN].to_numpy(dtype=np.int64)
-    keep = select_by_priority(dense, g, part[PAIR_PRIORITY_COLUMN].to_numpy(dtype=np.uint64),
+    keep = select_by_priority(dense, g, keyed_priority(h.view(np.int64), g, salt),
                               part[ROW_PRIORITY_COLUMN].to_numpy(dtype=np.int64).view(np.uint64),
                               request.max_groups, request.max_rows, distinct=True)
     rows = PandasBackend(part.iloc[np.flatnonzero(keep)])
@@ -293,7 +301,8 @@ class DaskBackend:
         split = [dask.delayed(_preselect_buckets, pure=True, nout=nb)(
                      part, request, key, salt, int(seed), nb)
                  for part, seed in zip(frame.to_delayed(), seeds, strict=True)]
-        finals = [dask.delayed(_bucket_exact, pure=True)([s[j] for s in split], request, keys)
+        finals = [dask.delayed(_bucket_exact, pure=True)([s[j] for s in split], request, keys,
+                                                          salt)
                   for j in range(nb)]
         agg: ExactAggregates
         agg, = dask.compute(_tree(finals, merge_partials, self.split_every))
