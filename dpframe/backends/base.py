@@ -9,8 +9,9 @@ every backend maps declared keys the same way.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -51,6 +52,17 @@ def declared_positions(uniques: Sequence[object], declared: Sequence[object]) ->
         except TypeError:  # unhashable
             out[i] = -1
     return out
+
+
+def group_code_dtype(request: ComputeRequest) -> np.dtype[np.signedinteger[Any]]:
+    """The narrowest signed integer type holding every public group code of ``request`` and -1:
+    int8 up to 127 declared groups, then int16, int32, int64. Code columns that travel with
+    each row (scan spill files, the Dask exchange) use it."""
+    groups = math.prod(len(request.keys[c]) for c in request.by)
+    for kind in (np.int8, np.int16, np.int32):
+        if groups <= np.iinfo(kind).max:
+            return np.dtype(kind)
+    return np.dtype(np.int64)
 
 
 def offset_codes(values: np.ndarray) -> npt.NDArray[np.int64] | None:

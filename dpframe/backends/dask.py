@@ -20,7 +20,6 @@ dask).
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any
 
 import dask
@@ -36,7 +35,7 @@ from ..core.transform import compute_exact, select_by_priority
 from ..core.values import ColumnKind
 from ..errors import ValidationError
 from .arrow.words import column_words
-from .base import public_key_list
+from .base import group_code_dtype, public_key_list
 from .pandas import (
     PandasBackend,
     column_kind,
@@ -47,7 +46,7 @@ from .pandas import (
 )
 
 UNIT_HASH_COLUMN = "__dpframe_unit_hash__"
-#: Columns a pre-selected row carries: its group code, its pair priority and its row priority.
+#: Columns a pre-selected row carries: its unit's hash, its group code and its row priority.
 GROUP_COLUMN = "__dpframe_group__"
 ROW_PRIORITY_COLUMN = "__dpframe_row_priority__"
 RESERVED = (UNIT_HASH_COLUMN, GROUP_COLUMN, ROW_PRIORITY_COLUMN)
@@ -152,7 +151,8 @@ def _preselect(part: pd.DataFrame, request: ComputeRequest, key: tuple[int, int]
     columns: dict[Any, Any] = {labels[c]: part[labels[c]].iloc[rows].array
                                for c in request.measure_columns}
     # the pair priority is not shipped: the bucket recomputes it from (unit hash, group, salt)
-    columns.update({UNIT_HASH_COLUMN: h[keep], GROUP_COLUMN: g[keep].astype(_code_type(request)),
+    columns.update({UNIT_HASH_COLUMN: h[keep],
+                    GROUP_COLUMN: g[keep].astype(group_code_dtype(request)),
                     ROW_PRIORITY_COLUMN: row[keep].view(np.int64)})  # read back as uint64
     return pd.DataFrame(columns, copy=False)  # one frame built at once, no column inserts
 
@@ -167,13 +167,6 @@ def _preselect_buckets(part: pd.DataFrame, request: ComputeRequest, key: tuple[i
     order = np.argsort(bucket, kind="stable")
     bounds = np.searchsorted(bucket[order], np.arange(buckets + 1))
     return [out.iloc[order[bounds[j]:bounds[j + 1]]] for j in range(buckets)]
-
-
-def _code_type(request: ComputeRequest) -> type[np.signedinteger[Any]]:
-    """The narrowest signed integer type for every public group code (int8 up to 127 groups):
-    the exchange carries one per pre-selected row."""
-    groups = math.prod(len(request.keys[c]) for c in request.by)
-    return np.int8 if groups < 1 << 7 else np.int16 if groups < 1 << 15 else np.int64
 
 
 def _bucket_exact(frames: list[pd.DataFrame], request: ComputeRequest,

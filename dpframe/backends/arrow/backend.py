@@ -26,7 +26,7 @@ from ...core.hashing import Key
 from ...core.transform import compute_exact
 from ...core.values import ColumnKind
 from ...errors import ValidationError
-from ..base import observed_key_codes, public_key_codes, public_key_list
+from ..base import group_code_dtype, observed_key_codes, public_key_codes, public_key_list
 from .columns import (
     I64,
     Bools,
@@ -75,16 +75,6 @@ def _public_keys(request: ComputeRequest) -> Keys:
     if q.private_keys:
         return []
     return public_key_list([tuple(q.keys[c]) for c in q.by])
-
-
-def _group_code_type(request: ComputeRequest) -> pa.DataType:
-    """The narrowest signed integer type holding every public group code and -1 (spill files
-    carry one per row: 1 byte for up to 127 declared groups instead of 4)."""
-    groups = math.prod(len(request.keys[c]) for c in request.by)
-    for kind, top in ((pa.int8(), 1 << 7), (pa.int16(), 1 << 15)):
-        if groups < top:
-            return kind
-    return pa.int32()
 
 
 def _getter(block: Block) -> Callable[[str], tuple[np.ndarray, Bools]]:
@@ -284,7 +274,7 @@ class ArrowBackend:
     def _spill_batch(request: ComputeRequest, batch: pa.RecordBatch) -> pa.RecordBatch | None:
         """The columns pass 2 needs, without rows every query would drop (missing unit, or an
         undeclared public key); public keys are replaced by their group code, in the type of
-        :func:`_group_code_type`."""
+        :func:`~dpframe.backends.base.group_code_dtype`."""
         q = request
         assert q.privacy_unit is not None
         keep = np.asarray(batch.column(q.privacy_unit).is_valid().to_numpy(
@@ -293,9 +283,7 @@ class ArrowBackend:
         if q.by and not q.private_keys:
             codes = _public_codes(batch, q)
             keep &= codes >= 0
-            code_type = _group_code_type(q)
-            arrays[_GROUP_CODE] = pa.array(codes.astype(code_type.to_pandas_dtype()),
-                                           type=code_type)
+            arrays[_GROUP_CODE] = pa.array(codes.astype(group_code_dtype(q)))
         for c in [*(q.by if q.private_keys else ()), q.privacy_unit, *q.measure_columns]:
             if c not in arrays:
                 arrays[c] = decoded(batch.column(c))
@@ -308,7 +296,8 @@ class ArrowBackend:
         """The schema of spilled batches, for a scan where no row survived pass 1."""
         public = bool(request.by) and not request.private_keys
         schema = self.source.arrow_schema
-        fields = [pa.field(_GROUP_CODE, _group_code_type(request))] if public else []
+        code_type = pa.from_numpy_dtype(group_code_dtype(request))
+        fields = [pa.field(_GROUP_CODE, code_type)] if public else []
         fields += [pa.field(c, value_type(schema.field(c).type)) for c in cols
                    if not (public and c in request.by)]
         return pa.schema(fields)
