@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
 from functools import cached_property
+from typing import Generic, TypeVar
 
 from ..errors import ValidationError
 from .accounting import PrivacyCost, poisson_subsampling, zcdp_to_approx_dp
@@ -35,6 +36,8 @@ from .mechanisms import NoiseSpec, noise_spec, rho_for
 from .query import Measure, Query
 from .sensitivity import Contribution, Relation, key_selection_sensitivity
 from .values import ColumnKind
+
+V = TypeVar("V")
 
 
 @dataclass(frozen=True)
@@ -128,8 +131,6 @@ def plan_query(query: Query, relation: Relation, column_kinds: dict[str, str]) -
 #: Types whose pickle is their value, exactly: ``-0.0`` and ``0.0``, ``True`` and ``1``, ``1``
 #: and ``1.0`` pickle apart. Queries holding anything else (in keys or bounds) are not cached.
 _PLAIN_TYPES = (str, int, float, bool, type(None), Fraction, Decimal, bytes)
-_PLANS: OrderedDict[bytes, ReleasePlan] = OrderedDict()
-_PLANS_LOCK = threading.Lock()
 PLAN_CACHE_SIZE = 256
 #: Inputs whose fingerprint is longer are planned afresh each time (a cache of 256 plans stays
 #: within a few tens of MB whatever the queries).
@@ -160,6 +161,43 @@ def exact_fingerprint(value: object, members: Iterable[object] = ()) -> bytes | 
     return fingerprint if len(fingerprint) <= MAX_FINGERPRINT_BYTES else None
 
 
+class RecentCache(Generic[V]):
+    """The values of the last ``size`` distinct keys used (the least recently used leaves
+    first), safe across threads. A key of None (no :func:`exact_fingerprint`) is never stored
+    and never found."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[bytes, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get(self, key: bytes | None) -> V | None:
+        """The value stored under ``key``, now the most recently used, or None."""
+        if key is None:
+            return None
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def put(self, key: bytes | None, value: V) -> None:
+        """Store ``value`` under ``key`` (nothing for None), dropping the least recently used
+        past ``size``."""
+        if key is None:
+            return
+        with self._lock:
+            self._items[key] = value
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+
+_PLANS: RecentCache[ReleasePlan] = RecentCache(PLAN_CACHE_SIZE)
+
+
 def _plan_key(query: Query, relation: str,
               column_kinds: Mapping[str, ColumnKind]) -> bytes | None:
     """The fingerprint of a plan's inputs (:func:`exact_fingerprint`), or None when declared
@@ -181,19 +219,11 @@ def plan_release(query: Query, relation: Relation,
     kinds), so a remembered plan is the plan a new computation would give; a query that fails
     validation is never remembered and fails again, with the same error."""
     key = _plan_key(query, relation, column_kinds)
-    if key is not None:
-        with _PLANS_LOCK:
-            plan = _PLANS.get(key)
-            if plan is not None:
-                _PLANS.move_to_end(key)
-                return plan
-    query.validate(column_kinds)
-    plan = plan_query(query, relation, dict(column_kinds))
-    if key is not None:
-        with _PLANS_LOCK:
-            _PLANS[key] = plan
-            while len(_PLANS) > PLAN_CACHE_SIZE:
-                _PLANS.popitem(last=False)
+    plan = _PLANS.get(key)
+    if plan is None:
+        query.validate(column_kinds)
+        plan = plan_query(query, relation, dict(column_kinds))
+        _PLANS.put(key, plan)
     return plan
 
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 import copy
 import math
 import numbers
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from fractions import Fraction
@@ -24,7 +22,7 @@ from ..backends.base import Backend
 from ..core.aggregates import NAMES
 from ..core.apply import CoreRelease
 from ..core.numbers import to_fraction
-from ..core.plan import exact_fingerprint
+from ..core.plan import RecentCache, exact_fingerprint
 from ..core.query import (
     DEFAULT_GRID,
     Measure,
@@ -630,9 +628,7 @@ def _label_index(labels: list[object], kind: str, name: str) -> pd.Index:
 
 #: Indexes of declared keys, by the exact fingerprint of (names, keys): nightly jobs and
 #: notebooks release over the same declared keys again and again.
-_DECLARED_INDEXES: OrderedDict[bytes, pd.Index] = OrderedDict()
-_DECLARED_INDEXES_SIZE = 64
-_DECLARED_INDEXES_LOCK = threading.Lock()
+_DECLARED_INDEXES: RecentCache[pd.Index] = RecentCache(64)
 
 
 def _declared_index(keys: list[tuple[object, ...]], by: tuple[str, ...]) -> pd.Index:
@@ -640,16 +636,11 @@ def _declared_index(keys: list[tuple[object, ...]], by: tuple[str, ...]) -> pd.I
     no data reaches it). Built once per distinct declared list; each result gets its own copy,
     so renaming one result's index leaves the others alone."""
     fingerprint = exact_fingerprint((by, keys), (v for k in keys for v in k))
-    with _DECLARED_INDEXES_LOCK:
-        index = None if fingerprint is None else _DECLARED_INDEXES.get(fingerprint)
+    index = _DECLARED_INDEXES.get(fingerprint)
     if index is None:
         index = (pd.Index([k[0] for k in keys], name=by[0]) if len(by) == 1
                  else pd.MultiIndex.from_tuples(keys, names=list(by)))
-        if fingerprint is not None:
-            with _DECLARED_INDEXES_LOCK:
-                _DECLARED_INDEXES[fingerprint] = index
-                while len(_DECLARED_INDEXES) > _DECLARED_INDEXES_SIZE:
-                    _DECLARED_INDEXES.popitem(last=False)
+        _DECLARED_INDEXES.put(fingerprint, index)
     return index.copy()
 
 

@@ -13,13 +13,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import importlib
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from dpframe.core.mechanisms import NoiseSpec
+from dpframe.core.plan import PLAN_CACHE_SIZE, RecentCache
 from dpframe.core.sensitivity import Sensitivity
 
 from .mechanisms import geometric_spec
@@ -44,7 +44,7 @@ def _real(target: str) -> Callable[..., Any]:
 
 def _forget_plans(monkeypatch: pytest.MonkeyPatch) -> None:
     """Plans made before the patch were made by the real planner: hide them while it holds."""
-    monkeypatch.setattr(PLAN_CACHE, OrderedDict())
+    monkeypatch.setattr(PLAN_CACHE, RecentCache(PLAN_CACHE_SIZE))
 
 
 def halve_sum_sensitivity(monkeypatch: pytest.MonkeyPatch) -> None:

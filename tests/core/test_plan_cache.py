@@ -7,13 +7,12 @@ validation must fail every time (never be remembered).
 """
 from __future__ import annotations
 
-from collections import OrderedDict
 from fractions import Fraction
 
 import pytest
 
 from dpframe.core import plan as plan_module
-from dpframe.core.plan import plan_query, plan_release
+from dpframe.core.plan import RecentCache, plan_query, plan_release
 from dpframe.core.query import Measure, Query
 from dpframe.errors import ValidationError
 
@@ -22,7 +21,7 @@ KINDS = {"g": "float", "x": "float", "b": "bool"}
 
 @pytest.fixture(autouse=True)
 def fresh_cache(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(plan_module, "_PLANS", OrderedDict())
+    monkeypatch.setattr(plan_module, "_PLANS", RecentCache(plan_module.PLAN_CACHE_SIZE))
 
 
 def grouped_sum(keys: tuple[object, ...], by: str = "g", epsilon: Fraction = Fraction(1)) -> Query:
@@ -89,7 +88,7 @@ def test_keys_of_unfamiliar_types_are_planned_afresh_each_time() -> None:
 
 
 def test_the_cache_keeps_only_the_most_recent_plans(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(plan_module, "PLAN_CACHE_SIZE", 3)
+    monkeypatch.setattr(plan_module, "_PLANS", RecentCache(3))
     plans = [plan_release(grouped_sum((float(i),)), "add_remove", KINDS) for i in range(3)]
     plan_release(grouped_sum((0.0,)), "add_remove", KINDS)        # 0 is now the most recent
     plan_release(grouped_sum((9.0,)), "add_remove", KINDS)        # evicts 1, the oldest
