@@ -296,8 +296,8 @@ class ArrowBackend:
         """The schema of spilled batches, for a scan where no row survived pass 1."""
         public = bool(request.by) and not request.private_keys
         schema = self.source.arrow_schema
-        code_type = pa.from_numpy_dtype(group_code_dtype(request))
-        fields = [pa.field(_GROUP_CODE, code_type)] if public else []
+        fields = ([pa.field(_GROUP_CODE, pa.from_numpy_dtype(group_code_dtype(request)))]
+                  if public else [])  # private keys have no declared list to size codes by
         fields += [pa.field(c, value_type(schema.field(c).type)) for c in cols
                    if not (public and c in request.by)]
         return pa.schema(fields)
