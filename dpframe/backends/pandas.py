@@ -11,6 +11,7 @@ import pandas as pd
 
 from ..core.compute import ComputeRequest, ExactAggregates
 from ..core.hashing import distinct_hash, value_words
+from ..core.parallel import map_ranges
 from ..core.transform import compute_exact
 from ..core.values import NUMERIC_KINDS, ColumnKind, canonicalize, is_canonical
 from ..errors import ValidationError
@@ -113,8 +114,8 @@ def declared_codes(s: pd.Series, declared: tuple[object, ...]) -> npt.NDArray[np
     """Position of each row's key among the declared keys (-1: undeclared or missing).
 
     Rows match declared keys under Python ``==`` (``-0.0`` matches a declared ``0.0``). Arrow-
-    backed columns use one hash lookup against the declared set (``index_in``); others factorize
-    and map the observed uniques.
+    backed columns use one hash lookup against the declared set (``index_in``, ranges of rows
+    on several threads); others factorize and map the observed uniques.
     """
     pa_array = getattr(s.array, "_pa_array", None)
     if pa_array is not None:
@@ -129,9 +130,14 @@ def declared_codes(s: pd.Series, declared: tuple[object, ...]) -> npt.NDArray[np
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError):
             value_set = None
         if value_set is not None and len(set(declared)) == len(declared):
-            idx = pc.index_in(pa_array, value_set=value_set)
-            return np.asarray(pc.fill_null(idx, -1).to_numpy(zero_copy_only=False),
-                              dtype=np.int64)
+            out = np.empty(len(pa_array), dtype=np.int64)
+
+            def look_up(a: int, b: int) -> None:  # one range of rows (pyarrow frees the GIL)
+                idx = pc.index_in(pa_array.slice(a, b - a), value_set=value_set)
+                out[a:b] = pc.fill_null(idx, -1).to_numpy(zero_copy_only=False)
+
+            map_ranges(look_up, out.size)
+            return out
     codes, uniques = factorize(s)
     mapping = declared_positions(uniques, declared)
     return remap_codes(codes, mapping)

@@ -1,0 +1,94 @@
+"""Row ranges on several threads (dpframe.core.parallel): the cuts, the waiting, the fork."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from dpframe.core import parallel
+from dpframe.core.parallel import BLOCK_ROWS, map_ranges, row_ranges
+
+
+@pytest.mark.parametrize("n", [0, 1, BLOCK_ROWS, 5 * BLOCK_ROWS + 3, 10**7])
+@pytest.mark.parametrize("threads", [1, 2, 3, 4])
+def test_ranges_cover_the_rows_once_cut_at_blocks(n: int, threads: int) -> None:
+    ranges = row_ranges(n, BLOCK_ROWS, threads)
+    assert ranges[0][0] == 0 and ranges[-1][1] == n
+    assert all(b == c for (_, b), (c, _) in itertools.pairwise(ranges))
+    assert all(a % BLOCK_ROWS == 0 for a, _ in ranges)
+    assert len(ranges) <= threads and (n == 0 or all(b > a for a, b in ranges))
+    assert len(ranges) == max(1, min(threads, n // BLOCK_ROWS))
+
+
+def test_small_inputs_stay_on_the_calling_thread() -> None:
+    seen: list[str] = []
+    map_ranges(lambda a, b: seen.append(threading.current_thread().name), 1000)
+    assert seen == [threading.current_thread().name]
+
+
+def test_ranges_run_on_several_threads_and_results_keep_their_order(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parallel, "THREADS", 3)
+    names: set[str] = set()
+
+    def work(a: int, b: int) -> tuple[int, int]:
+        names.add(threading.current_thread().name)
+        time.sleep(0.05)  # long enough that one thread cannot take every range
+        return a, b
+
+    out = map_ranges(work, 3 * BLOCK_ROWS, BLOCK_ROWS)
+    assert out == row_ranges(3 * BLOCK_ROWS, BLOCK_ROWS, 3)
+    assert len(names) >= 2
+
+
+def test_an_error_is_raised_only_once_every_range_has_stopped(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """No range may still write after the call returns (a later release could read it)."""
+    monkeypatch.setattr(parallel, "THREADS", 2)
+    finished: list[int] = []
+
+    def work(a: int, b: int) -> None:
+        if a == 0:
+            raise ValueError("first range")
+        time.sleep(0.1)
+        finished.append(a)
+
+    with pytest.raises(ValueError, match="first range"):
+        map_ranges(work, 2 * BLOCK_ROWS, BLOCK_ROWS)
+    assert finished == [BLOCK_ROWS]
+
+    def late(a: int, b: int) -> None:
+        if a:
+            raise KeyError("second range")
+
+    with pytest.raises(KeyError):
+        map_ranges(late, 2 * BLOCK_ROWS, BLOCK_ROWS)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_forked_child_gets_a_pool_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The parent's helper threads do not survive a fork: a child reusing the pool object
+    would wait forever."""
+    monkeypatch.setattr(parallel, "THREADS", 2)
+    map_ranges(lambda a, b: None, 2 * BLOCK_ROWS, BLOCK_ROWS)  # the parent has a pool
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 only if the ranges ran
+        try:
+            out = map_ranges(lambda a, b: int(np.arange(a, b).sum()), 2 * BLOCK_ROWS, BLOCK_ROWS)
+            os._exit(0 if sum(out) == (2 * BLOCK_ROWS) * (2 * BLOCK_ROWS - 1) // 2 else 1)
+        except BaseException:
+            os._exit(2)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            assert os.waitstatus_to_exitcode(status) == 0
+            return
+        time.sleep(0.05)
+    os.kill(pid, 9)
+    pytest.fail("the forked child hung on the parent's pool")
