@@ -142,9 +142,7 @@ def _preselect(part: pd.DataFrame, request: ComputeRequest, key: tuple[int, int]
     row = np.random.default_rng(seed).integers(0, 2**64, ok.size, dtype=np.uint64)
     # the partition's own unit codes pick the same rows as the hashes would (a hash collision
     # can only merge two units later, which bounds more, never less)
-    # pair priorities are keyed by (unit hash, group): never equal for two pairs of a unit
-    keep = select_by_priority(local[ok], g, pair, row, request.max_groups,
-                              request.max_rows, distinct=True)
+    keep = select_by_priority(local[ok], g, pair, row, request.max_groups, request.max_rows)
     # only the measured columns travel on (the group is a code, the unit its hash)
     labels = column_labels(part.columns)
     rows = ok[keep]
@@ -180,7 +178,7 @@ def _bucket_exact(frames: list[pd.DataFrame], request: ComputeRequest,
     g = part[GROUP_COLUMN].to_numpy(dtype=np.int64)
     keep = select_by_priority(dense, g, keyed_priority(h.view(np.int64), g, salt),
                               part[ROW_PRIORITY_COLUMN].to_numpy(dtype=np.int64).view(np.uint64),
-                              request.max_groups, request.max_rows, distinct=True)
+                              request.max_groups, request.max_rows)
     rows = PandasBackend(part.iloc[np.flatnonzero(keep)])
     bounded = dataclasses.replace(request, privacy_unit=None)
     return compute_exact(bounded, g[keep], keys, None,

@@ -9,7 +9,6 @@ influence only that unit's contribution, which is what the sensitivities in
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from fractions import Fraction
 
@@ -18,6 +17,7 @@ import numpy.typing as npt
 
 from .compute import AggregateRequest, ComputeRequest, ExactAggregates, unique_pairs
 from .hashing import keyed_priority
+from .parallel import BLOCK_ROWS, map_ranges
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -196,46 +196,88 @@ def _select_rows(units: I64, pairs: I64, rows: npt.NDArray[np.intp], max_rows: i
     return rows[order[rank < max_rows]]
 
 
+#: A pair's order key keeps the top 32 bits of its priority and puts its group code below.
+_HIGH = np.uint64(0xFFFFFFFF_00000000)
+_LOW = 0xFFFFFFFF
+
+
+def _keyable(g: I64) -> bool:
+    """Whether group codes fit the low half of an order key: -1 (a dropped row) up to
+    2**32 - 2 (the key of -1 is 2**32 - 1, above every group)."""
+    return not g.size or (int(g.min()) >= -1 and int(g.max()) < _LOW)
+
+
+def pair_keys(prio: npt.NDArray[np.uint64], g: I64) -> npt.NDArray[np.uint64]:
+    """The order key of each row's (unit, group) pair: ``(prio >> 32, group)`` as one 64-bit
+    word, so a unit's pairs compare by the top 32 bits of their priority, then by group.
+
+    Two pairs of a unit never share a key (their groups differ), so the rows at a unit's least
+    key are exactly one pair's: no tie-break pass. With uniform 64-bit priorities the top 32
+    bits are uniform, so the choice stays uniform among a unit's groups but for ties of
+    probability below ``m**2 / 2**33`` for ``m`` pairs, broken by the smaller group. The key
+    depends on the pair alone, never on the block, so blocks can pre-select
+    (:func:`select_by_priority`). ``g`` must be :func:`_keyable`."""
+    key = np.bitwise_and(prio, _HIGH)
+    key |= g.view(np.uint64) & np.uint64(_LOW)
+    return key
+
+
+def _narrow_codes(values: npt.NDArray[np.int64], top: int) -> np.ndarray:
+    """``values`` (in [-1, top]) in the narrowest signed integer type holding them: a table
+    that is gathered per row stays in cache."""
+    for kind in (np.int8, np.int16, np.int32):
+        if top <= np.iinfo(kind).max:
+            return values.astype(kind)
+    return values
+
+
+def _least_pair(u: I64, g: I64, key: npt.NDArray[np.uint64], nu: int) -> Bools:
+    """Whether each row's pair is its unit's pair of least key (one per unit): the per-unit
+    least key, its group read back as a narrow table, and each row compared with its unit's
+    entry on several threads (:mod:`dpframe.core.parallel`)."""
+    best = np.full(nu, _UMAX, dtype=np.uint64)
+    np.minimum.at(best, u, key)
+    group = (best & np.uint64(_LOW)).view(np.int64)
+    group[group == _LOW] = -1  # the key of a dropped row's group (-1)
+    table = _narrow_codes(group, int(g.max(initial=0)))
+    hit = np.empty(u.size, dtype=bool)
+
+    def compare(a: int, b: int) -> None:
+        np.equal(g[a:b], table[u[a:b]], out=hit[a:b])
+
+    map_ranges(compare, u.size)
+    return hit
+
+
 def _choose_groups(u: I64, g: I64, nu: int, max_groups: int, gen: np.random.Generator
                    ) -> Bools:
     """For rows (unit u, group g), whether their pair is among the unit's ``max_groups`` pairs
-    of smallest keyed priority (a uniform choice among the unit's distinct groups)."""
-    return _smallest_pairs(u, keyed_priority(u, g, int(gen.integers(0, 2**63))), g, nu,
-                           max_groups, distinct=True)
+    of smallest keyed priority (a uniform choice among the unit's distinct groups,
+    :func:`pair_keys`). The keys are computed block by block in cache, on several threads."""
+    salt = int(gen.integers(0, 2**63))
+    if not _keyable(g):
+        return _smallest_pairs(u, keyed_priority(u, g, salt), g, nu, max_groups)
+    key = np.empty(u.size, dtype=np.uint64)
+
+    def fill(a: int, b: int) -> None:
+        for start in range(a, b, BLOCK_ROWS):
+            end = min(b, start + BLOCK_ROWS)
+            key[start:end] = pair_keys(keyed_priority(u[start:end], g[start:end], salt),
+                                       g[start:end])
+
+    map_ranges(fill, u.size)
+    return _smallest_keys(u, key, g, nu, max_groups)
 
 
-def _smallest_of_group(u: I64, g: I64, nu: int, hit: Bools) -> npt.NDArray[np.intp]:
-    """The rows among ``hit`` whose group is the smallest of their unit's hit groups (the
-    tie-break between two pairs of a unit with one priority)."""
-    idx = np.flatnonzero(hit)
-    group = np.full(nu, np.iinfo(np.int64).max, dtype=np.int64)
-    np.minimum.at(group, u[idx], g[idx])
-    return idx[g[idx] == group[u[idx]]]
-
-
-def _smallest_pairs(u: I64, prio: npt.NDArray[np.uint64], g: I64, nu: int, max_groups: int,
-                    distinct: bool = False) -> Bools:
+def _smallest_pairs(u: I64, prio: npt.NDArray[np.uint64], g: I64, nu: int, max_groups: int
+                    ) -> Bools:
     """For rows (unit ``u``, group ``g``) with pair priority ``prio``, whether their pair is
-    among the unit's ``max_groups`` pairs of smallest priority (ties: the smaller group).
-
-    ``distinct``: the caller guarantees that distinct pairs of a unit never share a priority
-    (keyed priorities: :func:`~dpframe.core.hashing.keyed_priority` is a bijection of the group
-    for each unit), so the rows at a unit's least priority are exactly one pair's and the
-    tie-break is skipped; carried priorities (blocks, Dask) may tie and are checked."""
-    if max_groups <= 8:  # one pass per group kept: per-unit minima, no sort
-        chosen = np.zeros(u.size, dtype=bool)
-        for _ in range(max_groups):
-            cand = prio if not chosen.any() else np.where(chosen, _UMAX, prio)
-            best = np.full(nu, _UMAX, dtype=np.uint64)
-            np.minimum.at(best, u, cand)
-            hit = cand == best[u]
-            if distinct:
-                chosen |= hit  # one pair per unit (rows chosen before stay chosen)
-            else:
-                chosen[_smallest_of_group(u, g, nu, hit & ~chosen)] = True
-        return chosen
-    order = np.lexsort((g, prio, u))
-    su, sp, sg = u[order], prio[order], g[order]
+    among the unit's ``max_groups`` pairs of least order key (:func:`pair_keys`: the top 32
+    bits of the priority, then the smaller group)."""
+    if _keyable(g):
+        return _smallest_keys(u, pair_keys(prio, g), g, nu, max_groups)
+    order = np.lexsort((g.view(np.uint64), prio >> np.uint64(32), u))  # -1 after every group
+    su, sp, sg = u[order], prio[order] >> np.uint64(32), g[order]
     new_unit = np.r_[True, su[1:] != su[:-1]]
     pair_id = np.cumsum(new_unit | np.r_[True, (sp[1:] != sp[:-1]) | (sg[1:] != sg[:-1])]) - 1
     pair_rank = pair_id - np.maximum.accumulate(np.where(new_unit, pair_id, 0))
@@ -244,12 +286,40 @@ def _smallest_pairs(u: I64, prio: npt.NDArray[np.uint64], g: I64, nu: int, max_g
     return chosen
 
 
+def _smallest_keys(u: I64, key: npt.NDArray[np.uint64], g: I64, nu: int, max_groups: int
+                   ) -> Bools:
+    """For rows with pair order keys ``key`` (one per pair, distinct within a unit), whether
+    their pair is among the unit's ``max_groups`` pairs of least key: one pass of per-unit
+    minima per group kept (up to 8), else one sort."""
+    if max_groups == 1:
+        return _least_pair(u, g, key, nu)
+    if max_groups <= 8:
+        chosen = np.zeros(u.size, dtype=bool)
+        cand = key
+        for round_ in range(max_groups):
+            best = np.full(nu, _UMAX, dtype=np.uint64)
+            np.minimum.at(best, u, cand)
+            chosen |= cand == best[u]  # one pair per unit (its key is unique in the unit)
+            if round_ + 1 < max_groups:
+                cand = np.where(chosen, _UMAX, key)
+        return chosen
+    order = np.lexsort((key, u))
+    su, sk = u[order], key[order]
+    new_unit = np.r_[True, su[1:] != su[:-1]]
+    pair_id = np.cumsum(new_unit | np.r_[True, sk[1:] != sk[:-1]]) - 1
+    pair_rank = pair_id - np.maximum.accumulate(np.where(new_unit, pair_id, 0))
+    chosen = np.empty(u.size, dtype=bool)
+    chosen[order] = pair_rank < max_groups
+    return chosen
+
+
 def select_by_priority(units: I64, groups: I64, pair_priority: npt.NDArray[np.uint64],
-                       row_priority: npt.NDArray[np.uint64], max_groups: int, max_rows: int,
-                       distinct: bool = False) -> Bools:
+                       row_priority: npt.NDArray[np.uint64], max_groups: int, max_rows: int
+                       ) -> Bools:
     """Contribution bounding by carried priorities: each unit keeps its ``max_groups`` pairs
-    (its rows of one group) of smallest ``pair_priority``, and in each its ``max_rows`` rows of
-    smallest ``row_priority``.
+    (its rows of one group) of least order key (:func:`pair_keys`: the top 32 bits of
+    ``pair_priority``, then the group), and in each its ``max_rows`` rows of smallest
+    ``row_priority``.
 
     Blocks can pre-select: a row kept over a union of blocks is kept in its own block (its
     ranks there are no larger), so selecting again over the union of the blocks' selections
@@ -258,8 +328,6 @@ def select_by_priority(units: I64, groups: I64, pair_priority: npt.NDArray[np.ui
     uniform row priorities, it is the distribution of :func:`bound_contributions`: a uniform
     choice of groups, then a uniform choice of rows; a unit's selection depends only on its own
     rows and fresh randomness (a stable transformation). ``units`` are dense codes >= 0.
-    ``distinct``: no two pairs of a unit share a pair priority (keyed by the unit and the
-    group), so the group tie-break is skipped (:func:`_smallest_pairs`).
     """
     n = units.size
     if n == 0:
@@ -267,7 +335,7 @@ def select_by_priority(units: I64, groups: I64, pair_priority: npt.NDArray[np.ui
     nu = int(units.max()) + 1
     keep = np.ones(n, dtype=bool)
     if bool((np.bincount(units, minlength=nu) > max_groups).any()):
-        keep = _smallest_pairs(units, pair_priority, groups, nu, max_groups, distinct)
+        keep = _smallest_pairs(units, pair_priority, groups, nu, max_groups)
     pairs = units.astype(np.int64) * (int(groups.max()) + 1) + groups
     kept = np.flatnonzero(keep)
     if max_groups == 1:  # one pair left per unit: its size is the unit's kept rows (no sort)
@@ -360,12 +428,6 @@ def distinct_units_per_group(units: I64, groups: I64, ngroups: int, mask: Bools)
     return np.bincount(pairs // nu, minlength=ngroups).astype(np.int64)
 
 
-#: Rows per block of the one-pass fixed-point sum: 512 KiB of float64, resident in L2.
-BLOCK_ROWS = 1 << 16
-#: From this many values :func:`fixed_point_total` runs its two halves on two threads.
-PARALLEL_MIN_ROWS = 1 << 21
-
-
 def fixed_point_total(values: np.ndarray, req: AggregateRequest) -> tuple[int, int] | None:
     """``(sum(fixed_point(values, req)), non-missing values)`` in one cache-blocked pass, for
     a float64 column (None otherwise: the caller takes the general path).
@@ -375,35 +437,15 @@ def fixed_point_total(values: np.ndarray, req: AggregateRequest) -> tuple[int, i
     - shift s)`` is ``rint((clip(x, lo, hi) - shift) s)``. Each block's sum is exact in float64
     (|value| <= 2**34 and 2**16 values stay below 2**53) and blocks add as Python integers. A
     block whose sum is NaN holds missing values; only that block is scanned for them. Large
-    arrays are cut in two at a block boundary and the halves run on two threads (numpy releases
-    the GIL): integer totals add up the same in any order.
+    arrays are cut at block boundaries and the ranges run on several threads
+    (:mod:`dpframe.core.parallel`): integer totals add up the same in any order.
     """
     x = np.asarray(values)
     max_abs = max(abs(req.ilo), abs(req.ihi))
     if x.dtype != np.float64 or req.center is not None or max_abs * BLOCK_ROWS >= 1 << 53:
         return None
-    if x.size < PARALLEL_MIN_ROWS:
-        total, missing = _fixed_point_blocks(x, req)
-        return total, x.size - missing
-    half = (x.size // 2 // BLOCK_ROWS) * BLOCK_ROWS
-    second: list[tuple[int, int] | BaseException] = []
-
-    def run_second() -> None:
-        try:
-            second.append(_fixed_point_blocks(x[half:], req))
-        except BaseException as exc:  # re-raised in the calling thread
-            second.append(exc)
-
-    worker = threading.Thread(target=run_second, name="dpframe-fixed-point", daemon=True)
-    worker.start()
-    try:
-        total, missing = _fixed_point_blocks(x[:half], req)
-    finally:
-        worker.join()
-    other = second[0]
-    if isinstance(other, BaseException):
-        raise other
-    return total + other[0], x.size - missing - other[1]
+    parts = map_ranges(lambda a, b: _fixed_point_blocks(x[a:b], req), x.size)
+    return sum(t for t, _ in parts), x.size - sum(m for _, m in parts)
 
 
 def _fixed_point_blocks(x: F64, req: AggregateRequest) -> tuple[int, int]:
@@ -461,7 +503,12 @@ def compute_exact(
     q = request
     ng = len(keys)
     whole = not q.by and not q.privacy_unit and q.sample_rate is None and ng == 1
-    codes = group_codes if whole else _bounded_codes(request, group_codes, unit_codes, ng, gen)
+    codes, rows = (group_codes, None) if whole else _bounded_rows(request, group_codes,
+                                                                 unit_codes, ng, gen)
+
+    def take(a: np.ndarray) -> np.ndarray:  # a per-row array, on the rows left
+        return a if rows is None else a[rows]
+
     values: dict[tuple[object, ...], np.ndarray] = {}
     counts: dict[tuple[object, ...], np.ndarray] = {}
     distinct: dict[tuple[object, ...], tuple[np.ndarray, np.ndarray]] = {}
@@ -471,7 +518,7 @@ def compute_exact(
                                else grouped_count(codes, ng))
         elif req.kind == "distinct":
             assert hashes is not None and req.column is not None, "no value hashes"
-            h, ok = hashes(req.column)
+            h, ok = (take(a) for a in hashes(req.column))
             sel = (codes < ng) & ok
             distinct[req.key] = unique_pairs(codes[sel].astype(np.int64), h[sel])
         else:
@@ -483,27 +530,37 @@ def compute_exact(
                 if req.with_count:
                     counts[req.key] = _as_counts(totals[1])
                 continue
-            ok = ~np.isnan(raw) if valid is None else valid
+            raw = take(raw)
+            ok = ~np.isnan(raw) if valid is None else take(valid)
             values[req.key], count = _column_aggregate(req, codes, ng, raw, ok)
             if count is not None:
                 counts[req.key] = count
-    unit_counts = _unit_counts(request, unit_codes, codes, ng) if request.unit_counts else None
+    unit_counts = None
+    if request.unit_counts:
+        unit_counts = _unit_counts(request, None if unit_codes is None else take(unit_codes),
+                                   codes, ng)
     return ExactAggregates(list(keys), values, counts, unit_counts, distinct)
 
 
-def _bounded_codes(request: ComputeRequest, group_codes: I64, unit_codes: I64 | None, ng: int,
-                   gen: np.random.Generator) -> I64:
-    """Group codes after Poisson sampling of units and contribution bounding, every dropped
-    row sent to bucket ``ng``."""
+def _bounded_rows(request: ComputeRequest, group_codes: I64, unit_codes: I64 | None, ng: int,
+                  gen: np.random.Generator) -> tuple[I64, npt.NDArray[np.intp] | None]:
+    """Group codes after Poisson sampling of units and contribution bounding, and the rows
+    they are for: every row (None), each dropped row sent to bucket ``ng``; or, when bounding
+    kept at most half of the rows, the kept rows' indices and their codes alone (later passes
+    then read only those: one group per unit keeps about one row in nine at 10 rows a unit).
+    Both forms give the same aggregates."""
     if request.sample_rate is not None:
         group_codes = np.where(poisson_sample(unit_codes, group_codes.size, request.sample_rate,
                                               gen), group_codes, -1)
-    mask = None
-    if request.privacy_unit:
-        assert unit_codes is not None
-        mask = bound_contributions(unit_codes, group_codes if request.by else None,
-                                   request.max_rows, request.max_groups, gen)
-    return bucket_codes(group_codes, ng, mask)
+    if not request.privacy_unit:
+        return bucket_codes(group_codes, ng), None
+    assert unit_codes is not None
+    mask = bound_contributions(unit_codes, group_codes if request.by else None,
+                               request.max_rows, request.max_groups, gen)
+    if np.count_nonzero(mask) * 2 > mask.size:
+        return bucket_codes(group_codes, ng, mask), None
+    rows = np.flatnonzero(mask)
+    return bucket_codes(group_codes[rows], ng), rows
 
 
 def _column_aggregate(req: AggregateRequest, codes: I64, ng: int, raw: np.ndarray,

@@ -217,16 +217,18 @@ def _reference(values: np.ndarray, req: object) -> tuple[int, int]:
 
 @pytest.mark.parametrize("lo,hi", _BOUNDS)
 @pytest.mark.parametrize("shifted", [False, True])
-@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("threads", [1, 2, 3])
 def test_fixed_point_total_is_fixed_point_summed(lo: float, hi: float, shifted: bool,
                                                  threads: int,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    """The one-pass total is the reference's, on one thread or split over two (the second
-    half holds the block with missing values)."""
-    from dpframe.core import transform
+    """The one-pass total is the reference's, on one thread or split over several (the
+    second range holds the block with missing values)."""
+    from dpframe.core import parallel
     from dpframe.core.transform import BLOCK_ROWS, fixed_point_total
 
-    monkeypatch.setattr(transform, "PARALLEL_MIN_ROWS", 2 * BLOCK_ROWS if threads == 2 else 1 << 60)
+    monkeypatch.setattr(parallel, "THREADS", threads)
+    monkeypatch.setattr(parallel, "MIN_ROWS_PER_THREAD", BLOCK_ROWS)
+    assert len(parallel.row_ranges(3 * BLOCK_ROWS + 17, BLOCK_ROWS)) == threads
 
     rng = np.random.default_rng(11)
     flo, fhi = Fraction(repr(lo)), Fraction(repr(hi))
@@ -287,9 +289,10 @@ def _select_reference(u: np.ndarray, g: np.ndarray, pp: np.ndarray, rp: np.ndarr
     keep = np.zeros(u.size, dtype=bool)
     for unit in np.unique(u):
         idx = np.flatnonzero(u == unit)
-        pairs = sorted({(int(pp[i]), int(g[i])) for i in idx})[:groups]
+        # a unit's pairs in order of the top 32 bits of their priority, then of their group
+        pairs = sorted({(int(pp[i]) >> 32, int(g[i])) for i in idx})[:groups]
         for p, grp in pairs:
-            members = [i for i in idx if int(pp[i]) == p and int(g[i]) == grp]
+            members = [i for i in idx if int(pp[i]) >> 32 == p and int(g[i]) == grp]
             for i in sorted(members, key=lambda i: int(rp[i]))[:rows]:
                 keep[i] = True
     return keep
@@ -310,10 +313,11 @@ def test_select_by_priority_is_the_reference_and_pre_selects(groups: int, rows: 
     rp = rng.integers(0, 2**63, n).astype(np.uint64)
     whole = select_by_priority(u, g, pp, rp, groups, rows)
     assert (whole == _select_reference(u, g, pp, rp, groups, rows)).all()
-    # keyed priorities alone never tie: the unchecked path is the reference too
-    keyed = keyed_priority(u, g, 99)
-    assert (select_by_priority(u, g, keyed, rp, groups, rows, distinct=True)
-            == _select_reference(u, g, keyed, rp, groups, rows)).all()
+    # priorities that tie in their top 32 bits only: the smaller group wins
+    close = pp.copy()
+    close[tied] = keyed_priority(u[tied], np.zeros_like(g[tied]), 99) ^ np.uint64(1)
+    assert (select_by_priority(u, g, close, rp, groups, rows)
+            == _select_reference(u, g, close, rp, groups, rows)).all()
     # pre-selection in four blocks, then selection over what they kept: the same rows
     block = rng.integers(0, 4, n)
     pre = np.zeros(n, dtype=bool)
@@ -349,23 +353,62 @@ def test_select_by_priority_chooses_groups_and_rows_uniformly() -> None:
     assert np.all(np.abs(kept - trials * p) < 5 * sd), kept
 
 
-@pytest.mark.parametrize("max_groups", [1, 2, 3])
-def test_keyed_priorities_choose_the_same_pairs_without_the_tie_break(max_groups: int) -> None:
-    """Keyed priorities never tie between a unit's pairs, so skipping the smaller-group
-    tie-break (``distinct=True``) chooses exactly the pairs the checked path chooses, including
-    for units with fewer pairs than ``max_groups`` and with a group code of -1."""
+
+
+@pytest.mark.parametrize("max_groups", [1, 2, 3, 9])
+@pytest.mark.parametrize("huge_codes", [False, True])
+def test_each_unit_keeps_its_pairs_of_least_key(max_groups: int, huge_codes: bool) -> None:
+    """Per-unit minima (up to 8 groups), the sort (more) and the fallback for group codes
+    beyond 32 bits all keep each unit's pairs of least (top 32 bits of priority, group),
+    including units with fewer pairs than ``max_groups``, a group code of -1, and priorities
+    that tie in their top 32 bits (the smaller group first)."""
     from dpframe.core.hashing import keyed_priority
     from dpframe.core.transform import _smallest_pairs
 
     rng = np.random.default_rng(max_groups)
     u = rng.integers(0, 300, 5000)
-    g = rng.integers(-1, 6, 5000)
-    for salt in range(5):
+    g = rng.integers(-1, 12, 5000)
+    if huge_codes:  # past the 32 bits an order key holds: the lexsort path
+        g = np.where(g >= 0, g + (1 << 40), g)
+    for salt in range(4):
         prio = keyed_priority(u, g, salt)
-        fast = _smallest_pairs(u, prio, g, 300, max_groups, distinct=True)
-        checked = _smallest_pairs(u, prio, g, 300, max_groups)
-        assert np.array_equal(fast, checked)
-        pairs = {(a, b) for a, b in zip(u[fast], g[fast], strict=True)}
-        per_unit = np.bincount([a for a, _ in pairs], minlength=300)
-        distinct = np.array([len(set(g[u == a])) for a in range(300)])
-        assert np.array_equal(per_unit, np.minimum(distinct, max_groups))
+        if salt == 3:  # two distinct top halves only: ties everywhere, broken by the group
+            prio = prio >> np.uint64(31)
+        got = _smallest_pairs(u, prio, g, 300, max_groups)
+        want = np.zeros(u.size, dtype=bool)
+        for a in range(300):
+            idx = np.flatnonzero(u == a)
+            # a dropped row's group (-1) comes after every group
+            pairs = sorted({(int(prio[i]) >> 32, int(g[i]) % (1 << 64)) for i in idx})
+            chosen = [k if k < 1 << 63 else k - (1 << 64) for _, k in pairs[:max_groups]]
+            want[idx[np.isin(g[idx], chosen)]] = True
+        assert np.array_equal(got, want)
+
+
+def test_pair_keys_order_by_top_bits_then_group() -> None:
+    from dpframe.core.transform import pair_keys
+
+    prio = np.array([5 << 32 | 7, 5 << 32 | 1, 4 << 32 | 9, 0], dtype=np.uint64)
+    g = np.array([1, 2, 3, -1], dtype=np.int64)
+    assert pair_keys(prio, g).tolist() == [5 << 32 | 1, 5 << 32 | 2, 4 << 32 | 3, 0xFFFFFFFF]
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_one_group_per_unit_is_the_same_on_any_number_of_threads(
+        threads: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The keys filled and the rows compared on several threads give the bits one thread
+    gives (same seed), and each unit keeps exactly one of its groups."""
+    from dpframe.core import parallel
+
+    rng = np.random.default_rng(8)
+    n = 5 * parallel.BLOCK_ROWS + 3
+    units = rng.integers(0, n // 4, n)
+    groups = rng.integers(0, 200, n)  # codes past int8: an int16 table
+    monkeypatch.setattr(parallel, "MIN_ROWS_PER_THREAD", 1 << 60)
+    one = bound_contributions(units, groups, 1000, 1, np.random.default_rng(1))
+    monkeypatch.setattr(parallel, "THREADS", threads)
+    monkeypatch.setattr(parallel, "MIN_ROWS_PER_THREAD", parallel.BLOCK_ROWS)
+    many = bound_contributions(units, groups, 1000, 1, np.random.default_rng(1))
+    assert np.array_equal(one, many)
+    kept = {(int(a), int(b)) for a, b in zip(units[many], groups[many], strict=True)}
+    assert len(kept) == len({a for a, _ in kept}) == len(np.unique(units))
