@@ -37,7 +37,12 @@ def test_offsets_only_for_a_narrow_integer_range() -> None:
     narrow = np.array([10, 12, 10, 11], dtype=np.int64)
     assert offset_codes(narrow).tolist() == [0, 2, 0, 1]
     assert offset_codes(np.array([0, 9], dtype=np.int64)) is None       # range 9 > 2 * 2
-    assert offset_codes(np.array([0, 4], dtype=np.int64)).tolist() == [0, 4]
+    ids = np.array([0, 4], dtype=np.int64)
+    own = offset_codes(ids)  # ids from 0: themselves, read-only (never written through)
+    assert own is not None and own.tolist() == [0, 4] and not own.flags.writeable
+    with pytest.raises(ValueError):
+        own[0] = 1
+    assert ids.flags.writeable and ids.tolist() == [0, 4]
     assert offset_codes(np.array([1.0, 2.0])) is None                   # floats: hashed
     assert offset_codes(np.zeros(0, dtype=np.int64)) is None
     top = np.array([2**64 - 1, 2**64 - 2], dtype=np.uint64)

@@ -68,13 +68,19 @@ def group_code_dtype(request: ComputeRequest) -> np.dtype[np.signedinteger[Any]]
 def offset_codes(values: np.ndarray) -> npt.NDArray[np.int64] | None:
     """Codes of integer unit ids (no missing values) as offsets from the smallest, when they
     span a range no wider than twice their number: equal ids get equal codes with no hashing.
-    None otherwise (and for other dtypes): the caller factorizes."""
+    None otherwise (and for other dtypes): the caller factorizes. Ids that start at 0 in int64
+    are their own codes: a read-only view, no copy (a write would raise, never reach the
+    caller's data)."""
     n = values.size
     if values.dtype.kind not in "iu" or not n:
         return None
     lo, hi = int(values.min()), int(values.max())
     if hi - lo > 2 * n:
         return None
+    if lo == 0 and values.dtype == np.int64:
+        view = values.view()
+        view.flags.writeable = False
+        return view
     # within the range, the difference cannot overflow the dtype (unsigned stays >= 0)
     return (values - values.dtype.type(lo)).astype(np.int64, copy=False)
 

@@ -199,15 +199,23 @@ def _select_rows(units: I64, pairs: I64, rows: npt.NDArray[np.intp], max_rows: i
 #: A pair's order key keeps the top 32 bits of its priority and puts its group code below.
 _HIGH = np.uint64(0xFFFFFFFF_00000000)
 _LOW = 0xFFFFFFFF
+#: A compact (32-bit) key: the top 24 bits of the priority, the group code in the low 8 bits.
+_COMPACT_LOW = 0xFF
+Keys = npt.NDArray[np.uint64] | npt.NDArray[np.uint32]
 
 
-def _keyable(g: I64) -> bool:
-    """Whether group codes fit the low half of an order key: -1 (a dropped row) up to
-    2**32 - 2 (the key of -1 is 2**32 - 1, above every group)."""
-    return not g.size or (int(g.min()) >= -1 and int(g.max()) < _LOW)
+def _code_range(g: I64) -> tuple[int, int]:
+    """The smallest and largest group code (0, 0 when there is none)."""
+    return (int(g.min()), int(g.max())) if g.size else (0, 0)
 
 
-def pair_keys(prio: npt.NDArray[np.uint64], g: I64) -> npt.NDArray[np.uint64]:
+def _keyable(lo: int, hi: int) -> bool:
+    """Whether group codes in [lo, hi] fit the low half of an order key: -1 (a dropped row) up
+    to 2**32 - 2 (the key of -1 is 2**32 - 1, above every group)."""
+    return lo >= -1 and hi < _LOW
+
+
+def pair_keys(prio: npt.NDArray[np.uint64], g: I64, compact: bool = False) -> Keys:
     """The order key of each row's (unit, group) pair: ``(prio >> 32, group)`` as one 64-bit
     word, so a unit's pairs compare by the top 32 bits of their priority, then by group.
 
@@ -216,7 +224,17 @@ def pair_keys(prio: npt.NDArray[np.uint64], g: I64) -> npt.NDArray[np.uint64]:
     bits are uniform, so the choice stays uniform among a unit's groups but for ties of
     probability below ``m**2 / 2**33`` for ``m`` pairs, broken by the smaller group. The key
     depends on the pair alone, never on the block, so blocks can pre-select
-    (:func:`select_by_priority`). ``g`` must be :func:`_keyable`."""
+    (:func:`select_by_priority`). ``g`` must be :func:`_keyable`.
+
+    ``compact``: a 32-bit key, ``(prio >> 40, group)``, for group codes -1 to 254 (-1 keyed as
+    255); ties then have probability below ``m**2 / 2**25``. Half the bytes to write, scatter
+    and compare: for a block that holds every row of its units, where no other block's keys
+    need to compare with its own."""
+    if compact:
+        small = (prio >> np.uint64(32)).astype(np.uint32)
+        small &= np.uint32(0xFFFFFFFF ^ _COMPACT_LOW)
+        small |= g.astype(np.uint32) & np.uint32(_COMPACT_LOW)  # -1 wraps to 255
+        return small
     key = np.bitwise_and(prio, _HIGH)
     key |= g.view(np.uint64) & np.uint64(_LOW)
     return key
@@ -231,15 +249,16 @@ def _narrow_codes(values: npt.NDArray[np.int64], top: int) -> np.ndarray:
     return values
 
 
-def _least_pair(u: I64, g: I64, key: npt.NDArray[np.uint64], nu: int) -> Bools:
+def _least_pair(u: I64, g: I64, key: Keys, nu: int, top: int) -> Bools:
     """Whether each row's pair is its unit's pair of least key (one per unit): the per-unit
     least key, its group read back as a narrow table, and each row compared with its unit's
-    entry on several threads (:mod:`dpframe.core.parallel`)."""
-    best = np.full(nu, _UMAX, dtype=np.uint64)
+    entry on several threads (:mod:`dpframe.core.parallel`). ``top``: the largest group."""
+    low = _COMPACT_LOW if key.dtype == np.uint32 else _LOW
+    best = np.full(nu, np.iinfo(key.dtype).max, dtype=key.dtype)
     np.minimum.at(best, u, key)
-    group = (best & np.uint64(_LOW)).view(np.int64)
-    group[group == _LOW] = -1  # the key of a dropped row's group (-1)
-    table = _narrow_codes(group, int(g.max(initial=0)))
+    group = (best & key.dtype.type(low)).astype(np.int64)
+    group[group == low] = -1  # the key of a dropped row's group (-1)
+    table = _narrow_codes(group, top)
     hit = np.empty(u.size, dtype=bool)
 
     def compare(a: int, b: int) -> None:
@@ -255,18 +274,21 @@ def _choose_groups(u: I64, g: I64, nu: int, max_groups: int, gen: np.random.Gene
     of smallest keyed priority (a uniform choice among the unit's distinct groups,
     :func:`pair_keys`). The keys are computed block by block in cache, on several threads."""
     salt = int(gen.integers(0, 2**63))
-    if not _keyable(g):
+    lo, hi = _code_range(g)
+    if not _keyable(lo, hi):
         return _smallest_pairs(u, keyed_priority(u, g, salt), g, nu, max_groups)
-    key = np.empty(u.size, dtype=np.uint64)
+    compact = hi < _COMPACT_LOW  # this block holds every row of its units: compact keys do
+    key: Keys = (np.empty(u.size, dtype=np.uint32) if compact
+                 else np.empty(u.size, dtype=np.uint64))
 
     def fill(a: int, b: int) -> None:
         for start in range(a, b, BLOCK_ROWS):
             end = min(b, start + BLOCK_ROWS)
             key[start:end] = pair_keys(keyed_priority(u[start:end], g[start:end], salt),
-                                       g[start:end])
+                                       g[start:end], compact)
 
     map_ranges(fill, u.size)
-    return _smallest_keys(u, key, g, nu, max_groups)
+    return _smallest_keys(u, key, g, nu, max_groups, hi)
 
 
 def _smallest_pairs(u: I64, prio: npt.NDArray[np.uint64], g: I64, nu: int, max_groups: int
@@ -274,8 +296,9 @@ def _smallest_pairs(u: I64, prio: npt.NDArray[np.uint64], g: I64, nu: int, max_g
     """For rows (unit ``u``, group ``g``) with pair priority ``prio``, whether their pair is
     among the unit's ``max_groups`` pairs of least order key (:func:`pair_keys`: the top 32
     bits of the priority, then the smaller group)."""
-    if _keyable(g):
-        return _smallest_keys(u, pair_keys(prio, g), g, nu, max_groups)
+    lo, hi = _code_range(g)
+    if _keyable(lo, hi):
+        return _smallest_keys(u, pair_keys(prio, g), g, nu, max_groups, hi)
     order = np.lexsort((g.view(np.uint64), prio >> np.uint64(32), u))  # -1 after every group
     su, sp, sg = u[order], prio[order] >> np.uint64(32), g[order]
     new_unit = np.r_[True, su[1:] != su[:-1]]
@@ -286,22 +309,21 @@ def _smallest_pairs(u: I64, prio: npt.NDArray[np.uint64], g: I64, nu: int, max_g
     return chosen
 
 
-def _smallest_keys(u: I64, key: npt.NDArray[np.uint64], g: I64, nu: int, max_groups: int
-                   ) -> Bools:
+def _smallest_keys(u: I64, key: Keys, g: I64, nu: int, max_groups: int, top: int) -> Bools:
     """For rows with pair order keys ``key`` (one per pair, distinct within a unit), whether
     their pair is among the unit's ``max_groups`` pairs of least key: one pass of per-unit
-    minima per group kept (up to 8), else one sort."""
+    minima per group kept (up to 8), else one sort. ``top``: the largest group."""
     if max_groups == 1:
-        return _least_pair(u, g, key, nu)
+        return _least_pair(u, g, key, nu, top)
     if max_groups <= 8:
         chosen = np.zeros(u.size, dtype=bool)
-        cand = key
+        cand, done = key, key.dtype.type(np.iinfo(key.dtype).max)
         for round_ in range(max_groups):
-            best = np.full(nu, _UMAX, dtype=np.uint64)
+            best = np.full(nu, done, dtype=key.dtype)
             np.minimum.at(best, u, cand)
             chosen |= cand == best[u]  # one pair per unit (its key is unique in the unit)
             if round_ + 1 < max_groups:
-                cand = np.where(chosen, _UMAX, key)
+                cand = np.where(chosen, done, key)
         return chosen
     order = np.lexsort((key, u))
     su, sk = u[order], key[order]
@@ -366,21 +388,27 @@ def bound_contributions(units: I64, groups: I64 | None, max_rows: int, max_group
     ``max_rows`` kept rows are sorted.
     """
     n = units.size
-    keep = units >= 0
-    if groups is not None:
-        keep &= groups >= 0
-    all_valid = bool(keep.all())
-    nu = (int(units.max()) + 1 if n else 0) + 1  # one spare code for dropped rows
+    if n == 0:
+        return np.zeros(0, dtype=bool)
+    all_valid = int(units.min()) >= 0 and (groups is None or int(groups.min()) >= 0)
+    if all_valid:  # (two reductions: cheaper than the masks they spare)
+        keep = np.ones(n, dtype=bool)
+    else:
+        keep = units >= 0
+        if groups is not None:
+            keep &= groups >= 0
+    nu = int(units.max()) + 2  # one spare code for dropped rows
     u = units if all_valid else np.where(keep, units, nu - 1)
     per_unit = np.bincount(u, minlength=nu)
     per_unit[nu - 1] = 0
-    if groups is not None and max_groups < (int(groups.max()) + 1 if n else 1):
+    if groups is not None and max_groups < int(groups.max()) + 1:
         busy_unit = per_unit > max_groups
         busy_units = int(np.count_nonzero(busy_unit))
         if busy_units * 2 > np.count_nonzero(per_unit):
             # most units are busy: choosing among every unit's pairs is the same choice (a unit
             # with at most max_groups rows keeps all its pairs) and skips a gather of the subset
-            keep &= _choose_groups(u, groups, nu, max_groups, gen)
+            chosen = _choose_groups(u, groups, nu, max_groups, gen)
+            keep = chosen if all_valid else keep & chosen
         elif busy_units:
             idx = np.flatnonzero(busy_unit[u])
             keep[idx[~_choose_groups(u[idx], groups[idx], nu, max_groups, gen)]] = False
@@ -393,7 +421,7 @@ def bound_contributions(units: I64, groups: I64 | None, max_rows: int, max_group
     heavy_unit[nu - 1] = False
     if heavy_unit.any():
         idx = np.flatnonzero(heavy_unit[kept_u])
-        ng = int(groups.max()) + 1 if groups is not None and n else 1
+        ng = int(groups.max()) + 1 if groups is not None else 1
         pairs = units if groups is None else units.astype(np.int64) * ng + groups
         kept = _select_rows(units, pairs, idx, max_rows, gen)
         keep[idx] = False

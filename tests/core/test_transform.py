@@ -391,6 +391,37 @@ def test_pair_keys_order_by_top_bits_then_group() -> None:
     prio = np.array([5 << 32 | 7, 5 << 32 | 1, 4 << 32 | 9, 0], dtype=np.uint64)
     g = np.array([1, 2, 3, -1], dtype=np.int64)
     assert pair_keys(prio, g).tolist() == [5 << 32 | 1, 5 << 32 | 2, 4 << 32 | 3, 0xFFFFFFFF]
+    # compact: the top 24 bits, then the group in 8 bits (-1 as 255)
+    prio = np.array([5 << 40 | 3 << 32, 5 << 40 | 1 << 32, 4 << 40, 0], dtype=np.uint64)
+    keys = pair_keys(prio, g, compact=True)
+    assert keys.dtype == np.uint32
+    assert keys.tolist() == [5 << 8 | 1, 5 << 8 | 2, 4 << 8 | 3, 255]
+
+
+@pytest.mark.parametrize("ngroups", [3, 255, 256, 300])
+def test_one_group_per_unit_is_the_pair_of_least_key(ngroups: int) -> None:
+    """bound_contributions with one group per unit keeps, for each unit, the rows of its pair
+    of least key: compact keys (top 24 bits of the keyed priority, then the group) up to 255
+    groups, full keys (top 32 bits) from 256; rows of a dropped group (-1) stay dropped."""
+    from dpframe.core.hashing import keyed_priority
+
+    rng = np.random.default_rng(ngroups)
+    n = 6000
+    units = rng.integers(0, 400, n)
+    groups = rng.integers(0, ngroups, n)
+    groups[::97] = -1
+    gen = np.random.default_rng(5)
+    salt = int(np.random.default_rng(5).integers(0, 2**63))  # the first draw: the pair salt
+    keep = bound_contributions(units, groups, 10**6, 1, gen)
+    shift = 40 if ngroups <= 255 else 32
+    prio = keyed_priority(units, groups, salt) >> np.uint64(shift)
+    for a in range(400):
+        idx = np.flatnonzero((units == a) & (groups >= 0))
+        if not idx.size:
+            continue
+        least = min((int(prio[i]), int(groups[i])) for i in idx)[1]
+        assert keep[idx].tolist() == (groups[idx] == least).tolist()
+    assert not keep[groups < 0].any()
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3])
