@@ -33,14 +33,14 @@ def make_frame(rows: int, seed: int = 0) -> pd.DataFrame:
 
 
 def case(name: str, rows: int) -> dict[str, float]:
-    """Run one case in this process; return seconds (best of 3)."""
+    """Run one case in this process; return seconds (best of 5)."""
     import dpframe as dpf
 
     warnings.simplefilter("ignore")
     df = make_frame(rows)
     session = dpf.Session(epsilon=1e9)
     times = []
-    for _ in range(3):
+    for _ in range(5):
         t = time.perf_counter()
         if name == "plain":
             df.groupby("g")["x"].sum()
@@ -114,7 +114,7 @@ def main() -> None:
                              capture_output=True, text=True, check=True)
         res[name] = json.loads(out.stdout.strip().splitlines()[-1])["seconds"]
     mem = {} if args.no_memory else {n: peak_mb(n, args.rows) for n in cases}
-    print(f"rows={args.rows:,}  50 string keys, float column (best of 3)")
+    print(f"rows={args.rows:,}  50 string keys, float column (best of 5)")
     print(f"{'case':<11}{'seconds':>9}{'time ratio':>11}{'working MB':>12}{'data+work MB':>14}"
           f"{'mem ratio':>11}")
     for name in cases:
