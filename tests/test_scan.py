@@ -190,6 +190,36 @@ def test_bounding_is_enforced_across_batches(frame: pd.DataFrame, parquet_dir: P
     assert int(next(iter(agg.values.values()))[0]) == int(np.minimum(per_unit, 2).sum())
 
 
+@pytest.mark.parametrize("keys", ["public", "private"])
+def test_bounded_scan_is_the_same_on_one_thread_or_two(parquet_dir: Path, keys: str,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pass 2 seeds each partition's generator in partition order, so the rows bounding keeps
+    (hence the exact aggregates) do not depend on how many threads reduce the partitions;
+    bounds that bind make the selection random."""
+    from dpframe.backends.arrow import backend as arrow_backend
+
+    opts = {"bounds": BOUNDS, "keys": KEYS, "privacy_unit": "uid", "max_rows_per_unit": 2}
+
+    def call(p: PrivateFrame) -> Any:
+        if keys == "public":
+            return p.groupby("state").sum("income", epsilon=1)
+        return p.groupby("city", keys="private").sum("visits", epsilon=1, delta=1e-6)
+    results = []
+    for workers in (1, 2, 2):
+        monkeypatch.setattr(arrow_backend, "WORKERS", workers)
+        scan = dpf.scan(parquet_dir, batch_size=700, partitions=5)
+        plan = _plan(scan.backend, _session(), opts, call)
+        results.append(scan.backend.exact(plan.compute, np.random.default_rng(3)))
+    for other in results[1:]:
+        _same_exact(results[0], other)
+    # a different seed bounds differently (so the comparison above can fail)
+    scan = dpf.scan(parquet_dir, batch_size=700, partitions=5)
+    plan = _plan(scan.backend, _session(), opts, call)
+    other = scan.backend.exact(plan.compute, np.random.default_rng(4))
+    with pytest.raises(AssertionError):
+        _same_exact(results[0], other)
+
+
 def test_release_same_charge_and_scale_as_pandas(frame: pd.DataFrame, parquet_dir: Path
                                                  ) -> None:
     s1, s2 = _session(), _session()
@@ -443,3 +473,19 @@ def test_spilled_group_codes_fit_any_number_of_declared_keys(parquet_dir: Path,
             "privacy_unit": "uid", "max_rows_per_unit": 2}
     _compare(df, dpf.scan(d, batch_size=200, partitions=3), opts,
              lambda p: p.groupby("k").count(epsilon=1))
+
+
+@pytest.mark.parametrize("parts", [1, 7, 256, 257, 4096])
+def test_spill_partitions_are_uniform_and_follow_the_unit(parts: int) -> None:
+    """Multiply-shift partitions: every value below ``parts`` (uint8 up to 256), equal units
+    in one partition, and counts within 6 binomial standard deviations of uniform."""
+    from dpframe.backends.arrow.backend import _partitions
+
+    ids = np.arange(200_000) % 50_000  # each unit 4 times
+    p = _partitions(pa.array(ids), (123, 456), parts)
+    assert p.dtype == (np.uint8 if parts <= 256 else np.uint16)
+    assert int(p.max()) < parts
+    assert (p[:50_000] == p[50_000:100_000]).all()
+    counts = np.bincount(p[:50_000], minlength=parts)
+    mean = 50_000 / parts
+    assert np.all(np.abs(counts - mean) <= 6 * np.sqrt(mean * (1 - 1 / parts)) + 1e-9)

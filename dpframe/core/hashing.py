@@ -38,10 +38,12 @@ from __future__ import annotations
 
 import contextlib
 import numbers
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 import numpy.typing as npt
+
+from .parallel import BLOCK_ROWS, map_ranges
 
 U64 = npt.NDArray[np.uint64]
 I64 = npt.NDArray[np.int64]
@@ -77,11 +79,36 @@ def mix(words: npt.ArrayLike) -> U64:
     return _mix_into(np.array(words, dtype=np.uint64))
 
 
+def _blockwise(n: int, block: Callable[[int, int], U64]) -> U64:
+    """The hashes of rows ``[0, n)``, ``block(start, end)`` for each cache block (its
+    temporaries stay in L2), the blocks' ranges on several threads
+    (:mod:`dpframe.core.parallel`: the same bits on any number of threads)."""
+    out = np.empty(n, dtype=np.uint64)
+
+    def fill(a: int, b: int) -> None:
+        for start in range(a, b, BLOCK_ROWS):
+            end = min(b, start + BLOCK_ROWS)
+            out[start:end] = block(start, end)
+
+    map_ranges(fill, n)
+    return out
+
+
 def keyed(words: npt.ArrayLike, key: Key) -> U64:
     """``mix(mix(word ^ k0) ^ k1)``: a keyed hash of each word (equal words, equal hashes)."""
-    z = _mix_into(np.array(words, dtype=np.uint64) ^ np.uint64(key[0] & _MASK))
-    z ^= np.uint64(key[1] & _MASK)
-    return _mix_into(z)
+    k0, k1 = np.uint64(key[0] & _MASK), np.uint64(key[1] & _MASK)
+    w = np.asarray(words, dtype=np.uint64)
+
+    def block(start: int, end: int) -> U64:
+        z = _mix_into(w[start:end] ^ k0)  # a fresh array: the words are never written
+        z ^= k1
+        return _mix_into(z)
+
+    if w.ndim != 1 or w.size <= BLOCK_ROWS:
+        z = _mix_into(w ^ k0)
+        z ^= k1
+        return _mix_into(z)
+    return _blockwise(w.size, block)
 
 
 def distinct_hash(words: npt.ArrayLike) -> U64:
@@ -96,10 +123,19 @@ def keyed_priority(a: I64, b: I64, salt: int) -> U64:
     distinct priorities (every step is a bijection), others independent-looking ones. The salt
     is fresh randomness per release."""
     # int64 -> uint64 by view: the same two's-complement wrap as astype, without the copies
-    z = np.multiply(np.asarray(a, dtype=np.int64).view(np.uint64), _GOLDEN)
-    z += np.asarray(b, dtype=np.int64).view(np.uint64)
-    z ^= np.uint64(salt & _MASK)
-    return _mix_into(z)
+    ua = np.asarray(a, dtype=np.int64).view(np.uint64)
+    ub = np.broadcast_to(np.asarray(b, dtype=np.int64).view(np.uint64), ua.shape)
+    key = np.uint64(salt & _MASK)
+
+    def block(start: int, end: int) -> U64:
+        z = np.multiply(ua[start:end], _GOLDEN)
+        z += ub[start:end]
+        z ^= key
+        return _mix_into(z)
+
+    if ua.ndim != 1 or ua.size <= BLOCK_ROWS:
+        return block(0, ua.size) if ua.ndim == 1 else _mix_into((ua * _GOLDEN + ub) ^ key)
+    return _blockwise(ua.size, block)
 
 
 # -- words -----------------------------------------------------------------------------------

@@ -415,12 +415,16 @@ def bound_contributions(units: I64, groups: I64 | None, max_rows: int, max_group
     if int(per_unit.max(initial=0)) <= max_rows:  # no unit has more rows than the bound
         return keep
     # rows per (unit, group): with groups, pairs are identified by (unit, group)
-    kept_u = u if bool(keep.all()) else np.where(keep, u, nu - 1)
+    # few rows kept (one group of many): only those are read; else one pass over all rows
+    kept = np.flatnonzero(keep) if np.count_nonzero(keep) * 4 < n else None
+    kept_u = u[kept] if kept is not None else u if bool(keep.all()) else np.where(keep, u,
+                                                                                  nu - 1)
     per_unit = np.bincount(kept_u, minlength=nu)
     heavy_unit = per_unit > max_rows
     heavy_unit[nu - 1] = False
     if heavy_unit.any():
-        idx = np.flatnonzero(heavy_unit[kept_u])
+        heavy_rows = heavy_unit[kept_u]
+        idx = np.flatnonzero(heavy_rows) if kept is None else kept[heavy_rows]
         ng = int(groups.max()) + 1 if groups is not None else 1
         pairs = units if groups is None else units.astype(np.int64) * ng + groups
         kept = _select_rows(units, pairs, idx, max_rows, gen)

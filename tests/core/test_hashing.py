@@ -101,3 +101,28 @@ def test_the_key_moves_every_hash_and_keeps_equality() -> None:
     words = value_words(["u1", "u2", "u1"])
     a, b = keyed(words, (1, 2)), keyed(words, (3, 4))
     assert a[0] == a[2] != a[1] and (a != b).all()
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_large_arrays_hash_block_by_block_to_the_same_bits(
+        threads: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past one cache block, keyed hashes and priorities are computed block by block on
+    several threads: the bits are the formula's, and the input words are not written."""
+    from dpframe.core import parallel
+    from dpframe.core.hashing import _GOLDEN, keyed, keyed_priority, mix
+
+    monkeypatch.setattr(parallel, "THREADS", threads)
+    monkeypatch.setattr(parallel, "MIN_ROWS_PER_THREAD", parallel.BLOCK_ROWS)
+    rng = np.random.default_rng(threads)
+    n = 3 * parallel.BLOCK_ROWS + 11
+    words = rng.integers(0, 2**63, n).astype(np.uint64)
+    before = words.copy()
+    key = (12345, 2**63 + 7)
+    want = mix(mix(words ^ np.uint64(key[0])) ^ np.uint64(key[1]))
+    assert np.array_equal(keyed(words, key), want)
+    assert np.array_equal(words, before)
+    a, b = rng.integers(-(2**40), 2**40, n), rng.integers(-1, 300, n)
+    with np.errstate(over="ignore"):
+        ref = mix((a.view(np.uint64) * _GOLDEN + b.view(np.uint64)) ^ np.uint64(99))
+    assert np.array_equal(keyed_priority(a, b, 99), ref)
+    assert np.array_equal(keyed_priority(a, np.zeros_like(a), 5), keyed_priority(a, 0, 5))

@@ -15,7 +15,7 @@ import sys
 from collections import deque
 from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
 
 import numpy as np
@@ -39,7 +39,7 @@ from .columns import (
     value_type,
 )
 from .source import DatasetSource
-from .spill import SpillFiles
+from .spill import SpillFiles, arrange
 from .totals import KeyIndex, Totals
 from .words import unit_hash, value_hashes
 
@@ -102,8 +102,14 @@ def _private_codes(block: Block, by: tuple[str, ...], index: KeyIndex) -> tuple[
 
 
 def _partitions(unit: pa.Array, key: Key, parts: int) -> np.ndarray:
-    """The spill partition of each row: a keyed hash of its unit modulo ``parts``."""
-    return (unit_hash(unit, key) % np.uint64(parts)).astype(np.uint16)
+    """The spill partition of each row: the top 32 bits of a keyed hash of its unit scaled to
+    ``parts`` (multiply-shift: as uniform as a modulo, without a division), in the narrowest
+    unsigned type (uint8 up to 256 partitions: a one-pass radix sort)."""
+    h = unit_hash(unit, key)  # a fresh array
+    h >>= np.uint64(32)
+    h *= np.uint64(parts)
+    h >>= np.uint64(32)
+    return h.astype(np.uint8 if parts <= 256 else np.uint16)
 
 
 class ArrowBackend:
@@ -319,12 +325,6 @@ class ArrowBackend:
             schema = self._spill_schema(request, cols)
         return self._finish(run, schema)
 
-    def _reduce(self, run: _Run, block: pa.Table) -> None:
-        """Pass 2 on one block holding whole units: bound their contributions and add."""
-        assert run.request.privacy_unit is not None
-        units = unit_codes(block.column(run.request.privacy_unit))
-        self._add(run, block, units, precoded=_GROUP_CODE in block.schema.names)
-
     def _in_memory(self, run: _Run, batches: Generator[pa.RecordBatch, None, None]
                    ) -> pa.Schema | None:
         """The one-partition case: the spilled columns gathered in memory and reduced at once;
@@ -337,7 +337,7 @@ class ArrowBackend:
                     parts.append(sb)
         if not parts:
             return None
-        self._reduce(run, pa.Table.from_batches(parts).combine_chunks())
+        self._reduce_all(run, iter([pa.Table.from_batches(parts).combine_chunks()]), None)
         return parts[-1].schema
 
     def _spilled(self, run: _Run, batches: Generator[pa.RecordBatch, None, None],
@@ -345,24 +345,98 @@ class ArrowBackend:
         """Pass 1 spills each row to the partition of its unit's keyed hash; pass 2 reduces
         each partition alone. The spilled schema (None: no row survived)."""
         assert run.request.privacy_unit is not None
-        schema = None
         with SpillFiles(n_parts, self.spill_dir) as spill:
             with contextlib.closing(batches):
-                for batch in batches:
-                    sb = self._spill_batch(run.request, batch)
-                    if sb is not None:
-                        schema = sb.schema
-                        spill.write(sb, _partitions(sb.column(run.request.privacy_unit),
-                                                    hash_key, n_parts))
+                schema = self._spill_all(run.request, batches, spill, hash_key)
             spill.finish()
             pa.default_memory_pool().release_unused()  # pass 1's buffers, before pass 2
             bar = self._bar(n_parts, "dpframe scan, pass 2/2", "partitions")
             try:
-                for table in spill.tables():
-                    if table is not None:
-                        self._reduce(run, table)
-                    del table  # one partition in memory at a time
-                    bar.update(1)
+                self._reduce_all(run, spill.tables(), bar)
             finally:
                 bar.close()
         return schema
+
+    def _spill_all(self, request: ComputeRequest, batches: Iterator[pa.RecordBatch],
+                   spill: SpillFiles, hash_key: Key) -> pa.Schema | None:
+        """Pass 1: each batch's spilled columns, ordered by partition on ``WORKERS`` threads
+        (numpy and Arrow release the GIL) while this thread writes the batches before them, in
+        batch order. The spilled schema (None: no row survived)."""
+        unit = request.privacy_unit
+        assert unit is not None
+
+        def prepare(batch: pa.RecordBatch) -> tuple[pa.RecordBatch, Any] | None:
+            sb = self._spill_batch(request, batch)
+            if sb is None:
+                return None
+            return arrange(sb, _partitions(sb.column(unit), hash_key, spill.parts), spill.parts)
+
+        schema = None
+
+        def write(ready: tuple[pa.RecordBatch, Any] | None) -> None:
+            nonlocal schema
+            if ready is not None:
+                schema = ready[0].schema
+                spill.write_arranged(*ready)
+
+        with ThreadPoolExecutor(WORKERS, thread_name_prefix="dpframe-spill") as pool:
+            pending: deque[Future[tuple[pa.RecordBatch, Any] | None]] = deque()
+            try:
+                for batch in batches:
+                    pending.append(pool.submit(prepare, batch))
+                    while len(pending) > WORKERS or (pending and pending[0].done()):
+                        write(pending.popleft().result())
+                while pending:
+                    write(pending.popleft().result())
+            finally:
+                for f in pending:
+                    f.cancel()
+        return schema
+
+    def _reduce_all(self, run: _Run, tables: Iterator[pa.Table | None], bar: Any | None
+                    ) -> None:
+        """Pass 2: partitions hold disjoint units, so each is bounded and aggregated alone,
+        with its own generator seeded in partition order from the release's (the same
+        selection whatever the number of threads or their schedule), and the partial
+        aggregates are added in partition order. With public keys (or none) on ``WORKERS``
+        threads, at most ``WORKERS`` partitions in memory at a time; private keys share the key
+        index, so those run one partition at a time."""
+        def own(table: pa.Table) -> tuple[_Run, pa.Table]:
+            seed = run.gen.integers(0, 1 << 63, size=4)
+            return replace(run, gen=np.random.default_rng(seed)), table
+
+        def tick() -> None:
+            if bar is not None:
+                bar.update(1)
+
+        if WORKERS == 1 or run.request.private_keys:
+            for table in tables:
+                if table is not None:
+                    run.totals.add(*self._reduce_one(*own(table)))
+                del table  # one partition in memory at a time
+                tick()
+            return
+        with ThreadPoolExecutor(WORKERS, thread_name_prefix="dpframe-partition") as pool:
+            pending: deque[Future[Partial]] = deque()
+            try:
+                for table in tables:
+                    if table is not None:
+                        pending.append(pool.submit(self._reduce_one, *own(table)))
+                    else:
+                        tick()
+                    del table
+                    while len(pending) >= WORKERS:
+                        run.totals.add(*pending.popleft().result())
+                        tick()
+                while pending:
+                    run.totals.add(*pending.popleft().result())
+                    tick()
+            finally:
+                for f in pending:
+                    f.cancel()
+
+    def _reduce_one(self, run: _Run, block: pa.Table) -> Partial:
+        """One partition of pass 2, holding whole units: bounded and aggregated."""
+        assert run.request.privacy_unit is not None
+        units = unit_codes(block.column(run.request.privacy_unit))
+        return self._aggregate(run, block, units, precoded=_GROUP_CODE in block.schema.names)

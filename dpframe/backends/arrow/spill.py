@@ -20,6 +20,17 @@ import numpy.typing as npt
 import pyarrow as pa
 
 
+def arrange(batch: pa.RecordBatch, partition: npt.NDArray[np.integer[Any]], parts: int
+            ) -> tuple[pa.RecordBatch, npt.NDArray[np.intp]]:
+    """The rows of ``batch`` ordered by ``partition`` (< 2**16; stable: a radix sort) and where
+    each partition starts, for :meth:`SpillFiles.write_arranged`. Pure: it may run on any
+    thread while another writes."""
+    order = np.argsort(partition, kind="stable")
+    bounds = np.zeros(parts + 1, dtype=np.intp)
+    np.cumsum(np.bincount(partition, minlength=parts), out=bounds[1:])
+    return batch.take(pa.array(order)), bounds
+
+
 class SpillFiles:
     """``parts`` partition files in a temporary folder under ``where`` (None: the system's)."""
 
@@ -41,13 +52,15 @@ class SpillFiles:
 
     def write(self, batch: pa.RecordBatch, partition: npt.NDArray[np.integer[Any]]) -> None:
         """Append each row of ``batch`` to the file of its ``partition`` (< 2**16)."""
-        order = np.argsort(partition, kind="stable")  # a radix sort on 16 bits
-        bounds = np.searchsorted(partition[order], np.arange(self.parts + 1))
-        rows = batch.take(pa.array(order))
+        self.write_arranged(*arrange(batch, partition, self.parts))
+
+    def write_arranged(self, rows: pa.RecordBatch, bounds: npt.NDArray[np.intp]) -> None:
+        """Append rows :func:`arrange` ordered by partition: ``rows[bounds[p]:bounds[p + 1]]``
+        to the file of partition ``p``."""
         for p in range(self.parts):
             lo, hi = int(bounds[p]), int(bounds[p + 1])
             if hi > lo:
-                self._writer(p, batch.schema).write_batch(rows.slice(lo, hi - lo))
+                self._writer(p, rows.schema).write_batch(rows.slice(lo, hi - lo))
 
     def _writer(self, part: int, schema: pa.Schema) -> pa.ipc.RecordBatchFileWriter:
         if part not in self._writers:
