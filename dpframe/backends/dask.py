@@ -31,6 +31,7 @@ import pyarrow as pa
 
 from ..core.compute import ComputeRequest, ExactAggregates
 from ..core.hashing import keyed, keyed_priority, number_words, time_words, value_words
+from ..core.parallel import one_thread
 from ..core.transform import compute_exact, select_by_priority
 from ..core.values import ColumnKind
 from ..errors import ValidationError
@@ -105,7 +106,8 @@ def _with_unit_hash(part: pd.DataFrame, unit: str, key: tuple[int, int]) -> pd.D
     """Rows with a unit (the others are dropped by every query anyway: shipping them would
     pile them all in one partition), with the unit's keyed hash as an extra column."""
     out = part[part[unit].notna()].copy(deep=False)
-    out[UNIT_HASH_COLUMN] = unit_hash(out[unit], key)
+    with one_thread():  # one task per worker thread already
+        out[UNIT_HASH_COLUMN] = unit_hash(out[unit], key)
     return out
 
 
@@ -116,7 +118,8 @@ def _partition_exact(part: pd.DataFrame, request: ComputeRequest, seeds: npt.NDA
     """The pandas backend on one partition, with its own contribution-bounding generator
     (``seeds[partition number]``); the partial aggregates travel in a one-cell Series."""
     number = 0 if partition_info is None else int(partition_info["number"])
-    agg = PandasBackend(part).exact(request, np.random.default_rng(int(seeds[number])))
+    with one_thread():  # one task per worker thread already
+        agg = PandasBackend(part).exact(request, np.random.default_rng(int(seeds[number])))
     out = pd.Series([None], dtype=object)
     out.iloc[0] = agg
     return out
@@ -140,8 +143,9 @@ def _preselect(part: pd.DataFrame, request: ComputeRequest, key: tuple[int, int]
     pair = keyed_priority(h.view(np.int64), g, salt)
     # uniform 64-bit row priorities (full-range draws are the generator's raw words: fast)
     row = np.random.default_rng(seed).integers(0, 2**64, ok.size, dtype=np.uint64)
-    # the partition's own unit codes pick the same rows as the hashes would (a hash collision
-    # can only merge two units later, which bounds more, never less)
+    # the partition's own unit codes pick the same rows as the hashes would (units whose hashes
+    # collide, probability below N / 2**64 for a given unit, are merged in the bucket: see
+    # docs/dask.md on what that rare event does to the guarantee)
     keep = select_by_priority(local[ok], g, pair, row, request.max_groups, request.max_rows)
     # only the measured columns travel on (the group is a code, the unit its hash)
     labels = column_labels(part.columns)
@@ -159,12 +163,18 @@ def _preselect_buckets(part: pd.DataFrame, request: ComputeRequest, key: tuple[i
                        salt: int, seed: int, buckets: int) -> list[pd.DataFrame]:
     """:func:`_preselect`, its rows split into ``buckets`` by unit hash (a unit's rows from
     every partition meet in one bucket: the exchange moves only pre-selected rows)."""
-    out = _preselect(part, request, key, salt, seed)
-    bucket = (out[UNIT_HASH_COLUMN].to_numpy(dtype=np.uint64) % np.uint64(buckets)).astype(
-        np.int64)
-    order = np.argsort(bucket, kind="stable")
-    bounds = np.searchsorted(bucket[order], np.arange(buckets + 1))
-    return [out.iloc[order[bounds[j]:bounds[j + 1]]] for j in range(buckets)]
+    with one_thread():  # one task per worker thread already
+        out = _preselect(part, request, key, salt, seed)
+    # the bucket: the top 32 bits of the unit hash scaled to ``buckets`` (multiply-shift)
+    bucket = out[UNIT_HASH_COLUMN].to_numpy(dtype=np.uint64) >> np.uint64(32)
+    bucket *= np.uint64(buckets)
+    bucket >>= np.uint64(32)
+    narrow = np.uint8 if buckets <= 256 else np.uint16 if buckets <= 1 << 16 else np.uint64
+    order = np.argsort(bucket.astype(narrow), kind="stable")  # a radix sort up to 16 bits
+    bounds = np.zeros(buckets + 1, dtype=np.intp)
+    np.cumsum(np.bincount(bucket.astype(np.intp), minlength=buckets), out=bounds[1:])
+    ordered = out.take(order)  # one gather; each bucket is then a slice of it
+    return [ordered.iloc[bounds[j]:bounds[j + 1]] for j in range(buckets)]
 
 
 def _bucket_exact(frames: list[pd.DataFrame], request: ComputeRequest,
@@ -172,7 +182,13 @@ def _bucket_exact(frames: list[pd.DataFrame], request: ComputeRequest,
     """One bucket: every partition's pre-selected rows of its units. The final selection by
     the carried priorities, then the exact aggregates of the selected rows (bounded already:
     no unit step left)."""
-    part = pd.concat(frames, ignore_index=True)
+    with one_thread():  # one task per worker thread already
+        return _select_and_aggregate(pd.concat(frames, ignore_index=True), request, keys, salt)
+
+
+def _select_and_aggregate(part: pd.DataFrame, request: ComputeRequest,
+                          keys: list[tuple[object, ...]], salt: int) -> ExactAggregates:
+    """The body of :func:`_bucket_exact` on the bucket's rows."""
     h = part[UNIT_HASH_COLUMN].to_numpy(dtype=np.uint64)
     dense = pd.factorize(h)[0].astype(np.int64)
     g = part[GROUP_COLUMN].to_numpy(dtype=np.int64)

@@ -24,12 +24,14 @@ or hand over Python values (:func:`value_words`).
 **Why nothing leaks.** The keys of unit hashes and priorities are fresh randomness drawn from
 the session's sampling generator for each release, never derived from data, and no key or hash
 is ever released: they only decide where a unit's rows go, which of its groups and rows
-bounding keeps, and which values are equal. A collision never merges two units (a block
-factorizes its units exactly; colliding units only share a partition) and never loosens a
-bound (one unit's pairs always get distinct priorities: the mixing is a bijection); a distinct
-count counts hashes, and one unit adds or removes at most its own values' hashes whatever the
-hash function. So collisions can cost accuracy, never privacy; the key only keeps whoever chose
-the data from aiming many units at one partition. The mixing is fast, not cryptographic.
+bounding keeps, and which values are equal. In scans and pandas a collision never merges two
+units (a block factorizes its units exactly; colliding units only share a partition) and never
+loosens a bound (one unit's pairs always get distinct priorities: the mixing is a bijection); a
+distinct count counts hashes, and one unit adds or removes at most its own values' hashes
+whatever the hash function. The one exception: Dask buckets tell units apart by their hash, so
+there a collision (probability below N / 2**64 for a given unit, the key being fresh) merges
+two units, which docs/dask.md accounts for. The key also keeps whoever chose the data from
+aiming many units at one partition. The mixing is fast, not cryptographic.
 
 Numpy only: the core knows no data engine.
 """

@@ -18,10 +18,11 @@ process starts a fresh pool (the parent's threads do not survive a fork).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent import futures
 from typing import TypeVar
 
@@ -36,6 +37,19 @@ BLOCK_ROWS = 1 << 16
 
 _pool: futures.ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
+_local = threading.local()
+
+
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """Inside the block, :func:`map_ranges` runs every range on the calling thread: for tasks
+    that already run one per core (Dask partitions), where more threads only contend."""
+    before = getattr(_local, "serial", False)
+    _local.serial = True
+    try:
+        yield
+    finally:
+        _local.serial = before
 
 
 def _forget_pool() -> None:
@@ -72,7 +86,7 @@ def map_ranges(work: Callable[[int, int], T], n: int, min_rows: int | None = Non
 
     ``work`` must only read shared inputs and write its own slice (or return its own result).
     Every range runs to its end before this returns or raises (the first error is re-raised)."""
-    ranges = row_ranges(n, min_rows)
+    ranges = row_ranges(n, min_rows, 1 if getattr(_local, "serial", False) else None)
     if len(ranges) == 1:
         return [work(*ranges[0])]
     pool = _helpers()

@@ -92,3 +92,25 @@ def test_a_forked_child_gets_a_pool_of_its_own(monkeypatch: pytest.MonkeyPatch) 
         time.sleep(0.05)
     os.kill(pid, 9)
     pytest.fail("the forked child hung on the parent's pool")
+
+
+def test_one_thread_keeps_every_range_on_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inside ``one_thread`` (Dask partitions), large inputs stay on the calling thread, and
+    the setting ends with the block (also on error)."""
+    from dpframe.core.parallel import one_thread
+
+    monkeypatch.setattr(parallel, "THREADS", 3)
+    caller = threading.current_thread().name
+    seen: list[str] = []
+
+    def work(a: int, b: int) -> tuple[int, int]:
+        seen.append(threading.current_thread().name)
+        time.sleep(0.02)
+        return a, b
+
+    with one_thread():
+        assert map_ranges(work, 3 * BLOCK_ROWS, BLOCK_ROWS) == [(0, 3 * BLOCK_ROWS)]
+    assert seen == [caller]
+    with pytest.raises(RuntimeError), one_thread():
+        raise RuntimeError
+    assert len(map_ranges(work, 3 * BLOCK_ROWS, BLOCK_ROWS)) == 3
