@@ -12,6 +12,13 @@ from typing import Any
 def jsonable(x: Any) -> Any:
     """``x`` made JSON-safe: Fractions to floats, numpy scalars to Python numbers, non-finite
     floats and unknown objects to strings."""
+    kind = type(x)  # the common exact types first: no abstract-class checks for them
+    if kind is str or kind is int or kind is bool or x is None:
+        return x
+    if kind is dict:
+        return {str(k): jsonable(v) for k, v in x.items()}
+    if kind is list or kind is tuple:
+        return [jsonable(v) for v in x]
     if isinstance(x, Mapping):
         return {str(k): jsonable(v) for k, v in x.items()}
     if isinstance(x, list | tuple):

@@ -20,6 +20,7 @@ to a float is post-processing.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -95,9 +96,10 @@ class NoiseSpec:
     rho: Fraction | None = None
     integer: bool = False
 
-    @property
+    @functools.cached_property
     def scale(self) -> float:
-        """The noise scale in output units: Laplace b, or Gaussian sigma."""
+        """The noise scale in output units: Laplace b, or Gaussian sigma (computed once: plans
+        are cached, so their noise is reused release after release)."""
         g = float(self.granularity)
         if self.kind == "laplace":
             return g * float(self.int_scale)
@@ -112,7 +114,14 @@ class NoiseSpec:
         return self.scale
 
     def half_width(self, level: float = 0.95) -> float:
-        """Smallest A with P(|noise| <= A) >= level (exact for the discrete Laplace)."""
+        """Smallest A with P(|noise| <= A) >= level (exact for the discrete Laplace); each
+        level's answer is remembered on the (immutable) spec."""
+        known: dict[float, float] = self.__dict__.setdefault("_half_widths", {})
+        if level not in known:
+            known[level] = self._half_width(level)
+        return known[level]
+
+    def _half_width(self, level: float) -> float:
         alpha = 1.0 - level
         g = float(self.granularity)
         if self.kind == "laplace":

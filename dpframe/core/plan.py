@@ -137,8 +137,8 @@ PLAN_CACHE_SIZE = 256
 MAX_FINGERPRINT_BYTES = 1 << 16
 
 
-def _plain(value: object) -> bool:
-    return type(value) in _PLAIN_TYPES or type(value).__module__ == "numpy"
+def _plain_type(kind: type) -> bool:
+    return kind in _PLAIN_TYPES or kind.__module__ == "numpy"
 
 
 def exact_fingerprint(value: object, members: Iterable[object] = ()) -> bytes | None:
@@ -151,7 +151,7 @@ def exact_fingerprint(value: object, members: Iterable[object] = ()) -> bytes | 
     ``value`` (declared keys, bounds), and any that is not a plain str, bytes, number or None
     makes the answer None (never remembered), as does a fingerprint longer than
     :data:`MAX_FINGERPRINT_BYTES`."""
-    if not all(_plain(v) for v in members):
+    if not all(_plain_type(t) for t in set(map(type, members))):  # each type once
         return None
     try:
         fingerprint = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
