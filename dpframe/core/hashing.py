@@ -5,8 +5,9 @@ The hashes serve three purposes, never more:
 * **contribution bounding**: :func:`keyed_priority` gives each (unit, group) pair a
   pseudo-random priority (a unit keeps its pairs of smallest priority) and each unit its
   Poisson-sampling draw (:mod:`dpframe.core.transform`);
-* **unit identity across blocks**: a scan spills a row to partition ``keyed(word of its unit)
-  mod P`` and Dask shuffles rows by the same hash, so all rows of a unit meet in one block;
+* **unit identity across blocks**: a scan spills a row to the partition
+  :func:`partition_of` the word of its unit and Dask shuffles rows by :func:`keyed` hashes of
+  the same words, so all rows of a unit meet in one block;
 * **distinct counts**: the values of a column are counted as distinct hashes
   (:func:`distinct_hash`).
 
@@ -111,6 +112,26 @@ def keyed(words: npt.ArrayLike, key: Key) -> U64:
         z ^= k1
         return _mix_into(z)
     return _blockwise(w.size, block)
+
+
+def partition_of(words: U64, key: int, parts: int) -> np.ndarray:
+    """The partition in ``[0, parts)`` of each word: multiply-shift hashing (Dietzfelbinger,
+    Hagerup, Katajainen and Penttonen, 1997), the top 32 bits of ``a * word mod 2**64`` scaled
+    to ``parts``, with ``a = mix(key ^ golden) | 1`` for a ``key`` of fresh randomness per
+    release (mixed, so a small key such as 0 still gives a full-width odd multiplier).
+
+    Over the random ``a``, two distinct words agree on their top ``m`` bits with probability at
+    most ``2 / 2**m``, so another unit shares a unit's partition with probability at most about
+    ``4 / parts``, and no one who picks the data without knowing ``a`` can aim many units at one
+    partition (which would only cost memory and time: partitions are never released). Equal
+    words, one partition. Two multiplies and two shifts a word, against two splitmix rounds for
+    :func:`keyed`. ``uint8`` up to 256 partitions, else ``uint16`` (``parts`` <= 2**16)."""
+    a = mix([(key ^ int(_GOLDEN)) & _MASK])[0] | np.uint64(1)
+    h = np.multiply(np.asarray(words, dtype=np.uint64), a)
+    h >>= np.uint64(32)
+    h *= np.uint64(parts)
+    h >>= np.uint64(32)
+    return h.astype(np.uint8 if parts <= 256 else np.uint16)
 
 
 def distinct_hash(words: npt.ArrayLike) -> U64:

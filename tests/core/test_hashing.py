@@ -126,3 +126,20 @@ def test_large_arrays_hash_block_by_block_to_the_same_bits(
         ref = mix((a.view(np.uint64) * _GOLDEN + b.view(np.uint64)) ^ np.uint64(99))
     assert np.array_equal(keyed_priority(a, b, 99), ref)
     assert np.array_equal(keyed_priority(a, np.zeros_like(a), 5), keyed_priority(a, 0, 5))
+
+
+def test_partitions_by_multiply_shift_spread_even_aimed_ids() -> None:
+    """Equal words share a partition; ids built to share low or high bits (multiples of 2**40,
+    consecutive ids) still spread over the partitions, and the multiplier is odd and full
+    width even for a small key."""
+    from dpframe.core.hashing import partition_of
+
+    for words in (np.arange(40_000, dtype=np.uint64),
+                  np.arange(40_000, dtype=np.uint64) << np.uint64(40)):
+        for key in (0, 1, 123, 2**63 + 5):
+            p = partition_of(words, key, 16)
+            counts = np.bincount(p, minlength=16)
+            assert counts.min() > 40_000 / 16 * 0.8, (key, counts)
+    w = np.array([7, 7, 2**63, 2**63], dtype=np.uint64)
+    p = partition_of(w, 9, 1000)
+    assert p.dtype == np.uint16 and p[0] == p[1] and p[2] == p[3] and int(p.max()) < 1000

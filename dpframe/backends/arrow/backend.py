@@ -2,7 +2,7 @@
 
 Every block of rows is factorized and handed to :func:`dpframe.core.transform.compute_exact`;
 the blocks' exact aggregates are then added (:mod:`dpframe.backends.arrow.totals`). Row-level
-queries stream once; privacy-unit queries make two passes over keyed-hash partitions
+queries stream once; privacy-unit queries make two passes over keyed partitions
 (:mod:`dpframe.backends.arrow.spill`). See the package docstring.
 """
 
@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...core.compute import ComputeRequest, ExactAggregates
-from ...core.hashing import Key
+from ...core.hashing import Key, partition_of
 from ...core.transform import compute_exact
 from ...core.values import ColumnKind
 from ...errors import ValidationError
@@ -41,7 +41,7 @@ from .columns import (
 from .source import DatasetSource
 from .spill import SpillFiles, arrange
 from .totals import KeyIndex, Totals
-from .words import unit_hash, value_hashes
+from .words import column_words, value_hashes
 
 DEFAULT_BATCH_SIZE = 1 << 20
 DEFAULT_PARTITION_ROWS = 4_000_000
@@ -102,14 +102,10 @@ def _private_codes(block: Block, by: tuple[str, ...], index: KeyIndex) -> tuple[
 
 
 def _partitions(unit: pa.Array, key: Key, parts: int) -> np.ndarray:
-    """The spill partition of each row: the top 32 bits of a keyed hash of its unit scaled to
-    ``parts`` (multiply-shift: as uniform as a modulo, without a division), in the narrowest
-    unsigned type (uint8 up to 256 partitions: a one-pass radix sort)."""
-    h = unit_hash(unit, key)  # a fresh array
-    h >>= np.uint64(32)
-    h *= np.uint64(parts)
-    h >>= np.uint64(32)
-    return h.astype(np.uint8 if parts <= 256 else np.uint16)
+    """The spill partition of each row: its unit's word by keyed multiply-shift
+    (:func:`~dpframe.core.hashing.partition_of`), uint8 up to 256 partitions (a one-pass
+    radix sort)."""
+    return partition_of(column_words(unit), key[0], parts)
 
 
 class ArrowBackend:
@@ -263,7 +259,7 @@ class ArrowBackend:
                     f.cancel()
         return schema
 
-    # -- privacy units: two passes over keyed-hash partitions -------------------------------------
+    # -- privacy units: two passes over keyed partitions ------------------------------------------
     def n_partitions(self) -> int:
         """Partitions for a privacy-unit query: enough for ``partition_rows`` rows each."""
         if self.partitions is not None:
