@@ -28,8 +28,16 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
-#: Threads that share one row range, the calling thread included.
-THREADS = max(1, min(4, os.cpu_count() or 1))
+def _threads_from_environment() -> int:
+    """``DPFRAME_THREADS`` when it is a positive integer, else the CPU count up to 4."""
+    default = max(1, min(4, os.cpu_count() or 1))
+    raw = os.environ.get("DPFRAME_THREADS", "").strip()
+    return int(raw) if raw.isdigit() and int(raw) >= 1 else default
+
+
+#: Threads that share one row range, the calling thread included (``DPFRAME_THREADS=1``
+#: keeps every release on the calling thread).
+THREADS = _threads_from_environment()
 #: Fewest rows worth a thread of their own: below, starting it costs more than it saves.
 MIN_ROWS_PER_THREAD = 1 << 20
 #: Rows per cache block (512 KiB of float64, resident in L2), the unit ranges are cut in.

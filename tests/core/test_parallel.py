@@ -114,3 +114,12 @@ def test_one_thread_keeps_every_range_on_the_caller(monkeypatch: pytest.MonkeyPa
     with pytest.raises(RuntimeError), one_thread():
         raise RuntimeError
     assert len(map_ranges(work, 3 * BLOCK_ROWS, BLOCK_ROWS)) == 3
+
+
+@pytest.mark.parametrize("raw,expected", [("1", 1), ("3", 3), (" 2 ", 2), ("0", None),
+                                           ("-2", None), ("two", None), ("", None)])
+def test_the_thread_count_comes_from_the_environment(raw: str, expected: int | None,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DPFRAME_THREADS", raw)
+    default = max(1, min(4, os.cpu_count() or 1))
+    assert parallel._threads_from_environment() == (expected or default)
