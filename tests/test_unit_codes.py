@@ -47,3 +47,25 @@ def test_offsets_only_for_a_narrow_integer_range() -> None:
     assert offset_codes(np.zeros(0, dtype=np.int64)) is None
     top = np.array([2**64 - 1, 2**64 - 2], dtype=np.uint64)
     assert offset_codes(top).tolist() == [1, 0]
+
+
+@pytest.mark.parametrize("start", [0, 7, -(2**40)])
+def test_thinly_spread_ids_are_renumbered_densely(start: int,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ids covering a wide span sparsely (a scan partition's share of the id range) get dense
+    codes by rank, the same equality as the ids; ids that fill their span keep offsets."""
+    from dpframe.backends import base
+
+    monkeypatch.setattr(base, "SPARSE_MIN_SPAN", 64)
+    rng = np.random.default_rng(abs(start) % 97)
+    present = start + np.sort(rng.choice(1000, 60, replace=False))  # 60 ids over ~1000
+    ids = present[rng.integers(0, 60, 700)]
+    codes = offset_codes(ids)
+    assert codes is not None and codes.dtype == np.int64
+    assert _same_partition(codes, ids)
+    assert sorted(set(codes.tolist())) == list(range(len(set(ids.tolist()))))
+    # ranks follow the ids' order
+    order = np.argsort(ids, kind="stable")
+    assert (np.diff(codes[order]) >= 0).all()
+    dense = start + rng.integers(0, 100, 700)  # fills its span: offsets as before
+    assert offset_codes(dense).tolist() == (dense - dense.min()).tolist()

@@ -65,12 +65,22 @@ def group_code_dtype(request: ComputeRequest) -> np.dtype[np.signedinteger[Any]]
     return np.dtype(np.int64)
 
 
+#: Spans of integer unit ids from which :func:`offset_codes` checks how many ids are present
+#: (per-unit tables past this size leave the CPU caches), and how much wider than the ids
+#: present the span must be for the codes to be renumbered densely.
+SPARSE_MIN_SPAN, SPARSE_RATIO = 1 << 20, 8
+
+
 def offset_codes(values: np.ndarray) -> npt.NDArray[np.int64] | None:
     """Codes of integer unit ids (no missing values) as offsets from the smallest, when they
     span a range no wider than twice their number: equal ids get equal codes with no hashing.
-    None otherwise (and for other dtypes): the caller factorizes. Ids that start at 0 in int64
-    are their own codes: a read-only view, no copy (a write would raise, never reach the
-    caller's data)."""
+    None otherwise (and for other dtypes): the caller factorizes.
+
+    Ids that start at 0 in int64 are their own codes: a read-only view, no copy (a write would
+    raise, never reach the caller's data). Ids spread thin over a wide span (one scan
+    partition holds about 1/P of the ids of the whole range) are renumbered densely by rank
+    among the ids present (a bit per id of the span, a running count, one gather), so the
+    per-unit tables of contribution bounding stay small."""
     n = values.size
     if values.dtype.kind not in "iu" or not n:
         return None
@@ -78,11 +88,21 @@ def offset_codes(values: np.ndarray) -> npt.NDArray[np.int64] | None:
     if hi - lo > 2 * n:
         return None
     if lo == 0 and values.dtype == np.int64:
-        view = values.view()
-        view.flags.writeable = False
-        return view
-    # within the range, the difference cannot overflow the dtype (unsigned stays >= 0)
-    return (values - values.dtype.type(lo)).astype(np.int64, copy=False)
+        offsets = values.view()
+        offsets.flags.writeable = False
+    else:  # within the range, the difference cannot overflow the dtype (unsigned stays >= 0)
+        offsets = (values - values.dtype.type(lo)).astype(np.int64, copy=False)
+    span = hi - lo + 1
+    if span < SPARSE_MIN_SPAN:
+        return offsets
+    seen = np.zeros(span, dtype=bool)
+    seen[offsets] = True
+    present = int(np.count_nonzero(seen))
+    if span <= SPARSE_RATIO * present:
+        return offsets
+    rank = np.cumsum(seen, dtype=np.int32)  # present <= n < 2**31 ids: int32 ranks
+    rank -= 1
+    return rank[offsets].astype(np.int64)
 
 
 def remap_codes(codes: npt.NDArray[np.int64], table: npt.NDArray[np.int64]
