@@ -196,8 +196,12 @@ def _select_rows(units: I64, pairs: I64, rows: npt.NDArray[np.intp], max_rows: i
     return rows[order[rank < max_rows]]
 
 
-#: A pair's order key keeps the top 32 bits of its priority and puts its group code below.
-_HIGH = np.uint64(0xFFFFFFFF_00000000)
+#: A pair's order: the top 24 bits of its keyed priority, then its group. Every layout of the
+#: order key below (and the sort that replaces it for group codes past 32 bits) gives this one
+#: order, so which layout a block takes (it depends on the block's largest group code: data)
+#: never changes which pairs are kept.
+PRIORITY_BITS = 24
+_TOP = np.uint64(64 - PRIORITY_BITS)
 _LOW = 0xFFFFFFFF
 #: A compact (32-bit) key: the top 24 bits of the priority, the group code in the low 8 bits.
 _COMPACT_LOW = 0xFF
@@ -216,28 +220,30 @@ def _keyable(lo: int, hi: int) -> bool:
 
 
 def pair_keys(prio: npt.NDArray[np.uint64], g: I64, compact: bool = False) -> Keys:
-    """The order key of each row's (unit, group) pair: ``(prio >> 32, group)`` as one 64-bit
-    word, so a unit's pairs compare by the top 32 bits of their priority, then by group.
+    """The order key of each row's (unit, group) pair: the top 24 bits of ``prio``, then the
+    group (-1, a dropped row, after every group), as one word, so a unit's pairs compare by
+    key as they do by that order.
 
     Two pairs of a unit never share a key (their groups differ), so the rows at a unit's least
-    key are exactly one pair's: no tie-break pass. With uniform 64-bit priorities the top 32
+    key are exactly one pair's: no tie-break pass. With uniform 64-bit priorities the top 24
     bits are uniform, so the choice stays uniform among a unit's groups but for ties of
-    probability below ``m**2 / 2**33`` for ``m`` pairs, broken by the smaller group. The key
+    probability below ``m**2 / 2**25`` for ``m`` pairs, broken by the smaller group. The key
     depends on the pair alone, never on the block, so blocks can pre-select
     (:func:`select_by_priority`). ``g`` must be :func:`_keyable`.
 
-    ``compact``: a 32-bit key, ``(prio >> 40, group)``, for group codes -1 to 254 (-1 keyed as
-    255); ties then have probability below ``m**2 / 2**25``. Half the bytes to write, scatter
-    and compare: for a block that holds every row of its units, where no other block's keys
-    need to compare with its own."""
+    Layouts: 64 bits (the priority bits above the group's 32), or ``compact``, 32 bits (above
+    the group's 8, for codes -1 to 254; -1 as 255): half the bytes to write, scatter and
+    compare. Both give the one order of :data:`PRIORITY_BITS`, so a block's choice of layout
+    (from its largest group code, which one unit's rows can change) changes nothing else."""
+    top = prio >> _TOP
     if compact:
-        small = (prio >> np.uint64(32)).astype(np.uint32)
-        small &= np.uint32(0xFFFFFFFF ^ _COMPACT_LOW)
+        small = top.astype(np.uint32)
+        small <<= np.uint32(8)
         small |= g.astype(np.uint32) & np.uint32(_COMPACT_LOW)  # -1 wraps to 255
         return small
-    key = np.bitwise_and(prio, _HIGH)
-    key |= g.view(np.uint64) & np.uint64(_LOW)
-    return key
+    top <<= np.uint64(32)
+    top |= g.view(np.uint64) & np.uint64(_LOW)
+    return top
 
 
 def _narrow_codes(values: npt.NDArray[np.int64], top: int) -> np.ndarray:
@@ -277,7 +283,7 @@ def _choose_groups(u: I64, g: I64, nu: int, max_groups: int, gen: np.random.Gene
     lo, hi = _code_range(g)
     if not _keyable(lo, hi):
         return _smallest_pairs(u, keyed_priority(u, g, salt), g, nu, max_groups)
-    compact = hi < _COMPACT_LOW  # this block holds every row of its units: compact keys do
+    compact = hi < _COMPACT_LOW  # the same order in 32 bits: only the speed depends on it
     key: Keys = (np.empty(u.size, dtype=np.uint32) if compact
                  else np.empty(u.size, dtype=np.uint64))
 
@@ -294,13 +300,13 @@ def _choose_groups(u: I64, g: I64, nu: int, max_groups: int, gen: np.random.Gene
 def _smallest_pairs(u: I64, prio: npt.NDArray[np.uint64], g: I64, nu: int, max_groups: int
                     ) -> Bools:
     """For rows (unit ``u``, group ``g``) with pair priority ``prio``, whether their pair is
-    among the unit's ``max_groups`` pairs of least order key (:func:`pair_keys`: the top 32
+    among the unit's ``max_groups`` pairs of least order key (:func:`pair_keys`: the top 24
     bits of the priority, then the smaller group)."""
     lo, hi = _code_range(g)
     if _keyable(lo, hi):
         return _smallest_keys(u, pair_keys(prio, g), g, nu, max_groups, hi)
-    order = np.lexsort((g.view(np.uint64), prio >> np.uint64(32), u))  # -1 after every group
-    su, sp, sg = u[order], prio[order] >> np.uint64(32), g[order]
+    order = np.lexsort((g.view(np.uint64), prio >> _TOP, u))  # -1 after every group
+    su, sp, sg = u[order], prio[order] >> _TOP, g[order]
     new_unit = np.r_[True, su[1:] != su[:-1]]
     pair_id = np.cumsum(new_unit | np.r_[True, (sp[1:] != sp[:-1]) | (sg[1:] != sg[:-1])]) - 1
     pair_rank = pair_id - np.maximum.accumulate(np.where(new_unit, pair_id, 0))
@@ -339,7 +345,7 @@ def select_by_priority(units: I64, groups: I64, pair_priority: npt.NDArray[np.ui
                        row_priority: npt.NDArray[np.uint64], max_groups: int, max_rows: int
                        ) -> Bools:
     """Contribution bounding by carried priorities: each unit keeps its ``max_groups`` pairs
-    (its rows of one group) of least order key (:func:`pair_keys`: the top 32 bits of
+    (its rows of one group) of least order key (:func:`pair_keys`: the top 24 bits of
     ``pair_priority``, then the group), and in each its ``max_rows`` rows of smallest
     ``row_priority``.
 

@@ -289,10 +289,10 @@ def _select_reference(u: np.ndarray, g: np.ndarray, pp: np.ndarray, rp: np.ndarr
     keep = np.zeros(u.size, dtype=bool)
     for unit in np.unique(u):
         idx = np.flatnonzero(u == unit)
-        # a unit's pairs in order of the top 32 bits of their priority, then of their group
-        pairs = sorted({(int(pp[i]) >> 32, int(g[i])) for i in idx})[:groups]
+        # a unit's pairs in order of the top 24 bits of their priority, then of their group
+        pairs = sorted({(int(pp[i]) >> 40, int(g[i])) for i in idx})[:groups]
         for p, grp in pairs:
-            members = [i for i in idx if int(pp[i]) >> 32 == p and int(g[i]) == grp]
+            members = [i for i in idx if int(pp[i]) >> 40 == p and int(g[i]) == grp]
             for i in sorted(members, key=lambda i: int(rp[i]))[:rows]:
                 keep[i] = True
     return keep
@@ -313,9 +313,9 @@ def test_select_by_priority_is_the_reference_and_pre_selects(groups: int, rows: 
     rp = rng.integers(0, 2**63, n).astype(np.uint64)
     whole = select_by_priority(u, g, pp, rp, groups, rows)
     assert (whole == _select_reference(u, g, pp, rp, groups, rows)).all()
-    # priorities that tie in their top 32 bits only: the smaller group wins
+    # priorities that tie in their top 24 bits only: the smaller group wins
     close = pp.copy()
-    close[tied] = keyed_priority(u[tied], np.zeros_like(g[tied]), 99) ^ np.uint64(1)
+    close[tied] = keyed_priority(u[tied], np.zeros_like(g[tied]), 99) ^ np.uint64(1 << 39)
     assert (select_by_priority(u, g, close, rp, groups, rows)
             == _select_reference(u, g, close, rp, groups, rows)).all()
     # pre-selection in four blocks, then selection over what they kept: the same rows
@@ -359,7 +359,7 @@ def test_select_by_priority_chooses_groups_and_rows_uniformly() -> None:
 @pytest.mark.parametrize("huge_codes", [False, True])
 def test_each_unit_keeps_its_pairs_of_least_key(max_groups: int, huge_codes: bool) -> None:
     """Per-unit minima (up to 8 groups), the sort (more) and the fallback for group codes
-    beyond 32 bits all keep each unit's pairs of least (top 32 bits of priority, group),
+    beyond 32 bits all keep each unit's pairs of least (top 24 bits of priority, group),
     including units with fewer pairs than ``max_groups``, a group code of -1, and priorities
     that tie in their top 32 bits (the smaller group first)."""
     from dpframe.core.hashing import keyed_priority
@@ -372,14 +372,14 @@ def test_each_unit_keeps_its_pairs_of_least_key(max_groups: int, huge_codes: boo
         g = np.where(g >= 0, g + (1 << 40), g)
     for salt in range(4):
         prio = keyed_priority(u, g, salt)
-        if salt == 3:  # two distinct top halves only: ties everywhere, broken by the group
-            prio = prio >> np.uint64(31)
+        if salt == 3:  # two distinct top parts only: ties everywhere, broken by the group
+            prio = prio >> np.uint64(39)
         got = _smallest_pairs(u, prio, g, 300, max_groups)
         want = np.zeros(u.size, dtype=bool)
         for a in range(300):
             idx = np.flatnonzero(u == a)
             # a dropped row's group (-1) comes after every group
-            pairs = sorted({(int(prio[i]) >> 32, int(g[i]) % (1 << 64)) for i in idx})
+            pairs = sorted({(int(prio[i]) >> 40, int(g[i]) % (1 << 64)) for i in idx})
             chosen = [k if k < 1 << 63 else k - (1 << 64) for _, k in pairs[:max_groups]]
             want[idx[np.isin(g[idx], chosen)]] = True
         assert np.array_equal(got, want)
@@ -388,21 +388,43 @@ def test_each_unit_keeps_its_pairs_of_least_key(max_groups: int, huge_codes: boo
 def test_pair_keys_order_by_top_bits_then_group() -> None:
     from dpframe.core.transform import pair_keys
 
-    prio = np.array([5 << 32 | 7, 5 << 32 | 1, 4 << 32 | 9, 0], dtype=np.uint64)
+    # the top 24 bits, then the group (-1 after every group); lower priority bits never count
+    prio = np.array([5 << 40 | 7 << 32, 5 << 40 | 1, 4 << 40 | 9 << 35, 0], dtype=np.uint64)
     g = np.array([1, 2, 3, -1], dtype=np.int64)
     assert pair_keys(prio, g).tolist() == [5 << 32 | 1, 5 << 32 | 2, 4 << 32 | 3, 0xFFFFFFFF]
-    # compact: the top 24 bits, then the group in 8 bits (-1 as 255)
-    prio = np.array([5 << 40 | 3 << 32, 5 << 40 | 1 << 32, 4 << 40, 0], dtype=np.uint64)
     keys = pair_keys(prio, g, compact=True)
     assert keys.dtype == np.uint32
     assert keys.tolist() == [5 << 8 | 1, 5 << 8 | 2, 4 << 8 | 3, 255]
 
 
+def test_both_key_layouts_keep_the_same_pairs_even_on_ties() -> None:
+    """A block takes compact keys when its largest group code is below 255: data one unit can
+    change. Both layouts must keep the same pairs for every other unit, also when priorities
+    tie in their top 24 bits and differ below (an order on 32 bits broke those ties apart from
+    the compact one, so one unit's row in group 300 moved other units' choices)."""
+    from dpframe.core.transform import _smallest_keys, pair_keys
+
+    rng = np.random.default_rng(21)
+    n = 6000
+    u = rng.integers(0, 500, n)
+    g = rng.integers(-1, 40, n)
+    prio = np.empty(n, dtype=np.uint64)
+    pair_prio: dict[tuple[int, int], int] = {}
+    for i in range(n):  # one priority per pair; many pairs tie in their top 24 bits
+        key = (int(u[i]), int(g[i]))
+        pair_prio.setdefault(key, (int(rng.integers(0, 4)) << 40) | int(rng.integers(0, 1 << 40)))
+        prio[i] = pair_prio[key]
+    for groups in (1, 2, 3):
+        full = _smallest_keys(u, pair_keys(prio, g), g, 500, groups, 39)
+        compact = _smallest_keys(u, pair_keys(prio, g, compact=True), g, 500, groups, 39)
+        assert np.array_equal(full, compact)
+
+
 @pytest.mark.parametrize("ngroups", [3, 255, 256, 300])
 def test_one_group_per_unit_is_the_pair_of_least_key(ngroups: int) -> None:
     """bound_contributions with one group per unit keeps, for each unit, the rows of its pair
-    of least key: compact keys (top 24 bits of the keyed priority, then the group) up to 255
-    groups, full keys (top 32 bits) from 256; rows of a dropped group (-1) stay dropped."""
+    of least (top 24 bits of the keyed priority, group): compact keys up to 255 groups, 64-bit
+    keys from 256, one order; rows of a dropped group (-1) stay dropped."""
     from dpframe.core.hashing import keyed_priority
 
     rng = np.random.default_rng(ngroups)
@@ -413,7 +435,7 @@ def test_one_group_per_unit_is_the_pair_of_least_key(ngroups: int) -> None:
     gen = np.random.default_rng(5)
     salt = int(np.random.default_rng(5).integers(0, 2**63))  # the first draw: the pair salt
     keep = bound_contributions(units, groups, 10**6, 1, gen)
-    shift = 40 if ngroups <= 255 else 32
+    shift = 40  # the top 24 bits, whichever key layout the block takes
     prio = keyed_priority(units, groups, salt) >> np.uint64(shift)
     for a in range(400):
         idx = np.flatnonzero((units == a) & (groups >= 0))
