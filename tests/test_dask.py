@@ -428,3 +428,30 @@ def test_pre_selection_ships_group_codes_of_any_width(declared: int) -> None:
         counts = next(iter(backend.exact(compute, np.random.default_rng(1)).values.values()))
     expected = np.bincount(df["k"] - (declared - 3), minlength=3)
     assert counts[-3:].tolist() == expected.tolist() and counts.sum() == 300
+
+
+@pytest.mark.parametrize("unit_ids", [["alice", "mallory"], [3, 5]])
+def test_units_whose_words_collide_stay_two_units(unit_ids: list[Any],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Text ids get a public 64-bit digest as their word, and someone choosing an id can make
+    it collide with another's. Two such units must still be bounded as two: text unit ids do
+    not take the pre-selection, whose buckets tell units apart by hash (before, they were
+    merged: one row kept of two). Numeric ids are their own words and keep pre-selection."""
+    from dpframe.backends import dask as dask_backend
+
+    real = dask_backend.unit_words
+
+    def colliding(s: pd.Series) -> np.ndarray:  # every id gets one word: a crafted collision
+        return np.zeros(len(s), dtype=np.uint64) if s.dtype.kind in "OUT" or str(
+            s.dtype).startswith(("str", "string")) else real(s)
+
+    monkeypatch.setattr(dask_backend, "unit_words", colliding)
+    df = pd.DataFrame({"u": pd.Series(unit_ids), "g": ["a", "b"], "x": [1.0, 1.0]})
+    ddf = dd.from_pandas(df, npartitions=2, sort=False)
+    q = Query((Measure("count"),), Fraction(1), by=("g",), keys={"g": ("a", "b")},
+              privacy_unit="u", max_rows_per_unit=1, max_groups_per_unit=1)
+    backend = DaskBackend(ddf, shuffle_method="tasks")  # in process: no P2P shuffle
+    compute = prepare(_session(), q, backend).compute
+    with dask.config.set(scheduler="sync"):
+        counts = next(iter(backend.exact(compute, np.random.default_rng(1)).values.values()))
+    assert counts.tolist() == [1, 1]  # two units, one row each: both kept

@@ -93,6 +93,19 @@ def unit_words(s: pd.Series) -> npt.NDArray[np.uint64]:
     return value_words(s.to_numpy(dtype=object), exact=False)
 
 
+def _words_are_exact(dtype: Any) -> bool:
+    """Whether :func:`unit_words` tells every two unequal units of this (public) dtype apart:
+    numbers and times are their own words. Text and other objects get a public 64-bit digest,
+    which someone choosing an id can make collide with another's: pre-selection, whose buckets
+    tell units apart by hash, is then not used (the shuffle compares exact values)."""
+    if isinstance(dtype, pd.CategoricalDtype):
+        return _words_are_exact(dtype.categories.dtype)
+    return bool(pd.api.types.is_bool_dtype(dtype) or pd.api.types.is_numeric_dtype(dtype)
+                or pd.api.types.is_datetime64_any_dtype(dtype)
+                or pd.api.types.is_timedelta64_dtype(dtype)
+                or isinstance(dtype, pd.PeriodDtype))
+
+
 def unit_hash(s: pd.Series, key: tuple[int, int] = (0, 0)) -> npt.NDArray[np.uint64]:
     """A keyed 64-bit hash of each unit value (:func:`unit_words` keyed by
     :func:`dpframe.core.hashing.keyed`), the same in every process and partition. Unequal units
@@ -144,8 +157,8 @@ def _preselect(part: pd.DataFrame, request: ComputeRequest, key: tuple[int, int]
     # uniform 64-bit row priorities (full-range draws are the generator's raw words: fast)
     row = np.random.default_rng(seed).integers(0, 2**64, ok.size, dtype=np.uint64)
     # the partition's own unit codes pick the same rows as the hashes would (units whose hashes
-    # collide, probability below N / 2**64 for a given unit, are merged in the bucket: see
-    # docs/dask.md on what that rare event does to the guarantee)
+    # collide are merged in the bucket, probability below N / 2**64 for a given unit: only
+    # numeric and time ids, their own words, come here; docs/dask.md)
     keep = select_by_priority(local[ok], g, pair, row, request.max_groups, request.max_rows)
     # only the measured columns travel on (the group is a code, the unit its hash)
     labels = column_labels(part.columns)
@@ -280,7 +293,8 @@ class DaskBackend:
         """Partials per partition (each with its own generator seeded from ``gen``), merged by
         a tree reduction; private keys are re-sorted (never in data or partition order)."""
         k0, k1 = (int(k) for k in gen.integers(0, 2**63, size=2, dtype=np.int64))
-        if request.privacy_unit and not request.private_keys and request.sample_rate is None:
+        if (request.privacy_unit and not request.private_keys and request.sample_rate is None
+                and _words_are_exact(self.ddf.dtypes[self._labels[request.privacy_unit]])):
             return self._preselected_exact(request, gen, (k0, k1))
         frame = self.prepared(request, (k0, k1))
         seeds = gen.integers(0, 2**63, size=frame.npartitions, dtype=np.int64)

@@ -29,10 +29,12 @@ bounding keeps, and which values are equal. In scans and pandas a collision neve
 units (a block factorizes its units exactly; colliding units only share a partition) and never
 loosens a bound (one unit's pairs always get distinct priorities: the mixing is a bijection); a
 distinct count counts hashes, and one unit adds or removes at most its own values' hashes
-whatever the hash function. The one exception: Dask buckets tell units apart by their hash, so
-there a collision (probability below N / 2**64 for a given unit, the key being fresh) merges
-two units, which docs/dask.md accounts for. The key also keeps whoever chose the data from
-aiming many units at one partition. The mixing is fast, not cryptographic.
+whatever the hash function. The one exception: Dask's pre-selection buckets tell units apart
+by their hash, so there a collision merges two units, with probability below N / 2**64 for a
+given unit (the key being fresh). Only numbers and times, which are their own words, take that
+path: text words are a public digest that chosen ids could make collide (docs/dask.md). The key
+also keeps whoever chose the data from aiming many units at one partition. The mixing is fast,
+not cryptographic.
 
 Numpy only: the core knows no data engine.
 """
