@@ -61,8 +61,11 @@ def one_thread() -> Iterator[None]:
 
 
 def _forget_pool() -> None:
-    global _pool
+    """In a forked child: no pool (its threads stayed in the parent) and a fresh lock (another
+    parent thread may have held it at the fork)."""
+    global _pool, _pool_lock
     _pool = None
+    _pool_lock = threading.Lock()
 
 
 if hasattr(os, "register_at_fork"):  # the child has the pool object, not its threads
