@@ -18,6 +18,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from ..core.compute import ComputeRequest, ExactAggregates
+from ..core.transform import narrowest_signed
 from ..core.values import ColumnKind
 
 
@@ -55,14 +56,21 @@ def declared_positions(uniques: Sequence[object], declared: Sequence[object]) ->
 
 
 def group_code_dtype(request: ComputeRequest) -> np.dtype[np.signedinteger[Any]]:
-    """The narrowest signed integer type holding every public group code of ``request`` and -1:
-    int8 up to 127 declared groups, then int16, int32, int64. Code columns that travel with
-    each row (scan spill files, the Dask exchange) use it."""
-    groups = math.prod(len(request.keys[c]) for c in request.by)
-    for kind in (np.int8, np.int16, np.int32):
-        if groups <= np.iinfo(kind).max:
-            return np.dtype(kind)
-    return np.dtype(np.int64)
+    """The narrowest signed integer type holding every public group code of ``request`` and -1
+    (:func:`~dpframe.core.transform.narrowest_signed`). Code columns that travel with each row
+    (scan spill files, the Dask exchange) use it."""
+    return narrowest_signed(math.prod(len(request.keys[c]) for c in request.by))
+
+
+def partition_order(partition: npt.NDArray[np.integer[Any]], parts: int
+                    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+    """The rows ordered by ``partition`` (values below ``parts``; stable, a radix sort for 8
+    and 16 bits) and where each partition starts: partition ``p`` is
+    ``order[bounds[p]:bounds[p + 1]]``."""
+    order = np.argsort(partition, kind="stable")
+    bounds = np.zeros(parts + 1, dtype=np.intp)
+    np.cumsum(np.bincount(partition, minlength=parts), out=bounds[1:])
+    return order, bounds
 
 
 #: Spans of integer unit ids from which :func:`offset_codes` checks how many ids are present

@@ -30,13 +30,20 @@ import pandas as pd
 import pyarrow as pa
 
 from ..core.compute import ComputeRequest, ExactAggregates
-from ..core.hashing import keyed, keyed_priority, number_words, time_words, value_words
+from ..core.hashing import (
+    keyed,
+    keyed_priority,
+    number_words,
+    scale_top_bits,
+    time_words,
+    value_words,
+)
 from ..core.parallel import one_thread
 from ..core.transform import compute_exact, select_by_priority
 from ..core.values import ColumnKind
 from ..errors import ValidationError
 from .arrow.words import column_words
-from .base import group_code_dtype, public_key_list
+from .base import group_code_dtype, partition_order, public_key_list
 from .pandas import (
     PandasBackend,
     column_kind,
@@ -178,14 +185,8 @@ def _preselect_buckets(part: pd.DataFrame, request: ComputeRequest, key: tuple[i
     every partition meet in one bucket: the exchange moves only pre-selected rows)."""
     with one_thread():  # one task per worker thread already
         out = _preselect(part, request, key, salt, seed)
-    # the bucket: the top 32 bits of the unit hash scaled to ``buckets`` (multiply-shift)
-    bucket = out[UNIT_HASH_COLUMN].to_numpy(dtype=np.uint64) >> np.uint64(32)
-    bucket *= np.uint64(buckets)
-    bucket >>= np.uint64(32)
-    narrow = np.uint8 if buckets <= 256 else np.uint16 if buckets <= 1 << 16 else np.uint64
-    order = np.argsort(bucket.astype(narrow), kind="stable")  # a radix sort up to 16 bits
-    bounds = np.zeros(buckets + 1, dtype=np.intp)
-    np.cumsum(np.bincount(bucket.astype(np.intp), minlength=buckets), out=bounds[1:])
+    bucket = scale_top_bits(out[UNIT_HASH_COLUMN].to_numpy(dtype=np.uint64), buckets)
+    order, bounds = partition_order(bucket, buckets)
     ordered = out.take(order)  # one gather; each bucket is then a slice of it
     return [ordered.iloc[bounds[j]:bounds[j + 1]] for j in range(buckets)]
 

@@ -85,9 +85,12 @@ def mix(words: npt.ArrayLike) -> U64:
 
 
 def _blockwise(n: int, block: Callable[[int, int], U64]) -> U64:
-    """The hashes of rows ``[0, n)``, ``block(start, end)`` for each cache block (its
-    temporaries stay in L2), the blocks' ranges on several threads
-    (:mod:`dpframe.core.parallel`: the same bits on any number of threads)."""
+    """The hashes of rows ``[0, n)``: ``block(0, n)`` up to one cache block, else
+    ``block(start, end)`` for each cache block (its temporaries stay in L2), the blocks' ranges
+    on several threads (:mod:`dpframe.core.parallel`: the same bits on any number of
+    threads)."""
+    if n <= BLOCK_ROWS:
+        return block(0, n)
     out = np.empty(n, dtype=np.uint64)
 
     def fill(a: int, b: int) -> None:
@@ -103,17 +106,14 @@ def keyed(words: npt.ArrayLike, key: Key) -> U64:
     """``mix(mix(word ^ k0) ^ k1)``: a keyed hash of each word (equal words, equal hashes)."""
     k0, k1 = np.uint64(key[0] & _MASK), np.uint64(key[1] & _MASK)
     w = np.asarray(words, dtype=np.uint64)
+    flat = w.reshape(-1)
 
     def block(start: int, end: int) -> U64:
-        z = _mix_into(w[start:end] ^ k0)  # a fresh array: the words are never written
+        z = _mix_into(flat[start:end] ^ k0)  # a fresh array: the words are never written
         z ^= k1
         return _mix_into(z)
 
-    if w.ndim != 1 or w.size <= BLOCK_ROWS:
-        z = _mix_into(w ^ k0)
-        z ^= k1
-        return _mix_into(z)
-    return _blockwise(w.size, block)
+    return _blockwise(flat.size, block).reshape(w.shape)
 
 
 def partition_of(words: U64, key: int, parts: int) -> np.ndarray:
@@ -127,13 +127,20 @@ def partition_of(words: U64, key: int, parts: int) -> np.ndarray:
     ``4 / parts``, and no one who picks the data without knowing ``a`` can aim many units at one
     partition (which would only cost memory and time: partitions are never released). Equal
     words, one partition. Two multiplies and two shifts a word, against two splitmix rounds for
-    :func:`keyed`. ``uint8`` up to 256 partitions, else ``uint16`` (``parts`` <= 2**16)."""
+    :func:`keyed`. In the type of :func:`scale_top_bits`."""
     a = mix([(key ^ int(_GOLDEN)) & _MASK])[0] | np.uint64(1)
-    h = np.multiply(np.asarray(words, dtype=np.uint64), a)
-    h >>= np.uint64(32)
-    h *= np.uint64(parts)
-    h >>= np.uint64(32)
-    return h.astype(np.uint8 if parts <= 256 else np.uint16)
+    return scale_top_bits(np.multiply(np.asarray(words, dtype=np.uint64), a), parts)
+
+
+def scale_top_bits(h: U64, parts: int) -> np.ndarray:
+    """The top 32 bits of each 64-bit hash scaled to ``[0, parts)`` by multiply-shift (as even
+    as a modulo, without a division), in the narrowest unsigned type: uint8 up to 256 parts
+    (a one-pass radix sort), uint16 up to 2**16, else uint32. ``h`` is not written."""
+    top = np.right_shift(h, np.uint64(32))
+    top *= np.uint64(parts)
+    top >>= np.uint64(32)
+    return top.astype(np.uint8 if parts <= 256 else np.uint16 if parts <= 1 << 16
+                      else np.uint32)
 
 
 def distinct_hash(words: npt.ArrayLike) -> U64:
@@ -149,18 +156,16 @@ def keyed_priority(a: I64, b: I64, salt: int) -> U64:
     is fresh randomness per release."""
     # int64 -> uint64 by view: the same two's-complement wrap as astype, without the copies
     ua = np.asarray(a, dtype=np.int64).view(np.uint64)
-    ub = np.broadcast_to(np.asarray(b, dtype=np.int64).view(np.uint64), ua.shape)
-    key = np.uint64(salt & _MASK)
+    ub = np.broadcast_to(np.asarray(b, dtype=np.int64).view(np.uint64), ua.shape).reshape(-1)
+    flat, key = ua.reshape(-1), np.uint64(salt & _MASK)
 
     def block(start: int, end: int) -> U64:
-        z = np.multiply(ua[start:end], _GOLDEN)
+        z = np.multiply(flat[start:end], _GOLDEN)
         z += ub[start:end]
         z ^= key
         return _mix_into(z)
 
-    if ua.ndim != 1 or ua.size <= BLOCK_ROWS:
-        return block(0, ua.size) if ua.ndim == 1 else _mix_into((ua * _GOLDEN + ub) ^ key)
-    return _blockwise(ua.size, block)
+    return _blockwise(flat.size, block).reshape(ua.shape)
 
 
 # -- words -----------------------------------------------------------------------------------

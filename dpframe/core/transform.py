@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -246,13 +247,13 @@ def pair_keys(prio: npt.NDArray[np.uint64], g: I64, compact: bool = False) -> Ke
     return top
 
 
-def _narrow_codes(values: npt.NDArray[np.int64], top: int) -> np.ndarray:
-    """``values`` (in [-1, top]) in the narrowest signed integer type holding them: a table
-    that is gathered per row stays in cache."""
+def narrowest_signed(top: int) -> np.dtype[np.signedinteger[Any]]:
+    """The narrowest signed integer type holding every code in [-1, top]: int8 up to 127, then
+    int16, int32, int64 (per-row code tables and columns stay small)."""
     for kind in (np.int8, np.int16, np.int32):
         if top <= np.iinfo(kind).max:
-            return values.astype(kind)
-    return values
+            return np.dtype(kind)
+    return np.dtype(np.int64)
 
 
 def _least_pair(u: I64, g: I64, key: Keys, nu: int, top: int) -> Bools:
@@ -264,7 +265,7 @@ def _least_pair(u: I64, g: I64, key: Keys, nu: int, top: int) -> Bools:
     np.minimum.at(best, u, key)
     group = (best & key.dtype.type(low)).astype(np.int64)
     group[group == low] = -1  # the key of a dropped row's group (-1)
-    table = _narrow_codes(group, top)
+    table = group.astype(narrowest_signed(top))  # gathered per row: small stays in cache
     hit = np.empty(u.size, dtype=bool)
 
     def compare(a: int, b: int) -> None:
@@ -306,9 +307,18 @@ def _smallest_pairs(u: I64, prio: npt.NDArray[np.uint64], g: I64, nu: int, max_g
     if _keyable(lo, hi):
         return _smallest_keys(u, pair_keys(prio, g), g, nu, max_groups, hi)
     order = np.lexsort((g.view(np.uint64), prio >> _TOP, u))  # -1 after every group
-    su, sp, sg = u[order], prio[order] >> _TOP, g[order]
+    sp, sg = prio[order] >> _TOP, g[order]
+    return _first_pairs(u, order, (sp[1:] != sp[:-1]) | (sg[1:] != sg[:-1]), max_groups)
+
+
+def _first_pairs(u: I64, order: npt.NDArray[np.intp], new_key: Bools, max_groups: int
+                 ) -> Bools:
+    """Whether each row's pair is among its unit's first ``max_groups`` pairs, for rows sorted
+    by (unit, pair order) along ``order``; ``new_key[i]``: sorted rows i and i + 1 belong to
+    different pairs of one unit (ignored across units)."""
+    su = u[order]
     new_unit = np.r_[True, su[1:] != su[:-1]]
-    pair_id = np.cumsum(new_unit | np.r_[True, (sp[1:] != sp[:-1]) | (sg[1:] != sg[:-1])]) - 1
+    pair_id = np.cumsum(new_unit | np.r_[True, new_key]) - 1
     pair_rank = pair_id - np.maximum.accumulate(np.where(new_unit, pair_id, 0))
     chosen = np.empty(u.size, dtype=bool)
     chosen[order] = pair_rank < max_groups
@@ -332,13 +342,8 @@ def _smallest_keys(u: I64, key: Keys, g: I64, nu: int, max_groups: int, top: int
                 cand = np.where(chosen, done, key)
         return chosen
     order = np.lexsort((key, u))
-    su, sk = u[order], key[order]
-    new_unit = np.r_[True, su[1:] != su[:-1]]
-    pair_id = np.cumsum(new_unit | np.r_[True, sk[1:] != sk[:-1]]) - 1
-    pair_rank = pair_id - np.maximum.accumulate(np.where(new_unit, pair_id, 0))
-    chosen = np.empty(u.size, dtype=bool)
-    chosen[order] = pair_rank < max_groups
-    return chosen
+    sk = key[order]
+    return _first_pairs(u, order, sk[1:] != sk[:-1], max_groups)
 
 
 def select_by_priority(units: I64, groups: I64, pair_priority: npt.NDArray[np.uint64],

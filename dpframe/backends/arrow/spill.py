@@ -19,15 +19,15 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from ..base import partition_order
+
 
 def arrange(batch: pa.RecordBatch, partition: npt.NDArray[np.integer[Any]], parts: int
             ) -> tuple[pa.RecordBatch, npt.NDArray[np.intp]]:
     """The rows of ``batch`` ordered by ``partition`` (< 2**16; stable: a radix sort) and where
     each partition starts, for :meth:`SpillFiles.write_arranged`. Pure: it may run on any
     thread while another writes."""
-    order = np.argsort(partition, kind="stable")
-    bounds = np.zeros(parts + 1, dtype=np.intp)
-    np.cumsum(np.bincount(partition, minlength=parts), out=bounds[1:])
+    order, bounds = partition_order(partition, parts)
     return batch.take(pa.array(order)), bounds
 
 
@@ -49,10 +49,6 @@ class SpillFiles:
 
     def _path(self, part: int) -> Path:
         return self.folder / f"part-{part:05d}.arrow"
-
-    def write(self, batch: pa.RecordBatch, partition: npt.NDArray[np.integer[Any]]) -> None:
-        """Append each row of ``batch`` to the file of its ``partition`` (< 2**16)."""
-        self.write_arranged(*arrange(batch, partition, self.parts))
 
     def write_arranged(self, rows: pa.RecordBatch, bounds: npt.NDArray[np.intp]) -> None:
         """Append rows :func:`arrange` ordered by partition: ``rows[bounds[p]:bounds[p + 1]]``
