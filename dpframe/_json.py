@@ -15,6 +15,10 @@ def jsonable(x: Any) -> Any:
     kind = type(x)  # the common exact types first: no abstract-class checks for them
     if kind is str or kind is int or kind is bool or x is None:
         return x
+    if kind is float:
+        return x if math.isfinite(x) else str(x)
+    if kind is Fraction:
+        return float(x)
     if kind is dict:
         return {str(k): jsonable(v) for k, v in x.items()}
     if kind is list or kind is tuple:

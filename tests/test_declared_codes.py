@@ -46,3 +46,40 @@ def test_arrow_columns_on_any_number_of_threads(threads: int, dtype: str,
     got = declared_codes(s, declared)
     assert got.dtype == np.int64
     assert got.tolist() == _reference(values, declared)
+
+
+@pytest.mark.parametrize("dtype,declared,values", [
+    ("string[pyarrow]", ("a", "b"), ["a", "x", None, "b"]),
+    ("float64[pyarrow]", (0.0, 2.5), [-0.0, 0.0, 2.5, None, 1.0]),
+    ("int64[pyarrow]", (3, 1), [1, 2, 3, None]),
+])
+def test_one_range_takes_the_whole_column_at_once(dtype: str, declared: tuple[object, ...],
+                                                  values: list[object]) -> None:
+    s = pd.Series(values * 50, dtype=dtype)
+    assert len(parallel.row_ranges(len(s))) == 1
+    got = declared_codes(s, declared)
+    assert got.dtype == np.int64
+    assert got.tolist() == _reference(values * 50, declared)
+
+
+def test_remembered_value_sets_follow_the_tuple_and_the_column_type() -> None:
+    """Value sets are remembered by the identity of the declared tuple and the Arrow type: the
+    same tuple against another type, or an equal-looking new tuple, is looked up afresh."""
+    declared = (1, 2)
+    ints = pd.Series([2, 1, 5, None], dtype="int64[pyarrow]")
+    assert declared_codes(ints, declared).tolist() == [1, 0, -1, -1]
+    assert declared_codes(ints, declared).tolist() == [1, 0, -1, -1]  # remembered
+    floats = pd.Series([2.0, 1.0, -0.0], dtype="float64[pyarrow]")
+    assert declared_codes(floats, declared).tolist() == [1, 0, -1]  # same tuple, other type
+    text = pd.Series(["1", "2", "b"], dtype="string[pyarrow]")
+    assert declared_codes(text, ("b", "1")).tolist() == [1, -1, 0]
+    assert declared_codes(text, ("2", "b")).tolist() == [-1, 0, 1]  # a new tuple
+
+
+def test_repeated_declared_keys_take_the_factorizing_path_every_time() -> None:
+    """A declared list with a repeat has no Arrow value set (index_in would refuse it); that
+    decision is remembered too, and the codes are still the first matching position."""
+    s = pd.Series(["a", "b", "c"], dtype="string[pyarrow]")
+    declared = ("b", "a", "b")
+    for _ in range(2):
+        assert declared_codes(s, declared).tolist() == [1, 0, -1]

@@ -33,8 +33,9 @@ class Backend(Protocol):
         """Declared categories of a categorical column (dtype metadata, public), else None."""
         ...
 
-    def exact(self, request: ComputeRequest, gen: np.random.Generator) -> ExactAggregates:
-        """Exact aggregates per group, after contribution bounding."""
+    def exact(self, request: ComputeRequest, gen: np.random.Generator | None) -> ExactAggregates:
+        """Exact aggregates per group, after contribution bounding. ``gen`` samples units and
+        bounds their contributions; it is None when ``request.draws_at_random`` is false."""
         ...
 
 

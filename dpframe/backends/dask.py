@@ -133,13 +133,16 @@ def _with_unit_hash(part: pd.DataFrame, unit: str, key: tuple[int, int]) -> pd.D
 
 # -- per-partition work (runs on workers) ----------------------------------------------------------
 
-def _partition_exact(part: pd.DataFrame, request: ComputeRequest, seeds: npt.NDArray[np.int64],
+def _partition_exact(part: pd.DataFrame, request: ComputeRequest,
+                     seeds: npt.NDArray[np.int64] | None,
                      partition_info: dict[str, Any] | None = None) -> pd.Series:
     """The pandas backend on one partition, with its own contribution-bounding generator
-    (``seeds[partition number]``); the partial aggregates travel in a one-cell Series."""
+    (``seeds[partition number]``; None when the request draws nothing at random); the
+    partial aggregates travel in a one-cell Series."""
     number = 0 if partition_info is None else int(partition_info["number"])
+    gen = None if seeds is None else np.random.default_rng(int(seeds[number]))
     with one_thread():  # one task per worker thread already
-        agg = PandasBackend(part).exact(request, np.random.default_rng(int(seeds[number])))
+        agg = PandasBackend(part).exact(request, gen)
     out = pd.Series([None], dtype=object)
     out.iloc[0] = agg
     return out
@@ -290,15 +293,19 @@ class DaskBackend:
                                    force=True)
         return frame
 
-    def exact(self, request: ComputeRequest, gen: np.random.Generator) -> ExactAggregates:
+    def exact(self, request: ComputeRequest, gen: np.random.Generator | None) -> ExactAggregates:
         """Partials per partition (each with its own generator seeded from ``gen``), merged by
         a tree reduction; private keys are re-sorted (never in data or partition order)."""
-        k0, k1 = (int(k) for k in gen.integers(0, 2**63, size=2, dtype=np.int64))
-        if (request.privacy_unit and not request.private_keys and request.sample_rate is None
-                and _words_are_exact(self.ddf.dtypes[self._labels[request.privacy_unit]])):
-            return self._preselected_exact(request, gen, (k0, k1))
-        frame = self.prepared(request, (k0, k1))
-        seeds = gen.integers(0, 2**63, size=frame.npartitions, dtype=np.int64)
+        seeds = None
+        if gen is None:  # nothing drawn at random: no unit to hash, no seed to hand out
+            frame = self.prepared(request)
+        else:
+            k0, k1 = (int(k) for k in gen.integers(0, 2**63, size=2, dtype=np.int64))
+            if (request.privacy_unit and not request.private_keys and request.sample_rate is None
+                    and _words_are_exact(self.ddf.dtypes[self._labels[request.privacy_unit]])):
+                return self._preselected_exact(request, gen, (k0, k1))
+            frame = self.prepared(request, (k0, k1))
+            seeds = gen.integers(0, 2**63, size=frame.npartitions, dtype=np.int64)
         # map_partitions fuses with the read: each partition is read and reduced in one task
         partials = frame.map_partitions(_partition_exact, request, seeds,
                                         meta=pd.Series([], dtype=object),

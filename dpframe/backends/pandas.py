@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..core.compute import ComputeRequest, ExactAggregates
 from ..core.hashing import distinct_hash, value_words
-from ..core.parallel import map_ranges
+from ..core.parallel import map_ranges, row_ranges
 from ..core.transform import compute_exact
 from ..core.values import NUMERIC_KINDS, ColumnKind, canonicalize, is_canonical
 from ..errors import ValidationError
@@ -115,21 +115,20 @@ def declared_codes(s: pd.Series, declared: tuple[object, ...]) -> npt.NDArray[np
 
     Rows match declared keys under Python ``==`` (``-0.0`` matches a declared ``0.0``). Arrow-
     backed columns use one hash lookup against the declared set (``index_in``, ranges of rows
-    on several threads); others factorize and map the observed uniques.
+    on several threads when there are many); others factorize and map the observed uniques.
     """
     pa_array = getattr(s.array, "_pa_array", None)
     if pa_array is not None:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        try:
-            value_set = pa.array(list(declared), type=pa_array.type)
+        value_set = _arrow_value_set(declared, pa_array.type)
+        if value_set is not None:
             if pa.types.is_floating(pa_array.type):  # Arrow tells -0.0 from 0.0: normalise
-                value_set = pc.add(value_set, 0.0)
                 pa_array = pc.add(pa_array, 0.0)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError):
-            value_set = None
-        if value_set is not None and len(set(declared)) == len(declared):
+            if len(row_ranges(len(pa_array))) == 1:  # one range: no slices, no copy
+                found = pc.index_in(pa_array, value_set=value_set).fill_null(-1)
+                return found.to_numpy().astype(np.int64, copy=False)
             out = np.empty(len(pa_array), dtype=np.int64)
 
             def look_up(a: int, b: int) -> None:  # one range of rows (pyarrow frees the GIL)
@@ -141,6 +140,34 @@ def declared_codes(s: pd.Series, declared: tuple[object, ...]) -> npt.NDArray[np
     codes, uniques = factorize(s)
     mapping = declared_positions(uniques, declared)
     return remap_codes(codes, mapping)
+
+
+#: Arrow value sets of recent declared key lists, by the identity of the (immutable) tuple
+#: and the Arrow type: a plan reused by nightly jobs and notebooks passes the same tuple.
+_VALUE_SETS: dict[tuple[int, Any], tuple[tuple[object, ...], Any]] = {}
+
+
+def _arrow_value_set(declared: tuple[object, ...], pa_type: Any) -> Any:
+    """The declared keys as an Arrow array of ``pa_type`` (floats normalised: ``-0.0`` is
+    ``0.0``), or None when they do not convert or repeat (the factorizing path decides)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    remembered = _VALUE_SETS.get((id(declared), pa_type))
+    if remembered is not None and remembered[0] is declared:
+        return remembered[1]
+    try:
+        value_set = pa.array(list(declared), type=pa_type)
+        if pa.types.is_floating(pa_type):
+            value_set = pc.add(value_set, 0.0)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError):
+        value_set = None
+    if value_set is not None and len(set(declared)) != len(declared):
+        value_set = None
+    if len(_VALUE_SETS) >= 64:
+        _VALUE_SETS.clear()
+    _VALUE_SETS[(id(declared), pa_type)] = (declared, value_set)  # holds the tuple: id stays
+    return value_set
 
 
 def value_hashes(s: pd.Series) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
@@ -224,7 +251,7 @@ class PandasBackend:
         per_col = [declared_codes(self.column(c), d) for c, d in zip(q.by, declared, strict=True)]
         return public_key_codes(per_col, declared), public_key_list(declared)
 
-    def exact(self, request: ComputeRequest, gen: np.random.Generator) -> ExactAggregates:
+    def exact(self, request: ComputeRequest, gen: np.random.Generator | None) -> ExactAggregates:
         q = request
         if (not q.by and not q.privacy_unit and q.sample_rate is None and request.requests
                 and all(r.kind == "rows" for r in request.requests)):

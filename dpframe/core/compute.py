@@ -9,6 +9,7 @@ answer with :class:`ExactAggregates`; blocks of rows that hold disjoint privacy 
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -56,6 +57,20 @@ class AggregateRequest:
     include_lowest: bool = False
     with_count: bool = False
     center: float | None = None
+
+    @functools.cached_property
+    def scale(self) -> float:
+        """``1 / unit`` as a float: exact, the unit being a power of two (kept once per
+        request: plans are cached, and a Fraction division costs microseconds a release)."""
+        return float(1 / self.unit)
+
+    @functools.cached_property
+    def rounds_past_bounds(self) -> bool:
+        """Whether a quantized value can round past ``[ilo, ihi]``: after exact scaling only
+        with a shift, a center or a scaled bound that is not an integer (then ilo/ihi are its
+        ceiling and floor); the integer is then clipped again."""
+        return bool(self.shift) or self.center is not None or self.lo * self.scale != self.ilo \
+            or self.hi * self.scale != self.ihi
 
     @property
     def key(self) -> tuple[object, ...]:
@@ -121,6 +136,12 @@ class ComputeRequest:
         unit = [self.privacy_unit] if self.privacy_unit else []
         return list(dict.fromkeys([*self.by, *unit,
                                    *(r.column for r in self.requests if r.column is not None)]))
+
+    @property
+    def draws_at_random(self) -> bool:
+        """Whether computing this request draws at random (contribution bounding of privacy
+        units, Poisson sampling): only then does a backend get a sampling generator."""
+        return bool(self.privacy_unit) or self.sample_rate is not None
 
     @property
     def measure_columns(self) -> list[str]:

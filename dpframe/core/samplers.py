@@ -422,10 +422,13 @@ def _geometric_from_table(tab: _Table, n: int, rng: RandomSource) -> I64:
     return out
 
 
-def _low_part(x: Fraction, k: int, n: int, rng: RandomSource) -> I64:
-    """``B`` in ``[0, 2**k)`` with ``P(B = b) ~ exp(-x b)``: independent chunks, one word each."""
+def _low_part(x: Fraction, k: int, n: int, rng: RandomSource,
+              parts: tuple[tuple[int, _Table], ...] | None = None) -> I64:
+    """``B`` in ``[0, 2**k)`` with ``P(B = b) ~ exp(-x b)``: independent chunks, one word each
+    (``parts``: :func:`_chunks` of ``x`` and ``k``, when the caller has them)."""
     b = np.zeros(n, dtype=np.int64)
-    parts = _chunks(x, k)
+    if parts is None:
+        parts = _chunks(x, k)
     if not parts:
         return b
     words = (rng.words32(n * len(parts)) & _LOW31).reshape(len(parts), n)
@@ -560,6 +563,21 @@ def bernoulli_exp_neg(num: npt.ArrayLike, den: npt.ArrayLike, rng: RandomSource)
     return out
 
 
+@functools.lru_cache(maxsize=128)
+def _laplace_tables(scale: Fraction) -> tuple[Fraction, int, _Table,
+                                               tuple[tuple[int, _Table], ...]]:
+    """``x = 1 / scale``, the split exponent ``k``, the head table and the low chunks of
+    :func:`discrete_laplace` (one cache lookup a release: plans, hence scales, repeat)."""
+    s, r = scale.numerator, scale.denominator
+    if s <= 0:
+        raise ValueError("scale must be positive")
+    if s > MAX_FAST_DEN or r >= (1 << 62):
+        raise ValueError("scale too fine for the exact sampler: round it up with round_scale_up")
+    x = Fraction(r, s)
+    k = _split_exponent(x)
+    return x, k, _laplace_head_table(x, k), _chunks(x, k)
+
+
 def discrete_laplace(scale: Fraction, n: int, rng: RandomSource) -> I64:
     """``n`` exact draws of the discrete Laplace (two-sided geometric) distribution.
 
@@ -569,15 +587,7 @@ def discrete_laplace(scale: Fraction, n: int, rng: RandomSource) -> I64:
     (probability ``(1 - q) / (1 + q)``) or ``A``; ``|Y| = 1 + 2**k A + B`` with ``B`` drawn by
     chunks. Then ``P(|Y| = m) = 2 (1 - q) q**m / (1 + q)`` for ``m >= 1``, exactly.
     """
-    scale = Fraction(scale)
-    s, r = scale.numerator, scale.denominator
-    if s <= 0:
-        raise ValueError("scale must be positive")
-    if s > MAX_FAST_DEN or r >= (1 << 62):
-        raise ValueError("scale too fine for the exact sampler: round it up with round_scale_up")
-    x = Fraction(r, s)
-    k = _split_exponent(x)
-    head = _laplace_head_table(x, k)
+    x, k, head, parts = _laplace_tables(Fraction(scale))
     u = rng.words32(n)
     hx = _invert(head, u & _LOW31, rng)
     tail = np.flatnonzero(hx == head.size)  # A >= K - 1: memoryless redraw
@@ -587,7 +597,7 @@ def discrete_laplace(scale: Fraction, n: int, rng: RandomSource) -> I64:
     y = hx - 1  # A
     if k:
         y <<= k
-        y += _low_part(x, k, n, rng)
+        y += _low_part(x, k, n, rng, parts)
     y += 1  # |Y| = 1 + 2**k A + B
     np.negative(y, out=y, where=u > _LOW31)  # the top bit of the head word is the sign
     y[zero] = 0

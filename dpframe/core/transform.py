@@ -46,23 +46,14 @@ def fixed_point(values: npt.ArrayLike, req: AggregateRequest) -> F64:
         np.square(v, out=v)
     if req.shift:
         v -= req.shift
-    v *= float(1 / req.unit)  # unit is a power of two: exact scaling
+    v *= req.scale  # unit is a power of two: exact scaling
     np.rint(v, out=v)
-    if _rounds_past_bounds(req):
+    if req.rounds_past_bounds:
         np.clip(v, req.ilo, req.ihi, out=v)
     nan = np.isnan(v)
     if nan.any():
         v[nan] = _missing_integer(req)
     return v
-
-
-def _rounds_past_bounds(req: AggregateRequest) -> bool:
-    """Whether a quantized value can round past ``[ilo, ihi]``: after exact scaling only with a
-    shift, a center or a scaled bound that is not an integer (then ilo/ihi are its ceiling and
-    floor); the integer is then clipped again."""
-    scale = float(1 / req.unit)
-    return bool(req.shift) or req.center is not None or req.lo * scale != req.ilo or (
-        req.hi * scale != req.ihi)
 
 
 def _missing_integer(req: AggregateRequest) -> float:
@@ -494,9 +485,9 @@ def fixed_point_total(values: np.ndarray, req: AggregateRequest) -> tuple[int, i
 def _fixed_point_blocks(x: F64, req: AggregateRequest) -> tuple[int, int]:
     """The exact total of ``fixed_point(x, req)`` and the number of missing values, block by
     block in one reused buffer (the pass of :func:`fixed_point_total`)."""
-    scale = float(1 / req.unit)
+    scale = req.scale
     lo, hi, shift = req.lo * scale, req.hi * scale, req.shift * scale
-    reclip, fill = _rounds_past_bounds(req), _missing_integer(req)
+    reclip, fill = req.rounds_past_bounds, _missing_integer(req)
     buf = np.empty(min(BLOCK_ROWS, max(x.size, 1)))
     total, missing = 0, 0
     for start in range(0, x.size, BLOCK_ROWS):
@@ -531,7 +522,7 @@ def compute_exact(
     keys: list[tuple[object, ...]],
     unit_codes: I64 | None,
     column: Callable[[str], tuple[np.ndarray, Bools | None]],
-    gen: np.random.Generator,
+    gen: np.random.Generator | None,
     hashes: Callable[[str], tuple[np.ndarray, Bools]] | None = None,
 ) -> ExactAggregates:
     """Exact aggregates for one block of rows (a whole frame, a batch, or a partition).
@@ -586,12 +577,16 @@ def compute_exact(
 
 
 def _bounded_rows(request: ComputeRequest, group_codes: I64, unit_codes: I64 | None, ng: int,
-                  gen: np.random.Generator) -> tuple[I64, npt.NDArray[np.intp] | None]:
+                  gen: np.random.Generator | None) -> tuple[I64, npt.NDArray[np.intp] | None]:
     """Group codes after Poisson sampling of units and contribution bounding, and the rows
     they are for: every row (None), each dropped row sent to bucket ``ng``; or, when bounding
     kept at most half of the rows, the kept rows' indices and their codes alone (later passes
     then read only those: one group per unit keeps about one row in nine at 10 rows a unit).
-    Both forms give the same aggregates."""
+    Both forms give the same aggregates. ``gen`` is None only when the request draws nothing
+    at random (:attr:`ComputeRequest.draws_at_random`)."""
+    if not request.draws_at_random:
+        return bucket_codes(group_codes, ng), None
+    assert gen is not None, "sampling and bounding draw at random: the caller passes a generator"
     if request.sample_rate is not None:
         group_codes = np.where(poisson_sample(unit_codes, group_codes.size, request.sample_rate,
                                               gen), group_codes, -1)

@@ -62,7 +62,8 @@ def run_release(session: Session, query: Query, backend: Backend) -> CoreRelease
                            columns=query.columns, mechanism=plan.mechanism,
                            privacy_unit=query.privacy_unit)
     try:
-        exact = backend.exact(plan.compute, session.rng.sampling_generator())
+        gen = session.rng.sampling_generator(needed=plan.compute.draws_at_random)
+        exact = backend.exact(plan.compute, gen)
         release = apply_plan(plan, exact, session.rng)
     except BaseException:
         session.record(entry, status="failed", details={})

@@ -629,19 +629,32 @@ def _label_index(labels: list[object], kind: str, name: str) -> pd.Index:
 #: Indexes of declared keys, by the exact fingerprint of (names, keys): nightly jobs and
 #: notebooks release over the same declared keys again and again.
 _DECLARED_INDEXES: RecentCache[pd.Index] = RecentCache(64)
+#: The same indexes by the identity of the declared key tuples a query held (a frame passes
+#: its own tuples, immutable, release after release): no fingerprint to take. Each entry holds
+#: its tuples, so their ids cannot be reused while it is kept.
+_BY_IDENTITY: dict[tuple[object, ...], tuple[tuple[tuple[object, ...], ...], pd.Index]] = {}
 
 
-def _declared_index(keys: list[tuple[object, ...]], by: tuple[str, ...]) -> pd.Index:
-    """The index of a release over declared keys: the declared labels in declared order (public:
-    no data reaches it). Built once per distinct declared list; each result gets its own copy,
+def _declared_index(declared: tuple[tuple[object, ...], ...], by: tuple[str, ...],
+                    keys: list[tuple[object, ...]]) -> pd.Index:
+    """The index of a release over declared keys (``keys``, the combinations of the
+    ``declared`` tuples of the ``by`` columns): the declared labels in declared order (public:
+    no data reaches it). Built once per distinct declared list; each result gets its own view,
     so renaming one result's index leaves the others alone."""
+    ident = (by, *map(id, declared))
+    known = _BY_IDENTITY.get(ident)
+    if known is not None and all(a is b for a, b in zip(known[0], declared, strict=True)):
+        return known[1].view()
     fingerprint = exact_fingerprint((by, keys), (v for k in keys for v in k))
     index = _DECLARED_INDEXES.get(fingerprint)
     if index is None:
         index = (pd.Index([k[0] for k in keys], name=by[0]) if len(by) == 1
                  else pd.MultiIndex.from_tuples(keys, names=list(by)))
         _DECLARED_INDEXES.put(fingerprint, index)
-    return index.copy()
+    if len(_BY_IDENTITY) >= 64:
+        _BY_IDENTITY.clear()
+    _BY_IDENTITY[ident] = (declared, index)
+    return index.view()
 
 
 _QUANTILE_LEVELS = {"max": Fraction(1), "min": Fraction(0), "median": Fraction(1, 2)}
@@ -674,19 +687,19 @@ class PrivateGroupBy:
     def _release(self, measures: list[Measure], epsilon: object, delta: object, *,
                  mechanism: str | None, ci: float | None, dry_run: bool, description: str,
                  selection_share: float | None = None, accuracy: object = None,
-                 min_rows: object = None) -> CoreRelease | dict[str, Any]:
+                 min_rows: object = None) -> tuple[Query, CoreRelease | dict[str, Any]]:
         q = self._frame._query(measures, epsilon, delta, by=self._by, private=self._private,
                                mechanism=mechanism, ci=ci, description=description,
                                selection_share=selection_share, accuracy=accuracy,
                                min_rows=min_rows)
-        return self._frame._run(q, dry_run)
+        return q, self._frame._run(q, dry_run)
 
-    def _index(self, r: CoreRelease) -> pd.Index:
+    def _index(self, q: Query, r: CoreRelease) -> pd.Index:
         """Public keys: the declared labels in declared order. Private keys: canonical labels
         (already in the core's total order) in an index whose dtype follows the column's public
         kind, not the released values."""
         if not self._private:
-            return _declared_index(r.keys, self._by)
+            return _declared_index(tuple(q.keys[c] for c in self._by), self._by, r.keys)
         kinds = self._frame._backend.schema()
         levels = [_label_index([k[i] for k in r.keys], kinds[col], col)
                   for i, col in enumerate(self._by)]
@@ -694,9 +707,10 @@ class PrivateGroupBy:
             return levels[0]
         return pd.MultiIndex.from_arrays(levels, names=list(self._by))
 
-    def _series(self, r: CoreRelease, name: str, ci: float | None) -> pd.Series | pd.DataFrame:
+    def _series(self, q: Query, r: CoreRelease, name: str, ci: float | None
+                ) -> pd.Series | pd.DataFrame:
         m = r.measures[0]
-        idx = self._index(r)
+        idx = self._index(q, r)
         out: pd.Series | pd.DataFrame
         if ci is None:
             out = pd.Series(m.values, index=idx, name=name)
@@ -710,12 +724,12 @@ class PrivateGroupBy:
              mechanism: str | None, ci: float | None, dry_run: bool,
              selection_share: float | None, accuracy: object = None,
              min_rows: object = None) -> Any:
-        r = self._release([meas], epsilon, delta, mechanism=mechanism, ci=ci, dry_run=dry_run,
+        q, r = self._release([meas], epsilon, delta, mechanism=mechanism, ci=ci, dry_run=dry_run,
                           description=f"groupby({','.join(self._by)}).{meas.name}"
                                       f"({meas.column or ''})",
                           selection_share=selection_share, accuracy=accuracy,
                           min_rows=min_rows)
-        return r if isinstance(r, dict) else self._series(r, name, ci)
+        return r if isinstance(r, dict) else self._series(q, r, name, ci)
 
     @documented(RETURNS_SERIES)
     def count(self, column: str | None = None, *, epsilon: float | None = None,
@@ -938,13 +952,14 @@ class PrivateGroupBy:
         measures = [_quantile_measure(col, op, None, resolution, w) if op in _QUANTILE_LEVELS
                     else Measure(op, col, label=op, weight=w)  # type: ignore[arg-type]
                     for (col, op), w in zip(pairs, ws, strict=True)]
-        r = self._release(measures, epsilon, delta, mechanism=mechanism, ci=ci, dry_run=dry_run,
+        q, r = self._release(measures, epsilon, delta, mechanism=mechanism, ci=ci,
+                             dry_run=dry_run,
                           description=f"groupby({','.join(self._by)}).agg({labels})",
                           selection_share=selection_share)
         if isinstance(r, dict):
             return r
         data = agg_columns(pairs, names, r, ci is not None)
-        out = pd.DataFrame(data, index=self._index(r))
+        out = pd.DataFrame(data, index=self._index(q, r))
         if names is None:
             out.columns = pd.MultiIndex.from_tuples(list(data))
         out.attrs["dp"] = r.provenance

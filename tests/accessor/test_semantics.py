@@ -390,3 +390,46 @@ def test_count_of_rows_needs_no_pass_and_equals_the_general_path() -> None:
         general = df.dp(s, keys={"g": ["a"]}).groupby("g").count(epsilon=1e6)["a"]
         sampled = df.dp(s).sample(1.0).count(epsilon=1e6)
     assert fast == general == int(sampled) == 5
+
+
+# -- per-release shortcuts ------------------------------------------------------------------------
+
+def test_only_releases_that_bound_units_get_a_sampling_generator(monkeypatch):
+    """The release path makes a sampling generator only for requests that draw at random."""
+    from dpframe.backends.pandas import PandasBackend
+
+    seen = []
+    real = PandasBackend.exact
+
+    def spy(self, request, gen):
+        seen.append(gen)
+        return real(self, request, gen)
+
+    monkeypatch.setattr(PandasBackend, "exact", spy)
+    df = pd.DataFrame({"g": ["a", "b"] * 20, "x": [1.0, 2.0] * 20, "u": np.arange(40) // 4})
+    df.dp(session(), bounds={"x": (0, 5)}, keys={"g": ["a", "b"]}).groupby("g").sum("x", epsilon=1)
+    s = dpf.Session(10, seed=3, privacy_unit="u")
+    df.dp(s, bounds={"x": (0, 5)}, keys={"g": ["a", "b"]},
+          privacy_unit="u", max_rows_per_unit=2).groupby("g").sum("x", epsilon=1)
+    assert seen[0] is None and isinstance(seen[1], np.random.Generator)
+
+
+@pytest.mark.parametrize("by", [("g",), ("g", "h")])
+def test_remembered_declared_indexes_are_handed_out_as_new_objects(by):
+    """Indexes of declared keys are remembered between releases (by the identity of the
+    declared tuples, then by their fingerprint); each call hands out its own index object, so
+    renaming one result's index (or its levels) cannot reach a later result's."""
+    import itertools
+
+    from dpframe.fronts.frame import _declared_index
+
+    declared = (("a", "b"), (1, 2))[:len(by)]
+    keys = list(itertools.product(*declared))
+    seen = []
+    for again in (declared, declared, tuple(tuple(d) for d in map(list, declared)), declared):
+        index = _declared_index(again, by, keys)  # found by identity, by fingerprint, built
+        assert all(index is not other for other in seen)
+        assert list(index.names) == list(by)
+        assert list(index) == ([k[0] for k in keys] if len(by) == 1 else keys)
+        index.names = ["renamed"] * len(by)
+        seen.append(index)

@@ -165,6 +165,18 @@ def test_seed_warns_and_is_deterministic() -> None:
     assert not np.array_equal(seeded(2).words(10), seeded(1).words(10))
 
 
+def test_a_sampling_generator_not_needed_still_takes_its_seed() -> None:
+    """``needed=False`` skips making the generator, not drawing its seed: a seeded source's
+    later draws (the noise) are the same whether or not a release bounds units."""
+    a, b = seeded(5), seeded(5)
+    assert a.sampling_generator(needed=False) is None
+    gen = b.sampling_generator()
+    assert isinstance(gen, np.random.Generator)
+    assert np.array_equal(a.words(8), b.words(8))
+    assert not np.array_equal(seeded(5).sampling_generator().integers(0, 2**62, 4),  # type: ignore[union-attr]
+                              seeded(6).sampling_generator().integers(0, 2**62, 4))  # type: ignore[union-attr]
+
+
 def test_default_source_is_secure_and_does_not_warn() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpframe.core.compute import fixed_point_request
+from dpframe.core.compute import ComputeRequest, fixed_point_request
 from dpframe.core.transform import (
     bound_contributions,
+    compute_exact,
     fixed_point,
     grouped_sum_exact,
     poisson_sample,
@@ -465,3 +466,27 @@ def test_one_group_per_unit_is_the_same_on_any_number_of_threads(
     assert np.array_equal(one, many)
     kept = {(int(a), int(b)) for a, b in zip(units[many], groups[many], strict=True)}
     assert len(kept) == len({a for a, _ in kept}) == len(np.unique(units))
+
+
+def test_only_units_and_sampling_draw_at_random() -> None:
+    """A release gets a sampling generator only when it bounds units or samples them
+    (``draws_at_random``); without one the exact aggregates are the same, and a request that
+    does draw refuses to run without one (an internal invariant, never reached by a release)."""
+    req = fixed_point_request("x", Fraction(0), Fraction(10), Fraction(0), False)
+    plain = ComputeRequest((req,), by=("g",), keys={"g": ("a", "b")})
+    assert not plain.draws_at_random
+    assert ComputeRequest((req,), privacy_unit="u").draws_at_random
+    assert ComputeRequest((req,), sample_rate=Fraction(1, 2)).draws_at_random
+    rng = np.random.default_rng(0)
+    codes = rng.integers(-1, 2, 1000)
+    x = rng.uniform(-5, 15, 1000)
+    keys: list[tuple[object, ...]] = [("a",), ("b",)]
+    without = compute_exact(plain, codes, keys, None, lambda c: (x, None), None)
+    with_gen = compute_exact(plain, codes, keys, None, lambda c: (x, None), rng)
+    key = req.key
+    assert without.values[key].tolist() == with_gen.values[key].tolist()
+    expected = [int(fixed_point(x[codes == g], req).sum()) for g in (0, 1)]
+    assert without.values[key].tolist() == expected
+    units = ComputeRequest((req,), by=("g",), keys={"g": ("a", "b")}, privacy_unit="u")
+    with pytest.raises(AssertionError):
+        compute_exact(units, codes, keys, np.arange(1000), lambda c: (x, None), None)

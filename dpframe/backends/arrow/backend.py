@@ -62,7 +62,7 @@ class _Run:
     index when keys are public), the totals so far and the private keys observed so far."""
 
     request: ComputeRequest
-    gen: np.random.Generator
+    gen: np.random.Generator | None  # None: the request draws nothing at random
     public_keys: Keys
     totals: Totals = field(default_factory=Totals)
     key_index: KeyIndex = field(default_factory=KeyIndex)
@@ -142,8 +142,9 @@ class ArrowBackend:
         """Arrow dictionaries come from the data, not from a declaration: never public keys."""
         return None
 
-    def exact(self, request: ComputeRequest, gen: np.random.Generator) -> ExactAggregates:
+    def exact(self, request: ComputeRequest, gen: np.random.Generator | None) -> ExactAggregates:
         if request.privacy_unit:
+            assert gen is not None, "units are bounded at random: the release passes a generator"
             return self._two_pass(request, gen)
         return self._streaming(request, gen)
 
@@ -212,7 +213,8 @@ class ArrowBackend:
         return run.totals.result(keys)
 
     # -- row-level: one streaming pass ------------------------------------------------------------
-    def _streaming(self, request: ComputeRequest, gen: np.random.Generator) -> ExactAggregates:
+    def _streaming(self, request: ComputeRequest, gen: np.random.Generator | None
+                   ) -> ExactAggregates:
         q = request
         run = _Run(request, gen, _public_keys(request))
         cols = request.columns
@@ -397,8 +399,11 @@ class ArrowBackend:
         aggregates are added in partition order. With public keys (or none) on ``WORKERS``
         threads, at most ``WORKERS`` partitions in memory at a time; private keys share the key
         index, so those run one partition at a time."""
+        gen = run.gen
+        assert gen is not None, "units are bounded at random: the release passes a generator"
+
         def own(table: pa.Table) -> tuple[_Run, pa.Table]:
-            seed = run.gen.integers(0, 1 << 63, size=4)
+            seed = gen.integers(0, 1 << 63, size=4)
             return replace(run, gen=np.random.default_rng(seed)), table
 
         def tick() -> None:
