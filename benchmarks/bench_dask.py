@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_dask.py                 # 1e8 rows (about 1 GB of Parquet)
     .venv/bin/python benchmarks/bench_dask.py --rows 1e7 --unit
+    .venv/bin/python benchmarks/bench_dask.py --rows 2e7 --unit --text-unit  # text user ids
 
 Writes a partitioned Parquet dataset under ``benchmarks/data/`` (git-ignored; reused when
 present) with 50 string keys ``g``, a float column ``x`` and a user id ``u``; starts a
@@ -34,6 +35,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 HERE = Path(__file__).resolve().parent
@@ -43,8 +45,9 @@ KEYS = [f"key_{i:02d}" for i in range(50)]
 BOUNDS = {"x": (0.0, 100.0)}
 
 
-def make_dataset(rows: int, rows_per_file: int, out: Path) -> Path:
-    """``rows`` rows in files of ``rows_per_file`` rows; reused when already complete."""
+def make_dataset(rows: int, rows_per_file: int, out: Path, text_ids: bool = False) -> Path:
+    """``rows`` rows in files of ``rows_per_file`` rows; reused when already complete. With
+    ``text_ids`` the user id ``u`` is stored as text (``"u123"``)."""
     done = out / "_COMPLETE"
     if done.exists():
         return out
@@ -59,7 +62,9 @@ def make_dataset(rows: int, rows_per_file: int, out: Path) -> Path:
         g = keys.take(pa.array(rng.integers(0, len(KEYS), n)))
         x = rng.gamma(2.0, 10.0, n)  # some values above the bound 100: clamped
         u = rng.integers(0, users, n)  # a user's rows are spread over every file
-        table = pa.table({"g": g, "x": x, "u": u})
+        ids = pc.binary_join_element_wise("u", pa.array(u).cast(pa.string()), "") \
+            if text_ids else pa.array(u)
+        table = pa.table({"g": g, "x": x, "u": ids})
         pq.write_table(table, out / f"part-{i:05d}.parquet")
     done.touch()
     return out
@@ -120,6 +125,8 @@ def main() -> None:
     ap.add_argument("--rows-per-file", type=float, default=2e6)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--unit", action="store_true", help="also time privacy_unit='u' (shuffle)")
+    ap.add_argument("--text-unit", action="store_true",
+                    help="store the user id u as text (a separate dataset)")
     ap.add_argument("--no-pandas", action="store_true", help="skip the pandas memory runs")
     ap.add_argument("--no-warmup", action="store_true", help="no warm-up run (long runs)")
     ap.add_argument("--data", type=Path, default=HERE / "data")
@@ -127,7 +134,9 @@ def main() -> None:
     rows, per_file = int(args.rows), int(args.rows_per_file)
 
     t0 = time.perf_counter()
-    path = make_dataset(rows, per_file, args.data / f"dask_rows_{rows}_per_{per_file}")
+    suffix = "_text_ids" if args.text_unit else ""
+    path = make_dataset(rows, per_file, args.data / f"dask_rows_{rows}_per_{per_file}{suffix}",
+                        args.text_unit)
     gen_s = time.perf_counter() - t0
     size_mb = sum(f.stat().st_size for f in path.glob("*.parquet")) / 2**20
 

@@ -253,10 +253,17 @@ def test_unit_hash_is_dtype_canonical() -> None:
     assert (k != h).all() and (unit_hash(pd.Series([1.0, 2.0, 3.0]), (5, 9)) == k).all()
 
 
-def test_units_with_mixed_partition_dtypes_are_not_split(client: Any) -> None:
-    """A unit stored as int64 in one partition and float64 in another is still one unit."""
-    p0 = pd.DataFrame({"u": np.array([7] * 50, dtype=np.int64), "x": np.ones(50)})
-    p1 = pd.DataFrame({"u": np.array([7.0] * 50 + [np.nan]), "x": np.ones(51)})
+@pytest.mark.parametrize("first,second", [
+    (pd.Series([7] * 50, dtype=np.int64), pd.Series([7.0] * 50 + [np.nan])),
+    (pd.Series(["id7"] * 50, dtype="str"), pd.Series(["id7"] * 50 + [None], dtype=object)),
+])
+def test_units_with_mixed_partition_dtypes_are_not_split(client: Any, first: pd.Series,
+                                                         second: pd.Series) -> None:
+    """A unit stored as int64 in one partition and float64 in another (text as Arrow strings
+    and as objects) is still one unit: buckets compare exact ids under the canonical value
+    model, whatever dtype each partition gave them."""
+    p0 = pd.DataFrame({"u": first, "x": np.ones(50)})
+    p1 = pd.DataFrame({"u": second, "x": np.ones(51)})
     ddf = dd.from_map(lambda p: p, [p0, p1], meta=p0.iloc[:0],
                       divisions=[None, None, None], enforce_metadata=False)
     q = Query((Measure("count"),), Fraction(1), privacy_unit="u", max_rows_per_unit=3)
@@ -430,22 +437,27 @@ def test_pre_selection_ships_group_codes_of_any_width(declared: int) -> None:
     assert counts[-3:].tolist() == expected.tolist() and counts.sum() == 300
 
 
-@pytest.mark.parametrize("unit_ids", [["alice", "mallory"], [3, 5]])
+@pytest.mark.parametrize("unit_ids", [["alice", "mallory"], [3, 5], [3.0, 2**60]])
 def test_units_whose_words_collide_stay_two_units(unit_ids: list[Any],
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """Text ids get a public 64-bit digest as their word, and someone choosing an id can make
-    it collide with another's. Two such units must still be bounded as two: text unit ids do
-    not take the pre-selection, whose buckets tell units apart by hash (before, they were
-    merged: one row kept of two). Numeric ids are their own words and keep pre-selection."""
+    it collide with another's; numeric words collide under a keyed hash with probability
+    below N / 2**64. Two such units must still be bounded as two: pre-selection's buckets
+    compare the units' exact ids, the hash only routes rows (before 2026-11-25 buckets told
+    units apart by hash and merged them: one row kept of two). The test makes every word
+    collide and checks that the release takes pre-selection."""
     from dpframe.backends import dask as dask_backend
 
-    real = dask_backend.unit_words
+    monkeypatch.setattr(dask_backend, "unit_words",
+                        lambda s: np.zeros(len(s), dtype=np.uint64))  # every id: one word
+    calls = []
+    real = dask_backend._preselect_buckets
 
-    def colliding(s: pd.Series) -> np.ndarray:  # every id gets one word: a crafted collision
-        return np.zeros(len(s), dtype=np.uint64) if s.dtype.kind in "OUT" or str(
-            s.dtype).startswith(("str", "string")) else real(s)
+    def spy(*args: Any) -> Any:
+        calls.append(1)
+        return real(*args)
 
-    monkeypatch.setattr(dask_backend, "unit_words", colliding)
+    monkeypatch.setattr(dask_backend, "_preselect_buckets", spy)
     df = pd.DataFrame({"u": pd.Series(unit_ids), "g": ["a", "b"], "x": [1.0, 1.0]})
     ddf = dd.from_pandas(df, npartitions=2, sort=False)
     q = Query((Measure("count"),), Fraction(1), by=("g",), keys={"g": ("a", "b")},
@@ -454,4 +466,5 @@ def test_units_whose_words_collide_stay_two_units(unit_ids: list[Any],
     compute = prepare(_session(), q, backend).compute
     with dask.config.set(scheduler="sync"):
         counts = next(iter(backend.exact(compute, np.random.default_rng(1)).values.values()))
+    assert calls  # pre-selected, not shuffled
     assert counts.tolist() == [1, 1]  # two units, one row each: both kept

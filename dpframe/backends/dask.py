@@ -54,10 +54,14 @@ from .pandas import (
 )
 
 UNIT_HASH_COLUMN = "__dpframe_unit_hash__"
-#: Columns a pre-selected row carries: its unit's hash, its group code and its row priority.
+#: Columns a pre-selected row carries: its unit's exact id, its group code, the keyed priority
+#: of its (unit, group) pair and its row priority.
+UNIT_ID_COLUMN = "__dpframe_unit__"
 GROUP_COLUMN = "__dpframe_group__"
+PAIR_PRIORITY_COLUMN = "__dpframe_pair_priority__"
 ROW_PRIORITY_COLUMN = "__dpframe_row_priority__"
-RESERVED = (UNIT_HASH_COLUMN, GROUP_COLUMN, ROW_PRIORITY_COLUMN)
+RESERVED = (UNIT_HASH_COLUMN, UNIT_ID_COLUMN, GROUP_COLUMN, PAIR_PRIORITY_COLUMN,
+            ROW_PRIORITY_COLUMN)
 DEFAULT_SPLIT_EVERY = 8
 
 
@@ -100,19 +104,6 @@ def unit_words(s: pd.Series) -> npt.NDArray[np.uint64]:
     return value_words(s.to_numpy(dtype=object), exact=False)
 
 
-def _words_are_exact(dtype: Any) -> bool:
-    """Whether :func:`unit_words` tells every two unequal units of this (public) dtype apart:
-    numbers and times are their own words. Text and other objects get a public 64-bit digest,
-    which someone choosing an id can make collide with another's: pre-selection, whose buckets
-    tell units apart by hash, is then not used (the shuffle compares exact values)."""
-    if isinstance(dtype, pd.CategoricalDtype):
-        return _words_are_exact(dtype.categories.dtype)
-    return bool(pd.api.types.is_bool_dtype(dtype) or pd.api.types.is_numeric_dtype(dtype)
-                or pd.api.types.is_datetime64_any_dtype(dtype)
-                or pd.api.types.is_timedelta64_dtype(dtype)
-                or isinstance(dtype, pd.PeriodDtype))
-
-
 def unit_hash(s: pd.Series, key: tuple[int, int] = (0, 0)) -> npt.NDArray[np.uint64]:
     """A keyed 64-bit hash of each unit value (:func:`unit_words` keyed by
     :func:`dpframe.core.hashing.keyed`), the same in every process and partition. Unequal units
@@ -149,12 +140,13 @@ def _partition_exact(part: pd.DataFrame, request: ComputeRequest,
 
 
 def _preselect(part: pd.DataFrame, request: ComputeRequest, key: tuple[int, int], salt: int,
-               seed: int) -> pd.DataFrame:
+               seed: int) -> tuple[pd.DataFrame, npt.NDArray[np.uint64]]:
     """The rows of one input partition that can survive contribution bounding (public keys):
     per unit, its ``max_groups`` pairs of smallest keyed priority here and in each its
-    ``max_rows`` rows of smallest fresh random priority, with the unit's keyed hash, the group
+    ``max_rows`` rows of smallest fresh random priority, with the unit's exact id, the group
     code and both priorities (:func:`~dpframe.core.transform.select_by_priority`: selecting
-    again over every partition's pre-selection is bounding over all rows)."""
+    again over every partition's pre-selection is bounding over all rows); and the keyed hash
+    of each kept row's unit, which routes it to its bucket."""
     backend = PandasBackend(part)
     codes, _ = backend.group_codes(request)
     unit = backend.column(str(request.privacy_unit))
@@ -166,20 +158,19 @@ def _preselect(part: pd.DataFrame, request: ComputeRequest, key: tuple[int, int]
     pair = keyed_priority(h.view(np.int64), g, salt)
     # uniform 64-bit row priorities (full-range draws are the generator's raw words: fast)
     row = np.random.default_rng(seed).integers(0, 2**64, ok.size, dtype=np.uint64)
-    # the partition's own unit codes pick the same rows as the hashes would (units whose hashes
-    # collide are merged in the bucket, probability below N / 2**64 for a given unit: only
-    # numeric and time ids, their own words, come here; docs/dask.md)
     keep = select_by_priority(local[ok], g, pair, row, request.max_groups, request.max_rows)
-    # only the measured columns travel on (the group is a code, the unit its hash)
+    # the measured columns travel on, with the unit's exact id: buckets tell units apart by
+    # their ids, never by hash (two units whose hashes collide stay two units; docs/dask.md)
     labels = column_labels(part.columns)
     rows = ok[keep]
     columns: dict[Any, Any] = {labels[c]: part[labels[c]].iloc[rows].array
                                for c in request.measure_columns}
-    # the pair priority is not shipped: the bucket recomputes it from (unit hash, group, salt)
-    columns.update({UNIT_HASH_COLUMN: h[keep],
+    # the pair priority is not shipped: the bucket recomputes it from (unit, group, key, salt)
+    columns.update({UNIT_ID_COLUMN: unit.iloc[rows].array,
                     GROUP_COLUMN: g[keep].astype(group_code_dtype(request)),
                     ROW_PRIORITY_COLUMN: row[keep].view(np.int64)})  # read back as uint64
-    return pd.DataFrame(columns, copy=False)  # one frame built at once, no column inserts
+    # one frame built at once, no column inserts
+    return pd.DataFrame(columns, copy=False), h[keep]
 
 
 def _preselect_buckets(part: pd.DataFrame, request: ComputeRequest, key: tuple[int, int],
@@ -187,29 +178,37 @@ def _preselect_buckets(part: pd.DataFrame, request: ComputeRequest, key: tuple[i
     """:func:`_preselect`, its rows split into ``buckets`` by unit hash (a unit's rows from
     every partition meet in one bucket: the exchange moves only pre-selected rows)."""
     with one_thread():  # one task per worker thread already
-        out = _preselect(part, request, key, salt, seed)
-    bucket = scale_top_bits(out[UNIT_HASH_COLUMN].to_numpy(dtype=np.uint64), buckets)
+        out, unit_hashes = _preselect(part, request, key, salt, seed)
+    bucket = scale_top_bits(unit_hashes, buckets)
     order, bounds = partition_order(bucket, buckets)
     ordered = out.take(order)  # one gather; each bucket is then a slice of it
     return [ordered.iloc[bounds[j]:bounds[j + 1]] for j in range(buckets)]
 
 
 def _bucket_exact(frames: list[pd.DataFrame], request: ComputeRequest,
-                  keys: list[tuple[object, ...]], salt: int) -> ExactAggregates:
+                  keys: list[tuple[object, ...]], key: tuple[int, int], salt: int
+                  ) -> ExactAggregates:
     """One bucket: every partition's pre-selected rows of its units. The final selection by
     the carried priorities, then the exact aggregates of the selected rows (bounded already:
     no unit step left)."""
     with one_thread():  # one task per worker thread already
-        return _select_and_aggregate(pd.concat(frames, ignore_index=True), request, keys, salt)
+        return _select_and_aggregate(pd.concat(frames, ignore_index=True), request, keys, key,
+                                     salt)
 
 
 def _select_and_aggregate(part: pd.DataFrame, request: ComputeRequest,
-                          keys: list[tuple[object, ...]], salt: int) -> ExactAggregates:
-    """The body of :func:`_bucket_exact` on the bucket's rows."""
-    h = part[UNIT_HASH_COLUMN].to_numpy(dtype=np.uint64)
-    dense = pd.factorize(h)[0].astype(np.int64)
+                          keys: list[tuple[object, ...]], key: tuple[int, int], salt: int
+                          ) -> ExactAggregates:
+    """The body of :func:`_bucket_exact` on the bucket's rows: units are told apart by their
+    exact ids under the canonical value model (:func:`~dpframe.backends.pandas.unit_codes`),
+    as in pandas and scans."""
+    dense = unit_codes(part[UNIT_ID_COLUMN])
+    if int(dense.min(initial=0)) < 0:  # the value model is per value: an id kept in its
+        part = part.iloc[np.flatnonzero(dense >= 0)]  # partition stays an id here (a guard)
+        dense = dense[dense >= 0]
     g = part[GROUP_COLUMN].to_numpy(dtype=np.int64)
-    keep = select_by_priority(dense, g, keyed_priority(h.view(np.int64), g, salt),
+    pair = keyed_priority(unit_hash(part[UNIT_ID_COLUMN], key).view(np.int64), g, salt)
+    keep = select_by_priority(dense, g, pair,
                               part[ROW_PRIORITY_COLUMN].to_numpy(dtype=np.int64).view(np.uint64),
                               request.max_groups, request.max_rows)
     rows = PandasBackend(part.iloc[np.flatnonzero(keep)])
@@ -301,8 +300,7 @@ class DaskBackend:
             frame = self.prepared(request)
         else:
             k0, k1 = (int(k) for k in gen.integers(0, 2**63, size=2, dtype=np.int64))
-            if (request.privacy_unit and not request.private_keys and request.sample_rate is None
-                    and _words_are_exact(self.ddf.dtypes[self._labels[request.privacy_unit]])):
+            if request.privacy_unit and not request.private_keys and request.sample_rate is None:
                 return self._preselected_exact(request, gen, (k0, k1))
             frame = self.prepared(request, (k0, k1))
             seeds = gen.integers(0, 2**63, size=frame.npartitions, dtype=np.int64)
@@ -331,7 +329,7 @@ class DaskBackend:
                      part, request, key, salt, int(seed), nb)
                  for part, seed in zip(frame.to_delayed(), seeds, strict=True)]
         finals = [dask.delayed(_bucket_exact, pure=True)([s[j] for s in split], request, keys,
-                                                          salt)
+                                                          key, salt)
                   for j in range(nb)]
         agg: ExactAggregates
         agg, = dask.compute(_tree(finals, merge_partials, self.split_every))

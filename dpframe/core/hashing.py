@@ -25,15 +25,14 @@ or hand over Python values (:func:`value_words`).
 **Why nothing leaks.** The keys of unit hashes and priorities are fresh randomness drawn from
 the session's sampling generator for each release, never derived from data, and no key or hash
 is ever released: they only decide where a unit's rows go, which of its groups and rows
-bounding keeps, and which values are equal. In scans and pandas a collision never merges two
-units (a block factorizes its units exactly; colliding units only share a partition) and never
-loosens a bound (one unit's pairs always get distinct priorities: the mixing is a bijection); a
-distinct count counts hashes, and one unit adds or removes at most its own values' hashes
-whatever the hash function. The one exception: Dask's pre-selection buckets tell units apart
-by their hash, so there a collision merges two units, with probability below N / 2**64 for a
-given unit (the key being fresh). Only numbers and times, which are their own words, take that
-path: text words are a public digest that chosen ids could make collide (docs/dask.md). The key
-also keeps whoever chose the data from aiming many units at one partition. The mixing is fast,
+bounding keeps, and which values are equal. A collision never merges two units: scans, pandas
+and Dask's buckets factorize units by their exact ids (colliding units only share a partition
+or a bucket), and it never loosens a bound (one unit's pairs always get distinct priorities:
+the mixing is a bijection); a distinct count counts hashes, and one unit adds or removes at
+most its own values' hashes whatever the hash function. Text words are a public digest that
+chosen ids can make collide, which is why no step may tell units apart by hash
+(docs/dask.md). The key also keeps whoever chose the data from aiming many units at one
+partition. The mixing is fast,
 not cryptographic.
 
 Numpy only: the core knows no data engine.
