@@ -1,4 +1,5 @@
-"""Row ranges on several threads: the data parallelism inside one release.
+"""Row ranges on several threads: the data parallelism inside one release (and
+:func:`in_order`, the ordered pipeline of the Arrow scans).
 
 numpy and pyarrow release the GIL in their loops over large arrays, so work on disjoint slices
 of a column runs on several cores at once. Only order-free work is split: element-wise results
@@ -22,7 +23,8 @@ import contextlib
 import itertools
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections import deque
+from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent import futures
 from typing import TypeVar
 
@@ -107,3 +109,33 @@ def map_ranges(work: Callable[[int, int], T], n: int, min_rows: int | None = Non
     finally:
         futures.wait(rest)  # no range outlives the call, whatever happened in this one
     return [first, *(f.result() for f in rest)]
+
+
+R = TypeVar("R")
+
+
+def in_order(pool: futures.Executor, items: Iterable[T], work: Callable[[T], R], ahead: int,
+             eager: bool = False) -> Generator[R, None, None]:
+    """``work(item)`` for each item, run on ``pool`` and yielded in the items' order, with at
+    most ``ahead`` items submitted and not yet yielded (``ahead`` bounds the memory held).
+
+    ``eager``: also yield a result as soon as it and every one before it are done, not only
+    when ``ahead`` is reached (a writer that should keep up with its producers). Items are
+    pulled from ``items`` on the consuming thread, one at a time, in order. An error of
+    ``work`` is raised where its result would have been yielded; then, or when the consumer
+    closes the generator early (use ``contextlib.closing``), the items not started yet are
+    cancelled: only those already running finish, and the pool's owner waits for them.
+    """
+    if ahead < 1:
+        raise ValueError("ahead must be at least 1")
+    pending: deque[futures.Future[R]] = deque()
+    try:
+        for item in items:
+            pending.append(pool.submit(work, item))
+            while len(pending) >= ahead or (eager and pending and pending[0].done()):
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        for f in pending:
+            f.cancel()

@@ -123,3 +123,116 @@ def test_the_thread_count_comes_from_the_environment(raw: str, expected: int | N
     monkeypatch.setenv("DPFRAME_THREADS", raw)
     default = max(1, min(4, os.cpu_count() or 1))
     assert parallel._threads_from_environment() == (expected or default)
+
+
+# -- in_order: the ordered pipeline ------------------------------------------------------------
+
+def test_in_order_yields_in_item_order_whatever_finishes_first() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    def work(i: int) -> int:
+        time.sleep(0.02 * (5 - i))  # later items finish first
+        return i * 10
+
+    with ThreadPoolExecutor(3) as pool:
+        assert list(parallel.in_order(pool, range(6), work, ahead=4)) == [0, 10, 20, 30, 40, 50]
+
+
+@pytest.mark.parametrize("ahead", [1, 2, 3])
+def test_in_order_keeps_at_most_ahead_items_in_flight(ahead: int) -> None:
+    """Items are pulled one at a time, and never more than ``ahead`` are submitted and not yet
+    yielded (the memory bound of the scans' pipelines)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    pulled, yielded, most = 0, 0, 0
+
+    def items():
+        nonlocal pulled, most
+        for i in range(10):
+            pulled += 1
+            most = max(most, pulled - yielded)
+            yield i
+
+    with ThreadPoolExecutor(2) as pool:
+        for _ in parallel.in_order(pool, items(), lambda i: i, ahead):
+            yielded += 1
+    assert yielded == 10 and most == ahead
+
+
+def test_in_order_eager_yields_what_is_done_before_pulling_more() -> None:
+    """With ``eager``, a done result is handed over before the next item is pulled (a writer
+    keeps up with its producers); without it, only the ``ahead`` bound forces a yield."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def run(eager: bool) -> list[str]:
+        log: list[str] = []
+
+        def items():
+            for i in range(3):
+                time.sleep(0.1)  # leaves time for the work before to finish
+                log.append(f"pull {i}")
+                yield i
+
+        with ThreadPoolExecutor(2) as pool:
+            slow = lambda i: time.sleep(0.02) or i  # noqa: E731 - not done when submitted
+            for r in parallel.in_order(pool, items(), slow, ahead=10, eager=eager):
+                log.append(f"got {r}")
+        return log
+
+    # eager: item i is handed over once item i + 1 is submitted (it is done by then)
+    assert run(True) == ["pull 0", "pull 1", "got 0", "pull 2", "got 1", "got 2"]
+    assert run(False) == ["pull 0", "pull 1", "pull 2", "got 0", "got 1", "got 2"]
+
+
+def test_in_order_raises_at_the_failed_item_and_cancels_the_rest() -> None:
+    """An error surfaces where its result would have been yielded, after the results before
+    it; items submitted but not started are cancelled, so they never run."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    ran: list[int] = []
+    release = threading.Event()
+
+    def work(i: int) -> int:
+        ran.append(i)
+        if i == 1:
+            raise RuntimeError("boom")
+        if i == 2:
+            release.wait(5)  # holds the one worker: items 3 to 5 wait in the queue
+        return i
+
+    got: list[int] = []
+    with ThreadPoolExecutor(1) as pool:
+        with pytest.raises(RuntimeError, match="boom"):
+            for r in parallel.in_order(pool, range(6), work, ahead=6):
+                got.append(r)
+        release.set()
+    assert got == [0]
+    assert ran == [0, 1, 2]  # 3 to 5 were queued behind the failure: cancelled, never run
+
+
+def test_in_order_closed_early_cancels_what_has_not_started() -> None:
+    import contextlib
+    from concurrent.futures import ThreadPoolExecutor
+
+    ran: list[int] = []
+    gate = threading.Event()
+
+    def work(i: int) -> int:
+        if i > 0:
+            gate.wait(5)  # item 1 holds the one worker until the consumer has closed
+        ran.append(i)
+        return i
+
+    with ThreadPoolExecutor(1) as pool, \
+            contextlib.closing(parallel.in_order(pool, range(8), work, ahead=8)) as results:
+        assert next(results) == 0  # every item is submitted by now (ahead 8)
+        results.close()
+        gate.set()
+    assert ran in ([0], [0, 1])  # 2 to 7 (and 1, unless it had started) cancelled
+
+
+def test_in_order_needs_room_for_one_item() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool, pytest.raises(ValueError, match="ahead"):
+        next(parallel.in_order(pool, range(3), lambda i: i, ahead=0))

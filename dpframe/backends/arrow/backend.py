@@ -12,9 +12,8 @@ import contextlib
 import math
 import os
 import sys
-from collections import deque
 from collections.abc import Callable, Generator, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
 
@@ -23,6 +22,7 @@ import pyarrow as pa
 
 from ...core.compute import ComputeRequest, ExactAggregates
 from ...core.hashing import Key, partition_of
+from ...core.parallel import in_order
 from ...core.transform import compute_exact
 from ...core.values import ColumnKind
 from ...errors import ValidationError
@@ -243,22 +243,17 @@ class ArrowBackend:
 
     def _stream_parallel(self, run: _Run, batches: Iterator[pa.RecordBatch]
                          ) -> pa.Schema | None:
-        """Aggregate the batches on ``WORKERS`` threads, adding them as they complete (at most
-        ``WORKERS`` ahead); the last batch's schema (None: no batch)."""
+        """Aggregate the batches on ``WORKERS`` threads, adding them in batch order (at most
+        ``WORKERS`` + 1 in flight); the last batch's schema (None: no batch)."""
+        def aggregate(batch: pa.RecordBatch) -> tuple[pa.Schema, Partial]:
+            return batch.schema, self._aggregate(run, batch, None)
+
         schema = None
-        with ThreadPoolExecutor(WORKERS, thread_name_prefix="dpframe-block") as pool:
-            pending: deque[Future[Partial]] = deque()
-            try:
-                for batch in batches:
-                    schema = batch.schema
-                    pending.append(pool.submit(self._aggregate, run, batch, None))
-                    while len(pending) > WORKERS:
-                        run.totals.add(*pending.popleft().result())
-                while pending:
-                    run.totals.add(*pending.popleft().result())
-            finally:
-                for f in pending:
-                    f.cancel()
+        with ThreadPoolExecutor(WORKERS, thread_name_prefix="dpframe-block") as pool, \
+                contextlib.closing(in_order(pool, batches, aggregate, WORKERS + 1)) as done:
+            for batch_schema, partial in done:
+                schema = batch_schema
+                run.totals.add(*partial)
         return schema
 
     # -- privacy units: two passes over keyed partitions ------------------------------------------
@@ -370,25 +365,13 @@ class ArrowBackend:
             return arrange(sb, _partitions(sb.column(unit), hash_key, spill.parts), spill.parts)
 
         schema = None
-
-        def write(ready: tuple[pa.RecordBatch, Any] | None) -> None:
-            nonlocal schema
-            if ready is not None:
-                schema = ready[0].schema
-                spill.write_arranged(*ready)
-
-        with ThreadPoolExecutor(WORKERS, thread_name_prefix="dpframe-spill") as pool:
-            pending: deque[Future[tuple[pa.RecordBatch, Any] | None]] = deque()
-            try:
-                for batch in batches:
-                    pending.append(pool.submit(prepare, batch))
-                    while len(pending) > WORKERS or (pending and pending[0].done()):
-                        write(pending.popleft().result())
-                while pending:
-                    write(pending.popleft().result())
-            finally:
-                for f in pending:
-                    f.cancel()
+        with ThreadPoolExecutor(WORKERS, thread_name_prefix="dpframe-spill") as pool, \
+                contextlib.closing(in_order(pool, batches, prepare, WORKERS + 1,
+                                            eager=True)) as prepared:
+            for ready in prepared:  # written as soon as it and those before it are ready
+                if ready is not None:
+                    schema = ready[0].schema
+                    spill.write_arranged(*ready)
         return schema
 
     def _reduce_all(self, run: _Run, tables: Iterator[pa.Table | None], bar: Any | None
@@ -417,24 +400,16 @@ class ArrowBackend:
                 del table  # one partition in memory at a time
                 tick()
             return
-        with ThreadPoolExecutor(WORKERS, thread_name_prefix="dpframe-partition") as pool:
-            pending: deque[Future[Partial]] = deque()
-            try:
-                for table in tables:
-                    if table is not None:
-                        pending.append(pool.submit(self._reduce_one, *own(table)))
-                    else:
-                        tick()
-                    del table
-                    while len(pending) >= WORKERS:
-                        run.totals.add(*pending.popleft().result())
-                        tick()
-                while pending:
-                    run.totals.add(*pending.popleft().result())
-                    tick()
-            finally:
-                for f in pending:
-                    f.cancel()
+        def reduce(owned: tuple[_Run, pa.Table] | None) -> Partial | None:
+            return None if owned is None else self._reduce_one(*owned)
+
+        owned = (None if table is None else own(table) for table in tables)  # seeds in order
+        with ThreadPoolExecutor(WORKERS, thread_name_prefix="dpframe-partition") as pool, \
+                contextlib.closing(in_order(pool, owned, reduce, WORKERS)) as done:
+            for partial in done:  # at most WORKERS partitions in memory
+                if partial is not None:
+                    run.totals.add(*partial)
+                tick()
 
     def _reduce_one(self, run: _Run, block: pa.Table) -> Partial:
         """One partition of pass 2, holding whole units: bounded and aggregated."""
