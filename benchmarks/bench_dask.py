@@ -10,7 +10,8 @@ present) with 50 string keys ``g``, a float column ``x`` and a user id ``u``; st
 
 * plain Dask: ``ddf.groupby("g")["x"].sum().compute()``
 * dpframe on Dask: ``ddf.dp(session, bounds=..., keys=...).groupby("g").sum("x", epsilon=1)``
-* with ``--unit``: the same release with ``privacy_unit="u"`` (adds the shuffle by unit)
+* with ``--unit``: the same release with ``privacy_unit="u"`` (adds contribution bounding:
+  pre-selection and an exchange of the survivors, docs/dask.md)
 
 on the same cluster (``--repeat`` interleaved runs after a warm-up: best, median, and the
 median of paired ratios), and measures in
@@ -170,7 +171,7 @@ def main() -> None:
         fns: dict[str, Callable[[], Any]] = {"plain Dask groupby().sum()": plain,
                                              "dpframe ddf.dp ... groupby().sum()": private}
         if args.unit:
-            fns["dpframe, privacy_unit='u' (shuffle by unit)"] = private_unit
+            fns["dpframe, privacy_unit='u' (max_rows_per_unit=10)"] = private_unit
         times = interleaved(fns, args.repeat, warmup=not args.no_warmup)
         assert len(private()) == len(KEYS)
         base = times["plain Dask groupby().sum()"]

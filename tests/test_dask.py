@@ -191,7 +191,13 @@ def test_user_bounds_hold_when_a_unit_spans_all_partitions(client: Any) -> None:
     assert int(next(iter(agg.values.values()))[0]) == 4
 
 
-def test_user_bounds_many_units_interleaved(client: Any) -> None:
+@pytest.mark.parametrize("per_bucket", [1, 5, 100])
+def test_user_bounds_many_units_interleaved(client: Any, per_bucket: int,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bounds hold whatever the number of buckets (6, 2 or 1 for the 6 partitions)."""
+    from dpframe.backends import dask as dask_backend
+
+    monkeypatch.setattr(dask_backend, "PARTITIONS_PER_BUCKET", per_bucket)
     rng = np.random.default_rng(1)
     units = np.repeat(np.arange(40), 30)
     rng.shuffle(units)  # every unit's 30 rows scattered over the 6 partitions

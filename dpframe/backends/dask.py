@@ -20,6 +20,7 @@ dask).
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 import dask
@@ -63,6 +64,10 @@ ROW_PRIORITY_COLUMN = "__dpframe_row_priority__"
 RESERVED = (UNIT_HASH_COLUMN, UNIT_ID_COLUMN, GROUP_COLUMN, PAIR_PRIORITY_COLUMN,
             ROW_PRIORITY_COLUMN)
 DEFAULT_SPLIT_EVERY = 8
+#: Input partitions per bucket of pre-selected rows: fewer buckets, fewer pieces to move
+#: (partitions x buckets). A bucket holds the survivors of about this many partitions, most
+#: often under half their rows, of the needed columns only (docs/benchmarks/dask.md).
+PARTITIONS_PER_BUCKET = 5
 
 
 # -- canonical, keyed unit hash ------------------------------------------------------------------
@@ -316,7 +321,8 @@ class DaskBackend:
                            key: tuple[int, int]) -> ExactAggregates:
         """Unit-level bounding without shuffling every row: each partition keeps only the rows
         that can survive bounding (:func:`_preselect`) and splits them by unit hash into one
-        bucket per partition; each bucket gathers its share from every partition (an exchange
+        bucket per :data:`PARTITIONS_PER_BUCKET` partitions; each bucket gathers its share from
+        every partition (an exchange
         of pre-selected rows only, no Dask shuffle of the frame), and the final selection by
         the carried priorities is exactly bounding over all rows."""
         frame = self.ddf[[self._labels[c] for c in request.columns]]
@@ -324,7 +330,7 @@ class DaskBackend:
         seeds = gen.integers(0, 2**63, size=frame.npartitions, dtype=np.int64)
         keys = (public_key_list([tuple(request.keys[c]) for c in request.by]) if request.by
                 else [()])
-        nb = frame.npartitions
+        nb = math.ceil(frame.npartitions / PARTITIONS_PER_BUCKET)
         split = [dask.delayed(_preselect_buckets, pure=True, nout=nb)(
                      part, request, key, salt, int(seed), nb)
                  for part, seed in zip(frame.to_delayed(), seeds, strict=True)]
