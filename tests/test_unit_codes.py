@@ -69,3 +69,36 @@ def test_thinly_spread_ids_are_renumbered_densely(start: int,
     assert (np.diff(codes[order]) >= 0).all()
     dense = start + rng.integers(0, 100, 700)  # fills its span: offsets as before
     assert offset_codes(dense).tolist() == (dense - dense.min()).tolist()
+
+
+# -- the pandas backend bound to a release's columns -------------------------------------------
+
+def test_a_bound_backend_reads_one_snapshot_of_its_columns() -> None:
+    """``bind`` takes each named column once: replacing a column of the frame afterwards does
+    not reach the bound backend (a release validates and computes on the same data)."""
+    from dpframe.backends.pandas import PandasBackend
+
+    df = pd.DataFrame({"g": ["a", "b"], "x": [1.0, 2.0], "y": [1, 2]})
+    backend = PandasBackend(df)
+    bound = backend.bind(["x", "g", "nope", 3])  # type: ignore[list-item]
+    df["x"] = ["p", "q"]
+    assert bound.column("x").tolist() == [1.0, 2.0]
+    assert bound.schema(["x", "g", "nope"]) == {"x": "float", "g": backend.schema()["g"]}
+    assert backend.schema(["x"]) == {"x": backend.schema()["g"]}  # the frame has moved on
+    assert bound.column("y").tolist() == [1, 2]  # not bound: read from the frame
+
+
+@pytest.mark.parametrize("width", [2, 9, 40])
+def test_schema_of_some_columns_is_the_schema_restricted_to_them(width: int) -> None:
+    """Narrow frames read ``df.dtypes`` once, wide ones one dtype per named column; both give
+    the full schema restricted to the named columns that exist."""
+    from dpframe.backends.pandas import PandasBackend
+
+    kinds = [np.arange(3), np.arange(3.0), ["a", "b", "c"], [True, False, True]]
+    df = pd.DataFrame({f"c{i}": kinds[i % 4] for i in range(width)})
+    backend = PandasBackend(df)
+    full = backend.schema()
+    for names in (["c0"], ["c1", "c0", "zz"], [f"c{i}" for i in range(width)], [["c0"]]):
+        want = {c: full[c] for c in names if isinstance(c, str) and c in full}
+        assert backend.schema(names) == want  # type: ignore[arg-type]
+        assert backend.bind(names).schema(names) == want  # type: ignore[arg-type]

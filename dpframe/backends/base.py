@@ -22,11 +22,24 @@ from ..core.transform import narrowest_signed
 from ..core.values import ColumnKind
 
 
+def only_columns(kinds: dict[str, ColumnKind], columns: Sequence[object]
+                 ) -> dict[str, ColumnKind]:
+    """The kinds of those ``columns`` that are columns (other names, or names that are not
+    strings, are left out: validation reports them)."""
+    return {c: kinds[c] for c in columns if isinstance(c, str) and c in kinds}
+
+
 class Backend(Protocol):
     """What a front needs from an engine."""
 
-    def schema(self) -> dict[str, ColumnKind]:
-        """Column name -> kind, from dtypes only (public)."""
+    def schema(self, columns: Sequence[str] | None = None) -> dict[str, ColumnKind]:
+        """Column name -> kind, from dtypes only (public): of every column, or of those among
+        ``columns`` that exist (a release reads only its own)."""
+        ...
+
+    def bind(self, columns: Sequence[str]) -> Backend:
+        """The backend a release uses: reading ``columns`` as they are now (a backend with
+        nothing to take in advance returns itself)."""
         ...
 
     def categories(self, column: str) -> tuple[object, ...] | None:

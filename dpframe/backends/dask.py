@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import dask
@@ -44,7 +45,7 @@ from ..core.transform import compute_exact, select_by_priority
 from ..core.values import ColumnKind
 from ..errors import ValidationError
 from .arrow.words import column_words
-from .base import group_code_dtype, partition_order, public_key_list
+from .base import group_code_dtype, only_columns, partition_order, public_key_list
 from .pandas import (
     PandasBackend,
     column_kind,
@@ -273,8 +274,13 @@ class DaskBackend:
         self.split_every = split_every
         self.shuffle_method = shuffle_method
 
-    def schema(self) -> dict[str, ColumnKind]:
-        return {str(c): column_kind(t) for c, t in self.ddf.dtypes.items()}
+    def bind(self, columns: Sequence[str]) -> DaskBackend:
+        """Itself: the partitions are read when the release computes."""
+        return self
+
+    def schema(self, columns: Sequence[str] | None = None) -> dict[str, ColumnKind]:
+        kinds = {str(c): column_kind(t) for c, t in self.ddf.dtypes.items()}
+        return kinds if columns is None else only_columns(kinds, columns)
 
     def categories(self, column: str) -> tuple[object, ...] | None:
         """Categories of a categorical column when Dask knows them (metadata, never data)."""

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import functools
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -19,6 +21,7 @@ from .base import (
     declared_positions,
     observed_key_codes,
     offset_codes,
+    only_columns,
     public_key_codes,
     public_key_list,
     remap_codes,
@@ -223,14 +226,34 @@ class PandasBackend:
             raise ValidationError("expected a pandas DataFrame")
         self.df = df
         self._labels = column_labels(df.columns)
+        self._bound: dict[str, pd.Series] | None = None
+
+    def bind(self, columns: Sequence[str]) -> PandasBackend:
+        """This backend reading ``columns`` (those that exist) as they are now: a release's
+        schema and exact aggregates see one snapshot of its columns, each taken once (a
+        ``df[name]`` costs about 9 us)."""
+        bound = copy.copy(self)
+        bound._bound = {c: self.df[self._labels[c]] for c in columns
+                        if isinstance(c, str) and c in self._labels}
+        return bound
 
     def column(self, name: str) -> pd.Series:
         """The column a query names (``"0"`` names a column labelled ``0``)."""
+        if self._bound is not None and name in self._bound:
+            return self._bound[name]
         return self.df[self._labels[name]]
 
-    def schema(self) -> dict[str, ColumnKind]:
+    def schema(self, columns: Sequence[str] | None = None) -> dict[str, ColumnKind]:
+        if columns is not None and self._bound is not None:
+            return {c: column_kind(self._bound[c].dtype) for c in columns
+                    if isinstance(c, str) and c in self._bound}
+        if columns is not None and 4 * len(columns) < len(self._labels):
+            # a few of many columns: one dtype each, not every column's
+            named = [c for c in columns if isinstance(c, str) and c in self._labels]
+            return {c: column_kind(self.df[self._labels[c]].dtype) for c in named}
         dtypes = list(self.df.dtypes)
-        return {name: column_kind(dtypes[i]) for i, name in enumerate(self._labels)}
+        kinds = {name: column_kind(dtypes[i]) for i, name in enumerate(self._labels)}
+        return kinds if columns is None else only_columns(kinds, columns)
 
     def categories(self, column: str) -> tuple[object, ...] | None:
         dtype = self.column(column).dtype

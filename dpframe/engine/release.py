@@ -1,5 +1,6 @@
 """The one release path every front and backend shares (docs/architecture.md).
 
+0. bind the backend to the columns the query reads (pandas: one snapshot of each)
 1. validate the query against the public schema        -> typed error, nothing spent
 2. plan it (sensitivity, mechanism, cost): every check that can fail runs here
 3. charge the session's ledger                           -> BudgetExceededError, nothing spent
@@ -39,7 +40,7 @@ def last_release(session: Session) -> CoreRelease | None:
 
 def prepare(session: Session, query: Query, backend: Backend) -> ReleasePlan:
     """Steps 1-2: validate and plan, with no side effect."""
-    plan = plan_release(query, session.neighbouring, backend.schema())
+    plan = plan_release(query, session.neighbouring, backend.schema(query.columns))
     session.check_privacy_unit(query.privacy_unit)
     return plan
 
@@ -57,6 +58,7 @@ def run_release(session: Session, query: Query, backend: Backend) -> CoreRelease
     """Validate, charge, compute, add noise, record."""
     from .._version import __version__
 
+    backend = backend.bind(query.columns)  # one snapshot of the columns the release reads
     plan = prepare(session, query, backend)
     entry = session.charge(plan.cost, query=query.description or plan.mechanism,
                            columns=query.columns, mechanism=plan.mechanism,

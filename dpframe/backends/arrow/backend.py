@@ -26,7 +26,13 @@ from ...core.parallel import in_order
 from ...core.transform import compute_exact
 from ...core.values import ColumnKind
 from ...errors import ValidationError
-from ..base import group_code_dtype, observed_key_codes, public_key_codes, public_key_list
+from ..base import (
+    group_code_dtype,
+    observed_key_codes,
+    only_columns,
+    public_key_codes,
+    public_key_list,
+)
 from .columns import (
     I64,
     Bools,
@@ -135,8 +141,13 @@ class ArrowBackend:
         self.spill_dir = None if spill_dir is None else os.fspath(spill_dir)
 
     # -- Backend protocol ------------------------------------------------------------------------
-    def schema(self) -> dict[str, ColumnKind]:
-        return {f.name: arrow_kind(f.type) for f in self.source.arrow_schema}
+    def bind(self, columns: Sequence[str]) -> ArrowBackend:
+        """Itself: the batches are read when the release computes."""
+        return self
+
+    def schema(self, columns: Sequence[str] | None = None) -> dict[str, ColumnKind]:
+        kinds = {f.name: arrow_kind(f.type) for f in self.source.arrow_schema}
+        return kinds if columns is None else only_columns(kinds, columns)
 
     def categories(self, column: str) -> tuple[object, ...] | None:
         """Arrow dictionaries come from the data, not from a declaration: never public keys."""
