@@ -102,3 +102,20 @@ def test_schema_of_some_columns_is_the_schema_restricted_to_them(width: int) -> 
         want = {c: full[c] for c in names if isinstance(c, str) and c in full}
         assert backend.schema(names) == want  # type: ignore[arg-type]
         assert backend.bind(names).schema(names) == want  # type: ignore[arg-type]
+
+
+def test_a_column_dropped_after_wrapping_is_an_unknown_column_before_any_charge() -> None:
+    import warnings
+
+    import dpframe as dpf
+    from dpframe.errors import ValidationError
+
+    df = pd.DataFrame({"g": ["a", "b"], "x": [1.0, 2.0]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        s = dpf.Session(1.0, seed=1)
+    priv = df.dp(s, bounds={"x": (0, 5)})
+    del df["x"]
+    with pytest.raises(ValidationError, match="unknown column"):
+        priv.sum("x", epsilon=0.5)
+    assert float(s.spent[0]) == 0.0

@@ -8,10 +8,12 @@ client, where :func:`dpframe.engine.release.run_release` adds noise once, throug
 No noise, budget or sensitivity logic ever runs on a worker, and the session never leaves the
 client.
 
-Contribution bounding needs each privacy unit's rows in one block: with ``privacy_unit`` the
-frame is first shuffled by a canonical, keyed hash of the unit (a full all-to-all shuffle; see
-docs/dask.md for its cost). Rows of one unit then sit in one partition, partitions hold
-disjoint units, and per-partition bounding is global bounding.
+Contribution bounding needs each privacy unit's rows in one block. With public keys, each
+partition pre-selects the rows that can survive bounding and sends them to buckets by a
+canonical, keyed hash of the unit; a bucket tells units apart by their exact ids and selects
+again, which is bounding over all rows (docs/dask.md). With private keys or sampling, the frame
+is shuffled by that hash (all-to-all): rows of one unit then sit in one partition, partitions
+hold disjoint units, and per-partition bounding is global bounding.
 
 This module imports dask: only ``dpframe.fronts.dask`` imports it (``import dpframe`` never imports
 dask).
@@ -56,14 +58,11 @@ from .pandas import (
 )
 
 UNIT_HASH_COLUMN = "__dpframe_unit_hash__"
-#: Columns a pre-selected row carries: its unit's exact id, its group code, the keyed priority
-#: of its (unit, group) pair and its row priority.
+#: Columns a pre-selected row carries: its unit's exact id, its group code and its row priority.
 UNIT_ID_COLUMN = "__dpframe_unit__"
 GROUP_COLUMN = "__dpframe_group__"
-PAIR_PRIORITY_COLUMN = "__dpframe_pair_priority__"
 ROW_PRIORITY_COLUMN = "__dpframe_row_priority__"
-RESERVED = (UNIT_HASH_COLUMN, UNIT_ID_COLUMN, GROUP_COLUMN, PAIR_PRIORITY_COLUMN,
-            ROW_PRIORITY_COLUMN)
+RESERVED = (UNIT_HASH_COLUMN, UNIT_ID_COLUMN, GROUP_COLUMN, ROW_PRIORITY_COLUMN)
 DEFAULT_SPLIT_EVERY = 8
 #: Input partitions per bucket of pre-selected rows: fewer buckets, fewer pieces to move
 #: (partitions x buckets). A bucket holds the survivors of about this many partitions, most

@@ -233,8 +233,11 @@ class PandasBackend:
         schema and exact aggregates see one snapshot of its columns, each taken once (a
         ``df[name]`` costs about 9 us)."""
         bound = copy.copy(self)
-        bound._bound = {c: self.df[self._labels[c]] for c in columns
-                        if isinstance(c, str) and c in self._labels}
+        taken = {c: self.df.get(self._labels[c]) for c in columns
+                 if isinstance(c, str) and c in self._labels}
+        # a column dropped (or duplicated) since the frame was wrapped is left out: the schema
+        # then names it unknown, a typed error before any charge
+        bound._bound = {c: s for c, s in taken.items() if isinstance(s, pd.Series)}
         return bound
 
     def column(self, name: str) -> pd.Series:
