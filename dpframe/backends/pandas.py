@@ -13,6 +13,7 @@ import pandas as pd
 
 from ..core.compute import ComputeRequest, ExactAggregates
 from ..core.hashing import distinct_hash, value_words
+from ..core.memo import IdentityCache
 from ..core.parallel import map_ranges, row_ranges
 from ..core.transform import compute_exact
 from ..core.values import NUMERIC_KINDS, ColumnKind, canonicalize, is_canonical
@@ -145,9 +146,10 @@ def declared_codes(s: pd.Series, declared: tuple[object, ...]) -> npt.NDArray[np
     return remap_codes(codes, mapping)
 
 
-#: Arrow value sets of recent declared key lists, by the identity of the (immutable) tuple
-#: and the Arrow type: a plan reused by nightly jobs and notebooks passes the same tuple.
-_VALUE_SETS: dict[tuple[int, Any], tuple[tuple[object, ...], Any]] = {}
+#: Arrow value sets of recent declared key lists (boxed: None, no value set, is an answer), by
+#: the identity of the (immutable) tuple and the Arrow type: a plan reused by nightly jobs and
+#: notebooks passes the same tuple.
+_VALUE_SETS: IdentityCache[tuple[Any]] = IdentityCache(64)
 
 
 def _arrow_value_set(declared: tuple[object, ...], pa_type: Any) -> Any:
@@ -156,9 +158,9 @@ def _arrow_value_set(declared: tuple[object, ...], pa_type: Any) -> Any:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    remembered = _VALUE_SETS.get((id(declared), pa_type))
-    if remembered is not None and remembered[0] is declared:
-        return remembered[1]
+    remembered = _VALUE_SETS.get((declared,), pa_type)
+    if remembered is not None:
+        return remembered[0]
     try:
         value_set = pa.array(list(declared), type=pa_type)
         if pa.types.is_floating(pa_type):
@@ -167,9 +169,7 @@ def _arrow_value_set(declared: tuple[object, ...], pa_type: Any) -> Any:
         value_set = None
     if value_set is not None and len(set(declared)) != len(declared):
         value_set = None
-    if len(_VALUE_SETS) >= 64:
-        _VALUE_SETS.clear()
-    _VALUE_SETS[(id(declared), pa_type)] = (declared, value_set)  # holds the tuple: id stays
+    _VALUE_SETS.put((declared,), (value_set,), pa_type)
     return value_set
 
 

@@ -18,14 +18,11 @@ from __future__ import annotations
 
 import math
 import pickle
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
 from functools import cached_property
-from typing import Generic, TypeVar
 
 from ..errors import ValidationError
 from .accounting import PrivacyCost, poisson_subsampling, zcdp_to_approx_dp
@@ -33,11 +30,10 @@ from .aggregates import aggregate
 from .compute import AggregateRequest, ComputeRequest
 from .measure import MeasurePlan, PlanContext
 from .mechanisms import NoiseSpec, noise_spec, rho_for
+from .memo import RecentCache
 from .query import Measure, Query
 from .sensitivity import Contribution, Relation, key_selection_sensitivity
 from .values import ColumnKind
-
-V = TypeVar("V")
 
 
 @dataclass(frozen=True)
@@ -159,40 +155,6 @@ def exact_fingerprint(value: object, members: Iterable[object] = ()) -> bytes | 
         return None
     # huge inputs (a million declared keys) are not worth remembering: caches stay small
     return fingerprint if len(fingerprint) <= MAX_FINGERPRINT_BYTES else None
-
-
-class RecentCache(Generic[V]):
-    """The values of the last ``size`` distinct keys used (the least recently used leaves
-    first), safe across threads. A key of None (no :func:`exact_fingerprint`) is never stored
-    and never found."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._items: OrderedDict[bytes, V] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def get(self, key: bytes | None) -> V | None:
-        """The value stored under ``key``, now the most recently used, or None."""
-        if key is None:
-            return None
-        with self._lock:
-            value = self._items.get(key)
-            if value is not None:
-                self._items.move_to_end(key)
-            return value
-
-    def put(self, key: bytes | None, value: V) -> None:
-        """Store ``value`` under ``key`` (nothing for None), dropping the least recently used
-        past ``size``."""
-        if key is None:
-            return
-        with self._lock:
-            self._items[key] = value
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
 
 
 _PLANS: RecentCache[ReleasePlan] = RecentCache(PLAN_CACHE_SIZE)

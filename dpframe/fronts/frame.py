@@ -21,8 +21,9 @@ import pandas as pd
 from ..backends.base import Backend
 from ..core.aggregates import NAMES
 from ..core.apply import CoreRelease
+from ..core.memo import IdentityCache, RecentCache
 from ..core.numbers import to_fraction
-from ..core.plan import RecentCache, exact_fingerprint
+from ..core.plan import exact_fingerprint
 from ..core.query import (
     DEFAULT_GRID,
     Measure,
@@ -630,9 +631,8 @@ def _label_index(labels: list[object], kind: str, name: str) -> pd.Index:
 #: notebooks release over the same declared keys again and again.
 _DECLARED_INDEXES: RecentCache[pd.Index] = RecentCache(64)
 #: The same indexes by the identity of the declared key tuples a query held (a frame passes
-#: its own tuples, immutable, release after release): no fingerprint to take. Each entry holds
-#: its tuples, so their ids cannot be reused while it is kept.
-_BY_IDENTITY: dict[tuple[object, ...], tuple[tuple[tuple[object, ...], ...], pd.Index]] = {}
+#: its own tuples, immutable, release after release).
+_BY_IDENTITY: IdentityCache[pd.Index] = IdentityCache(64)
 
 
 def _declared_index(declared: tuple[tuple[object, ...], ...], by: tuple[str, ...],
@@ -641,19 +641,16 @@ def _declared_index(declared: tuple[tuple[object, ...], ...], by: tuple[str, ...
     ``declared`` tuples of the ``by`` columns): the declared labels in declared order (public:
     no data reaches it). Built once per distinct declared list; each result gets its own view,
     so renaming one result's index leaves the others alone."""
-    ident = (by, *map(id, declared))
-    known = _BY_IDENTITY.get(ident)
-    if known is not None and all(a is b for a, b in zip(known[0], declared, strict=True)):
-        return known[1].view()
+    known = _BY_IDENTITY.get(declared, by)
+    if known is not None:
+        return known.view()
     fingerprint = exact_fingerprint((by, keys), (v for k in keys for v in k))
     index = _DECLARED_INDEXES.get(fingerprint)
     if index is None:
         index = (pd.Index([k[0] for k in keys], name=by[0]) if len(by) == 1
                  else pd.MultiIndex.from_tuples(keys, names=list(by)))
         _DECLARED_INDEXES.put(fingerprint, index)
-    if len(_BY_IDENTITY) >= 64:
-        _BY_IDENTITY.clear()
-    _BY_IDENTITY[ident] = (declared, index)
+    _BY_IDENTITY.put(declared, index, by)
     return index.view()
 
 

@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 
 from dpframe.core.mechanisms import NoiseSpec
-from dpframe.core.plan import PLAN_CACHE_SIZE, RecentCache
+from dpframe.core.memo import RecentCache
+from dpframe.core.plan import PLAN_CACHE_SIZE
 from dpframe.core.sensitivity import Sensitivity
 
 from .mechanisms import geometric_spec

@@ -12,7 +12,8 @@ from fractions import Fraction
 import pytest
 
 from dpframe.core import plan as plan_module
-from dpframe.core.plan import RecentCache, plan_query, plan_release
+from dpframe.core.memo import RecentCache
+from dpframe.core.plan import plan_query, plan_release
 from dpframe.core.query import Measure, Query
 from dpframe.errors import ValidationError
 
