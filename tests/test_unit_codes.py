@@ -90,8 +90,8 @@ def test_a_bound_backend_reads_one_snapshot_of_its_columns() -> None:
 
 @pytest.mark.parametrize("width", [2, 9, 40])
 def test_schema_of_some_columns_is_the_schema_restricted_to_them(width: int) -> None:
-    """Narrow frames read ``df.dtypes`` once, wide ones one dtype per named column; both give
-    the full schema restricted to the named columns that exist."""
+    """Unbound, the schema reads ``df.dtypes``; bound to a release's columns, their own dtypes;
+    both give the full schema restricted to the named columns that exist."""
     from dpframe.backends.pandas import PandasBackend
 
     kinds = [np.arange(3), np.arange(3.0), ["a", "b", "c"], [True, False, True]]

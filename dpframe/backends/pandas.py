@@ -247,13 +247,9 @@ class PandasBackend:
         return self.df[self._labels[name]]
 
     def schema(self, columns: Sequence[str] | None = None) -> dict[str, ColumnKind]:
-        if columns is not None and self._bound is not None:
+        if columns is not None and self._bound is not None:  # a release's: its columns' dtypes
             return {c: column_kind(self._bound[c].dtype) for c in columns
                     if isinstance(c, str) and c in self._bound}
-        if columns is not None and 4 * len(columns) < len(self._labels):
-            # a few of many columns: one dtype each, not every column's
-            named = [c for c in columns if isinstance(c, str) and c in self._labels]
-            return {c: column_kind(self.df[self._labels[c]].dtype) for c in named}
         dtypes = list(self.df.dtypes)
         kinds = {name: column_kind(dtypes[i]) for i, name in enumerate(self._labels)}
         return kinds if columns is None else only_columns(kinds, columns)
@@ -279,7 +275,7 @@ class PandasBackend:
 
     def exact(self, request: ComputeRequest, gen: np.random.Generator | None) -> ExactAggregates:
         q = request
-        if (not q.by and not q.privacy_unit and q.sample_rate is None and request.requests
+        if (not q.by and not q.draws_at_random and request.requests
                 and all(r.kind == "rows" for r in request.requests)):
             # the number of rows, with nothing to bound, group or sample: no pass over the data
             n = np.array([len(self.df)], dtype=np.int64)

@@ -32,8 +32,7 @@ the mixing is a bijection); a distinct count counts hashes, and one unit adds or
 most its own values' hashes whatever the hash function. Text words are a public digest that
 chosen ids can make collide, which is why no step may tell units apart by hash
 (docs/dask.md). The key also keeps whoever chose the data from aiming many units at one
-partition. The mixing is fast,
-not cryptographic.
+partition. The mixing is fast, not cryptographic.
 
 Numpy only: the core knows no data engine.
 """

@@ -422,13 +422,10 @@ def _geometric_from_table(tab: _Table, n: int, rng: RandomSource) -> I64:
     return out
 
 
-def _low_part(x: Fraction, k: int, n: int, rng: RandomSource,
-              parts: tuple[tuple[int, _Table], ...] | None = None) -> I64:
+def _low_part(parts: tuple[tuple[int, _Table], ...], n: int, rng: RandomSource) -> I64:
     """``B`` in ``[0, 2**k)`` with ``P(B = b) ~ exp(-x b)``: independent chunks, one word each
-    (``parts``: :func:`_chunks` of ``x`` and ``k``, when the caller has them)."""
+    (``parts``: :func:`_chunks` of ``x`` and ``k``)."""
     b = np.zeros(n, dtype=np.int64)
-    if parts is None:
-        parts = _chunks(x, k)
     if not parts:
         return b
     words = (rng.words32(n * len(parts)) & _LOW31).reshape(len(parts), n)
@@ -457,7 +454,7 @@ def geometric_exp_neg(rate: Fraction, n: int, rng: RandomSource) -> I64:
         raise ValueError("rate must be at least 2**-40")
     k = _split_exponent(rate)
     a = _geometric_from_table(_geometric_table(rate * (1 << k)), n, rng)
-    return (a << k) + _low_part(rate, k, n, rng)
+    return (a << k) + _low_part(_chunks(rate, k), n, rng)
 
 
 def geometric_exp_neg_one(n: int, rng: RandomSource) -> I64:
@@ -597,7 +594,7 @@ def discrete_laplace(scale: Fraction, n: int, rng: RandomSource) -> I64:
     y = hx - 1  # A
     if k:
         y <<= k
-        y += _low_part(x, k, n, rng, parts)
+        y += _low_part(parts, n, rng)
     y += 1  # |Y| = 1 + 2**k A + B
     np.negative(y, out=y, where=u > _LOW31)  # the top bit of the head word is the sign
     y[zero] = 0

@@ -418,15 +418,19 @@ def bound_contributions(units: I64, groups: I64 | None, max_rows: int, max_group
         return keep
     # rows per (unit, group): with groups, pairs are identified by (unit, group)
     # few rows kept (one group of many): only those are read; else one pass over all rows
-    kept = np.flatnonzero(keep) if np.count_nonzero(keep) * 4 < n else None
-    kept_u = u[kept] if kept is not None else u if bool(keep.all()) else np.where(keep, u,
-                                                                                  nu - 1)
+    few = np.flatnonzero(keep) if np.count_nonzero(keep) * 4 < n else None
+    if few is not None:
+        kept_u = u[few]
+    elif bool(keep.all()):
+        kept_u = u
+    else:  # dropped rows counted in the spare last unit, never heavy
+        kept_u = np.where(keep, u, nu - 1)
     per_unit = np.bincount(kept_u, minlength=nu)
     heavy_unit = per_unit > max_rows
     heavy_unit[nu - 1] = False
     if heavy_unit.any():
         heavy_rows = heavy_unit[kept_u]
-        idx = np.flatnonzero(heavy_rows) if kept is None else kept[heavy_rows]
+        idx = np.flatnonzero(heavy_rows) if few is None else few[heavy_rows]
         ng = int(groups.max()) + 1 if groups is not None else 1
         pairs = units if groups is None else units.astype(np.int64) * ng + groups
         kept = _select_rows(units, pairs, idx, max_rows, gen)
@@ -536,7 +540,7 @@ def compute_exact(
     """
     q = request
     ng = len(keys)
-    whole = not q.by and not q.privacy_unit and q.sample_rate is None and ng == 1
+    whole = not q.by and not q.draws_at_random and ng == 1
     codes, rows = (group_codes, None) if whole else _bounded_rows(request, group_codes,
                                                                  unit_codes, ng, gen)
 

@@ -47,7 +47,7 @@ def prepare(session: Session, query: Query, backend: Backend) -> ReleasePlan:
 
 def explain(session: Session, query: Query, backend: Backend) -> dict[str, Any]:
     """A dry run: the plan's mechanisms, noise scales, error bounds and whether it fits."""
-    plan = prepare(session, query, backend)
+    plan = prepare(session, query, backend.bind(query.columns))
     d = plan.describe()
     d["fits_budget"] = session.fits(plan.cost)
     d["remaining"] = session.remaining

@@ -721,11 +721,12 @@ class PrivateGroupBy:
              mechanism: str | None, ci: float | None, dry_run: bool,
              selection_share: float | None, accuracy: object = None,
              min_rows: object = None) -> Any:
-        q, r = self._release([meas], epsilon, delta, mechanism=mechanism, ci=ci, dry_run=dry_run,
-                          description=f"groupby({','.join(self._by)}).{meas.name}"
-                                      f"({meas.column or ''})",
-                          selection_share=selection_share, accuracy=accuracy,
-                          min_rows=min_rows)
+        q, r = self._release([meas], epsilon, delta, mechanism=mechanism, ci=ci,
+                             dry_run=dry_run,
+                             description=f"groupby({','.join(self._by)}).{meas.name}"
+                                         f"({meas.column or ''})",
+                             selection_share=selection_share, accuracy=accuracy,
+                             min_rows=min_rows)
         return r if isinstance(r, dict) else self._series(q, r, name, ci)
 
     @documented(RETURNS_SERIES)
@@ -951,8 +952,8 @@ class PrivateGroupBy:
                     for (col, op), w in zip(pairs, ws, strict=True)]
         q, r = self._release(measures, epsilon, delta, mechanism=mechanism, ci=ci,
                              dry_run=dry_run,
-                          description=f"groupby({','.join(self._by)}).agg({labels})",
-                          selection_share=selection_share)
+                             description=f"groupby({','.join(self._by)}).agg({labels})",
+                             selection_share=selection_share)
         if isinstance(r, dict):
             return r
         data = agg_columns(pairs, names, r, ci is not None)

@@ -411,6 +411,7 @@ class ArrowBackend:
                 del table  # one partition in memory at a time
                 tick()
             return
+
         def reduce(owned: tuple[_Run, pa.Table] | None) -> Partial | None:
             return None if owned is None else self._reduce_one(*owned)
 
