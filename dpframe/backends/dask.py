@@ -144,50 +144,46 @@ def _partition_exact(part: pd.DataFrame, request: ComputeRequest,
     return out
 
 
-def _preselect(part: pd.DataFrame, request: ComputeRequest, key: tuple[int, int], salt: int,
-               seed: int) -> tuple[pd.DataFrame, npt.NDArray[np.uint64]]:
-    """The rows of one input partition that can survive contribution bounding (public keys):
-    per unit, its ``max_groups`` pairs of smallest keyed priority here and in each its
-    ``max_rows`` rows of smallest fresh random priority, with the unit's exact id, the group
-    code and both priorities (:func:`~dpframe.core.transform.select_by_priority`: selecting
-    again over every partition's pre-selection is bounding over all rows); and the keyed hash
-    of each kept row's unit, which routes it to its bucket."""
-    backend = PandasBackend(part)
-    codes, _ = backend.group_codes(request)
-    unit = backend.column(str(request.privacy_unit))
-    # a unit the canonical value model counts as missing (NaN, a list...) drops its rows
-    local = unit_codes(unit)
-    ok = np.flatnonzero((local >= 0) & (np.asarray(codes) >= 0))
-    h = unit_hash(unit.iloc[ok], key)
-    g = np.asarray(codes, dtype=np.int64)[ok]
-    pair = keyed_priority(h.view(np.int64), g, salt)
-    # uniform 64-bit row priorities (full-range draws are the generator's raw words: fast)
-    row = np.random.default_rng(seed).integers(0, 2**64, ok.size, dtype=np.uint64)
-    keep = select_by_priority(local[ok], g, pair, row, request.max_groups, request.max_rows)
-    # the measured columns travel on, with the unit's exact id: buckets tell units apart by
-    # their ids, never by hash (two units whose hashes collide stay two units; docs/dask.md)
-    labels = column_labels(part.columns)
-    rows = ok[keep]
-    columns: dict[Any, Any] = {labels[c]: part[labels[c]].iloc[rows].array
-                               for c in request.measure_columns}
-    # the pair priority is not shipped: the bucket recomputes it from (unit, group, key, salt)
-    columns.update({UNIT_ID_COLUMN: unit.iloc[rows].array,
-                    GROUP_COLUMN: g[keep].astype(group_code_dtype(request)),
-                    ROW_PRIORITY_COLUMN: row[keep].view(np.int64)})  # read back as uint64
-    # one frame built at once, no column inserts
-    return pd.DataFrame(columns, copy=False), h[keep]
-
-
 def _preselect_buckets(part: pd.DataFrame, request: ComputeRequest, key: tuple[int, int],
                        salt: int, seed: int, buckets: int) -> list[pd.DataFrame]:
-    """:func:`_preselect`, its rows split into ``buckets`` by unit hash (a unit's rows from
-    every partition meet in one bucket: the exchange moves only pre-selected rows)."""
+    """The rows of one input partition that can survive contribution bounding (public keys),
+    split into ``buckets`` by the keyed hash of their unit (a unit's rows from every partition
+    meet in one bucket: the exchange moves only pre-selected rows): per unit, its
+    ``max_groups`` pairs of smallest keyed priority here and in each its ``max_rows`` rows of
+    smallest fresh random priority, with the unit's exact id, the group code and the row
+    priority (:func:`~dpframe.core.transform.select_by_priority`: selecting again over every
+    partition's pre-selection is bounding over all rows)."""
     with one_thread():  # one task per worker thread already
-        out, unit_hashes = _preselect(part, request, key, salt, seed)
-    bucket = scale_top_bits(unit_hashes, buckets)
-    order, bounds = partition_order(bucket, buckets)
-    ordered = out.take(order)  # one gather; each bucket is then a slice of it
-    return [ordered.iloc[bounds[j]:bounds[j + 1]] for j in range(buckets)]
+        backend = PandasBackend(part)
+        codes, _ = backend.group_codes(request)
+        unit = backend.column(str(request.privacy_unit))
+        # a unit the canonical value model counts as missing (NaN, a list...) drops its rows
+        local = unit_codes(unit)
+        valid = (local >= 0) & (np.asarray(codes) >= 0)
+        # with every row valid (the usual case), no gather of every row
+        ok = None if bool(valid.all()) else np.flatnonzero(valid)
+        h = unit_hash(unit if ok is None else unit.iloc[ok], key)
+        g = np.asarray(codes if ok is None else codes[ok], dtype=np.int64)
+        pair = keyed_priority(h.view(np.int64), g, salt)
+        # uniform 64-bit row priorities (full-range draws are the generator's raw words: fast)
+        row = np.random.default_rng(seed).integers(0, 2**64, g.size, dtype=np.uint64)
+        keep = np.flatnonzero(select_by_priority(local if ok is None else local[ok], g, pair,
+                                                 row, request.max_groups, request.max_rows))
+        # the kept rows in bucket order, each column gathered once; a bucket is a slice
+        order, bounds = partition_order(scale_top_bits(h[keep], buckets), buckets)
+        keep = keep[order]
+        rows = keep if ok is None else ok[keep]
+        labels = column_labels(part.columns)
+        columns: dict[Any, Any] = {labels[c]: part[labels[c]].array.take(rows)
+                                   for c in request.measure_columns}
+        # the measured columns travel on with the unit's exact id: buckets tell units apart
+        # by their ids, never by hash (two units whose hashes collide stay two units;
+        # docs/dask.md); the pair priority is not shipped: the bucket recomputes it
+        columns.update({UNIT_ID_COLUMN: unit.array.take(rows),
+                        GROUP_COLUMN: g[keep].astype(group_code_dtype(request)),
+                        ROW_PRIORITY_COLUMN: row[keep].view(np.int64)})  # read back as uint64
+        out = pd.DataFrame(columns, copy=False)  # one frame built at once, no column inserts
+    return [out.iloc[bounds[j]:bounds[j + 1]] for j in range(buckets)]
 
 
 def _bucket_exact(frames: list[pd.DataFrame], request: ComputeRequest,

@@ -64,10 +64,11 @@ TEXT, BYTES, OTHER = 0x7E47, 0xB17E5, 0x07E4
 DISTINCT_KEY: Key = (0x5EED_D15C, 0x0DD5_7A7E)
 
 
-def _mix_into(z: U64) -> U64:
+def _mix_into(z: U64, scratch: U64 | None = None) -> U64:
     """:func:`mix` in place (``z`` is a fresh array the caller owns); the shifts go through one
-    scratch array, so a large ``z`` costs one allocation, not three."""
-    t = np.empty_like(z)
+    scratch array (``scratch``, at least as long as ``z``, or a new one), so a large ``z``
+    costs at most one allocation, not three."""
+    t = np.empty_like(z) if scratch is None else scratch[:z.size]
     for shift, factor in ((30, _M1), (27, _M2)):
         np.right_shift(z, np.uint64(shift), out=t)
         z ^= t
@@ -82,21 +83,29 @@ def mix(words: npt.ArrayLike) -> U64:
     return _mix_into(np.array(words, dtype=np.uint64))
 
 
-def _blockwise(n: int, block: Callable[[int, int], U64]) -> U64:
-    """The hashes of rows ``[0, n)``: ``block(0, n)`` up to one cache block, else
-    ``block(start, end)`` for each cache block (its temporaries stay in L2), the blocks' ranges
-    on several threads (:mod:`dpframe.core.parallel`: the same bits on any number of
-    threads)."""
-    if n <= BLOCK_ROWS:
-        return block(0, n)
+#: A hash block: fills ``out`` (rows ``[start, end)``) with the help of ``scratch``.
+Block = Callable[[int, int, U64, U64], None]
+
+
+def _blockwise(n: int, block: Block) -> U64:
+    """The hashes of rows ``[0, n)``, filled by ``block(start, end, out, scratch)`` one cache
+    block at a time (its temporaries stay in L2), the blocks' ranges on several threads
+    (:mod:`dpframe.core.parallel`: the same bits on any number of threads). Each range makes
+    one scratch array for all its blocks: a fresh large array per block would be a fresh
+    ``mmap`` (and page faults) where the process fixes glibc's thresholds, as Dask's workers
+    do."""
     out = np.empty(n, dtype=np.uint64)
 
     def fill(a: int, b: int) -> None:
+        scratch = np.empty(min(b - a, BLOCK_ROWS), dtype=np.uint64)
         for start in range(a, b, BLOCK_ROWS):
             end = min(b, start + BLOCK_ROWS)
-            out[start:end] = block(start, end)
+            block(start, end, out[start:end], scratch)
 
-    map_ranges(fill, n)
+    if n <= BLOCK_ROWS:
+        fill(0, n)
+    else:
+        map_ranges(fill, n)
     return out
 
 
@@ -106,10 +115,11 @@ def keyed(words: npt.ArrayLike, key: Key) -> U64:
     w = np.asarray(words, dtype=np.uint64)
     flat = w.reshape(-1)
 
-    def block(start: int, end: int) -> U64:
-        z = _mix_into(flat[start:end] ^ k0)  # a fresh array: the words are never written
+    def block(start: int, end: int, z: U64, scratch: U64) -> None:
+        np.bitwise_xor(flat[start:end], k0, out=z)  # the words are never written
+        _mix_into(z, scratch)
         z ^= k1
-        return _mix_into(z)
+        _mix_into(z, scratch)
 
     return _blockwise(flat.size, block).reshape(w.shape)
 
@@ -157,11 +167,11 @@ def keyed_priority(a: I64, b: I64, salt: int) -> U64:
     ub = np.broadcast_to(np.asarray(b, dtype=np.int64).view(np.uint64), ua.shape).reshape(-1)
     flat, key = ua.reshape(-1), np.uint64(salt & _MASK)
 
-    def block(start: int, end: int) -> U64:
-        z = np.multiply(flat[start:end], _GOLDEN)
+    def block(start: int, end: int, z: U64, scratch: U64) -> None:
+        np.multiply(flat[start:end], _GOLDEN, out=z)
         z += ub[start:end]
         z ^= key
-        return _mix_into(z)
+        _mix_into(z, scratch)
 
     return _blockwise(flat.size, block).reshape(ua.shape)
 

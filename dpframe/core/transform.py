@@ -296,7 +296,8 @@ def _smallest_pairs(u: I64, prio: npt.NDArray[np.uint64], g: I64, nu: int, max_g
     bits of the priority, then the smaller group)."""
     lo, hi = _code_range(g)
     if _keyable(lo, hi):
-        return _smallest_keys(u, pair_keys(prio, g), g, nu, max_groups, hi)
+        # the same order in 32 bits for up to 254 groups: only the speed depends on it
+        return _smallest_keys(u, pair_keys(prio, g, hi < _COMPACT_LOW), g, nu, max_groups, hi)
     order = np.lexsort((g.view(np.uint64), prio >> _TOP, u))  # -1 after every group
     sp, sg = prio[order] >> _TOP, g[order]
     return _first_pairs(u, order, (sp[1:] != sp[:-1]) | (sg[1:] != sg[:-1]), max_groups)
@@ -358,19 +359,23 @@ def select_by_priority(units: I64, groups: I64, pair_priority: npt.NDArray[np.ui
         return np.zeros(0, dtype=bool)
     nu = int(units.max()) + 1
     keep = np.ones(n, dtype=bool)
-    if bool((np.bincount(units, minlength=nu) > max_groups).any()):
+    # more rows than units times groups kept: some unit has more (no count needed); a unit
+    # with no more rows than groups kept keeps them all, so the choice may be skipped
+    if n > nu * max_groups or bool((np.bincount(units, minlength=nu) > max_groups).any()):
         keep = _smallest_pairs(units, pair_priority, groups, nu, max_groups)
-    pairs = units.astype(np.int64) * (int(groups.max()) + 1) + groups
+    width = int(groups.max()) + 1
     kept = np.flatnonzero(keep)
     if max_groups == 1:  # one pair left per unit: its size is the unit's kept rows (no sort)
         kept_units = units[kept]
         heavy = kept[np.bincount(kept_units, minlength=nu)[kept_units] > max_rows]
     else:
-        _, dense, sizes = np.unique(pairs[kept], return_inverse=True, return_counts=True)
+        pairs = units[kept].astype(np.int64) * width + groups[kept]
+        _, dense, sizes = np.unique(pairs, return_inverse=True, return_counts=True)
         heavy = kept[sizes[dense] > max_rows]
     if heavy.size:
-        order = np.lexsort((row_priority[heavy], pairs[heavy]))
-        rank = _rank_in_runs(pairs[heavy][order])
+        pairs = units[heavy].astype(np.int64) * width + groups[heavy]
+        order = np.lexsort((row_priority[heavy], pairs))
+        rank = _rank_in_runs(pairs[order])
         keep[heavy[order[rank >= max_rows]]] = False
     return keep
 
