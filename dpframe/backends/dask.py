@@ -212,7 +212,9 @@ def _select_and_aggregate(part: pd.DataFrame, request: ComputeRequest,
     keep = select_by_priority(dense, g, pair,
                               part[ROW_PRIORITY_COLUMN].to_numpy(dtype=np.int64).view(np.uint64),
                               request.max_groups, request.max_rows)
-    rows = PandasBackend(part.iloc[np.flatnonzero(keep)])
+    # the measured columns of the selected rows (the carried ids and priorities are done)
+    rows = PandasBackend(part.drop(columns=[UNIT_ID_COLUMN, GROUP_COLUMN, ROW_PRIORITY_COLUMN])
+                         .iloc[np.flatnonzero(keep)])
     bounded = dataclasses.replace(request, privacy_unit=None)
     return compute_exact(bounded, g[keep], keys, None,
                          lambda c: numeric_column(rows.column(c)), np.random.default_rng(0),
