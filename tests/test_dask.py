@@ -259,6 +259,43 @@ def test_unit_hash_is_dtype_canonical() -> None:
     assert (k != h).all() and (unit_hash(pd.Series([1.0, 2.0, 3.0]), (5, 9)) == k).all()
 
 
+@pytest.mark.parametrize("values,dtype", [
+    (["z", "b", "a", "b", "c", "a", "b"], "str"),
+    (["z", "b", "a", "b", "c", "a", "b"], "string[python]"),
+    (["z", 1, True, 1.0, "x", 2, "x", np.int8(2)], object),
+    ([9, 3, 1, 3, 2, 1], np.int64),
+    ([9.5, 0.0, -0.0, 1.0, 0.0], np.float64),
+    (["z", "b", "a", "b"], "category"),
+])
+def test_unit_hash_by_codes_is_the_unit_hash_of_every_row(values: list[Any], dtype: Any,
+                                                           monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    """Pre-selection and buckets hash text and object ids once per unit, through one row of
+    each: every row must still get its own value's hash, also when a unit's rows were all
+    dropped (its code then has no row: the first unit, "z" or 9.5, below)."""
+    from dpframe.backends import dask as dask_backend
+    from dpframe.backends.pandas import unit_codes
+
+    s = pd.Series(values, dtype=dtype)
+    codes = unit_codes(s)
+    assert (codes >= 0).all()
+    words, hashed = dask_backend.unit_words, []
+
+    def counted(v: pd.Series) -> np.ndarray:
+        hashed.append(len(v))
+        return words(v)
+
+    for rows in (np.arange(len(s)), np.arange(1, len(s))):
+        want = unit_hash(s.iloc[rows], (3, 4))
+        hashed.clear()
+        monkeypatch.setattr(dask_backend, "unit_words", counted)
+        got = dask_backend.unit_hash_by_codes(s.iloc[rows], codes[rows], (3, 4))
+        monkeypatch.setattr(dask_backend, "unit_words", words)
+        assert np.array_equal(got, want)
+        per_unit = dtype in ("str", "string[python]", object)
+        assert hashed[0] == (int(codes.max()) + 1 if per_unit else rows.size)
+
+
 @pytest.mark.parametrize("first,second", [
     (pd.Series([7] * 50, dtype=np.int64), pd.Series([7.0] * 50 + [np.nan])),
     (pd.Series(["id7"] * 50, dtype="str"), pd.Series(["id7"] * 50 + [None], dtype=object)),

@@ -119,3 +119,19 @@ def test_a_column_dropped_after_wrapping_is_an_unknown_column_before_any_charge(
     with pytest.raises(ValidationError, match="unknown column"):
         priv.sum("x", epsilon=0.5)
     assert float(s.spent[0]) == 0.0
+
+
+@pytest.mark.parametrize("dtype", ["str", "string[python]", pd.ArrowDtype(pa.large_string()),
+                                   object])
+def test_text_unit_codes_match_the_factorized_labels(dtype: object) -> None:
+    """Text ids in a string dtype skip the canonical labels (nothing to merge); the codes must
+    still tell exactly the distinct strings apart, with missing ids as -1, as the labelled
+    path does for object columns."""
+    from dpframe.backends.pandas import factorize
+
+    values = ["b", "a", None, "b", "", "a\x00", "a", None, "é"]
+    s = pd.Series(values, dtype=dtype)  # type: ignore[call-overload]
+    codes = pandas_unit_codes(s)
+    labelled, _ = factorize(pd.Series(values, dtype=object))
+    assert (codes == -1).tolist() == [v is None for v in values]
+    assert _same_partition(codes, labelled)

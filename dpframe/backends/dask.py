@@ -118,6 +118,20 @@ def unit_hash(s: pd.Series, key: tuple[int, int] = (0, 0)) -> npt.NDArray[np.uin
     return keyed(unit_words(s), key)
 
 
+def unit_hash_by_codes(s: pd.Series, codes: npt.NDArray[np.int64], key: tuple[int, int]
+                       ) -> npt.NDArray[np.uint64]:
+    """:func:`unit_hash` of ``s``, whose values have the unit codes ``codes``
+    (:func:`~dpframe.backends.pandas.unit_codes`, all >= 0). Text and object ids, whose words
+    cost most, are hashed once per unit, through one row of each: values the value model counts
+    as one unit have one word (:func:`unit_words`), so any row of a unit gives its hash."""
+    if codes.size == 0 or not (column_kind(s.dtype) == "str" or s.dtype == object):
+        return unit_hash(s, key)
+    # one row of each unit; a code no row has (its rows were dropped) reads row 0, unused
+    row_of = np.zeros(int(codes.max()) + 1, dtype=np.intp)
+    row_of[codes] = np.arange(codes.size)
+    return unit_hash(s.iloc[row_of], key)[codes]
+
+
 def _with_unit_hash(part: pd.DataFrame, unit: str, key: tuple[int, int]) -> pd.DataFrame:
     """Rows with a unit (the others are dropped by every query anyway: shipping them would
     pile them all in one partition), with the unit's keyed hash as an extra column."""
@@ -162,13 +176,14 @@ def _preselect_buckets(part: pd.DataFrame, request: ComputeRequest, key: tuple[i
         valid = (local >= 0) & (np.asarray(codes) >= 0)
         # with every row valid (the usual case), no gather of every row
         ok = None if bool(valid.all()) else np.flatnonzero(valid)
-        h = unit_hash(unit if ok is None else unit.iloc[ok], key)
+        units = local if ok is None else local[ok]
+        h = unit_hash_by_codes(unit if ok is None else unit.iloc[ok], units, key)
         g = np.asarray(codes if ok is None else codes[ok], dtype=np.int64)
         pair = keyed_priority(h.view(np.int64), g, salt)
         # uniform 64-bit row priorities (full-range draws are the generator's raw words: fast)
         row = np.random.default_rng(seed).integers(0, 2**64, g.size, dtype=np.uint64)
-        keep = np.flatnonzero(select_by_priority(local if ok is None else local[ok], g, pair,
-                                                 row, request.max_groups, request.max_rows))
+        keep = np.flatnonzero(select_by_priority(units, g, pair, row, request.max_groups,
+                                                 request.max_rows))
         # the kept rows in bucket order, each column gathered once; a bucket is a slice
         order, bounds = partition_order(scale_top_bits(h[keep], buckets), buckets)
         keep = keep[order]
@@ -208,7 +223,8 @@ def _select_and_aggregate(part: pd.DataFrame, request: ComputeRequest,
         part = part.iloc[np.flatnonzero(dense >= 0)]  # partition stays an id here (a guard)
         dense = dense[dense >= 0]
     g = part[GROUP_COLUMN].to_numpy(dtype=np.int64)
-    pair = keyed_priority(unit_hash(part[UNIT_ID_COLUMN], key).view(np.int64), g, salt)
+    h = unit_hash_by_codes(part[UNIT_ID_COLUMN], dense, key)
+    pair = keyed_priority(h.view(np.int64), g, salt)
     keep = select_by_priority(dense, g, pair,
                               part[ROW_PRIORITY_COLUMN].to_numpy(dtype=np.int64).view(np.uint64),
                               request.max_groups, request.max_rows)

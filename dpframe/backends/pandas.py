@@ -193,10 +193,14 @@ def unit_codes(s: pd.Series) -> npt.NDArray[np.int64]:
     Integer ids spanning a range no wider than twice the row count are used as offsets, with no
     hashing; anything else is factorized.
     """
-    if column_kind(s.dtype) == "int" and len(s) and not s.hasnans:
+    kind = column_kind(s.dtype)
+    if kind == "int" and len(s) and not s.hasnans:
         codes = offset_codes(s.to_numpy(dtype=np.int64))
         if codes is not None:
             return codes
+    if kind == "str":  # a string dtype holds text or missing values only: nothing to merge,
+        # and no labels to build (they cost a Python string per unit)
+        return np.asarray(pd.factorize(s, use_na_sentinel=True)[0], dtype=np.int64)
     return factorize(s)[0]
 
 
