@@ -468,6 +468,38 @@ def test_one_group_per_unit_is_the_same_on_any_number_of_threads(
     assert len(kept) == len({a for a, _ in kept}) == len(np.unique(units))
 
 
+@pytest.mark.parametrize("max_rows,max_groups", [(1000, 1), (2, 1), (3, 2), (1, 3)])
+@pytest.mark.parametrize("dropped", [False, True])
+def test_choosing_without_a_row_count_is_the_same_selection(
+        max_rows: int, max_groups: int, dropped: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With many more rows than units can keep pairs, groups are chosen among every unit's
+    pairs with no count of rows per unit first. The selection must be the one the counting
+    path makes from the same seed: same chosen pairs, same rows past ``max_rows``, busy and
+    idle units, dropped rows. The test fails if either path draws differently or keeps a row
+    the other drops."""
+    from dpframe.core import transform
+
+    rng = np.random.default_rng(12)
+    n = 60_000
+    units = rng.integers(0, 4_000, n)  # about 15 rows a unit: the counting-free path
+    units[:50] = 4_000 + np.arange(50)  # units of one row: kept whole
+    groups = rng.integers(0, 7, n)
+    if dropped:
+        units[rng.random(n) < 0.05] = -1
+        groups[rng.random(n) < 0.05] = -1
+    free = bound_contributions(units, groups, max_rows, max_groups, np.random.default_rng(4))
+    monkeypatch.setattr(transform, "CHOOSE_WITHOUT_COUNT", 10**9)  # always count first
+    counted = bound_contributions(units, groups, max_rows, max_groups, np.random.default_rng(4))
+    assert np.array_equal(free, counted)
+    ok = (units >= 0) & (groups >= 0)
+    assert free[:50].tolist() == ok[:50].tolist() and not free[~ok].any()
+    kept = np.flatnonzero(free)
+    pairs = {(int(units[i]), int(groups[i])) for i in kept}
+    per_unit = np.bincount([a for a, _ in pairs])
+    assert per_unit.max() <= max_groups
+    assert np.bincount(units[kept] * 7 + groups[kept]).max() <= max_rows
+
+
 def test_only_units_and_sampling_draw_at_random() -> None:
     """A release gets a sampling generator only when it bounds units or samples them
     (``draws_at_random``); without one the exact aggregates are the same, and a request that
