@@ -101,8 +101,8 @@ def offset_codes(values: np.ndarray) -> npt.NDArray[np.int64] | None:
     Ids that start at 0 in int64 are their own codes: a read-only view, no copy (a write would
     raise, never reach the caller's data). Ids spread thin over a wide span (one scan
     partition holds about 1/P of the ids of the whole range) are renumbered densely by rank
-    among the ids present (a bit per id of the span, a running count, one gather), so the
-    per-unit tables of contribution bounding stay small."""
+    among the ids present (a flag per id of the span, ranks written at the present ids, one
+    gather), so the per-unit tables of contribution bounding stay small."""
     n = values.size
     if values.dtype.kind not in "iu" or not n:
         return None
@@ -122,8 +122,10 @@ def offset_codes(values: np.ndarray) -> npt.NDArray[np.int64] | None:
     present = int(np.count_nonzero(seen))
     if span <= SPARSE_RATIO * present:
         return offsets
-    rank = np.cumsum(seen, dtype=np.int32)  # present <= n < 2**31 ids: int32 ranks
-    rank -= 1
+    # each present id's rank, written at the present ids only (no running count over the
+    # span): the table is read back at present ids alone; present <= n < 2**31: int32 ranks
+    rank = np.empty(span, dtype=np.int32)
+    rank[np.flatnonzero(seen)] = np.arange(present, dtype=np.int32)
     return rank[offsets].astype(np.int64)
 
 

@@ -363,11 +363,15 @@ def select_by_priority(units: I64, groups: I64, pair_priority: npt.NDArray[np.ui
     # with no more rows than groups kept keeps them all, so the choice may be skipped
     if n > nu * max_groups or bool((np.bincount(units, minlength=nu) > max_groups).any()):
         keep = _smallest_pairs(units, pair_priority, groups, nu, max_groups)
-    width = int(groups.max()) + 1
+    if max_rows >= n:  # no pair can hold more rows than the bound
+        return keep
+    width = int(groups.max()) + 1  # pair ids: unit * width + group
     kept = np.flatnonzero(keep)
     if max_groups == 1:  # one pair left per unit: its size is the unit's kept rows (no sort)
         kept_units = units[kept]
-        heavy = kept[np.bincount(kept_units, minlength=nu)[kept_units] > max_rows]
+        sizes = np.bincount(kept_units, minlength=nu)
+        heavy = (kept[sizes[kept_units] > max_rows] if int(sizes.max()) > max_rows
+                 else kept[:0])  # no pair past the bound: no per-row look-up
     else:
         pairs = units[kept].astype(np.int64) * width + groups[kept]
         _, dense, sizes = np.unique(pairs, return_inverse=True, return_counts=True)
