@@ -254,8 +254,11 @@ def versions(sizes: list[int]) -> str:
     for peer, ver in seen.items():
         line = f"* {peer}: `{PEERS[peer][3]}` {ver}"
         if peer == "dpframe":
-            sha = json.loads((RESULTS / "machine.json").read_text()).get("commit", "?")
-            line += f", commit {sha} of this repository plus its uncommitted work at the run"
+            run = json.loads((RESULTS / "machine.json").read_text())
+            line += f", commit {run.get('commit', '?')} of this repository"
+            # runs recorded before the flag existed may have had uncommitted work
+            if run.get("uncommitted", True):
+                line += " plus its uncommitted work at the run"
         deps = DEPS.get(peer, [])
         if deps and py(PEERS[peer][0]).exists():
             code = ("import importlib.metadata as m, sys; "
@@ -291,12 +294,15 @@ def machine() -> None:
     java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr
     sha = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
                          capture_output=True, text=True).stdout.strip()
+    dirty = bool(subprocess.run(["git", "-C", str(REPO), "status", "--porcelain",
+                                 "--untracked-files=no"],
+                                capture_output=True, text=True).stdout.strip())
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "machine.json").write_text(json.dumps({
         "date": time.strftime("%Y-%m-%d"), "cores": os.cpu_count(), "cpu": cpu,
         "mem_gb": round(mem_gb), "python": platform.python_version(),
         "java": java.splitlines()[0] if java else "none", "kernel": platform.release(),
-        "commit": sha,
+        "commit": sha, "uncommitted": dirty,
     }))
 
 
