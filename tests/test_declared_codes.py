@@ -83,3 +83,34 @@ def test_repeated_declared_keys_take_the_factorizing_path_every_time() -> None:
     declared = ("b", "a", "b")
     for _ in range(2):
         assert declared_codes(s, declared).tolist() == [1, 0, -1]
+
+
+@pytest.mark.parametrize("start,length", [(0, 0), (0, 1), (0, 70), (3, 61), (9, 0), (13, 8)])
+@pytest.mark.parametrize("chunks", [1, 2])
+def test_found_positions_read_from_buffers_honour_offsets_nulls_and_chunks(
+        start: int, length: int, chunks: int) -> None:
+    """The buffer read of ``index_in``'s result: a sliced array starts ``offset`` bits into
+    its validity bitmap and ``offset`` words into its data, and null slots hold any value."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from dpframe.backends.pandas import _found_or_missing
+
+    rng = np.random.default_rng(start * 100 + length + chunks)
+    pool = ["a", "b", "c", None, "zz"]
+    values = [pool[i] for i in rng.integers(0, len(pool), 80)]
+    whole = pa.array(values, type=pa.string()).slice(start, length)
+    column = pa.chunked_array([whole] if chunks == 1 else [whole, whole],
+                              type=pa.string())
+    found = pc.index_in(column, value_set=pa.array(["c", "a", "b"]))
+    got = _found_or_missing(found)
+    assert got.dtype == np.int64
+    assert got.tolist() == _reference(column.to_pylist(), ("c", "a", "b"))
+    # Arrow hands back fresh arrays, but a sliced one (offset past 0) must read alike
+    positions = [None if v % 4 == 1 else (v * 7) % 5 for v in range(90)]
+    sliced = pa.array(positions, type=pa.int32()).slice(start, length)
+    assert sliced.offset == (start if length else sliced.offset)
+    expected = [-1 if v is None else v for v in positions[start:start + length]]
+    assert _found_or_missing(sliced).tolist() == expected
+    assert _found_or_missing(pa.chunked_array([sliced] * chunks, type=pa.int32())
+                             ).tolist() == expected * chunks

@@ -131,19 +131,40 @@ def declared_codes(s: pd.Series, declared: tuple[object, ...]) -> npt.NDArray[np
             if pa.types.is_floating(pa_array.type):  # Arrow tells -0.0 from 0.0: normalise
                 pa_array = pc.add(pa_array, 0.0)
             if len(row_ranges(len(pa_array))) == 1:  # one range: no slices, no copy
-                found = pc.index_in(pa_array, value_set=value_set).fill_null(-1)
-                return found.to_numpy().astype(np.int64, copy=False)
+                return _found_or_missing(pc.index_in(pa_array, value_set=value_set))
             out = np.empty(len(pa_array), dtype=np.int64)
 
             def look_up(a: int, b: int) -> None:  # one range of rows (pyarrow frees the GIL)
-                idx = pc.index_in(pa_array.slice(a, b - a), value_set=value_set)
-                out[a:b] = pc.fill_null(idx, -1).to_numpy(zero_copy_only=False)
+                out[a:b] = _found_or_missing(pc.index_in(pa_array.slice(a, b - a),
+                                                         value_set=value_set))
 
             map_ranges(look_up, out.size)
             return out
     codes, uniques = factorize(s)
     mapping = declared_positions(uniques, declared)
     return remap_codes(codes, mapping)
+
+
+def _found_or_missing(found: Any) -> npt.NDArray[np.int64]:
+    """Positions found by Arrow's ``index_in`` (int32, null where not found) as int64, -1 where
+    null: read from the array's buffers (a ``fill_null`` kernel call and two conversions cost
+    more than the lookup itself on a thousand rows)."""
+    import pyarrow as pa
+
+    if isinstance(found, pa.ChunkedArray):
+        if found.num_chunks != 1:
+            return np.asarray(found.fill_null(-1).to_numpy(), dtype=np.int64)
+        found = found.chunk(0)
+    n, start = len(found), found.offset
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    validity, data = found.buffers()
+    out = np.frombuffer(data, dtype=np.int32, count=start + n)[start:].astype(np.int64)
+    if found.null_count and validity is not None:
+        valid = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), count=start + n,
+                              bitorder="little")[start:]
+        out[valid == 0] = -1
+    return out
 
 
 #: Arrow value sets of recent declared key lists (boxed: None, no value set, is an answer), by
