@@ -43,6 +43,9 @@ def _column_kind_cached(dtype: Any) -> ColumnKind:
 
 
 def _column_kind(dtype: Any) -> ColumnKind:
+    value_dtype = arrow_dictionary_values(dtype)
+    if value_dtype is not None:  # an Arrow dictionary column: its values' kind, as in a scan
+        return _column_kind(value_dtype)
     if pd.api.types.is_bool_dtype(dtype):
         return "bool"
     if pd.api.types.is_integer_dtype(dtype):
@@ -52,6 +55,26 @@ def _column_kind(dtype: Any) -> ColumnKind:
     if pd.api.types.is_string_dtype(dtype) and not pd.api.types.is_object_dtype(dtype):
         return "str"
     return "other"
+
+
+def arrow_dictionary_values(dtype: Any) -> pd.ArrowDtype | None:
+    """The dtype of the values of an Arrow dictionary dtype (``dictionary<...>[pyarrow]``, as
+    ``read_parquet(dtype_backend="pyarrow")`` gives for dictionary-encoded columns); None for
+    any other dtype."""
+    if isinstance(dtype, pd.ArrowDtype):
+        import pyarrow as pa
+
+        if pa.types.is_dictionary(dtype.pyarrow_dtype):
+            return pd.ArrowDtype(dtype.pyarrow_dtype.value_type)
+    return None
+
+
+def plain_values(s: pd.Series) -> pd.Series:
+    """``s`` with an Arrow dictionary column decoded to its values (one Arrow cast), any other
+    column as it is: every reader of the backend (keys, values, units) then sees one kind of
+    column per public kind, whatever the encoding or index type (signed or not) of the data."""
+    value_dtype = arrow_dictionary_values(s.dtype)
+    return s if value_dtype is None else s.astype(value_dtype)
 
 
 def _is_uint64(dtype: Any) -> bool:
@@ -151,10 +174,10 @@ def _found_or_missing(found: Any) -> npt.NDArray[np.int64]:
     more than the lookup itself on a thousand rows)."""
     import pyarrow as pa
 
-    if isinstance(found, pa.ChunkedArray):
-        if found.num_chunks != 1:
-            return np.asarray(found.fill_null(-1).to_numpy(), dtype=np.int64)
+    if isinstance(found, pa.ChunkedArray) and found.num_chunks == 1:
         found = found.chunk(0)
+    if isinstance(found, pa.ChunkedArray) or found.type != pa.int32():  # the general way
+        return np.asarray(found.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
     n, start = len(found), found.offset
     if n == 0:
         return np.zeros(0, dtype=np.int64)
@@ -262,14 +285,14 @@ class PandasBackend:
                  if isinstance(c, str) and c in self._labels}
         # a column dropped (or duplicated) since the frame was wrapped is left out: the schema
         # then names it unknown, a typed error before any charge
-        bound._bound = {c: s for c, s in taken.items() if isinstance(s, pd.Series)}
+        bound._bound = {c: plain_values(s) for c, s in taken.items() if isinstance(s, pd.Series)}
         return bound
 
     def column(self, name: str) -> pd.Series:
         """The column a query names (``"0"`` names a column labelled ``0``)."""
         if self._bound is not None and name in self._bound:
             return self._bound[name]
-        return self.df[self._labels[name]]
+        return plain_values(self.df[self._labels[name]])
 
     def schema(self, columns: Sequence[str] | None = None) -> dict[str, ColumnKind]:
         if columns is not None and self._bound is not None:  # a release's: its columns' dtypes

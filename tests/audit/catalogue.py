@@ -18,6 +18,7 @@ from .findings import (
     finding_order,
     finding_spelling,
     finding_unit_spellings,
+    finding_unsigned_dictionary,
 )
 from .grouped import (
     enforced,
@@ -148,6 +149,9 @@ SCENARIOS: tuple[Scenario, ...] = (
              FINDING_FAST),
     Scenario("finding 11: a warning raised by the data", "10 rows at 5 vs one more at "
              "1e308 (statistic: warnings the caller sees)", finding_data_warning(),
+             FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 12: scan, unsigned dictionary indices", "20 rows keyed 'a' or 'b' vs "
+             "one more with a missing key (Polars' Categorical)", finding_unsigned_dictionary(),
              FINDING_TRIALS, FINDING_FAST),
     # deliberately broken: the audit must find a violation
     Scenario("BROKEN: geometric with half the noise", "0 vs 1, sensitivity 1",

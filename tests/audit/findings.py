@@ -255,3 +255,25 @@ def finding_data_warning() -> Callable[[int], Built]:
         return [float(sum(not issubclass(w.category, InsecureSeedWarning) for w in seen))]
 
     return finding(frames, rel)
+
+
+def finding_unsigned_dictionary() -> Callable[[int], Built]:
+    """12. A scan of keys in a dictionary with unsigned indices (Polars' Categorical and Enum
+    columns are such dictionaries); one more row has a missing key. Making room for the -1 of a
+    missing row overflowed the unsigned indices: an exception after the charge, only when some
+    row was missing (statistic: the count of "a", REFUSED on an exception)."""
+
+    def keyed(indices: Sequence[int | None]) -> pa.Table:
+        keys = pa.DictionaryArray.from_arrays(pa.array(indices, pa.uint32()),
+                                              pa.array(["a", "b"]))
+        return pa.table({"k": keys, "x": pa.array([1.0] * len(indices))})
+
+    def frames() -> tuple[Any, Any]:
+        base: list[int | None] = [0] * 10 + [1] * 10
+        return keyed(base), keyed([*base, None])
+
+    def rel(table: Any, s: dpf.Session) -> list[float]:
+        out = dpf.scan(table).dp(s, keys={"k": ["a", "b"]}).groupby("k").count(epsilon=1.0)
+        return [first(out, "a")]
+
+    return finding(frames, rel)

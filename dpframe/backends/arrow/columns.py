@@ -110,6 +110,8 @@ def dictionary_codes(col: Column) -> tuple[npt.NDArray[np.integer[Any]], list[ob
     arr = flat(col)
     d = arr if pa.types.is_dictionary(arr.type) else pc.dictionary_encode(arr)
     idx = d.indices
+    if not pa.types.is_signed_integer(idx.type):  # Polars' indices are unsigned: room for -1
+        idx = idx.cast(pa.int64())
     if idx.null_count:
         idx = pc.fill_null(idx, -1)
     codes = np.asarray(idx.to_numpy(zero_copy_only=False))
