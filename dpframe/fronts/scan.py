@@ -25,6 +25,7 @@ from ..backends.arrow import (
     ArrowBackend,
     DatasetSource,
     conform_batch,
+    public_schema,
 )
 from ..errors import ValidationError
 from .frame import PrivateFrame
@@ -62,7 +63,7 @@ class BatchSource(DatasetSource):
         if len(set(names)) != len(names):
             raise ValidationError("a column name appears more than once: give each column a "
                                   "unique name")
-        self._schema = schema
+        self._schema = public_schema(schema)  # the types every reader handles
         self._factory = batches
         self._rows = rows
 

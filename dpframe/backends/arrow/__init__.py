@@ -40,7 +40,7 @@ from .columns import (
     public_codes,
     unit_codes,
 )
-from .conform import conform_array, conform_batch
+from .conform import conform_array, conform_batch, public_schema, public_type
 from .prefetch import PREFETCH, prefetch
 from .source import DatasetSource
 from .totals import add_into
@@ -49,4 +49,5 @@ from .words import unit_hash, value_hashes
 __all__ = ["DEFAULT_BATCH_SIZE", "DEFAULT_PARTITION_ROWS", "MAX_PARTITIONS", "PREFETCH",
            "ArrowBackend", "DatasetSource", "add_into", "arrow_kind", "conform_array",
            "conform_batch", "dictionary_codes", "factorize", "numeric_array", "prefetch",
-           "public_codes", "unit_codes", "unit_hash", "value_hashes"]
+           "public_codes", "public_schema", "public_type", "unit_codes", "unit_hash",
+           "value_hashes"]

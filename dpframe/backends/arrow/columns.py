@@ -62,7 +62,10 @@ def _nested(t: pa.DataType) -> bool:
 
 def flat(arr: Column) -> pa.Array:
     """One array; a nested one (lists, structs, maps) as all null: such values conform to no
-    key or unit kind, so they count as missing, like lists in a pandas object column."""
+    key or unit kind, so they count as missing, like lists in a pandas object column. A
+    run-end encoded array is its values (Arrow counts it as nested)."""
+    if pa.types.is_run_end_encoded(arr.type):
+        arr = pc.run_end_decode(arr)
     if _nested(arr.type):
         return pa.nulls(len(arr))
     if isinstance(arr, pa.ChunkedArray):
@@ -103,10 +106,29 @@ def _missing(v: object) -> bool:
     return v is None or (isinstance(v, float) and math.isnan(v))
 
 
-def dictionary_codes(col: Column) -> tuple[npt.NDArray[np.integer[Any]], list[object]]:
+def python_values(arr: pa.Array) -> list[object]:
+    """The values of ``arr`` as Python objects, a value Python cannot hold as None (missing):
+    a date past the year 9999, a timestamp its time zone cannot convert. Never an error, which
+    could quote the value (PRIVACY.md)."""
+    try:
+        return list(arr.to_pylist())
+    except (OverflowError, ValueError, ArithmeticError, pa.ArrowException):
+        pass
+    out: list[object] = []
+    for i in range(len(arr)):  # only when some value is out of Python's range
+        try:
+            out.append(arr[i].as_py())
+        except (OverflowError, ValueError, ArithmeticError, pa.ArrowException):
+            out.append(None)
+    return out
+
+
+def dictionary_codes(col: Column, labels: bool = True
+                     ) -> tuple[npt.NDArray[np.integer[Any]], list[object]]:
     """Dictionary indices (-1 for null) and the dictionary's values, without re-hashing when
     the column is already dictionary-encoded (Parquet string columns read as dictionaries).
-    Entries may be unused or missing values (None, NaN): callers map or drop them."""
+    Entries may be unused or missing values (None, NaN): callers map or drop them. Without
+    ``labels`` (privacy units: only equality matters) the values are not listed."""
     arr = flat(col)
     d = arr if pa.types.is_dictionary(arr.type) else pc.dictionary_encode(arr)
     idx = d.indices
@@ -115,7 +137,7 @@ def dictionary_codes(col: Column) -> tuple[npt.NDArray[np.integer[Any]], list[ob
     if idx.null_count:
         idx = pc.fill_null(idx, -1)
     codes = np.asarray(idx.to_numpy(zero_copy_only=False))
-    return codes, d.dictionary.to_pylist()
+    return codes, python_values(d.dictionary) if labels else []
 
 
 def factorize(col: Column) -> tuple[I64, list[object]]:
@@ -159,7 +181,7 @@ def unit_codes(col: Column) -> I64:
     if pa.types.is_floating(arr.type):
         arr = pc.add(arr, pa.scalar(0.0, arr.type))  # -0.0 + 0.0 is 0.0
         arr = pc.if_else(pc.is_nan(arr), pa.scalar(None, arr.type), arr)
-    raw, _ = dictionary_codes(pc.dictionary_encode(arr))
+    raw, _ = dictionary_codes(pc.dictionary_encode(arr), labels=False)
     return raw.astype(np.int64)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.csv as pacsv
 
 from .columns import Column, decoded, flat, is_number, value_type
 
@@ -21,6 +22,36 @@ def _null(n: int, t: pa.DataType) -> pa.Array:
     return pa.nulls(n, type=t)
 
 
+def public_type(t: pa.DataType) -> pa.DataType:
+    """The type the backend reads a column of type ``t`` as: the same values in the type every
+    reader handles (Arrow kernels lack some for the others: a take of a view, a hash of a
+    32- or 64-bit decimal, a sum of half floats). Run-end encoded columns are their values;
+    string and binary views are large strings and binaries; 32- and 64-bit decimals are
+    128-bit; half floats are single. Each conversion is exact. A dictionary keeps its
+    indices, its values converted alike."""
+    if pa.types.is_run_end_encoded(t):
+        return public_type(t.value_type)
+    if pa.types.is_dictionary(t):
+        values = public_type(t.value_type)
+        return t if values == t.value_type else pa.dictionary(t.index_type, values, t.ordered)
+    if pa.types.is_string_view(t):
+        return pa.large_string()
+    if pa.types.is_binary_view(t):
+        return pa.large_binary()
+    if pa.types.is_decimal32(t) or pa.types.is_decimal64(t):
+        return pa.decimal128(t.precision, t.scale)
+    if pa.types.is_float16(t):
+        return pa.float32()
+    return t
+
+
+def public_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with each field in its :func:`public_type`."""
+    if all(public_type(f.type) == f.type for f in schema):
+        return schema
+    return pa.schema([f.with_type(public_type(f.type)) for f in schema])
+
+
 def conform_array(arr: Column, t: pa.DataType) -> pa.Array:
     """``arr`` in the type ``t`` of the public schema, never raising on values: a value that
     does not conform (text in a numeric column, a fraction in an integer column, a number out
@@ -30,14 +61,53 @@ def conform_array(arr: Column, t: pa.DataType) -> pa.Array:
     if value_type(a.type) == want or pa.types.is_null(want):
         return a
     a = decoded(a)
+    if a.type == want:  # a run-end encoded column, decoded by flat
+        return a
     if pa.types.is_null(a.type):
         return _null(len(a), want)
     if is_number(want):
         return _to_number(a, want)
+    if _is_plain_text(a.type) and pa.types.is_temporal(want):
+        a = _missing_spellings_to_null(a)
+    return _cast_each(a, want)
+
+
+#: How CSV files spell a missing value (Arrow's CSV defaults), blank text aside: text read for a
+#: date or timestamp column that spells one is missing before the cast, which would refuse it.
+_MISSING_SPELLINGS = pa.array(pacsv.ConvertOptions().null_values)
+
+
+def _missing_spellings_to_null(a: pa.Array) -> pa.Array:
+    """Text with blank values and the usual spellings of a missing value (``NA``, ``null``)
+    as null: the cheap way to the values a cast refuses most often in dates read as text."""
+    trimmed = pc.utf8_trim_whitespace(a)
+    missing = pc.or_(pc.equal(trimmed, ""), pc.is_in(trimmed, value_set=_MISSING_SPELLINGS))
+    return pc.if_else(pc.fill_null(missing, False), pa.scalar(None, a.type), a)
+
+
+def _cast_each(a: pa.Array, want: pa.DataType) -> pa.Array:
+    """``a`` cast to ``want`` (numbers to text, timestamps between units, decimals between
+    precisions, text to dates: exact, or refused), where only the values that do not convert
+    are missing: a refused cast is split in halves until the values it refused stand alone
+    (one value can never make its neighbours missing; ``k`` refused values cost about
+    ``2 k log2(n)`` casts)."""
     try:
-        return pc.cast(a, want)  # numbers to text, timestamps between units: exact
+        return pc.cast(a, want)
+    except (*_CAST_ERRORS, pa.ArrowTypeError, OverflowError):
+        if len(a) <= 1 or not _castable(a.type, want):
+            return _null(len(a), want)
+    half = len(a) // 2
+    return pa.concat_arrays([_cast_each(a.slice(0, half), want),
+                             _cast_each(a.slice(half), want)])
+
+
+def _castable(source: pa.DataType, want: pa.DataType) -> bool:
+    """Whether Arrow casts ``source`` to ``want`` at all (an empty array: no value decides)."""
+    try:
+        pc.cast(pa.array([], type=source), want)
     except (*_CAST_ERRORS, pa.ArrowTypeError):
-        return _null(len(a), want)
+        return False
+    return True
 
 
 def _is_plain_text(t: pa.DataType) -> bool:
@@ -88,7 +158,9 @@ def _float_to(a: pa.Array, want: pa.DataType) -> pa.Array:
     ok = np.isfinite(x) & (x == np.floor(x))
     if pa.types.is_integer(want):
         info = np.iinfo(want.to_pandas_dtype())
-        ok &= (x >= info.min) & (x <= info.max)
+        # the largest integer + 1 is a power of two, exact in float64; the largest integer
+        # itself may not be (2**63 - 1 rounds up to 2**63, which int64 cannot hold)
+        ok &= (x >= info.min) & (x < float(int(info.max) + 1))
     else:
         ok &= (x == 0) | (x == 1)
     return pa.array(np.where(ok, x, 0), mask=~ok).cast(want)

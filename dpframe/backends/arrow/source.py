@@ -20,7 +20,7 @@ import pyarrow.dataset as ds
 
 from ...errors import ValidationError
 from .columns import is_number
-from .conform import conform_batch
+from .conform import conform_batch, public_schema
 from .prefetch import PREFETCH, prefetch
 
 #: Read-ahead of pyarrow's scanner: batches within a file, files at once. pyarrow's defaults
@@ -218,11 +218,12 @@ class DatasetSource:
 
     @property
     def arrow_schema(self) -> pa.Schema:
-        """The Arrow schema of the visible columns."""
+        """The Arrow schema of the visible columns, in their public types
+        (:func:`~dpframe.backends.arrow.conform.public_type`)."""
         s = self._dataset.schema
         if self._columns is None:
-            return s
-        return pa.schema([s.field(c) for c in self._columns])
+            return public_schema(s)
+        return public_schema(pa.schema([s.field(c) for c in self._columns]))
 
     @property
     def files(self) -> list[str] | None:
@@ -234,12 +235,21 @@ class DatasetSource:
         return f == "parquet" or isinstance(f, ds.ParquetFileFormat)
 
     def _csv_read_format(self) -> ds.CsvFileFormat:
-        """The CSV format used to *read*: every numeric column as text (conformed to the
-        public schema batch by batch, so a malformed value far down a file is missing instead
-        of an error quoting it), and rows with the wrong number of fields skipped."""
+        """The CSV format used to *read*: every numeric, boolean, date and timestamp column as
+        text (conformed to the public schema batch by batch, so a malformed value far down a
+        file is missing instead of an error quoting it), and rows with the wrong number of
+        fields skipped. Timestamps stay with the CSV parser when its ``timestamp_parsers`` are
+        set (formats an Arrow cast does not know), as do times of day (no cast from text)."""
         dataset = self._dataset
         base = dataset.format if isinstance(dataset, ds.FileSystemDataset) else self._format
-        return _lenient_csv_format(base, [f.name for f in dataset.schema if is_number(f.type)])
+        parsers = isinstance(base, ds.CsvFileFormat) and bool(
+            base.default_fragment_scan_options.convert_options.timestamp_parsers)
+
+        def as_text(t: pa.DataType) -> bool:
+            return bool(is_number(t) or pa.types.is_date(t)
+                        or (pa.types.is_timestamp(t) and not parsers))
+
+        return _lenient_csv_format(base, [f.name for f in dataset.schema if as_text(f.type)])
 
     def batches(self, columns: Sequence[str], batch_size: int,
                 dictionary: Sequence[str] = ()) -> Generator[pa.RecordBatch, None, None]:
@@ -257,7 +267,7 @@ class DatasetSource:
         pyarrow's scanner with small read-ahead.
         """
         cols = list(columns)
-        expected = pa.schema([self._dataset.schema.field(c) for c in cols])
+        expected = public_schema(pa.schema([self._dataset.schema.field(c) for c in cols]))
         for batch in self._raw_batches(cols, batch_size, dictionary):
             yield conform_batch(batch, expected)
 
