@@ -45,7 +45,7 @@ from ..core.hashing import (
 from ..core.parallel import one_thread
 from ..core.transform import compute_exact, select_by_priority
 from ..core.values import ColumnKind
-from ..errors import ValidationError
+from ..errors import DPError, ValidationError
 from .arrow.words import column_words
 from .base import group_code_dtype, only_columns, partition_order, public_key_list
 from .pandas import (
@@ -53,6 +53,7 @@ from .pandas import (
     column_kind,
     column_labels,
     numeric_column,
+    present,
     unit_codes,
     value_hashes,
 )
@@ -105,7 +106,10 @@ def unit_words(s: pd.Series) -> npt.NDArray[np.uint64]:
     if isinstance(dtype, pd.ArrowDtype):
         return column_words(pa.array(s.array))
     if isinstance(dtype, pd.StringDtype) or pd.api.types.infer_dtype(s, skipna=True) == "string":
-        return column_words(pa.array(s, type=pa.large_string(), from_pandas=True))
+        try:
+            return column_words(pa.array(s, type=pa.large_string(), from_pandas=True))
+        except (UnicodeError, pa.ArrowException):  # a lone surrogate: no UTF-8, no Arrow
+            pass  # the object path gives every other string the same word (tested)
     return value_words(s.to_numpy(dtype=object), exact=False)
 
 
@@ -135,7 +139,7 @@ def unit_hash_by_codes(s: pd.Series, codes: npt.NDArray[np.int64], key: tuple[in
 def _with_unit_hash(part: pd.DataFrame, unit: str, key: tuple[int, int]) -> pd.DataFrame:
     """Rows with a unit (the others are dropped by every query anyway: shipping them would
     pile them all in one partition), with the unit's keyed hash as an extra column."""
-    out = part[part[unit].notna()].copy(deep=False)
+    out = part[present(part[unit])].copy(deep=False)
     with one_thread():  # one task per worker thread already
         out[UNIT_HASH_COLUMN] = unit_hash(out[unit], key)
     return out
@@ -189,16 +193,23 @@ def _preselect_buckets(part: pd.DataFrame, request: ComputeRequest, key: tuple[i
         keep = keep[order]
         rows = keep if ok is None else ok[keep]
         labels = column_labels(part.columns)
-        columns: dict[Any, Any] = {labels[c]: part[labels[c]].array.take(rows)
+        # each column as the backend reads it, in that dtype (an object column of text is not
+        # inferred as strings: a conversion that a lone surrogate would fail)
+        columns: dict[Any, Any] = {labels[c]: _taken(backend.column(c), rows)
                                    for c in request.measure_columns}
         # the measured columns travel on with the unit's exact id: buckets tell units apart
         # by their ids, never by hash (two units whose hashes collide stay two units;
         # docs/dask.md); the pair priority is not shipped: the bucket recomputes it
-        columns.update({UNIT_ID_COLUMN: unit.array.take(rows),
+        columns.update({UNIT_ID_COLUMN: _taken(unit, rows),
                         GROUP_COLUMN: g[keep].astype(group_code_dtype(request)),
                         ROW_PRIORITY_COLUMN: row[keep].view(np.int64)})  # read back as uint64
         out = pd.DataFrame(columns, copy=False)  # one frame built at once, no column inserts
     return [out.iloc[bounds[j]:bounds[j + 1]] for j in range(buckets)]
+
+
+def _taken(s: pd.Series, rows: npt.NDArray[np.intp]) -> pd.Series:
+    """The rows ``rows`` of ``s``, in its dtype, with a fresh default index."""
+    return pd.Series(s.array.take(rows), dtype=s.dtype, copy=False)
 
 
 def _bucket_exact(frames: list[pd.DataFrame], request: ComputeRequest,
@@ -318,7 +329,24 @@ class DaskBackend:
 
     def exact(self, request: ComputeRequest, gen: np.random.Generator | None) -> ExactAggregates:
         """Partials per partition (each with its own generator seeded from ``gen``), merged by
-        a tree reduction; private keys are re-sorted (never in data or partition order)."""
+        a tree reduction; private keys are re-sorted (never in data or partition order).
+
+        The frame's own graph is built and run here, after the charge, and may fail on its
+        data (a ``read_csv`` whose inferred dtypes a later block contradicts, a string
+        conversion meeting a lone surrogate): such a failure is a typed error naming only the
+        exception's type, as for a Polars LazyFrame, since its message may quote a value. The
+        charge stands (docs/dask.md)."""
+        try:
+            return self._exact(request, gen)
+        except DPError:
+            raise
+        except Exception as exc:
+            raise ValidationError(f"the Dask computation failed ({type(exc).__name__}); its "
+                                  "message is not shown: it may quote a value of the data"
+                                  ) from None
+
+    def _exact(self, request: ComputeRequest, gen: np.random.Generator | None
+               ) -> ExactAggregates:
         seeds = None
         if gen is None:  # nothing drawn at random: no unit to hash, no seed to hand out
             frame = self.prepared(request)

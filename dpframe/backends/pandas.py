@@ -43,9 +43,11 @@ def _column_kind_cached(dtype: Any) -> ColumnKind:
 
 
 def _column_kind(dtype: Any) -> ColumnKind:
-    value_dtype = arrow_dictionary_values(dtype)
-    if value_dtype is not None:  # an Arrow dictionary column: its values' kind, as in a scan
-        return _column_kind(value_dtype)
+    if isinstance(dtype, pd.ArrowDtype):  # the scan's kind of the same Arrow type
+        from .arrow.columns import arrow_kind
+        from .arrow.conform import public_type
+
+        return arrow_kind(public_type(dtype.pyarrow_dtype))
     if pd.api.types.is_bool_dtype(dtype):
         return "bool"
     if pd.api.types.is_integer_dtype(dtype):
@@ -57,24 +59,29 @@ def _column_kind(dtype: Any) -> ColumnKind:
     return "other"
 
 
-def arrow_dictionary_values(dtype: Any) -> pd.ArrowDtype | None:
-    """The dtype of the values of an Arrow dictionary dtype (``dictionary<...>[pyarrow]``, as
-    ``read_parquet(dtype_backend="pyarrow")`` gives for dictionary-encoded columns); None for
-    any other dtype."""
-    if isinstance(dtype, pd.ArrowDtype):
-        import pyarrow as pa
-
-        if pa.types.is_dictionary(dtype.pyarrow_dtype):
-            return pd.ArrowDtype(dtype.pyarrow_dtype.value_type)
-    return None
-
-
 def plain_values(s: pd.Series) -> pd.Series:
-    """``s`` with an Arrow dictionary column decoded to its values (one Arrow cast), any other
-    column as it is: every reader of the backend (keys, values, units) then sees one kind of
-    column per public kind, whatever the encoding or index type (signed or not) of the data."""
-    value_dtype = arrow_dictionary_values(s.dtype)
-    return s if value_dtype is None else s.astype(value_dtype)
+    """``s`` as every reader of the backend (keys, values, units) takes it: an Arrow column
+    in its public type, as a scan reads it (:func:`~dpframe.backends.arrow.conform.public_type`:
+    a dictionary or run-end encoded column as its values, views, narrow decimals and half
+    floats widened, exactly), nested Arrow values (lists, structs, maps) as missing, as in a
+    scan; any other column as it is."""
+    if not isinstance(s.dtype, pd.ArrowDtype):
+        return s
+    import pyarrow as pa
+
+    from .arrow.columns import decoded, flat, value_type
+    from .arrow.conform import conform_array, public_type
+
+    t = s.dtype.pyarrow_dtype
+    want = value_type(public_type(t))
+    if pa.types.is_nested(want) or pa.types.is_run_end_encoded(want):
+        return pd.Series(np.full(len(s), None, dtype=object), index=s.index, name=s.name)
+    if want == t:
+        return s
+    values = decoded(flat(pa.array(s.array)))  # one array of the values, run ends decoded
+    if values.type != want:
+        values = conform_array(values, want)
+    return pd.Series(pd.arrays.ArrowExtensionArray(values), index=s.index, name=s.name)
 
 
 def _is_uint64(dtype: Any) -> bool:
@@ -83,13 +90,31 @@ def _is_uint64(dtype: Any) -> bool:
     return str(dtype).lower() in ("uint64", "uint64[pyarrow]")
 
 
+def present(s: pd.Series) -> npt.NDArray[np.bool_]:
+    """Whether each value is present (not None, NaN, NA or NaT), never raising on a value:
+    one whose NaN test raises (``Decimal("sNaN")`` in an object column) is missing."""
+    try:
+        return np.asarray(s.notna().to_numpy(dtype=bool), dtype=bool)
+    except Exception:  # the same test value by value, a value that raises missing
+        return np.array([_present_value(v) for v in s.to_numpy(dtype=object)], dtype=bool)
+
+
+def _present_value(v: object) -> bool:
+    """``notna`` of one value of an object column (a list is present, as in ``notna``)."""
+    try:
+        missing = pd.isna(v)  # type: ignore[call-overload]
+        return not bool(missing) if np.ndim(missing) == 0 else True
+    except Exception:
+        return False
+
+
 def numeric_column(s: pd.Series) -> tuple[np.ndarray, npt.NDArray[np.bool_] | None]:
     """A numeric column as numpy (int64 when it has no missing value, else float64 with NaN)
     and its non-missing mask; None for a float64 column, whose missing values are its NaNs
     (computed only where needed: an ungrouped sum finds them without a pass of its own)."""
     if s.dtype == np.float64:
         return s.to_numpy(), None
-    valid = s.notna().to_numpy(dtype=bool)
+    valid = present(s)
     kind = column_kind(s.dtype)
     if kind in ("int", "bool") and bool(valid.all()) and not _is_uint64(s.dtype):
         return s.to_numpy(dtype=np.int64), valid
@@ -101,9 +126,26 @@ def numeric_column(s: pd.Series) -> tuple[np.ndarray, npt.NDArray[np.bool_] | No
 def _hashable_or_none(v: object) -> object:
     try:
         hash(v)
-    except TypeError:
+    except Exception:  # unhashable, or a hash that raises (a signalling NaN Decimal)
         return None
     return v
+
+
+def _labels_of(uniques: Any) -> list[object]:
+    """The distinct values as Python objects; one Python cannot hold (an Arrow date past the
+    year 9999, a time of day at the int64 limit) is None: missing, never an error that could
+    quote it."""
+    try:
+        return list(uniques.tolist())
+    except (OverflowError, ValueError, ArithmeticError):
+        pass
+    out: list[object] = []
+    for i in range(len(uniques)):  # only when some value is out of Python's range
+        try:
+            out.append(uniques[i])
+        except (OverflowError, ValueError, ArithmeticError):
+            out.append(None)
+    return out
 
 
 def _factorize_raw(s: pd.Series) -> tuple[npt.NDArray[np.int64], list[object]]:
@@ -113,12 +155,11 @@ def _factorize_raw(s: pd.Series) -> tuple[npt.NDArray[np.int64], list[object]]:
         # an object column factorizes as its array (the same hash table, without the Index)
         values = s.to_numpy() if s.dtype == object else s
         codes, uniques = pd.factorize(values, use_na_sentinel=True)
-        # tolist(): the scalars iterating gives, made in one call (iteration boxes each one)
-        return np.asarray(codes, dtype=np.int64), uniques.tolist()
-    except (TypeError, ValueError):
+    except Exception:  # unhashable values, or hashes and comparisons that raise
         clean = np.array([_hashable_or_none(v) for v in s.to_numpy(dtype=object)], dtype=object)
-        raw, found = pd.factorize(clean, use_na_sentinel=True)
-        return np.asarray(raw, dtype=np.int64), found.tolist()
+        codes, uniques = pd.factorize(clean, use_na_sentinel=True)
+    # tolist(): the scalars iterating gives, made in one call (iteration boxes each one)
+    return np.asarray(codes, dtype=np.int64), _labels_of(uniques)
 
 
 def factorize(s: pd.Series) -> tuple[npt.NDArray[np.int64], list[object]]:

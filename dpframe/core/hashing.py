@@ -294,6 +294,8 @@ def _words_of_type(t: type, vals: npt.NDArray[np.object_], exact: bool) -> U64:
         return _digest([v.encode("utf-8", "surrogatepass") for v in vals], TEXT)
     if issubclass(t, bytes):
         return _digest(vals.tolist(), BYTES)
+    if issubclass(t, np.datetime64 | np.timedelta64):  # numpy's are integers too: not numbers
+        return _one_by_one(vals, exact)
     if issubclass(t, float | np.floating):
         return number_words(vals.astype(np.float64))
     if issubclass(t, numbers.Integral | np.bool_):
@@ -307,7 +309,11 @@ def _one_by_one(vals: npt.NDArray[np.object_], exact: bool) -> U64:
     out = np.zeros(vals.size, dtype=np.uint64)
     spelled: list[tuple[int, bytes]] = []
     for i, v in enumerate(vals):
-        word = _number_word(v, exact) if isinstance(v, numbers.Number | np.bool_) else None
+        word = None
+        if isinstance(v, numbers.Number | np.bool_) and not isinstance(
+                v, np.datetime64 | np.timedelta64):
+            with contextlib.suppress(Exception):  # a number that will not convert is spelled
+                word = _number_word(v, exact)
         if word is not None:
             out[i] = word
         elif exact and _present(v):

@@ -58,7 +58,7 @@ def _nan_like(v: object) -> bool:
     """True for values unequal to themselves (NaN, NaT) or with no truth value (pd.NA)."""
     try:
         return bool(v != v)
-    except (TypeError, ValueError):
+    except Exception:  # no truth value (pd.NA), or a comparison that raises (a signalling NaN)
         return True
 
 
@@ -106,10 +106,14 @@ def canonical(value: object, kind: ColumnKind) -> object | None:
         return str(value)
     if isinstance(value, bytes):
         return bytes(value)
-    if isinstance(value, numbers.Number | np.bool_):
-        return _canonical_number(value)
-    if isinstance(value, tuple(t for t, _ in _FAMILIES)):
-        return None if _nan_like(value) else value
+    try:  # never raising on a value: what cannot be read does not conform (missing)
+        # dates and times first: numpy's timedelta64 is also a numpy integer
+        if isinstance(value, tuple(t for t, _ in _FAMILIES)):
+            return None if _nan_like(value) else value
+        if isinstance(value, numbers.Number | np.bool_):
+            return _canonical_number(value)
+    except Exception:
+        return None
     return None
 
 
