@@ -12,9 +12,11 @@ from .findings import (
     finding_data_warning,
     finding_dictionary,
     finding_empty,
+    finding_far_date,
     finding_list_key,
     finding_mixed_gaussian,
     finding_mixed_units,
+    finding_nonconforming_batch,
     finding_order,
     finding_spelling,
     finding_unit_spellings,
@@ -153,6 +155,12 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("finding 12: scan, unsigned dictionary indices", "20 rows keyed 'a' or 'b' vs "
              "one more with a missing key (Polars' Categorical)", finding_unsigned_dictionary(),
              FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 13: scan, a value its file's batch cannot hold", "20 timestamps in a "
+             "second file vs one more past 2262 (statistic: count)",
+             finding_nonconforming_batch(), FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 14: a date past the year 9999", "60 rows on one day vs one more on "
+             "a day Python cannot hold (pandas date32[pyarrow], private keys)",
+             finding_far_date(), FINDING_TRIALS, FINDING_FAST),
     # deliberately broken: the audit must find a violation
     Scenario("BROKEN: geometric with half the noise", "0 vs 1, sensitivity 1",
              core_noise(half_noise_spec, True), 2_000_000, 200_000, expect_violation=True),

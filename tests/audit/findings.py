@@ -277,3 +277,52 @@ def finding_unsigned_dictionary() -> Callable[[int], Built]:
         return [first(out, "a")]
 
     return finding(frames, rel)
+
+
+def finding_nonconforming_batch() -> Callable[[int], Built]:
+    """13. A scan of a folder whose schema (from its first file) holds timestamps in
+    nanoseconds; another file holds 20 timestamps in seconds, and one more row a date past
+    2262, which nanoseconds cannot hold. Casting that file's batch failed as a whole and made
+    all of it missing: one row erased 20 (statistic: count of the column)."""
+    import atexit
+    import shutil
+    import tempfile
+
+    import pyarrow.parquet as pq
+
+    def folder(seconds: Sequence[int]) -> str:
+        path = tempfile.mkdtemp(prefix="dpframe-audit-")
+        atexit.register(shutil.rmtree, path, True)
+        pq.write_table(pa.table({"t": pa.array([0], pa.timestamp("ns"))}), f"{path}/a.parquet")
+        pq.write_table(pa.table({"t": pa.array(list(seconds), pa.int64()).view(
+            pa.timestamp("s"))}), f"{path}/b.parquet")
+        return path
+
+    def frames() -> tuple[Any, Any]:
+        near = [1_577_836_800] * 20
+        return folder(near), folder([*near, 2**40])
+
+    def rel(path: Any, s: dpf.Session) -> list[float]:
+        return [float(dpf.scan(path).dp(s).count("t", epsilon=1.0))]
+
+    return finding(frames, rel)
+
+
+def finding_far_date() -> Callable[[int], Built]:
+    """14. Private keys of a pandas ``date32[pyarrow]`` column: 60 rows on one day, and one
+    more row on a day past the year 9999. Making its label raised ``OverflowError`` (quoting
+    it) after the charge (statistic: the count of the day, REFUSED on an exception)."""
+    day = pa.int32()
+
+    def dates(days: Sequence[int]) -> pd.DataFrame:
+        col = pd.arrays.ArrowExtensionArray(pa.array(list(days), day).view(pa.date32()))
+        return pd.DataFrame({"k": col, "x": [1.0] * len(days)})
+
+    def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
+        return dates([18_262] * 60), dates([18_262] * 60 + [2**31 - 1])
+
+    def rel(df: pd.DataFrame, s: dpf.Session) -> list[float]:
+        out = dp(df, s).groupby("k", keys="private").count(epsilon=1.0, delta=1e-6)
+        return [float(out.iloc[0]) if len(out) else -1.0]
+
+    return finding(frames, rel)
