@@ -223,3 +223,16 @@ def test_one_file_s_value_the_dataset_type_cannot_hold_erases_no_other(tmp_path:
     assert counts[0] == pytest.approx(1001, abs=0.5)
     assert counts[1] == pytest.approx(1000, abs=0.5)
     assert math.isfinite(counts[1])
+
+
+def test_text_in_another_date_format_is_missing_and_iso_text_converts() -> None:
+    """Text read for a date or timestamp column: ISO 8601 converts, anything else (another
+    format, blank text, ``NA``, a 13th month) is missing, value by value."""
+    good = ["2020-01-01", "2021-12-31"]
+    bad = ["01/02/2020", "", "NA", "2020-13-45", "abc", None]
+    got = conform_array(pa.array((good + bad) * 50), pa.date32()).to_pylist()
+    assert got == ([dt.date(2020, 1, 1), dt.date(2021, 12, 31)] + [None] * len(bad)) * 50
+    stamps = ["2020-01-01T10:00:00", "2020-01-01 10:00:00.5", "2020-01-01T10:00:00+01:00"]
+    got = conform_array(pa.array(stamps), pa.timestamp("us")).to_pylist()
+    assert got[:2] == [dt.datetime(2020, 1, 1, 10), dt.datetime(2020, 1, 1, 10, 0, 0, 500000)]
+    assert got[2] is None  # a zoned text is no naive timestamp (Arrow's cast refuses it)

@@ -68,8 +68,27 @@ def conform_array(arr: Column, t: pa.DataType) -> pa.Array:
     if is_number(want):
         return _to_number(a, want)
     if _is_plain_text(a.type) and pa.types.is_temporal(want):
-        a = _missing_spellings_to_null(a)
+        return _text_to_time(a, want)
     return _cast_each(a, want)
+
+
+#: Text Arrow's ISO 8601 parser may read as a date or timestamp: a date, then optionally a time
+#: (hours, minutes, seconds, a fraction) and a zone. Text that does not match cannot convert.
+_ISO_TEXT = (r"^\s*[+-]?\d{4,}-\d{2}-\d{2}([T ]\d{2}(:?\d{2}(:?\d{2}([.,]\d+)?)?)?)?"
+             r"(Z|[+-]\d{2}(:?\d{2})?)?\s*$")
+
+
+def _text_to_time(a: pa.Array, want: pa.DataType) -> pa.Array:
+    """Text as a date or timestamp; blank text, spellings of a missing value and text that is
+    no ISO 8601 date are missing at once (a file in another date format costs one pass, not a
+    cast per value), and :func:`_cast_each` settles the rest (a 13th month)."""
+    try:
+        return pc.cast(a, want)
+    except (*_CAST_ERRORS, pa.ArrowTypeError):
+        pass
+    a = _missing_spellings_to_null(a)
+    iso = pc.fill_null(pc.match_substring_regex(a, _ISO_TEXT), False)
+    return _cast_each(pc.if_else(iso, a, pa.scalar(None, a.type)), want)
 
 
 #: How CSV files spell a missing value (Arrow's CSV defaults), blank text aside: text read for a
