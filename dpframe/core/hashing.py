@@ -59,6 +59,8 @@ _INT64_MIN, _INT64_END = -(1 << 63), 1 << 63
 
 #: Tags that keep the digests of text, bytes and other values apart.
 TEXT, BYTES, OTHER = 0x7E47, 0xB17E5, 0x07E4
+#: The tag of the words of numbers that are no int64 integer (their float64 bits, mixed).
+_FLOAT_TAG = np.uint64(0xF10A7)
 
 #: The public, fixed key of distinct-count hashes: only equality matters there.
 DISTINCT_KEY: Key = (0x5EED_D15C, 0x0DD5_7A7E)
@@ -180,8 +182,10 @@ def keyed_priority(a: I64, b: I64, salt: int) -> U64:
 
 def number_words(x: np.ndarray) -> U64:
     """The word of each number of a numeric array (bool, int, uint or float): the integer it
-    equals when that fits int64, else its float64 bits (``-0.0`` is ``0``; NaN gives a word too:
-    callers drop missing values)."""
+    equals when that fits int64, else its float64 bits tagged and mixed (a bijection, so two
+    floats never share a word, and an integer shares one with a float only by chance: raw bits
+    would make 1 and 5e-324 one value; ``-0.0`` is ``0``; NaN gives a word too: callers drop
+    missing values)."""
     if x.dtype.kind in "bi" or (x.dtype.kind == "u" and x.dtype.itemsize < 8):
         return np.asarray(x, dtype=np.int64).view(np.uint64)
     if x.dtype.kind == "u":  # uint64: values beyond int64 are the floats they round to
@@ -190,7 +194,7 @@ def number_words(x: np.ndarray) -> U64:
     f = np.asarray(x, dtype=np.float64)
     integral = (f == np.floor(f)) & (f >= _INT64_MIN) & (f < _INT64_END)
     ints = np.where(integral, f, 0.0).astype(np.int64).view(np.uint64)
-    return np.where(integral, ints, (f + 0.0).view(np.uint64))
+    return np.where(integral, ints, _mix_into((f + 0.0).view(np.uint64) ^ _FLOAT_TAG))
 
 
 #: Nanoseconds in a unit of Arrow's and numpy's date and time types.
@@ -237,7 +241,7 @@ def _float_word(f: float) -> int:
     """:func:`number_words` of one float."""
     if f.is_integer() and _INT64_MIN <= f < _INT64_END:
         return int(f) & _MASK
-    return int(np.float64(f + 0.0).view(np.uint64))
+    return int(number_words(np.array([f]))[0])
 
 
 def _number_word(v: object, exact: bool) -> int | None:

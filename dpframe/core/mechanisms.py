@@ -51,6 +51,8 @@ GRANULARITY_BITS = 20
 #: The exponential mechanism's acceptance rate epsilon / (2 Delta_u) is a fraction a / d with
 #: a, d <= 2**EM_RATE_BITS (the exact Bernoulli(exp(-x)) sampler takes denominators <= 2**40).
 EM_RATE_BITS = 40
+#: The range of released integers (int64): an exact noisy integer past it saturates.
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 def granularity_for(sensitivity: Fraction) -> Fraction:
@@ -164,6 +166,12 @@ class NoiseSpec:
                               for v, e in zip(vals.reshape(-1), z.reshape(-1), strict=True)],
                              dtype=object).reshape(vals.shape)
         if self.integer:
+            if noisy.dtype == object:  # past int64 (sums beyond 2**63): the released integer
+                # saturates at int64's limits, post-processing of the exact noisy value; the
+                # result's dtype stays int64 whatever the data (never object for huge sums)
+                noisy = np.array([min(max(int(v), _INT64_MIN), _INT64_MAX)
+                                  for v in noisy.reshape(-1)],
+                                 dtype=np.int64).reshape(noisy.shape)
             return np.asarray(noisy, dtype=np.int64)
         # conversion to float is post-processing of the exact integer release
         return np.asarray(noisy, dtype=np.float64) * float(self.granularity)

@@ -134,10 +134,19 @@ def grouped_sum_exact(codes: I64, values: F64, ngroups: int, max_abs: int,
         parts = [(hi, 1 << _SPLIT), (values - hi * float(1 << _SPLIT), 1)]
         max_abs = max(max_abs >> _SPLIT, 1 << _SPLIT)
     chunk = max(1 << 10, (1 << 53) // (max_abs + 1))
+    # rows whose sum int64 holds whatever their values: past them, the int64 partial sums go
+    # into the Python-int total (2**23 rows at 2**40 already pass 2**63)
+    flush = max(chunk, (1 << 62) // (max_abs + 1))
     single = ngroups == 1 and not bool((b == ngroups).any())
     for vals, mult in parts:
         acc = np.zeros(ngroups + 1, dtype=np.int64)
+        held = 0  # rows summed into acc since it was last added to the total
         for start in range(0, max(b.size, 1), chunk):
+            if not in_int64 and held + chunk > flush:
+                total = total + acc.astype(object) * mult
+                acc[:] = 0
+                held = 0
+            held += chunk
             if single:  # one group, nothing dropped: any summation order is exact here too
                 acc[0] += int(vals[start : start + chunk].sum())
                 continue

@@ -13,6 +13,7 @@ from .findings import (
     finding_dictionary,
     finding_empty,
     finding_far_date,
+    finding_integer_sum_past_int64,
     finding_list_key,
     finding_mixed_gaussian,
     finding_mixed_units,
@@ -161,6 +162,10 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("finding 14: a date past the year 9999", "60 rows on one day vs one more on "
              "a day Python cannot hold (pandas date32[pyarrow], private keys)",
              finding_far_date(), FINDING_TRIALS, FINDING_FAST),
+    # 2**23 rows a release: half the trials (200 a side prove about 1.7 on the code before)
+    Scenario("finding 15: an integer sum past 2**63", "2**23 - 1 vs 2**23 rows at the "
+             "upper bound 2**40 (statistic: sum > 0)", finding_integer_sum_past_int64(),
+             FINDING_TRIALS // 2, FINDING_FAST // 2),
     # deliberately broken: the audit must find a violation
     Scenario("BROKEN: geometric with half the noise", "0 vs 1, sensitivity 1",
              core_noise(half_noise_spec, True), 2_000_000, 200_000, expect_violation=True),

@@ -326,3 +326,22 @@ def finding_far_date() -> Callable[[int], Built]:
         return [float(out.iloc[0]) if len(out) else -1.0]
 
     return finding(frames, rel)
+
+
+def finding_integer_sum_past_int64() -> Callable[[int], Built]:
+    """15. An integer sum whose exact total passes 2**63 (2**23 rows at the upper bound
+    2**40, the largest noise scale at epsilon 1, vs one row fewer): partial sums were added in
+    int64 and wrapped around to about -2**63 (or raised after the charge on the Arrow fronts).
+    The exact total is kept in Python integers and the released integer saturates at int64's
+    limits (statistic: whether the released sum is positive)."""
+    bound = 1 << 40
+
+    def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
+        n = 1 << 23
+        return (pd.DataFrame({"i": np.full(n - 1, bound, dtype=np.int64)}),
+                pd.DataFrame({"i": np.full(n, bound, dtype=np.int64)}))
+
+    def rel(df: pd.DataFrame, s: dpf.Session) -> list[float]:
+        return [float(float(dp(df, s, bounds={"i": (0, bound)}).sum("i", epsilon=1.0)) > 0)]
+
+    return finding(frames, rel)

@@ -143,3 +143,18 @@ def test_partitions_by_multiply_shift_spread_even_aimed_ids() -> None:
     w = np.array([7, 7, 2**63, 2**63], dtype=np.uint64)
     p = partition_of(w, 9, 1000)
     assert p.dtype == np.uint16 and p[0] == p[1] and p[2] == p[3] and int(p.max()) < 1000
+
+
+def test_a_float_s_word_is_not_the_integer_of_its_bits() -> None:
+    """Words of non-integral floats are their bits tagged and mixed: 5e-324 (bits 1) and the
+    integer 1, or 1.5 and the integer of its bits, are distinct values (distinct counts merged
+    them)."""
+    pairs = [(5e-324, 1), (1.5, int(np.float64(1.5).view(np.int64)))]
+    for f, i in pairs:
+        assert number_words(np.array([f]))[0] != number_words(np.array([i]))[0]
+        assert value_words([f])[0] != value_words([i])[0]
+        assert value_words([f])[0] == number_words(np.array([f]))[0]
+    df = pd.DataFrame({"x": [1.0, 5e-324]})
+    assert pandas_value_hashes(df["x"])[0].tolist() != [0, 0]
+    words = pandas_value_hashes(df["x"])[0]
+    assert words[0] != words[1]

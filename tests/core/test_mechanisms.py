@@ -120,3 +120,14 @@ def test_exponential_mechanism_error_bound_and_inverse() -> None:
     # and a mechanism run at a quarter of that epsilon violates it (the check can fail)
     weak = ExponentialSpec(Fraction(repr(eps / 4)), 1, 1001)
     assert (np.abs(weak.choose(util, rng) - 500) <= 20).mean() < 0.95
+
+
+def test_integer_releases_past_int64_saturate() -> None:
+    """An exact integer past int64 (a sum beyond 2**63) is released as int64's limit, whatever
+    its noise: post-processing of the exact noisy value, and the result dtype stays int64."""
+    spec = noise_spec("laplace", Fraction(1), Fraction(1), integer=True)
+    exact = np.array([(1 << 63) + (1 << 50), -(1 << 63) - (1 << 50), 5], dtype=object)
+    out = spec.add_noise(exact, Fraction(1), RandomSource(seed=1, warn=False))
+    assert out.dtype == np.int64
+    assert out[0] == np.iinfo(np.int64).max and out[1] == np.iinfo(np.int64).min
+    assert abs(int(out[2]) - 5) < 60  # noise of scale 1: the rest is released as before

@@ -80,6 +80,20 @@ def test_grouped_sum_leaves_int64_only_when_a_total_could_outgrow_it() -> None:
     assert int(got[0]) == (1 << 62) - max_abs
 
 
+@pytest.mark.parametrize("dropped", [False, True])
+def test_grouped_sum_past_two_to_the_63_is_exact(dropped: bool) -> None:
+    """Totals past int64 (2**23 rows at 2**40): the int64 partial sums go into the Python-int
+    total before they can pass 2**62 (they wrapped around to about -2**63: finding 15), on
+    the one-group path and on the bincount path (a dropped row)."""
+    n, max_abs = (1 << 23) + (1 << 12), 1 << 40
+    v = np.full(n, float(max_abs))
+    codes = np.zeros(n, dtype=np.int64)
+    if dropped:
+        codes[0] = -1
+    got = grouped_sum_exact(codes, v, 1, max_abs)
+    assert got.dtype == object and int(got[0]) == (n - dropped) * max_abs > (1 << 63)
+
+
 def test_float_summation_is_not_exact_but_ours_is() -> None:
     """A naive float sum of clamped values loses the low bits; the exact path does not."""
     v = np.array([2.0**52] + [1.0] * 1000 + [-(2.0**52)])
