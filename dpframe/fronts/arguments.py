@@ -115,6 +115,20 @@ def check_accuracy_args(epsilon: object, accuracy: object, n_measures: int,
         raise ValidationError("min_rows must be a positive integer")
 
 
+def exponential_only(aggregate: str, ci: object, mechanism: object) -> None:
+    """``ValidationError`` for ``ci=`` or ``mechanism=`` on an aggregate of the exponential
+    mechanism (quantiles, medians, maxima, minima): it has no other mechanism, and its error
+    is a rank among the candidates, not an interval of values that holds whatever the data
+    (``dry_run=True`` shows its ``rank_error``)."""
+    if mechanism is not None:
+        raise ValidationError(f"mechanism= is not available for {aggregate}: it is released by "
+                              "the exponential mechanism only")
+    if ci is not None:
+        raise ValidationError(f"ci= is not available for {aggregate}: the exponential "
+                              "mechanism's error is a rank, not an interval of values (dry_run="
+                              "True shows its rank_error); use a mean or sum for an interval")
+
+
 def fraction_weights(weights: Mapping[str, float] | Sequence[float] | None, n: int,
                       labels: list[str]) -> list[Fraction]:
     if weights is None:

@@ -37,6 +37,7 @@ from .arguments import (
     check_accuracy_args,
     check_unit,
     declarations,
+    exponential_only,
     fraction_weights,
 )
 from .docs import (
@@ -367,9 +368,9 @@ class PrivateFrame:
         return r if isinstance(r, dict) else self._scalar(r, False, ci)
 
     @documented(RETURNS_FLOAT)
-    def var(self, column: str, *, epsilon: float, delta: float = 0.0,
+    def var(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
             mechanism: str | None = None, ci: float | None = None, ddof: int = 1,
-            dry_run: bool = False) -> Any:
+            dry_run: bool = False, accuracy: float | None = None) -> Any:
         """Noisy variance of the clamped values (``ddof=1`` like pandas): a noisy count, a noisy
         sum and a noisy sum of squares, each at a third of ``epsilon``; the variance is
         post-processing of the three.
@@ -382,12 +383,13 @@ class PrivateFrame:
             >>> round(float(v), 4), round(float(df.x.var()), 4)
             (1.2513, 1.2513)
         """
-        return self._moment("var", column, epsilon, delta, mechanism, ci, ddof, dry_run)
+        return self._moment("var", column, epsilon, delta, mechanism, ci, ddof, dry_run,
+                            accuracy)
 
     @documented(RETURNS_FLOAT)
-    def std(self, column: str, *, epsilon: float, delta: float = 0.0,
+    def std(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
             mechanism: str | None = None, ci: float | None = None, ddof: int = 1,
-            dry_run: bool = False) -> Any:
+            dry_run: bool = False, accuracy: float | None = None) -> Any:
         """Noisy standard deviation: the square root of :meth:`var` (same release).
 
         Example:
@@ -399,20 +401,23 @@ class PrivateFrame:
             >>> round(float(priv.std("x", epsilon=1e6, ddof=0)), 4)
             1.0
         """
-        return self._moment("std", column, epsilon, delta, mechanism, ci, ddof, dry_run)
+        return self._moment("std", column, epsilon, delta, mechanism, ci, ddof, dry_run,
+                            accuracy)
 
-    def _moment(self, op: str, column: str, epsilon: float, delta: float,
-                mechanism: str | None, ci: float | None, ddof: int, dry_run: bool) -> Any:
+    def _moment(self, op: str, column: str, epsilon: float | None, delta: float,
+                mechanism: str | None, ci: float | None, ddof: int, dry_run: bool,
+                accuracy: float | None) -> Any:
         meas = Measure(op, column, ddof=_ddof(ddof))  # type: ignore[arg-type]
         q = self._query([meas], epsilon, delta, mechanism=mechanism, ci=ci,
-                        description=f"{op}({column})")
+                        description=f"{op}({column})", accuracy=accuracy)
         r = self._run(q, dry_run)
         return r if isinstance(r, dict) else self._scalar(r, False, ci)
 
     @documented(RETURNS_BOUNDS)
-    def bounds(self, column: str, *, epsilon: float, quantiles: tuple[float, float] = (
-            0.01, 0.99), max_abs: float = 1e12, resolution: int = 2001,
-            dry_run: bool = False) -> Any:
+    def bounds(self, column: str, *, epsilon: float | None = None,
+               quantiles: tuple[float, float] = (0.01, 0.99), max_abs: float = 1e12,
+               resolution: int = 2001, dry_run: bool = False,
+               accuracy: float | None = None) -> Any:
         """Estimate bounds for ``column`` when you do not know its range: two DP quantiles
         (by default the 1st and 99th percentiles, epsilon split in half) chosen by the
         exponential mechanism among log-spaced candidates from ``-max_abs`` to ``max_abs``
@@ -434,6 +439,9 @@ class PrivateFrame:
             >>> 1_000 < lo < 5_000 < 100_000 < hi < 300_000
             True
         """
+        if accuracy is not None:
+            raise ValidationError("accuracy= is not available for bounds: its two quantiles' "
+                                  "error depends on the data (use epsilon=)")
         try:
             q_lo, q_hi = quantiles
         except (TypeError, ValueError):
@@ -456,15 +464,20 @@ class PrivateFrame:
         lo, hi = sorted(float(m.values[0]) for m in r.measures)
         return (DPFloat(lo, provenance=r.provenance), DPFloat(hi, provenance=r.provenance))
 
-    def _quantile(self, column: str, label: str, q: object, epsilon: float, resolution: int,
-                  dry_run: bool, description: str) -> Any:
+    def _quantile(self, column: str, label: str, q: object, epsilon: float | None,
+                  resolution: int, dry_run: bool, description: str, ci: float | None,
+                  accuracy: float | None, mechanism: str | None, delta: float) -> Any:
+        exponential_only(label, ci, mechanism)
         meas = _quantile_measure(column, label, q, resolution)
-        r = self._run(self._query([meas], epsilon, 0.0, description=description), dry_run)
+        r = self._run(self._query([meas], epsilon, delta, description=description,
+                                  accuracy=accuracy), dry_run)
         return r if isinstance(r, dict) else self._scalar(r, False)
 
     @documented(RETURNS_FLOAT)
-    def quantile(self, column: str, q: float = 0.5, *, epsilon: float,
-                 resolution: int = DEFAULT_GRID, dry_run: bool = False) -> Any:
+    def quantile(self, column: str, q: float = 0.5, *, epsilon: float | None = None,
+                 resolution: int = DEFAULT_GRID, dry_run: bool = False,
+                 ci: float | None = None, accuracy: float | None = None,
+                 mechanism: str | None = None, delta: float = 0.0) -> Any:
         """Quantile by the exponential mechanism over ``resolution`` grid points in the bounds.
 
         Example:
@@ -477,11 +490,13 @@ class PrivateFrame:
             1.0
         """
         return self._quantile(column, "quantile", q, epsilon, resolution, dry_run,
-                              f"quantile({column}, {q})")
+                              f"quantile({column}, {q})", ci, accuracy, mechanism, delta)
 
     @documented(RETURNS_FLOAT)
-    def max(self, column: str, *, epsilon: float, resolution: int = DEFAULT_GRID,
-            dry_run: bool = False) -> Any:
+    def max(self, column: str, *, epsilon: float | None = None,
+            resolution: int = DEFAULT_GRID, dry_run: bool = False, ci: float | None = None,
+            accuracy: float | None = None, mechanism: str | None = None,
+            delta: float = 0.0) -> Any:
         """Maximum by the exponential mechanism (never Laplace on the max).
 
         Example:
@@ -494,11 +509,13 @@ class PrivateFrame:
             True
         """
         return self._quantile(column, "max", None, epsilon, resolution, dry_run,
-                              f"max({column})")
+                              f"max({column})", ci, accuracy, mechanism, delta)
 
     @documented(RETURNS_FLOAT)
-    def min(self, column: str, *, epsilon: float, resolution: int = DEFAULT_GRID,
-            dry_run: bool = False) -> Any:
+    def min(self, column: str, *, epsilon: float | None = None,
+            resolution: int = DEFAULT_GRID, dry_run: bool = False, ci: float | None = None,
+            accuracy: float | None = None, mechanism: str | None = None,
+            delta: float = 0.0) -> Any:
         """Minimum by the exponential mechanism.
 
         Example:
@@ -511,11 +528,13 @@ class PrivateFrame:
             True
         """
         return self._quantile(column, "min", None, epsilon, resolution, dry_run,
-                              f"min({column})")
+                              f"min({column})", ci, accuracy, mechanism, delta)
 
     @documented(RETURNS_FLOAT)
-    def median(self, column: str, *, epsilon: float, resolution: int = DEFAULT_GRID,
-               dry_run: bool = False) -> Any:
+    def median(self, column: str, *, epsilon: float | None = None,
+               resolution: int = DEFAULT_GRID, dry_run: bool = False,
+               ci: float | None = None, accuracy: float | None = None,
+               mechanism: str | None = None, delta: float = 0.0) -> Any:
         """Median by the exponential mechanism.
 
         Example:
@@ -528,7 +547,8 @@ class PrivateFrame:
             True
         """
         return self.quantile(column, 0.5, epsilon=epsilon, resolution=resolution,
-                             dry_run=dry_run)
+                             dry_run=dry_run, ci=ci, accuracy=accuracy, mechanism=mechanism,
+                             delta=delta)
 
     @documented(RETURNS_HIST)
     def histogram(self, column: str, bins: Sequence[float], *, epsilon: float | None = None,
@@ -812,9 +832,10 @@ class PrivateGroupBy:
                          dry_run, selection_share, accuracy, min_rows)
 
     @documented(RETURNS_SERIES)
-    def var(self, column: str, *, epsilon: float, delta: float = 0.0,
+    def var(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
             mechanism: str | None = None, ci: float | None = None, ddof: int = 1,
-            dry_run: bool = False, selection_share: float | None = None) -> Any:
+            dry_run: bool = False, selection_share: float | None = None,
+            accuracy: float | None = None) -> Any:
         """Noisy variance per group (see :meth:`PrivateFrame.var`).
 
         Example:
@@ -827,12 +848,13 @@ class PrivateGroupBy:
             {'a': 0.0, 'b': 0.0}
         """
         return self._one(Measure("var", column, ddof=_ddof(ddof)), column, epsilon, delta,
-                         mechanism, ci, dry_run, selection_share)
+                         mechanism, ci, dry_run, selection_share, accuracy)
 
     @documented(RETURNS_SERIES)
-    def std(self, column: str, *, epsilon: float, delta: float = 0.0,
+    def std(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
             mechanism: str | None = None, ci: float | None = None, ddof: int = 1,
-            dry_run: bool = False, selection_share: float | None = None) -> Any:
+            dry_run: bool = False, selection_share: float | None = None,
+            accuracy: float | None = None) -> Any:
         """Noisy standard deviation per group (see :meth:`PrivateFrame.std`).
 
         Example:
@@ -845,12 +867,13 @@ class PrivateGroupBy:
             True
         """
         return self._one(Measure("std", column, ddof=_ddof(ddof)), column, epsilon, delta,
-                         mechanism, ci, dry_run, selection_share)
+                         mechanism, ci, dry_run, selection_share, accuracy)
 
     @documented(RETURNS_SERIES)
-    def max(self, column: str, *, epsilon: float, delta: float = 0.0,
+    def max(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
             resolution: int = DEFAULT_GRID, dry_run: bool = False,
-            selection_share: float | None = None) -> Any:
+            selection_share: float | None = None, ci: float | None = None,
+            accuracy: float | None = None, mechanism: str | None = None) -> Any:
         """Per-group maximum by the exponential mechanism.
 
         Example:
@@ -863,13 +886,16 @@ class PrivateGroupBy:
             >>> bool(1.0 <= out["a"] <= 5.0 and 3.0 <= out["b"] <= 5.0)
             True
         """
+        exponential_only("max", ci, mechanism)
         meas = _quantile_measure(column, "max", None, resolution)
-        return self._one(meas, column, epsilon, delta, None, None, dry_run, selection_share)
+        return self._one(meas, column, epsilon, delta, None, None, dry_run, selection_share,
+                         accuracy)
 
     @documented(RETURNS_SERIES)
-    def min(self, column: str, *, epsilon: float, delta: float = 0.0,
+    def min(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
             resolution: int = DEFAULT_GRID, dry_run: bool = False,
-            selection_share: float | None = None) -> Any:
+            selection_share: float | None = None, ci: float | None = None,
+            accuracy: float | None = None, mechanism: str | None = None) -> Any:
         """Per-group minimum by the exponential mechanism.
 
         Example:
@@ -882,13 +908,16 @@ class PrivateGroupBy:
             >>> bool(0.0 <= out["a"] <= 1.0 and 0.0 <= out["b"] <= 3.0)
             True
         """
+        exponential_only("min", ci, mechanism)
         meas = _quantile_measure(column, "min", None, resolution)
-        return self._one(meas, column, epsilon, delta, None, None, dry_run, selection_share)
+        return self._one(meas, column, epsilon, delta, None, None, dry_run, selection_share,
+                         accuracy)
 
     @documented(RETURNS_SERIES)
-    def quantile(self, column: str, q: float = 0.5, *, epsilon: float, delta: float = 0.0,
-                 resolution: int = DEFAULT_GRID, dry_run: bool = False,
-                 selection_share: float | None = None) -> Any:
+    def quantile(self, column: str, q: float = 0.5, *, epsilon: float | None = None,
+                 delta: float = 0.0, resolution: int = DEFAULT_GRID, dry_run: bool = False,
+                 selection_share: float | None = None, ci: float | None = None,
+                 accuracy: float | None = None, mechanism: str | None = None) -> Any:
         """Per-group quantile by the exponential mechanism.
 
         Example:
@@ -900,13 +929,16 @@ class PrivateGroupBy:
             >>> priv.groupby("g").quantile("x", 0.5, epsilon=1e6, resolution=6).to_dict()
             {'a': 1.0, 'b': 3.0}
         """
+        exponential_only("quantile", ci, mechanism)
         meas = _quantile_measure(column, "quantile", q, resolution)
-        return self._one(meas, column, epsilon, delta, None, None, dry_run, selection_share)
+        return self._one(meas, column, epsilon, delta, None, None, dry_run, selection_share,
+                         accuracy)
 
     @documented(RETURNS_SERIES)
-    def median(self, column: str, *, epsilon: float, delta: float = 0.0,
+    def median(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
                resolution: int = DEFAULT_GRID, dry_run: bool = False,
-               selection_share: float | None = None) -> Any:
+               selection_share: float | None = None, ci: float | None = None,
+               accuracy: float | None = None, mechanism: str | None = None) -> Any:
         """Per-group median by the exponential mechanism.
 
         Example:
@@ -918,15 +950,19 @@ class PrivateGroupBy:
             >>> priv.groupby("g").median("x", epsilon=1e6, resolution=6).to_dict()
             {'a': 1.0, 'b': 3.0}
         """
+        exponential_only("median", ci, mechanism)
         meas = _quantile_measure(column, "median", None, resolution)
-        return self._one(meas, column, epsilon, delta, None, None, dry_run, selection_share)
+        return self._one(meas, column, epsilon, delta, None, None, dry_run, selection_share,
+                         accuracy)
 
     @documented(RETURNS_AGG)
-    def agg(self, spec: Mapping[str, str | Sequence[str]] | None = None, *, epsilon: float,
-            delta: float = 0.0, mechanism: str | None = None, ci: float | None = None,
+    def agg(self, spec: Mapping[str, str | Sequence[str]] | None = None, *,
+            epsilon: float | None = None, delta: float = 0.0, mechanism: str | None = None,
+            ci: float | None = None,
             weights: Mapping[str, float] | Sequence[float] | None = None,
             resolution: int = DEFAULT_GRID, dry_run: bool = False,
-            selection_share: float | None = None, **named: tuple[str, str]) -> Any:
+            selection_share: float | None = None, accuracy: float | None = None,
+            **named: tuple[str, str]) -> Any:
         """Several aggregates in one release and one charge: epsilon split by ``weights``
         (equal by default; a mapping is keyed "column.aggregate", or by output name).
 
@@ -953,7 +989,7 @@ class PrivateGroupBy:
         q, r = self._release(measures, epsilon, delta, mechanism=mechanism, ci=ci,
                              dry_run=dry_run,
                              description=f"groupby({','.join(self._by)}).agg({labels})",
-                             selection_share=selection_share)
+                             selection_share=selection_share, accuracy=accuracy)
         if isinstance(r, dict):
             return r
         data = agg_columns(pairs, names, r, ci is not None)

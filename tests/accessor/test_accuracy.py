@@ -127,3 +127,43 @@ def test_a_means_preview_is_in_its_own_units(df: pd.DataFrame) -> None:
     released = p.mean("x", epsilon=0.5, ci=0.95)
     assert (released.upper - released.lower) / 2 <= a / n * 1.01
     assert f"{a:.6g}/n" in s.report()
+
+
+#: Every aggregate of the frame and of a group-by, with the arguments it needs besides the
+#: budget (API.md: "Every aggregate takes accuracy="; "ci=" adds an interval).
+AGGREGATES = {
+    "count": ((), {}), "count_distinct": (("n",), {}), "sum": (("x",), {}),
+    "mean": (("x",), {"min_rows": 100}), "var": (("x",), {}), "std": (("x",), {}),
+    "max": (("x",), {}), "min": (("x",), {}), "median": (("x",), {}),
+    "quantile": (("x", 0.25), {}), "histogram": (("x", [0, 50, 100]), {}),
+    "agg": (({"x": "sum"},), {}),
+}
+#: Those released by the exponential mechanism: no interval, no other mechanism.
+EXPONENTIAL = {"max", "min", "median", "quantile"}
+
+
+@pytest.mark.parametrize("grouped", [False, True])
+@pytest.mark.parametrize("name", list(AGGREGATES))
+def test_every_aggregate_takes_accuracy_ci_and_mechanism(df: pd.DataFrame, name: str,
+                                                         grouped: bool) -> None:
+    """``accuracy=``, ``ci=`` and ``mechanism=`` on any aggregate: released, or refused with a
+    typed error naming the reason before any charge (never a TypeError of the signature)."""
+    args, extra = AGGREGATES[name]
+    for kw in ({"accuracy": 50.0, **extra}, {"epsilon": 1.0, "ci": 0.9},
+               {"epsilon": 1.0, "delta": 1e-6, "mechanism": "gaussian"}):
+        s = session()
+        target = _priv(df, s).groupby("g") if grouped else _priv(df, s)
+        if not hasattr(target, name):  # agg is a group-by's, histogram a frame's
+            assert (name, grouped) in (("agg", False), ("histogram", True))
+            continue
+        try:
+            getattr(target, name)(*args, **kw)
+        except dpf.ValidationError as e:
+            assert s.spent == (0.0, 0.0), (kw, str(e))
+            refused = ("accuracy" in kw and name not in ("count", "sum", "histogram", "mean",
+                                                         "agg", "count_distinct")) or (
+                name in EXPONENTIAL)
+            assert refused, (kw, str(e))
+            assert any(word in str(e) for word in ("accuracy=", "ci=", "mechanism=")), str(e)
+        else:
+            assert s.spent[0] > 0, kw
