@@ -189,3 +189,25 @@ def test_a_dask_csv_that_contradicts_its_inferred_dtypes_fails_without_quoting(
     assert "oops" not in str(err.value) and "ValueError" in str(err.value)
     assert s.spent == (1.0, 0.0)
     assert dt.date.today()  # the ledger row is marked failed: see test_dask for the states
+
+
+@pytest.mark.parametrize("front", ["pandas", "dask"])
+def test_count_of_a_column_reads_values_as_keys_and_distinct_counts_do(front: str) -> None:
+    """A list, a tuple, a dict or a complex number in an object column conforms to nothing: it
+    is missing for ``count(col)`` as for keys and ``count_distinct`` (``count`` counted it as
+    present; a scan of a list column counted it as missing)."""
+    odd: list[Any] = [[1], (1, 2), 1 + 2j, {"a": 1}, None, float("nan")]
+    fine: list[Any] = ["a", 1, dt.date(2020, 1, 1), b"x"]
+    df = pd.DataFrame({"c": pd.Series((odd + fine) * 3, dtype=object)})
+    counts = []
+    for query in (lambda f, s: f.dp(s).count("c", epsilon=1e6),
+                  lambda f, s: f.dp(s).count_distinct("c", epsilon=1e6)):
+        s = dpf.Session(1e9, seed=1)
+        with dask.config.set({"scheduler": "sync", "dataframe.convert-string": False}):
+            frame: Any = df if front == "pandas" else dd.from_pandas(df, npartitions=2,
+                                                                      sort=False)
+            counts.append(round(float(query(frame, s))))
+    assert counts == [len(fine) * 3, len(fine)]
+    lists = pa.table({"c": pa.array([[1], [2, 3], None] * 4)})
+    s = dpf.Session(1e9, seed=1)
+    assert round(float(dpf.scan(lists).dp(s).count("c", epsilon=1e6))) == 0

@@ -119,6 +119,9 @@ def numeric_column(s: pd.Series) -> tuple[np.ndarray, npt.NDArray[np.bool_] | No
     if kind in ("int", "bool") and bool(valid.all()) and not _is_uint64(s.dtype):
         return s.to_numpy(dtype=np.int64), valid
     if kind not in NUMERIC_KINDS:  # only counted (count(col)); values are never read
+        if s.dtype == object:  # the canonical value model, as keys and distinct counts read
+            # it: a list, a dict, a tuple or a complex number conforms to nothing (missing)
+            valid = factorize(s)[0] >= 0
         return np.zeros(len(s)), valid
     return s.to_numpy(dtype=np.float64, na_value=np.nan), valid
 
