@@ -170,11 +170,15 @@ class ArrowBackend:
                 or pa.types.is_large_string(schema.field(c).type)]
 
     def _bar(self, total: int | None, desc: str, unit: str) -> Any:
+        """A progress bar showing a percentage and times only: never a count of rows (the
+        size of the data is private, PRIVACY.md), so none without a known total."""
         from tqdm.auto import tqdm
 
         enabled = self.progress if self.progress is not None else sys.stderr.isatty()
-        return tqdm(total=total, desc=desc, unit=unit, unit_scale=True, disable=not enabled,
-                    leave=False, file=sys.stderr, dynamic_ncols=True)
+        shown = ("{desc}: {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}]" if total
+                 else "{desc} [{elapsed}]")
+        return tqdm(total=total, desc=desc, unit=unit, disable=not enabled, leave=False,
+                    file=sys.stderr, dynamic_ncols=True, bar_format=shown)
 
     def _batches(self, cols: list[str], dictionary: Sequence[str], desc: str
                  ) -> Generator[pa.RecordBatch, None, None]:

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from .columns import Column, decoded, flat, is_number, value_type
+from .columns import Column, decoded, flat, is_number, is_text, value_type
 
 _NUMBER_TEXT = (r"^\s*[+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|inf|infinity|nan)\s*$")
 _CAST_ERRORS = (pa.ArrowInvalid, pa.ArrowNotImplementedError)
@@ -63,6 +63,11 @@ def conform_array(arr: Column, t: pa.DataType) -> pa.Array:
     a = decoded(a)
     if a.type == want:  # a run-end encoded column, decoded by flat
         return a
+    if _is_bytes(a.type) and not _is_bytes(want):  # text read as bytes (CSV): bytes that are
+        # not UTF-8 are missing, value by value
+        a = _cast_each(a, want if is_text(want) else pa.large_string())
+        if a.type == want:
+            return a
     if pa.types.is_null(a.type):
         return _null(len(a), want)
     if is_number(want):
@@ -127,6 +132,10 @@ def _castable(source: pa.DataType, want: pa.DataType) -> bool:
     except (*_CAST_ERRORS, pa.ArrowTypeError):
         return False
     return True
+
+
+def _is_bytes(t: pa.DataType) -> bool:
+    return bool(pa.types.is_binary(t) or pa.types.is_large_binary(t))
 
 
 def _is_plain_text(t: pa.DataType) -> bool:

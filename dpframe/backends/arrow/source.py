@@ -19,7 +19,7 @@ import pyarrow.csv as pacsv
 import pyarrow.dataset as ds
 
 from ...errors import ValidationError
-from .columns import is_number
+from .columns import is_number, is_text
 from .conform import conform_batch, public_schema
 from .prefetch import PREFETCH, prefetch
 
@@ -49,14 +49,15 @@ def _infer_format(paths: Sequence[str]) -> str:
 
 
 def _lenient_csv_format(fmt: Any, text: Sequence[str]) -> ds.CsvFileFormat:
-    """``fmt`` (a CSV format or ``"csv"``) reading the columns ``text`` as text and skipping
-    rows with the wrong number of fields: reading it never fails on a value, so no error can
-    quote one."""
+    """``fmt`` (a CSV format or ``"csv"``) reading the columns ``text`` as raw bytes (conformed
+    to their public type batch by batch: text that is not UTF-8, or does not spell a value of
+    the type, is missing) and skipping rows with the wrong number of fields: reading it never
+    fails on a value, so no error can quote one."""
     base = fmt if isinstance(fmt, ds.CsvFileFormat) else ds.CsvFileFormat()
     opts = base.default_fragment_scan_options
     conv = opts.convert_options
     convert = pacsv.ConvertOptions(
-        column_types={**dict(conv.column_types), **{c: pa.string() for c in text}},
+        column_types={**dict(conv.column_types), **{c: pa.binary() for c in text}},
         null_values=conv.null_values, true_values=conv.true_values,
         false_values=conv.false_values, strings_can_be_null=conv.strings_can_be_null,
         check_utf8=conv.check_utf8)
@@ -75,15 +76,32 @@ def _is_csv(fmt: Any) -> bool:
 
 
 def _open_csv(source: Any, fmt: Any, partitioning: Any) -> ds.Dataset:
-    """A CSV dataset whose schema is inferred with the declared numeric column types read as
-    text and malformed rows skipped, then the declared types put back: inferring it never
-    fails on a value (text in a declared numeric column is missing when read)."""
+    """A CSV dataset whose schema is inferred with the declared columns read as bytes and
+    malformed rows skipped, then the declared types put back: inferring it never fails on a
+    value (text in a declared numeric column, bytes that are not UTF-8 in a declared text
+    column are missing when read). A column inferred as binary is text (a CSV holds text;
+    Arrow infers binary from one value that is not UTF-8): its type never depends on one row."""
     declared = dict(fmt.default_fragment_scan_options.convert_options.column_types) \
         if isinstance(fmt, ds.CsvFileFormat) else {}
-    text = [c for c, t in declared.items() if is_number(t)]
-    probe = ds.dataset(source, format=_lenient_csv_format(fmt, text), partitioning=partitioning)
-    schema = pa.schema([f.with_type(declared.get(f.name, f.type)) for f in probe.schema])
+    probe = ds.dataset(source, format=_lenient_csv_format(fmt, list(declared)),
+                       partitioning=partitioning)
+    schema = pa.schema([f.with_type(declared.get(f.name, _csv_text(f.type)))
+                        for f in probe.schema])
     return ds.dataset(source, format=fmt, schema=schema, partitioning=partitioning)
+
+
+def _csv_text(t: pa.DataType) -> pa.DataType:
+    """The public type of a CSV column Arrow inferred as ``t``: binary is text."""
+    return pa.string() if pa.types.is_binary(t) or pa.types.is_large_binary(t) else t
+
+
+def _read_as_bytes(t: pa.DataType, parsers: bool) -> bool:
+    """Whether a lenient CSV read takes a column of public type ``t`` as bytes, conformed batch
+    by batch: numbers, booleans, text, dates and timestamps (Arrow casts text to each exactly; a
+    time of day it cannot, so those stay with the CSV parser, as do timestamps when the
+    format's ``timestamp_parsers`` are set: formats an Arrow cast does not know)."""
+    return bool(is_number(t) or is_text(t) or pa.types.is_date(t)
+                or (pa.types.is_timestamp(t) and not parsers))
 
 
 def _open_dataset(source: Any, fmt: Any, partitioning: Any = None) -> ds.Dataset:
@@ -235,21 +253,16 @@ class DatasetSource:
         return f == "parquet" or isinstance(f, ds.ParquetFileFormat)
 
     def _csv_read_format(self) -> ds.CsvFileFormat:
-        """The CSV format used to *read*: every numeric, boolean, date and timestamp column as
-        text (conformed to the public schema batch by batch, so a malformed value far down a
-        file is missing instead of an error quoting it), and rows with the wrong number of
-        fields skipped. Timestamps stay with the CSV parser when its ``timestamp_parsers`` are
-        set (formats an Arrow cast does not know), as do times of day (no cast from text)."""
+        """The CSV format used to *read*: numeric, boolean, text, date and timestamp columns as
+        bytes (:func:`_read_as_bytes`; conformed to the public schema batch by batch, so a
+        malformed value far down a file is missing rather than an error quoting it), and rows
+        with the wrong number of fields skipped."""
         dataset = self._dataset
         base = dataset.format if isinstance(dataset, ds.FileSystemDataset) else self._format
         parsers = isinstance(base, ds.CsvFileFormat) and bool(
             base.default_fragment_scan_options.convert_options.timestamp_parsers)
-
-        def as_text(t: pa.DataType) -> bool:
-            return bool(is_number(t) or pa.types.is_date(t)
-                        or (pa.types.is_timestamp(t) and not parsers))
-
-        return _lenient_csv_format(base, [f.name for f in dataset.schema if as_text(f.type)])
+        return _lenient_csv_format(base, [f.name for f in dataset.schema
+                                          if _read_as_bytes(f.type, parsers)])
 
     def batches(self, columns: Sequence[str], batch_size: int,
                 dictionary: Sequence[str] = ()) -> Generator[pa.RecordBatch, None, None]:
