@@ -205,6 +205,20 @@ def _core_measure(m: MeasureRelease, multi: bool, data: dict[str, Any], layout: 
     layout.add_measure(name, lower, upper, m.description)
 
 
+def _key_column(values: Sequence[object]) -> pa.Array:
+    """Released keys as one Arrow column, never an error on a key: in their own type when
+    Arrow holds them in one (ints within int64, floats, text, bytes, booleans, dates), else as
+    text, each key's ``str`` (keys of several types from an object column, such as ``1`` and
+    ``"a"``; ints past int64; decimals of several scales). No key released: a text column
+    (never Arrow's null type)."""
+    if len(values) == 0:
+        return pa.array([], type=pa.large_string())
+    try:
+        return pa.array(list(values))
+    except (pa.ArrowException, OverflowError, TypeError, ValueError):
+        return pa.array([str(v) for v in values], type=pa.large_string())
+
+
 def _table_from_core(r: CoreRelease) -> pa.Table:
     hist = [m for m in r.measures if m.bins is not None]
     if hist and len(r.measures) > 1:  # pragma: no cover - fronts never build this
@@ -213,7 +227,8 @@ def _table_from_core(r: CoreRelease) -> pa.Table:
     data = _core_keys(r, hist[0] if hist else None, layout)
     for m in r.measures:
         _core_measure(m, len(r.measures) > 1, data, layout)
-    table = pa.table({k: pa.array(v) if isinstance(v, list) else v for k, v in data.items()})
+    table = pa.table({k: _key_column(v) if isinstance(v, list) else v
+                      for k, v in data.items()})
     return layout.attach(table, r.provenance)
 
 
@@ -272,7 +287,13 @@ def _table_from_pandas(obj: pd.Series | pd.DataFrame, prov: Mapping[str, Any]) -
         layout.add_measure(*_measure_columns(m, i, len(measures), value_cols), m)
     for c in value_cols:
         layout.roles.setdefault(c, "value")
-    return layout.attach(pa.Table.from_pandas(df, preserve_index=False), prov)
+    # key columns of objects (private keys of an object column) through _key_column: Arrow
+    # would infer one type from them, and fail on keys of several
+    keys = [c for c in layout.by if c in df.columns and df[c].dtype == object]
+    table = pa.Table.from_pandas(df.drop(columns=keys), preserve_index=False)
+    for c in keys:
+        table = table.add_column(list(df.columns).index(c), c, _key_column(df[c].tolist()))
+    return layout.attach(table, prov)
 
 
 def _scalar_bounds(value: int | float, aggregate: object,

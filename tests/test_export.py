@@ -197,3 +197,34 @@ def test_provenance_holds_no_data_values(priv: Any) -> None:
     raw = dpf.to_arrow(r).schema.metadata[PROVENANCE_KEY].decode()
     for v in r.tolist():  # the released values live in columns, not in the metadata
         assert repr(float(v)) not in raw
+
+
+def test_private_keys_of_several_types_past_int64_or_none_export() -> None:
+    """Released keys Arrow cannot hold in one type (an object column's ``1`` and ``"a"``, an
+    int past int64) are exported as text, and a key column with no key released is text too
+    (never Arrow's null type); nothing raises on a released key."""
+    warnings.simplefilter("ignore")
+    s = dpf.Session(100, 1e-3, seed=1)
+
+    def private(df: pd.DataFrame) -> pd.Series:
+        return df.dp(s).groupby("k", keys="private").count(epsilon=5, delta=1e-5)
+
+    mixed = private(pd.DataFrame({"k": pd.Series([1] * 500 + ["a"] * 500, dtype=object)}))
+    table = dpf.to_arrow(mixed)
+    assert table.schema.field("k").type == pa.large_string()
+    assert table.column("k").to_pylist() == ["1", "a"]  # the released order, as text
+    huge = private(pd.DataFrame({"k": pd.Series([2**70] * 500, dtype=object)}))
+    assert dpf.to_arrow(huge).column("k").to_pylist() == [str(2**70)]
+    empty = private(pd.DataFrame({"k": pd.Series([], dtype=object)}))
+    assert dpf.to_arrow(empty).schema.field("k").type == pa.large_string()
+    plain = private(pd.DataFrame({"k": ["a"] * 500 + ["b"] * 500}))
+    assert dpf.to_arrow(plain).column("k").to_pylist() == ["a", "b"]
+
+
+def test_a_column_grouped_by_twice_is_refused_before_the_charge() -> None:
+    warnings.simplefilter("ignore")
+    s = dpf.Session(10, seed=1)
+    df = pd.DataFrame({"k": ["a", "b"], "x": [1.0, 2.0]})
+    with pytest.raises(dpf.ValidationError, match="twice"):
+        df.dp(s, keys={"k": ["a", "b"]}).groupby(["k", "k"]).count(epsilon=1)
+    assert s.spent == (0.0, 0.0)

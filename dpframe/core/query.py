@@ -120,6 +120,8 @@ class Query:
             (self.max_rows_per_unit < 1 or self.max_groups_per_unit < 1,
              "max_rows_per_unit and max_groups_per_unit must be >= 1"),
             (not (0 < self.selection_share < 1), "selection_share must be in (0, 1)"),
+            (len(set(self.by)) != len(self.by),
+             "a column is grouped by twice: name each grouping column once"),
         ):
             if failed:
                 raise ValidationError(message)
