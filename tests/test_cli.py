@@ -231,3 +231,10 @@ def test_every_aggregate(visits: Path, tmp_path: Path, grouped: bool) -> None:
         doc = dpf.read_provenance(f)
         assert doc["rows"] == table.num_rows and doc["group_by"] == (["region"] if grouped
                                                                     else [])
+
+
+def test_python_m_dpframe_runs_the_command_line() -> None:
+    """``python -m dpframe`` is the command line too (it failed: no ``__main__``)."""
+    out = subprocess.run([sys.executable, "-m", "dpframe", "--help"], env=ENV,
+                         capture_output=True, text=True, check=False)
+    assert out.returncode == 0 and "demo" in out.stdout and "run" in out.stdout
