@@ -287,13 +287,17 @@ def _table_from_pandas(obj: pd.Series | pd.DataFrame, prov: Mapping[str, Any]) -
         layout.add_measure(*_measure_columns(m, i, len(measures), value_cols), m)
     for c in value_cols:
         layout.roles.setdefault(c, "value")
-    # key columns of objects (private keys of an object column) through _key_column: Arrow
-    # would infer one type from them, and fail on keys of several
-    keys = [c for c in layout.by if c in df.columns and df[c].dtype == object]
+    return layout.attach(_arrow_of_frame(df, layout.by), prov)
+
+
+def _arrow_of_frame(df: pd.DataFrame, by: Sequence[str]) -> pa.Table:
+    """``df`` as Arrow, its key columns of objects (private keys of an object column) through
+    :func:`_key_column`: Arrow would infer one type from them, and fail on keys of several."""
+    keys = [c for c in by if c in df.columns and df[c].dtype == object]
     table = pa.Table.from_pandas(df.drop(columns=keys), preserve_index=False)
     for c in keys:
         table = table.add_column(list(df.columns).index(c), c, _key_column(df[c].tolist()))
-    return layout.attach(table, prov)
+    return table
 
 
 def _scalar_bounds(value: int | float, aggregate: object,
