@@ -207,16 +207,18 @@ def _core_measure(m: MeasureRelease, multi: bool, data: dict[str, Any], layout: 
 
 def _key_column(values: Sequence[object]) -> pa.Array:
     """Released keys as one Arrow column, never an error on a key: in their own type when
-    Arrow holds them in one (ints within int64, floats, text, bytes, booleans, dates), else as
-    text, each key's ``str`` (keys of several types from an object column, such as ``1`` and
-    ``"a"``; ints past int64; decimals of several scales). No key released: a text column
-    (never Arrow's null type)."""
+    Arrow holds them in one (ints within int64, or within uint64 when none is negative, floats,
+    text, bytes, booleans, dates), else as text, each key's ``str`` (keys of several types from
+    an object column, such as ``1`` and ``"a"``; ints past both; decimals of several scales).
+    No key released: a text column (never Arrow's null type)."""
     if len(values) == 0:
         return pa.array([], type=pa.large_string())
-    try:
-        return pa.array(list(values))
-    except (pa.ArrowException, OverflowError, TypeError, ValueError):
-        return pa.array([str(v) for v in values], type=pa.large_string())
+    for kind in (None, pa.uint64()):  # inferred, then uint64 (keys of a uint64 column)
+        try:
+            return pa.array(list(values), type=kind)
+        except (pa.ArrowException, OverflowError, TypeError, ValueError):
+            continue
+    return pa.array([str(v) for v in values], type=pa.large_string())
 
 
 def _table_from_core(r: CoreRelease) -> pa.Table:

@@ -215,6 +215,9 @@ def test_private_keys_of_several_types_past_int64_or_none_export() -> None:
     assert table.column("k").to_pylist() == ["1", "a"]  # the released order, as text
     huge = private(pd.DataFrame({"k": pd.Series([2**70] * 500, dtype=object)}))
     assert dpf.to_arrow(huge).column("k").to_pylist() == [str(2**70)]
+    from dpframe.export import _key_column
+
+    assert _key_column([5, 2**64 - 1]).type == pa.uint64()  # a uint64 column's keys
     empty = private(pd.DataFrame({"k": pd.Series([], dtype=object)}))
     assert dpf.to_arrow(empty).schema.field("k").type == pa.large_string()
     plain = private(pd.DataFrame({"k": ["a"] * 500 + ["b"] * 500}))
