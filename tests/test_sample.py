@@ -47,3 +47,17 @@ def test_sample_rate_validation(rate: object) -> None:
     s = dpf.Session(epsilon=5, seed=4)
     with pytest.raises(dpf.ValidationError):
         df.dp(s, bounds={"x": (0, 1)}).sample(rate)  # type: ignore[arg-type]
+
+
+def test_a_sample_of_a_sample_is_sampled_and_charged_at_the_product_rate() -> None:
+    """``sample(0.5).sample(0.5)`` is one Poisson sample at 0.25 (the second call replaced the
+    rate before), charged ln(1 + 0.25 (e^eps - 1))."""
+    import warnings
+
+    warnings.simplefilter("ignore")
+    s = dpf.Session(10, seed=1)
+    priv = pd.DataFrame({"x": [1.0] * 100}).dp(s)
+    twice = priv.sample(0.5).sample(0.5)
+    assert twice.declared()["sample_rate"] == 0.25
+    twice.count(epsilon=1.0)
+    assert s.spent[0] == pytest.approx(math.log(1 + 0.25 * (math.e - 1)), rel=1e-12)

@@ -341,9 +341,11 @@ class DaskBackend:
         except DPError:
             raise
         except Exception as exc:
-            raise ValidationError(f"the Dask computation failed ({type(exc).__name__}); its "
-                                  "message is not shown: it may quote a value of the data"
-                                  ) from None
+            failed = type(exc).__name__
+        # raised outside the handler: the original exception (and its message, which may
+        # quote a value) is not even kept as this error's context
+        raise ValidationError(f"the Dask computation failed ({failed}); its message is not "
+                              "shown: it may quote a value of the data")
 
     def _exact(self, request: ComputeRequest, gen: np.random.Generator | None
                ) -> ExactAggregates:

@@ -238,6 +238,10 @@ def normalise_keys(keys: Mapping[str, Sequence[object] | str] | None
         if isinstance(vals, str | bytes):
             raise KeysError(f"keys of {col!r} must be a list of values or 'categories', not a "
                             "string")
+        if isinstance(vals, set | frozenset):  # no order: text keys would come out in an
+            # order that changes from one process to the next (hash randomization)
+            raise KeysError(f"keys of {col!r} must be a list or tuple, not a set: keys are "
+                            "released in the declared order, and a set has none")
         try:
             out[col] = tuple(dict.fromkeys(vals))
         except TypeError:

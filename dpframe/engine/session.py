@@ -46,6 +46,11 @@ Neighbouring = Literal["add_remove", "change_one"]
 _ACTIVE: contextvars.ContextVar[Session | None] = contextvars.ContextVar(
     "dpframe_active_session", default=None
 )
+#: The tokens of the ``with session:`` blocks open in this context (a thread, an asyncio
+#: task), innermost last: each block resets the active session in the context that set it, so
+#: blocks of one session in several threads or tasks never undo each other.
+_OPEN: contextvars.ContextVar[tuple[contextvars.Token[Session | None], ...]] = (
+    contextvars.ContextVar("dpframe_open_sessions", default=()))
 
 #: Columns of :attr:`Session.ledger`, in order.
 LEDGER_COLUMNS = [
@@ -130,7 +135,6 @@ class Session:
             self._store.bind_privacy_unit(unit_code(privacy_unit))
         self.seed: int | None = None if seed is None else int(seed)
         self.rng: RandomSource = RandomSource(self.seed)
-        self._tokens: list[contextvars.Token[Session | None]] = []
 
     # -- budget ------------------------------------------------------------------------------
 
@@ -326,7 +330,7 @@ class Session:
     # -- active session ----------------------------------------------------------------------
 
     def __enter__(self) -> Session:
-        self._tokens.append(_ACTIVE.set(self))
+        _OPEN.set((*_OPEN.get(), _ACTIVE.set(self)))
         return self
 
     def __exit__(
@@ -335,7 +339,10 @@ class Session:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        _ACTIVE.reset(self._tokens.pop())
+        stack = _OPEN.get()
+        if stack:  # the innermost block open in this context
+            _OPEN.set(stack[:-1])
+            _ACTIVE.reset(stack[-1])
 
     def close(self) -> None:
         """Release the ledger's file handle (a SQLite ledger reopens it if used again)."""

@@ -5,10 +5,9 @@ typed error before any budget is spent."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -23,47 +22,78 @@ RANGE_CHECKS: dict[str, tuple[str | None, str | None]] = {
 }
 
 
-def bounds_and_keys_from_schema(schema: Any) -> tuple[dict[str, tuple[float, float]],
+def bounds_and_keys_from_schema(schema: Any) -> tuple[dict[str, tuple[Fraction, Fraction]],
                                                       dict[str, list[object]]]:
     """Bounds and public keys declared in a pandera DataFrameSchema.
 
-    Range checks (``in_range``, ``ge``/``le``, ``gt``/``lt``, ``between``-style) give bounds;
-    ``isin`` gives keys. Only the schema is read, never the data.
+    Range checks (``in_range``, ``ge``/``le``, ``gt``/``lt``, ``between``-style) give bounds,
+    read by the one number rule of every bound (``to_fraction``); ``isin`` gives keys, in the
+    listed order (a set has none: refused, as are two ``isin`` checks on one column). A check
+    that declares neither as dpframe reads them is a typed error. Only the schema is read,
+    never the data.
     """
-    bounds: dict[str, tuple[float, float]] = {}
+    bounds: dict[str, tuple[Fraction, Fraction]] = {}
     keys: dict[str, list[object]] = {}
     columns = getattr(schema, "columns", None)
     if not isinstance(columns, Mapping):
         raise ValidationError("schema must be a pandera DataFrameSchema")
     for name, col in columns.items():
-        lo, hi = -math.inf, math.inf
+        lo: Fraction | None = None
+        hi: Fraction | None = None
         for check in getattr(col, "checks", []) or []:
             cname = getattr(check, "name", "")
             st = getattr(check, "statistics", {}) or {}
             if cname == "isin":
-                keys[str(name)] = list(st["allowed_values"])
-            lo, hi = _narrowed(lo, hi, cname, st)
-        if math.isfinite(lo) and math.isfinite(hi):
+                if str(name) in keys:
+                    raise ValidationError(f"column {name!r} has two isin checks: keep one, "
+                                          "whose list is the column's public keys")
+                keys[str(name)] = _listed_keys(name, st)
+            lo, hi = _narrowed(name, lo, hi, cname, st)
+        if lo is not None and hi is not None:
             bounds[str(name)] = (lo, hi)
     return bounds, keys
 
 
-def _narrowed(lo: float, hi: float, check: str, statistics: Mapping[str, Any]
-              ) -> tuple[float, float]:
-    """``[lo, hi]`` narrowed by one pandera range check (unchanged by other checks)."""
+def _listed_keys(column: object, statistics: Mapping[str, Any]) -> list[object]:
+    """The keys of an ``isin`` check, in its listed order."""
+    values = statistics.get("allowed_values")
+    if isinstance(values, set | frozenset) or not isinstance(values, Sequence) or isinstance(
+            values, str | bytes):
+        raise ValidationError(f"the isin check of column {column!r} must list its keys (a "
+                              "list or tuple: a set has no order, and keys are released in "
+                              "the listed order)")
+    return list(values)
+
+
+def _narrowed(column: object, lo: Fraction | None, hi: Fraction | None, check: str,
+              statistics: Mapping[str, Any]) -> tuple[Fraction | None, Fraction | None]:
+    """``[lo, hi]`` (None: unbounded) narrowed by one pandera range check (unchanged by other
+    checks); a range check without numbers is a typed error."""
     low, high = RANGE_CHECKS.get(check, (None, None))
-    return (max(lo, float(statistics[low])) if low else lo,
-            min(hi, float(statistics[high])) if high else hi)
+    if low is None and high is None:
+        return lo, hi
+    try:
+        new_lo = to_fraction(statistics[low], "bound", signed=True) if low else None
+        new_hi = to_fraction(statistics[high], "bound", signed=True) if high else None
+    except (KeyError, ValidationError):
+        raise ValidationError(f"the {check} check of column {column!r} must give its bounds as "
+                              "numbers (min_value / max_value)") from None
+    if new_lo is not None:
+        lo = new_lo if lo is None else max(lo, new_lo)
+    if new_hi is not None:
+        hi = new_hi if hi is None else min(hi, new_hi)
+    return lo, hi
 
 
 def declarations(bounds: object, keys: object, schema: Any
                   ) -> tuple[dict[str, tuple[float, float]], dict[str, Sequence[object] | str]]:
-    """Bounds and keys from a pandera schema, then the explicit ones over them."""
+    """Bounds and keys from a pandera schema, then the explicit ones over them (a schema's
+    bounds are exact Fractions, read by the one number rule like any declared bound)."""
     b: dict[str, tuple[float, float]] = {}
     k: dict[str, Sequence[object] | str] = {}
     if schema is not None:
         sb, sk = bounds_and_keys_from_schema(schema)
-        b.update(sb)
+        b.update(cast(dict[str, tuple[float, float]], sb))
         k.update(sk)
     for name, given, into in (("bounds", bounds, b), ("keys", keys, k)):
         try:

@@ -108,10 +108,14 @@ class PrivateFrame:
     def sample(self, rate: float) -> PrivateFrame:
         """Queries on a Poisson sample of the privacy units at ``rate``, charged the amplified
         cost ln(1 + q (e^eps - 1)) for the epsilon given to each aggregate (add_remove only).
-        The rate is rounded up to a multiple of 2**-53 (the rate actually used and charged)."""
+        The rate is rounded up to a multiple of 2**-53 (the rate actually used and charged). A
+        sample of a sample is one sample at the product of the rates (``sample(0.5)
+        .sample(0.5)`` samples at 0.25), as two independent Poisson samplings are."""
         q = to_fraction(rate, "rate", positive=True)
         if q > 1:
             raise ValidationError("rate must be in (0, 1]")
+        if self._sample_rate is not None:
+            q *= self._sample_rate
         out = copy.copy(self)
         out._sample_rate = Fraction(math.ceil(q * (1 << 53)), 1 << 53)
         return out

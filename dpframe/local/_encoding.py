@@ -262,8 +262,10 @@ def values_out(inp: Input, out_codes: Codes, identity: bool, cats: list[Any]) ->
     if s is not None and not isinstance(s.dtype, np.dtype):
         return _extension_series(s, s.dtype, out_codes, cats)
     assert inp.arr is not None
-    if identity:
-        arr_out = out_codes.astype(inp.arr.dtype, copy=False)
+    if identity:  # codes are the categories 0..k-1: in the input's dtype when it holds k - 1
+        dtype = inp.arr.dtype
+        fits = dtype.kind not in "iu" or int(np.iinfo(dtype).max) >= len(cats) - 1
+        arr_out = out_codes.astype(dtype if fits else np.int64, copy=False)
     else:
         arr_out = _category_array(cats, inp.arr.dtype)[out_codes]
     if s is not None:

@@ -64,8 +64,9 @@ def _check_rng(seed: int | None, rng: RandomSource | None) -> RandomSource:
         if not isinstance(rng, RandomSource):
             raise ValidationError("rng must be a dpframe RandomSource")
         return rng
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)):
-        raise ValidationError("seed must be an integer")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)
+                             or int(seed) < 0):
+        raise ValidationError("seed must be a non-negative integer or None")
     return RandomSource(None if seed is None else int(seed))
 
 

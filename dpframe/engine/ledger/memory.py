@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Mapping
 from fractions import Fraction
@@ -27,6 +28,7 @@ class MemoryLedger:
         self._log: list[tuple[dict[str, Any], SpendTotals]] = []
         self._unit: str | None = None
         self._lock = threading.Lock()
+        self._pid = os.getpid()
 
     @property
     def _totals(self) -> SpendTotals:
@@ -71,6 +73,10 @@ class MemoryLedger:
         """Check and record ``cost`` atomically; ``BudgetExceededError`` if it does not fit,
         ``PrivacyUnitError`` if ``meta["privacy_unit"]`` is not the ledger's unit."""
         cost = check_cost(cost)
+        if os.getpid() != self._pid:  # a forked copy would spend the same budget again
+            raise LedgerError("an in-memory budget belongs to the process that made it: a "
+                              "forked process cannot spend it (share a budget between "
+                              "processes with ledger='budget.sqlite')")
         fields = meta_fields(meta)
         unit = meta_unit(meta)
         with self._lock:
