@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -86,6 +86,31 @@ def partition_order(partition: npt.NDArray[np.integer[Any]], parts: int
     np.cumsum(np.bincount(partition, minlength=parts), out=bounds[1:])
     return order, bounds
 
+
+
+#: Errors of making a Python object of a value Python cannot hold (a date past the year 9999,
+#: a time of day at the int64 limit, a timestamp its time zone cannot convert).
+OUT_OF_PYTHON_RANGE: tuple[type[BaseException], ...] = (OverflowError, ValueError,
+                                                        ArithmeticError)
+
+
+def python_objects(n: int, listed: Callable[[], list[Any]], one: Callable[[int], object],
+                   errors: tuple[type[BaseException], ...] = OUT_OF_PYTHON_RANGE
+                   ) -> list[object]:
+    """The ``n`` values as Python objects: ``listed()`` (one call), or, when some value is one
+    Python cannot hold, ``one(i)`` value by value with None (missing) for those. Never an
+    error, which could quote the value (PRIVACY.md)."""
+    try:
+        return list(listed())
+    except errors:
+        pass
+    out: list[object] = []
+    for i in range(n):  # only when some value is out of Python's range
+        try:
+            out.append(one(i))
+        except errors:
+            out.append(None)
+    return out
 
 #: Spans of integer unit ids from which :func:`offset_codes` checks how many ids are present
 #: (per-unit tables past this size leave the CPU caches), and how much wider than the ids

@@ -25,6 +25,7 @@ from .base import (
     only_columns,
     public_key_codes,
     public_key_list,
+    python_objects,
     remap_codes,
 )
 
@@ -74,7 +75,7 @@ def plain_values(s: pd.Series) -> pd.Series:
 
     t = s.dtype.pyarrow_dtype
     want = value_type(public_type(t))
-    if pa.types.is_nested(want) or pa.types.is_run_end_encoded(want):
+    if pa.types.is_nested(want):
         return pd.Series(np.full(len(s), None, dtype=object), index=s.index, name=s.name)
     if want == t:
         return s
@@ -114,15 +115,14 @@ def numeric_column(s: pd.Series) -> tuple[np.ndarray, npt.NDArray[np.bool_] | No
     (computed only where needed: an ungrouped sum finds them without a pass of its own)."""
     if s.dtype == np.float64:
         return s.to_numpy(), None
-    valid = present(s)
     kind = column_kind(s.dtype)
+    if kind not in NUMERIC_KINDS:  # only counted (count(col)); values are never read
+        # an object column by the canonical value model, as keys and distinct counts read it:
+        # a list, a dict, a tuple or a complex number conforms to nothing (missing)
+        return np.zeros(len(s)), factorize(s)[0] >= 0 if s.dtype == object else present(s)
+    valid = present(s)
     if kind in ("int", "bool") and bool(valid.all()) and not _is_uint64(s.dtype):
         return s.to_numpy(dtype=np.int64), valid
-    if kind not in NUMERIC_KINDS:  # only counted (count(col)); values are never read
-        if s.dtype == object:  # the canonical value model, as keys and distinct counts read
-            # it: a list, a dict, a tuple or a complex number conforms to nothing (missing)
-            valid = factorize(s)[0] >= 0
-        return np.zeros(len(s)), valid
     return s.to_numpy(dtype=np.float64, na_value=np.nan), valid
 
 
@@ -132,23 +132,6 @@ def _hashable_or_none(v: object) -> object:
     except Exception:  # unhashable, or a hash that raises (a signalling NaN Decimal)
         return None
     return v
-
-
-def _labels_of(uniques: Any) -> list[object]:
-    """The distinct values as Python objects; one Python cannot hold (an Arrow date past the
-    year 9999, a time of day at the int64 limit) is None: missing, never an error that could
-    quote it."""
-    try:
-        return list(uniques.tolist())
-    except (OverflowError, ValueError, ArithmeticError):
-        pass
-    out: list[object] = []
-    for i in range(len(uniques)):  # only when some value is out of Python's range
-        try:
-            out.append(uniques[i])
-        except (OverflowError, ValueError, ArithmeticError):
-            out.append(None)
-    return out
 
 
 def _factorize_raw(s: pd.Series) -> tuple[npt.NDArray[np.int64], list[object]]:
@@ -162,7 +145,9 @@ def _factorize_raw(s: pd.Series) -> tuple[npt.NDArray[np.int64], list[object]]:
         clean = np.array([_hashable_or_none(v) for v in s.to_numpy(dtype=object)], dtype=object)
         codes, uniques = pd.factorize(clean, use_na_sentinel=True)
     # tolist(): the scalars iterating gives, made in one call (iteration boxes each one)
-    return np.asarray(codes, dtype=np.int64), _labels_of(uniques)
+    # labels a value Python cannot hold (an Arrow date past 9999) as None: missing
+    return np.asarray(codes, dtype=np.int64), python_objects(len(uniques), uniques.tolist,
+                                                             uniques.__getitem__)
 
 
 def factorize(s: pd.Series) -> tuple[npt.NDArray[np.int64], list[object]]:

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...core.values import NUMERIC_KINDS, ColumnKind, canonicalize
-from ..base import declared_positions, offset_codes
+from ..base import OUT_OF_PYTHON_RANGE, declared_positions, offset_codes, python_objects
 
 I64 = npt.NDArray[np.int64]
 Bools = npt.NDArray[np.bool_]
@@ -108,19 +108,9 @@ def _missing(v: object) -> bool:
 
 def python_values(arr: pa.Array) -> list[object]:
     """The values of ``arr`` as Python objects, a value Python cannot hold as None (missing):
-    a date past the year 9999, a timestamp its time zone cannot convert. Never an error, which
-    could quote the value (PRIVACY.md)."""
-    try:
-        return list(arr.to_pylist())
-    except (OverflowError, ValueError, ArithmeticError, pa.ArrowException):
-        pass
-    out: list[object] = []
-    for i in range(len(arr)):  # only when some value is out of Python's range
-        try:
-            out.append(arr[i].as_py())
-        except (OverflowError, ValueError, ArithmeticError, pa.ArrowException):
-            out.append(None)
-    return out
+    a date past the year 9999, a timestamp its time zone cannot convert (:func:`python_objects`)."""
+    return python_objects(len(arr), arr.to_pylist, lambda i: arr[i].as_py(),
+                          (*OUT_OF_PYTHON_RANGE, pa.ArrowException))
 
 
 def dictionary_codes(col: Column, labels: bool = True

@@ -61,8 +61,6 @@ def conform_array(arr: Column, t: pa.DataType) -> pa.Array:
     if value_type(a.type) == want or pa.types.is_null(want):
         return a
     a = decoded(a)
-    if a.type == want:  # a run-end encoded column, decoded by flat
-        return a
     if _is_bytes(a.type) and not _is_bytes(want):  # text read as bytes (CSV): bytes that are
         # not UTF-8 are missing, value by value
         a = _cast_each(a, want if is_text(want) else pa.large_string())
