@@ -367,7 +367,10 @@ def test_exact_accumulation_never_overflows() -> None:
 def test_partition_count_and_progress(parquet_dir: Path, capsys: pytest.CaptureFixture[str]
                                       ) -> None:
     sc = dpf.scan(parquet_dir, partition_rows=5000)
-    assert sc.backend.n_partitions() == 5  # 24,000 rows
+    # 24,000 rows: 5 partitions of 5,000 rows at most, rounded up to a power of two
+    assert sc.backend.n_partitions() == 8
+    assert dpf.scan(parquet_dir, partition_rows=3000).backend.n_partitions() == 8
+    assert dpf.scan(parquet_dir, partition_rows=2999).backend.n_partitions() == 16
     assert dpf.scan(parquet_dir).backend.n_partitions() == 1
     src = DatasetSource(parquet_dir)
     be = ArrowBackend(src, batch_size=5000, progress=True)
@@ -492,3 +495,29 @@ def test_spill_partitions_are_uniform_and_follow_the_unit(parts: int) -> None:
     counts = np.bincount(p[:50_000], minlength=parts)
     mean = 50_000 / parts
     assert np.all(np.abs(counts - mean) <= 6 * np.sqrt(mean * (1 - 1 / parts)) + 1e-9)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "uint64", "int16"])
+@pytest.mark.parametrize("partitions", [2, 3, 8])
+def test_integer_ids_at_their_limits_stay_whole_units(tmp_path: Path, dtype: str,
+                                                      partitions: int) -> None:
+    """Integer ids are spilled as their block (``block_partition``): ids at the dtype's limits,
+    negative ids, and ids one block apart stay distinct whole units in every partition count
+    (a merged pair would keep 3 rows for two units, a split unit 3 rows more)."""
+    info = np.iinfo(dtype)
+    near = [int(info.min), int(info.min) + 1, -1, 0, 1, 2, 3, int(info.max) - 1, int(info.max)]
+    ids = sorted({v for v in near if info.min <= v <= info.max}
+                 | {v * partitions for v in range(-5, 6) if info.min <= v * partitions}
+                 | {v * partitions + 1 for v in range(0, 5)})
+    rng = np.random.default_rng(5)
+    rows = rng.integers(1, 7, len(ids))  # 1 to 6 rows a unit, bounded to 3
+    unit = np.repeat(np.array(ids, dtype=dtype), rows)
+    state = np.repeat(rng.choice(KEYS["state"], len(ids)), rows)  # each unit in one state
+    order = rng.permutation(unit.size)
+    df = pd.DataFrame({"u": unit[order], "state": state[order],
+                       "income": rng.random(unit.size)})
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), tmp_path / "ids.parquet",
+                   row_group_size=7)
+    opts = {"bounds": BOUNDS, "keys": KEYS, "privacy_unit": "u", "max_rows_per_unit": 3}
+    for call in UNIT_QUERIES[:2]:
+        _compare(df, dpf.scan(tmp_path, batch_size=5, partitions=partitions), opts, call)

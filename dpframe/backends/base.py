@@ -16,6 +16,8 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..core.compute import ComputeRequest, ExactAggregates
 from ..core.transform import narrowest_signed
@@ -78,10 +80,11 @@ def group_code_dtype(request: ComputeRequest) -> np.dtype[np.signedinteger[Any]]
 
 def partition_order(partition: npt.NDArray[np.integer[Any]], parts: int
                     ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
-    """The rows ordered by ``partition`` (values below ``parts``; stable, a radix sort for 8
-    and 16 bits) and where each partition starts: partition ``p`` is
-    ``order[bounds[p]:bounds[p + 1]]``."""
-    order = np.argsort(partition, kind="stable")
+    """The rows ordered by ``partition`` (values below ``parts``; stable) and where each
+    partition starts: partition ``p`` is ``order[bounds[p]:bounds[p + 1]]``. Arrow's stable
+    sort counts small integer ranges (a counting sort, about twice as fast as numpy's radix
+    sort on uint8)."""
+    order = pc.array_sort_indices(pa.array(partition)).to_numpy().view(np.intp)
     bounds = np.zeros(parts + 1, dtype=np.intp)
     np.cumsum(np.bincount(partition, minlength=parts), out=bounds[1:])
     return order, bounds

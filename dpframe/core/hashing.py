@@ -6,8 +6,8 @@ The hashes serve three purposes, never more:
   pseudo-random priority (a unit keeps its pairs of smallest priority) and each unit its
   Poisson-sampling draw (:mod:`dpframe.core.transform`);
 * **unit identity across blocks**: a scan spills a row to the partition
-  :func:`partition_of` the word of its unit and Dask shuffles rows by :func:`keyed` hashes of
-  the same words, so all rows of a unit meet in one block;
+  :func:`partition_of` the word of its unit (integer ids: :func:`block_partition`) and Dask
+  shuffles rows by :func:`keyed` hashes of the same words, so all rows of a unit meet in one block;
 * **distinct counts**: the values of a column are counted as distinct hashes
   (:func:`distinct_hash`).
 
@@ -42,6 +42,7 @@ from __future__ import annotations
 import contextlib
 import numbers
 from collections.abc import Callable, Iterable
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -140,6 +141,60 @@ def partition_of(words: U64, key: int, parts: int) -> np.ndarray:
     :func:`keyed`. In the type of :func:`scale_top_bits`."""
     a = mix([(key ^ int(_GOLDEN)) & _MASK])[0] | np.uint64(1)
     return scale_top_bits(np.multiply(np.asarray(words, dtype=np.uint64), a), parts)
+
+
+def block_partition(ids: npt.NDArray[np.integer], key: Key, parts: int
+                    ) -> tuple[I64, np.ndarray]:
+    """Integer unit ids laid out over ``parts`` partitions so that, inside each partition, the
+    ids are told apart by dense codes with no table. Id ``i`` lies in block ``b = i // parts``
+    at place ``r = i % parts`` (floor division: every integer, negative or past int64, has
+    one) and goes to partition ``(r + h(b)) % parts``, where ``h`` is the :func:`keyed` hash
+    of the block (``key``: fresh randomness per release) scaled to ``[0, parts)``. Returns
+    ``(b, partition)``, ``b`` as int64 (``|b| < 2**63`` for any int64 or uint64 id and
+    ``parts >= 2``) and the partition in the type of :func:`scale_top_bits`.
+
+    Within one partition ``b`` identifies the id: two ids of one block share their shift
+    ``h(b)``, so they share a partition only if their places agree, that is, only if they are
+    one id. So a partition may keep ``b`` in place of the id, and ids ``0..n-1`` give every
+    partition the codes ``0..n/parts`` (offsets, :func:`~dpframe.backends.base.offset_codes`),
+    where hashing the ids themselves (:func:`partition_of`) leaves each partition 1/parts of
+    the whole range, renumbered through a table the size of that range. The rotation is
+    fresh per block and release: consecutive ids never share a partition, ids of two blocks
+    share one with the probability that their shifts differ by one given amount, and nobody
+    who picks ids without the key can aim many units at one partition (which would only cost
+    memory and time: partitions are never released). Privacy does not depend on the layout:
+    pass 2 bounds each unit on its own rows, whatever partition holds them."""
+    values = np.asarray(ids)
+    assert values.dtype.kind in "iu" and parts >= 2, "integer ids and two partitions or more"
+    wide = values.astype(np.uint64 if values.dtype.kind == "u" else np.int64, copy=False)
+    # place + shift < 2 * parts, in a type that holds it: uint16 up to 2**15 partitions
+    narrow = np.dtype(np.uint16 if parts <= 1 << 15 else np.uint32)
+    mask, modulus = narrow.type(parts - 1), narrow.type(parts)
+    place: npt.NDArray[np.unsignedinteger[Any]]
+    if parts & (parts - 1) == 0:  # a power of two: a shift (floor division) and a mask
+        block = wide >> wide.dtype.type(parts.bit_length() - 1)
+        place = wide.astype(narrow)  # the low bits (a cast to a narrower type wraps)
+        np.bitwise_and(place, mask, out=place)
+    else:
+        divisor = wide.dtype.type(parts)
+        block = wide // divisor  # floor division
+        # in [0, parts); a product past the dtype wraps back
+        place = (wide - block * divisor).astype(narrow)
+    block = block.astype(np.int64, copy=False)  # a uint64 block is < 2**63
+    lo, hi = (int(block.min()), int(block.max())) if block.size else (0, -1)
+    if lo >= 0 and hi < 2 * block.size:  # few blocks from 0: a hash per block, gathered
+        shift = scale_top_bits(keyed(np.arange(hi + 1, dtype=np.uint64), key), parts)[block]
+    elif 0 <= hi - lo < block.size:  # a narrow range elsewhere
+        shift = scale_top_bits(keyed(np.arange(lo, hi + 1, dtype=np.int64).view(np.uint64),
+                                     key), parts)[block - lo]
+    else:
+        shift = scale_top_bits(keyed(block.view(np.uint64), key), parts)
+    np.add(place, shift, out=place)  # < 2 * parts: one subtraction (a mask for a power of
+    if parts & (parts - 1) == 0:     # two) is the modulo
+        np.bitwise_and(place, mask, out=place)
+    else:
+        np.subtract(place, np.greater_equal(place, modulus) * modulus, out=place)
+    return block, place.astype(shift.dtype, copy=False)
 
 
 def scale_top_bits(h: U64, parts: int) -> np.ndarray:

@@ -9,6 +9,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dpframe.backends.arrow.words import column_words
 from dpframe.backends.arrow.words import value_hashes as arrow_value_hashes
@@ -158,3 +160,55 @@ def test_a_float_s_word_is_not_the_integer_of_its_bits() -> None:
     assert pandas_value_hashes(df["x"])[0].tolist() != [0, 0]
     words = pandas_value_hashes(df["x"])[0]
     assert words[0] != words[1]
+
+
+_INT64 = st.integers(-(2**63), 2**63 - 1)
+_UINT64 = st.integers(0, 2**64 - 1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), parts=st.sampled_from([2, 3, 7, 8, 25, 32, 300, 4096]),
+       key=st.tuples(st.integers(0, 2**63 - 1), st.integers(0, 2**63 - 1)))
+def test_block_partition_tells_ids_apart_inside_each_partition(data: st.DataObject, parts: int,
+                                                               key: tuple[int, int]) -> None:
+    """Within one partition the block identifies the id (so a scan's pass 2 may keep the block
+    in place of the id), equal ids share one partition, and every partition is in range: for
+    signed and unsigned ids up to the dtype's limits, near and far, in narrow dtypes too."""
+    from dpframe.core.hashing import block_partition
+
+    dtype, values = data.draw(st.sampled_from([
+        (np.int64, _INT64), (np.uint64, _UINT64), (np.int8, st.integers(-128, 127)),
+        (np.uint32, st.integers(0, 2**32 - 1)), (np.int64, st.integers(-50, 50))]))
+    ids = np.array(data.draw(st.lists(values, min_size=1, max_size=200)), dtype=dtype)
+    block, part = block_partition(ids, key, parts)
+    assert block.dtype == np.int64 and len(block) == len(part) == len(ids)
+    assert int(part.max()) < parts and part.dtype.kind == "u"
+    assert block.tolist() == [int(i) // parts for i in ids]  # floor division, exactly
+    seen: dict[tuple[int, int], int] = {}
+    for i, b, p in zip(ids.tolist(), block.tolist(), part.tolist(), strict=True):
+        assert seen.setdefault((p, b), i) == i  # one id per (partition, block)
+    by_id = {}
+    for i, p in zip(ids.tolist(), part.tolist(), strict=True):
+        assert by_id.setdefault(i, p) == p  # an id has one partition
+
+
+def test_block_partition_spreads_blocks_and_consecutive_ids() -> None:
+    """Consecutive ids fill every partition once per block; blocks are shifted by a keyed hash
+    (another key, another layout), so ids sharing a stride still spread, and dense ids give each
+    partition dense blocks (the point of the layout: pass 2 needs no renumbering table)."""
+    from dpframe.core.hashing import block_partition
+
+    ids = np.arange(64_000, dtype=np.int64)
+    for parts in (25, 32):
+        block, part = block_partition(ids, (11, 12), parts)
+        for b in range(0, 64_000 // parts, 97):  # a block's ids: every partition once
+            assert sorted(part[block == b].tolist()) == list(range(parts))
+        for p in range(parts):  # each partition: every block, so its blocks are dense
+            mine = np.unique(block[part == p])
+            assert mine.size >= 64_000 // parts - 1 and mine[-1] - mine[0] < mine.size + 1
+        strided = ids[::parts]  # one place in every block: the shifts spread them
+        counts = np.bincount(block_partition(strided, (11, 12), parts)[1], minlength=parts)
+        assert counts.min() > strided.size / parts * 0.7, counts
+    one = block_partition(ids, (1, 2), 32)[1]
+    assert not np.array_equal(one, block_partition(ids, (3, 4), 32)[1])
+    assert np.array_equal(one, block_partition(ids, (1, 2), 32)[1])

@@ -21,8 +21,8 @@ import numpy as np
 import pyarrow as pa
 
 from ...core.compute import ComputeRequest, ExactAggregates
-from ...core.hashing import Key, partition_of
-from ...core.parallel import in_order
+from ...core.hashing import Key, block_partition, partition_of
+from ...core.parallel import in_order, one_thread
 from ...core.transform import compute_exact
 from ...core.values import ColumnKind
 from ...errors import ValidationError
@@ -105,6 +105,13 @@ def _private_codes(block: Block, by: tuple[str, ...], index: KeyIndex) -> tuple[
     found = [factorize(block.column(col)) for col in by]
     codes, local = observed_key_codes([c for c, _ in found], [u for _, u in found])
     return codes, local, index.index(local)
+
+
+def _integer_units(schema: pa.Schema, unit: str) -> bool:
+    """Whether the ids of ``unit`` are integers in every batch (``schema`` is the public one,
+    which batches are conformed to), so that pass 1 lays them out by
+    :func:`~dpframe.core.hashing.block_partition` and spills their blocks (int64)."""
+    return bool(pa.types.is_integer(value_type(schema.field(unit).type)))
 
 
 def _partitions(unit: pa.Array, key: Key, parts: int) -> np.ndarray:
@@ -273,7 +280,9 @@ class ArrowBackend:
 
     # -- privacy units: two passes over keyed partitions ------------------------------------------
     def n_partitions(self) -> int:
-        """Partitions for a privacy-unit query: enough for ``partition_rows`` rows each."""
+        """Partitions for a privacy-unit query: enough for ``partition_rows`` rows each, a
+        power of two (integer ids then take their block by a shift, not a division:
+        :func:`~dpframe.core.hashing.block_partition`)."""
         if self.partitions is not None:
             return self.partitions
         rows = self.source.row_count()
@@ -282,7 +291,8 @@ class ArrowBackend:
             rows = size // 16 if size is not None else None  # >= 16 bytes a CSV row, roughly
         if rows is None:
             return 16
-        return max(1, min(MAX_PARTITIONS, math.ceil(rows / self.partition_rows)))
+        needed = max(1, min(MAX_PARTITIONS, math.ceil(rows / self.partition_rows)))
+        return 1 << (needed - 1).bit_length()
 
     @staticmethod
     def _spill_batch(request: ComputeRequest, batch: pa.RecordBatch) -> pa.RecordBatch | None:
@@ -312,8 +322,11 @@ class ArrowBackend:
         schema = self.source.arrow_schema
         fields = ([pa.field(_GROUP_CODE, pa.from_numpy_dtype(group_code_dtype(request)))]
                   if public else [])  # private keys have no declared list to size codes by
-        fields += [pa.field(c, value_type(schema.field(c).type)) for c in cols
-                   if not (public and c in request.by)]
+        blocks = request.privacy_unit is not None and _integer_units(schema,
+                                                                      request.privacy_unit)
+        fields += [pa.field(c, pa.int64() if blocks and c == request.privacy_unit
+                            else value_type(schema.field(c).type))
+                   for c in cols if not (public and c in request.by)]
         return pa.schema(fields)
 
     def _two_pass(self, request: ComputeRequest, gen: np.random.Generator) -> ExactAggregates:
@@ -345,7 +358,8 @@ class ArrowBackend:
                     parts.append(sb)
         if not parts:
             return None
-        self._reduce_all(run, iter([pa.Table.from_batches(parts).combine_chunks()]), None)
+        table = pa.Table.from_batches(parts).combine_chunks()
+        self._reduce_all(run, iter([lambda: table]), None)
         return parts[-1].schema
 
     def _spilled(self, run: _Run, batches: Generator[pa.RecordBatch, None, None],
@@ -360,7 +374,7 @@ class ArrowBackend:
             pa.default_memory_pool().release_unused()  # pass 1's buffers, before pass 2
             bar = self._bar(n_parts, "dpframe scan, pass 2/2", "partitions")
             try:
-                self._reduce_all(run, spill.tables(), bar)
+                self._reduce_all(run, spill.readers(), bar)
             finally:
                 bar.close()
         return schema
@@ -373,11 +387,21 @@ class ArrowBackend:
         unit = request.privacy_unit
         assert unit is not None
 
+        blocks = _integer_units(self.source.arrow_schema, unit)
+
         def prepare(batch: pa.RecordBatch) -> tuple[pa.RecordBatch, Any] | None:
             sb = self._spill_batch(request, batch)
             if sb is None:
                 return None
-            return arrange(sb, _partitions(sb.column(unit), hash_key, spill.parts), spill.parts)
+            if not blocks:
+                return arrange(sb, _partitions(sb.column(unit), hash_key, spill.parts),
+                               spill.parts)
+            # integer ids: each partition keeps the id's block, dense there (pass 2 needs
+            # no renumbering table); a block tells a partition's ids apart
+            ids = sb.column(unit).to_numpy(zero_copy_only=False)  # no nulls: spilled rows
+            block, part = block_partition(ids, hash_key, spill.parts)
+            sb = sb.set_column(sb.schema.get_field_index(unit), unit, pa.array(block))
+            return arrange(sb, part, spill.parts)
 
         schema = None
         with ThreadPoolExecutor(WORKERS, thread_name_prefix="dpframe-spill") as pool, \
@@ -389,39 +413,49 @@ class ArrowBackend:
                     spill.write_arranged(*ready)
         return schema
 
-    def _reduce_all(self, run: _Run, tables: Iterator[pa.Table | None], bar: Any | None
-                    ) -> None:
+    def _reduce_all(self, run: _Run, tables: Iterator[Callable[[], pa.Table] | None],
+                    bar: Any | None) -> None:
         """Pass 2: partitions hold disjoint units, so each is bounded and aggregated alone,
         with its own generator seeded in partition order from the release's (the same
         selection whatever the number of threads or their schedule), and the partial
-        aggregates are added in partition order. With public keys (or none) on ``WORKERS``
-        threads, at most ``WORKERS`` partitions in memory at a time; private keys share the key
-        index, so those run one partition at a time."""
+        aggregates are added in partition order. ``tables`` gives a function reading each
+        partition (None: an empty one), called on the thread that reduces it. With public
+        keys (or none) on ``WORKERS`` threads, at most ``WORKERS`` partitions in memory at a
+        time; private keys share the key index, so those run one partition at a time."""
         gen = run.gen
         assert gen is not None, "units are bounded at random: the release passes a generator"
 
-        def own(table: pa.Table) -> tuple[_Run, pa.Table]:
+        def own(read: Callable[[], pa.Table]) -> tuple[_Run, Callable[[], pa.Table]]:
             seed = gen.integers(0, 1 << 63, size=4)
-            return replace(run, gen=np.random.default_rng(seed)), table
+            return replace(run, gen=np.random.default_rng(seed)), read
 
         def tick() -> None:
             if bar is not None:
                 bar.update(1)
 
-        if WORKERS == 1 or run.request.private_keys:
-            for table in tables:
-                if table is not None:
-                    run.totals.add(*self._reduce_one(*own(table)))
-                del table  # one partition in memory at a time
+        parallel = not (WORKERS == 1 or run.request.private_keys)
+
+        def reduce(owned: tuple[_Run, Callable[[], pa.Table]] | None) -> Partial | None:
+            if owned is None:
+                return None
+            partition_run, read = owned
+            if not parallel:  # one partition at a time: its rows may use the row threads
+                return self._reduce_one(partition_run, read())
+            with one_thread():  # one partition per worker already: more threads only contend
+                return self._reduce_one(partition_run, read())
+
+        owned = (None if read is None else own(read) for read in tables)  # seeds in order
+        if not parallel:
+            for item in owned:  # one partition in memory at a time
+                partial = reduce(item)
+                if partial is not None:
+                    run.totals.add(*partial)
                 tick()
             return
-
-        def reduce(owned: tuple[_Run, pa.Table] | None) -> Partial | None:
-            return None if owned is None else self._reduce_one(*owned)
-
-        owned = (None if table is None else own(table) for table in tables)  # seeds in order
+        # a partition is read when its task starts: queued tasks hold no rows, so more may
+        # wait than run (no worker idles while an earlier partition finishes)
         with ThreadPoolExecutor(WORKERS, thread_name_prefix="dpframe-partition") as pool, \
-                contextlib.closing(in_order(pool, owned, reduce, WORKERS)) as done:
+                contextlib.closing(in_order(pool, owned, reduce, 2 * WORKERS)) as done:
             for partial in done:  # at most WORKERS partitions in memory
                 if partial is not None:
                     run.totals.add(*partial)

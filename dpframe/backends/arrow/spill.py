@@ -7,10 +7,11 @@ it are deleted when the spill is closed, also on error or interrupt.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..base import partition_order
 
@@ -28,7 +30,8 @@ def arrange(batch: pa.RecordBatch, partition: npt.NDArray[np.integer[Any]], part
     each partition starts, for :meth:`SpillFiles.write_arranged`. Pure: it may run on any
     thread while another writes."""
     order, bounds = partition_order(partition, parts)
-    return batch.take(pa.array(order)), bounds
+    # a permutation of the rows: no index can be out of bounds, so none is checked
+    return pc.take(batch, pa.array(order), boundscheck=False), bounds
 
 
 class SpillFiles:
@@ -70,18 +73,18 @@ class SpillFiles:
             self._writers.pop(p).close()
             self._sinks.pop(p).close()
 
-    def tables(self) -> Iterator[pa.Table | None]:
-        """Each partition in turn (None when no row went to it), its file deleted once read."""
+    def readers(self) -> Iterator[Callable[[], pa.Table] | None]:
+        """For each partition in turn, a function that reads it and deletes its file (None
+        when no row went to it): pass 2 reads a partition on the thread that reduces it."""
         for p in range(self.parts):
-            path = self._path(p)
-            if not path.exists():
-                yield None
-                continue
-            with pa.memory_map(os.fspath(path)) as src:
-                table = pa.ipc.open_file(src).read_all()
-            yield table.combine_chunks()
-            del table  # one partition in memory at a time
-            path.unlink()
+            yield functools.partial(self._read, p) if self._path(p).exists() else None
+
+    def _read(self, part: int) -> pa.Table:
+        path = self._path(part)
+        with pa.memory_map(os.fspath(path)) as src:
+            table = pa.ipc.open_file(src).read_all().combine_chunks()
+        path.unlink()
+        return table
 
     def close(self) -> None:
         """Close what is still open (only after an error) and delete the folder."""
