@@ -301,18 +301,19 @@ class ArrowBackend:
         :func:`~dpframe.backends.base.group_code_dtype`."""
         q = request
         assert q.privacy_unit is not None
-        keep = np.asarray(batch.column(q.privacy_unit).is_valid().to_numpy(
-            zero_copy_only=False), dtype=bool)
+        units = batch.column(q.privacy_unit)
+        keep = (np.asarray(units.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+                if units.null_count else None)  # None: every row has a unit
         arrays: dict[str, pa.Array] = {}
         if q.by and not q.private_keys:
             codes = _public_codes(batch, q)
-            keep &= codes >= 0
+            keep = codes >= 0 if keep is None else keep & (codes >= 0)
             arrays[_GROUP_CODE] = pa.array(codes.astype(group_code_dtype(q)))
         for c in [*(q.by if q.private_keys else ()), q.privacy_unit, *q.measure_columns]:
             if c not in arrays:
                 arrays[c] = decoded(batch.column(c))
         out = pa.RecordBatch.from_pydict(arrays)
-        if keep.all():
+        if keep is None or keep.all():
             return out
         return out.filter(pa.array(keep)) if keep.any() else None
 
