@@ -521,3 +521,54 @@ def test_integer_ids_at_their_limits_stay_whole_units(tmp_path: Path, dtype: str
     opts = {"bounds": BOUNDS, "keys": KEYS, "privacy_unit": "u", "max_rows_per_unit": 3}
     for call in UNIT_QUERIES[:2]:
         _compare(df, dpf.scan(tmp_path, batch_size=5, partitions=partitions), opts, call)
+
+
+@pytest.mark.parametrize("partitions", [1, 3, 4])
+def test_the_unit_column_as_a_key_or_a_measure_keeps_its_values(tmp_path: Path,
+                                                                 partitions: int) -> None:
+    """Integer ids are partitioned by block; the ids themselves must still be the released
+    private keys and the summed values when the unit column is also grouped by or measured."""
+    rng = np.random.default_rng(8)
+    df = pd.DataFrame({"u": rng.integers(-40, 40, 3000), "x": rng.random(3000)})
+    df["k"] = df["u"] % 7
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), tmp_path / "u.parquet",
+                   row_group_size=500)
+    opts = {"bounds": {"u": (-40, 40), "x": (0.0, 1.0)}, "privacy_unit": "u",
+            "max_rows_per_unit": 10_000, "max_groups_per_unit": 100}
+    scan = dpf.scan(tmp_path, batch_size=400, partitions=partitions)
+    for call in (lambda p: p.groupby("u", keys="private").count(epsilon=1, delta=1e-6),
+                 lambda p: p.sum("u", epsilon=1),
+                 lambda p: p.groupby("k", keys="private").sum("u", epsilon=1, delta=1e-6)):
+        _compare(df, scan, opts, call)
+
+
+@pytest.mark.parametrize("partitions", [1, 4])
+def test_no_unit_left_releases_noise_in_the_spilled_schema(tmp_path: Path,
+                                                           partitions: int) -> None:
+    """Every unit id missing: no row is spilled, and the release still runs on the schema
+    pass 2 would have read (the unit's block, and the ids where the query reads them)."""
+    t = pa.table({"u": pa.array([None] * 50, pa.int64()), "x": pa.array([0.5] * 50),
+                  "k": pa.array(["a"] * 50)})
+    pq.write_table(t, tmp_path / "t.parquet")
+    s = _session()
+    opts: dict[str, Any] = {"bounds": {"x": (0, 1), "u": (0, 10)}, "privacy_unit": "u",
+                            "max_rows_per_unit": 2}
+    scan = dpf.scan(tmp_path, partitions=partitions)
+    assert isinstance(scan.dp(s, **opts).sum("u", epsilon=1), int)  # an integer column
+    assert isinstance(scan.dp(s, **opts).sum("x", epsilon=1), float)
+    grouped = scan.dp(s, **opts, keys={"k": ["a", "b"]}).groupby("k").sum("x", epsilon=1)
+    assert list(grouped.index) == ["a", "b"]
+    assert len(scan.dp(s, **opts).groupby("u", keys="private").count(epsilon=1,
+                                                                      delta=1e-6)) == 0
+
+
+def test_reserved_column_names_are_refused(tmp_path: Path) -> None:
+    """The spill's own columns cannot be confused with the data's: a dataset with one of their
+    names is refused before any charge (a measured column named like the group codes was
+    summed as codes)."""
+    from dpframe.backends.arrow.backend import RESERVED
+
+    for name in RESERVED:
+        pq.write_table(pa.table({name: [1.0, 2.0], "u": [1, 2]}), tmp_path / "r.parquet")
+        with pytest.raises(dpf.ValidationError, match="reserved"):
+            dpf.scan(tmp_path / "r.parquet")

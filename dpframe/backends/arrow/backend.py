@@ -56,6 +56,10 @@ MAX_PARTITIONS = 4096
 #: reader's prefetch thread runs beside them).
 WORKERS = max(1, min(2, os.cpu_count() or 1))
 _GROUP_CODE = "__dpframe_group__"
+#: The block of an integer unit id (:func:`~dpframe.core.hashing.block_partition`), spilled in
+#: place of the id, or beside it when the query also reads the id as a key or a value.
+_UNIT_BLOCK = "__dpframe_unit_block__"
+RESERVED = (_GROUP_CODE, _UNIT_BLOCK)
 
 Block: TypeAlias = pa.RecordBatch | pa.Table
 Keys = list[tuple[object, ...]]
@@ -107,6 +111,13 @@ def _private_codes(block: Block, by: tuple[str, ...], index: KeyIndex) -> tuple[
     return codes, local, index.index(local)
 
 
+def _reads_unit_values(request: ComputeRequest) -> bool:
+    """Whether the query reads the unit column's values (as private keys or a measured
+    column), not only which rows share a unit."""
+    unit = request.privacy_unit
+    return unit in request.measure_columns or (request.private_keys and unit in request.by)
+
+
 def _integer_units(schema: pa.Schema, unit: str) -> bool:
     """Whether the ids of ``unit`` are integers in every batch (``schema`` is the public one,
     which batches are conformed to), so that pass 1 lays them out by
@@ -140,6 +151,9 @@ class ArrowBackend:
         if partitions is not None and (isinstance(partitions, bool) or not isinstance(
                 partitions, int) or not 1 <= partitions <= MAX_PARTITIONS):
             raise ValidationError(f"partitions must be an integer in [1, {MAX_PARTITIONS}]")
+        for reserved in RESERVED:
+            if reserved in source.arrow_schema.names:
+                raise ValidationError(f"column name {reserved!r} is reserved")
         self.source = source
         self.batch_size = batch_size
         self.progress = progress
@@ -323,11 +337,13 @@ class ArrowBackend:
         schema = self.source.arrow_schema
         fields = ([pa.field(_GROUP_CODE, pa.from_numpy_dtype(group_code_dtype(request)))]
                   if public else [])  # private keys have no declared list to size codes by
-        blocks = request.privacy_unit is not None and _integer_units(schema,
-                                                                      request.privacy_unit)
-        fields += [pa.field(c, pa.int64() if blocks and c == request.privacy_unit
-                            else value_type(schema.field(c).type))
-                   for c in cols if not (public and c in request.by)]
+        unit = request.privacy_unit
+        blocks = unit is not None and _integer_units(schema, unit)
+        fields += [pa.field(c, value_type(schema.field(c).type)) for c in cols
+                   if not (public and c in request.by)
+                   and not (blocks and c == unit and not _reads_unit_values(request))]
+        if blocks:
+            fields.append(pa.field(_UNIT_BLOCK, pa.int64()))
         return pa.schema(fields)
 
     def _two_pass(self, request: ComputeRequest, gen: np.random.Generator) -> ExactAggregates:
@@ -399,9 +415,13 @@ class ArrowBackend:
                                spill.parts)
             # integer ids: each partition keeps the id's block, dense there (pass 2 needs
             # no renumbering table); a block tells a partition's ids apart
-            ids = sb.column(unit).to_numpy(zero_copy_only=False)  # no nulls: spilled rows
+            position = sb.schema.get_field_index(unit)
+            ids = sb.column(position).to_numpy(zero_copy_only=False)  # no nulls: spilled rows
             block, part = block_partition(ids, hash_key, spill.parts)
-            sb = sb.set_column(sb.schema.get_field_index(unit), unit, pa.array(block))
+            if _reads_unit_values(request):  # the ids travel on as keys or values
+                sb = sb.append_column(_UNIT_BLOCK, pa.array(block))
+            else:
+                sb = sb.set_column(position, _UNIT_BLOCK, pa.array(block))
             return arrange(sb, part, spill.parts)
 
         schema = None
@@ -465,5 +485,6 @@ class ArrowBackend:
     def _reduce_one(self, run: _Run, block: pa.Table) -> Partial:
         """One partition of pass 2, holding whole units: bounded and aggregated."""
         assert run.request.privacy_unit is not None
-        units = unit_codes(block.column(run.request.privacy_unit))
+        ids = _UNIT_BLOCK if _UNIT_BLOCK in block.schema.names else run.request.privacy_unit
+        units = unit_codes(block.column(ids))
         return self._aggregate(run, block, units, precoded=_GROUP_CODE in block.schema.names)
