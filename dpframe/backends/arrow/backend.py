@@ -375,9 +375,11 @@ class ArrowBackend:
                     parts.append(sb)
         if not parts:
             return None
+        schema = parts[-1].schema
         table = pa.Table.from_batches(parts).combine_chunks()
+        del parts  # the batches, once copied into one table
         self._reduce_all(run, iter([lambda: table]), None)
-        return parts[-1].schema
+        return schema
 
     def _spilled(self, run: _Run, batches: Generator[pa.RecordBatch, None, None],
                  n_parts: int, hash_key: Key) -> pa.Schema | None:
