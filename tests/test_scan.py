@@ -19,11 +19,10 @@ import dpframe as dpf
 from dpframe.backends.arrow import ArrowBackend, DatasetSource, add_into, factorize, unit_hash
 from dpframe.backends.arrow import backend as arrow_backend
 from dpframe.backends.pandas import PandasBackend
-from dpframe.core.compute import ExactAggregates
-from dpframe.core.query import Query
-from dpframe.core.values import sorted_order
-from dpframe.engine.release import prepare
 from dpframe.fronts.frame import PrivateFrame
+
+from ._exact_support import plan as _plan
+from ._exact_support import same_exact as _same_exact
 
 BOUNDS = {"income": (0.0, 200_000.0), "age": (0, 100), "visits": (0, 20)}
 KEYS = {"state": ["CA", "NY", "TX", "WA", "ZZ"]}  # ZZ never occurs: released as noise on zero
@@ -63,46 +62,6 @@ def parquet_dir(frame: pd.DataFrame, tmp_path_factory: pytest.TempPathFactory) -
         pq.write_table(pa.Table.from_pandas(frame.iloc[part], preserve_index=False),
                        d / f"part-{i}.parquet", row_group_size=2500)
     return d
-
-
-class _Capture(PrivateFrame):
-    captured: list[Query]
-
-    def _run(self, query: Query, dry_run: bool) -> Any:
-        self.captured.append(query)
-        return super()._run(query, True)
-
-
-def _plan(backend: Any, session: dpf.Session, opts: dict[str, Any],
-          call: Callable[[PrivateFrame], Any]) -> Any:
-    f = _Capture(backend, session, **opts)
-    f.captured = []
-    call(f)
-    return prepare(session, f.captured[-1], backend)
-
-
-def _sorted(a: ExactAggregates) -> ExactAggregates:
-    order = sorted_order(a.keys)
-    return ExactAggregates([a.keys[i] for i in order],
-                           {k: v[order] for k, v in a.values.items()},
-                           {k: v[order] for k, v in a.counts.items()},
-                           None if a.unit_counts is None else a.unit_counts[order])
-
-
-def _same_exact(a: ExactAggregates, b: ExactAggregates) -> None:
-    # backends return observed (private) keys in any order; the core sorts the released ones
-    a, b = _sorted(a), _sorted(b)
-    assert a.keys == b.keys
-    assert a.values.keys() == b.values.keys()
-    for k in a.values:
-        np.testing.assert_array_equal(np.asarray(a.values[k], dtype=object),
-                                      np.asarray(b.values[k], dtype=object))
-    for k in a.counts:
-        np.testing.assert_array_equal(a.counts[k], b.counts[k])
-    if a.unit_counts is None:
-        assert b.unit_counts is None
-    else:
-        np.testing.assert_array_equal(a.unit_counts, b.unit_counts)
 
 
 def _compare(frame: pd.DataFrame, scan: dpf.Scan, opts: dict[str, Any],

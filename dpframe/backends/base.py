@@ -84,7 +84,7 @@ def partition_order(partition: npt.NDArray[np.integer[Any]], parts: int
     partition starts: partition ``p`` is ``order[bounds[p]:bounds[p + 1]]``. Arrow's stable
     sort counts small integer ranges (a counting sort, about twice as fast as numpy's radix
     sort on uint8)."""
-    order = pc.array_sort_indices(pa.array(partition)).to_numpy().view(np.intp)
+    order = pc.array_sort_indices(pa.array(partition)).to_numpy().astype(np.intp, copy=False)
     bounds = np.zeros(parts + 1, dtype=np.intp)
     np.cumsum(np.bincount(partition, minlength=parts), out=bounds[1:])
     return order, bounds

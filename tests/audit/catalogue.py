@@ -15,9 +15,11 @@ from .findings import (
     finding_far_date,
     finding_integer_sum_past_int64,
     finding_list_key,
+    finding_measured_public_key,
     finding_mixed_gaussian,
     finding_mixed_units,
     finding_nonconforming_batch,
+    finding_null_dictionary_unit,
     finding_order,
     finding_spelling,
     finding_unit_spellings,
@@ -166,6 +168,12 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("finding 15: an integer sum past 2**63", "2**23 - 1 vs 2**23 rows at the "
              "upper bound 2**40 (statistic: sum > 0)", finding_integer_sum_past_int64(),
              FINDING_TRIALS // 2, FINDING_FAST // 2),
+    Scenario("finding 16: scan, a measured public key with no row left", "3 rows with "
+             "undeclared keys vs one more keyed 7 (the unit column, grouped and summed)",
+             finding_measured_public_key(), FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 17: scan, a null in a dictionary of unit ids", "12 rows of 3 units vs "
+             "one more pointing at the dictionary's null value", finding_null_dictionary_unit(),
+             FINDING_TRIALS, FINDING_FAST),
     # deliberately broken: the audit must find a violation
     Scenario("BROKEN: geometric with half the noise", "0 vs 1, sensitivity 1",
              core_noise(half_noise_spec, True), 2_000_000, 200_000, expect_violation=True),

@@ -345,3 +345,47 @@ def finding_integer_sum_past_int64() -> Callable[[int], Built]:
         return [float(float(dp(df, s, bounds={"i": (0, bound)}).sum("i", epsilon=1.0)) > 0)]
 
     return finding(frames, rel)
+
+
+def finding_measured_public_key() -> Callable[[int], Built]:
+    """16. A scan with a privacy unit, grouped by declared keys of the column it also sums
+    (here the unit itself), where every row's key is undeclared, so no row is left after pass
+    1: the schema that stands in for the spilled rows lacked the measured key column and the
+    release raised ``KeyError`` after the charge; one more row with a declared key made it run
+    (statistic: the sum of key 7, REFUSED on an exception)."""
+
+    def table(units: Sequence[int]) -> pa.Table:
+        return pa.table({"u": pa.array(list(units), pa.int64())})
+
+    def frames() -> tuple[pa.Table, pa.Table]:
+        return table([1, 2, 3]), table([1, 2, 3, 7])
+
+    def rel(t: pa.Table, s: dpf.Session) -> list[float]:
+        out = dpf.scan(t, partitions=2).dp(
+            s, privacy_unit="u", max_rows_per_unit=2, bounds={"u": (0, 10)},
+            keys={"u": [7, 8]}).groupby("u").sum("u", epsilon=1.0)
+        return [float(out.iloc[0])]
+
+    return finding(frames, rel)
+
+
+def finding_null_dictionary_unit() -> Callable[[int], Built]:
+    """17. A scan with integer unit ids in a dictionary whose values include a null (Arrow's
+    ``dictionary_encode(null_encoding="encode")``): pass 1 skipped its row mask when the
+    column had no null *indices*, so a row pointing at the null value was spilled and the
+    block of its unit raised after the charge (found in review before it was released;
+    statistic: the count, REFUSED on an exception)."""
+
+    def table(units: Sequence[int | None]) -> pa.Table:
+        return pa.table({"u": pa.array(list(units), pa.int64()).dictionary_encode(
+            null_encoding="encode")})
+
+    def frames() -> tuple[pa.Table, pa.Table]:
+        base: list[int | None] = [5, 7, 9] * 4
+        return table(base), table([*base, None])
+
+    def rel(t: pa.Table, s: dpf.Session) -> list[float]:
+        return [float(dpf.scan(t, partitions=2).dp(s, privacy_unit="u", max_rows_per_unit=4)
+                      .count(epsilon=1.0))]
+
+    return finding(frames, rel)

@@ -315,7 +315,8 @@ class ArrowBackend:
         :func:`~dpframe.backends.base.group_code_dtype`."""
         q = request
         assert q.privacy_unit is not None
-        units = batch.column(q.privacy_unit)
+        # decoded first: a dictionary's null values are nulls of the decoded column only
+        units = decoded(batch.column(q.privacy_unit))
         keep = (np.asarray(units.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
                 if units.null_count else None)  # None: every row has a unit
         arrays: dict[str, pa.Array] = {}
@@ -325,7 +326,7 @@ class ArrowBackend:
             arrays[_GROUP_CODE] = pa.array(codes.astype(group_code_dtype(q)))
         for c in [*(q.by if q.private_keys else ()), q.privacy_unit, *q.measure_columns]:
             if c not in arrays:
-                arrays[c] = decoded(batch.column(c))
+                arrays[c] = units if c == q.privacy_unit else decoded(batch.column(c))
         out = pa.RecordBatch.from_pydict(arrays)
         if keep is None or keep.all():
             return out
@@ -339,8 +340,11 @@ class ArrowBackend:
                   if public else [])  # private keys have no declared list to size codes by
         unit = request.privacy_unit
         blocks = unit is not None and _integer_units(schema, unit)
+        # as _spill_batch: a public key column travels on only as a value or the unit, and
+        # integer ids as their block unless the query reads them
+        read = {*request.measure_columns, unit}
         fields += [pa.field(c, value_type(schema.field(c).type)) for c in cols
-                   if not (public and c in request.by)
+                   if not (public and c in request.by and c not in read)
                    and not (blocks and c == unit and not _reads_unit_values(request))]
         if blocks:
             fields.append(pa.field(_UNIT_BLOCK, pa.int64()))
@@ -418,7 +422,8 @@ class ArrowBackend:
             # integer ids: each partition keeps the id's block, dense there (pass 2 needs
             # no renumbering table); a block tells a partition's ids apart
             position = sb.schema.get_field_index(unit)
-            ids = sb.column(position).to_numpy(zero_copy_only=False)  # no nulls: spilled rows
+            # spilled rows have a unit (decoded, a dictionary's null values included)
+            ids = sb.column(position).to_numpy(zero_copy_only=False)
             block, part = block_partition(ids, hash_key, spill.parts)
             if _reads_unit_values(request):  # the ids travel on as keys or values
                 sb = sb.append_column(_UNIT_BLOCK, pa.array(block))
@@ -475,8 +480,8 @@ class ArrowBackend:
                     run.totals.add(*partial)
                 tick()
             return
-        # a partition is read when its task starts: queued tasks hold no rows, so more may
-        # wait than run (no worker idles while an earlier partition finishes)
+        # a partition is read when its task starts, not when it is queued: 2 * WORKERS tasks
+        # may wait, at most WORKERS hold rows (no worker idles while an earlier one finishes)
         with ThreadPoolExecutor(WORKERS, thread_name_prefix="dpframe-partition") as pool, \
                 contextlib.closing(in_order(pool, owned, reduce, 2 * WORKERS)) as done:
             for partial in done:  # at most WORKERS partitions in memory

@@ -145,6 +145,8 @@ def _to_number(a: pa.Array, want: pa.DataType) -> pa.Array:
     if _is_plain_text(a.type):
         if pa.types.is_boolean(want):
             return _text_to_bool(a)
+        if pa.types.is_integer(want):
+            return _text_to_integer(a, want)
         a = _text_to_float(a)
     elif not is_number(a.type):
         return _null(len(a), want)
@@ -161,6 +163,31 @@ def _text_to_bool(a: pa.Array) -> pa.Array:
     false = pc.is_in(word, value_set=pa.array(["false", "0"]))
     return pc.if_else(true, True, pc.if_else(false, pa.scalar(False),
                                              pa.scalar(None, pa.bool_())))
+
+
+#: Text spelling a whole number in decimal digits (after trimming spaces).
+_WHOLE_TEXT = r"^[+-]?[0-9]+$"
+
+
+def _text_to_integer(a: pa.Array, want: pa.DataType) -> pa.Array:
+    """Text as the integer type ``want``: whole numbers are parsed exactly (through float64,
+    ids past 2**53 would round into each other and ids next to the int64 limits would fall
+    out of range), any other number text through float64 (``1.0`` is 1, ``1.5`` missing);
+    what does not convert is missing, value by value."""
+    try:
+        return pc.cast(a, want)  # every value a whole number in range: one exact pass
+    except _CAST_ERRORS:
+        pass
+    text = pc.utf8_trim_whitespace(a)
+    whole = pc.fill_null(pc.match_substring_regex(text, _WHOLE_TEXT), False)
+    digits = pc.replace_substring_regex(text, pattern=r"^\+", replacement="")  # "+3" is 3
+    exact = _cast_each(pc.if_else(whole, digits, pa.scalar(None, text.type)), want)
+    floats = _text_to_float(pc.if_else(whole, pa.scalar(None, a.type), a))
+    try:
+        other = pc.cast(floats, want)
+    except _CAST_ERRORS:
+        other = _float_to(floats, want)
+    return pc.coalesce(exact, other)
 
 
 def _text_to_float(a: pa.Array) -> pa.Array:
