@@ -15,7 +15,7 @@ do not depend on the random choice, or the bounds keep every row.
 * one id in batches that take each hashing branch of ``block_partition`` stays one unit;
 * Poisson sampling keeps or drops a unit whole;
 * defects found in review: a null dictionary value, a measured public key with no row left,
-  CSV integer ids past 2**53; one still open as a strict xfail (drop the marker once fixed).
+  CSV integer ids past 2**53, distinct uint64 values past 2**63.
 """
 
 from __future__ import annotations
@@ -94,8 +94,8 @@ def _queries(ids: list[int], dtype: str) -> dict[str, tuple[dict[str, Any], Call
                            lambda p: p.groupby("state").agg({"x": "sum", "u": "count"},
                                                             epsilon=1)),
         "sampled at 1": (unit, lambda p: p.sample(1.0).count(epsilon=1)),
-    } | ({} if max(ids) >= 2**63 else {  # see the xfail on uint64 words below
-        "distinct units": (every, lambda p: p.count_distinct("u", epsilon=1))})
+        "distinct units": (every, lambda p: p.count_distinct("u", epsilon=1)),
+    }
 
 
 @st.composite
@@ -298,7 +298,7 @@ def test_sampling_keeps_or_drops_each_unit_whole(parts: int, dtype: str) -> None
     assert seen == {0, 3}  # some units kept, some dropped
 
 
-# -- defects found in review (one still open: a strict xfail, dropped once it is fixed) ----------
+# -- defects found in review -----------------------------------------------------------------------
 
 @pytest.mark.parametrize("parts", [2, 3])
 def test_a_null_dictionary_value_is_a_missing_unit(parts: int) -> None:
@@ -338,10 +338,9 @@ def test_csv_integer_ids_past_2_53_stay_distinct(tmp_path: Path, parts: int) -> 
     assert n == len(ids)
 
 
-@pytest.mark.xfail(strict=True, reason="predates 706094b: the Arrow backend's value words of "
-                                       "uint64 values past 2**63 are their float64 bits "
-                                       "(arrow/words.py), so neighbours hash equal")
 def test_distinct_uint64_values_past_2_63_count_apart() -> None:
+    """uint64 values past int64 have words of their own (they were the floats they round to:
+    2**64 - 2 and 2**64 - 1 counted as one value), on every front alike."""
     v = np.array([2**64 - 2, 2**64 - 1, 2**63, 2**63 + 1], dtype=np.uint64)
     s = dpf.Session(1e12, 1e-3, seed=1)
     assert dpf.scan(pa.table({"v": v})).dp(s).count_distinct("v", epsilon=1e6) == len(v)

@@ -13,8 +13,9 @@ The hashes serve three purposes, never more:
 
 **The rule.** A value becomes a 64-bit *word*, then a keyed hash ``mix(mix(word ^ k0) ^ k1)``
 (:func:`keyed`). A number is the integer it equals when that fits int64 (``1``, ``1.0`` and
-``True`` alike, ``-0.0`` is ``0``), else its float64 bits; text is a digest of its UTF-8 bytes,
-bytes a digest of themselves; a date or time held in a date or time column its count of
+``True`` alike, ``-0.0`` is ``0``), an integer in [2**63, 2**64) (uint64 past int64)
+its value tagged and mixed, else its float64 bits tagged and mixed; text is a digest of its
+UTF-8 bytes, bytes a digest of themselves; a date or time held in a date or time column its count of
 nanoseconds. Any other value: a canonical label (distinct counts) a digest of its type name and
 repr; a raw unit id in an object column 0, one shared bucket (equal objects may have different
 reprs). So equal numbers and texts get equal words whatever engine, dtype, block or process
@@ -40,6 +41,7 @@ Numpy only: the core knows no data engine.
 from __future__ import annotations
 
 import contextlib
+import decimal
 import numbers
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -62,6 +64,9 @@ _INT64_MIN, _INT64_END = -(1 << 63), 1 << 63
 TEXT, BYTES, OTHER = 0x7E47, 0xB17E5, 0x07E4
 #: The tag of the words of numbers that are no int64 integer (their float64 bits, mixed).
 _FLOAT_TAG = np.uint64(0xF10A7)
+#: Tag of the words of integers in [2**63, 2**64) (uint64 past int64), mixed like floats'.
+_BIG_TAG = np.uint64(0xB16B16)
+_UINT64_END = 1 << 64
 
 #: The public, fixed key of distinct-count hashes: only equality matters there.
 DISTINCT_KEY: Key = (0x5EED_D15C, 0x0DD5_7A7E)
@@ -237,19 +242,41 @@ def keyed_priority(a: I64, b: I64, salt: int) -> U64:
 
 def number_words(x: np.ndarray) -> U64:
     """The word of each number of a numeric array (bool, int, uint or float): the integer it
-    equals when that fits int64, else its float64 bits tagged and mixed (a bijection, so two
+    equals when that fits int64, an integer in [2**63, 2**64) by :func:`_big_words`, else its
+    float64 bits tagged and mixed (a bijection, so two
     floats never share a word, and an integer shares one with a float only by chance: raw bits
     would make 1 and 5e-324 one value; ``-0.0`` is ``0``; NaN gives a word too: callers drop
     missing values)."""
     if x.dtype.kind in "bi" or (x.dtype.kind == "u" and x.dtype.itemsize < 8):
         return np.asarray(x, dtype=np.int64).view(np.uint64)
-    if x.dtype.kind == "u":  # uint64: values beyond int64 are the floats they round to
-        small = x < np.uint64(_INT64_END)
-        return np.where(small, x, number_words(x.astype(np.float64))).astype(np.uint64)
+    if x.dtype.kind == "u":  # uint64: past int64, each value exactly (never the float it
+        return _with_big_words(x.astype(np.uint64, copy=False), x)  # rounds to)
     f = np.asarray(x, dtype=np.float64)
-    integral = (f == np.floor(f)) & (f >= _INT64_MIN) & (f < _INT64_END)
+    whole = f == np.floor(f)
+    integral = whole & (f >= _INT64_MIN) & (f < _INT64_END)
     ints = np.where(integral, f, 0.0).astype(np.int64).view(np.uint64)
-    return np.where(integral, ints, _mix_into((f + 0.0).view(np.uint64) ^ _FLOAT_TAG))
+    words = np.where(integral, ints, _mix_into((f + 0.0).view(np.uint64) ^ _FLOAT_TAG))
+    big = whole & (f >= _INT64_END) & (f < _UINT64_END)  # 2.0**63 is the integer 2**63
+    if big.any():
+        words[big] = _big_words(f[big].astype(np.uint64))
+    return words
+
+
+def _big_words(u: U64) -> U64:
+    """Words of integers in [2**63, 2**64) (as uint64): the value tagged and mixed, a
+    bijection, so two of them never share a word (their floats would: 2**64 - 1 and
+    2**64 - 2 round to one float)."""
+    return _mix_into(u ^ _BIG_TAG)
+
+
+def _with_big_words(words: U64, u: npt.NDArray[np.unsignedinteger[Any]]) -> U64:
+    """``words`` (the uint64 values) with those past int64 replaced by :func:`_big_words`."""
+    big = u >= np.uint64(_INT64_END)
+    if not big.any():
+        return words
+    out = words.copy()
+    out[big] = _big_words(out[big])
+    return out
 
 
 #: Nanoseconds in a unit of Arrow's and numpy's date and time types.
@@ -299,6 +326,15 @@ def _float_word(f: float) -> int:
     return int(number_words(np.array([f]))[0])
 
 
+def _integer_word(i: int) -> int | None:
+    """:func:`number_words` of one integer in int64 or uint64 (None past both)."""
+    if _INT64_MIN <= i < _INT64_END:
+        return i & _MASK
+    if _INT64_END <= i < _UINT64_END:
+        return int(_big_words(np.array([i], dtype=np.uint64))[0])
+    return None
+
+
 def _number_word(v: object, exact: bool) -> int | None:
     """The word of a number (see :func:`value_words`), None when it has none."""
     if isinstance(v, complex | np.complexfloating):
@@ -306,9 +342,15 @@ def _number_word(v: object, exact: bool) -> int | None:
             return None
         v = v.real
     if isinstance(v, numbers.Integral | np.bool_):
-        i = int(v)
-        if _INT64_MIN <= i < _INT64_END:
-            return i & _MASK
+        word = _integer_word(int(v))
+        if word is not None:
+            return word
+    elif isinstance(v, numbers.Rational | decimal.Decimal):  # 2**64 - 1 as a fraction or a
+        with contextlib.suppress(ArithmeticError, TypeError, ValueError):  # decimal: that int
+            i = int(v)  # type: ignore[arg-type]
+            word = _integer_word(i) if i == v else None
+            if word is not None:
+                return word
     try:
         f = float(v)  # type: ignore[arg-type]
         if f != f or (exact and f != v):

@@ -212,3 +212,20 @@ def test_block_partition_spreads_blocks_and_consecutive_ids() -> None:
     one = block_partition(ids, (1, 2), 32)[1]
     assert not np.array_equal(one, block_partition(ids, (3, 4), 32)[1])
     assert np.array_equal(one, block_partition(ids, (1, 2), 32)[1])
+
+
+def test_integers_past_int64_have_words_of_their_own() -> None:
+    """uint64 values past int64 are exact (they were the floats they round to: 2**64 - 1 and
+    2**64 - 2 shared a word), the same whether they come as a uint64 array, Python ints,
+    numpy scalars, fractions, decimals or the equal floats; none is an int64's word."""
+    big = [2**64 - 1, 2**64 - 2, 2**63 + 1, 2**63, 2**64 - 2048]
+    words = number_words(np.array(big, dtype=np.uint64))
+    assert len(set(words.tolist())) == len(big)
+    for spelled in ([int(v) for v in big], [np.uint64(v) for v in big],
+                    [Fraction(v) for v in big], [Decimal(v) for v in big]):
+        assert value_words(spelled).tolist() == words.tolist()
+    floats = np.array([2.0**63, 2.0**64 - 2048])  # exactly the integers 2**63, 2**64 - 2048
+    assert number_words(floats).tolist() == [words[3], words[4]]
+    small = number_words(np.arange(-1000, 1000, dtype=np.int64))
+    assert not set(words.tolist()) & set(small.tolist())
+    assert value_words([2**64])[0] not in set(words.tolist())  # past uint64: a digest
