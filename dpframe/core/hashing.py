@@ -347,10 +347,11 @@ def _number_word(v: object, exact: bool) -> int | None:
             return word
     elif isinstance(v, numbers.Rational | decimal.Decimal):  # 2**64 - 1 as a fraction or a
         with contextlib.suppress(ArithmeticError, TypeError, ValueError):  # decimal: that int
-            i = int(v)  # type: ignore[arg-type]
-            word = _integer_word(i) if i == v else None
-            if word is not None:
-                return word
+            if abs(v) < _UINT64_END:  # type: ignore[operator]  # no int() of 1e1000000
+                i = int(v)  # type: ignore[arg-type]
+                word = _integer_word(i) if i == v else None
+                if word is not None:
+                    return word
     try:
         f = float(v)  # type: ignore[arg-type]
         if f != f or (exact and f != v):
@@ -426,7 +427,16 @@ def _one_by_one(vals: npt.NDArray[np.object_], exact: bool) -> U64:
 
 
 def _spelling(v: object) -> bytes:
-    return f"{type(v).__name__}:{v!r}".encode("utf-8", "surrogatepass")
+    """Type name and repr; never an error, which would come after the charge: an integer
+    whose decimal text passes Python's limit (4,300 digits) is spelled in hexadecimal (the
+    same integer always the same way), and a value whose repr fails by its type alone."""
+    try:
+        text = repr(v)
+    except ValueError:
+        text = hex(int(v)) if isinstance(v, numbers.Integral) else ""
+    except Exception:  # a repr of the data's own making that raises
+        text = ""
+    return f"{type(v).__name__}:{text}".encode("utf-8", "surrogatepass")
 
 
 def _digest(raw: Iterable[bytes], tag: int) -> U64:

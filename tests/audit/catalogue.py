@@ -9,10 +9,12 @@ from .findings import (
     FINDING_TRIALS,
     finding_categories,
     finding_change_one_sum,
+    finding_csv_hex_integers,
     finding_data_warning,
     finding_dictionary,
     finding_empty,
     finding_far_date,
+    finding_huge_integer_label,
     finding_integer_sum_past_int64,
     finding_list_key,
     finding_measured_public_key,
@@ -173,6 +175,12 @@ SCENARIOS: tuple[Scenario, ...] = (
              finding_measured_public_key(), FINDING_TRIALS, FINDING_FAST),
     Scenario("finding 17: scan, a null in a dictionary of unit ids", "12 rows of 3 units vs "
              "one more pointing at the dictionary's null value", finding_null_dictionary_unit(),
+             FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 18: scan, hexadecimal CSV integers", "21 rows, 20 of them 0x10, vs "
+             "one more with a blank field (statistic: sum)", finding_csv_hex_integers(),
+             FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 19: an integer past Python's text limit", "20 object integers vs one "
+             "more of 5,001 digits (count_distinct)", finding_huge_integer_label(),
              FINDING_TRIALS, FINDING_FAST),
     # deliberately broken: the audit must find a violation
     Scenario("BROKEN: geometric with half the noise", "0 vs 1, sensitivity 1",

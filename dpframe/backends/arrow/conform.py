@@ -165,23 +165,39 @@ def _text_to_bool(a: pa.Array) -> pa.Array:
                                              pa.scalar(None, pa.bool_())))
 
 
-#: Text spelling a whole number in decimal digits (after trimming spaces).
-_WHOLE_TEXT = r"^[+-]?[0-9]+$"
+#: Text spelling a whole number in decimal digits, with the spaces :data:`_NUMBER_TEXT` allows
+#: around it; and plain digits, which Arrow's integer parser reads as this module does (it
+#: also reads hexadecimal, which no other path does: it must never decide a value).
+_WHOLE_TEXT = r"^\s*[+-]?[0-9]+\s*$"
+_PLAIN_DIGITS = r"^-?[0-9]+$"
+#: Digits past which no integer type holds a value (uint64's largest has 20).
+_MAX_DIGITS = 20
 
 
 def _text_to_integer(a: pa.Array, want: pa.DataType) -> pa.Array:
-    """Text as the integer type ``want``: whole numbers are parsed exactly (through float64,
-    ids past 2**53 would round into each other and ids next to the int64 limits would fall
-    out of range), any other number text through float64 (``1.0`` is 1, ``1.5`` missing);
-    what does not convert is missing, value by value."""
-    try:
-        return pc.cast(a, want)  # every value a whole number in range: one exact pass
-    except _CAST_ERRORS:
-        pass
-    text = pc.utf8_trim_whitespace(a)
-    whole = pc.fill_null(pc.match_substring_regex(text, _WHOLE_TEXT), False)
-    digits = pc.replace_substring_regex(text, pattern=r"^\+", replacement="")  # "+3" is 3
-    exact = _cast_each(pc.if_else(whole, digits, pa.scalar(None, text.type)), want)
+    """Text as the integer type ``want``: whole numbers exactly (through float64, ids past
+    2**53 would round into each other and ids next to the int64 limits fall out of range),
+    any other number text through float64 (``1.0`` is 1, ``1.5`` missing); what does not
+    convert is missing. Every value converts alone, whatever its neighbours: whole numbers
+    are read as 38-digit decimals and range-checked in one vectorized pass."""
+    plain = pc.match_substring_regex(a, _PLAIN_DIGITS)
+    if pc.all(plain).as_py() is not False:  # plain digits (or missing): one exact pass
+        try:
+            return pc.cast(a, want)
+        except _CAST_ERRORS:  # a value out of the type's range: value by value below
+            pass
+    whole = pc.fill_null(pc.match_substring_regex(a, _WHOLE_TEXT), False)
+    digits = pc.replace_substring_regex(a, pattern=r"^\s*\+?|\s*$", replacement="")
+    digits = pc.replace_substring_regex(digits, pattern=r"^(-?)0+([0-9])", replacement=r"\1\2")
+    digits = pc.replace_substring_regex(digits, pattern=r"^-0$", replacement="0")  # -0 is 0
+    fits = pc.and_(whole, pc.less_equal(pc.utf8_length(digits), _MAX_DIGITS + 1))
+    decimals = pa.decimal128(38, 0)
+    number = pc.cast(pc.if_else(fits, digits, pa.scalar(None, a.type)), decimals)
+    info = np.iinfo(want.to_pandas_dtype())
+    inside = pc.and_(pc.greater_equal(number, pa.scalar(int(info.min), decimals)),
+                     pc.less_equal(number, pa.scalar(int(info.max), decimals)))
+    exact = pc.cast(pc.if_else(pc.fill_null(inside, False), number,
+                               pa.scalar(None, decimals)), want)
     floats = _text_to_float(pc.if_else(whole, pa.scalar(None, a.type), a))
     try:
         other = pc.cast(floats, want)
