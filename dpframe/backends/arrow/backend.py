@@ -118,6 +118,17 @@ def _reads_unit_values(request: ComputeRequest) -> bool:
     return unit in request.measure_columns or (request.private_keys and unit in request.by)
 
 
+def _with_blocks(request: ComputeRequest, spilled: pa.RecordBatch, block: I64
+                 ) -> pa.RecordBatch:
+    """``spilled`` carrying its units' blocks: in place of the ids, or beside them when the
+    query reads the ids as keys or values."""
+    column = pa.array(block, pa.int64())
+    if _reads_unit_values(request):
+        return spilled.append_column(_UNIT_BLOCK, column)
+    position = spilled.schema.get_field_index(request.privacy_unit)
+    return spilled.set_column(position, _UNIT_BLOCK, column)
+
+
 def _integer_units(schema: pa.Schema, unit: str) -> bool:
     """Whether the ids of ``unit`` are integers in every batch (``schema`` is the public one,
     which batches are conformed to), so that pass 1 lays them out by
@@ -332,23 +343,18 @@ class ArrowBackend:
             return out
         return out.filter(pa.array(keep)) if keep.any() else None
 
-    def _spill_schema(self, request: ComputeRequest, cols: list[str]) -> pa.Schema:
-        """The schema of spilled batches, for a scan where no row survived pass 1."""
-        public = bool(request.by) and not request.private_keys
+    def _spill_schema(self, request: ComputeRequest, blocks: bool) -> pa.Schema:
+        """The schema of spilled batches, for a scan where no row survived pass 1: an empty
+        batch taken through pass 1's own steps (a stand-in written apart once missed a
+        measured key column). ``blocks``: integer ids are spilled as their blocks."""
         schema = self.source.arrow_schema
-        fields = ([pa.field(_GROUP_CODE, pa.from_numpy_dtype(group_code_dtype(request)))]
-                  if public else [])  # private keys have no declared list to size codes by
-        unit = request.privacy_unit
-        blocks = unit is not None and _integer_units(schema, unit)
-        # as _spill_batch: a public key column travels on only as a value or the unit, and
-        # integer ids as their block unless the query reads them
-        read = {*request.measure_columns, unit}
-        fields += [pa.field(c, value_type(schema.field(c).type)) for c in cols
-                   if not (public and c in request.by and c not in read)
-                   and not (blocks and c == unit and not _reads_unit_values(request))]
+        empty = pa.RecordBatch.from_arrays([pa.array([], f.type) for f in schema],
+                                           schema=schema)
+        spilled = self._spill_batch(request, empty)
+        assert spilled is not None, "an empty batch has no row to drop"
         if blocks:
-            fields.append(pa.field(_UNIT_BLOCK, pa.int64()))
-        return pa.schema(fields)
+            spilled = _with_blocks(request, spilled, np.zeros(0, dtype=np.int64))
+        return spilled.schema
 
     def _two_pass(self, request: ComputeRequest, gen: np.random.Generator) -> ExactAggregates:
         q = request
@@ -364,7 +370,8 @@ class ArrowBackend:
         else:
             schema = self._spilled(run, batches, n_parts, hash_key)
         if schema is None:
-            schema = self._spill_schema(request, cols)
+            schema = self._spill_schema(request, blocks=n_parts > 1 and _integer_units(
+                self.source.arrow_schema, q.privacy_unit))
         return self._finish(run, schema)
 
     def _in_memory(self, run: _Run, batches: Generator[pa.RecordBatch, None, None]
@@ -420,16 +427,11 @@ class ArrowBackend:
                 return arrange(sb, _partitions(sb.column(unit), hash_key, spill.parts),
                                spill.parts)
             # integer ids: each partition keeps the id's block, dense there (pass 2 needs
-            # no renumbering table); a block tells a partition's ids apart
-            position = sb.schema.get_field_index(unit)
-            # spilled rows have a unit (decoded, a dictionary's null values included)
-            ids = sb.column(position).to_numpy(zero_copy_only=False)
+            # no renumbering table); a block tells a partition's ids apart. Spilled rows have
+            # a unit (decoded, a dictionary's null values included)
+            ids = sb.column(unit).to_numpy(zero_copy_only=False)
             block, part = block_partition(ids, hash_key, spill.parts)
-            if _reads_unit_values(request):  # the ids travel on as keys or values
-                sb = sb.append_column(_UNIT_BLOCK, pa.array(block))
-            else:
-                sb = sb.set_column(position, _UNIT_BLOCK, pa.array(block))
-            return arrange(sb, part, spill.parts)
+            return arrange(_with_blocks(request, sb, block), part, spill.parts)
 
         schema = None
         with ThreadPoolExecutor(WORKERS, thread_name_prefix="dpframe-spill") as pool, \
