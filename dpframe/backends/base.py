@@ -90,7 +90,6 @@ def partition_order(partition: npt.NDArray[np.integer[Any]], parts: int
     return order, bounds
 
 
-
 #: Errors of making a Python object of a value Python cannot hold (a date past the year 9999,
 #: a time of day at the int64 limit, a timestamp its time zone cannot convert).
 OUT_OF_PYTHON_RANGE: tuple[type[BaseException], ...] = (OverflowError, ValueError,
@@ -114,6 +113,7 @@ def python_objects(n: int, listed: Callable[[], list[Any]], one: Callable[[int],
         except errors:
             out.append(None)
     return out
+
 
 #: Spans of integer unit ids from which :func:`offset_codes` checks how many ids are present
 #: (per-unit tables past this size leave the CPU caches), and how much wider than the ids

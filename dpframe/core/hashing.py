@@ -243,14 +243,13 @@ def keyed_priority(a: I64, b: I64, salt: int) -> U64:
 def number_words(x: np.ndarray) -> U64:
     """The word of each number of a numeric array (bool, int, uint or float): the integer it
     equals when that fits int64, an integer in [2**63, 2**64) by :func:`_big_words`, else its
-    float64 bits tagged and mixed (a bijection, so two
-    floats never share a word, and an integer shares one with a float only by chance: raw bits
-    would make 1 and 5e-324 one value; ``-0.0`` is ``0``; NaN gives a word too: callers drop
-    missing values)."""
+    float64 bits tagged and mixed (a bijection, so two floats never share a word, and an
+    integer shares one with a float only by chance: raw bits would make 1 and 5e-324 one
+    value; ``-0.0`` is ``0``; NaN gives a word too: callers drop missing values)."""
     if x.dtype.kind in "bi" or (x.dtype.kind == "u" and x.dtype.itemsize < 8):
         return np.asarray(x, dtype=np.int64).view(np.uint64)
     if x.dtype.kind == "u":  # uint64: past int64, each value exactly (never the float it
-        return _with_big_words(x.astype(np.uint64, copy=False), x)  # rounds to)
+        return _with_big_words(x.astype(np.uint64, copy=False))  # rounds to)
     f = np.asarray(x, dtype=np.float64)
     whole = f == np.floor(f)
     integral = whole & (f >= _INT64_MIN) & (f < _INT64_END)
@@ -269,12 +268,13 @@ def _big_words(u: U64) -> U64:
     return _mix_into(u ^ _BIG_TAG)
 
 
-def _with_big_words(words: U64, u: npt.NDArray[np.unsignedinteger[Any]]) -> U64:
-    """``words`` (the uint64 values) with those past int64 replaced by :func:`_big_words`."""
+def _with_big_words(u: U64) -> U64:
+    """The words of uint64 values: themselves, those past int64 by :func:`_big_words` (``u``
+    is not written)."""
     big = u >= np.uint64(_INT64_END)
     if not big.any():
-        return words
-    out = words.copy()
+        return u
+    out = u.copy()
     out[big] = _big_words(out[big])
     return out
 

@@ -46,6 +46,11 @@ def is_text(t: pa.DataType) -> bool:
                 or pa.types.is_string_view(t))
 
 
+def is_bytes(t: pa.DataType) -> bool:
+    """Whether ``t`` is one of Arrow's binary types (a view aside: public types have none)."""
+    return bool(pa.types.is_binary(t) or pa.types.is_large_binary(t))
+
+
 def is_number(t: pa.DataType) -> bool:
     """Whether ``t`` is an integer, floating-point or boolean type."""
     return bool(pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t))

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from .columns import Column, decoded, flat, is_number, is_text, value_type
+from .columns import Column, decoded, flat, is_bytes, is_number, is_text, value_type
 
 _NUMBER_TEXT = (r"^\s*[+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|inf|infinity|nan)\s*$")
 _CAST_ERRORS = (pa.ArrowInvalid, pa.ArrowNotImplementedError)
@@ -61,7 +61,7 @@ def conform_array(arr: Column, t: pa.DataType) -> pa.Array:
     if value_type(a.type) == want or pa.types.is_null(want):
         return a
     a = decoded(a)
-    if _is_bytes(a.type) and not _is_bytes(want):  # text read as bytes (CSV): bytes that are
+    if is_bytes(a.type) and not is_bytes(want):  # text read as bytes (CSV): bytes that are
         # not UTF-8 are missing, value by value
         a = _cast_each(a, want if is_text(want) else pa.large_string())
         if a.type == want:
@@ -132,10 +132,6 @@ def _castable(source: pa.DataType, want: pa.DataType) -> bool:
     return True
 
 
-def _is_bytes(t: pa.DataType) -> bool:
-    return bool(pa.types.is_binary(t) or pa.types.is_large_binary(t))
-
-
 def _is_plain_text(t: pa.DataType) -> bool:
     return bool(pa.types.is_string(t) or pa.types.is_large_string(t))
 
@@ -190,7 +186,7 @@ def _text_to_integer(a: pa.Array, want: pa.DataType) -> pa.Array:
     digits = pc.replace_substring_regex(a, pattern=r"^\s*\+?|\s*$", replacement="")
     digits = pc.replace_substring_regex(digits, pattern=r"^(-?)0+([0-9])", replacement=r"\1\2")
     digits = pc.replace_substring_regex(digits, pattern=r"^-0$", replacement="0")  # -0 is 0
-    fits = pc.and_(whole, pc.less_equal(pc.utf8_length(digits), _MAX_DIGITS + 1))
+    fits = pc.and_(whole, pc.less_equal(pc.utf8_length(digits), _MAX_DIGITS + 1))  # a sign
     decimals = pa.decimal128(38, 0)
     number = pc.cast(pc.if_else(fits, digits, pa.scalar(None, a.type)), decimals)
     info = np.iinfo(want.to_pandas_dtype())

@@ -19,7 +19,7 @@ import pyarrow.csv as pacsv
 import pyarrow.dataset as ds
 
 from ...errors import ValidationError
-from .columns import is_number, is_text
+from .columns import is_bytes, is_number, is_text
 from .conform import conform_batch, public_schema
 from .prefetch import PREFETCH, prefetch
 
@@ -92,7 +92,7 @@ def _open_csv(source: Any, fmt: Any, partitioning: Any) -> ds.Dataset:
 
 def _csv_text(t: pa.DataType) -> pa.DataType:
     """The public type of a CSV column Arrow inferred as ``t``: binary is text."""
-    return pa.string() if pa.types.is_binary(t) or pa.types.is_large_binary(t) else t
+    return pa.string() if is_bytes(t) else t
 
 
 def _read_as_bytes(t: pa.DataType, parsers: bool) -> bool:
