@@ -84,9 +84,15 @@ def partition_order(partition: npt.NDArray[np.integer[Any]], parts: int
     partition starts: partition ``p`` is ``order[bounds[p]:bounds[p + 1]]``. Arrow's stable
     sort counts small integer ranges (a counting sort, about twice as fast as numpy's radix
     sort on uint8)."""
-    order = pc.array_sort_indices(pa.array(partition)).to_numpy().astype(np.intp, copy=False)
-    bounds = np.zeros(parts + 1, dtype=np.intp)
-    np.cumsum(np.bincount(partition, minlength=parts), out=bounds[1:])
+    # uint64 indices below 2**63: the same words as intp (a view, not a copy)
+    order = pc.array_sort_indices(pa.array(partition)).to_numpy().view(np.intp)
+    # where each partition starts in the sorted values (a bincount would cast every value to
+    # intp first: eight times the bytes of a uint8 partition)
+    bounds = np.empty(parts + 1, dtype=np.intp)
+    bounds[0], bounds[parts] = 0, partition.size
+    # partitions 1 .. parts - 1 are values of the partition's own type: no cast
+    bounds[1:parts] = np.searchsorted(partition[order],
+                                      np.arange(1, parts, dtype=partition.dtype))
     return order, bounds
 
 

@@ -226,16 +226,34 @@ def keyed_priority(a: I64, b: I64, salt: int) -> U64:
     is fresh randomness per release."""
     # int64 -> uint64 by view: the same two's-complement wrap as astype, without the copies
     ua = np.asarray(a, dtype=np.int64).view(np.uint64)
-    ub = np.broadcast_to(np.asarray(b, dtype=np.int64).view(np.uint64), ua.shape).reshape(-1)
-    flat, key = ua.reshape(-1), np.uint64(salt & _MASK)
+    ub = np.broadcast_to(np.asarray(b, dtype=np.int64), ua.shape).reshape(-1)
+    flat = ua.reshape(-1)
 
     def block(start: int, end: int, z: U64, scratch: U64) -> None:
-        np.multiply(flat[start:end], _GOLDEN, out=z)
-        z += ub[start:end]
-        z ^= key
-        _mix_into(z, scratch)
+        priority_into(flat[start:end], ub[start:end], salt, z, scratch)
 
     return _blockwise(flat.size, block).reshape(ua.shape)
+
+
+def priority_into(a: npt.NDArray[np.integer[Any]], b: npt.NDArray[np.integer[Any]],
+                  salt: int, z: U64, scratch: U64) -> None:
+    """:func:`keyed_priority` of one block of pairs written into ``z`` (as long as ``a``),
+    with ``scratch`` (at least as long) for the shifts: no array is allocated, so a caller
+    hashing a large array block by block in cache reuses two buffers. ``a`` and ``b`` may be
+    any integer type (each value is read as its int64 two's-complement word)."""
+    if a.dtype.itemsize == 8:  # int64 or uint64: the word is the view
+        np.multiply(a.view(np.uint64), _GOLDEN, out=z)
+    else:  # a narrower integer: cast (a negative one wraps, as its int64 word does)
+        np.copyto(z, a, casting="unsafe")
+        z *= _GOLDEN
+    if b.dtype.itemsize == 8:
+        z += b.view(np.uint64)
+    else:
+        t = scratch[:z.size]
+        np.copyto(t, b, casting="unsafe")
+        z += t
+    z ^= np.uint64(salt & _MASK)
+    _mix_into(z, scratch)
 
 
 # -- words -----------------------------------------------------------------------------------

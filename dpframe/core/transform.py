@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .compute import AggregateRequest, ComputeRequest, ExactAggregates, unique_pairs
-from .hashing import keyed_priority
+from .hashing import keyed_priority, priority_into
 from .parallel import BLOCK_ROWS, map_ranges
 
 I64 = npt.NDArray[np.int64]
@@ -243,7 +243,7 @@ def pair_keys(prio: npt.NDArray[np.uint64], g: I64, compact: bool = False) -> Ke
         small |= g.astype(np.uint32) & np.uint32(_COMPACT_LOW)  # -1 wraps to 255
         return small
     top <<= np.uint64(32)
-    top |= g.view(np.uint64) & np.uint64(_LOW)
+    top |= g.astype(np.int64, copy=False).view(np.uint64) & np.uint64(_LOW)
     return top
 
 
@@ -275,13 +275,15 @@ def _least_pair(u: I64, g: I64, key: Keys, nu: int, top: int) -> Bools:
     return hit
 
 
-def _choose_groups(u: I64, g: I64, nu: int, max_groups: int, gen: np.random.Generator
-                   ) -> Bools:
+def _choose_groups(u: I64, g: I64, nu: int, max_groups: int, gen: np.random.Generator,
+                   code_range: tuple[int, int] | None = None) -> Bools:
     """For rows (unit u, group g), whether their pair is among the unit's ``max_groups`` pairs
     of smallest keyed priority (a uniform choice among the unit's distinct groups,
-    :func:`pair_keys`). The keys are computed block by block in cache, on several threads."""
+    :func:`pair_keys`). The keys are computed block by block in cache, on several threads.
+    ``code_range``: bounds of the group codes when the caller knows them (any range holding
+    them gives the same choice: only the key's layout depends on it)."""
     salt = int(gen.integers(0, 2**63))
-    lo, hi = _code_range(g)
+    lo, hi = _code_range(g) if code_range is None else code_range
     if not _keyable(lo, hi):
         return _smallest_pairs(u, keyed_priority(u, g, salt), g, nu, max_groups)
     compact = hi < _COMPACT_LOW  # the same order in 32 bits: only the speed depends on it
@@ -289,13 +291,34 @@ def _choose_groups(u: I64, g: I64, nu: int, max_groups: int, gen: np.random.Gene
                  else np.empty(u.size, dtype=np.uint64))
 
     def fill(a: int, b: int) -> None:
+        z, scratch = (np.empty(min(b - a, BLOCK_ROWS), dtype=np.uint64) for _ in range(2))
         for start in range(a, b, BLOCK_ROWS):
             end = min(b, start + BLOCK_ROWS)
-            key[start:end] = pair_keys(keyed_priority(u[start:end], g[start:end], salt),
-                                       g[start:end], compact)
+            m = end - start
+            priority_into(u[start:end], g[start:end], salt, z[:m], scratch)
+            key[start:end] = _pair_keys_into(z[:m], g[start:end], compact, scratch)
 
     map_ranges(fill, u.size)
     return _smallest_keys(u, key, g, nu, max_groups, hi)
+
+
+def _pair_keys_into(prio: npt.NDArray[np.uint64], g: npt.NDArray[np.integer[Any]],
+                    compact: bool, scratch: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    """:func:`pair_keys` of one cache block, computed in ``prio`` (overwritten) with
+    ``scratch`` and no new array: the same words, still as uint64 (the caller narrows them
+    when it stores them). ``(top 24 bits) << 8`` is the top 32 bits with the low 8 cleared."""
+    low = scratch[:prio.size]
+    np.copyto(low, g, casting="unsafe")  # -1 wraps to all ones
+    if compact:
+        prio >>= np.uint64(32)
+        prio &= np.uint64(~_COMPACT_LOW & _LOW)
+        low &= np.uint64(_COMPACT_LOW)
+    else:
+        prio >>= _TOP
+        prio <<= np.uint64(32)
+        low &= np.uint64(_LOW)
+    prio |= low
+    return prio
 
 
 def _smallest_pairs(u: I64, prio: npt.NDArray[np.uint64], g: I64, nu: int, max_groups: int
@@ -307,7 +330,8 @@ def _smallest_pairs(u: I64, prio: npt.NDArray[np.uint64], g: I64, nu: int, max_g
     if _keyable(lo, hi):
         # the same order in 32 bits for up to 254 groups: only the speed depends on it
         return _smallest_keys(u, pair_keys(prio, g, hi < _COMPACT_LOW), g, nu, max_groups, hi)
-    order = np.lexsort((g.view(np.uint64), prio >> _TOP, u))  # -1 after every group
+    order = np.lexsort((g.astype(np.int64, copy=False).view(np.uint64), prio >> _TOP,
+                        u))  # -1 after every group
     sp, sg = prio[order] >> _TOP, g[order]
     return _first_pairs(u, order, (sp[1:] != sp[:-1]) | (sg[1:] != sg[:-1]), max_groups)
 
@@ -413,10 +437,18 @@ def bound_contributions(units: I64, groups: I64 | None, max_rows: int, max_group
     more than ``max_groups`` rows enter the group step, and only units with more than
     ``max_rows`` kept rows are sorted.
     """
+    return _bound(units, groups, max_rows, max_groups, gen)[0]
+
+
+def _bound(units: I64, groups: I64 | None, max_rows: int, max_groups: int,
+           gen: np.random.Generator) -> tuple[Bools, npt.NDArray[np.intp] | None]:
+    """:func:`bound_contributions`: its mask, and the kept rows' indices when it listed them
+    on the way (None: not listed), so that the caller need not list them again."""
     n = units.size
     if n == 0:
-        return np.zeros(0, dtype=bool)
-    all_valid = int(units.min()) >= 0 and (groups is None or int(groups.min()) >= 0)
+        return np.zeros(0, dtype=bool), None
+    code_range = None if groups is None else _code_range(groups)
+    all_valid = int(units.min()) >= 0 and (code_range is None or code_range[0] >= 0)
     if all_valid:  # (two reductions: cheaper than the masks they spare)
         keep = np.ones(n, dtype=bool)
     else:
@@ -425,13 +457,13 @@ def bound_contributions(units: I64, groups: I64 | None, max_rows: int, max_group
             keep &= groups >= 0
     nu = int(units.max()) + 2  # one spare code for dropped rows
     u = units if all_valid else np.where(keep, units, nu - 1)
-    choose = groups is not None and max_groups < int(groups.max()) + 1
+    choose = code_range is not None and max_groups < code_range[1] + 1
     if choose and n >= CHOOSE_WITHOUT_COUNT * nu * max_groups:
         # many more rows than units can keep pairs: choose among every unit's
         # pairs, with no count of rows per unit first (a unit with at most max_groups rows
         # keeps all its pairs: the same choice); rows are counted after, among the kept ones
         assert groups is not None
-        chosen = _choose_groups(u, groups, nu, max_groups, gen)
+        chosen = _choose_groups(u, groups, nu, max_groups, gen, code_range)
         keep = chosen if all_valid else keep & chosen
     else:
         per_unit = np.bincount(u, minlength=nu)
@@ -443,13 +475,14 @@ def bound_contributions(units: I64, groups: I64 | None, max_rows: int, max_group
             if busy_units * 2 > np.count_nonzero(per_unit):
                 # most units are busy: choosing among every unit's pairs is the same choice
                 # and skips a gather of the subset
-                chosen = _choose_groups(u, groups, nu, max_groups, gen)
+                chosen = _choose_groups(u, groups, nu, max_groups, gen, code_range)
                 keep = chosen if all_valid else keep & chosen
             elif busy_units:
                 idx = np.flatnonzero(busy_unit[u])
-                keep[idx[~_choose_groups(u[idx], groups[idx], nu, max_groups, gen)]] = False
+                keep[idx[~_choose_groups(u[idx], groups[idx], nu, max_groups, gen,
+                                         code_range)]] = False
         if int(per_unit.max(initial=0)) <= max_rows:  # no unit has more rows than the bound
-            return keep
+            return keep, None
     # rows per (unit, group): with groups, pairs are identified by (unit, group)
     # few rows kept (one group of many): only those are read; else one pass over all rows
     few = np.flatnonzero(keep) if np.count_nonzero(keep) * 4 < n else None
@@ -462,15 +495,16 @@ def bound_contributions(units: I64, groups: I64 | None, max_rows: int, max_group
     per_unit = np.bincount(kept_u, minlength=nu)
     heavy_unit = per_unit > max_rows
     heavy_unit[nu - 1] = False
-    if heavy_unit.any():
-        heavy_rows = heavy_unit[kept_u]
-        idx = np.flatnonzero(heavy_rows) if few is None else few[heavy_rows]
-        ng = int(groups.max()) + 1 if groups is not None else 1
-        pairs = units if groups is None else units.astype(np.int64) * ng + groups
-        kept = _select_rows(units, pairs, idx, max_rows, gen)
-        keep[idx] = False
-        keep[kept] = True
-    return keep
+    if not heavy_unit.any():
+        return keep, few
+    heavy_rows = heavy_unit[kept_u]
+    idx = np.flatnonzero(heavy_rows) if few is None else few[heavy_rows]
+    ng = code_range[1] + 1 if code_range is not None else 1
+    pairs = units if groups is None else units.astype(np.int64) * ng + groups
+    kept = _select_rows(units, pairs, idx, max_rows, gen)
+    keep[idx] = False
+    keep[kept] = True
+    return keep, None
 
 
 def poisson_sample(units: I64 | None, n: int, rate: Fraction, gen: np.random.Generator
@@ -565,7 +599,8 @@ def compute_exact(
 ) -> ExactAggregates:
     """Exact aggregates for one block of rows (a whole frame, a batch, or a partition).
 
-    ``group_codes`` index ``keys`` (-1: row dropped: undeclared or missing key);
+    ``group_codes`` index ``keys`` (-1: row dropped: undeclared or missing key), in any
+    signed integer type (bounding reads a narrow one as it is: fewer bytes per row);
     ``unit_codes`` identify privacy units (-1: missing unit, dropped); ``column(name)`` returns
     a column as a numpy array and its non-missing mask (None: the missing values are exactly
     the array's NaNs). Results of blocks that hold disjoint units add up
@@ -575,8 +610,8 @@ def compute_exact(
     q = request
     ng = len(keys)
     whole = not q.by and not q.draws_at_random and ng == 1
-    codes, rows = (group_codes, None) if whole else _bounded_rows(request, group_codes,
-                                                                 unit_codes, ng, gen)
+    codes, rows = ((np.asarray(group_codes, dtype=np.int64), None) if whole
+                   else _bounded_rows(request, group_codes, unit_codes, ng, gen))
 
     def take(a: np.ndarray) -> np.ndarray:  # a per-row array, on the rows left
         return a if rows is None else a[rows]
@@ -623,20 +658,21 @@ def _bounded_rows(request: ComputeRequest, group_codes: I64, unit_codes: I64 | N
     Both forms give the same aggregates. ``gen`` is None only when the request draws nothing
     at random (:attr:`ComputeRequest.draws_at_random`)."""
     if not request.draws_at_random:
-        return bucket_codes(group_codes, ng), None
+        return bucket_codes(np.asarray(group_codes, dtype=np.int64), ng), None
     assert gen is not None, "sampling and bounding draw at random: the caller passes a generator"
     if request.sample_rate is not None:
         group_codes = np.where(poisson_sample(unit_codes, group_codes.size, request.sample_rate,
                                               gen), group_codes, -1)
     if not request.privacy_unit:
-        return bucket_codes(group_codes, ng), None
+        return bucket_codes(np.asarray(group_codes, dtype=np.int64), ng), None
     assert unit_codes is not None
-    mask = bound_contributions(unit_codes, group_codes if request.by else None,
-                               request.max_rows, request.max_groups, gen)
-    if np.count_nonzero(mask) * 2 > mask.size:
-        return bucket_codes(group_codes, ng, mask), None
-    rows = np.flatnonzero(mask)
-    return bucket_codes(group_codes[rows], ng), rows
+    mask, rows = _bound(unit_codes, group_codes if request.by else None, request.max_rows,
+                        request.max_groups, gen)
+    if rows is None:
+        if np.count_nonzero(mask) * 2 > mask.size:
+            return bucket_codes(np.asarray(group_codes, dtype=np.int64), ng, mask), None
+        rows = np.flatnonzero(mask)
+    return bucket_codes(group_codes[rows].astype(np.int64, copy=False), ng), rows
 
 
 def _column_aggregate(req: AggregateRequest, codes: I64, ng: int, raw: np.ndarray,

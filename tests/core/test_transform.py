@@ -536,3 +536,61 @@ def test_only_units_and_sampling_draw_at_random() -> None:
     units = ComputeRequest((req,), by=("g",), keys={"g": ("a", "b")}, privacy_unit="u")
     with pytest.raises(AssertionError):
         compute_exact(units, codes, keys, np.arange(1000), lambda c: (x, None), None)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64])
+@pytest.mark.parametrize("compact", [True, False])
+def test_fused_block_keys_are_pair_keys_of_keyed_priorities(dtype: type, compact: bool) -> None:
+    """The cache-block path of the group choice (priorities and keys computed in two reused
+    buffers) writes exactly ``pair_keys(keyed_priority(u, g))``, for group codes of any
+    signed width, -1 included; a change of one bit in either step fails this."""
+    from dpframe.core.hashing import keyed_priority, priority_into
+    from dpframe.core.transform import _pair_keys_into, pair_keys
+
+    rng = np.random.default_rng(5)
+    u = rng.integers(0, 2**40, 5000)
+    g = rng.integers(-1, 120, 5000)
+    want = pair_keys(keyed_priority(u, g, 77), g, compact)
+    z, scratch = np.empty(5000, dtype=np.uint64), np.empty(5000, dtype=np.uint64)
+    priority_into(u, g.astype(dtype), 77, z, scratch)
+    assert np.array_equal(z, keyed_priority(u, g, 77))
+    got = _pair_keys_into(z, g.astype(dtype), compact, scratch)
+    assert np.array_equal(got.astype(want.dtype), want)
+    assert not np.array_equal(_pair_keys_into(keyed_priority(u, g, 78), g, compact, scratch)
+                              .astype(want.dtype), want)
+
+
+@pytest.mark.parametrize(("max_rows", "max_groups"), [(10, 1), (1, 1), (2, 3), (50, 9)])
+def test_narrow_group_codes_bound_like_int64_and_rows_match_the_mask(max_rows: int,
+                                                                    max_groups: int) -> None:
+    """Scans hand bounding the group codes in their spilled narrow type (int8 here): the
+    same selection as int64 codes; the kept rows bounding lists on the way are the mask's."""
+    from dpframe.core.transform import _bound
+
+    rng = np.random.default_rng(8)
+    units = rng.integers(0, 3000, 40_000)
+    groups = rng.integers(-1, 51, 40_000)
+    for seed in range(3):
+        wide, rows = _bound(units, groups, max_rows, max_groups, np.random.default_rng(seed))
+        narrow, rows8 = _bound(units, groups.astype(np.int8), max_rows, max_groups,
+                               np.random.default_rng(seed))
+        assert np.array_equal(wide, narrow)
+        for listed in (rows, rows8):
+            assert listed is None or np.array_equal(listed, np.flatnonzero(wide))
+        assert np.array_equal(wide, bound_contributions(units, groups, max_rows, max_groups,
+                                                        np.random.default_rng(seed)))
+
+
+@pytest.mark.parametrize(("dtype", "parts"), [(np.uint8, 256), (np.uint8, 3), (np.uint16, 1000),
+                                              (np.int64, 7), (np.uint8, 2)])
+def test_partition_order_is_a_stable_sort_with_its_bounds(dtype: type, parts: int) -> None:
+    from dpframe.backends.base import partition_order
+
+    p = np.random.default_rng(1).integers(0, parts, 10_000).astype(dtype)
+    order, bounds = partition_order(p, parts)
+    want = np.zeros(parts + 1, dtype=np.intp)
+    np.cumsum(np.bincount(p, minlength=parts), out=want[1:])
+    assert np.array_equal(bounds, want)
+    assert np.array_equal(order, np.argsort(p, kind="stable"))
+    order, bounds = partition_order(p[:0], parts)
+    assert order.size == 0 and not bounds.any()

@@ -87,10 +87,10 @@ def _public_keys(request: ComputeRequest) -> Keys:
     return public_key_list([tuple(q.keys[c]) for c in q.by])
 
 
-def _getter(block: Block) -> Callable[[str], tuple[np.ndarray, Bools]]:
-    cache: dict[str, tuple[np.ndarray, Bools]] = {}
+def _getter(block: Block) -> Callable[[str], tuple[np.ndarray, Bools | None]]:
+    cache: dict[str, tuple[np.ndarray, Bools | None]] = {}
 
-    def get(name: str) -> tuple[np.ndarray, Bools]:
+    def get(name: str) -> tuple[np.ndarray, Bools | None]:
         if name not in cache:
             cache[name] = numeric_array(block.column(name))
         return cache[name]
@@ -239,9 +239,8 @@ class ArrowBackend:
             codes = np.zeros(block.num_rows, dtype=np.int64)
         elif q.private_keys:
             codes, keys, index = _private_codes(block, q.by, run.key_index)
-        elif precoded:
-            codes = np.asarray(block.column(_GROUP_CODE).to_numpy(zero_copy_only=False),
-                               dtype=np.int64)
+        elif precoded:  # in their narrow spilled type (group_code_dtype): see compute_exact
+            codes = block.column(_GROUP_CODE).to_numpy(zero_copy_only=False)
         else:
             codes = _public_codes(block, q)
         agg = compute_exact(q, codes, keys, units, _getter(block), run.gen,

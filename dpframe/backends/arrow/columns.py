@@ -89,10 +89,12 @@ def decoded(arr: pa.Array) -> pa.Array:
     return arr.dictionary_decode() if pa.types.is_dictionary(arr.type) else arr
 
 
-def numeric_array(col: Column) -> tuple[np.ndarray, Bools]:
+def numeric_array(col: Column) -> tuple[np.ndarray, Bools | None]:
     """A column as numpy and its non-missing mask, like the pandas backend's ``numeric_column``:
-    int64 for integer/bool columns without missing values, float64 with NaN otherwise; columns
-    that are not numeric give zeros and the non-null mask (enough for ``count(column)``)."""
+    int64 for integer/bool columns without missing values, float64 with NaN otherwise (mask
+    None: the missing values are exactly the NaNs, found only where needed, on the rows
+    bounding kept); columns that are not numeric give zeros and the non-null mask (enough for
+    ``count(column)``)."""
     arr = decoded(flat(col))
     kind = arrow_kind(arr.type)
     n = len(arr)
@@ -103,8 +105,7 @@ def numeric_array(col: Column) -> tuple[np.ndarray, Bools]:
         return arr.to_numpy(zero_copy_only=False).astype(np.int64, copy=False), np.ones(n, bool)
     if arr.type != pa.float64():
         arr = pc.cast(arr, pa.float64(), safe=False)  # exact below 2**53; larger are clamped
-    x = np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.float64)
-    return x, ~np.isnan(x)
+    return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.float64), None
 
 
 def _missing(v: object) -> bool:
