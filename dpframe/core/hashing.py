@@ -148,8 +148,36 @@ def partition_of(words: U64, key: int, parts: int) -> np.ndarray:
     return scale_top_bits(np.multiply(np.asarray(words, dtype=np.uint64), a), parts)
 
 
-def block_partition(ids: npt.NDArray[np.integer], key: Key, parts: int
-                    ) -> tuple[I64, np.ndarray]:
+class BlockShifts:
+    """The shifts ``h(b)`` of :func:`block_partition` (one key, one number of partitions) for
+    blocks ``0 .. n - 1``, kept across the batches of one release: dense ids meet the same
+    blocks in every batch, hashed once instead of once per batch. The table grows to cover a
+    batch only as far as that batch's own hashing would have gone (twice its rows), so it never
+    costs more than the batches it serves. Safe on several threads: a table is never written
+    once shared, and two threads growing it at once compute the same words."""
+
+    def __init__(self, key: Key, parts: int) -> None:
+        self.key, self.parts = key, parts
+        self._table = scale_top_bits(np.zeros(0, dtype=np.uint64), parts)
+
+    def covering(self, hi: int, rows: int) -> np.ndarray | None:
+        """The shifts of blocks ``0 .. hi`` (the table may be longer), or None when a batch of
+        ``rows`` ids would not hash that many blocks itself."""
+        table = self._table
+        if hi < table.size:
+            return table
+        if hi >= 2 * rows:
+            return None
+        size = max(hi + 1, 2 * table.size)
+        more = scale_top_bits(keyed(np.arange(table.size, size, dtype=np.uint64), self.key),
+                              self.parts)
+        table = np.concatenate([table, more])
+        self._table = table
+        return table
+
+
+def block_partition(ids: npt.NDArray[np.integer], key: Key, parts: int,
+                    shifts: BlockShifts | None = None) -> tuple[I64, np.ndarray]:
     """Integer unit ids laid out over ``parts`` partitions so that, inside each partition, the
     ids are told apart by dense codes with no table. Id ``i`` lies in block ``b = i // parts``
     at place ``r = i % parts`` (floor division: every integer, negative or past int64, has
@@ -168,7 +196,8 @@ def block_partition(ids: npt.NDArray[np.integer], key: Key, parts: int
     share one with the probability that their shifts differ by one given amount, and nobody
     who picks ids without the key can aim many units at one partition (which would only cost
     memory and time: partitions are never released). Privacy does not depend on the layout:
-    pass 2 bounds each unit on its own rows, whatever partition holds them."""
+    pass 2 bounds each unit on its own rows, whatever partition holds them. ``shifts``: the
+    release's :class:`BlockShifts` (the same words, hashed once for all its batches)."""
     values = np.asarray(ids)
     assert values.dtype.kind in "iu" and parts >= 2, "integer ids and two partitions or more"
     wide = values.astype(np.uint64 if values.dtype.kind == "u" else np.int64, copy=False)
@@ -187,7 +216,10 @@ def block_partition(ids: npt.NDArray[np.integer], key: Key, parts: int
         place = (wide - block * divisor).astype(narrow)
     block = block.astype(np.int64, copy=False)  # a uint64 block is < 2**63
     lo, hi = (int(block.min()), int(block.max())) if block.size else (0, -1)
-    if lo >= 0 and hi < 2 * block.size:  # few blocks from 0: a hash per block, gathered
+    table = None if shifts is None or lo < 0 else shifts.covering(hi, block.size)
+    if table is not None:  # blocks from 0 hashed by an earlier batch (or now, for later ones)
+        shift = table[block]
+    elif lo >= 0 and hi < 2 * block.size:  # few blocks from 0: a hash per block, gathered
         shift = scale_top_bits(keyed(np.arange(hi + 1, dtype=np.uint64), key), parts)[block]
     elif 0 <= hi - lo < block.size:  # a narrow range elsewhere
         shift = scale_top_bits(keyed(np.arange(lo, hi + 1, dtype=np.int64).view(np.uint64),

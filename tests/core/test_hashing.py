@@ -229,3 +229,28 @@ def test_integers_past_int64_have_words_of_their_own() -> None:
     small = number_words(np.arange(-1000, 1000, dtype=np.int64))
     assert not set(words.tolist()) & set(small.tolist())
     assert value_words([2**64])[0] not in set(words.tolist())  # past uint64: a digest
+
+
+@pytest.mark.parametrize("parts", [2, 7, 32, 300])
+def test_block_shifts_shared_by_batches_change_no_partition(parts: int) -> None:
+    """A release's batches share one table of block shifts (hashed once, grown as batches
+    need): every batch gets the layout it gets alone, whatever came before (dense, sparse,
+    negative and huge ids, and uint64), and the table grows only as far as a batch would hash
+    itself."""
+    from dpframe.core.hashing import BlockShifts, block_partition
+
+    rng = np.random.default_rng(parts)
+    key = (11, 12)
+    shifts = BlockShifts(key, parts)
+    batches = [rng.integers(0, 1000, 3000), rng.integers(0, 100_000, 3000),
+               rng.integers(0, 200, 50), rng.integers(-500, 500, 3000),
+               rng.integers(0, 2**62, 3000), rng.integers(2**63, 2**64 - 1, 100, dtype=np.uint64),
+               rng.integers(0, 50_000, 3000)]
+    for ids in batches:
+        alone = block_partition(ids, key, parts)
+        shared = block_partition(ids, key, parts, shifts)
+        for a, b in zip(alone, shared, strict=True):
+            assert a.dtype == b.dtype and np.array_equal(a, b)
+        assert shifts.covering(0, 1) is not None
+    assert shifts.covering(10**9, 10) is None  # no batch of 10 rows hashes a billion blocks
+    assert len(shifts.covering(0, 1)) <= 2 * 100_000 // parts + 2

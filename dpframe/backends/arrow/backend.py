@@ -18,10 +18,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
 from ...core.compute import ComputeRequest, ExactAggregates
-from ...core.hashing import Key, block_partition, partition_of
+from ...core.hashing import BlockShifts, Key, block_partition, partition_of
 from ...core.parallel import in_order, one_thread
 from ...core.transform import compute_exact
 from ...core.values import ColumnKind
@@ -98,10 +99,15 @@ def _getter(block: Block) -> Callable[[str], tuple[np.ndarray, Bools | None]]:
     return get
 
 
-def _public_codes(block: Block, q: ComputeRequest) -> I64:
+def _public_codes(block: Block, q: ComputeRequest, dtype: npt.DTypeLike = np.int64
+                  ) -> npt.NDArray[np.signedinteger[Any]]:
+    """Group codes of public keys, in ``dtype`` (holding every group code and -1)."""
     declared = [q.keys[c] for c in q.by]
+    if len(q.by) == 1:  # one key column: its positions are the codes, written in ``dtype``
+        return public_codes(block.column(q.by[0]), declared[0], dtype)
     return public_key_codes([public_codes(block.column(c), d)
-                             for c, d in zip(q.by, declared, strict=True)], declared)
+                             for c, d in zip(q.by, declared, strict=True)],
+                            declared).astype(dtype, copy=False)
 
 
 def _private_codes(block: Block, by: tuple[str, ...], index: KeyIndex) -> tuple[I64, Keys, I64]:
@@ -331,9 +337,9 @@ class ArrowBackend:
                 if units.null_count else None)  # None: every row has a unit
         arrays: dict[str, pa.Array] = {}
         if q.by and not q.private_keys:
-            codes = _public_codes(batch, q)
+            codes = _public_codes(batch, q, group_code_dtype(q))
             keep = codes >= 0 if keep is None else keep & (codes >= 0)
-            arrays[_GROUP_CODE] = pa.array(codes.astype(group_code_dtype(q)))
+            arrays[_GROUP_CODE] = pa.array(codes)
         for c in [*(q.by if q.private_keys else ()), q.privacy_unit, *q.measure_columns]:
             if c not in arrays:
                 arrays[c] = units if c == q.privacy_unit else decoded(batch.column(c))
@@ -417,6 +423,7 @@ class ArrowBackend:
         assert unit is not None
 
         blocks = _integer_units(self.source.arrow_schema, unit)
+        shifts = BlockShifts(hash_key, spill.parts)  # the blocks' hashes, shared by batches
 
         def prepare(batch: pa.RecordBatch) -> tuple[pa.RecordBatch, Any] | None:
             sb = self._spill_batch(request, batch)
@@ -429,7 +436,7 @@ class ArrowBackend:
             # no renumbering table); a block tells a partition's ids apart. Spilled rows have
             # a unit (decoded, a dictionary's null values included)
             ids = sb.column(unit).to_numpy(zero_copy_only=False)
-            block, part = block_partition(ids, hash_key, spill.parts)
+            block, part = block_partition(ids, hash_key, spill.parts, shifts)
             return arrange(_with_blocks(request, sb, block), part, spill.parts)
 
         schema = None

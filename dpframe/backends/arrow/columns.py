@@ -181,8 +181,11 @@ def unit_codes(col: Column) -> I64:
     return raw.astype(np.int64)
 
 
-def public_codes(col: Column, declared: Sequence[object]) -> I64:
-    """Position of each row's value in the declared keys; -1 when missing or undeclared.
+def public_codes(col: Column, declared: Sequence[object],
+                 dtype: npt.DTypeLike = np.int64) -> npt.NDArray[np.signedinteger[Any]]:
+    """Position of each row's value in the declared keys; -1 when missing or undeclared; in
+    ``dtype``, a signed type holding every position (a narrow one is written directly, not
+    cast from int64).
 
     A plain (not dictionary-encoded) string column is looked up in the declared set directly
     (``index_in``: one hash probe per row, no dictionary built); string equality is the
@@ -191,10 +194,10 @@ def public_codes(col: Column, declared: Sequence[object]) -> I64:
     if ((pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type))
             and all(isinstance(k, str) for k in declared) and len(set(declared)) == len(declared)):
         idx = pc.index_in(arr, value_set=pa.array(list(declared), type=arr.type))
-        return np.asarray(pc.fill_null(idx, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
+        return np.asarray(pc.fill_null(idx, -1).to_numpy(zero_copy_only=False), dtype=dtype)
     raw, uniques = dictionary_codes(arr)
     lut = np.append(declared_positions(uniques, declared), -1)  # lut[-1]: null rows
     for i, u in enumerate(uniques):
         if _missing(u):
             lut[i] = -1
-    return lut[raw]
+    return lut.astype(dtype)[raw]
