@@ -185,12 +185,12 @@ def _rank_in_runs(sorted_keys: I64) -> I64:
 _UMAX = np.uint64(np.iinfo(np.uint64).max)
 
 
-def _select_rows(units: I64, pairs: I64, rows: npt.NDArray[np.intp], max_rows: int,
+def _select_rows(key: I64, rows: npt.NDArray[np.intp], max_rows: int,
                  gen: np.random.Generator) -> npt.NDArray[np.intp]:
-    """Among ``rows``, keep at most ``max_rows`` per pair key, a uniform random subset."""
+    """Among ``rows``, whose pair keys are ``key``, keep at most ``max_rows`` per pair, a
+    uniform random subset."""
     if rows.size == 0:
         return rows
-    key = pairs[rows]
     _, dense = np.unique(key, return_inverse=True)
     order = np.argsort(dense.astype(np.int64) * rows.size + gen.permutation(rows.size))
     rank = _rank_in_runs(dense[order].astype(np.int64))
@@ -500,8 +500,9 @@ def _bound(units: I64, groups: I64 | None, max_rows: int, max_groups: int,
     heavy_rows = heavy_unit[kept_u]
     idx = np.flatnonzero(heavy_rows) if few is None else few[heavy_rows]
     ng = code_range[1] + 1 if code_range is not None else 1
-    pairs = units if groups is None else units.astype(np.int64) * ng + groups
-    kept = _select_rows(units, pairs, idx, max_rows, gen)
+    # the pair of each heavy row only (not of every row: a pass and an array per row)
+    pairs = units[idx] if groups is None else units[idx].astype(np.int64) * ng + groups[idx]
+    kept = _select_rows(pairs, idx, max_rows, gen)
     keep[idx] = False
     keep[kept] = True
     return keep, None
