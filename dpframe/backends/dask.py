@@ -36,14 +36,13 @@ import pyarrow as pa
 from ..core.compute import ComputeRequest, ExactAggregates
 from ..core.hashing import (
     keyed,
-    keyed_priority,
     number_words,
     scale_top_bits,
     time_words,
     value_words,
 )
 from ..core.parallel import one_thread
-from ..core.transform import compute_exact, select_by_priority
+from ..core.transform import KeyedPairs, compute_exact, select_by_priority
 from ..core.values import ColumnKind
 from ..errors import DPError, ValidationError
 from .arrow.words import column_words
@@ -183,7 +182,7 @@ def _preselect_buckets(part: pd.DataFrame, request: ComputeRequest, key: tuple[i
         units = local if ok is None else local[ok]
         h = unit_hash_by_codes(unit if ok is None else unit.iloc[ok], units, key)
         g = np.asarray(codes if ok is None else codes[ok], dtype=np.int64)
-        pair = keyed_priority(h.view(np.int64), g, salt)
+        pair = KeyedPairs(h.view(np.int64), salt)  # keyed order keys, block by block
         # uniform 64-bit row priorities (full-range draws are the generator's raw words: fast)
         row = np.random.default_rng(seed).integers(0, 2**64, g.size, dtype=np.uint64)
         keep = np.flatnonzero(select_by_priority(units, g, pair, row, request.max_groups,
@@ -235,7 +234,7 @@ def _select_and_aggregate(part: pd.DataFrame, request: ComputeRequest,
         dense = dense[dense >= 0]
     g = part[GROUP_COLUMN].to_numpy(dtype=np.int64)
     h = unit_hash_by_codes(part[UNIT_ID_COLUMN], dense, key)
-    pair = keyed_priority(h.view(np.int64), g, salt)
+    pair = KeyedPairs(h.view(np.int64), salt)  # keyed order keys, block by block
     keep = select_by_priority(dense, g, pair,
                               part[ROW_PRIORITY_COLUMN].to_numpy(dtype=np.int64).view(np.uint64),
                               request.max_groups, request.max_rows)

@@ -10,6 +10,7 @@ influence only that unit's contribution, which is what the sensitivities in
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -286,20 +287,41 @@ def _choose_groups(u: I64, g: I64, nu: int, max_groups: int, gen: np.random.Gene
     lo, hi = _code_range(g) if code_range is None else code_range
     if not _keyable(lo, hi):
         return _smallest_pairs(u, keyed_priority(u, g, salt), g, nu, max_groups)
-    compact = hi < _COMPACT_LOW  # the same order in 32 bits: only the speed depends on it
-    key: Keys = (np.empty(u.size, dtype=np.uint32) if compact
-                 else np.empty(u.size, dtype=np.uint64))
+    # the same order in 32 bits: only the speed depends on the layout
+    key = _pair_order_keys(u, g, salt, compact=hi < _COMPACT_LOW)
+    return _smallest_keys(u, key, g, nu, max_groups, hi)
+
+
+@dataclass(frozen=True)
+class KeyedPairs:
+    """The pair priorities ``keyed_priority(words, groups, salt)`` of a selection, given by
+    their inputs: :func:`select_by_priority` computes their order keys block by block in
+    cache (:func:`_pair_order_keys`), never the 64-bit priorities of every row."""
+
+    words: I64
+    salt: int
+
+    def priorities(self, g: I64) -> npt.NDArray[np.uint64]:
+        return keyed_priority(self.words, g, self.salt)
+
+
+def _pair_order_keys(words: npt.NDArray[np.integer[Any]], g: npt.NDArray[np.integer[Any]],
+                     salt: int, compact: bool) -> Keys:
+    """``pair_keys(keyed_priority(words, g, salt), g, compact)``, computed one cache block at a
+    time in two reused buffers, the blocks' ranges on several threads (the same words)."""
+    key: Keys = (np.empty(words.size, dtype=np.uint32) if compact
+                 else np.empty(words.size, dtype=np.uint64))
 
     def fill(a: int, b: int) -> None:
         z, scratch = (np.empty(min(b - a, BLOCK_ROWS), dtype=np.uint64) for _ in range(2))
         for start in range(a, b, BLOCK_ROWS):
             end = min(b, start + BLOCK_ROWS)
             m = end - start
-            priority_into(u[start:end], g[start:end], salt, z[:m], scratch)
+            priority_into(words[start:end], g[start:end], salt, z[:m], scratch)
             key[start:end] = _pair_keys_into(z[:m], g[start:end], compact, scratch)
 
-    map_ranges(fill, u.size)
-    return _smallest_keys(u, key, g, nu, max_groups, hi)
+    map_ranges(fill, words.size)
+    return key
 
 
 def _pair_keys_into(prio: npt.NDArray[np.uint64], g: npt.NDArray[np.integer[Any]],
@@ -321,15 +343,20 @@ def _pair_keys_into(prio: npt.NDArray[np.uint64], g: npt.NDArray[np.integer[Any]
     return prio
 
 
-def _smallest_pairs(u: I64, prio: npt.NDArray[np.uint64], g: I64, nu: int, max_groups: int
-                    ) -> Bools:
-    """For rows (unit ``u``, group ``g``) with pair priority ``prio``, whether their pair is
-    among the unit's ``max_groups`` pairs of least order key (:func:`pair_keys`: the top 24
-    bits of the priority, then the smaller group)."""
+def _smallest_pairs(u: I64, prio: npt.NDArray[np.uint64] | KeyedPairs, g: I64, nu: int,
+                    max_groups: int) -> Bools:
+    """For rows (unit ``u``, group ``g``) with pair priority ``prio`` (or the inputs of its
+    keyed hash), whether their pair is among the unit's ``max_groups`` pairs of least order key
+    (:func:`pair_keys`: the top 24 bits of the priority, then the smaller group)."""
     lo, hi = _code_range(g)
     if _keyable(lo, hi):
         # the same order in 32 bits for up to 254 groups: only the speed depends on it
-        return _smallest_keys(u, pair_keys(prio, g, hi < _COMPACT_LOW), g, nu, max_groups, hi)
+        compact = hi < _COMPACT_LOW
+        key = (_pair_order_keys(prio.words, g, prio.salt, compact)
+               if isinstance(prio, KeyedPairs) else pair_keys(prio, g, compact))
+        return _smallest_keys(u, key, g, nu, max_groups, hi)
+    if isinstance(prio, KeyedPairs):
+        prio = prio.priorities(g)
     order = np.lexsort((g.astype(np.int64, copy=False).view(np.uint64), prio >> _TOP,
                         u))  # -1 after every group
     sp, sg = prio[order] >> _TOP, g[order]
@@ -371,13 +398,16 @@ def _smallest_keys(u: I64, key: Keys, g: I64, nu: int, max_groups: int, top: int
     return _first_pairs(u, order, sk[1:] != sk[:-1], max_groups)
 
 
-def select_by_priority(units: I64, groups: I64, pair_priority: npt.NDArray[np.uint64],
+def select_by_priority(units: I64, groups: I64,
+                       pair_priority: npt.NDArray[np.uint64] | KeyedPairs,
                        row_priority: npt.NDArray[np.uint64], max_groups: int, max_rows: int
                        ) -> Bools:
     """Contribution bounding by carried priorities: each unit keeps its ``max_groups`` pairs
     (its rows of one group) of least order key (:func:`pair_keys`: the top 24 bits of
     ``pair_priority``, then the group), and in each its ``max_rows`` rows of smallest
-    ``row_priority``.
+    ``row_priority``. ``pair_priority`` may be given as :class:`KeyedPairs` (the words and
+    salt of :func:`~dpframe.core.hashing.keyed_priority`): the same selection, without an
+    array of every row's priority.
 
     Blocks can pre-select: a row kept over a union of blocks is kept in its own block (its
     ranks there are no larger), so selecting again over the union of the blocks' selections
