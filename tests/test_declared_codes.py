@@ -46,6 +46,9 @@ def test_arrow_columns_on_any_number_of_threads(threads: int, dtype: str,
     got = declared_codes(s, declared)
     assert got.dtype == np.int64
     assert got.tolist() == _reference(values, declared)
+    narrow = declared_codes(s, declared, np.int8)  # the type Dask's exchange carries
+    assert narrow.dtype == np.int8
+    assert narrow.tolist() == _reference(values, declared)
 
 
 @pytest.mark.parametrize("dtype,declared,values", [
@@ -114,3 +117,14 @@ def test_found_positions_read_from_buffers_honour_offsets_nulls_and_chunks(
     assert _found_or_missing(sliced).tolist() == expected
     assert _found_or_missing(pa.chunked_array([sliced] * chunks, type=pa.int32())
                              ).tolist() == expected * chunks
+
+
+@pytest.mark.parametrize("s", [pd.Series(["a", "b", None, "z"], dtype=object),
+                               pd.Series([1.0, float("nan"), 2.0, 3.0])])
+def test_narrow_codes_on_the_factorizing_path(s: pd.Series) -> None:
+    """Columns that are not Arrow-backed factorize; their codes come in the asked type too."""
+    declared: tuple[object, ...] = ("a", "b") if s.dtype == object else (2.0, 1.0)
+    narrow = declared_codes(s, declared, np.int16)
+    assert narrow.dtype == np.int16
+    assert narrow.tolist() == declared_codes(s, declared).tolist() == _reference(
+        s.tolist(), declared)

@@ -172,16 +172,17 @@ def _preselect_buckets(part: pd.DataFrame, request: ComputeRequest, key: tuple[i
     partition's pre-selection is bounding over all rows)."""
     with one_thread():  # one task per worker thread already
         backend = PandasBackend(part)
-        codes, _ = backend.group_codes(request)
+        # group codes in the narrow type they travel in (bounding reads any signed type)
+        codes = backend.group_codes(request, group_code_dtype(request))[0]
         unit = backend.column(str(request.privacy_unit))
         # a unit the canonical value model counts as missing (NaN, a list...) drops its rows
         local = unit_codes(unit)
-        valid = (local >= 0) & (np.asarray(codes) >= 0)
+        valid = (local >= 0) & (codes >= 0)
         # with every row valid (the usual case), no gather of every row
         ok = None if bool(valid.all()) else np.flatnonzero(valid)
         units = local if ok is None else local[ok]
         h = unit_hash_by_codes(unit if ok is None else unit.iloc[ok], units, key)
-        g = np.asarray(codes if ok is None else codes[ok], dtype=np.int64)
+        g = codes if ok is None else codes[ok]
         pair = KeyedPairs(h.view(np.int64), salt)  # keyed order keys, block by block
         # uniform 64-bit row priorities (full-range draws are the generator's raw words: fast)
         row = np.random.default_rng(seed).integers(0, 2**64, g.size, dtype=np.uint64)
@@ -200,7 +201,7 @@ def _preselect_buckets(part: pd.DataFrame, request: ComputeRequest, key: tuple[i
         # by their ids, never by hash (two units whose hashes collide stay two units;
         # docs/dask.md); the pair priority is not shipped: the bucket recomputes it
         columns.update({UNIT_ID_COLUMN: _taken(unit, rows),
-                        GROUP_COLUMN: g[keep].astype(group_code_dtype(request)),
+                        GROUP_COLUMN: g[keep].astype(group_code_dtype(request), copy=False),
                         ROW_PRIORITY_COLUMN: row[keep].view(np.int64)})  # read back as uint64
         out = pd.DataFrame(columns, copy=False)  # one frame built at once, no column inserts
     return [out.iloc[bounds[j]:bounds[j + 1]] for j in range(buckets)]
@@ -232,7 +233,7 @@ def _select_and_aggregate(part: pd.DataFrame, request: ComputeRequest,
     if int(dense.min(initial=0)) < 0:  # the value model is per value: an id kept in its
         part = part.iloc[np.flatnonzero(dense >= 0)]  # partition stays an id here (a guard)
         dense = dense[dense >= 0]
-    g = part[GROUP_COLUMN].to_numpy(dtype=np.int64)
+    g = part[GROUP_COLUMN].to_numpy()  # narrow, as it travelled: bounding reads any signed type
     h = unit_hash_by_codes(part[UNIT_ID_COLUMN], dense, key)
     pair = KeyedPairs(h.view(np.int64), salt)  # keyed order keys, block by block
     keep = select_by_priority(dense, g, pair,

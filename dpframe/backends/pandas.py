@@ -166,8 +166,10 @@ def factorize(s: pd.Series) -> tuple[npt.NDArray[np.int64], list[object]]:
     return remap_codes(codes, remap), labels
 
 
-def declared_codes(s: pd.Series, declared: tuple[object, ...]) -> npt.NDArray[np.int64]:
-    """Position of each row's key among the declared keys (-1: undeclared or missing).
+def declared_codes(s: pd.Series, declared: tuple[object, ...], dtype: npt.DTypeLike = np.int64
+                   ) -> npt.NDArray[np.signedinteger[Any]]:
+    """Position of each row's key among the declared keys (-1: undeclared or missing), in
+    ``dtype`` (a signed type holding every position: a narrow one is written directly).
 
     Rows match declared keys under Python ``==`` (``-0.0`` matches a declared ``0.0``). Arrow-
     backed columns use one hash lookup against the declared set (``index_in``, ranges of rows
@@ -183,21 +185,22 @@ def declared_codes(s: pd.Series, declared: tuple[object, ...]) -> npt.NDArray[np
             if pa.types.is_floating(pa_array.type):  # Arrow tells -0.0 from 0.0: normalise
                 pa_array = pc.add(pa_array, 0.0)
             if len(row_ranges(len(pa_array))) == 1:  # one range: no slices, no copy
-                return _found_or_missing(pc.index_in(pa_array, value_set=value_set))
-            out = np.empty(len(pa_array), dtype=np.int64)
+                return _found_or_missing(pc.index_in(pa_array, value_set=value_set), dtype)
+            out = np.empty(len(pa_array), dtype=dtype)
 
             def look_up(a: int, b: int) -> None:  # one range of rows (pyarrow frees the GIL)
                 out[a:b] = _found_or_missing(pc.index_in(pa_array.slice(a, b - a),
-                                                         value_set=value_set))
+                                                         value_set=value_set), dtype)
 
             map_ranges(look_up, out.size)
             return out
     codes, uniques = factorize(s)
     mapping = declared_positions(uniques, declared)
-    return remap_codes(codes, mapping)
+    return remap_codes(codes, mapping).astype(dtype, copy=False)
 
 
-def _found_or_missing(found: Any) -> npt.NDArray[np.int64]:
+def _found_or_missing(found: Any, dtype: npt.DTypeLike = np.int64
+                      ) -> npt.NDArray[np.signedinteger[Any]]:
     """Positions found by Arrow's ``index_in`` (int32, null where not found) as int64, -1 where
     null: read from the array's buffers (a ``fill_null`` kernel call and two conversions cost
     more than the lookup itself on a thousand rows)."""
@@ -206,12 +209,12 @@ def _found_or_missing(found: Any) -> npt.NDArray[np.int64]:
     if isinstance(found, pa.ChunkedArray) and found.num_chunks == 1:
         found = found.chunk(0)
     if isinstance(found, pa.ChunkedArray) or found.type != pa.int32():  # the general way
-        return np.asarray(found.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
+        return np.asarray(found.fill_null(-1).to_numpy(zero_copy_only=False), dtype=dtype)
     n, start = len(found), found.offset
     if n == 0:
-        return np.zeros(0, dtype=np.int64)
+        return np.zeros(0, dtype=dtype)
     validity, data = found.buffers()
-    out = np.frombuffer(data, dtype=np.int32, count=start + n)[start:].astype(np.int64)
+    out = np.frombuffer(data, dtype=np.int32, count=start + n)[start:].astype(dtype)
     if found.null_count and validity is not None:
         valid = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), count=start + n,
                               bitorder="little")[start:]
@@ -337,9 +340,10 @@ class PandasBackend:
             return tuple(dtype.categories)
         return None
 
-    def group_codes(self, request: ComputeRequest) -> tuple[npt.NDArray[np.int64],
-                                                     list[tuple[object, ...]]]:
-        """Group code per row and the key list, for public or private keys."""
+    def group_codes(self, request: ComputeRequest, dtype: npt.DTypeLike = np.int64
+                    ) -> tuple[npt.NDArray[np.signedinteger[Any]], list[tuple[object, ...]]]:
+        """Group code per row and the key list, for public or private keys; public keys' codes
+        in ``dtype`` (holding every code and -1; private keys' are int64)."""
         q = request
         if not q.by:  # every row in the one group: a zero-stride view, no 8 bytes per row
             return np.broadcast_to(np.zeros(1, dtype=np.int64), (len(self.df),)), [()]
@@ -347,8 +351,12 @@ class PandasBackend:
             found = [factorize(self.column(col)) for col in q.by]
             return observed_key_codes([c for c, _ in found], [u for _, u in found])
         declared: list[tuple[object, ...]] = [tuple(q.keys[c]) for c in q.by]
+        if len(q.by) == 1:  # one key column: its positions are the codes, written in ``dtype``
+            return (declared_codes(self.column(q.by[0]), declared[0], dtype),
+                    public_key_list(declared))
         per_col = [declared_codes(self.column(c), d) for c, d in zip(q.by, declared, strict=True)]
-        return public_key_codes(per_col, declared), public_key_list(declared)
+        return (public_key_codes(per_col, declared).astype(dtype, copy=False),
+                public_key_list(declared))
 
     def exact(self, request: ComputeRequest, gen: np.random.Generator | None) -> ExactAggregates:
         q = request
