@@ -561,18 +561,20 @@ def test_fused_block_keys_are_pair_keys_of_keyed_priorities(dtype: type, compact
 
 
 @pytest.mark.parametrize(("max_rows", "max_groups"), [(10, 1), (1, 1), (2, 3), (50, 9)])
-def test_narrow_group_codes_bound_like_int64_and_rows_match_the_mask(max_rows: int,
-                                                                    max_groups: int) -> None:
-    """Scans hand bounding the group codes in their spilled narrow type (int8 here): the
-    same selection as int64 codes; the kept rows bounding lists on the way are the mask's."""
+@pytest.mark.parametrize(("ngroups", "dtype"), [(51, np.int8), (300, np.int16)])
+def test_narrow_group_codes_bound_like_int64_and_rows_match_the_mask(
+        max_rows: int, max_groups: int, ngroups: int, dtype: type) -> None:
+    """Scans and Dask hand bounding the group codes in their narrow travelling type (int8 up
+    to 127 groups, int16 past: compact and 64-bit order keys): the same selection as int64
+    codes; the kept rows bounding lists on the way are the mask's."""
     from dpframe.core.transform import _bound
 
     rng = np.random.default_rng(8)
     units = rng.integers(0, 3000, 40_000)
-    groups = rng.integers(-1, 51, 40_000)
+    groups = rng.integers(-1, ngroups, 40_000)
     for seed in range(3):
         wide, rows = _bound(units, groups, max_rows, max_groups, np.random.default_rng(seed))
-        narrow, rows8 = _bound(units, groups.astype(np.int8), max_rows, max_groups,
+        narrow, rows8 = _bound(units, groups.astype(dtype), max_rows, max_groups,
                                np.random.default_rng(seed))
         assert np.array_equal(wide, narrow)
         for listed in (rows, rows8):
