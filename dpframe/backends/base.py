@@ -181,13 +181,18 @@ def combine_codes(codes: list[npt.NDArray[np.int64]], sizes: list[int]) -> npt.N
     return out
 
 
-def public_key_codes(per_col: list[npt.NDArray[np.int64]], declared: Sequence[Sequence[object]]
-                     ) -> npt.NDArray[np.int64]:
-    """Group codes of public keys, from each key column's positions among its declared keys
-    (-1: missing or undeclared), in the order of :func:`public_key_list`."""
-    if len(per_col) == 1:
-        return per_col[0]
-    return combine_codes(per_col, [len(d) for d in declared])
+def public_key_codes(positions: Callable[[int, npt.DTypeLike], npt.NDArray[Any]],
+                     declared: Sequence[Sequence[object]], dtype: npt.DTypeLike = np.int64
+                     ) -> npt.NDArray[np.signedinteger[Any]]:
+    """Group codes of public keys, in the order of :func:`public_key_list` and in ``dtype`` (a
+    signed type holding every code and -1), from each key column's positions among its
+    declared keys: ``positions(i, t)`` gives column ``i``'s in type ``t`` (-1: missing or
+    undeclared). One column's positions are the codes, asked for in ``dtype`` directly (no
+    int64 array to cast); several are combined in int64."""
+    if len(declared) == 1:
+        return positions(0, dtype)
+    return combine_codes([positions(i, np.int64) for i in range(len(declared))],
+                         [len(d) for d in declared]).astype(dtype, copy=False)
 
 
 def observed_key_codes(per_col: list[npt.NDArray[np.int64]], observed: list[list[object]]

@@ -351,12 +351,9 @@ class PandasBackend:
             found = [factorize(self.column(col)) for col in q.by]
             return observed_key_codes([c for c, _ in found], [u for _, u in found])
         declared: list[tuple[object, ...]] = [tuple(q.keys[c]) for c in q.by]
-        if len(q.by) == 1:  # one key column: its positions are the codes, written in ``dtype``
-            return (declared_codes(self.column(q.by[0]), declared[0], dtype),
-                    public_key_list(declared))
-        per_col = [declared_codes(self.column(c), d) for c, d in zip(q.by, declared, strict=True)]
-        return (public_key_codes(per_col, declared).astype(dtype, copy=False),
-                public_key_list(declared))
+        codes = public_key_codes(
+            lambda i, t: declared_codes(self.column(q.by[i]), declared[i], t), declared, dtype)
+        return codes, public_key_list(declared)
 
     def exact(self, request: ComputeRequest, gen: np.random.Generator | None) -> ExactAggregates:
         q = request

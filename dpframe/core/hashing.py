@@ -216,11 +216,11 @@ def block_partition(ids: npt.NDArray[np.integer], key: Key, parts: int,
         place = (wide - block * divisor).astype(narrow)
     block = block.astype(np.int64, copy=False)  # a uint64 block is < 2**63
     lo, hi = (int(block.min()), int(block.max())) if block.size else (0, -1)
-    table = None if shifts is None or lo < 0 else shifts.covering(hi, block.size)
-    if table is not None:  # blocks from 0 hashed by an earlier batch (or now, for later ones)
+    # few blocks from 0: a hash per block, gathered (hashed by an earlier batch of the
+    # release's shifts, or now)
+    table = None if lo < 0 else (shifts or BlockShifts(key, parts)).covering(hi, block.size)
+    if table is not None:
         shift = table[block]
-    elif lo >= 0 and hi < 2 * block.size:  # few blocks from 0: a hash per block, gathered
-        shift = scale_top_bits(keyed(np.arange(hi + 1, dtype=np.uint64), key), parts)[block]
     elif 0 <= hi - lo < block.size:  # a narrow range elsewhere
         shift = scale_top_bits(keyed(np.arange(lo, hi + 1, dtype=np.int64).view(np.uint64),
                                      key), parts)[block - lo]

@@ -237,15 +237,8 @@ def pair_keys(prio: npt.NDArray[np.uint64], g: I64, compact: bool = False) -> Ke
     the group's 8, for codes -1 to 254; -1 as 255): half the bytes to write, scatter and
     compare. Both give the one order of :data:`PRIORITY_BITS`, so a block's choice of layout
     (from its largest group code, which one unit's rows can change) changes nothing else."""
-    top = prio >> _TOP
-    if compact:
-        small = top.astype(np.uint32)
-        small <<= np.uint32(8)
-        small |= g.astype(np.uint32) & np.uint32(_COMPACT_LOW)  # -1 wraps to 255
-        return small
-    top <<= np.uint64(32)
-    top |= g.astype(np.int64, copy=False).view(np.uint64) & np.uint64(_LOW)
-    return top
+    words = _pair_keys_into(prio.copy(), g, compact, np.empty_like(prio))
+    return words.astype(np.uint32) if compact else words
 
 
 def narrowest_signed(top: int) -> np.dtype[np.signedinteger[Any]]:
@@ -284,12 +277,7 @@ def _choose_groups(u: I64, g: I64, nu: int, max_groups: int, gen: np.random.Gene
     ``code_range``: bounds of the group codes when the caller knows them (any range holding
     them gives the same choice: only the key's layout depends on it)."""
     salt = int(gen.integers(0, 2**63))
-    lo, hi = _code_range(g) if code_range is None else code_range
-    if not _keyable(lo, hi):
-        return _smallest_pairs(u, keyed_priority(u, g, salt), g, nu, max_groups)
-    # the same order in 32 bits: only the speed depends on the layout
-    key = _pair_order_keys(u, g, salt, compact=hi < _COMPACT_LOW)
-    return _smallest_keys(u, key, g, nu, max_groups, hi)
+    return _smallest_pairs(u, KeyedPairs(u, salt), g, nu, max_groups, code_range)
 
 
 @dataclass(frozen=True)
@@ -344,11 +332,13 @@ def _pair_keys_into(prio: npt.NDArray[np.uint64], g: npt.NDArray[np.integer[Any]
 
 
 def _smallest_pairs(u: I64, prio: npt.NDArray[np.uint64] | KeyedPairs, g: I64, nu: int,
-                    max_groups: int) -> Bools:
+                    max_groups: int, code_range: tuple[int, int] | None = None) -> Bools:
     """For rows (unit ``u``, group ``g``) with pair priority ``prio`` (or the inputs of its
     keyed hash), whether their pair is among the unit's ``max_groups`` pairs of least order key
-    (:func:`pair_keys`: the top 24 bits of the priority, then the smaller group)."""
-    lo, hi = _code_range(g)
+    (:func:`pair_keys`: the top 24 bits of the priority, then the smaller group).
+    ``code_range``: bounds of the group codes when the caller knows them (any range holding
+    them gives the same choice: only the key's layout depends on it)."""
+    lo, hi = _code_range(g) if code_range is None else code_range
     if _keyable(lo, hi):
         # the same order in 32 bits for up to 254 groups: only the speed depends on it
         compact = hi < _COMPACT_LOW

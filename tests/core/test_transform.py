@@ -543,7 +543,8 @@ def test_only_units_and_sampling_draw_at_random() -> None:
 def test_fused_block_keys_are_pair_keys_of_keyed_priorities(dtype: type, compact: bool) -> None:
     """The cache-block path of the group choice (priorities and keys computed in two reused
     buffers) writes exactly ``pair_keys(keyed_priority(u, g))``, for group codes of any
-    signed width, -1 included; a change of one bit in either step fails this."""
+    signed width, -1 included (``pair_keys`` is the block function on a copy: the key bits
+    themselves are pinned by ``test_pair_keys_order_by_top_bits_then_group``)."""
     from dpframe.core.hashing import keyed_priority, priority_into
     from dpframe.core.transform import _pair_keys_into, pair_keys
 

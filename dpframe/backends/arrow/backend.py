@@ -103,11 +103,8 @@ def _public_codes(block: Block, q: ComputeRequest, dtype: npt.DTypeLike = np.int
                   ) -> npt.NDArray[np.signedinteger[Any]]:
     """Group codes of public keys, in ``dtype`` (holding every group code and -1)."""
     declared = [q.keys[c] for c in q.by]
-    if len(q.by) == 1:  # one key column: its positions are the codes, written in ``dtype``
-        return public_codes(block.column(q.by[0]), declared[0], dtype)
-    return public_key_codes([public_codes(block.column(c), d)
-                             for c, d in zip(q.by, declared, strict=True)],
-                            declared).astype(dtype, copy=False)
+    return public_key_codes(lambda i, t: public_codes(block.column(q.by[i]), declared[i], t),
+                            declared, dtype)
 
 
 def _private_codes(block: Block, by: tuple[str, ...], index: KeyIndex) -> tuple[I64, Keys, I64]:
