@@ -18,6 +18,10 @@ Adding is correct because blocks hold disjoint privacy units:
   2. each partition is loaded alone, its units factorized, and ``compute_exact`` bounds each
      unit's contributions exactly as the pandas backend does for the whole frame.
 
+  A batch's slice for one partition past twice its expected rows is pre-selected in pass 1
+  (``carried``: per unit, the rows that can survive bounding, with their priorities), so one
+  unit's row count never sets pass 2's memory.
+
   Memory is one batch in pass 1 and one partition in pass 2 (``partition_rows`` rows by
   default); disk is the spilled columns, deleted as soon as the release is computed, also on
   error or interrupt. See docs/scan.md.
@@ -26,7 +30,8 @@ Modules: ``columns`` (Arrow column kinds, numbers, factorization, key and unit c
 ``conform`` (data conformed to the public schema), ``words`` (columns as words of the core's one
 hash, :mod:`dpframe.core.hashing`), ``prefetch`` (a bounded read-ahead thread), ``source``
 (``DatasetSource``: discovery, format inference, metadata, batches), ``totals`` (adding blocks'
-aggregates exactly), ``spill`` (the partition files) and ``backend`` (``ArrowBackend``).
+aggregates exactly), ``spill`` (the partition files), ``carried`` (heavy units' pre-selection)
+and ``backend`` (``ArrowBackend``).
 """
 
 from __future__ import annotations

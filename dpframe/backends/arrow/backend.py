@@ -9,6 +9,7 @@ queries stream once; privacy-unit queries make two passes over keyed partitions
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import sys
@@ -34,6 +35,7 @@ from ..base import (
     public_key_codes,
     public_key_list,
 )
+from .carried import ROW_PRIORITY, bound_by_priority, heavy_limit, preselect, preselects
 from .columns import (
     I64,
     Bools,
@@ -60,11 +62,14 @@ _GROUP_CODE = "__dpframe_group__"
 #: The block of an integer unit id (:func:`~dpframe.core.hashing.block_partition`), spilled in
 #: place of the id, or beside it when the query also reads the id as a key or a value.
 _UNIT_BLOCK = "__dpframe_unit_block__"
-RESERVED = (_GROUP_CODE, _UNIT_BLOCK)
+RESERVED = (_GROUP_CODE, _UNIT_BLOCK, ROW_PRIORITY)
 
 Block: TypeAlias = pa.RecordBatch | pa.Table
 Keys = list[tuple[object, ...]]
 Partial = tuple[ExactAggregates, I64 | None, int]
+#: A batch of pass 1 ordered by partition, where each partition starts, and the heavy
+#: partitions' pre-selected rows (:mod:`.carried`), written in place of their slices.
+_Arranged = tuple[pa.RecordBatch, npt.NDArray[np.intp], dict[int, pa.RecordBatch]]
 
 
 @dataclass
@@ -77,6 +82,8 @@ class _Run:
     public_keys: Keys
     totals: Totals = field(default_factory=Totals)
     key_index: KeyIndex = field(default_factory=KeyIndex)
+    #: The pair-priority salt of heavy units' pre-selection (:mod:`.carried`), both passes.
+    pair_salt: int = 0
 
 
 def _public_keys(request: ComputeRequest) -> Keys:
@@ -137,6 +144,39 @@ def _integer_units(schema: pa.Schema, unit: str) -> bool:
     which batches are conformed to), so that pass 1 lays them out by
     :func:`~dpframe.core.hashing.block_partition` and spills their blocks (int64)."""
     return bool(pa.types.is_integer(value_type(schema.field(unit).type)))
+
+
+def _unit_column(schema: pa.Schema, unit: str) -> str:
+    """The spilled column telling a partition's units apart: their blocks, or their ids."""
+    return _UNIT_BLOCK if _UNIT_BLOCK in schema.names else unit
+
+
+def _group_column(request: ComputeRequest) -> str | None:
+    """The spilled column of public group codes (None: the query has no grouping)."""
+    return _GROUP_CODE if request.by else None
+
+
+def with_carried(plain: Iterator[Callable[[], pa.Table] | None],
+                 carried: Iterator[Callable[[], pa.Table] | None]
+                 ) -> Iterator[Callable[[], pa.Table] | None]:
+    """Per partition, a function reading its plainly spilled rows and its carried rows as one
+    table (the plain rows' :data:`~.carried.ROW_PRIORITY` null); None when it has neither."""
+    for read_plain, read_carried in zip(plain, carried, strict=True):
+        if read_carried is None:
+            yield read_plain
+        else:
+            yield functools.partial(_read_with_carried, read_plain, read_carried)
+
+
+def _read_with_carried(read_plain: Callable[[], pa.Table] | None,
+                       read_carried: Callable[[], pa.Table]) -> pa.Table:
+    kept = read_carried()
+    if read_plain is None:
+        return kept
+    plain = read_plain()
+    plain = plain.append_column(kept.schema.field(ROW_PRIORITY),
+                                pa.nulls(plain.num_rows, pa.uint64()))
+    return pa.concat_tables([plain, kept]).combine_chunks()
 
 
 def _partitions(unit: pa.Array, key: Key, parts: int) -> np.ndarray:
@@ -396,36 +436,45 @@ class ArrowBackend:
 
     def _spilled(self, run: _Run, batches: Generator[pa.RecordBatch, None, None],
                  n_parts: int, hash_key: Key) -> pa.Schema | None:
-        """Pass 1 spills each row to the partition of its unit's keyed hash; pass 2 reduces
-        each partition alone. The spilled schema (None: no row survived)."""
-        assert run.request.privacy_unit is not None
-        with SpillFiles(n_parts, self.spill_dir) as spill:
+        """Pass 1 spills each row to the partition of its unit's keyed hash (a heavy slice
+        pre-selected into the partition's carried file: :mod:`.carried`); pass 2 reduces each
+        partition alone. The spilled schema (None: no row survived)."""
+        assert run.request.privacy_unit is not None and run.gen is not None
+        # heavy slices draw from a child of the release's generator: the partitions' seeds,
+        # drawn from the release's own stream, are the same whether or not any slice is heavy
+        child = run.gen.spawn(1)[0]
+        run.pair_salt = int(child.integers(0, 1 << 63))
+        seeded = ((batch, int(child.integers(0, 1 << 63))) for batch in batches)
+        with SpillFiles(n_parts, self.spill_dir) as spill, \
+                SpillFiles(n_parts, self.spill_dir) as carried:
             with contextlib.closing(batches):
-                schema = self._spill_all(run.request, batches, spill, hash_key)
+                schema = self._spill_all(run, seeded, spill, carried, hash_key)
             spill.finish()
+            carried.finish()
             pa.default_memory_pool().release_unused()  # pass 1's buffers, before pass 2
             bar = self._bar(n_parts, "dpframe scan, pass 2/2", "partitions")
             try:
-                self._reduce_all(run, spill.readers(), bar)
+                self._reduce_all(run, with_carried(spill.readers(), carried.readers()), bar)
             finally:
                 bar.close()
         return schema
 
-    def _spill_all(self, request: ComputeRequest, batches: Iterator[pa.RecordBatch],
-                   spill: SpillFiles, hash_key: Key) -> pa.Schema | None:
+    def _spill_all(self, run: _Run, batches: Iterator[tuple[pa.RecordBatch, int]],
+                   spill: SpillFiles, carried: SpillFiles, hash_key: Key) -> pa.Schema | None:
         """Pass 1: each batch's spilled columns, ordered by partition on ``WORKERS`` threads
         (numpy and Arrow release the GIL) while this thread writes the batches before them, in
-        batch order. The spilled schema (None: no row survived)."""
+        batch order; a partition's slice past :func:`~.carried.heavy_limit` rows is pre-selected
+        into its carried file (each batch with its own seed). The spilled schema (None: no row
+        survived)."""
+        request = run.request
         unit = request.privacy_unit
         assert unit is not None
 
         blocks = _integer_units(self.source.arrow_schema, unit)
         shifts = BlockShifts(hash_key, spill.parts)  # the blocks' hashes, shared by batches
+        heavy_units = preselects(request)
 
-        def prepare(batch: pa.RecordBatch) -> tuple[pa.RecordBatch, Any] | None:
-            sb = self._spill_batch(request, batch)
-            if sb is None:
-                return None
+        def arranged(sb: pa.RecordBatch) -> tuple[pa.RecordBatch, npt.NDArray[np.intp]]:
             if not blocks:
                 return arrange(sb, _partitions(sb.column(unit), hash_key, spill.parts),
                                spill.parts)
@@ -436,14 +485,33 @@ class ArrowBackend:
             block, part = block_partition(ids, hash_key, spill.parts, shifts)
             return arrange(_with_blocks(request, sb, block), part, spill.parts)
 
+        def prepare(item: tuple[pa.RecordBatch, int]) -> _Arranged | None:
+            batch, seed = item
+            sb = self._spill_batch(request, batch)
+            if sb is None:
+                return None
+            rows, bounds = arranged(sb)
+            if not heavy_units:
+                return rows, bounds, {}
+            counts = np.diff(bounds)
+            heavy = np.flatnonzero(counts > heavy_limit(rows.num_rows, spill.parts))
+            gen = np.random.default_rng(seed)
+            ids, groups = _unit_column(rows.schema, unit), _group_column(request)
+            return rows, bounds, {int(p): preselect(
+                rows.slice(int(bounds[p]), int(counts[p])), request, ids, groups,
+                run.pair_salt, gen) for p in heavy}
+
         schema = None
         with ThreadPoolExecutor(WORKERS, thread_name_prefix="dpframe-spill") as pool, \
                 contextlib.closing(in_order(pool, batches, prepare, WORKERS + 1,
                                             eager=True)) as prepared:
             for ready in prepared:  # written as soon as it and those before it are ready
                 if ready is not None:
-                    schema = ready[0].schema
-                    spill.write_arranged(*ready)
+                    rows, bounds, heavy = ready
+                    schema = rows.schema
+                    spill.write_arranged(rows, bounds, skip=heavy.keys())
+                    for p, kept in heavy.items():
+                        carried.write(p, kept)
         return schema
 
     def _reduce_all(self, run: _Run, tables: Iterator[Callable[[], pa.Table] | None],
@@ -495,8 +563,13 @@ class ArrowBackend:
                 tick()
 
     def _reduce_one(self, run: _Run, block: pa.Table) -> Partial:
-        """One partition of pass 2, holding whole units: bounded and aggregated."""
-        assert run.request.privacy_unit is not None
-        ids = _UNIT_BLOCK if _UNIT_BLOCK in block.schema.names else run.request.privacy_unit
+        """One partition of pass 2, holding whole units: bounded and aggregated. With carried
+        rows (:mod:`.carried`), bounded by priority first: the rows kept are within every
+        bound, so the aggregation's own bounding keeps them all."""
+        assert run.request.privacy_unit is not None and run.gen is not None
+        ids = _unit_column(block.schema, run.request.privacy_unit)
+        if ROW_PRIORITY in block.schema.names:
+            block = block.take(pa.array(bound_by_priority(
+                block, run.request, ids, _group_column(run.request), run.pair_salt, run.gen)))
         units = unit_codes(block.column(ids))
         return self._aggregate(run, block, units, precoded=_GROUP_CODE in block.schema.names)

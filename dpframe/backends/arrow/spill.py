@@ -11,7 +11,7 @@ import functools
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -53,13 +53,19 @@ class SpillFiles:
     def _path(self, part: int) -> Path:
         return self.folder / f"part-{part:05d}.arrow"
 
-    def write_arranged(self, rows: pa.RecordBatch, bounds: npt.NDArray[np.intp]) -> None:
+    def write_arranged(self, rows: pa.RecordBatch, bounds: npt.NDArray[np.intp],
+                       skip: Collection[int] = ()) -> None:
         """Append rows :func:`arrange` ordered by partition: ``rows[bounds[p]:bounds[p + 1]]``
-        to the file of partition ``p``."""
+        to the file of partition ``p``, for each partition not in ``skip``."""
         for p in range(self.parts):
             lo, hi = int(bounds[p]), int(bounds[p + 1])
-            if hi > lo:
-                self._writer(p, rows.schema).write_batch(rows.slice(lo, hi - lo))
+            if hi > lo and p not in skip:
+                self.write(p, rows.slice(lo, hi - lo))
+
+    def write(self, part: int, rows: pa.RecordBatch) -> None:
+        """Append ``rows`` to the file of partition ``part`` (nothing when there are none)."""
+        if rows.num_rows:
+            self._writer(part, rows.schema).write_batch(rows)
 
     def _writer(self, part: int, schema: pa.Schema) -> pa.ipc.RecordBatchFileWriter:
         if part not in self._writers:

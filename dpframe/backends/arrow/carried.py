@@ -1,0 +1,118 @@
+"""Heavy units in a two-pass scan: pre-selection in pass 1, by priorities carried to pass 2.
+
+Pass 2 loads each spill partition whole, so a unit with tens of millions of rows would load
+them all: contribution bounding makes such a unit harmless to privacy, not to memory, and
+running out of memory after the charge depends on one person's rows. Pass 1 therefore watches
+how many rows each batch sends to each partition. A slice past :func:`heavy_limit` (about twice
+its expected share) is pre-selected before it is spilled (:func:`preselect`): each unit keeps
+at most ``max_groups`` pairs and ``max_rows`` rows in each, chosen by
+
+* a **pair priority**, a keyed pseudo-random function of (unit word, group, release salt)
+  (:class:`~dpframe.core.transform.KeyedPairs`): the same for every row of a pair, in every
+  batch and in pass 2;
+* a **row priority**, a fresh uniform 64-bit draw, written beside the kept rows into the
+  partition's *carried* file (:data:`ROW_PRIORITY`).
+
+Pass 2 reduces a partition without carried rows as before. One with carried rows selects over
+all its rows by the same rule (:func:`bound_by_priority`), the rows spilled plainly drawing
+their row priority then. Two facts make this exactly the uniform bounding of pass 2:
+
+1. *Pre-selection*: a row kept over a union of blocks is kept in its own block (its ranks
+   there are no larger), so selecting again over the union of the blocks' selections is
+   selecting over all rows (:func:`~dpframe.core.transform.select_by_priority`).
+2. *Deferred decisions*: a plainly spilled row's priority was never looked at in pass 1, so
+   drawing it in pass 2 gives every row of the partition one independent uniform priority,
+   drawn once. (Drawing the carried rows' priorities afresh in pass 2 would not: a light row
+   beside 100 carried rows of its pair, ``max_rows=1``, must be kept with probability 1/101,
+   not 1/2; tested.)
+
+A unit's groups are then a uniform choice among its distinct groups and its rows a uniform
+choice within each, as in :func:`~dpframe.core.transform.bound_contributions`; a unit's
+selection depends on its own rows, the salt and fresh draws only, so the transformation stays
+stable. Which slices are pre-selected depends on the data, but the released distribution does
+not. Private keys are not pre-selected: their group codes are local to a batch, and pair
+priorities need one code per key across batches (docs/scan.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from ...core.compute import ComputeRequest
+from ...core.transform import KeyedPairs, select_by_priority
+from .columns import I64, unit_codes
+from .words import column_words
+
+#: The row priority of a pre-selected row (uint64; null: the row was spilled plainly and its
+#: priority is drawn in pass 2).
+ROW_PRIORITY = "__dpframe_row_priority__"
+#: Rows a partition may receive from one batch beyond twice its expected share before the
+#: batch's slice for it is pre-selected.
+HEAVY_MARGIN = 256
+
+
+def heavy_limit(rows: int, parts: int) -> int:
+    """The most rows of a ``rows``-row batch that go to one of ``parts`` partitions unselected:
+    twice the expected share plus :data:`HEAVY_MARGIN`. A partition thus holds at most about
+    twice its expected rows, plus ``max_groups * max_rows`` rows per unit and batch."""
+    return 2 * -(-rows // parts) + HEAVY_MARGIN
+
+
+def preselects(request: ComputeRequest) -> bool:
+    """Whether pass 1 may pre-select heavy slices: privacy units with public keys or none."""
+    return request.privacy_unit is not None and not (request.by and request.private_keys)
+
+
+def _pairs(block: pa.RecordBatch | pa.Table, unit_column: str, group_column: str | None
+           ) -> tuple[I64, npt.NDArray[np.signedinteger[Any]], I64]:
+    """Each row's dense unit code (-1: a unit the value model counts as missing), group code
+    and unit word (the input of the pair priority: the same for a unit in every batch)."""
+    ids = block.column(unit_column)
+    units = unit_codes(ids)
+    words = (ids.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+             if pa.types.is_integer(ids.type) else column_words(ids).view(np.int64))
+    groups = (np.zeros(block.num_rows, dtype=np.int8) if group_column is None
+              else block.column(group_column).to_numpy(zero_copy_only=False))
+    return units, groups, words
+
+
+def preselect(block: pa.RecordBatch, request: ComputeRequest, unit_column: str,
+              group_column: str | None, salt: int, gen: np.random.Generator
+              ) -> pa.RecordBatch:
+    """The rows of ``block`` (one batch's slice of one partition) that can survive bounding,
+    each with a fresh uniform row priority (:data:`ROW_PRIORITY`): per unit its ``max_groups``
+    pairs of least keyed priority here, and in each its ``max_rows`` rows of smallest row
+    priority. ``unit_column`` tells units apart (ids, or their blocks); ``group_column`` holds
+    the public group codes (None: one group)."""
+    units, groups, words = _pairs(block, unit_column, group_column)
+    valid = np.flatnonzero(units >= 0)  # a missing unit's rows are dropped by every query
+    row = gen.integers(0, 2**64, valid.size, dtype=np.uint64)
+    kept = np.flatnonzero(select_by_priority(
+        units[valid], groups[valid], KeyedPairs(words[valid], salt), row,
+        request.max_groups, request.max_rows))
+    rows = block.take(pa.array(valid[kept]))
+    return rows.append_column(ROW_PRIORITY, pa.array(row[kept], pa.uint64()))
+
+
+def bound_by_priority(block: pa.Table, request: ComputeRequest, unit_column: str,
+                      group_column: str | None, salt: int, gen: np.random.Generator
+                      ) -> npt.NDArray[np.intp]:
+    """The rows of a pass-2 partition holding carried rows that bounding keeps: the selection
+    of :func:`preselect` over all of them, by the carried row priorities and, for the rows
+    spilled plainly (a null priority), fresh ones. Every kept unit is then within its bounds,
+    so bounding the kept rows again keeps them all."""
+    units, groups, words = _pairs(block, unit_column, group_column)
+    valid = np.flatnonzero(units >= 0)
+    carried = block.column(ROW_PRIORITY)
+    row = carried.fill_null(0).to_numpy(zero_copy_only=False).astype(np.uint64, copy=False)
+    if carried.null_count:
+        fresh = np.flatnonzero(carried.is_null().to_numpy(zero_copy_only=False))
+        row = row.copy()  # (a view of the table's buffer is read-only)
+        row[fresh] = gen.integers(0, 2**64, fresh.size, dtype=np.uint64)
+    keep = select_by_priority(units[valid], groups[valid], KeyedPairs(words[valid], salt),
+                              row[valid], request.max_groups, request.max_rows)
+    return valid[keep]
