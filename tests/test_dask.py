@@ -511,3 +511,66 @@ def test_units_whose_words_collide_stay_two_units(unit_ids: list[Any],
         counts = next(iter(backend.exact(compute, np.random.default_rng(1)).values.values()))
     assert calls  # pre-selected, not shuffled
     assert counts.tolist() == [1, 1]  # two units, one row each: both kept
+
+
+def _bounded_request(max_rows: int) -> Any:
+    """A unit-level count and sum of ``x`` in [0, 1] over one public group ``g = "a"``."""
+    q = Query((Measure("count"), Measure("sum", "x")), Fraction(1), by=("g",),
+              keys={"g": ("a",)}, bounds={"x": (0, 1)}, privacy_unit="u",
+              max_rows_per_unit=max_rows, max_groups_per_unit=1)
+    frame = pd.DataFrame({"u": [0], "g": ["a"], "x": [0]})
+    return prepare(_session(), q, DaskBackend(dd.from_pandas(frame, npartitions=1))).compute
+
+
+def test_pre_selection_ships_row_priorities_only_where_it_read_them() -> None:
+    """Row priorities are drawn only for rows of pairs holding more than ``max_rows`` rows in
+    the partition (the only ones read); a partition with none ships no priority column, one
+    with some ships them exact (UInt64, missing for the rows of lighter pairs), and a bucket
+    of both kinds of frames keeps them exact."""
+    from dpframe.backends import dask as dask_backend
+
+    col = dask_backend.ROW_PRIORITY_COLUMN
+    request = _bounded_request(3)
+    light = pd.DataFrame({"u": np.repeat(np.arange(50), 3), "g": "a", "x": 1})
+    pieces = dask_backend._preselect_buckets(light, request, (1, 2), 5, 6, 3)
+    assert all(col not in p.columns for p in pieces) and sum(map(len, pieces)) == 150
+    # unit 0 has 5 rows (heavy), unit 1 has 2: only unit 0's 3 kept rows carry a priority
+    mixed = pd.DataFrame({"u": [0, 1, 0, 0, 1, 0, 0], "g": "a", "x": 1})
+    shipped = pd.concat(dask_backend._preselect_buckets(mixed, request, (1, 2), 5, 6, 2))
+    assert str(shipped[col].dtype) == "UInt64" and len(shipped) == 5
+    carried = shipped[col].notna().to_numpy()
+    assert (shipped["__dpframe_unit__"].to_numpy()[carried] == 0).all() and carried.sum() == 3
+    # the bucket reads carried priorities exactly (the largest 64-bit value included) and
+    # draws only the missing ones
+    values = pd.array([2**64 - 1, None, 5, None], dtype="UInt64")
+    read = dask_backend._drawing_for(values, 9)(np.array([0, 1, 2, 3]))
+    fresh = np.random.default_rng(9).integers(0, 2**64, 2, dtype=np.uint64)
+    assert read.dtype == np.uint64
+    assert read.tolist() == [2**64 - 1, int(fresh[0]), 5, int(fresh[1])]
+
+
+def test_pre_selected_rows_keep_the_priorities_their_partition_drew() -> None:
+    """Deferred row priorities must be drawn once: a pair of 20 rows in partition A
+    (pre-selected to 10) and 1 row in partition B, ``max_rows`` 10, keeps B's row with
+    probability 10/21, as bounding over all 21 rows does. Drawing again at the bucket for A's
+    survivors would keep it with probability 10/11 (they are the least of 20 draws). Through
+    the Dask helpers, 1000 seeded releases; binomial tolerance, 4.5 standard deviations (the
+    wrong rule is about 27 away)."""
+    from dpframe.backends import dask as dask_backend
+
+    request = _bounded_request(10)
+    a = pd.DataFrame({"u": [7] * 20, "g": "a", "x": 0})
+    b = pd.DataFrame({"u": [7], "g": "a", "x": 1})  # only B's row adds to the sum
+    rng = np.random.default_rng(20)
+    trials, kept = 1000, 0
+    for _ in range(trials):
+        salt, sa, sb, sbucket = (int(s) for s in rng.integers(0, 2**63, 4))
+        (pa,) = dask_backend._preselect_buckets(a, request, (1, 2), salt, sa, 1)
+        (pb,) = dask_backend._preselect_buckets(b, request, (1, 2), salt, sb, 1)
+        assert len(pa) == 10 and dask_backend.ROW_PRIORITY_COLUMN not in pb.columns
+        agg = dask_backend._bucket_exact([pa, pb], request, [("a",)], (1, 2), salt, sbucket)
+        count, total = (int(v[0]) for v in agg.values.values())
+        assert count == 10
+        kept += total
+    p = 10 / 21
+    assert abs(kept - trials * p) < 4.5 * math.sqrt(trials * p * (1 - p)), kept

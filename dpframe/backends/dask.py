@@ -42,7 +42,14 @@ from ..core.hashing import (
     value_words,
 )
 from ..core.parallel import one_thread
-from ..core.transform import KeyedPairs, compute_exact, select_by_priority
+from ..core.transform import (
+    DrawPriorities,
+    KeyedPairs,
+    Selection,
+    compute_exact,
+    select_by_priority,
+    select_drawing,
+)
 from ..core.values import ColumnKind
 from ..errors import DPError, ValidationError
 from .arrow.words import column_words
@@ -61,6 +68,8 @@ UNIT_HASH_COLUMN = "__dpframe_unit_hash__"
 #: Columns a pre-selected row carries: its unit's exact id, its group code and its row priority.
 UNIT_ID_COLUMN = "__dpframe_unit__"
 GROUP_COLUMN = "__dpframe_group__"
+#: A shipped row's priority, where its partition drew one (nullable UInt64: missing where the
+#: row's priority was never read; a partition that read none ships no such column).
 ROW_PRIORITY_COLUMN = "__dpframe_row_priority__"
 RESERVED = (UNIT_HASH_COLUMN, UNIT_ID_COLUMN, GROUP_COLUMN, ROW_PRIORITY_COLUMN)
 DEFAULT_SPLIT_EVERY = 8
@@ -167,9 +176,13 @@ def _preselect_buckets(part: pd.DataFrame, request: ComputeRequest, key: tuple[i
     split into ``buckets`` by the keyed hash of their unit (a unit's rows from every partition
     meet in one bucket: the exchange moves only pre-selected rows): per unit, its
     ``max_groups`` pairs of smallest keyed priority here and in each its ``max_rows`` rows of
-    smallest fresh random priority, with the unit's exact id, the group code and the row
-    priority (:func:`~dpframe.core.transform.select_by_priority`: selecting again over every
-    partition's pre-selection is bounding over all rows)."""
+    smallest fresh random priority, with the unit's exact id and the group code
+    (:func:`~dpframe.core.transform.select_by_priority`: selecting again over every
+    partition's pre-selection is bounding over all rows). Row priorities are drawn only for
+    the rows of pairs holding more than ``max_rows`` rows here, the only ones read; the kept
+    rows among them carry theirs (:data:`ROW_PRIORITY_COLUMN`, shipped only when some kept row
+    has one), and the bucket draws the others' when it reads them (deferred decisions: the
+    law of drawing every priority up front, see select_by_priority)."""
     with one_thread():  # one task per worker thread already
         backend = PandasBackend(part)
         # group codes in the narrow type they travel in (bounding reads any signed type)
@@ -184,10 +197,12 @@ def _preselect_buckets(part: pd.DataFrame, request: ComputeRequest, key: tuple[i
         h = unit_hash_by_codes(unit if ok is None else unit.iloc[ok], units, key)
         g = codes if ok is None else codes[ok]
         pair = KeyedPairs(h.view(np.int64), salt)  # keyed order keys, block by block
-        # uniform 64-bit row priorities (full-range draws are the generator's raw words: fast)
-        row = np.random.default_rng(seed).integers(0, 2**64, g.size, dtype=np.uint64)
-        keep = np.flatnonzero(select_by_priority(units, g, pair, row, request.max_groups,
-                                                 request.max_rows))
+        # uniform 64-bit row priorities, drawn for the rows read only (full-range draws are
+        # the generator's raw words)
+        chosen = select_drawing(units, g, pair, _drawing(seed), request.max_groups,
+                                request.max_rows)
+        keep = np.flatnonzero(chosen.keep)
+        carried = _carried(keep, chosen)  # in the order of keep
         # the kept rows in bucket order, each column gathered once; a bucket is a slice
         order, bounds = partition_order(scale_top_bits(h[keep], buckets), buckets)
         keep = keep[order]
@@ -201,10 +216,32 @@ def _preselect_buckets(part: pd.DataFrame, request: ComputeRequest, key: tuple[i
         # by their ids, never by hash (two units whose hashes collide stay two units;
         # docs/dask.md); the pair priority is not shipped: the bucket recomputes it
         columns.update({UNIT_ID_COLUMN: _taken(unit, rows),
-                        GROUP_COLUMN: g[keep].astype(group_code_dtype(request), copy=False),
-                        ROW_PRIORITY_COLUMN: row[keep].view(np.int64)})  # read back as uint64
+                        GROUP_COLUMN: g[keep].astype(group_code_dtype(request), copy=False)})
+        if carried is not None:  # some kept row's priority was read here: it travels on
+            columns[ROW_PRIORITY_COLUMN] = carried[order]
         out = pd.DataFrame(columns, copy=False)  # one frame built at once, no column inserts
     return [out.iloc[bounds[j]:bounds[j + 1]] for j in range(buckets)]
+
+
+def _drawing(seed: int) -> DrawPriorities:
+    """Uniform 64-bit priorities from a generator seeded with ``seed``, for the rows asked."""
+    gen = np.random.default_rng(seed)
+    return lambda rows: gen.integers(0, 2**64, rows.size, dtype=np.uint64)
+
+
+def _carried(keep: npt.NDArray[np.intp], chosen: Selection) -> pd.arrays.IntegerArray | None:
+    """The priorities read by the selection ``chosen`` of the kept rows ``keep`` (ascending),
+    in their order: UInt64, missing where a row's priority was not read. None when no kept
+    row's was (no column to ship)."""
+    if not chosen.examined.size:
+        return None
+    read = chosen.keep[chosen.examined]  # examined rows that were kept
+    values = np.zeros(keep.size, dtype=np.uint64)
+    missing = np.ones(keep.size, dtype=bool)
+    at = np.searchsorted(keep, chosen.examined[read])
+    values[at] = chosen.priority[read]
+    missing[at] = False
+    return pd.arrays.IntegerArray(values, missing)
 
 
 def _taken(s: pd.Series, rows: npt.NDArray[np.intp]) -> pd.Series:
@@ -213,19 +250,27 @@ def _taken(s: pd.Series, rows: npt.NDArray[np.intp]) -> pd.Series:
 
 
 def _bucket_exact(frames: list[pd.DataFrame], request: ComputeRequest,
-                  keys: list[tuple[object, ...]], key: tuple[int, int], salt: int
+                  keys: list[tuple[object, ...]], key: tuple[int, int], salt: int, seed: int
                   ) -> ExactAggregates:
     """One bucket: every partition's pre-selected rows of its units. The final selection by
-    the carried priorities, then the exact aggregates of the selected rows (bounded already:
-    no unit step left)."""
+    the carried priorities (rows that carry none get theirs drawn from a generator seeded with
+    ``seed`` when read), then the exact aggregates of the selected rows (bounded already: no
+    unit step left)."""
+    if any(ROW_PRIORITY_COLUMN in f.columns for f in frames):
+        # every frame with the column, missing where none was drawn: the concatenation keeps
+        # it UInt64 (exact), never filled with NaN in a float column
+        frames = [f if ROW_PRIORITY_COLUMN in f.columns else
+                  f.assign(**{ROW_PRIORITY_COLUMN: pd.arrays.IntegerArray(
+                      np.zeros(len(f), dtype=np.uint64), np.ones(len(f), dtype=bool))})
+                  for f in frames]
     with one_thread():  # one task per worker thread already
         return _select_and_aggregate(pd.concat(frames, ignore_index=True), request, keys, key,
-                                     salt)
+                                     salt, seed)
 
 
 def _select_and_aggregate(part: pd.DataFrame, request: ComputeRequest,
-                          keys: list[tuple[object, ...]], key: tuple[int, int], salt: int
-                          ) -> ExactAggregates:
+                          keys: list[tuple[object, ...]], key: tuple[int, int], salt: int,
+                          seed: int) -> ExactAggregates:
     """The body of :func:`_bucket_exact` on the bucket's rows: units are told apart by their
     exact ids under the canonical value model (:func:`~dpframe.backends.pandas.unit_codes`),
     as in pandas and scans."""
@@ -236,16 +281,35 @@ def _select_and_aggregate(part: pd.DataFrame, request: ComputeRequest,
     g = part[GROUP_COLUMN].to_numpy()  # narrow, as it travelled: bounding reads any signed type
     h = unit_hash_by_codes(part[UNIT_ID_COLUMN], dense, key)
     pair = KeyedPairs(h.view(np.int64), salt)  # keyed order keys, block by block
-    keep = select_by_priority(dense, g, pair,
-                              part[ROW_PRIORITY_COLUMN].to_numpy(dtype=np.int64).view(np.uint64),
-                              request.max_groups, request.max_rows)
+    carried = (part[ROW_PRIORITY_COLUMN].array if ROW_PRIORITY_COLUMN in part.columns
+               else None)
+    keep = select_by_priority(dense, g, pair, _drawing_for(carried, seed), request.max_groups,
+                              request.max_rows)
     # the measured columns of the selected rows (the carried ids and priorities are done)
-    rows = PandasBackend(part.drop(columns=[UNIT_ID_COLUMN, GROUP_COLUMN, ROW_PRIORITY_COLUMN])
+    rows = PandasBackend(part.drop(columns=[UNIT_ID_COLUMN, GROUP_COLUMN, ROW_PRIORITY_COLUMN],
+                                   errors="ignore")
                          .iloc[np.flatnonzero(keep)])
     bounded = dataclasses.replace(request, privacy_unit=None)
     return compute_exact(bounded, g[keep], keys, None,
                          lambda c: numeric_column(rows.column(c)), np.random.default_rng(0),
                          lambda c: value_hashes(rows.column(c)))
+
+
+def _drawing_for(carried: Any, seed: int) -> DrawPriorities:
+    """The priorities of the rows asked: the one a row carries (drawn and read in its
+    partition: it must not be drawn again), else a fresh draw (read here for the first
+    time). ``carried``: the bucket's UInt64 priorities, or None when no row carries one."""
+    draw = _drawing(seed)
+    if carried is None:
+        return draw
+
+    def read(rows: npt.NDArray[np.intp]) -> npt.NDArray[np.uint64]:
+        mine = carried[rows]
+        out: npt.NDArray[np.uint64] = mine.to_numpy(dtype=np.uint64, na_value=0)
+        fresh = np.asarray(mine.isna())
+        out[fresh] = draw(np.flatnonzero(fresh))
+        return out
+    return read
 
 
 def _unwrap(cell: pd.Series) -> ExactAggregates:
@@ -377,14 +441,16 @@ class DaskBackend:
         frame = self.ddf[[self._labels[c] for c in request.columns]]
         salt = int(gen.integers(0, 2**63))
         seeds = gen.integers(0, 2**63, size=frame.npartitions, dtype=np.int64)
+        nb = math.ceil(frame.npartitions / PARTITIONS_PER_BUCKET)
+        # each bucket's own generator, for the row priorities no partition drew
+        bucket_seeds = gen.integers(0, 2**63, size=nb, dtype=np.int64)
         keys = (public_key_list([tuple(request.keys[c]) for c in request.by]) if request.by
                 else [()])
-        nb = math.ceil(frame.npartitions / PARTITIONS_PER_BUCKET)
         split = [dask.delayed(_preselect_buckets, pure=True, nout=nb)(
                      part, request, key, salt, int(seed), nb)
                  for part, seed in zip(frame.to_delayed(), seeds, strict=True)]
         finals = [dask.delayed(_bucket_exact, pure=True)([s[j] for s in split], request, keys,
-                                                          key, salt)
+                                                          key, salt, int(bucket_seeds[j]))
                   for j in range(nb)]
         agg: ExactAggregates
         agg, = dask.compute(_tree(finals, merge_partials, self.split_every))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -388,16 +388,33 @@ def _smallest_keys(u: I64, key: Keys, g: I64, nu: int, max_groups: int, top: int
     return _first_pairs(u, order, sk[1:] != sk[:-1], max_groups)
 
 
+#: Row priorities drawn on demand: the uniform 64-bit priorities of the given rows (indices
+#: into the selection's arrays, ascending, each asked for at most once per selection).
+DrawPriorities = Callable[[npt.NDArray[np.intp]], npt.NDArray[np.uint64]]
+
+
+class Selection(NamedTuple):
+    """What :func:`select_drawing` kept, and the row priorities it examined."""
+
+    keep: Bools
+    #: the rows whose row priority the selection read (ascending): rows of kept pairs holding
+    #: more than ``max_rows`` rows; every other row was kept or dropped without its priority
+    examined: npt.NDArray[np.intp]
+    #: their priorities, as given or drawn
+    priority: npt.NDArray[np.uint64]
+
+
 def select_by_priority(units: I64, groups: I64,
                        pair_priority: npt.NDArray[np.uint64] | KeyedPairs,
-                       row_priority: npt.NDArray[np.uint64], max_groups: int, max_rows: int
-                       ) -> Bools:
+                       row_priority: npt.NDArray[np.uint64] | DrawPriorities, max_groups: int,
+                       max_rows: int) -> Bools:
     """Contribution bounding by carried priorities: each unit keeps its ``max_groups`` pairs
     (its rows of one group) of least order key (:func:`pair_keys`: the top 24 bits of
     ``pair_priority``, then the group), and in each its ``max_rows`` rows of smallest
     ``row_priority``. ``pair_priority`` may be given as :class:`KeyedPairs` (the words and
     salt of :func:`~dpframe.core.hashing.keyed_priority`): the same selection, without an
-    array of every row's priority.
+    array of every row's priority. ``row_priority`` may be given as a function drawing the
+    priorities of the rows it is asked for (:func:`select_drawing`, which also returns them).
 
     Blocks can pre-select: a row kept over a union of blocks is kept in its own block (its
     ranks there are no larger), so selecting again over the union of the blocks' selections
@@ -406,10 +423,38 @@ def select_by_priority(units: I64, groups: I64,
     uniform row priorities, it is the distribution of :func:`bound_contributions`: a uniform
     choice of groups, then a uniform choice of rows; a unit's selection depends only on its own
     rows and fresh randomness (a stable transformation). ``units`` are dense codes >= 0.
+
+    Row priorities may be drawn late (the principle of deferred decisions): the selection
+    reads a row's priority only when its pair, among the kept pairs, holds more than
+    ``max_rows`` rows (:attr:`Selection.examined`). Drawing each priority, uniformly and
+    independently of everything drawn or read before, the first time it is read, and then
+    carrying it with the row wherever it is read again, gives every read the law it has
+    when all priorities are drawn up front: couple the two by giving each row, up front, the
+    value the late draw would give it (a fresh uniform draw for a row never read); the two
+    runs then read the same values at every step and select the same rows. Both conditions
+    matter. Pre-selection in blocks draws in each block the priorities of its heavy pairs'
+    rows; the rows a block keeps carry theirs to the final selection, which draws only for
+    rows that arrive without one (never read before). Drawing again for a row whose priority
+    a block already used is wrong: a pair of 20 rows in block A (pre-selected to 10) and 1 row
+    in block B, ``max_rows`` 10, must keep B's row with probability 10/21; fresh draws for
+    the 11 rows that meet would keep it with probability 10/11 (A's 10 survivors are the
+    least of 20 draws, not 10 fresh ones).
     """
+    return select_drawing(units, groups, pair_priority, row_priority, max_groups,
+                          max_rows).keep
+
+
+def select_drawing(units: I64, groups: I64,
+                   pair_priority: npt.NDArray[np.uint64] | KeyedPairs,
+                   row_priority: npt.NDArray[np.uint64] | DrawPriorities, max_groups: int,
+                   max_rows: int) -> Selection:
+    """:func:`select_by_priority`, with the row priorities it read: a callable
+    ``row_priority`` is called once, with the rows of :attr:`Selection.examined` (never when
+    no pair holds more than ``max_rows`` rows)."""
     n = units.size
+    none = np.zeros(0, dtype=np.intp)
     if n == 0:
-        return np.zeros(0, dtype=bool)
+        return Selection(np.zeros(0, dtype=bool), none, np.zeros(0, dtype=np.uint64))
     nu = int(units.max()) + 1
     keep = np.ones(n, dtype=bool)
     # more rows than units times groups kept: some unit has more (no count needed); a unit
@@ -417,7 +462,7 @@ def select_by_priority(units: I64, groups: I64,
     if n > nu * max_groups or bool((np.bincount(units, minlength=nu) > max_groups).any()):
         keep = _smallest_pairs(units, pair_priority, groups, nu, max_groups)
     if max_rows >= n:  # no pair can hold more rows than the bound
-        return keep
+        return Selection(keep, none, np.zeros(0, dtype=np.uint64))
     width = int(groups.max()) + 1  # pair ids: unit * width + group
     kept = np.flatnonzero(keep)
     if max_groups == 1:  # one pair left per unit: its size is the unit's kept rows (no sort)
@@ -429,12 +474,15 @@ def select_by_priority(units: I64, groups: I64,
         pairs = units[kept].astype(np.int64) * width + groups[kept]
         _, dense, sizes = np.unique(pairs, return_inverse=True, return_counts=True)
         heavy = kept[sizes[dense] > max_rows]
-    if heavy.size:
-        pairs = units[heavy].astype(np.int64) * width + groups[heavy]
-        order = np.lexsort((row_priority[heavy], pairs))
-        rank = _rank_in_runs(pairs[order])
-        keep[heavy[order[rank >= max_rows]]] = False
-    return keep
+    if not heavy.size:  # no priority read (none drawn)
+        return Selection(keep, none, np.zeros(0, dtype=np.uint64))
+    priority = (np.asarray(row_priority[heavy], dtype=np.uint64)
+                if isinstance(row_priority, np.ndarray) else row_priority(heavy))
+    pairs = units[heavy].astype(np.int64) * width + groups[heavy]
+    order = np.lexsort((priority, pairs))
+    rank = _rank_in_runs(pairs[order])
+    keep[heavy[order[rank >= max_rows]]] = False
+    return Selection(keep, heavy, priority)
 
 
 #: Rows per unit and group kept (averaged over the unit codes) from which

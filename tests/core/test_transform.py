@@ -316,7 +316,7 @@ def _select_reference(u: np.ndarray, g: np.ndarray, pp: np.ndarray, rp: np.ndarr
 @pytest.mark.parametrize("groups,rows", [(1, 1), (1, 3), (2, 2), (3, 1), (9, 2)])
 def test_select_by_priority_is_the_reference_and_pre_selects(groups: int, rows: int) -> None:
     from dpframe.core.hashing import keyed_priority
-    from dpframe.core.transform import select_by_priority
+    from dpframe.core.transform import select_by_priority, select_drawing
 
     rng = np.random.default_rng(groups * 10 + rows)
     n = 3000
@@ -328,6 +328,20 @@ def test_select_by_priority_is_the_reference_and_pre_selects(groups: int, rows: 
     rp = rng.integers(0, 2**63, n).astype(np.uint64)
     whole = select_by_priority(u, g, pp, rp, groups, rows)
     assert (whole == _select_reference(u, g, pp, rp, groups, rows)).all()
+    # row priorities drawn on demand: the same selection, asking once for the rows of kept
+    # pairs holding more than `rows` rows (the only priorities read), and returning them
+    asked: list[np.ndarray] = []
+
+    def draw(idx: np.ndarray) -> np.ndarray:
+        asked.append(idx)
+        return rp[idx]
+
+    chosen = select_drawing(u, g, pp, draw, groups, rows)
+    pair = u * 12 + g
+    size = np.bincount(pair)
+    heavy = np.flatnonzero(np.isin(pair, pair[whole]) & (size[pair] > rows))
+    assert (chosen.keep == whole).all() and len(asked) == (1 if heavy.size else 0)
+    assert np.array_equal(chosen.examined, heavy) and np.array_equal(chosen.priority, rp[heavy])
     # priorities that tie in their top 24 bits only: the smaller group wins
     close = pp.copy()
     close[tied] = keyed_priority(u[tied], np.zeros_like(g[tied]), 99) ^ np.uint64(1 << 39)
@@ -345,6 +359,28 @@ def test_select_by_priority_is_the_reference_and_pre_selects(groups: int, rows: 
     again = np.zeros(n, dtype=bool)
     again[idx[select_by_priority(u[idx], g[idx], pp[idx], rp[idx], groups, rows)]] = True
     assert (again == whole).all()
+
+
+def test_select_by_priority_draws_no_row_priority_under_the_bound() -> None:
+    """No pair holds more than ``max_rows`` rows (after the choice of groups): no row
+    priority is read, so none is drawn; a pair past the bound is drawn for, its rows only."""
+    from dpframe.core.hashing import keyed_priority
+    from dpframe.core.transform import select_drawing
+
+    def never(idx: np.ndarray) -> np.ndarray:
+        raise AssertionError("a row priority was drawn")
+
+    u = np.repeat(np.arange(100), 4)
+    g = np.tile(np.arange(4), 100) // 2  # two pairs of two rows per unit
+    pp = keyed_priority(u, g, 3)
+    for max_groups, max_rows in [(1, 2), (2, 2), (1, 5), (9, 3)]:
+        chosen = select_drawing(u, g, pp, never, max_groups, max_rows)
+        assert chosen.examined.size == 0 and chosen.priority.size == 0
+        assert chosen.keep.sum() == 100 * 2 * min(max_groups, 2)
+    # groups all kept, one row over the bound: the unit's pairs of more than one row only
+    chosen = select_drawing(u, g, pp, lambda idx: idx.astype(np.uint64), 2, 1)
+    assert np.array_equal(chosen.examined, np.arange(400))
+    assert chosen.keep.sum() == 200
 
 
 def test_select_by_priority_chooses_groups_and_rows_uniformly() -> None:
