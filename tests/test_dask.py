@@ -574,3 +574,25 @@ def test_pre_selected_rows_keep_the_priorities_their_partition_drew() -> None:
         kept += total
     p = 10 / 21
     assert abs(kept - trials * p) < 4.5 * math.sqrt(trials * p * (1 - p)), kept
+
+
+def test_bucket_keeps_unit_ids_exact_across_partition_dtypes(client: Any) -> None:
+    """Partitions may give the unit column different dtypes. pandas' concat would make int64
+    beside float64 (even an empty float64 frame) float64, where 2**53 and 2**53 + 1 are one
+    number: two units merged in a bucket, one person's odd id (1.5) deciding it. Each unit
+    keeps its own row here: 3 rows at max_rows_per_unit=1 (2 with the merge)."""
+    import dask
+
+    def part(ids: list[Any], dtype: Any) -> pd.DataFrame:
+        return pd.DataFrame({"u": np.array(ids, dtype=dtype),
+                             "g": pd.array(["a"] * len(ids), dtype="str"),
+                             "x": np.ones(len(ids))})
+
+    meta = part([], np.int64)
+    parts = [dask.delayed(part)([2**53, 2**53 + 1], np.int64), dask.delayed(part)([1.5], float)]
+    ddf = dd.from_delayed(parts, meta=meta, verify_meta=False)
+    q = Query((Measure("count"),), Fraction(1), by=("g",), keys={"g": ("a",)},
+              bounds={}, privacy_unit="u", max_rows_per_unit=1)
+    for seed in range(3):
+        agg = _exact(ddf, _session(), q, seed)
+        assert int(next(iter(agg.values.values()))[0]) == 3

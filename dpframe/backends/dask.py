@@ -264,8 +264,20 @@ def _bucket_exact(frames: list[pd.DataFrame], request: ComputeRequest,
                       np.zeros(len(f), dtype=np.uint64), np.ones(len(f), dtype=bool))})
                   for f in frames]
     with one_thread():  # one task per worker thread already
-        return _select_and_aggregate(pd.concat(frames, ignore_index=True), request, keys, key,
-                                     salt, seed)
+        return _select_and_aggregate(_concat_units_exact(frames), request, keys, key, salt,
+                                     seed)
+
+
+def _concat_units_exact(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """The frames' rows in one frame, each unit id as it was. Where partitions gave the id
+    column different dtypes, pandas would convert them to a common one (int64 beside float64,
+    even an empty float64 frame, gives float64: ids 2**53 and 2**53 + 1 become one unit, so one
+    person's odd id in a partition could merge two others); the ids then travel as Python
+    objects, which the value model compares exactly."""
+    dtypes = {f[UNIT_ID_COLUMN].dtype for f in frames}
+    if len(dtypes) > 1:
+        frames = [f.astype({UNIT_ID_COLUMN: object}) for f in frames]
+    return pd.concat(frames, ignore_index=True)
 
 
 def _select_and_aggregate(part: pd.DataFrame, request: ComputeRequest,

@@ -10,6 +10,7 @@ from .findings import (
     finding_categories,
     finding_change_one_sum,
     finding_csv_hex_integers,
+    finding_dask_unit_dtypes,
     finding_data_warning,
     finding_dictionary,
     finding_empty,
@@ -182,6 +183,9 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("finding 19: an integer past Python's text limit", "20 object integers vs one "
              "more of 5,001 digits (count_distinct)", finding_huge_integer_label(),
              FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 20: Dask, unit ids of different dtypes", "20 int64 ids from 2**53 vs "
+             "one more, 1.5, in a float64 partition (count at one row per unit)",
+             finding_dask_unit_dtypes(), FINDING_TRIALS, FINDING_FAST),
     # deliberately broken: the audit must find a violation
     Scenario("BROKEN: geometric with half the noise", "0 vs 1, sensitivity 1",
              core_noise(half_noise_spec, True), 2_000_000, 200_000, expect_violation=True),
