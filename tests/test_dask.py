@@ -186,7 +186,7 @@ def test_user_bounds_hold_when_a_unit_spans_all_partitions(client: Any) -> None:
         assert (counts <= rows).all() and (counts > 0).sum() == groups
     # ungrouped: at most max_rows_per_unit rows in total
     q = Query((Measure("count"),), Fraction(1), privacy_unit="u", max_rows_per_unit=4)
-    backend = DaskBackend(ddf, shuffle_method="tasks")  # the task-based shuffle as well
+    backend = DaskBackend(ddf)
     agg = backend.exact(prepare(s, q, backend).compute, np.random.default_rng(7))
     assert int(next(iter(agg.values.values()))[0]) == 4
 
@@ -505,7 +505,7 @@ def test_units_whose_words_collide_stay_two_units(unit_ids: list[Any],
     ddf = dd.from_pandas(df, npartitions=2, sort=False)
     q = Query((Measure("count"),), Fraction(1), by=("g",), keys={"g": ("a", "b")},
               privacy_unit="u", max_rows_per_unit=1, max_groups_per_unit=1)
-    backend = DaskBackend(ddf, shuffle_method="tasks")  # in process: no P2P shuffle
+    backend = DaskBackend(ddf)
     compute = prepare(_session(), q, backend).compute
     with dask.config.set(scheduler="sync"):
         counts = next(iter(backend.exact(compute, np.random.default_rng(1)).values.values()))
@@ -576,11 +576,9 @@ def test_pre_selected_rows_keep_the_priorities_their_partition_drew() -> None:
     assert abs(kept - trials * p) < 4.5 * math.sqrt(trials * p * (1 - p)), kept
 
 
-def test_bucket_keeps_unit_ids_exact_across_partition_dtypes(client: Any) -> None:
-    """Partitions may give the unit column different dtypes. pandas' concat would make int64
-    beside float64 (even an empty float64 frame) float64, where 2**53 and 2**53 + 1 are one
-    number: two units merged in a bucket, one person's odd id (1.5) deciding it. Each unit
-    keeps its own row here: 3 rows at max_rows_per_unit=1 (2 with the merge)."""
+def _mixed_dtype_ids() -> Any:
+    """Two partitions: 20 int64 ids from 2**53, and one float64 id, 1.5 (one person's odd
+    value types their partition float64)."""
     import dask
 
     def part(ids: list[Any], dtype: Any) -> pd.DataFrame:
@@ -588,11 +586,31 @@ def test_bucket_keeps_unit_ids_exact_across_partition_dtypes(client: Any) -> Non
                              "g": pd.array(["a"] * len(ids), dtype="str"),
                              "x": np.ones(len(ids))})
 
-    meta = part([], np.int64)
-    parts = [dask.delayed(part)([2**53, 2**53 + 1], np.int64), dask.delayed(part)([1.5], float)]
-    ddf = dd.from_delayed(parts, meta=meta, verify_meta=False)
-    q = Query((Measure("count"),), Fraction(1), by=("g",), keys={"g": ("a",)},
-              bounds={}, privacy_unit="u", max_rows_per_unit=1)
+    parts = [dask.delayed(part)([2**53 + i for i in range(20)], np.int64),
+             dask.delayed(part)([1.5], float)]
+    return dd.from_delayed(parts, meta=part([], np.int64), verify_meta=False)
+
+
+@pytest.mark.parametrize("how", ["public", "private", "sample"])
+def test_unit_ids_stay_exact_across_partition_dtypes(client: Any, how: str) -> None:
+    """Partitions may give the unit column different dtypes. pandas' concat (buckets, Dask's
+    task shuffle) would make int64 beside float64 float64, where 2**53 + 2k and 2**53 + 2k + 1
+    are one number: units merged, one person's id 1.5 deciding it; Dask's P2P shuffle refused
+    the mix after the charge. Each of the 21 units keeps its own row at max_rows_per_unit=1
+    (public keys: pre-selection and buckets; private keys and sampling: the exchange)."""
+    keys: dict[str, Any] = {"by": ("g",), "keys": {"g": ("a",)}}
+    if how == "private":
+        keys = {"by": ("g",), "keys": {}, "private_keys": True, "delta": Fraction(1, 10**6)}
+    sample = {"sample_rate": Fraction(1)} if how == "sample" else {}
+    q = Query((Measure("count"),), Fraction(1), bounds={}, privacy_unit="u",
+              max_rows_per_unit=1, **keys, **sample)
+    ddf = _mixed_dtype_ids()
     for seed in range(3):
         agg = _exact(ddf, _session(), q, seed)
-        assert int(next(iter(agg.values.values()))[0]) == 3
+        assert int(next(iter(agg.values.values()))[0]) == 21
+
+
+def test_shuffle_method_is_deprecated_and_changes_nothing() -> None:
+    ddf = dd.from_pandas(pd.DataFrame({"u": [1, 2], "x": [1.0, 2.0]}), npartitions=1)
+    with pytest.warns(DeprecationWarning, match="shuffle_method has no effect"):
+        DaskBackend(ddf, shuffle_method="tasks")

@@ -11,9 +11,10 @@ client.
 Contribution bounding needs each privacy unit's rows in one block. With public keys, each
 partition pre-selects the rows that can survive bounding and sends them to buckets by a
 canonical, keyed hash of the unit; a bucket tells units apart by their exact ids and selects
-again, which is bounding over all rows (docs/dask.md). With private keys or sampling, the frame
-is shuffled by that hash (all-to-all): rows of one unit then sit in one partition, partitions
-hold disjoint units, and per-partition bounding is global bounding.
+again, which is bounding over all rows (docs/dask.md). With private keys or sampling, every
+row goes to the bucket of its unit's hash (an exchange of whole rows, no Dask shuffle): buckets
+hold disjoint units, and per-bucket bounding is global bounding. Buckets gather their rows
+without converting a value (:func:`_concat_exact`).
 
 This module imports dask: only ``dpframe.fronts.dask`` imports it (``import dpframe`` never imports
 dask).
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -64,6 +66,7 @@ from .pandas import (
     value_hashes,
 )
 
+#: Reserved (the column of the unit hash when rows were shuffled by it, before 2026-11-26).
 UNIT_HASH_COLUMN = "__dpframe_unit_hash__"
 #: Columns a pre-selected row carries: its unit's exact id, its group code and its row priority.
 UNIT_ID_COLUMN = "__dpframe_unit__"
@@ -144,13 +147,21 @@ def unit_hash_by_codes(s: pd.Series, codes: npt.NDArray[np.int64], key: tuple[in
     return unit_hash(s.iloc[row_of], key)[codes]
 
 
-def _with_unit_hash(part: pd.DataFrame, unit: str, key: tuple[int, int]) -> pd.DataFrame:
-    """Rows with a unit (the others are dropped by every query anyway: shipping them would
-    pile them all in one partition), with the unit's keyed hash as an extra column."""
-    out = part[present(part[unit])].copy(deep=False)
+def _split_by_unit(part: pd.DataFrame, unit: Any, key: tuple[int, int], buckets: int
+                   ) -> list[pd.DataFrame]:
+    """The rows of one input partition with a unit (the others are dropped by every query
+    anyway), split into ``buckets`` by the ``key``-ed hash of their unit: every row of a unit
+    meets in one bucket, whatever its partition (an exchange of whole rows, for bounding that
+    needs every row of a unit: private keys, sampling)."""
     with one_thread():  # one task per worker thread already
-        out[UNIT_HASH_COLUMN] = unit_hash(out[unit], key)
-    return out
+        rows = np.flatnonzero(present(part[unit]))
+        ids = part[unit].iloc[rows]
+        local = unit_codes(ids)
+        h = (unit_hash_by_codes(ids, local, key) if int(local.min(initial=0)) >= 0
+             else unit_hash(ids, key))  # a unit the value model counts as missing: no code
+        order, bounds = partition_order(scale_top_bits(h, buckets), buckets)
+        out = part.iloc[rows[order]].reset_index(drop=True)
+    return [out.iloc[bounds[j]:bounds[j + 1]] for j in range(buckets)]
 
 
 # -- per-partition work (runs on workers) ----------------------------------------------------------
@@ -168,6 +179,14 @@ def _partition_exact(part: pd.DataFrame, request: ComputeRequest,
     out = pd.Series([None], dtype=object)
     out.iloc[0] = agg
     return out
+
+
+def _bucket_rows_exact(frames: list[pd.DataFrame], request: ComputeRequest, seed: int
+                       ) -> ExactAggregates:
+    """One bucket of whole units (:func:`_split_by_unit`): the pandas backend on its rows,
+    gathered without converting a value (:func:`_concat_exact`), with its own generator."""
+    with one_thread():  # one task per worker thread already
+        return PandasBackend(_concat_exact(frames)).exact(request, np.random.default_rng(seed))
 
 
 def _preselect_buckets(part: pd.DataFrame, request: ComputeRequest, key: tuple[int, int],
@@ -264,19 +283,20 @@ def _bucket_exact(frames: list[pd.DataFrame], request: ComputeRequest,
                       np.zeros(len(f), dtype=np.uint64), np.ones(len(f), dtype=bool))})
                   for f in frames]
     with one_thread():  # one task per worker thread already
-        return _select_and_aggregate(_concat_units_exact(frames), request, keys, key, salt,
-                                     seed)
+        return _select_and_aggregate(_concat_exact(frames), request, keys, key, salt, seed)
 
 
-def _concat_units_exact(frames: list[pd.DataFrame]) -> pd.DataFrame:
-    """The frames' rows in one frame, each unit id as it was. Where partitions gave the id
-    column different dtypes, pandas would convert them to a common one (int64 beside float64,
-    even an empty float64 frame, gives float64: ids 2**53 and 2**53 + 1 become one unit, so one
-    person's odd id in a partition could merge two others); the ids then travel as Python
-    objects, which the value model compares exactly."""
-    dtypes = {f[UNIT_ID_COLUMN].dtype for f in frames}
-    if len(dtypes) > 1:
-        frames = [f.astype({UNIT_ID_COLUMN: object}) for f in frames]
+def _concat_exact(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """The frames' rows in one frame, every value as it was. Where partitions gave a column
+    different dtypes, pandas would convert them to a common one (int64 beside float64, even an
+    empty float64 frame, gives float64: ids 2**53 and 2**53 + 1 become one unit, so one
+    person's odd id in a partition could merge two others; finding 20 of docs/audit.md); such
+    a column travels as Python objects instead, which the value model compares exactly."""
+    if len(frames) > 1:
+        mixed = [c for c in frames[0].columns
+                 if len({str(f[c].dtype) for f in frames}) > 1]
+        if mixed:
+            frames = [f.astype(dict.fromkeys(mixed, object)) for f in frames]
     return pd.concat(frames, ignore_index=True)
 
 
@@ -356,8 +376,10 @@ def _tree(leaves: list[Any], combine: Any, split_every: int) -> Any:
 class DaskBackend:
     """Exact aggregates of a ``dask.dataframe.DataFrame``: partials on workers, merged here.
 
-    ``split_every`` is the fan-in of the merge tree; ``shuffle_method`` is passed to Dask's
-    shuffle by privacy unit (None: Dask's default, P2P on a distributed cluster).
+    ``split_every`` is the fan-in of the merge tree. ``shuffle_method`` is accepted for
+    compatibility and has no effect (a DeprecationWarning when given): rows of a unit meet
+    through dpframe's own exchange, never Dask's shuffle, whose common dtypes (tasks) and
+    Arrow conversion (P2P) could merge or refuse unit ids (finding 20 of docs/audit.md).
     """
 
     def __init__(self, ddf: dd.DataFrame, *, split_every: int = DEFAULT_SPLIT_EVERY,
@@ -372,6 +394,10 @@ class DaskBackend:
         self._labels = column_labels(ddf.columns)
         self.ddf = ddf
         self.split_every = split_every
+        if shuffle_method is not None:
+            warnings.warn("shuffle_method has no effect: the rows of a unit "
+                          "meet through dpframe's own exchange, not Dask's shuffle",
+                          DeprecationWarning, stacklevel=3)
         self.shuffle_method = shuffle_method
 
     def bind(self, columns: Sequence[str]) -> DaskBackend:
@@ -389,19 +415,6 @@ class DaskBackend:
         if not isinstance(dtype, pd.CategoricalDtype) or not self.ddf[label].cat.known:
             return None
         return tuple(dtype.categories)
-
-    def prepared(self, request: ComputeRequest, key: tuple[int, int] = (0, 0)) -> dd.DataFrame:
-        """The frame the partials are computed on: needed columns only, and with a privacy
-        unit, shuffled by the unit's ``key``-ed hash so that each unit's rows sit in exactly
-        one partition."""
-        frame = self.ddf[[self._labels[c] for c in request.columns]]
-        unit = request.privacy_unit
-        if unit:
-            meta = frame._meta.assign(**{UNIT_HASH_COLUMN: np.zeros(0, dtype=np.uint64)})
-            hashed = frame.map_partitions(_with_unit_hash, self._labels[unit], key, meta=meta)
-            frame = hashed.shuffle(on=UNIT_HASH_COLUMN, shuffle_method=self.shuffle_method,
-                                   force=True)
-        return frame
 
     def exact(self, request: ComputeRequest, gen: np.random.Generator | None) -> ExactAggregates:
         """Partials per partition (each with its own generator seeded from ``gen``), merged by
@@ -425,14 +438,14 @@ class DaskBackend:
 
     def _exact(self, request: ComputeRequest, gen: np.random.Generator | None
                ) -> ExactAggregates:
+        frame = self.ddf[[self._labels[c] for c in request.columns]]
         seeds = None
-        if gen is None:  # nothing drawn at random: no unit to hash, no seed to hand out
-            frame = self.prepared(request)
-        else:
+        if gen is not None:
             k0, k1 = (int(k) for k in gen.integers(0, 2**63, size=2, dtype=np.int64))
-            if request.privacy_unit and not request.private_keys and request.sample_rate is None:
-                return self._preselected_exact(request, gen, (k0, k1))
-            frame = self.prepared(request, (k0, k1))
+            if request.privacy_unit:
+                if not request.private_keys and request.sample_rate is None:
+                    return self._preselected_exact(request, gen, (k0, k1))
+                return self._exchanged_exact(request, gen, (k0, k1))
             seeds = gen.integers(0, 2**63, size=frame.npartitions, dtype=np.int64)
         # map_partitions fuses with the read: each partition is read and reduced in one task
         partials = frame.map_partitions(_partition_exact, request, seeds,
@@ -440,6 +453,28 @@ class DaskBackend:
                                         enforce_metadata=False, align_dataframes=False)
         agg: ExactAggregates
         agg, = dask.compute(_tree(partials.to_delayed(), merge_partials, self.split_every))
+        return agg  # the core sorts the released private keys (never data or partition order)
+
+    def _exchanged_exact(self, request: ComputeRequest, gen: np.random.Generator,
+                         key: tuple[int, int]) -> ExactAggregates:
+        """Unit-level releases that need every row of a unit together (private keys,
+        sampling): each partition splits its rows by the ``key``-ed hash of their unit into as
+        many buckets as there are partitions (:func:`_split_by_unit`), and each bucket, holding
+        whole units, runs the pandas backend with its own generator. The rows travel as pandas
+        frames and are gathered without converting a value (:func:`_concat_exact`): Dask's
+        shuffle converted them to a common dtype (tasks) or to Arrow (P2P), merging or refusing
+        ids that one person's odd value had typed differently (finding 20 of docs/audit.md)."""
+        frame = self.ddf[[self._labels[c] for c in request.columns]]
+        nb = frame.npartitions  # a bucket holds about one partition's rows, as a shuffle did
+        seeds = gen.integers(0, 2**63, size=nb, dtype=np.int64)
+        unit = self._labels[str(request.privacy_unit)]
+        split = [dask.delayed(_split_by_unit, pure=True, nout=nb)(part, unit, key, nb)
+                 for part in frame.to_delayed()]
+        finals = [dask.delayed(_bucket_rows_exact, pure=True)([s[j] for s in split], request,
+                                                              int(seeds[j]))
+                  for j in range(nb)]
+        agg: ExactAggregates
+        agg, = dask.compute(_tree(finals, merge_partials, self.split_every))
         return agg  # the core sorts the released private keys (never data or partition order)
 
     def _preselected_exact(self, request: ComputeRequest, gen: np.random.Generator,

@@ -186,6 +186,9 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("finding 20: Dask, unit ids of different dtypes", "20 int64 ids from 2**53 vs "
              "one more, 1.5, in a float64 partition (count at one row per unit)",
              finding_dask_unit_dtypes(), FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 21: Dask shuffle, unit ids of different dtypes", "200 int64 ids from "
+             "2**53 vs one more, 1.5, in a float64 partition (private keys: count of key 'a')",
+             finding_dask_unit_dtypes(private_keys=True), FINDING_TRIALS, FINDING_FAST),
     # deliberately broken: the audit must find a violation
     Scenario("BROKEN: geometric with half the noise", "0 vs 1, sensitivity 1",
              core_noise(half_noise_spec, True), 2_000_000, 200_000, expect_violation=True),

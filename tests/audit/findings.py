@@ -434,19 +434,23 @@ def finding_huge_integer_label() -> Callable[[int], Built]:
     return finding(frames, rel)
 
 
-def finding_dask_unit_dtypes() -> Callable[[int], Built]:
-    """20. A unit-level Dask release whose partitions give the unit column different dtypes:
-    the bucket that gathers the pre-selected rows concatenated them with pandas, which makes
-    int64 beside float64 float64, where 2**53 + 2k and 2**53 + 2k + 1 are one number. One
-    person with the id 1.5 in their own partition merged ten pairs of others into ten units
-    (statistic: the count at one row per unit; found in review, 2026-11-26)."""
+def finding_dask_unit_dtypes(private_keys: bool = False) -> Callable[[int], Built]:
+    """20 and 21. A unit-level Dask release whose partitions give the unit column different
+    dtypes: pandas' concatenation makes int64 beside float64 float64, where 2**53 + 2k and
+    2**53 + 2k + 1 are one number. One person with the id 1.5 in their own partition merged
+    pairs of others into one unit each (10 of 20; 100 of 200 with private keys, whose key
+    needs that many units to be released): in the buckets of pre-selection (20, public keys), in
+    Dask's task shuffle (21, private keys and sampling; its P2P shuffle refused the mix after
+    the charge instead). Statistic: the count at one row per unit; found in review,
+    2026-11-26."""
     import dask
     import dask.dataframe as dd
 
     def part(ids: list[Any], dtype: Any) -> pd.DataFrame:
-        return pd.DataFrame({"u": np.array(ids, dtype=dtype)})
+        return pd.DataFrame({"u": np.array(ids, dtype=dtype),
+                             "g": pd.array(["a"] * len(ids), dtype="str")})
 
-    base = [2**53 + i for i in range(20)]
+    base = [2**53 + i for i in range(200 if private_keys else 20)]
 
     def frames() -> tuple[list[pd.DataFrame], list[pd.DataFrame]]:
         return [part(base, np.int64)], [part(base, np.int64), part([1.5], np.float64)]
@@ -455,7 +459,10 @@ def finding_dask_unit_dtypes() -> Callable[[int], Built]:
         ddf = dd.from_delayed([dask.delayed(p) for p in parts], meta=part([], np.int64),
                               verify_meta=False)
         with dask.config.set(scheduler="sync"):
-            return [float(dp(ddf, s, privacy_unit="u", max_rows_per_unit=1)
-                          .count(epsilon=1.0))]
+            f = dp(ddf, s, privacy_unit="u", max_rows_per_unit=1)
+            if private_keys:
+                out = f.groupby("g", keys="private").count(epsilon=1.0, delta=1e-6)
+                return [first(out, "a")]
+            return [float(f.count(epsilon=1.0))]
 
     return finding(frames, rel)
