@@ -614,3 +614,30 @@ def test_shuffle_method_is_deprecated_and_changes_nothing() -> None:
     ddf = dd.from_pandas(pd.DataFrame({"u": [1, 2], "x": [1.0, 2.0]}), npartitions=1)
     with pytest.warns(DeprecationWarning, match="shuffle_method has no effect"):
         DaskBackend(ddf, shuffle_method="tasks")
+
+
+@pytest.mark.parametrize("how", ["public", "private", "sample"])
+def test_measured_values_survive_partition_dtypes(client: Any, how: str) -> None:
+    """A measured column int64 in one partition and float64 in another is read as numbers in
+    every bucket (pandas' common dtype): an object column, as identities travel, would be
+    read as no number at all. Five units of one row: the exact sum is 10."""
+    import dask
+
+    def part(ids: list[int], xs: list[Any], dtype: Any) -> pd.DataFrame:
+        return pd.DataFrame({"u": np.array(ids, dtype=np.int64),
+                             "g": pd.array(["a"] * len(ids), dtype="str"),
+                             "x": np.array(xs, dtype=dtype)})
+
+    ddf = dd.from_delayed([dask.delayed(part)([1, 2, 3], [1, 2, 3], np.int64),
+                           dask.delayed(part)([4, 5], [1.5, 2.5], float)],
+                          meta=part([], [], float), verify_meta=False)
+    keys: dict[str, Any] = {"by": ("g",), "keys": {"g": ("a",)}}
+    if how == "private":
+        keys = {"by": ("g",), "keys": {}, "private_keys": True, "delta": Fraction(1, 10**6)}
+    sample = {"sample_rate": Fraction(1)} if how == "sample" else {}
+    q = Query((Measure("sum", "x"),), Fraction(1), bounds={"x": (0, 10)}, privacy_unit="u",
+              max_rows_per_unit=1, **keys, **sample)
+    agg = _exact(ddf, _session(), q)
+    sums = next(v for k, v in agg.values.items() if k[0] == "fixed_sum")
+    scale = next(k for k in agg.values if k[0] == "fixed_sum")[5]
+    assert float(sums[0] * scale) == pytest.approx(10.0, abs=1e-6)

@@ -181,12 +181,14 @@ def _partition_exact(part: pd.DataFrame, request: ComputeRequest,
     return out
 
 
-def _bucket_rows_exact(frames: list[pd.DataFrame], request: ComputeRequest, seed: int
-                       ) -> ExactAggregates:
+def _bucket_rows_exact(frames: list[pd.DataFrame], request: ComputeRequest,
+                       identities: list[Any], seed: int) -> ExactAggregates:
     """One bucket of whole units (:func:`_split_by_unit`): the pandas backend on its rows,
-    gathered without converting a value (:func:`_concat_exact`), with its own generator."""
+    gathered without converting an identifying value (:func:`_concat_exact`), with its own
+    generator."""
     with one_thread():  # one task per worker thread already
-        return PandasBackend(_concat_exact(frames)).exact(request, np.random.default_rng(seed))
+        rows = _concat_exact(frames, identities)
+        return PandasBackend(rows).exact(request, np.random.default_rng(seed))
 
 
 def _preselect_buckets(part: pd.DataFrame, request: ComputeRequest, key: tuple[int, int],
@@ -283,18 +285,21 @@ def _bucket_exact(frames: list[pd.DataFrame], request: ComputeRequest,
                       np.zeros(len(f), dtype=np.uint64), np.ones(len(f), dtype=bool))})
                   for f in frames]
     with one_thread():  # one task per worker thread already
-        return _select_and_aggregate(_concat_exact(frames), request, keys, key, salt, seed)
+        return _select_and_aggregate(_concat_exact(frames, [UNIT_ID_COLUMN]), request, keys,
+                                     key, salt, seed)
 
 
-def _concat_exact(frames: list[pd.DataFrame]) -> pd.DataFrame:
-    """The frames' rows in one frame, every value as it was. Where partitions gave a column
-    different dtypes, pandas would convert them to a common one (int64 beside float64, even an
-    empty float64 frame, gives float64: ids 2**53 and 2**53 + 1 become one unit, so one
-    person's odd id in a partition could merge two others; finding 20 of docs/audit.md); such
-    a column travels as Python objects instead, which the value model compares exactly."""
+def _concat_exact(frames: list[pd.DataFrame], identities: Sequence[Any]) -> pd.DataFrame:
+    """The frames' rows in one frame, the columns that identify rows (``identities``: the unit
+    column, private key columns) with every value as it was. Where partitions gave such a
+    column different dtypes, pandas would convert them to a common one (int64 beside float64,
+    even an empty float64 frame, gives float64: ids 2**53 and 2**53 + 1 become one unit, so one
+    person's odd id in a partition could merge two others; findings 20 and 21 of
+    docs/audit.md); it travels as Python objects instead, which the value model compares
+    exactly. Measured columns keep pandas' common dtype: their values are read as numbers
+    (int64 beside float64 is float64), and an object column would not be."""
     if len(frames) > 1:
-        mixed = [c for c in frames[0].columns
-                 if len({str(f[c].dtype) for f in frames}) > 1]
+        mixed = [c for c in identities if len({str(f[c].dtype) for f in frames}) > 1]
         if mixed:
             frames = [f.astype(dict.fromkeys(mixed, object)) for f in frames]
     return pd.concat(frames, ignore_index=True)
@@ -470,8 +475,12 @@ class DaskBackend:
         unit = self._labels[str(request.privacy_unit)]
         split = [dask.delayed(_split_by_unit, pure=True, nout=nb)(part, unit, key, nb)
                  for part in frame.to_delayed()]
+        # the columns that tell rows apart (unit, private keys) and are not measured
+        measured = {self._labels[c] for c in request.measure_columns}
+        named = [unit, *(self._labels[c] for c in request.by if request.private_keys)]
+        identities = [c for c in named if c not in measured]
         finals = [dask.delayed(_bucket_rows_exact, pure=True)([s[j] for s in split], request,
-                                                              int(seeds[j]))
+                                                              identities, int(seeds[j]))
                   for j in range(nb)]
         agg: ExactAggregates
         agg, = dask.compute(_tree(finals, merge_partials, self.split_every))
