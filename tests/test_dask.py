@@ -641,3 +641,38 @@ def test_measured_values_survive_partition_dtypes(client: Any, how: str) -> None
     sums = next(v for k, v in agg.values.items() if k[0] == "fixed_sum")
     scale = next(k for k in agg.values if k[0] == "fixed_sum")[5]
     assert float(sums[0] * scale) == pytest.approx(10.0, abs=1e-6)
+
+
+@pytest.mark.parametrize("unit", [None, "u"])
+def test_text_in_a_numeric_partition_is_missing_not_the_whole_column(client: Any,
+                                                                     unit: str | None) -> None:
+    """A partition whose measured column is object because of one person's text (the meta
+    says float64): that value is missing, the partition's numbers are read (4 + 5), as
+    PRIVACY.md says of a value that does not conform. Read as it came, the column was not
+    numeric and every value of the partition vanished (sum 6 instead of 15)."""
+    import dask
+
+    p1 = pd.DataFrame({"u": [1, 2, 3], "x": np.array([1.0, 2.0, 3.0])})
+    p2 = pd.DataFrame({"u": [4, 5, 6], "x": pd.Series([4.0, 5, "abc"], dtype=object)})
+    ddf = dd.from_delayed([dask.delayed(p1), dask.delayed(p2)], meta=p1.iloc[:0],
+                          verify_meta=False)
+    q = Query((Measure("sum", "x"), Measure("count", "x")), Fraction(1), bounds={"x": (0, 10)},
+              privacy_unit=unit, max_rows_per_unit=1)
+    agg = _exact(ddf, _session(), q)
+    key = next(k for k in agg.values if k[0] == "fixed_sum")
+    assert float(agg.values[key][0] * key[5]) == pytest.approx(15.0, abs=1e-6)
+    counts = next(v for k, v in agg.values.items() if k[0] == "nonnull")
+    assert int(counts[0]) == 5  # "abc" is missing
+
+
+def test_numbers_only_keeps_each_kind_exactly() -> None:
+    from dpframe.backends.dask import _numbers_only
+
+    s = pd.Series([1, 2.5, True, "7", None, 2**53 + 1, np.int8(3), [1]], dtype=object)
+    f = _numbers_only(s, "float").tolist()
+    assert f[:3] == [1.0, 2.5, 1.0] and f[6] == 3.0
+    assert all(math.isnan(f[i]) for i in (3, 4, 5, 7))  # text, None, 2**53 + 1, a list
+    i = _numbers_only(s, "int").tolist()
+    assert i[0] == 1.0 and math.isnan(i[1]) and i[2] == 1.0  # a fraction in an int column
+    b = _numbers_only(s, "bool").tolist()
+    assert b[2] == 1.0 and math.isnan(b[0])

@@ -52,7 +52,7 @@ from ..core.transform import (
     select_by_priority,
     select_drawing,
 )
-from ..core.values import ColumnKind
+from ..core.values import NUMERIC_KINDS, ColumnKind
 from ..errors import DPError, ValidationError
 from .arrow.words import column_words
 from .base import group_code_dtype, only_columns, partition_order, public_key_list
@@ -147,13 +147,14 @@ def unit_hash_by_codes(s: pd.Series, codes: npt.NDArray[np.int64], key: tuple[in
     return unit_hash(s.iloc[row_of], key)[codes]
 
 
-def _split_by_unit(part: pd.DataFrame, unit: Any, key: tuple[int, int], buckets: int
-                   ) -> list[pd.DataFrame]:
+def _split_by_unit(part: pd.DataFrame, unit: Any, key: tuple[int, int], buckets: int,
+                   numeric: dict[Any, ColumnKind]) -> list[pd.DataFrame]:
     """The rows of one input partition with a unit (the others are dropped by every query
     anyway), split into ``buckets`` by the ``key``-ed hash of their unit: every row of a unit
     meets in one bucket, whatever its partition (an exchange of whole rows, for bounding that
     needs every row of a unit: private keys, sampling)."""
     with one_thread():  # one task per worker thread already
+        part = _conformed(part, numeric)
         rows = np.flatnonzero(present(part[unit]))
         ids = part[unit].iloc[rows]
         local = unit_codes(ids)
@@ -164,10 +165,44 @@ def _split_by_unit(part: pd.DataFrame, unit: Any, key: tuple[int, int], buckets:
     return [out.iloc[bounds[j]:bounds[j + 1]] for j in range(buckets)]
 
 
+def _numbers_only(s: pd.Series, kind: ColumnKind) -> pd.Series:
+    """A column the public schema (the frame's meta) says holds ``kind`` numbers that one
+    partition typed otherwise (an object column, because of one person's text): its values of
+    that kind as float64, every other value missing (PRIVACY.md: a value that does not
+    conform counts as missing, never as another number). Read as it was, such a column would
+    not be numeric at all, and every other value of the partition would vanish with it. One
+    Python step per value: only non-conforming partitions take it."""
+    out = np.full(len(s), np.nan)
+    for i, v in enumerate(s.to_numpy(dtype=object)):
+        if isinstance(v, (bool, np.bool_)):
+            out[i] = float(v)  # True is 1 in every numeric kind, as in the value model
+        elif kind == "bool":
+            continue
+        elif isinstance(v, (int, np.integer)):
+            if float(v) == v:  # an integer float64 cannot hold is not silently rounded
+                out[i] = float(v)
+        elif isinstance(v, (float, np.floating)) and (kind == "float" or float(v).is_integer()):
+            out[i] = float(v)
+    return pd.Series(out, index=s.index, name=s.name)
+
+
+def _conformed(part: pd.DataFrame, numeric: dict[Any, ColumnKind]) -> pd.DataFrame:
+    """``part`` with each measured column the public schema says is numeric (``numeric``:
+    label -> kind) read as numbers (:func:`_numbers_only`) where this partition did not type
+    it numeric; the same frame when every such column conforms (the usual case)."""
+    odd = {c: k for c, k in numeric.items() if column_kind(part[c].dtype) not in NUMERIC_KINDS}
+    if not odd:
+        return part
+    out = part.copy(deep=False)
+    for c, k in odd.items():
+        out[c] = _numbers_only(part[c], k)
+    return out
+
+
 # -- per-partition work (runs on workers) ----------------------------------------------------------
 
 def _partition_exact(part: pd.DataFrame, request: ComputeRequest,
-                     seeds: npt.NDArray[np.int64] | None,
+                     seeds: npt.NDArray[np.int64] | None, numeric: dict[Any, ColumnKind],
                      partition_info: dict[str, Any] | None = None) -> pd.Series:
     """The pandas backend on one partition, with its own contribution-bounding generator
     (``seeds[partition number]``; None when the request draws nothing at random); the
@@ -175,7 +210,7 @@ def _partition_exact(part: pd.DataFrame, request: ComputeRequest,
     number = 0 if partition_info is None else int(partition_info["number"])
     gen = None if seeds is None else np.random.default_rng(int(seeds[number]))
     with one_thread():  # one task per worker thread already
-        agg = PandasBackend(part).exact(request, gen)
+        agg = PandasBackend(_conformed(part, numeric)).exact(request, gen)
     out = pd.Series([None], dtype=object)
     out.iloc[0] = agg
     return out
@@ -192,7 +227,8 @@ def _bucket_rows_exact(frames: list[pd.DataFrame], request: ComputeRequest,
 
 
 def _preselect_buckets(part: pd.DataFrame, request: ComputeRequest, key: tuple[int, int],
-                       salt: int, seed: int, buckets: int) -> list[pd.DataFrame]:
+                       salt: int, seed: int, buckets: int,
+                       numeric: dict[Any, ColumnKind] | None = None) -> list[pd.DataFrame]:
     """The rows of one input partition that can survive contribution bounding (public keys),
     split into ``buckets`` by the keyed hash of their unit (a unit's rows from every partition
     meet in one bucket: the exchange moves only pre-selected rows): per unit, its
@@ -205,6 +241,7 @@ def _preselect_buckets(part: pd.DataFrame, request: ComputeRequest, key: tuple[i
     has one), and the bucket draws the others' when it reads them (deferred decisions: the
     law of drawing every priority up front, see select_by_priority)."""
     with one_thread():  # one task per worker thread already
+        part = _conformed(part, numeric or {})
         backend = PandasBackend(part)
         # group codes in the narrow type they travel in (bounding reads any signed type)
         codes = backend.group_codes(request, group_code_dtype(request))[0]
@@ -421,6 +458,14 @@ class DaskBackend:
             return None
         return tuple(dtype.categories)
 
+    def _numeric(self, request: ComputeRequest) -> dict[Any, ColumnKind]:
+        """Measured columns the public schema (the frame's meta) says are numeric, by label,
+        with their kind: partitions that type them otherwise are read by value
+        (:func:`_conformed`)."""
+        identities = {request.privacy_unit, *request.by}  # read by the value model as they are
+        kinds = self.schema([c for c in request.measure_columns if c not in identities])
+        return {self._labels[c]: k for c, k in kinds.items() if k in NUMERIC_KINDS}
+
     def exact(self, request: ComputeRequest, gen: np.random.Generator | None) -> ExactAggregates:
         """Partials per partition (each with its own generator seeded from ``gen``), merged by
         a tree reduction; private keys are re-sorted (never in data or partition order).
@@ -453,7 +498,7 @@ class DaskBackend:
                 return self._exchanged_exact(request, gen, (k0, k1))
             seeds = gen.integers(0, 2**63, size=frame.npartitions, dtype=np.int64)
         # map_partitions fuses with the read: each partition is read and reduced in one task
-        partials = frame.map_partitions(_partition_exact, request, seeds,
+        partials = frame.map_partitions(_partition_exact, request, seeds, self._numeric(request),
                                         meta=pd.Series([], dtype=object),
                                         enforce_metadata=False, align_dataframes=False)
         agg: ExactAggregates
@@ -473,7 +518,8 @@ class DaskBackend:
         nb = frame.npartitions  # a bucket holds about one partition's rows, as a shuffle did
         seeds = gen.integers(0, 2**63, size=nb, dtype=np.int64)
         unit = self._labels[str(request.privacy_unit)]
-        split = [dask.delayed(_split_by_unit, pure=True, nout=nb)(part, unit, key, nb)
+        numeric = self._numeric(request)
+        split = [dask.delayed(_split_by_unit, pure=True, nout=nb)(part, unit, key, nb, numeric)
                  for part in frame.to_delayed()]
         # the columns that tell rows apart (unit, private keys) and are not measured
         measured = {self._labels[c] for c in request.measure_columns}
@@ -502,8 +548,9 @@ class DaskBackend:
         bucket_seeds = gen.integers(0, 2**63, size=nb, dtype=np.int64)
         keys = (public_key_list([tuple(request.keys[c]) for c in request.by]) if request.by
                 else [()])
+        numeric = self._numeric(request)
         split = [dask.delayed(_preselect_buckets, pure=True, nout=nb)(
-                     part, request, key, salt, int(seed), nb)
+                     part, request, key, salt, int(seed), nb, numeric)
                  for part, seed in zip(frame.to_delayed(), seeds, strict=True)]
         finals = [dask.delayed(_bucket_exact, pure=True)([s[j] for s in split], request, keys,
                                                           key, salt, int(bucket_seeds[j]))

@@ -10,6 +10,7 @@ from .findings import (
     finding_categories,
     finding_change_one_sum,
     finding_csv_hex_integers,
+    finding_dask_text_in_numbers,
     finding_dask_unit_dtypes,
     finding_data_warning,
     finding_dictionary,
@@ -189,6 +190,9 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("finding 21: Dask shuffle, unit ids of different dtypes", "200 int64 ids from "
              "2**53 vs one more, 1.5, in a float64 partition (private keys: count of key 'a')",
              finding_dask_unit_dtypes(private_keys=True), FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 22: Dask, text in a numeric partition", "two partitions of 20 rows at 5 "
+             "vs one more row, 'abc', typing the second object (statistic: sum, bounds [0, "
+             "10])", finding_dask_text_in_numbers(), FINDING_TRIALS, FINDING_FAST),
     # deliberately broken: the audit must find a violation
     Scenario("BROKEN: geometric with half the noise", "0 vs 1, sensitivity 1",
              core_noise(half_noise_spec, True), 2_000_000, 200_000, expect_violation=True),

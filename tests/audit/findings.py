@@ -466,3 +466,25 @@ def finding_dask_unit_dtypes(private_keys: bool = False) -> Callable[[int], Buil
             return [float(f.count(epsilon=1.0))]
 
     return finding(frames, rel)
+
+
+def finding_dask_text_in_numbers() -> Callable[[int], Built]:
+    """22. A Dask partition whose measured column is object because one person's value is
+    text (the frame's meta says float64): the partition was read as it came, a column that
+    is not numeric, so every number in it vanished from the sum, not only the text
+    (statistic: the sum, bounds [0, 10]; found in review, 2026-11-26)."""
+    import dask
+    import dask.dataframe as dd
+
+    def frames() -> tuple[list[pd.DataFrame], list[pd.DataFrame]]:
+        base = pd.DataFrame({"x": np.full(20, 5.0)})
+        odd = pd.DataFrame({"x": pd.Series([5.0] * 20 + ["abc"], dtype=object)})
+        return [base, base], [base, odd]
+
+    def rel(parts: list[pd.DataFrame], s: dpf.Session) -> list[float]:
+        ddf = dd.from_delayed([dask.delayed(p) for p in parts], meta=parts[0].iloc[:0],
+                              verify_meta=False)
+        with dask.config.set(scheduler="sync"):
+            return [float(dp(ddf, s, bounds={"x": (0.0, 10.0)}).sum("x", epsilon=1.0))]
+
+    return finding(frames, rel)
