@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import decimal
+import itertools
 import math
 import numbers
 import os
@@ -354,13 +355,41 @@ def built(backend: str, spec: Spec) -> Iterator[Any]:
         import dask
         import dask.dataframe as dd
 
-        import dpframe.fronts.dask  # noqa: F401  (registers ddf.dp)
+        import dpframe.fronts.dask
 
         # object columns stay objects (Dask would otherwise turn True, 1 and [1] into text)
         with dask.config.set({"dataframe.convert-string": False, "scheduler": "threads"}):
             yield dd.from_pandas(to_pandas(spec), npartitions=spec.npartitions)
+    elif backend == "dask-retyped":
+        import dask
+        import dask.dataframe as dd
+
+        import dpframe.fronts.dask  # noqa: F401  (registers ddf.dp)
+
+        # partitions typed apart from the frame's meta, as one person's value can type theirs
+        # (dd.from_delayed, map_partitions): every other partition's columns are objects
+        whole = to_pandas(spec)
+        bounds = np.linspace(0, len(whole), spec.npartitions + 1).astype(int)
+        parts = [_retyped(whole.iloc[a:b].reset_index(drop=True), i % 2 == 1)
+                 for i, (a, b) in enumerate(itertools.pairwise(bounds))]
+        with dask.config.set({"dataframe.convert-string": False, "scheduler": "threads"}):
+            yield dd.from_delayed([dask.delayed(p) for p in parts], meta=whole.iloc[:0],
+                                  verify_meta=False)
     else:
         raise AssertionError(backend)
+
+
+def _retyped(part: pd.DataFrame, as_objects: bool) -> pd.DataFrame:
+    """``part`` with every column as Python objects (``as_objects``), else each column typed
+    by pandas from this partition's values alone."""
+    cols = {}
+    for c in part.columns:
+        values = part[c].tolist()
+        s = pd.Series([None] * len(values), dtype=object)
+        for i, v in enumerate(values):  # element by element: lists and tuples stay objects
+            s.iat[i] = v
+        cols[c] = s if as_objects else s.infer_objects()
+    return pd.DataFrame(cols)
 
 
 # -- queries ---------------------------------------------------------------------------------------
