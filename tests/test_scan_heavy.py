@@ -128,8 +128,9 @@ def _partition_sizes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return sizes
 
 
+@pytest.mark.parametrize("keys", ["public", "private"])
 @pytest.mark.parametrize("unit", ["u", "t"])  # integer ids (blocks) and text ids (words)
-def test_a_heavy_unit_never_reaches_pass_2_whole(heavy_dir: Path, unit: str,
+def test_a_heavy_unit_never_reaches_pass_2_whole(heavy_dir: Path, unit: str, keys: str,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """The heavy unit's 48,000 rows arrive in pass 2 as at most max_rows rows per batch, and
     the exact aggregates equal pandas' (each light unit keeps its row, the heavy one
@@ -139,7 +140,9 @@ def test_a_heavy_unit_never_reaches_pass_2_whole(heavy_dir: Path, unit: str,
     opts = {"bounds": BOUNDS, "keys": KEYS, "privacy_unit": unit, "max_rows_per_unit": 3}
     scan = dpf.scan(heavy_dir, batch_size=6_000, partitions=4)
     s = _session()
-    for call in (lambda p: p.groupby("g").sum("x", epsilon=1), lambda p: p.count(epsilon=1)):
+    grouped = ((lambda p: p.groupby("g").sum("x", epsilon=1)) if keys == "public" else
+               (lambda p: p.groupby("g", keys="private").sum("x", epsilon=1, delta=1e-6)))
+    for call in (grouped, lambda p: p.count(epsilon=1)):
         sizes.clear()
         pp = _plan(PandasBackend(df), s, opts, call)
         pa_ = _plan(scan.backend, s, opts, call)
@@ -176,7 +179,7 @@ def test_the_selection_is_the_uniform_one_end_to_end(tmp_path: Path) -> None:
 def test_no_heavy_slice_writes_no_carried_rows(heavy_dir: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """Slices within their limit are spilled plainly (no pre-selection, no carried file); a
-    heavy one is pre-selected; private keys never are (their codes are per batch)."""
+    heavy one is pre-selected, with public or private keys."""
     calls: list[int] = []
     real = carried.preselect
 
@@ -198,7 +201,7 @@ def test_no_heavy_slice_writes_no_carried_rows(heavy_dir: Path,
     private = ComputeRequest((AggregateRequest(kind="rows", column=None),), by=("g",),
                              privacy_unit="u", max_rows=3, private_keys=True)
     backend.exact(private, np.random.default_rng(0))
-    assert calls == []
+    assert calls  # private keys too, ranked in the canonical order of keys
 
 
 def test_seeded_scans_with_heavy_slices_repeat(heavy_dir: Path) -> None:
@@ -270,3 +273,51 @@ def test_both_passes_share_the_pair_salt(heavy_dir: Path,
     assert len({salt for _, salt in salts}) == 1
     backend.exact(_request(max_rows=3, by=("g",)), np.random.default_rng(1))
     assert len({salt for _, salt in salts}) == 2  # fresh per release
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_private_keys_preselect_by_one_order_in_every_block(ties: bool,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    """Private keys: two blocks pre-selected and one spilled plainly, selected again, is the
+    selection over every row by one order of each unit's pairs: the top bits of the priority
+    keyed on the key's word, then the key's canonical rank. With every priority tied (``ties``:
+    as if every key's word collided) the rank alone decides, alike in every block, although
+    each block's keys (and their local codes) differ."""
+    from dpframe.backends.arrow import carried as carried_module
+
+    if ties:
+        monkeypatch.setattr(carried_module, "keyed_priority",
+                            lambda a, b, salt: np.zeros(np.size(a), dtype=np.uint64))
+    rng = np.random.default_rng(3)
+    n = 3000
+    u = rng.integers(0, 50, n)
+    labels = np.array([f"k{i:02d}" for i in range(30)], dtype=object)
+    g = labels[rng.integers(0, 30, n)]
+    req = ComputeRequest((AggregateRequest(kind="rows", column=None),), by=("g",),
+                         privacy_unit="u", max_rows=2, max_groups=2, private_keys=True)
+    salt = 99
+
+    def block(rows: np.ndarray) -> pa.RecordBatch:
+        return pa.record_batch({"u": pa.array(u[rows]), "g": pa.array(list(g[rows])),
+                                "i": pa.array(rows)})
+
+    parts = [np.flatnonzero(np.arange(n) % 3 == k) for k in range(3)]  # interleaved blocks
+    pre = [carried.preselect(block(p), req, "u", None, salt, np.random.default_rng(s))
+           for p, s in zip(parts[:2], (1, 2), strict=True)]
+    plain = pa.Table.from_batches([block(parts[2])])
+    table = arrow_backend._read_with_carried(lambda: plain, lambda: pa.Table.from_batches(pre))
+    kept = table.column("i").to_numpy()[carried.bound_by_priority(
+        table, req, "u", None, salt, np.random.default_rng(3))]
+    # the reference: every row at once, with the priorities each row was given
+    everything = pa.Table.from_batches([block(np.concatenate(parts))])
+    prio = np.concatenate([np.random.default_rng(s).integers(0, 2**64, p.size, dtype=np.uint64)
+                           for p, s in zip(parts, (1, 2, 3), strict=True)])
+    ref = carried._pairs(everything, req, "u", None, salt)
+    order = everything.column("i").to_numpy()
+    expected = order[ref.rows[select_by_priority(ref.units, ref.groups, ref.priority,
+                                                 prio[ref.rows], 2, 2)]]
+    assert sorted(kept) == sorted(expected)
+    per_unit = pd.DataFrame({"u": u[kept], "g": g[kept]})
+    assert per_unit.groupby("u")["g"].nunique().max() <= 2
+    assert per_unit.groupby(["u", "g"]).size().max() <= 2

@@ -152,8 +152,9 @@ def _unit_column(schema: pa.Schema, unit: str) -> str:
 
 
 def _group_column(request: ComputeRequest) -> str | None:
-    """The spilled column of public group codes (None: the query has no grouping)."""
-    return _GROUP_CODE if request.by else None
+    """The spilled column of public group codes (None: no grouping, or private keys, whose
+    columns are spilled as they are)."""
+    return _GROUP_CODE if request.by and not request.private_keys else None
 
 
 def with_carried(plain: Iterator[Callable[[], pa.Table] | None],

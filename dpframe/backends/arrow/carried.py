@@ -30,12 +30,19 @@ A unit's groups are then a uniform choice among its distinct groups and its rows
 choice within each, as in :func:`~dpframe.core.transform.bound_contributions`; a unit's
 selection depends on its own rows, the salt and fresh draws only, so the transformation stays
 stable. Which slices are pre-selected depends on the data, but the released distribution does
-not. Private keys are not pre-selected: their group codes are local to a batch, and pair
-priorities need one code per key across batches (docs/scan.md).
+not.
+
+Private keys have no code shared by the batches: a pair's priority is then keyed on the word of
+its key's canonical labels (:func:`~dpframe.core.hashing.value_words`), and ties (equal top
+bits, or words that collide: text words are a public digest) are broken by the key's rank in
+the canonical order of keys (:func:`~dpframe.core.values.sorted_order`), which orders any two
+keys alike in every batch and in pass 2. So every block orders a unit's pairs by one total
+order, which is all fact 1 needs.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -43,8 +50,11 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from ...core.compute import ComputeRequest
+from ...core.hashing import keyed_priority, mix, value_words
 from ...core.transform import KeyedPairs, select_by_priority
-from .columns import I64, unit_codes
+from ...core.values import sorted_order
+from ..base import observed_key_codes
+from .columns import I64, factorize, unit_codes
 from .words import column_words
 
 #: The row priority of a pre-selected row (uint64; null: the row was spilled plainly and its
@@ -63,21 +73,60 @@ def heavy_limit(rows: int, parts: int) -> int:
 
 
 def preselects(request: ComputeRequest) -> bool:
-    """Whether pass 1 may pre-select heavy slices: privacy units with public keys or none."""
-    return request.privacy_unit is not None and not (request.by and request.private_keys)
+    """Whether pass 1 pre-selects heavy slices: every query with a privacy unit."""
+    return request.privacy_unit is not None
 
 
-def _pairs(block: pa.RecordBatch | pa.Table, unit_column: str, group_column: str | None
-           ) -> tuple[I64, npt.NDArray[np.signedinteger[Any]], I64]:
-    """Each row's dense unit code (-1: a unit the value model counts as missing), group code
-    and unit word (the input of the pair priority: the same for a unit in every batch)."""
+@dataclass(frozen=True)
+class _Pairs:
+    """A block's rows as bounding sees them: dense unit codes, group codes (ordered alike in
+    every block) and the pair priorities (or the inputs of their keyed hash), restricted to
+    ``rows``, the rows some query could keep (a unit and a key)."""
+
+    rows: npt.NDArray[np.intp]
+    units: I64
+    groups: npt.NDArray[np.signedinteger[Any]]
+    priority: KeyedPairs | npt.NDArray[np.uint64]
+
+
+def _pairs(block: pa.RecordBatch | pa.Table, request: ComputeRequest, unit_column: str,
+           group_column: str | None, salt: int) -> _Pairs:
+    """:class:`_Pairs` of ``block``. ``unit_column`` tells units apart (ids, or their blocks);
+    ``group_column`` holds public group codes (None: none, or private keys, read from the
+    key columns)."""
     ids = block.column(unit_column)
     units = unit_codes(ids)
     words = (ids.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
              if pa.types.is_integer(ids.type) else column_words(ids).view(np.int64))
+    if request.by and request.private_keys:
+        codes, key_words = _private_pairs(block, request.by)
+        rows = np.flatnonzero((units >= 0) & (codes >= 0))
+        # one priority per (unit, key) from the key's own word: the same in every block
+        priority = keyed_priority(words[rows], key_words[codes[rows]], salt)
+        return _Pairs(rows, units[rows], codes[rows], priority)
     groups = (np.zeros(block.num_rows, dtype=np.int8) if group_column is None
               else block.column(group_column).to_numpy(zero_copy_only=False))
-    return units, groups, words
+    rows = np.flatnonzero(units >= 0)  # a missing unit's rows are dropped by every query
+    return _Pairs(rows, units[rows], groups[rows], KeyedPairs(words[rows], salt))
+
+
+def _private_pairs(block: pa.RecordBatch | pa.Table, by: tuple[str, ...]
+                   ) -> tuple[I64, npt.NDArray[np.int64]]:
+    """Each row's private key as its rank in the canonical order of the block's keys (-1:
+    missing), and each rank's word (the keys' canonical labels, words folded column by
+    column). Ranks order any two keys alike in every block; words are the same for a key in
+    every block."""
+    found = [factorize(block.column(c)) for c in by]
+    codes, keys = observed_key_codes([c for c, _ in found], [u for _, u in found])
+    order = sorted_order(keys)
+    rank = np.empty(len(keys), dtype=np.int64)
+    rank[order] = np.arange(len(keys))
+    words = np.zeros(len(keys), dtype=np.uint64)
+    for i in range(len(by)):  # fold: mix(previous * golden + this column's word)
+        column = value_words([keys[j][i] for j in order])
+        words = column if i == 0 else mix(words * np.uint64(0x9E3779B97F4A7C15) + column)
+    ranked = np.where(codes >= 0, rank[np.maximum(codes, 0)], -1)
+    return ranked, words.view(np.int64)
 
 
 def preselect(block: pa.RecordBatch, request: ComputeRequest, unit_column: str,
@@ -86,15 +135,12 @@ def preselect(block: pa.RecordBatch, request: ComputeRequest, unit_column: str,
     """The rows of ``block`` (one batch's slice of one partition) that can survive bounding,
     each with a fresh uniform row priority (:data:`ROW_PRIORITY`): per unit its ``max_groups``
     pairs of least keyed priority here, and in each its ``max_rows`` rows of smallest row
-    priority. ``unit_column`` tells units apart (ids, or their blocks); ``group_column`` holds
-    the public group codes (None: one group)."""
-    units, groups, words = _pairs(block, unit_column, group_column)
-    valid = np.flatnonzero(units >= 0)  # a missing unit's rows are dropped by every query
-    row = gen.integers(0, 2**64, valid.size, dtype=np.uint64)
-    kept = np.flatnonzero(select_by_priority(
-        units[valid], groups[valid], KeyedPairs(words[valid], salt), row,
-        request.max_groups, request.max_rows))
-    rows = block.take(pa.array(valid[kept]))
+    priority (:func:`_pairs` gives the units, groups and pair priorities)."""
+    p = _pairs(block, request, unit_column, group_column, salt)
+    row = gen.integers(0, 2**64, p.rows.size, dtype=np.uint64)
+    kept = np.flatnonzero(select_by_priority(p.units, p.groups, p.priority, row,
+                                             request.max_groups, request.max_rows))
+    rows = block.take(pa.array(p.rows[kept]))
     return rows.append_column(ROW_PRIORITY, pa.array(row[kept], pa.uint64()))
 
 
@@ -105,14 +151,13 @@ def bound_by_priority(block: pa.Table, request: ComputeRequest, unit_column: str
     of :func:`preselect` over all of them, by the carried row priorities and, for the rows
     spilled plainly (a null priority), fresh ones. Every kept unit is then within its bounds,
     so bounding the kept rows again keeps them all."""
-    units, groups, words = _pairs(block, unit_column, group_column)
-    valid = np.flatnonzero(units >= 0)
+    p = _pairs(block, request, unit_column, group_column, salt)
     carried = block.column(ROW_PRIORITY)
     row = carried.fill_null(0).to_numpy(zero_copy_only=False).astype(np.uint64, copy=False)
     if carried.null_count:
         fresh = np.flatnonzero(carried.is_null().to_numpy(zero_copy_only=False))
         row = row.copy()  # (a view of the table's buffer is read-only)
         row[fresh] = gen.integers(0, 2**64, fresh.size, dtype=np.uint64)
-    keep = select_by_priority(units[valid], groups[valid], KeyedPairs(words[valid], salt),
-                              row[valid], request.max_groups, request.max_rows)
-    return valid[keep]
+    keep = select_by_priority(p.units, p.groups, p.priority, row[p.rows], request.max_groups,
+                              request.max_rows)
+    return p.rows[keep]
