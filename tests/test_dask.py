@@ -676,3 +676,26 @@ def test_numbers_only_keeps_each_kind_exactly() -> None:
     assert i[0] == 1.0 and math.isnan(i[1]) and i[2] == 1.0  # a fraction in an int column
     b = _numbers_only(s, "bool").tolist()
     assert b[2] == 1.0 and math.isnan(b[0])
+
+
+def test_private_keys_choose_a_units_groups_uniformly() -> None:
+    """Private keys through pre-selection: a unit with 990 rows under "a" and 10 under "b",
+    spread over 4 partitions, keeps one group (max_groups_per_unit=1) chosen uniformly among
+    its distinct keys: "b" in half of the releases (4.5 sigma), whatever the row counts; its
+    kept rows stay within max_rows_per_unit."""
+    import dask
+
+    rng = np.random.default_rng(6)
+    g = rng.permutation(np.array(["a"] * 990 + ["b"] * 10, dtype=object))
+    df = pd.DataFrame({"u": np.zeros(1000, dtype=np.int64), "g": g, "x": np.ones(1000)})
+    ddf = dd.from_pandas(df, npartitions=4, sort=False)
+    q = Query((Measure("count"),), Fraction(1), by=("g",), keys={}, private_keys=True,
+              delta=Fraction(1, 10**6), bounds={}, privacy_unit="u", max_rows_per_unit=2)
+    trials, picks_b = 200, 0
+    with dask.config.set(scheduler="sync"):
+        for seed in range(trials):
+            agg = _exact(ddf, _session(), q, seed)
+            counts = dict(zip(agg.keys, next(iter(agg.values.values())), strict=True))
+            assert sum(counts.values()) == 2 and len(counts) == 1
+            picks_b += int(("b",) in counts)
+    assert abs(picks_b / trials - 0.5) < 4.5 * math.sqrt(0.25 / trials)

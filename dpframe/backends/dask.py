@@ -8,13 +8,13 @@ client, where :func:`dpframe.engine.release.run_release` adds noise once, throug
 No noise, budget or sensitivity logic ever runs on a worker, and the session never leaves the
 client.
 
-Contribution bounding needs each privacy unit's rows in one block. With public keys, each
-partition pre-selects the rows that can survive bounding and sends them to buckets by a
-canonical, keyed hash of the unit; a bucket tells units apart by their exact ids and selects
-again, which is bounding over all rows (docs/dask.md). With private keys or sampling, every
-row goes to the bucket of its unit's hash (an exchange of whole rows, no Dask shuffle): buckets
-hold disjoint units, and per-bucket bounding is global bounding. Buckets gather their rows
-without converting a value (:func:`_concat_exact`).
+Contribution bounding needs each privacy unit's rows in one block. Each partition pre-selects
+the rows that can survive bounding and sends them to buckets by a canonical, keyed hash of the
+unit (no Dask shuffle); a bucket tells units apart by their exact ids and selects again, which
+is bounding over all rows (docs/dask.md). With private keys, pairs are ordered by the key's
+rank in the canonical order and priorities keyed on its word, alike in every block. With
+private keys or sampling, a bucket then runs the pandas backend on the rows it keeps. Buckets
+gather identifying columns without converting a value (:func:`_concat_exact`).
 
 This module imports dask: only ``dpframe.fronts.dask`` imports it (``import dpframe`` never imports
 dask).
@@ -38,6 +38,7 @@ import pyarrow as pa
 from ..core.compute import ComputeRequest, ExactAggregates
 from ..core.hashing import (
     keyed,
+    keyed_priority,
     number_words,
     scale_top_bits,
     time_words,
@@ -49,6 +50,7 @@ from ..core.transform import (
     KeyedPairs,
     Selection,
     compute_exact,
+    ranked_private_keys,
     select_by_priority,
     select_drawing,
 )
@@ -61,7 +63,6 @@ from .pandas import (
     column_kind,
     column_labels,
     numeric_column,
-    present,
     unit_codes,
     value_hashes,
 )
@@ -147,24 +148,6 @@ def unit_hash_by_codes(s: pd.Series, codes: npt.NDArray[np.int64], key: tuple[in
     return unit_hash(s.iloc[row_of], key)[codes]
 
 
-def _split_by_unit(part: pd.DataFrame, unit: Any, key: tuple[int, int], buckets: int,
-                   numeric: dict[Any, ColumnKind]) -> list[pd.DataFrame]:
-    """The rows of one input partition with a unit (the others are dropped by every query
-    anyway), split into ``buckets`` by the ``key``-ed hash of their unit: every row of a unit
-    meets in one bucket, whatever its partition (an exchange of whole rows, for bounding that
-    needs every row of a unit: private keys, sampling)."""
-    with one_thread():  # one task per worker thread already
-        part = _conformed(part, numeric)
-        rows = np.flatnonzero(present(part[unit]))
-        ids = part[unit].iloc[rows]
-        local = unit_codes(ids)
-        h = (unit_hash_by_codes(ids, local, key) if int(local.min(initial=0)) >= 0
-             else unit_hash(ids, key))  # a unit the value model counts as missing: no code
-        order, bounds = partition_order(scale_top_bits(h, buckets), buckets)
-        out = part.iloc[rows[order]].reset_index(drop=True)
-    return [out.iloc[bounds[j]:bounds[j + 1]] for j in range(buckets)]
-
-
 def _numbers_only(s: pd.Series, kind: ColumnKind) -> pd.Series:
     """A column the public schema (the frame's meta) says holds ``kind`` numbers that one
     partition typed otherwise (an object column, because of one person's text): its values of
@@ -216,20 +199,10 @@ def _partition_exact(part: pd.DataFrame, request: ComputeRequest,
     return out
 
 
-def _bucket_rows_exact(frames: list[pd.DataFrame], request: ComputeRequest,
-                       identities: list[Any], seed: int) -> ExactAggregates:
-    """One bucket of whole units (:func:`_split_by_unit`): the pandas backend on its rows,
-    gathered without converting an identifying value (:func:`_concat_exact`), with its own
-    generator."""
-    with one_thread():  # one task per worker thread already
-        rows = _concat_exact(frames, identities)
-        return PandasBackend(rows).exact(request, np.random.default_rng(seed))
-
-
 def _preselect_buckets(part: pd.DataFrame, request: ComputeRequest, key: tuple[int, int],
                        salt: int, seed: int, buckets: int,
                        numeric: dict[Any, ColumnKind] | None = None) -> list[pd.DataFrame]:
-    """The rows of one input partition that can survive contribution bounding (public keys),
+    """The rows of one input partition that can survive contribution bounding,
     split into ``buckets`` by the keyed hash of their unit (a unit's rows from every partition
     meet in one bucket: the exchange moves only pre-selected rows): per unit, its
     ``max_groups`` pairs of smallest keyed priority here and in each its ``max_rows`` rows of
@@ -243,8 +216,9 @@ def _preselect_buckets(part: pd.DataFrame, request: ComputeRequest, key: tuple[i
     with one_thread():  # one task per worker thread already
         part = _conformed(part, numeric or {})
         backend = PandasBackend(part)
-        # group codes in the narrow type they travel in (bounding reads any signed type)
-        codes = backend.group_codes(request, group_code_dtype(request))[0]
+        # group codes in the narrow type they travel in (bounding reads any signed type);
+        # private keys as ranks in the canonical order, with their words (alike everywhere)
+        codes, key_words = _ordered_codes(backend, request)
         unit = backend.column(str(request.privacy_unit))
         # a unit the canonical value model counts as missing (NaN, a list...) drops its rows
         local = unit_codes(unit)
@@ -254,7 +228,7 @@ def _preselect_buckets(part: pd.DataFrame, request: ComputeRequest, key: tuple[i
         units = local if ok is None else local[ok]
         h = unit_hash_by_codes(unit if ok is None else unit.iloc[ok], units, key)
         g = codes if ok is None else codes[ok]
-        pair = KeyedPairs(h.view(np.int64), salt)  # keyed order keys, block by block
+        pair = _pair_priorities(h, g, key_words, salt)
         # uniform 64-bit row priorities, drawn for the rows read only (full-range draws are
         # the generator's raw words)
         chosen = select_drawing(units, g, pair, _drawing(seed), request.max_groups,
@@ -273,12 +247,44 @@ def _preselect_buckets(part: pd.DataFrame, request: ComputeRequest, key: tuple[i
         # the measured columns travel on with the unit's exact id: buckets tell units apart
         # by their ids, never by hash (two units whose hashes collide stay two units;
         # docs/dask.md); the pair priority is not shipped: the bucket recomputes it
-        columns.update({UNIT_ID_COLUMN: _taken(unit, rows),
-                        GROUP_COLUMN: g[keep].astype(group_code_dtype(request), copy=False)})
+        columns[UNIT_ID_COLUMN] = _taken(unit, rows)
+        if _general(request):  # the key columns as they are: the bucket runs the backend
+            columns.update({labels[c]: _taken(backend.column(c), rows) for c in request.by})
+        else:
+            columns[GROUP_COLUMN] = g[keep].astype(group_code_dtype(request), copy=False)
         if carried is not None:  # some kept row's priority was read here: it travels on
             columns[ROW_PRIORITY_COLUMN] = carried[order]
         out = pd.DataFrame(columns, copy=False)  # one frame built at once, no column inserts
     return [out.iloc[bounds[j]:bounds[j + 1]] for j in range(buckets)]
+
+
+def _general(request: ComputeRequest) -> bool:
+    """Whether a bucket runs the whole pandas backend on the rows it keeps (private keys,
+    sampling), rather than only the aggregates of public keys' group codes."""
+    return request.private_keys or request.sample_rate is not None
+
+
+def _ordered_codes(backend: PandasBackend, request: ComputeRequest
+                   ) -> tuple[npt.NDArray[np.signedinteger[Any]], npt.NDArray[np.int64] | None]:
+    """Each row's group code, ordered alike in every partition and bucket, and the words of
+    private keys (None: public keys, or none, whose codes index the declared keys): private
+    keys as ranks in the canonical order of the block's keys
+    (:func:`~dpframe.core.transform.ranked_private_keys`)."""
+    if not (request.by and request.private_keys):
+        return backend.group_codes(request, group_code_dtype(request))[0], None
+    codes, keys = backend.group_codes(request)
+    return ranked_private_keys(codes.astype(np.int64, copy=False), keys)
+
+
+def _pair_priorities(h: npt.NDArray[np.uint64], g: npt.NDArray[np.signedinteger[Any]],
+                     key_words: npt.NDArray[np.int64] | None, salt: int
+                     ) -> KeyedPairs | npt.NDArray[np.uint64]:
+    """The pair priorities of rows of unit hash ``h`` and group ``g``: keyed on the group code
+    (public keys: the same code everywhere), computed block by block; or on the key's word
+    (private keys: ranks differ between blocks, words do not)."""
+    if key_words is None:
+        return KeyedPairs(h.view(np.int64), salt)
+    return keyed_priority(h.view(np.int64), key_words[g], salt)
 
 
 def _drawing(seed: int) -> DrawPriorities:
@@ -321,9 +327,13 @@ def _bucket_exact(frames: list[pd.DataFrame], request: ComputeRequest,
                   f.assign(**{ROW_PRIORITY_COLUMN: pd.arrays.IntegerArray(
                       np.zeros(len(f), dtype=np.uint64), np.ones(len(f), dtype=bool))})
                   for f in frames]
+    identities = [UNIT_ID_COLUMN]
+    if _general(request):  # key columns travel as they are: exact too, unless measured
+        identities += [c for c in column_labels(frames[0].columns).values()
+                       if str(c) in request.by and str(c) not in request.measure_columns]
     with one_thread():  # one task per worker thread already
-        return _select_and_aggregate(_concat_exact(frames, [UNIT_ID_COLUMN]), request, keys,
-                                     key, salt, seed)
+        return _select_and_aggregate(_concat_exact(frames, identities), request, keys, key,
+                                     salt, seed)
 
 
 def _concat_exact(frames: list[pd.DataFrame], identities: Sequence[Any]) -> pd.DataFrame:
@@ -347,26 +357,36 @@ def _select_and_aggregate(part: pd.DataFrame, request: ComputeRequest,
                           seed: int) -> ExactAggregates:
     """The body of :func:`_bucket_exact` on the bucket's rows: units are told apart by their
     exact ids under the canonical value model (:func:`~dpframe.backends.pandas.unit_codes`),
-    as in pandas and scans."""
+    as in pandas and scans. With public keys and no sampling, the aggregates of the kept rows
+    by their group codes; else the pandas backend on the kept rows (whole bounded units:
+    its own bounding keeps them all; it samples units and observes private keys)."""
     dense = unit_codes(part[UNIT_ID_COLUMN])
-    if int(dense.min(initial=0)) < 0:  # the value model is per value: an id kept in its
-        part = part.iloc[np.flatnonzero(dense >= 0)]  # partition stays an id here (a guard)
-        dense = dense[dense >= 0]
-    g = part[GROUP_COLUMN].to_numpy()  # narrow, as it travelled: bounding reads any signed type
-    h = unit_hash_by_codes(part[UNIT_ID_COLUMN], dense, key)
-    pair = KeyedPairs(h.view(np.int64), salt)  # keyed order keys, block by block
     carried = (part[ROW_PRIORITY_COLUMN].array if ROW_PRIORITY_COLUMN in part.columns
                else None)
-    keep = select_by_priority(dense, g, pair, _drawing_for(carried, seed), request.max_groups,
+    if _general(request):
+        codes, key_words = _ordered_codes(PandasBackend(part), request)
+    else:  # narrow, as it travelled: bounding reads any signed type
+        codes, key_words = part[GROUP_COLUMN].to_numpy(), None
+    valid = (dense >= 0) & (codes >= 0)
+    if not bool(valid.all()):  # the value model is per value: an id kept in its partition
+        rows = np.flatnonzero(valid)  # stays an id here (a guard); a key too
+        part, dense, codes = part.iloc[rows], dense[rows], codes[rows]
+        carried = None if carried is None else carried[rows]
+    h = unit_hash_by_codes(part[UNIT_ID_COLUMN], dense, key)
+    keep = select_by_priority(dense, codes, _pair_priorities(h, codes, key_words, salt),
+                              _drawing_for(carried, seed), request.max_groups,
                               request.max_rows)
+    kept = part.drop(columns=[GROUP_COLUMN, ROW_PRIORITY_COLUMN], errors="ignore").iloc[
+        np.flatnonzero(keep)]
+    if _general(request):
+        by_id = dataclasses.replace(request, privacy_unit=UNIT_ID_COLUMN)
+        return PandasBackend(kept).exact(by_id, np.random.default_rng([seed, 1]))
     # the measured columns of the selected rows (the carried ids and priorities are done)
-    rows = PandasBackend(part.drop(columns=[UNIT_ID_COLUMN, GROUP_COLUMN, ROW_PRIORITY_COLUMN],
-                                   errors="ignore")
-                         .iloc[np.flatnonzero(keep)])
+    rows_backend = PandasBackend(kept.drop(columns=[UNIT_ID_COLUMN]))
     bounded = dataclasses.replace(request, privacy_unit=None)
-    return compute_exact(bounded, g[keep], keys, None,
-                         lambda c: numeric_column(rows.column(c)), np.random.default_rng(0),
-                         lambda c: value_hashes(rows.column(c)))
+    return compute_exact(bounded, codes[keep], keys, None,
+                         lambda c: numeric_column(rows_backend.column(c)),
+                         np.random.default_rng(0), lambda c: value_hashes(rows_backend.column(c)))
 
 
 def _drawing_for(carried: Any, seed: int) -> DrawPriorities:
@@ -493,9 +513,7 @@ class DaskBackend:
         if gen is not None:
             k0, k1 = (int(k) for k in gen.integers(0, 2**63, size=2, dtype=np.int64))
             if request.privacy_unit:
-                if not request.private_keys and request.sample_rate is None:
-                    return self._preselected_exact(request, gen, (k0, k1))
-                return self._exchanged_exact(request, gen, (k0, k1))
+                return self._preselected_exact(request, gen, (k0, k1))
             seeds = gen.integers(0, 2**63, size=frame.npartitions, dtype=np.int64)
         # map_partitions fuses with the read: each partition is read and reduced in one task
         partials = frame.map_partitions(_partition_exact, request, seeds, self._numeric(request),
@@ -505,48 +523,22 @@ class DaskBackend:
         agg, = dask.compute(_tree(partials.to_delayed(), merge_partials, self.split_every))
         return agg  # the core sorts the released private keys (never data or partition order)
 
-    def _exchanged_exact(self, request: ComputeRequest, gen: np.random.Generator,
-                         key: tuple[int, int]) -> ExactAggregates:
-        """Unit-level releases that need every row of a unit together (private keys,
-        sampling): each partition splits its rows by the ``key``-ed hash of their unit into as
-        many buckets as there are partitions (:func:`_split_by_unit`), and each bucket, holding
-        whole units, runs the pandas backend with its own generator. The rows travel as pandas
-        frames and are gathered without converting a value (:func:`_concat_exact`): Dask's
-        shuffle converted them to a common dtype (tasks) or to Arrow (P2P), merging or refusing
-        ids that one person's odd value had typed differently (finding 20 of docs/audit.md)."""
-        frame = self.ddf[[self._labels[c] for c in request.columns]]
-        nb = frame.npartitions  # a bucket holds about one partition's rows, as a shuffle did
-        seeds = gen.integers(0, 2**63, size=nb, dtype=np.int64)
-        unit = self._labels[str(request.privacy_unit)]
-        numeric = self._numeric(request)
-        split = [dask.delayed(_split_by_unit, pure=True, nout=nb)(part, unit, key, nb, numeric)
-                 for part in frame.to_delayed()]
-        # the columns that tell rows apart (unit, private keys) and are not measured
-        measured = {self._labels[c] for c in request.measure_columns}
-        named = [unit, *(self._labels[c] for c in request.by if request.private_keys)]
-        identities = [c for c in named if c not in measured]
-        finals = [dask.delayed(_bucket_rows_exact, pure=True)([s[j] for s in split], request,
-                                                              identities, int(seeds[j]))
-                  for j in range(nb)]
-        agg: ExactAggregates
-        agg, = dask.compute(_tree(finals, merge_partials, self.split_every))
-        return agg  # the core sorts the released private keys (never data or partition order)
-
     def _preselected_exact(self, request: ComputeRequest, gen: np.random.Generator,
                            key: tuple[int, int]) -> ExactAggregates:
         """Unit-level bounding without shuffling every row: each partition keeps only the rows
-        that can survive bounding (:func:`_preselect`) and splits them by unit hash into one
-        bucket per :data:`PARTITIONS_PER_BUCKET` partitions; each bucket gathers its share from
-        every partition (an exchange
-        of pre-selected rows only, no Dask shuffle of the frame), and the final selection by
-        the carried priorities is exactly bounding over all rows."""
+        that can survive bounding (:func:`_preselect_buckets`) and splits them by unit hash
+        into one bucket per :data:`PARTITIONS_PER_BUCKET` partitions; each bucket gathers its
+        share from every partition (an exchange of pre-selected rows only, no Dask shuffle),
+        and the final selection by the carried priorities is exactly bounding over all rows.
+        Every unit-level release takes this path: public or private keys, sampled or not."""
         frame = self.ddf[[self._labels[c] for c in request.columns]]
         salt = int(gen.integers(0, 2**63))
         seeds = gen.integers(0, 2**63, size=frame.npartitions, dtype=np.int64)
         nb = math.ceil(frame.npartitions / PARTITIONS_PER_BUCKET)
         # each bucket's own generator, for the row priorities no partition drew
         bucket_seeds = gen.integers(0, 2**63, size=nb, dtype=np.int64)
-        keys = (public_key_list([tuple(request.keys[c]) for c in request.by]) if request.by
+        keys = ([] if request.private_keys else  # private keys: each bucket observes them
+                public_key_list([tuple(request.keys[c]) for c in request.by]) if request.by
                 else [()])
         numeric = self._numeric(request)
         split = [dask.delayed(_preselect_buckets, pure=True, nout=nb)(

@@ -18,8 +18,9 @@ import numpy as np
 import numpy.typing as npt
 
 from .compute import AggregateRequest, ComputeRequest, ExactAggregates, unique_pairs
-from .hashing import keyed_priority, priority_into
+from .hashing import keyed_priority, mix, priority_into, value_words
 from .parallel import BLOCK_ROWS, map_ranges
+from .values import sorted_order
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -386,6 +387,29 @@ def _smallest_keys(u: I64, key: Keys, g: I64, nu: int, max_groups: int, top: int
     order = np.lexsort((key, u))
     sk = key[order]
     return _first_pairs(u, order, sk[1:] != sk[:-1], max_groups)
+
+
+def ranked_private_keys(codes: I64, keys: list[tuple[object, ...]]
+                        ) -> tuple[I64, npt.NDArray[np.int64]]:
+    """Private keys made comparable across blocks for selection by priority: each row's key
+    as its rank in the canonical order of ``keys`` (tuples of canonical labels; -1 stays -1:
+    missing), and each rank's word (the labels' words, folded column by column). A block's
+    codes index its own key list, so they mean nothing elsewhere; ranks order any two keys
+    alike in every block, and words are the same for a key in every block. Pair priorities
+    keyed on the words, ties broken by rank (:func:`pair_keys`: the group is the tie-break),
+    order each unit's pairs by one total order in every block, which pre-selection needs
+    (:func:`select_by_priority`), even when words collide (text words are a public digest)."""
+    order = sorted_order(keys)
+    rank = np.empty(len(keys), dtype=np.int64)
+    rank[order] = np.arange(len(keys))
+    width = len(keys[0]) if keys else 0
+    words = np.zeros(len(keys), dtype=np.uint64)
+    for i in range(width):  # fold: mix(previous * golden + this column's word)
+        column = value_words([keys[j][i] for j in order])
+        words = column if i == 0 else mix(words * np.uint64(0x9E3779B97F4A7C15) + column)
+    ranked = np.where(codes >= 0, rank[np.maximum(codes, 0)], -1) if len(keys) else (
+        np.full(codes.size, -1, dtype=np.int64))
+    return ranked.astype(np.int64, copy=False), words.view(np.int64)
 
 
 #: Row priorities drawn on demand: the uniform 64-bit priorities of the given rows (indices

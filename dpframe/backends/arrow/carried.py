@@ -50,9 +50,8 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from ...core.compute import ComputeRequest
-from ...core.hashing import keyed_priority, mix, value_words
-from ...core.transform import KeyedPairs, select_by_priority
-from ...core.values import sorted_order
+from ...core.hashing import keyed_priority
+from ...core.transform import KeyedPairs, ranked_private_keys, select_by_priority
 from ..base import observed_key_codes
 from .columns import I64, factorize, unit_codes
 from .words import column_words
@@ -113,20 +112,10 @@ def _pairs(block: pa.RecordBatch | pa.Table, request: ComputeRequest, unit_colum
 def _private_pairs(block: pa.RecordBatch | pa.Table, by: tuple[str, ...]
                    ) -> tuple[I64, npt.NDArray[np.int64]]:
     """Each row's private key as its rank in the canonical order of the block's keys (-1:
-    missing), and each rank's word (the keys' canonical labels, words folded column by
-    column). Ranks order any two keys alike in every block; words are the same for a key in
-    every block."""
+    missing) and each rank's word (:func:`~dpframe.core.transform.ranked_private_keys`)."""
     found = [factorize(block.column(c)) for c in by]
     codes, keys = observed_key_codes([c for c, _ in found], [u for _, u in found])
-    order = sorted_order(keys)
-    rank = np.empty(len(keys), dtype=np.int64)
-    rank[order] = np.arange(len(keys))
-    words = np.zeros(len(keys), dtype=np.uint64)
-    for i in range(len(by)):  # fold: mix(previous * golden + this column's word)
-        column = value_words([keys[j][i] for j in order])
-        words = column if i == 0 else mix(words * np.uint64(0x9E3779B97F4A7C15) + column)
-    ranked = np.where(codes >= 0, rank[np.maximum(codes, 0)], -1)
-    return ranked, words.view(np.int64)
+    return ranked_private_keys(codes, keys)
 
 
 def preselect(block: pa.RecordBatch, request: ComputeRequest, unit_column: str,
