@@ -699,3 +699,24 @@ def test_private_keys_choose_a_units_groups_uniformly() -> None:
             assert sum(counts.values()) == 2 and len(counts) == 1
             picks_b += int(("b",) in counts)
     assert abs(picks_b / trials - 0.5) < 4.5 * math.sqrt(0.25 / trials)
+
+
+def test_unit_sampling_keeps_or_drops_whole_units_across_partitions() -> None:
+    """sample() with a privacy unit, through pre-selection: each unit's 3 rows sit in 3
+    different partitions, and a release keeps all of them or none (counts are multiples of 3);
+    about half of the 200 units are kept at rate 1/2 (mean over 20 releases, 4.5 sigma)."""
+    import dask
+
+    units = np.repeat(np.arange(200), 3)
+    df = pd.DataFrame({"u": units, "g": pd.array(["a"] * units.size, dtype="str")})
+    df = df.iloc[np.argsort(np.tile(np.arange(3), 200), kind="stable")].reset_index(drop=True)
+    ddf = dd.from_pandas(df, npartitions=3, sort=False)
+    q = Query((Measure("count"),), Fraction(1), by=("g",), keys={"g": ("a",)}, bounds={},
+              privacy_unit="u", max_rows_per_unit=3, sample_rate=Fraction(1, 2))
+    kept = []
+    with dask.config.set(scheduler="sync"):
+        for seed in range(20):
+            rows = int(next(iter(_exact(ddf, _session(), q, seed).values.values()))[0])
+            assert rows % 3 == 0  # whole units
+            kept.append(rows // 3)
+    assert abs(np.mean(kept) - 100) < 4.5 * math.sqrt(200 * 0.25 / 20)
