@@ -376,13 +376,14 @@ def _select_and_aggregate(part: pd.DataFrame, request: ComputeRequest,
     keep = select_by_priority(dense, codes, _pair_priorities(h, codes, key_words, salt),
                               _drawing_for(carried, seed), request.max_groups,
                               request.max_rows)
-    kept = part.drop(columns=[GROUP_COLUMN, ROW_PRIORITY_COLUMN], errors="ignore").iloc[
-        np.flatnonzero(keep)]
+    # the columns the aggregation reads, of the kept rows only (the carried priorities and
+    # group codes are done; so are the ids, unless the pandas backend reads them next)
+    done = [GROUP_COLUMN, ROW_PRIORITY_COLUMN, *(() if _general(request) else (UNIT_ID_COLUMN,))]
+    kept = part.drop(columns=done, errors="ignore").iloc[np.flatnonzero(keep)]
     if _general(request):
         by_id = dataclasses.replace(request, privacy_unit=UNIT_ID_COLUMN)
         return PandasBackend(kept).exact(by_id, np.random.default_rng([seed, 1]))
-    # the measured columns of the selected rows (the carried ids and priorities are done)
-    rows_backend = PandasBackend(kept.drop(columns=[UNIT_ID_COLUMN]))
+    rows_backend = PandasBackend(kept)
     bounded = dataclasses.replace(request, privacy_unit=None)
     return compute_exact(bounded, codes[keep], keys, None,
                          lambda c: numeric_column(rows_backend.column(c)),
