@@ -720,3 +720,26 @@ def test_unit_sampling_keeps_or_drops_whole_units_across_partitions() -> None:
             assert rows % 3 == 0  # whole units
             kept.append(rows // 3)
     assert abs(np.mean(kept) - 100) < 4.5 * math.sqrt(200 * 0.25 / 20)
+
+
+def test_a_fraction_in_an_int_column_is_missing_not_rounded() -> None:
+    """A partition typing an int column (the meta's) float64: 2.5 is not an int, so it is
+    missing there, as in scans (never rounded to 2 or 3); 4.0 is the int 4. Bools alike."""
+    import dask
+
+    from dpframe.backends.dask import _numbers_only
+
+    p1 = pd.DataFrame({"n": np.array([1, 2], dtype=np.int64)})
+    p2 = pd.DataFrame({"n": np.array([2.5, 4.0])})
+    ddf = dd.from_delayed([dask.delayed(p1), dask.delayed(p2)], meta=p1.iloc[:0],
+                          verify_meta=False)
+    q = Query((Measure("sum", "n"), Measure("count", "n")), Fraction(1), bounds={"n": (0, 10)})
+    with dask.config.set(scheduler="sync"):
+        agg = _exact(ddf, _session(), q)
+    key = next(k for k in agg.values if k[0] == "fixed_sum")
+    assert float(agg.values[key][0] * key[5]) == 7.0
+    assert int(next(v for k, v in agg.values.items() if k[0] == "nonnull")[0]) == 3
+    b = _numbers_only(pd.Series([0.0, 1.0, 2.0, np.nan]), "bool").tolist()
+    assert b[:2] == [0.0, 1.0] and math.isnan(b[2]) and math.isnan(b[3])
+    i = _numbers_only(pd.Series([1.0, 2.5, 2.0**70, np.inf]), "int").tolist()
+    assert i[0] == 1.0 and all(math.isnan(v) for v in i[1:])

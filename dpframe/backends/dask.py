@@ -155,6 +155,12 @@ def _numbers_only(s: pd.Series, kind: ColumnKind) -> pd.Series:
     conform counts as missing, never as another number). Read as it was, such a column would
     not be numeric at all, and every other value of the partition would vanish with it. One
     Python step per value: only non-conforming partitions take it."""
+    if column_kind(s.dtype) in NUMERIC_KINDS:  # numbers of another kind: vectorized
+        x = s.to_numpy(dtype=np.float64, na_value=np.nan)
+        ok = ((x == 0) | (x == 1) if kind == "bool" else
+              np.isfinite(x) & (x == np.floor(x)) & (np.abs(x) < 2.0**63) if kind == "int"
+              else ~np.isnan(x))
+        return pd.Series(np.where(ok, x, np.nan), index=s.index, name=s.name)
     out = np.full(len(s), np.nan)
     for i, v in enumerate(s.to_numpy(dtype=object)):
         if isinstance(v, (bool, np.bool_)):
@@ -171,9 +177,16 @@ def _numbers_only(s: pd.Series, kind: ColumnKind) -> pd.Series:
 
 def _conformed(part: pd.DataFrame, numeric: dict[Any, ColumnKind]) -> pd.DataFrame:
     """``part`` with each measured column the public schema says is numeric (``numeric``:
-    label -> kind) read as numbers (:func:`_numbers_only`) where this partition did not type
-    it numeric; the same frame when every such column conforms (the usual case)."""
-    odd = {c: k for c, k in numeric.items() if column_kind(part[c].dtype) not in NUMERIC_KINDS}
+    label -> kind) read by value (:func:`_numbers_only`) where this partition typed it
+    otherwise: not numeric at all, or a float column where the schema says int or bool (a
+    fraction there is missing, as in scans, not rounded to another number). An int column
+    where the schema says float needs nothing: its numbers are read as they are. The same
+    frame when every such column conforms (the usual case)."""
+
+    def conforms(have: ColumnKind, want: ColumnKind) -> bool:
+        return have == want or (have in NUMERIC_KINDS and want == "float")
+
+    odd = {c: k for c, k in numeric.items() if not conforms(column_kind(part[c].dtype), k)}
     if not odd:
         return part
     out = part.copy(deep=False)
