@@ -284,10 +284,10 @@ def test_private_keys_preselect_by_one_order_in_every_block(ties: bool,
     keyed on the key's word, then the key's canonical rank. With every priority tied (``ties``:
     as if every key's word collided) the rank alone decides, alike in every block, although
     each block's keys (and their local codes) differ."""
-    from dpframe.backends.arrow import carried as carried_module
+    from dpframe.core import transform
 
-    if ties:
-        monkeypatch.setattr(carried_module, "keyed_priority",
+    if ties:  # the priority of private keys' pairs (transform.pair_priorities)
+        monkeypatch.setattr(transform, "keyed_priority",
                             lambda a, b, salt: np.zeros(np.size(a), dtype=np.uint64))
     rng = np.random.default_rng(3)
     n = 3000

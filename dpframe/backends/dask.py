@@ -38,7 +38,6 @@ import pyarrow as pa
 from ..core.compute import ComputeRequest, ExactAggregates
 from ..core.hashing import (
     keyed,
-    keyed_priority,
     number_words,
     scale_top_bits,
     time_words,
@@ -47,9 +46,9 @@ from ..core.hashing import (
 from ..core.parallel import one_thread
 from ..core.transform import (
     DrawPriorities,
-    KeyedPairs,
     Selection,
     compute_exact,
+    pair_priorities,
     ranked_private_keys,
     select_by_priority,
     select_drawing,
@@ -241,7 +240,7 @@ def _preselect_buckets(part: pd.DataFrame, request: ComputeRequest, key: tuple[i
         units = local if ok is None else local[ok]
         h = unit_hash_by_codes(unit if ok is None else unit.iloc[ok], units, key)
         g = codes if ok is None else codes[ok]
-        pair = _pair_priorities(h, g, key_words, salt)
+        pair = pair_priorities(h.view(np.int64), g, key_words, salt)
         # uniform 64-bit row priorities, drawn for the rows read only (full-range draws are
         # the generator's raw words)
         chosen = select_drawing(units, g, pair, _drawing(seed), request.max_groups,
@@ -287,17 +286,6 @@ def _ordered_codes(backend: PandasBackend, request: ComputeRequest
         return backend.group_codes(request, group_code_dtype(request))[0], None
     codes, keys = backend.group_codes(request)
     return ranked_private_keys(codes.astype(np.int64, copy=False), keys)
-
-
-def _pair_priorities(h: npt.NDArray[np.uint64], g: npt.NDArray[np.signedinteger[Any]],
-                     key_words: npt.NDArray[np.int64] | None, salt: int
-                     ) -> KeyedPairs | npt.NDArray[np.uint64]:
-    """The pair priorities of rows of unit hash ``h`` and group ``g``: keyed on the group code
-    (public keys: the same code everywhere), computed block by block; or on the key's word
-    (private keys: ranks differ between blocks, words do not)."""
-    if key_words is None:
-        return KeyedPairs(h.view(np.int64), salt)
-    return keyed_priority(h.view(np.int64), key_words[g], salt)
 
 
 def _drawing(seed: int) -> DrawPriorities:
@@ -386,9 +374,9 @@ def _select_and_aggregate(part: pd.DataFrame, request: ComputeRequest,
         part, dense, codes = part.iloc[rows], dense[rows], codes[rows]
         carried = None if carried is None else carried[rows]
     h = unit_hash_by_codes(part[UNIT_ID_COLUMN], dense, key)
-    keep = select_by_priority(dense, codes, _pair_priorities(h, codes, key_words, salt),
-                              _drawing_for(carried, seed), request.max_groups,
-                              request.max_rows)
+    pair = pair_priorities(h.view(np.int64), codes, key_words, salt)
+    keep = select_by_priority(dense, codes, pair, _drawing_for(carried, seed),
+                              request.max_groups, request.max_rows)
     # the columns the aggregation reads, of the kept rows only (the carried priorities and
     # group codes are done; so are the ids, unless the pandas backend reads them next)
     done = [GROUP_COLUMN, ROW_PRIORITY_COLUMN, *(() if _general(request) else (UNIT_ID_COLUMN,))]

@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .compute import AggregateRequest, ComputeRequest, ExactAggregates, unique_pairs
-from .hashing import keyed_priority, mix, priority_into, value_words
+from .hashing import keyed_priority, priority_into, value_words
 from .parallel import BLOCK_ROWS, map_ranges
 from .values import sorted_order
 
@@ -403,13 +403,26 @@ def ranked_private_keys(codes: I64, keys: list[tuple[object, ...]]
     rank = np.empty(len(keys), dtype=np.int64)
     rank[order] = np.arange(len(keys))
     width = len(keys[0]) if keys else 0
-    words = np.zeros(len(keys), dtype=np.uint64)
-    for i in range(width):  # fold: mix(previous * golden + this column's word)
-        column = value_words([keys[j][i] for j in order])
-        words = column if i == 0 else mix(words * np.uint64(0x9E3779B97F4A7C15) + column)
+    words = np.zeros(len(keys), dtype=np.int64)
+    for i in range(width):  # fold column by column: keyed_priority(previous, this word, 0)
+        column = value_words([keys[j][i] for j in order]).view(np.int64)
+        words = column if i == 0 else keyed_priority(words, column, 0).view(np.int64)
     ranked = np.where(codes >= 0, rank[np.maximum(codes, 0)], -1) if len(keys) else (
         np.full(codes.size, -1, dtype=np.int64))
-    return ranked.astype(np.int64, copy=False), words.view(np.int64)
+    return ranked.astype(np.int64, copy=False), words
+
+
+def pair_priorities(words: I64, groups: npt.NDArray[np.integer[Any]],
+                    key_words: npt.NDArray[np.int64] | None, salt: int
+                    ) -> KeyedPairs | npt.NDArray[np.uint64]:
+    """The pair priorities of rows of unit word ``words`` and group ``groups``, for
+    :func:`select_by_priority`: keyed on the group code when codes mean the same in every
+    block (public keys, or none), as :class:`KeyedPairs` (computed block by block); or on the
+    key's word when they do not (private keys: ``groups`` are ranks and ``key_words`` each
+    rank's word, :func:`ranked_private_keys`)."""
+    if key_words is None:
+        return KeyedPairs(words, salt)
+    return keyed_priority(words, key_words[groups], salt)
 
 
 #: Row priorities drawn on demand: the uniform 64-bit priorities of the given rows (indices

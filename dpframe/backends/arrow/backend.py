@@ -35,7 +35,7 @@ from ..base import (
     public_key_codes,
     public_key_list,
 )
-from .carried import ROW_PRIORITY, bound_by_priority, heavy_limit, preselect, preselects
+from .carried import ROW_PRIORITY, bound_by_priority, heavy_limit, preselect
 from .columns import (
     I64,
     Bools,
@@ -473,7 +473,6 @@ class ArrowBackend:
 
         blocks = _integer_units(self.source.arrow_schema, unit)
         shifts = BlockShifts(hash_key, spill.parts)  # the blocks' hashes, shared by batches
-        heavy_units = preselects(request)
 
         def arranged(sb: pa.RecordBatch) -> tuple[pa.RecordBatch, npt.NDArray[np.intp]]:
             if not blocks:
@@ -492,8 +491,6 @@ class ArrowBackend:
             if sb is None:
                 return None
             rows, bounds = arranged(sb)
-            if not heavy_units:
-                return rows, bounds, {}
             counts = np.diff(bounds)
             heavy = np.flatnonzero(counts > heavy_limit(rows.num_rows, spill.parts))
             gen = np.random.default_rng(seed)

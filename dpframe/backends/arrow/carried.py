@@ -50,8 +50,12 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from ...core.compute import ComputeRequest
-from ...core.hashing import keyed_priority
-from ...core.transform import KeyedPairs, ranked_private_keys, select_by_priority
+from ...core.transform import (
+    KeyedPairs,
+    pair_priorities,
+    ranked_private_keys,
+    select_by_priority,
+)
 from ..base import observed_key_codes
 from .columns import I64, factorize, unit_codes
 from .words import column_words
@@ -69,11 +73,6 @@ def heavy_limit(rows: int, parts: int) -> int:
     twice the expected share plus :data:`HEAVY_MARGIN`. A partition thus holds at most about
     twice its expected rows, plus ``max_groups * max_rows`` rows per unit and batch."""
     return 2 * -(-rows // parts) + HEAVY_MARGIN
-
-
-def preselects(request: ComputeRequest) -> bool:
-    """Whether pass 1 pre-selects heavy slices: every query with a privacy unit."""
-    return request.privacy_unit is not None
 
 
 @dataclass(frozen=True)
@@ -97,16 +96,16 @@ def _pairs(block: pa.RecordBatch | pa.Table, request: ComputeRequest, unit_colum
     units = unit_codes(ids)
     words = (ids.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
              if pa.types.is_integer(ids.type) else column_words(ids).view(np.int64))
-    if request.by and request.private_keys:
-        codes, key_words = _private_pairs(block, request.by)
-        rows = np.flatnonzero((units >= 0) & (codes >= 0))
-        # one priority per (unit, key) from the key's own word: the same in every block
-        priority = keyed_priority(words[rows], key_words[codes[rows]], salt)
-        return _Pairs(rows, units[rows], codes[rows], priority)
-    groups = (np.zeros(block.num_rows, dtype=np.int8) if group_column is None
-              else block.column(group_column).to_numpy(zero_copy_only=False))
-    rows = np.flatnonzero(units >= 0)  # a missing unit's rows are dropped by every query
-    return _Pairs(rows, units[rows], groups[rows], KeyedPairs(words[rows], salt))
+    key_words = None
+    if request.by and request.private_keys:  # ranks and words: the same order in every block
+        groups, key_words = _private_pairs(block, request.by)
+        rows = np.flatnonzero((units >= 0) & (groups >= 0))
+    else:
+        groups = (np.zeros(block.num_rows, dtype=np.int8) if group_column is None
+                  else block.column(group_column).to_numpy(zero_copy_only=False))
+        rows = np.flatnonzero(units >= 0)  # a missing unit's rows are dropped by every query
+    return _Pairs(rows, units[rows], groups[rows],
+                  pair_priorities(words[rows], groups[rows], key_words, salt))
 
 
 def _private_pairs(block: pa.RecordBatch | pa.Table, by: tuple[str, ...]
