@@ -665,6 +665,100 @@ def test_text_in_a_numeric_partition_is_missing_not_the_whole_column(client: Any
     assert int(counts[0]) == 5  # "abc" is missing
 
 
+def _parts(*parts: pd.DataFrame) -> Any:
+    """A Dask frame of ``parts`` as they are (dtypes may differ), with the first one's meta."""
+    import dask
+
+    return dd.from_delayed([dask.delayed(p) for p in parts], meta=parts[0].iloc[:0],
+                           verify_meta=False)
+
+
+def _keyed_counts(agg: ExactAggregates) -> dict[Any, int]:
+    """The non-missing count of each observed key, by its label."""
+    counts = next(v for k, v in agg.values.items() if k[0] == "nonnull")
+    return {k[0]: int(c) for k, c in zip(agg.keys, counts, strict=True)}
+
+
+@pytest.mark.parametrize("how", ["private", "sample"])
+def test_a_measured_key_of_mixed_dtypes_keeps_its_keys_apart(how: str) -> None:
+    """A key that is also measured (``count("k")`` grouped by ``k``) is gathered in the buckets
+    as exactly as a key, and read as numbers apart: one person's 1.5 in a float64 partition
+    made the int64 keys 2**53 and 2**53 + 1 one key (finding 23 of docs/audit.md: a count of
+    6 under one key instead of 3 and 3)."""
+    import dask
+
+    keys = np.array([2**53] * 3 + [2**53 + 1] * 3, dtype=np.int64)
+    ddf = _parts(pd.DataFrame({"u": np.arange(6), "k": keys}),
+                 pd.DataFrame({"u": np.array([100]), "k": np.array([1.5])}))
+    grouping: dict[str, Any] = ({"keys": {}, "private_keys": True, "delta": Fraction(1, 10**6)}
+                                if how == "private" else
+                                {"keys": {"k": (2**53, 2**53 + 1)}, "sample_rate": Fraction(1)})
+    q = Query((Measure("count", "k"),), Fraction(1), by=("k",), bounds={"k": (0, 2**54)},
+              privacy_unit="u", max_rows_per_unit=1, **grouping)
+    with dask.config.set(scheduler="sync"):
+        counts = _keyed_counts(_exact(ddf, _session(), q))
+    assert counts[2**53] == 3 and counts[2**53 + 1] == 3
+    assert all(type(k) is not float or k == 1.5 for k in counts)
+
+
+def test_distinct_values_of_mixed_dtypes_stay_apart() -> None:
+    """A unit-level ``count_distinct``: the counted column is gathered in the buckets exactly
+    (its values' hashes are read), so int64 values 2**53 + k beside a float64 partition stay 6
+    values, not 3 (finding 24 of docs/audit.md)."""
+    import dask
+
+    ddf = _parts(pd.DataFrame({"u": np.arange(6), "v": 2**53 + np.arange(6, dtype=np.int64)}),
+                 pd.DataFrame({"u": np.array([100]), "v": np.array([1.5])}))
+    q = Query((Measure("count_distinct", "v"),), Fraction(1), bounds={"v": (0, 2**54)},
+              privacy_unit="u", max_rows_per_unit=1)
+    with dask.config.set(scheduler="sync"):
+        agg = _exact(ddf, _session(), q)
+    _groups, hashes = next(iter(agg.distinct.values()))
+    assert len(hashes) == 6  # 1.5 is a fraction in an int column (the meta's): missing
+
+
+@pytest.mark.parametrize("unit", [None, "u"])
+def test_text_in_a_measured_key_keeps_the_partitions_numbers(unit: str | None) -> None:
+    """Finding 22 in a column that is both a key and measured (``sum("k")`` by ``k``): the
+    partition typed object by one person's text key keeps its numbers (5 rows at 5: 25),
+    while its keys are read as they are ("abc" is not a declared key). Keys were left
+    unconformed for their values, so the partition read no number at all (15; finding 25)."""
+    import dask
+
+    ddf = _parts(pd.DataFrame({"u": [1, 2, 3], "k": np.full(3, 5.0)}),
+                 pd.DataFrame({"u": [4, 5, 6], "k": pd.Series([5.0, 5.0, "abc"], dtype=object)}))
+    q = Query((Measure("sum", "k"), Measure("count", "k")), Fraction(1), by=("k",),
+              keys={"k": (5.0,)}, bounds={"k": (0, 10)}, privacy_unit=unit, max_rows_per_unit=1)
+    with dask.config.set(scheduler="sync"):
+        agg = _exact(ddf, _session(), q)
+    key = next(k for k in agg.values if k[0] == "fixed_sum")
+    assert float(agg.values[key][0] * key[5]) == pytest.approx(25.0, abs=1e-6)
+    assert _keyed_counts(agg) == {5.0: 5}
+
+
+def test_bool_beside_numbers_is_read_as_numbers_in_buckets() -> None:
+    """A measured bool column whose partitions a person's text typed apart (bool in one,
+    object read as float64 in the other): the bucket reads both as numbers (sum 5). pandas'
+    concatenation of bool beside float64 gives an object column, which read no number at all
+    (0; finding 26 of docs/audit.md)."""
+    import dask
+
+    ddf = _parts(pd.DataFrame({"u": [1, 2, 3], "b": np.ones(3, dtype=bool)}),
+                 pd.DataFrame({"u": [4, 5, 6], "b": pd.Series([True, True, "abc"], dtype=object)}))
+    q = Query((Measure("sum", "b"),), Fraction(1), bounds={"b": (0, 1)}, privacy_unit="u",
+              max_rows_per_unit=1)
+    with dask.config.set(scheduler="sync"):
+        agg = _exact(ddf, _session(), q)
+    key = next(k for k in agg.values if k[0] == "fixed_sum")
+    assert int(agg.values[key][0]) == 5
+
+
+def test_numbers_apart_are_reserved_names() -> None:
+    ddf = dd.from_pandas(pd.DataFrame({"__dpframe_numbers_0__": [1.0]}), npartitions=1)
+    with pytest.raises(dpf.ValidationError, match="reserved"):
+        DaskBackend(ddf)
+
+
 def test_numbers_only_keeps_each_kind_exactly() -> None:
     from dpframe.backends.dask import _numbers_only
 

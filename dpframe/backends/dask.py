@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import dask
@@ -61,7 +61,6 @@ from .pandas import (
     PandasBackend,
     column_kind,
     column_labels,
-    numeric_column,
     unit_codes,
     value_hashes,
 )
@@ -75,6 +74,10 @@ GROUP_COLUMN = "__dpframe_group__"
 #: row's priority was never read; a partition that read none ships no such column).
 ROW_PRIORITY_COLUMN = "__dpframe_row_priority__"
 RESERVED = (UNIT_HASH_COLUMN, UNIT_ID_COLUMN, GROUP_COLUMN, ROW_PRIORITY_COLUMN)
+#: Prefix of the columns holding the numbers of a column that also tells rows apart (a key, the
+#: unit, a distinct count's values) where a block typed it apart from the public schema
+#: (:func:`_conformed`): the numbers are read from there, the identities from the column itself.
+NUMBERS_PREFIX = "__dpframe_numbers_"
 DEFAULT_SPLIT_EVERY = 8
 #: Input partitions per bucket of pre-selected rows: fewer buckets, fewer pieces to move
 #: (partitions x buckets). A bucket holds the survivors of about this many partitions, most
@@ -174,24 +177,57 @@ def _numbers_only(s: pd.Series, kind: ColumnKind) -> pd.Series:
     return pd.Series(out, index=s.index, name=s.name)
 
 
-def _conformed(part: pd.DataFrame, numeric: dict[Any, ColumnKind]) -> pd.DataFrame:
+def _conformed(part: pd.DataFrame, numeric: dict[Any, ColumnKind],
+               identities: Collection[str] = ()) -> tuple[pd.DataFrame, dict[str, str]]:
     """``part`` with each measured column the public schema says is numeric (``numeric``:
-    label -> kind) read by value (:func:`_numbers_only`) where this partition typed it
+    label -> kind) read by value (:func:`_numbers_only`) where this block typed it
     otherwise: not numeric at all, or a float column where the schema says int or bool (a
     fraction there is missing, as in scans, not rounded to another number). An int column
     where the schema says float needs nothing: its numbers are read as they are. The same
-    frame when every such column conforms (the usual case)."""
+    frame when every such column conforms (the usual case).
+
+    A measured column that also tells rows apart (``identities``, by name: a key, the unit, a
+    distinct count's values) keeps its values, which the value model reads exactly; its
+    numbers go to a column of their own (:data:`NUMBERS_PREFIX`; a copy when they conform),
+    named in the map returned (query name -> column), which :class:`_BlockBackend` reads them
+    from. Replacing it would change the keys or units one person's odd value sees (a text key
+    in a float column, ids merged in a float column). Every block gets that column, so blocks
+    concatenate (:func:`_concat_exact`): numbers by pandas' common dtype, identities exactly."""
 
     def conforms(have: ColumnKind, want: ColumnKind) -> bool:
         return have == want or (have in NUMERIC_KINDS and want == "float")
 
+    apart = {str(c): f"{NUMBERS_PREFIX}{i}__" for i, c in enumerate(numeric)
+             if str(c) in identities}
     odd = {c: k for c, k in numeric.items() if not conforms(column_kind(part[c].dtype), k)}
-    if not odd:
-        return part
+    if not odd and not apart:
+        return part, {}
     out = part.copy(deep=False)
-    for c, k in odd.items():
-        out[c] = _numbers_only(part[c], k)
-    return out
+    for c, k in numeric.items():
+        numbers = _numbers_only(part[c], k) if c in odd else part[c]
+        if str(c) in apart:
+            out[apart[str(c)]] = numbers
+        elif c in odd:
+            out[c] = numbers
+    return out, apart
+
+
+class _BlockBackend(PandasBackend):
+    """The pandas backend on a partition's or a bucket's rows, reading the numbers of the
+    columns ``apart`` names from the columns it maps them to (:func:`_conformed`), and
+    everything else (keys, units, value hashes) from the columns themselves."""
+
+    def __init__(self, df: pd.DataFrame, apart: dict[str, str]) -> None:
+        super().__init__(df)
+        self._apart = apart
+
+    def numbers(self, name: str) -> tuple[np.ndarray, npt.NDArray[np.bool_] | None]:
+        return super().numbers(self._apart.get(name, name))
+
+
+def _identities(request: ComputeRequest) -> set[str]:
+    """The columns whose values tell rows apart in a block: the keys and the unit."""
+    return {*request.by, *([request.privacy_unit] if request.privacy_unit else [])}
 
 
 # -- per-partition work (runs on workers) ----------------------------------------------------------
@@ -205,7 +241,7 @@ def _partition_exact(part: pd.DataFrame, request: ComputeRequest,
     number = 0 if partition_info is None else int(partition_info["number"])
     gen = None if seeds is None else np.random.default_rng(int(seeds[number]))
     with one_thread():  # one task per worker thread already
-        agg = PandasBackend(_conformed(part, numeric)).exact(request, gen)
+        agg = _BlockBackend(*_conformed(part, numeric, _identities(request))).exact(request, gen)
     out = pd.Series([None], dtype=object)
     out.iloc[0] = agg
     return out
@@ -226,7 +262,10 @@ def _preselect_buckets(part: pd.DataFrame, request: ComputeRequest, key: tuple[i
     has one), and the bucket draws the others' when it reads them (deferred decisions: the
     law of drawing every priority up front, see select_by_priority)."""
     with one_thread():  # one task per worker thread already
-        part = _conformed(part, numeric or {})
+        # columns that tell rows apart travel as they are: the bucket reads their numbers
+        identities = _identities(request)
+        part, _ = _conformed(part, {c: k for c, k in (numeric or {}).items()
+                                    if str(c) not in identities})
         backend = PandasBackend(part)
         # group codes in the narrow type they travel in (bounding reads any signed type);
         # private keys as ranks in the canonical order, with their words (alike everywhere)
@@ -315,12 +354,14 @@ def _taken(s: pd.Series, rows: npt.NDArray[np.intp]) -> pd.Series:
 
 
 def _bucket_exact(frames: list[pd.DataFrame], request: ComputeRequest,
-                  keys: list[tuple[object, ...]], key: tuple[int, int], salt: int, seed: int
-                  ) -> ExactAggregates:
+                  keys: list[tuple[object, ...]], key: tuple[int, int], salt: int, seed: int,
+                  numeric: dict[Any, ColumnKind] | None = None) -> ExactAggregates:
     """One bucket: every partition's pre-selected rows of its units. The final selection by
     the carried priorities (rows that carry none get theirs drawn from a generator seeded with
     ``seed`` when read), then the exact aggregates of the selected rows (bounded already: no
-    unit step left)."""
+    unit step left). Columns that tell rows apart (the unit's id, keys, a distinct count's
+    values) are gathered exactly (:func:`_concat_exact`); where that leaves one the public
+    schema says is numeric typed otherwise, its numbers are read apart (:func:`_conformed`)."""
     if any(ROW_PRIORITY_COLUMN in f.columns for f in frames):
         # every frame with the column, missing where none was drawn: the concatenation keeps
         # it UInt64 (exact), never filled with NaN in a float column
@@ -328,16 +369,27 @@ def _bucket_exact(frames: list[pd.DataFrame], request: ComputeRequest,
                   f.assign(**{ROW_PRIORITY_COLUMN: pd.arrays.IntegerArray(
                       np.zeros(len(f), dtype=np.uint64), np.ones(len(f), dtype=bool))})
                   for f in frames]
-    identities = [UNIT_ID_COLUMN]
-    if _general(request):  # key columns travel as they are: exact too, unless measured
-        identities += [c for c in column_labels(frames[0].columns).values()
-                       if str(c) in request.by and str(c) not in request.measure_columns]
+    # the unit, the keys (shipped as they are with private keys or sampling) and the values
+    # whose hashes a distinct count reads, also where they are measured as numbers
+    named = {*_identities(request),
+             *(r.column for r in request.requests if r.kind == "distinct" and r.column)}
+    identities = [UNIT_ID_COLUMN, *(c for c in column_labels(frames[0].columns).values()
+                                    if str(c) in named)]
+    # each partition's numbers of a measured identity read by its own dtype, before the
+    # concatenation converts that (other columns were conformed in their partitions)
+    measured = {c: k for c, k in (numeric or {}).items() if str(c) in named}
+    apart: dict[str, str] = {}
+    if measured:
+        conformed = [_conformed(f, measured, named) for f in frames]
+        frames, apart = [f for f, _ in conformed], conformed[0][1]
+    numbers = [*(c for c in (numeric or {}) if str(c) not in named), *apart.values()]
     with one_thread():  # one task per worker thread already
-        return _select_and_aggregate(_concat_exact(frames, identities), request, keys, key,
-                                     salt, seed)
+        part = _concat_exact(frames, identities, numbers)
+        return _select_and_aggregate(part, apart, request, keys, key, salt, seed)
 
 
-def _concat_exact(frames: list[pd.DataFrame], identities: Sequence[Any]) -> pd.DataFrame:
+def _concat_exact(frames: list[pd.DataFrame], identities: Sequence[Any],
+                  numbers: Sequence[Any] = ()) -> pd.DataFrame:
     """The frames' rows in one frame, the columns that identify rows (``identities``: the unit
     column, private key columns) with every value as it was. Where partitions gave such a
     column different dtypes, pandas would convert them to a common one (int64 beside float64,
@@ -345,18 +397,33 @@ def _concat_exact(frames: list[pd.DataFrame], identities: Sequence[Any]) -> pd.D
     person's odd id in a partition could merge two others; findings 20 and 21 of
     docs/audit.md); it travels as Python objects instead, which the value model compares
     exactly. Measured columns keep pandas' common dtype: their values are read as numbers
-    (int64 beside float64 is float64), and an object column would not be."""
+    (int64 beside float64 is float64), and an object column would not be. The columns read
+    as numbers (``numbers``, numeric in every frame), where frames type one differently, are
+    float64 in each first: pandas makes bool beside float64 an object column, whose numbers
+    would not be read at all."""
     if len(frames) > 1:
-        mixed = [c for c in identities if len({str(f[c].dtype) for f in frames}) > 1]
-        if mixed:
-            frames = [f.astype(dict.fromkeys(mixed, object)) for f in frames]
+        def mixed(columns: Sequence[Any]) -> list[Any]:
+            return [c for c in columns if len({str(f[c].dtype) for f in frames}) > 1]
+
+        objects, floats = mixed(identities), mixed(numbers)
+
+        def typed(f: pd.DataFrame) -> pd.DataFrame:
+            if floats:
+                f = f.copy(deep=False)
+                for c in floats:
+                    f[c] = f[c].to_numpy(dtype=np.float64, na_value=np.nan)
+            return f.astype(dict.fromkeys(objects, object)) if objects else f
+
+        if objects or floats:
+            frames = [typed(f) for f in frames]
     return pd.concat(frames, ignore_index=True)
 
 
-def _select_and_aggregate(part: pd.DataFrame, request: ComputeRequest,
+def _select_and_aggregate(part: pd.DataFrame, apart: dict[str, str], request: ComputeRequest,
                           keys: list[tuple[object, ...]], key: tuple[int, int], salt: int,
                           seed: int) -> ExactAggregates:
-    """The body of :func:`_bucket_exact` on the bucket's rows: units are told apart by their
+    """The body of :func:`_bucket_exact` on the bucket's rows (numbers of the columns
+    ``apart`` names read apart, :class:`_BlockBackend`): units are told apart by their
     exact ids under the canonical value model (:func:`~dpframe.backends.pandas.unit_codes`),
     as in pandas and scans. With public keys and no sampling, the aggregates of the kept rows
     by their group codes; else the pandas backend on the kept rows (whole bounded units:
@@ -383,11 +450,10 @@ def _select_and_aggregate(part: pd.DataFrame, request: ComputeRequest,
     kept = part.drop(columns=done, errors="ignore").iloc[np.flatnonzero(keep)]
     if _general(request):
         by_id = dataclasses.replace(request, privacy_unit=UNIT_ID_COLUMN)
-        return PandasBackend(kept).exact(by_id, np.random.default_rng([seed, 1]))
-    rows_backend = PandasBackend(kept)
+        return _BlockBackend(kept, apart).exact(by_id, np.random.default_rng([seed, 1]))
+    rows_backend = _BlockBackend(kept, apart)
     bounded = dataclasses.replace(request, privacy_unit=None)
-    return compute_exact(bounded, codes[keep], keys, None,
-                         lambda c: numeric_column(rows_backend.column(c)),
+    return compute_exact(bounded, codes[keep], keys, None, rows_backend.numbers,
                          np.random.default_rng(0), lambda c: value_hashes(rows_backend.column(c)))
 
 
@@ -455,6 +521,8 @@ class DaskBackend:
         for reserved in RESERVED:
             if reserved in ddf.columns:
                 raise ValidationError(f"column name {reserved!r} is reserved")
+        if any(str(c).startswith(NUMBERS_PREFIX) for c in ddf.columns):
+            raise ValidationError(f"column names starting {NUMBERS_PREFIX!r} are reserved")
         self._labels = column_labels(ddf.columns)
         self.ddf = ddf
         self.split_every = split_every
@@ -482,10 +550,9 @@ class DaskBackend:
 
     def _numeric(self, request: ComputeRequest) -> dict[Any, ColumnKind]:
         """Measured columns the public schema (the frame's meta) says are numeric, by label,
-        with their kind: partitions that type them otherwise are read by value
-        (:func:`_conformed`)."""
-        identities = {request.privacy_unit, *request.by}  # read by the value model as they are
-        kinds = self.schema([c for c in request.measure_columns if c not in identities])
+        with their kind: blocks that type them otherwise read their numbers by value
+        (:func:`_conformed`; keys and units keep their values as they are)."""
+        kinds = self.schema(request.measure_columns)
         return {self._labels[c]: k for c, k in kinds.items() if k in NUMERIC_KINDS}
 
     def exact(self, request: ComputeRequest, gen: np.random.Generator | None) -> ExactAggregates:
@@ -547,7 +614,8 @@ class DaskBackend:
                      part, request, key, salt, int(seed), nb, numeric)
                  for part, seed in zip(frame.to_delayed(), seeds, strict=True)]
         finals = [dask.delayed(_bucket_exact, pure=True)([s[j] for s in split], request, keys,
-                                                          key, salt, int(bucket_seeds[j]))
+                                                          key, salt, int(bucket_seeds[j]),
+                                                          numeric)
                   for j in range(nb)]
         agg: ExactAggregates
         agg, = dask.compute(_tree(finals, merge_partials, self.split_every))

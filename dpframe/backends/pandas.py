@@ -366,6 +366,11 @@ class PandasBackend:
         units = None
         if request.privacy_unit:
             units = unit_codes(self.column(request.privacy_unit))
-        agg = compute_exact(request, codes, keys, units, lambda c: numeric_column(self.column(c)),
-                            gen, lambda c: value_hashes(self.column(c)))
+        agg = compute_exact(request, codes, keys, units, self.numbers, gen,
+                            lambda c: value_hashes(self.column(c)))
         return agg
+
+    def numbers(self, name: str) -> tuple[np.ndarray, npt.NDArray[np.bool_] | None]:
+        """The column ``name`` read as numbers (:func:`numeric_column`), as the aggregates
+        read it."""
+        return numeric_column(self.column(name))

@@ -10,6 +10,10 @@ from .findings import (
     finding_categories,
     finding_change_one_sum,
     finding_csv_hex_integers,
+    finding_dask_bool_beside_numbers,
+    finding_dask_distinct_dtypes,
+    finding_dask_measured_key_dtypes,
+    finding_dask_text_in_measured_key,
     finding_dask_text_in_numbers,
     finding_dask_unit_dtypes,
     finding_data_warning,
@@ -193,6 +197,19 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("finding 22: Dask, text in a numeric partition", "two partitions of 20 rows at 5 "
              "vs one more row, 'abc', typing the second object (statistic: sum, bounds [0, "
              "10])", finding_dask_text_in_numbers(), FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 23: Dask, a measured private key of different dtypes", "100 units "
+             "keyed 2**53 and 100 keyed 2**53 + 1 (int64) vs one more keyed 1.5 in a float64 "
+             "partition (count('k') by private k; statistic: key 2**53)",
+             finding_dask_measured_key_dtypes(), FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 24: Dask, distinct values of different dtypes", "200 int64 values from "
+             "2**53, one per unit, vs one more, 1.5, in a float64 partition (count_distinct)",
+             finding_dask_distinct_dtypes(), FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 25: Dask, text in a measured key", "two partitions of 20 rows keyed 5.0 "
+             "vs one more row keyed 'abc', typing the second object (sum('k') by k; bounds "
+             "[0, 10])", finding_dask_text_in_measured_key(), FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 26: Dask, bool beside numbers in a bucket", "two partitions of 20 units "
+             "at True vs one more unit, 'abc', typing the second object (unit-level sum, bounds "
+             "[0, 1])", finding_dask_bool_beside_numbers(), FINDING_TRIALS, FINDING_FAST),
     # deliberately broken: the audit must find a violation
     Scenario("BROKEN: geometric with half the noise", "0 vs 1, sensitivity 1",
              core_noise(half_noise_spec, True), 2_000_000, 200_000, expect_violation=True),

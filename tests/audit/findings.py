@@ -488,3 +488,99 @@ def finding_dask_text_in_numbers() -> Callable[[int], Built]:
             return [float(dp(ddf, s, bounds={"x": (0.0, 10.0)}).sum("x", epsilon=1.0))]
 
     return finding(frames, rel)
+
+
+def _dask_frame(parts: list[pd.DataFrame]) -> Any:
+    """A Dask frame of ``parts`` as they are (dtypes may differ), with the first one's meta."""
+    import dask
+    import dask.dataframe as dd
+
+    return dd.from_delayed([dask.delayed(p) for p in parts], meta=parts[0].iloc[:0],
+                           verify_meta=False)
+
+
+def finding_dask_measured_key_dtypes() -> Callable[[int], Built]:
+    """23. A unit-level Dask release whose private key is also measured (``count("k")``
+    grouped by ``k``): the buckets gathered it by pandas' common dtype, as a measured column,
+    so one person's key 1.5 in a float64 partition made the int64 keys 2**53 and 2**53 + 1 one
+    key (finding 20's flaw in the key column). Statistic: the count of key 2**53 (100 units
+    apiece); found in review, 2026-11-26."""
+    import dask
+
+    def frames() -> tuple[list[pd.DataFrame], list[pd.DataFrame]]:
+        keys = np.array([2**53] * 100 + [2**53 + 1] * 100, dtype=np.int64)
+        base = pd.DataFrame({"u": np.arange(200), "k": keys})
+        return [base], [base, pd.DataFrame({"u": np.array([10**6]), "k": np.array([1.5])})]
+
+    def rel(parts: list[pd.DataFrame], s: dpf.Session) -> list[float]:
+        with dask.config.set(scheduler="sync"):
+            f = dp(_dask_frame(parts), s, privacy_unit="u", max_rows_per_unit=1,
+                   bounds={"k": (0, 2**54)})
+            out = f.groupby("k", keys="private").count("k", epsilon=1.0, delta=1e-6)
+        return [first(out, 2**53)]
+
+    return finding(frames, rel)
+
+
+def finding_dask_distinct_dtypes() -> Callable[[int], Built]:
+    """24. A unit-level Dask ``count_distinct``: the buckets gathered the counted column by
+    pandas' common dtype, so one person's 1.5 in a float64 partition made the int64 values
+    2**53 + 2k and 2**53 + 2k + 1 one value (200 distinct values counted as 100). Statistic:
+    the distinct count; found in review, 2026-11-26."""
+    import dask
+
+    def frames() -> tuple[list[pd.DataFrame], list[pd.DataFrame]]:
+        base = pd.DataFrame({"u": np.arange(200), "v": 2**53 + np.arange(200, dtype=np.int64)})
+        return [base], [base, pd.DataFrame({"u": np.array([10**6]), "v": np.array([1.5])})]
+
+    def rel(parts: list[pd.DataFrame], s: dpf.Session) -> list[float]:
+        with dask.config.set(scheduler="sync"):
+            f = dp(_dask_frame(parts), s, privacy_unit="u", max_rows_per_unit=1,
+                   bounds={"v": (0, 2**54)})
+            return [float(f.count_distinct("v", epsilon=1.0))]
+
+    return finding(frames, rel)
+
+
+def finding_dask_text_in_measured_key() -> Callable[[int], Built]:
+    """25. Finding 22 in a column that is both a key and measured (``groupby("k").sum("k")``):
+    keys were left as they came, for their values, so a partition typed object by one
+    person's text key read no numbers at all and its 20 rows vanished from the key's sum.
+    Statistic: the sum of key 5.0, bounds [0, 10]; found in review, 2026-11-26."""
+    import dask
+
+    def frames() -> tuple[list[pd.DataFrame], list[pd.DataFrame]]:
+        base = pd.DataFrame({"k": np.full(20, 5.0)})
+        odd = pd.DataFrame({"k": pd.Series([5.0] * 20 + ["abc"], dtype=object)})
+        return [base, base], [base, odd]
+
+    def rel(parts: list[pd.DataFrame], s: dpf.Session) -> list[float]:
+        with dask.config.set(scheduler="sync"):
+            f = dp(_dask_frame(parts), s, bounds={"k": (0.0, 10.0)}, keys={"k": [5.0]})
+            return [first(f.groupby("k").sum("k", epsilon=1.0), 5.0)]
+
+    return finding(frames, rel)
+
+
+def finding_dask_bool_beside_numbers() -> Callable[[int], Built]:
+    """26. A unit-level Dask sum of a bool column: one person's text typed their partition
+    object, which was read as numbers (float64, finding 22's fix), and pandas' concatenation
+    of bool beside float64 in the bucket gave an object column again, read as no number at
+    all: the sum of 40 rows at True fell to 0. Statistic: the sum; found in review,
+    2026-11-26."""
+    import dask
+
+    def frames() -> tuple[list[pd.DataFrame], list[pd.DataFrame]]:
+        a = pd.DataFrame({"u": np.arange(20), "b": np.ones(20, dtype=bool)})
+        b = pd.DataFrame({"u": np.arange(20, 40), "b": np.ones(20, dtype=bool)})
+        odd = pd.DataFrame({"u": np.arange(20, 41),
+                            "b": pd.Series([True] * 20 + ["abc"], dtype=object)})
+        return [a, b], [a, odd]
+
+    def rel(parts: list[pd.DataFrame], s: dpf.Session) -> list[float]:
+        with dask.config.set(scheduler="sync"):
+            f = dp(_dask_frame(parts), s, privacy_unit="u", max_rows_per_unit=1,
+                   bounds={"b": (0, 1)})
+            return [float(f.sum("b", epsilon=1.0))]
+
+    return finding(frames, rel)

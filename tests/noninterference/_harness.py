@@ -51,6 +51,7 @@ SEED = 20_240_611
 MAX_ROWS = 2  # max_rows_per_unit of unit-level frames (max_groups_per_unit is 1)
 BINS = (-10.0, -1.0, 0.0, 1.0, 10.0)
 N_BOUNDS = (0, 10)
+G_BOUNDS = (0, 100)  # the key's numbers, where it is numeric and measured (sum(g))
 X_BOUNDS = ((-10.0, 10.0), (0.0, 10.0), (-1.0, 4.0))  # the first is symmetric about 0
 
 BACKENDS = ("pandas", "arrow", "parquet", "dask")
@@ -217,7 +218,7 @@ class Spec:
 
     def options(self, *, public_keys: bool = True) -> dict[str, Any]:
         """The ``.dp(...)`` options: bounds, declared keys, unit and contribution bounds."""
-        opts: dict[str, Any] = {"bounds": {"x": self.x_bounds, "n": N_BOUNDS}}
+        opts: dict[str, Any] = {"bounds": {"x": self.x_bounds, "n": N_BOUNDS, "g": G_BOUNDS}}
         if public_keys:
             opts["keys"] = {"g": list(DECLARED[self.key_kind])}
         if self.unit_kind is not None:
@@ -425,6 +426,10 @@ def _grouped(private: bool) -> list[Query]:
         Query(f"{tag}.var(x)", lambda p: by(p).var("x", **kw), True, private),
         Query(f"{tag}.count_distinct(n)", lambda p: by(p).count_distinct("n", **kw), True,
               private),
+        # the key measured too: its values identify groups, its numbers are counted
+        Query(f"{tag}.count(g)", lambda p: by(p).count("g", **kw), True, private),
+        Query(f"{tag}.count_distinct(g)", lambda p: by(p).count_distinct("g", **kw), True,
+              private),
     ]
 
 
@@ -449,6 +454,21 @@ UNGROUPED = [
 PUBLIC = _grouped(private=False)
 PRIVATE = _grouped(private=True)
 ALL_QUERIES = [*UNGROUPED, *PUBLIC, *PRIVATE]
+
+
+def _key_sum(private: bool) -> Query:
+    kw: dict[str, float] = {"epsilon": E, "delta": DELTA} if private else {"epsilon": E}
+
+    def call(p: Any) -> Any:
+        return (p.groupby("g", keys="private") if private else p.groupby("g")).sum("g", **kw)
+
+    return Query(f"{'private' if private else 'public'}.sum(g)", call, True, private)
+
+
+#: Queries that measure the key they group by (sum(g) refuses keys that are not numeric, so
+#: it is not among ALL_QUERIES, which ordinary data must answer)
+MEASURED_KEY = [*(q for q in ALL_QUERIES if q.grouped and q.name.endswith("(g)")),
+                _key_sum(False), _key_sum(True)]
 QUERY = {q.name: q for q in ALL_QUERIES}
 
 

@@ -32,6 +32,7 @@ from ._harness import (
     ARROW_UNIT_KINDS,
     BACKENDS,
     DECLARED,
+    MEASURED_KEY,
     N_BOUNDS,
     NAN,
     Outcome,
@@ -135,6 +136,17 @@ def test_dask_partitions_typed_apart_agree(spec: Spec, queries: list[Query]) -> 
     columns Python objects, the others typed by pandas from their own values, as one person's
     value can type a partition) answers as the frame typed as a whole: partitions are read by
     the public schema, identities compared by value (findings 20 to 22 of docs/audit.md)."""
+    for q in queries:
+        check_agree(spec, q, {b: run(b, spec, q) for b in ("pandas", "dask", "dask-retyped")})
+
+
+@hsettings(10, shrink=False)
+@given(spec=specs(ALL_KEY_KINDS, ALL_UNIT_KINDS), queries=st.lists(
+    st.sampled_from(MEASURED_KEY), min_size=3, max_size=3, unique_by=lambda q: q.name))
+def test_dask_measured_keys_typed_apart_agree(spec: Spec, queries: list[Query]) -> None:
+    """The same, for a key that is measured too (``sum("g")`` by ``g``): its values identify
+    groups exactly and its numbers are read by the schema, whatever a partition's dtype
+    (findings 23 to 25 of docs/audit.md)."""
     for q in queries:
         check_agree(spec, q, {b: run(b, spec, q) for b in ("pandas", "dask", "dask-retyped")})
 
