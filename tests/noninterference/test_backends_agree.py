@@ -151,6 +151,16 @@ def test_dask_measured_keys_typed_apart_agree(spec: Spec, queries: list[Query]) 
         check_agree(spec, q, {b: run(b, spec, q) for b in ("pandas", "dask", "dask-retyped")})
 
 
+@hsettings(12, shrink=False)
+@given(spec=specs(ARROW_KEY_KINDS, ARROW_UNIT_KINDS, scan_layout=True), queries=st.lists(
+    st.sampled_from(MEASURED_KEY), min_size=3, max_size=3, unique_by=lambda q: q.name))
+def test_measured_keys_agree(spec: Spec, queries: list[Query]) -> None:
+    """A key that is measured too, through every backend (scans of Arrow tables and Parquet,
+    Dask): one answer."""
+    for q in queries:
+        check_agree(spec, q, {b: run(b, spec, q) for b in BACKENDS})
+
+
 @pytest.mark.slow
 @hsettings(150, shrink=False)
 @given(spec=specs(ARROW_KEY_KINDS, ARROW_UNIT_KINDS, scan_layout=True))
