@@ -258,6 +258,78 @@ def test_fixed_point_total_is_fixed_point_summed(lo: float, hi: float, shifted: 
     assert got == _reference(values, req)
 
 
+@pytest.mark.parametrize("lo,hi", _BOUNDS)
+@pytest.mark.parametrize("shifted", [False, True])
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("code_type", [np.int64, np.int8])
+def test_grouped_fixed_point_total_is_the_general_path(lo: float, hi: float, shifted: bool,
+                                                      threads: int, code_type: type,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one-pass grouped sum gives the general path's integers (fixed_point, then
+    grouped_sum_exact) and its non-missing counts (grouped_count), with dropped rows (code -1
+    and code ng), missing values in one block, adversarial values, on one thread or three."""
+    from dpframe.core import parallel
+    from dpframe.core.transform import BLOCK_ROWS, grouped_count, grouped_fixed_point_total
+
+    monkeypatch.setattr(parallel, "THREADS", threads)
+    monkeypatch.setattr(parallel, "MIN_ROWS_PER_THREAD", BLOCK_ROWS)
+    rng = np.random.default_rng(12)
+    flo, fhi = Fraction(repr(lo)), Fraction(repr(hi))
+    shift = (flo + fhi) / 2 if shifted else Fraction(0)
+    req = fixed_point_request("x", flo, fhi, shift, False, with_count=True)
+    n, ng = 3 * BLOCK_ROWS + 17, 7
+    values = rng.uniform(lo - (hi - lo), hi + (hi - lo), n)
+    values[rng.integers(0, n, 40)] = ADVERSARIAL[rng.integers(0, ADVERSARIAL.size, 40)]
+    values[BLOCK_ROWS:2 * BLOCK_ROWS:997] = np.nan
+    codes = rng.integers(-1, ng + 1, n).astype(code_type)  # -1 and ng: dropped
+    got = grouped_fixed_point_total(codes, values, req, ng)
+    assert got is not None
+    max_abs = max(abs(req.ilo), abs(req.ihi))
+    want = grouped_sum_exact(codes.astype(np.int64), fixed_point(values, req), ng, max_abs)
+    assert got[0].tolist() == np.asarray(want).tolist()
+    assert got[1].tolist() == grouped_count(codes.astype(np.int64), ng,
+                                            ~np.isnan(values)).tolist()
+
+
+def test_grouped_fixed_point_total_declines_what_it_cannot_sum_exactly() -> None:
+    from dpframe.core.transform import grouped_fixed_point_total
+
+    codes = np.zeros(10, dtype=np.int64)
+    req = fixed_point_request("x", Fraction(0), Fraction(10), Fraction(0), False)
+    assert grouped_fixed_point_total(codes, np.arange(10, dtype=np.float32), req, 1) is None
+    sq = fixed_point_request("x", Fraction(0), Fraction(1 << 52), Fraction(0), True)
+    assert grouped_fixed_point_total(codes, np.arange(10.0), sq, 1) is None  # 2**52 per row
+
+
+def test_the_grouped_release_takes_the_one_pass_sum(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A grouped sum and mean of a float column take the one-pass grouped total (what the
+    test above proves equal to the general path), and give the general path's exact
+    aggregates."""
+    import pandas as pd
+
+    from dpframe.backends.pandas import PandasBackend
+    from dpframe.core import transform
+
+    rng = np.random.default_rng(5)
+    df = pd.DataFrame({"g": rng.choice(["a", "b", "c"], 5000), "x": rng.uniform(-5, 15, 5000)})
+    df.loc[::97, "x"] = np.nan
+    q = ComputeRequest((fixed_point_request("x", Fraction(0), Fraction(10), Fraction(5), False,
+                                            with_count=True),), by=("g",),
+                       keys={"g": ("a", "b", "c", "zz")})
+    calls: list[int] = []
+    real = transform.grouped_fixed_point_total
+    monkeypatch.setattr(transform, "grouped_fixed_point_total",
+                        lambda *a: calls.append(1) or real(*a))
+    fast = PandasBackend(df).exact(q, None)
+    monkeypatch.setattr(transform, "grouped_fixed_point_total", lambda *a: None)
+    general = PandasBackend(df).exact(q, None)
+    assert calls
+    assert {k: v.tolist() for k, v in fast.values.items()} == {
+        k: v.tolist() for k, v in general.values.items()}
+    assert {k: v.tolist() for k, v in fast.counts.items()} == {
+        k: v.tolist() for k, v in general.counts.items()}
+
+
 def test_fixed_point_total_declines_what_it_cannot_sum_exactly() -> None:
     from dpframe.core.transform import fixed_point_total
 
