@@ -20,6 +20,7 @@ from ..core.values import NUMERIC_KINDS, ColumnKind, canonicalize, is_canonical
 from ..errors import ValidationError
 from .base import (
     declared_positions,
+    group_code_dtype,
     observed_key_codes,
     offset_codes,
     only_columns,
@@ -362,7 +363,10 @@ class PandasBackend:
             # the number of rows, with nothing to bound, group or sample: no pass over the data
             n = np.array([len(self.df)], dtype=np.int64)
             return ExactAggregates([()], {r.key: n.copy() for r in request.requests}, {})
-        codes, keys = self.group_codes(request)
+        # public keys' codes in the narrowest type holding them and the drop bucket (int8 for
+        # up to 126 keys): every pass over them reads an eighth of the bytes of int64
+        codes, keys = self.group_codes(request, group_code_dtype(request)
+                                       if q.by and not q.private_keys else np.int64)
         units = None
         if request.privacy_unit:
             units = unit_codes(self.column(request.privacy_unit))

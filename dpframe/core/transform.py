@@ -167,7 +167,7 @@ def grouped_bin_counts(codes: I64, bins: I64, ngroups: int, nbins: int,
     ok = (codes >= 0) & (bins >= 0) & (codes < ngroups)
     if mask is not None:
         ok &= mask
-    flat = codes[ok] * nbins + bins[ok]
+    flat = codes[ok].astype(np.int64, copy=False) * nbins + bins[ok]  # (narrow codes widened)
     return np.bincount(flat, minlength=ngroups * nbins).reshape(ngroups, nbins).astype(np.int64)
 
 
@@ -636,7 +636,7 @@ def distinct_units_per_group(units: I64, groups: I64, ngroups: int, mask: Bools)
     if u.size == 0:
         return np.zeros(ngroups, dtype=np.int64)
     nu = int(u.max()) + 1
-    pairs = np.unique(g * nu + u)
+    pairs = np.unique(g.astype(np.int64, copy=False) * nu + u)
     return np.bincount(pairs // nu, minlength=ngroups).astype(np.int64)
 
 
@@ -827,23 +827,33 @@ def _bounded_rows(request: ComputeRequest, group_codes: I64, unit_codes: I64 | N
     kept at most half of the rows, the kept rows' indices and their codes alone (later passes
     then read only those: one group per unit keeps about one row in nine at 10 rows a unit).
     Both forms give the same aggregates. ``gen`` is None only when the request draws nothing
-    at random (:attr:`ComputeRequest.draws_at_random`)."""
+    at random (:attr:`ComputeRequest.draws_at_random`). Codes keep their signed type (a
+    narrow one holds ``ng`` too: :func:`~dpframe.backends.base.group_code_dtype`); every
+    reduction reads them as they are, or widens the rows it multiplies."""
+    group_codes = _signed_codes(group_codes)
     if not request.draws_at_random:
-        return bucket_codes(np.asarray(group_codes, dtype=np.int64), ng), None
+        return bucket_codes(group_codes, ng), None
     assert gen is not None, "sampling and bounding draw at random: the caller passes a generator"
     if request.sample_rate is not None:
         group_codes = np.where(poisson_sample(unit_codes, group_codes.size, request.sample_rate,
                                               gen), group_codes, -1)
     if not request.privacy_unit:
-        return bucket_codes(np.asarray(group_codes, dtype=np.int64), ng), None
+        return bucket_codes(group_codes, ng), None
     assert unit_codes is not None
     mask, rows = _bound(unit_codes, group_codes if request.by else None, request.max_rows,
                         request.max_groups, gen)
     if rows is None:
         if np.count_nonzero(mask) * 2 > mask.size:
-            return bucket_codes(np.asarray(group_codes, dtype=np.int64), ng, mask), None
+            return bucket_codes(group_codes, ng, mask), None
         rows = np.flatnonzero(mask)
-    return bucket_codes(group_codes[rows].astype(np.int64, copy=False), ng), rows
+    return bucket_codes(group_codes[rows], ng), rows
+
+
+def _signed_codes(codes: npt.ArrayLike) -> npt.NDArray[np.signedinteger[Any]]:
+    """Group codes as a signed integer array: as they are when they are one (int8 for a few
+    keys: an eighth of the bytes of every pass), else as int64."""
+    a = np.asarray(codes)
+    return a if a.dtype.kind == "i" else a.astype(np.int64)
 
 
 def _column_aggregate(req: AggregateRequest, codes: I64, ng: int, raw: np.ndarray,
