@@ -15,7 +15,7 @@ from ..core.compute import ComputeRequest, ExactAggregates
 from ..core.hashing import distinct_hash, value_words
 from ..core.memo import IdentityCache
 from ..core.parallel import map_ranges, row_ranges
-from ..core.transform import compute_exact
+from ..core.transform import SMALL_GROUPED_ROWS, compute_exact
 from ..core.values import NUMERIC_KINDS, ColumnKind, canonicalize, is_canonical
 from ..errors import ValidationError
 from .base import (
@@ -364,9 +364,11 @@ class PandasBackend:
             n = np.array([len(self.df)], dtype=np.int64)
             return ExactAggregates([()], {r.key: n.copy() for r in request.requests}, {})
         # public keys' codes in the narrowest type holding them and the drop bucket (int8 for
-        # up to 126 keys): every pass over them reads an eighth of the bytes of int64
-        codes, keys = self.group_codes(request, group_code_dtype(request)
-                                       if q.by and not q.private_keys else np.int64)
+        # up to 126 keys): every pass over a large frame's codes reads an eighth of the bytes
+        # of int64 (on small frames the casts numpy adds cost more than they save)
+        narrow = q.by and not q.private_keys and len(self.df) >= SMALL_GROUPED_ROWS
+        codes, keys = self.group_codes(request,
+                                       group_code_dtype(request) if narrow else np.int64)
         units = None
         if request.privacy_unit:
             units = unit_codes(self.column(request.privacy_unit))

@@ -695,13 +695,18 @@ def _fixed_point_blocks(x: F64, req: AggregateRequest) -> tuple[int, int]:
     return total, missing
 
 
+#: Below this many rows a grouped fixed-point sum takes the general path: its full-size
+#: arrays are small, and the blocked pass's fixed cost (about 25 us) would dominate.
+SMALL_GROUPED_ROWS = 1 << 14
+
+
 def grouped_fixed_point_total(codes: npt.NDArray[np.signedinteger[Any]], values: np.ndarray,
                               req: AggregateRequest, ng: int
                               ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None:
     """``(grouped_sum_exact(codes, fixed_point(values, req), ng), non-missing values per
     group)`` in one cache-blocked pass, for a float64 column whose totals int64 holds (None
     otherwise: the caller takes the general path). Rows of a code < 0 or == ``ng`` are
-    dropped.
+    dropped. Fewer than :data:`SMALL_GROUPED_ROWS` rows: None too.
 
     The integers are :func:`fixed_point`'s (:func:`_fixed_point_into`). Each block's per-group
     bincount is exact in float64 (|value| <= 2**36 and 2**16 values stay below 2**53), blocks
@@ -712,7 +717,8 @@ def grouped_fixed_point_total(codes: npt.NDArray[np.signedinteger[Any]], values:
     x = np.asarray(values)
     max_abs = max(abs(req.ilo), abs(req.ihi))
     if (x.dtype != np.float64 or req.center is not None or max_abs * BLOCK_ROWS >= 1 << 53
-            or x.size * (max_abs + 1) >= 1 << 62 or codes.size != x.size):
+            or x.size * (max_abs + 1) >= 1 << 62 or codes.size != x.size
+            or x.size < SMALL_GROUPED_ROWS):
         return None
     parts = map_ranges(lambda a, b: _grouped_fixed_point_blocks(codes[a:b], x[a:b], req, ng),
                        x.size)

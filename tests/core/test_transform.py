@@ -311,7 +311,8 @@ def test_the_grouped_release_takes_the_one_pass_sum(monkeypatch: pytest.MonkeyPa
     from dpframe.core import transform
 
     rng = np.random.default_rng(5)
-    df = pd.DataFrame({"g": rng.choice(["a", "b", "c"], 5000), "x": rng.uniform(-5, 15, 5000)})
+    n = 20_000  # past SMALL_GROUPED_ROWS: smaller frames take the general path
+    df = pd.DataFrame({"g": rng.choice(["a", "b", "c"], n), "x": rng.uniform(-5, 15, n)})
     df.loc[::97, "x"] = np.nan
     q = ComputeRequest((fixed_point_request("x", Fraction(0), Fraction(10), Fraction(5), False,
                                             with_count=True),), by=("g",),
@@ -728,3 +729,45 @@ def test_keyed_pairs_select_as_their_priorities(top: int, max_groups: int, max_r
     other = select_by_priority(units, g, KeyedPairs(words, 6), rows, max_groups, max_rows)
     # the salt matters where groups are chosen (fewer kept than 8): the comparison can fail
     assert np.array_equal(other, want) == (max_groups >= 8)
+
+
+@pytest.mark.parametrize("unit", [None, "u"])
+def test_narrow_and_wide_group_codes_release_the_same(unit: str | None,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pandas backend's narrow group codes (int8 for a large frame's 60 keys) and the
+    int64 codes of the general path give the same releases under one seed, for every
+    aggregate that reads codes: sums and means, counts, the grid of max and quantiles, bins,
+    distinct values and distinct units (a code times a bin or unit count must not wrap)."""
+    import warnings
+
+    import pandas as pd
+
+    import dpframe as dpf
+    from dpframe.backends import pandas as pandas_backend
+    from dpframe.core import transform
+
+    rng = np.random.default_rng(9)
+    n = 20_000
+    keys = [f"k{i}" for i in range(60)]
+    df = pd.DataFrame({"g": rng.choice(keys[:55], n), "x": rng.uniform(-5, 105, n),
+                       "n": rng.integers(0, 30, n), "u": rng.integers(0, 4000, n)})
+
+    def releases() -> list[object]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a seeded session warns: it is a test
+            s = dpf.Session(epsilon=1e6, delta=1e-3, seed=4)
+            p = df.dp(s, bounds={"x": (0, 100), "n": (0, 30)}, keys={"g": keys},
+                      **({"privacy_unit": unit, "max_rows_per_unit": 3} if unit else {}))
+            by = p.groupby("g")
+            out = [by.sum("x", epsilon=1), by.mean("x", epsilon=1), by.count(epsilon=1),
+                   by.max("x", epsilon=1), by.quantile("x", 0.3, epsilon=1),
+                   by.count_distinct("n", epsilon=1),
+                   p.groupby("g", keys="private").count(epsilon=1, delta=1e-6)]
+        return [o.round(9).to_dict() for o in out]
+
+    monkeypatch.setattr(pandas_backend, "SMALL_GROUPED_ROWS", 0)
+    monkeypatch.setattr(transform, "SMALL_GROUPED_ROWS", 0)
+    narrow = releases()
+    monkeypatch.setattr(pandas_backend, "SMALL_GROUPED_ROWS", 10**9)
+    monkeypatch.setattr(transform, "SMALL_GROUPED_ROWS", 10**9)
+    assert releases() == narrow
