@@ -293,15 +293,16 @@ def _preselect_buckets(part: pd.DataFrame, request: ComputeRequest, key: tuple[i
         labels = column_labels(part.columns)
         # each column as the backend reads it, in that dtype (an object column of text is not
         # inferred as strings: a conversion that a lone surrogate would fail)
-        columns: dict[Any, Any] = {labels[c]: _taken(backend.column(c), rows)
-                                   for c in request.measure_columns}
-        # the measured columns travel on with the unit's exact id: buckets tell units apart
-        # by their ids, never by hash (two units whose hashes collide stay two units;
-        # docs/dask.md); the pair priority is not shipped: the bucket recomputes it
+        # the measured columns, and the key columns as they are where the bucket runs the
+        # backend (private keys, sampling), each gathered once (a key may be measured too)
+        shipped = dict.fromkeys([*request.measure_columns,
+                                 *(request.by if _general(request) else ())])
+        columns: dict[Any, Any] = {labels[c]: _taken(backend.column(c), rows) for c in shipped}
+        # they travel on with the unit's exact id: buckets tell units apart by their ids,
+        # never by hash (two units whose hashes collide stay two units; docs/dask.md); the
+        # pair priority is not shipped: the bucket recomputes it
         columns[UNIT_ID_COLUMN] = _taken(unit, rows)
-        if _general(request):  # the key columns as they are: the bucket runs the backend
-            columns.update({labels[c]: _taken(backend.column(c), rows) for c in request.by})
-        else:
+        if not _general(request):
             columns[GROUP_COLUMN] = g[keep].astype(group_code_dtype(request), copy=False)
         if carried is not None:  # some kept row's priority was read here: it travels on
             columns[ROW_PRIORITY_COLUMN] = carried[order]
