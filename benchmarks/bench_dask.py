@@ -6,7 +6,8 @@
 
 Writes a partitioned Parquet dataset under ``benchmarks/data/`` (git-ignored; reused when
 present) with 50 string keys ``g``, a float column ``x`` and a user id ``u``; starts a
-``LocalCluster`` (2 worker processes, 1 thread each); times
+``LocalCluster`` (2 worker processes, 1 thread each; ``--scheduler threads``: Dask's threaded
+scheduler, 2 threads in this process, where an exchange between tasks moves no bytes); times
 
 * plain Dask: ``ddf.groupby("g")["x"].sum().compute()``
 * dpframe on Dask: ``ddf.dp(session, bounds=..., keys=...).groupby("g").sum("x", epsilon=1)``
@@ -23,6 +24,7 @@ nothing. Figures are recorded in docs/benchmarks/dask.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -30,7 +32,7 @@ import subprocess
 import sys
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +122,16 @@ def pandas_memory(path: Path, mode: str) -> dict[str, float]:
     return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
+@contextlib.contextmanager
+def _local_cluster() -> Iterator[None]:
+    """A client of a ``LocalCluster`` of 2 worker processes, 1 thread each."""
+    from dask.distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=":0") as cluster, Client(cluster):
+        yield
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=float, default=1e8)
@@ -131,6 +143,9 @@ def main() -> None:
     ap.add_argument("--no-pandas", action="store_true", help="skip the pandas memory runs")
     ap.add_argument("--no-warmup", action="store_true", help="no warm-up run (long runs)")
     ap.add_argument("--data", type=Path, default=HERE / "data")
+    ap.add_argument("--scheduler", choices=("processes", "threads"), default="processes",
+                    help="a LocalCluster of 2 worker processes (default), or Dask's threaded "
+                         "scheduler with 2 threads (no bytes moved between tasks)")
     args = ap.parse_args()
     rows, per_file = int(args.rows), int(args.rows_per_file)
 
@@ -142,15 +157,16 @@ def main() -> None:
     size_mb = sum(f.stat().st_size for f in path.glob("*.parquet")) / 2**20
 
     warnings.simplefilter("ignore")
+    import dask
     import dask.dataframe as dd
-    from dask.distributed import Client, LocalCluster
 
     import dpframe as dpf
     import dpframe.fronts.dask  # registers ddf.dp
 
     results: list[tuple[str, float, float, str]] = []
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=":0") as cluster, Client(cluster):
+    scheduler: Any = (dask.config.set(scheduler="threads", num_workers=2)
+                      if args.scheduler == "threads" else _local_cluster())
+    with scheduler:
         ddf = dd.read_parquet(str(path))
         nparts = ddf.npartitions
         session = dpf.Session(epsilon=1000)
@@ -182,7 +198,9 @@ def main() -> None:
 
     print(f"\n{rows:,} rows, {len(list(path.glob('*.parquet')))} files, {size_mb:,.0f} MiB "
           f"Parquet, {nparts} partitions; dataset written in {gen_s:.1f} s (0 if reused)")
-    print(f"LocalCluster: 2 worker processes x 1 thread; {os.cpu_count()} CPUs\n")
+    where = ("Dask's threaded scheduler: 2 threads" if args.scheduler == "threads"
+             else "LocalCluster: 2 worker processes x 1 thread")
+    print(f"{where}; {os.cpu_count()} CPUs\n")
     print("| run | best (s) | median (s) | vs plain Dask |")
     print("| --- | ---: | ---: | ---: |")
     for name, best, med, ratio in results:
