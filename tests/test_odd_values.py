@@ -211,3 +211,88 @@ def test_count_of_a_column_reads_values_as_keys_and_distinct_counts_do(front: st
     lists = pa.table({"c": pa.array([[1], [2, 3], None] * 4)})
     s = dpf.Session(1e9, seed=1)
     assert round(float(dpf.scan(lists).dp(s).count("c", epsilon=1e6))) == 0
+
+
+def _private_keys(frame: Any, column: str = "c") -> list[object]:
+    s = dpf.Session(1e9, 1e-3, seed=1)
+    with dask.config.set({"scheduler": "sync", "dataframe.convert-string": False}):
+        out = frame.dp(s).groupby(column, keys="private").count(epsilon=1e6, delta=1e-4)
+    return list(out.index)
+
+
+@pytest.mark.parametrize("front", ["pandas", "dask"])
+def test_a_complex_number_equal_to_one_leaves_the_key_one_alone(front: str) -> None:
+    """``complex(1, 0) == 1`` and hashes alike: factorizing the raw values kept the first
+    row's spelling for both, and a complex number conforms to nothing, so one such row ahead
+    of them made every row keyed 1 missing (finding 27 of docs/audit.md)."""
+    base: list[object] = [1] * 25 + ["a"] * 25
+    counts = []
+    for values in (base, [complex(1, 0), *base]):
+        df = pd.DataFrame({"c": pd.Series(values, dtype=object)})
+        s = dpf.Session(1e9, seed=1)
+        with dask.config.set({"scheduler": "sync", "dataframe.convert-string": False}):
+            frame: Any = df if front == "pandas" else dd.from_pandas(df, npartitions=2,
+                                                                      sort=False)
+            out = frame.dp(s, keys={"c": [1, "a"]}).groupby("c").count(epsilon=1e6)
+            counts.append([round(float(v)) for v in out]
+                          + [round(float(frame.dp(s).count("c", epsilon=1e6))),
+                             round(float(frame.dp(s).count_distinct("c", epsilon=1e6)))])
+    assert counts == [[25, 25, 50, 2]] * 2
+
+
+@pytest.mark.parametrize("front", ["pandas", "dask"])
+def test_a_date_time_key_has_one_spelling_whatever_row_came_first(front: str) -> None:
+    """``Timestamp``, ``np.datetime64`` and ``datetime`` spellings of one date-time are one key
+    labelled ``pd.Timestamp`` (aware ones in UTC), spans ``pd.Timedelta``; the label, its type
+    and its rank never come from the first row (finding 28)."""
+    day, later = pd.Timestamp("2022-01-01"), pd.Timestamp("2023-01-01")
+    paris = pd.Timestamp("2024-01-01 01:00", tz="Europe/Paris")
+    cases: list[tuple[list[object], list[object]]] = [
+        ([day] * 40 + [later] * 40, [day.to_datetime64(), later.to_pydatetime()]),
+        ([pd.Timedelta(days=1)] * 40, [np.timedelta64(1, "D"), dt.timedelta(days=1)]),
+        ([paris.tz_convert("UTC")] * 40, [paris, paris.to_pydatetime()]),
+    ]
+    for base, spellings in cases:
+        seen = []
+        for first in [None, *spellings]:
+            values = base if first is None else [first, *base]
+            df = pd.DataFrame({"c": pd.Series(values, dtype=object)})
+            with dask.config.set({"dataframe.convert-string": False}):
+                frame: Any = df if front == "pandas" else dd.from_pandas(df, npartitions=2,
+                                                                          sort=False)
+            seen.append([(type(k), repr(k)) for k in _private_keys(frame)])
+        assert all(s == seen[0] for s in seen), seen
+        assert all(t in (pd.Timestamp, pd.Timedelta) for t, _ in seen[0])
+    assert "tz='UTC'" in seen[0][0][1]
+
+
+def test_one_person_under_two_equal_date_time_spellings_is_one_unit() -> None:
+    """A ``Timestamp`` with nanoseconds and the equal ``np.datetime64`` hash differently: they
+    were two units, and one person held twice ``max_rows_per_unit`` rows (finding 29)."""
+    base = [pd.Timestamp("2024-01-01") + pd.Timedelta(days=i) for i in range(10)]
+    t = pd.Timestamp("2024-06-01 00:00:00.000000001")
+    person: list[object] = [t] * 3 + [np.datetime64(t.value, "ns")] * 3
+    df = pd.DataFrame({"u": pd.Series([*base, *person], dtype=object)})
+    s = dpf.Session(1e9, seed=1, privacy_unit="u")
+    assert round(float(df.dp(s, privacy_unit="u", max_rows_per_unit=3).count(epsilon=1e6))) == 13
+    rows = dpf.Session(1e9, seed=1)
+    assert round(float(df.dp(rows).count_distinct("u", epsilon=1e6))) == 11
+
+
+def test_the_two_instants_of_a_repeated_hour_are_two_keys_on_every_front() -> None:
+    """At a DST fall-back 02:30 in Paris is two instants; Arrow makes Python datetimes that
+    compare equal within the zone (``fold`` is ignored), so a scan merged them into one key
+    labelled by whichever row it met (finding 30). Every front now releases both instants,
+    as UTC Timestamps, whatever the order and the batch size."""
+    first = pd.Timestamp("2020-10-25 00:30", tz="UTC").tz_convert("Europe/Paris")
+    second = pd.Timestamp("2020-10-25 01:30", tz="UTC").tz_convert("Europe/Paris")
+    expected = [first.tz_convert("UTC"), second.tz_convert("UTC")]
+    for values in ([first] * 50 + [second] * 50, [second] * 50 + [first] * 50):
+        column = pd.Series(values).astype("datetime64[us, Europe/Paris]")
+        table = pa.table({"c": pa.array(column)})
+        assert _private_keys(pd.DataFrame({"c": column})) == expected
+        for batch_size in (1, 60, 1 << 20):
+            s = dpf.Session(1e9, 1e-3, seed=1)
+            out = dpf.scan(table, batch_size=batch_size).dp(s).groupby(
+                "c", keys="private").count(epsilon=1e6, delta=1e-4)
+            assert [(type(k), k) for k in out.index] == [(pd.Timestamp, k) for k in expected]

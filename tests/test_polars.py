@@ -367,3 +367,17 @@ def test_namespace_whatever_the_import_order(prelude: str) -> None:
                          timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().endswith("ok")
+
+
+def test_a_lazyframe_whose_python_function_raises_quotes_no_value() -> None:
+    """A Python function the query maps (``map_elements``) raising on a value (a KeyError
+    naming it) is a typed error naming only the exception's type, like a Polars error: it
+    escaped untyped, with the value in its message."""
+    lookup = {"a": 1, "b": 2}
+    lf = pl.LazyFrame({"s": ["a", "b", "secret-4711"]}).select(
+        pl.col("s").map_elements(lambda v: lookup[v], return_dtype=pl.Int64))
+    s = _session()
+    with pytest.raises(dpf.ValidationError, match="LazyFrame failed") as info:
+        lf.dp(s, bounds={"s": (0, 5)}).sum("s", epsilon=1)
+    assert "secret" not in str(info.value) and "KeyError" in str(info.value)
+    assert info.value.__cause__ is None

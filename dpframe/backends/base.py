@@ -8,6 +8,7 @@ every backend maps declared keys the same way.
 
 from __future__ import annotations
 
+import datetime
 import itertools
 import math
 from collections.abc import Callable, Sequence
@@ -119,6 +120,47 @@ def python_objects(n: int, listed: Callable[[], list[Any]], one: Callable[[int],
         except errors:
             out.append(None)
     return out
+
+
+def one_time_spelling(v: object) -> object:
+    """The one spelling of a date-time or a time span among the equal values an object column
+    or an Arrow column may hold: ``pd.Timestamp`` for ``datetime`` and ``np.datetime64`` (an
+    aware one in UTC), ``pd.Timedelta`` for ``timedelta`` and ``np.timedelta64``; any other
+    value as it is, and one that pandas cannot hold (out of its range) None: missing.
+
+    Python compares an aware ``datetime`` with another of the same zone by wall time, ignoring
+    ``fold``: the two instants of a DST fall-back's repeated hour would be one key. Equal values
+    spelled differently (a ``Timestamp`` and an equal ``np.datetime64``; one instant in two
+    zones) would be one key whose label, order rank and hash word came from whichever row came
+    first, and some pairs hash differently though equal (``np.datetime64`` with nanoseconds).
+    One spelling per equality class makes the label, the order and the words a function of
+    the class alone (PRIVACY.md: one canonical value model)."""
+    try:
+        if isinstance(v, datetime.datetime | np.datetime64):
+            t = pd.Timestamp(v)
+            if t is pd.NaT:
+                return None
+            return t.tz_convert("UTC") if t.tzinfo is not None else t
+        if isinstance(v, datetime.timedelta | np.timedelta64):
+            d = pd.Timedelta(v)
+            return None if d is pd.NaT else d
+        if isinstance(v, datetime.time) and v.fold:  # equal to its fold=0 twin, spelled apart
+            return v.replace(fold=0)
+    except (OverflowError, ValueError, ArithmeticError, TypeError):  # out of pandas' range
+        return None
+    return v
+
+
+def one_time_spellings(values: list[object]) -> list[object]:
+    """:func:`one_time_spelling` of each value (a list of only other values is returned as
+    it is)."""
+    if not any(isinstance(v, _TIME_TYPES) for v in values):
+        return values
+    return [one_time_spelling(v) for v in values]
+
+
+_TIME_TYPES = (datetime.datetime, np.datetime64, datetime.timedelta, np.timedelta64,
+               datetime.time)
 
 
 #: Spans of integer unit ids from which :func:`offset_codes` checks how many ids are present

@@ -16,13 +16,15 @@ from ..core.hashing import distinct_hash, value_words
 from ..core.memo import IdentityCache
 from ..core.parallel import map_ranges, row_ranges
 from ..core.transform import SMALL_GROUPED_ROWS, compute_exact
-from ..core.values import NUMERIC_KINDS, ColumnKind, canonicalize, is_canonical
+from ..core.values import NUMERIC_KINDS, ColumnKind, canonical, canonicalize, is_canonical
 from ..errors import ValidationError
 from .base import (
     declared_positions,
     group_code_dtype,
     observed_key_codes,
     offset_codes,
+    one_time_spelling,
+    one_time_spellings,
     only_columns,
     public_key_codes,
     public_key_list,
@@ -135,20 +137,53 @@ def _hashable_or_none(v: object) -> object:
     return v
 
 
+#: What ``pd.api.types.infer_dtype`` says of object columns whose equal values pandas'
+#: hash table already merges as the canonical value model does (text, bytes, numbers of one
+#: family: ``1`` and ``1.0``, ``0.0`` and ``-0.0`` hash alike), relabelled after factorizing.
+_MERGED_AS_CANONICAL = frozenset({"string", "bytes", "empty", "integer", "floating",
+                                  "mixed-integer-float", "boolean", "decimal"})
+
+
+def _canonical_object(v: object) -> object:
+    """One value of an object column in its canonical form (None: missing or conforming to
+    nothing), date-times and spans in their one spelling."""
+    c = canonical(v, "other")
+    return None if c is None else one_time_spelling(c)
+
+
+def _object_values(values: npt.NDArray[np.object_]) -> npt.NDArray[np.object_]:
+    """An object column's values ready for factorizing: as they are when pandas merges their
+    equal values as the canonical value model does, else each in its canonical form first.
+
+    ``pd.factorize`` merges values by ``==`` and hash and keeps the first row's spelling of
+    each: a ``complex(1, 0)`` first (equal to 1, conforming to nothing) would make every 1
+    missing; an ``np.datetime64`` first would spell a ``Timestamp`` key (its label, type and
+    order rank from one row); a ``Timestamp`` and an equal ``np.datetime64`` with nanoseconds
+    hash differently and would be two units. Mapping each value first leaves pandas only
+    canonical values, of one spelling per class, to merge."""
+    if pd.api.types.infer_dtype(values, skipna=True) in _MERGED_AS_CANONICAL:
+        return values
+    out = np.empty(values.size, dtype=object)
+    out[:] = [_canonical_object(v) for v in values]
+    return out
+
+
 def _factorize_raw(s: pd.Series) -> tuple[npt.NDArray[np.int64], list[object]]:
     """``pd.factorize`` that never raises on data: unhashable values (a list in an object
-    column) are missing, as PRIVACY.md says of values that do not conform to the schema."""
+    column) are missing, as PRIVACY.md says of values that do not conform to the schema.
+    Object columns are factorized by canonical value (:func:`_object_values`); date-times and
+    spans are labelled in their one spelling (:func:`~dpframe.backends.base.one_time_spelling`)."""
     try:
         # an object column factorizes as its array (the same hash table, without the Index)
-        values = s.to_numpy() if s.dtype == object else s
+        values = _object_values(s.to_numpy()) if s.dtype == object else s
         codes, uniques = pd.factorize(values, use_na_sentinel=True)
     except Exception:  # unhashable values, or hashes and comparisons that raise
         clean = np.array([_hashable_or_none(v) for v in s.to_numpy(dtype=object)], dtype=object)
         codes, uniques = pd.factorize(clean, use_na_sentinel=True)
     # tolist(): the scalars iterating gives, made in one call (iteration boxes each one)
     # labels a value Python cannot hold (an Arrow date past 9999) as None: missing
-    return np.asarray(codes, dtype=np.int64), python_objects(len(uniques), uniques.tolist,
-                                                             uniques.__getitem__)
+    return np.asarray(codes, dtype=np.int64), one_time_spellings(
+        python_objects(len(uniques), uniques.tolist, uniques.__getitem__))
 
 
 def factorize(s: pd.Series) -> tuple[npt.NDArray[np.int64], list[object]]:

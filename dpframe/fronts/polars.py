@@ -155,7 +155,9 @@ def _lazy_batches(lf: pl.LazyFrame) -> BatchFactory:
         try:
             frames = lf.select(list(columns)).collect_batches(chunk_size=batch_size)
             yield from _to_arrow(frames, dictionary)
-        except (pl.exceptions.PolarsError, pa.ArrowException, OSError) as exc:
+        except (Exception, pl.exceptions.PanicException) as exc:
+            # any failure of the user's query (a Python function it maps raising on a value,
+            # a panic, which is no Exception): its message may quote a value
             raise ValidationError(f"the LazyFrame failed while it was collected "
                                   f"({type(exc).__name__}) {_FAILED}") from None
         finally:

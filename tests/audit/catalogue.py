@@ -9,6 +9,7 @@ from .findings import (
     FINDING_TRIALS,
     finding_categories,
     finding_change_one_sum,
+    finding_complex_merges_one,
     finding_csv_hex_integers,
     finding_dask_bool_beside_numbers,
     finding_dask_distinct_dtypes,
@@ -18,6 +19,7 @@ from .findings import (
     finding_dask_unit_dtypes,
     finding_data_warning,
     finding_dictionary,
+    finding_dst_fold,
     finding_empty,
     finding_far_date,
     finding_huge_integer_label,
@@ -30,6 +32,8 @@ from .findings import (
     finding_null_dictionary_unit,
     finding_order,
     finding_spelling,
+    finding_time_hash_split,
+    finding_time_spelling,
     finding_unit_spellings,
     finding_unsigned_dictionary,
 )
@@ -210,6 +214,20 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("finding 26: Dask, bool beside numbers in a bucket", "two partitions of 20 units "
              "at True vs one more unit, 'abc', typing the second object (unit-level sum, bounds "
              "[0, 1])", finding_dask_bool_beside_numbers(), FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 27: an object key complex(1, 0) beside 1", "25 rows keyed 1 and 25 "
+             "keyed 'a' vs one more row keyed complex(1, 0) first (statistic: count of key 1)",
+             finding_complex_merges_one(), FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 28: a date-time key spelled np.datetime64", "60 object rows keyed "
+             "Timestamp('2024-01-01') vs one more spelled np.datetime64 first (private keys; "
+             "statistic: a Timestamp released)", finding_time_spelling(), FINDING_TRIALS,
+             FINDING_FAST),
+    Scenario("finding 29: one unit under two date-time spellings", "10 units vs one more "
+             "person, 3 rows as a Timestamp with nanoseconds and 3 as the equal np.datetime64 "
+             "(count, max_rows_per_unit=3)", finding_time_hash_split(), FINDING_TRIALS,
+             FINDING_FAST),
+    Scenario("finding 30: Polars, the two instants of a DST fall-back hour", "60 rows at "
+             "02:30+02:00 Europe/Paris vs one more at 02:30+01:00 (private keys; statistic: a "
+             "key labelled fold=1)", finding_dst_fold(), FINDING_TRIALS, FINDING_FAST),
     # deliberately broken: the audit must find a violation
     Scenario("BROKEN: geometric with half the noise", "0 vs 1, sensitivity 1",
              core_noise(half_noise_spec, True), 2_000_000, 200_000, expect_violation=True),

@@ -584,3 +584,85 @@ def finding_dask_bool_beside_numbers() -> Callable[[int], Built]:
             return [float(f.sum("b", epsilon=1.0))]
 
     return finding(frames, rel)
+
+
+def finding_complex_merges_one() -> Callable[[int], Built]:
+    """27. An object key column: ``pd.factorize`` merged ``complex(1, 0)`` with ``1`` (equal,
+    hashed alike) under the first row's spelling, and a complex number conforms to nothing, so
+    one row keyed ``complex(1, 0)`` ahead of them made every row keyed 1 missing (statistic:
+    the count of the public key 1)."""
+
+    def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
+        base: list[object] = [1] * 25 + ["a"] * 25
+        return (frame(k=pd.Series(base, dtype=object)),
+                frame(k=pd.Series([complex(1, 0), *base], dtype=object)))
+
+    def rel(df: pd.DataFrame, s: dpf.Session) -> list[float]:
+        out = dp(df, s, keys={"k": [1, "a"]}).groupby("k").count(epsilon=1.0)
+        return [float(out.iloc[0])]
+
+    return finding(frames, rel)
+
+
+def finding_time_spelling() -> Callable[[int], Built]:
+    """28. An object key column of ``Timestamp`` values: one row spelling its date as an equal
+    ``np.datetime64`` ahead of them gave the released private key that type and spelling (and
+    its rank among other keys: ``datetime64`` sorted after ``datetime``), the first row's
+    (statistic: whether the released key is a ``Timestamp``)."""
+
+    def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
+        day = pd.Timestamp("2024-01-01")
+        base: list[object] = [day] * 60
+        return (frame(k=pd.Series(base, dtype=object)),
+                frame(k=pd.Series([np.datetime64("2024-01-01T00:00:00"), *base],
+                                  dtype=object)))
+
+    def rel(df: pd.DataFrame, s: dpf.Session) -> list[float]:
+        out = dp(df, s).groupby("k", keys="private").count(epsilon=1.0, delta=1e-6)
+        return [float(sum(isinstance(k, pd.Timestamp) for k in out.index))]
+
+    return finding(frames, rel)
+
+
+def finding_time_hash_split() -> Callable[[int], Built]:
+    """29. A unit column of date-times with nanoseconds in an object column: a ``Timestamp``
+    and the equal ``np.datetime64`` hash differently, so neither pandas nor the value model
+    merged them, and one person holding rows under both spellings was two units with twice
+    ``max_rows_per_unit`` rows (statistic: the count, sensitivity 3 claimed; 6 moved)."""
+
+    def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
+        base = [pd.Timestamp("2024-01-01") + pd.Timedelta(days=i) for i in range(10)]
+        t = pd.Timestamp("2024-06-01 00:00:00.000000001")
+        person: list[object] = [t] * 3 + [np.datetime64(t.value, "ns")] * 3
+        return (frame(u=pd.Series(base, dtype=object)),
+                frame(u=pd.Series([*base, *person], dtype=object)))
+
+    def rel(df: pd.DataFrame, s: dpf.Session) -> list[float]:
+        return [float(dp(df, s, privacy_unit="u", max_rows_per_unit=3).count(epsilon=1.0))]
+
+    return finding(frames, rel)
+
+
+def finding_dst_fold() -> Callable[[int], Built]:
+    """30. A Polars (or Arrow) column of time-zone-aware date-times in microseconds: Arrow makes
+    Python ``datetime`` values, which compare by wall time within a zone and ignore ``fold``, so
+    the two instants of a DST fall-back's repeated hour were one key, labelled ``fold=1`` when
+    a row held the second (statistic: keys released from 60 rows at the first instant, one more
+    at the second)."""
+    import polars as pl
+
+    def frames() -> tuple[Any, Any]:
+        first = pd.Timestamp("2020-10-25 00:30", tz="UTC")
+        second = pd.Timestamp("2020-10-25 01:30", tz="UTC")
+
+        def table(stamps: list[pd.Timestamp]) -> pl.DataFrame:
+            return pl.DataFrame({"t": pl.Series([t.to_pydatetime() for t in stamps])
+                                 .dt.cast_time_unit("us").dt.convert_time_zone("Europe/Paris")})
+
+        return table([first] * 60), table([first] * 60 + [second])
+
+    def rel(df: Any, s: dpf.Session) -> list[float]:
+        out = df.dp(s).groupby("t", keys="private").count(epsilon=1.0, delta=1e-6)
+        return [float(sum(getattr(k, "fold", 0) for k in out.index))]
+
+    return finding(frames, rel)

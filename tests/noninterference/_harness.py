@@ -89,7 +89,12 @@ KEY_CLASSES: dict[str, list[list[object]]] = {
     "mixed": [[True, 1, 1.0, np.int64(1), np.bool_(True), np.float64(1.0), decimal.Decimal("1")],
               [False, 0, 0.0, -0.0, np.float64(-0.0), np.int8(0)],
               [2.5, np.float32(2.5)], [2**70], ["a", np.str_("a")], ["1"], ["zz"], [b"x"],
-              [datetime.date(2024, 1, 1)], MISSING_OBJECTS],
+              [datetime.date(2024, 1, 1)],
+              # one date-time, one span: pandas', numpy's and Python's spellings
+              [pd.Timestamp("2024-01-01"), np.datetime64("2024-01-01T00:00:00"),
+               datetime.datetime(2024, 1, 1)],
+              [pd.Timedelta(days=1), np.timedelta64(1, "D"), datetime.timedelta(days=1)],
+              MISSING_OBJECTS],
 }
 UNIT_CLASSES: dict[str, list[list[object]]] = {
     "int": [[1], [2], [3], [4], [5], [6], [7], [8]],
@@ -98,7 +103,11 @@ UNIT_CLASSES: dict[str, list[list[object]]] = {
     "dict": [["u1"], ["u2"], ["u3"], ["u4"], ["u5"], [None]],
     "dictfloat": [[0.0, -0.0], [1.0], [2.0], [3.5], [-1.0], [NAN]],
     "mixed": [[1, True, 1.0, np.int64(1)], ["1"], ["u2"], ["u3"], [2, 2.0, np.float32(2.0)],
-              [0, -0.0, False], [b"u"], MISSING_OBJECTS],
+              [0, -0.0, False], [b"u"],
+              # equal, hashed differently: a Timestamp and np.datetime64 with nanoseconds
+              [pd.Timestamp("2024-06-01 00:00:00.000000001"),
+               np.datetime64(pd.Timestamp("2024-06-01 00:00:00.000000001").value, "ns")],
+              MISSING_OBJECTS],
 }
 X_POOL: list[object] = [NAN, None, INF, -INF, -0.0, 0.0, 1e308, -1e308, 5e-324, 3.25, -7.5,
                         12.0, 1.0, 2.0, 0.1]
@@ -141,6 +150,13 @@ def canon(v: object, kind: str) -> object | None:
         return int(v)  # type: ignore[call-overload]
     if kind == "bool":
         return bool(v)
+    # one spelling per date-time (aware ones in UTC) and per span; numpy's are integers too
+    if isinstance(v, datetime.datetime | np.datetime64):
+        t = pd.Timestamp(v)
+        return None if t is pd.NaT else t.tz_convert("UTC") if t.tzinfo is not None else t
+    if isinstance(v, datetime.timedelta | np.timedelta64):
+        d = pd.Timedelta(v)
+        return None if d is pd.NaT else d
     if isinstance(v, bool | np.bool_):
         return int(v)
     if isinstance(v, numbers.Integral):
@@ -172,6 +188,9 @@ def order_key(v: object) -> tuple[object, ...]:
         return (1, "", v)
     if isinstance(v, bytes):
         return (2, "", v)
+    for family in (datetime.datetime, datetime.date, datetime.time, datetime.timedelta):
+        if isinstance(v, family):  # a Timestamp is a datetime, a Timedelta a timedelta
+            return (3, family.__name__, v)
     return (3, type(v).__name__, v)
 
 
@@ -186,8 +205,8 @@ def is_canonical_label(v: object, kind: str) -> bool:
         return type(v) is bool
     if type(v) is float:
         return not math.isnan(v) and not v.is_integer()
-    return type(v) in (int, str, bytes, datetime.date, datetime.datetime, datetime.time,
-                       datetime.timedelta)
+    return type(v) in (int, str, bytes, datetime.date, pd.Timestamp, datetime.time,
+                       pd.Timedelta)
 
 
 # -- frames ----------------------------------------------------------------------------------------

@@ -18,7 +18,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...core.values import NUMERIC_KINDS, ColumnKind, canonicalize
-from ..base import OUT_OF_PYTHON_RANGE, declared_positions, offset_codes, python_objects
+from ..base import (
+    OUT_OF_PYTHON_RANGE,
+    declared_positions,
+    offset_codes,
+    one_time_spellings,
+    python_objects,
+)
 
 I64 = npt.NDArray[np.int64]
 Bools = npt.NDArray[np.bool_]
@@ -114,9 +120,12 @@ def _missing(v: object) -> bool:
 
 def python_values(arr: pa.Array) -> list[object]:
     """The values of ``arr`` as Python objects, a value Python cannot hold as None (missing):
-    a date past the year 9999, a timestamp its time zone cannot convert (:func:`python_objects`)."""
-    return python_objects(len(arr), arr.to_pylist, lambda i: arr[i].as_py(),
-                          (*OUT_OF_PYTHON_RANGE, pa.ArrowException))
+    a date past the year 9999, a timestamp its time zone cannot convert (:func:`python_objects`).
+    Date-times and spans in their one spelling (:func:`~dpframe.backends.base.one_time_spelling`:
+    ``pd.Timestamp``, aware ones in UTC, and ``pd.Timedelta``), as the pandas backend labels
+    them: Arrow makes an aware ``datetime`` whose equality ignores ``fold``."""
+    return one_time_spellings(python_objects(len(arr), arr.to_pylist, lambda i: arr[i].as_py(),
+                                             (*OUT_OF_PYTHON_RANGE, pa.ArrowException)))
 
 
 def dictionary_codes(col: Column, labels: bool = True
