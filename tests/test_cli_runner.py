@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import sqlite3
+from fractions import Fraction
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -195,3 +196,96 @@ def test_the_documented_python_example_runs(tmp_path: Path, monkeypatch: pytest.
     assert "visits released ledger #1 " in out and "charged epsilon 2;" in out
     assert (tmp_path / "examples" / "budget.sqlite").exists()
     assert os.listdir(tmp_path / "examples" / "releases")
+
+
+ORDER_SPEC = """
+[release]
+name = "order"
+epsilon = {epsilon}
+delta = 0.2
+ledger = "budget.sqlite"
+
+[input]
+path = "data.csv"
+types = {{ x = "float64" }}
+
+[output]
+dir = "out"
+
+[bounds]
+x = [0, 10]
+
+[[query]]
+name = "q0"
+aggregate = "count"
+epsilon = 0.01
+
+[[query]]
+name = "q1"
+aggregate = "sum"
+column = "x"
+mechanism = "gaussian"
+epsilon = 0.6
+delta = 1e-10
+
+[[query]]
+name = "q2"
+aggregate = "sum"
+column = "x"
+mechanism = "gaussian"
+epsilon = 0.01
+delta = 0.1
+"""
+
+
+def write_order_spec(folder: Path, epsilon: float) -> Path:
+    """Three queries whose charges, composed all at once in zCDP, cost far less (epsilon
+    about 0.05) than the ledger's running maximum records one release at a time (0.61)."""
+    (folder / "data.csv").write_text("x\n1\n2\n3\n")
+    path = folder / "release.toml"
+    path.write_text(ORDER_SPEC.format(epsilon=epsilon))
+    return path
+
+
+def test_dry_run_states_the_total_the_ledger_will_charge(tmp_path: Path) -> None:
+    """The plan charges the queries one by one by the ledger's rule (a running maximum)."""
+    report = run_spec(write_order_spec(tmp_path, 0.5), dry_run=True)
+    after = report.plan.spent_after
+    assert float(after[0]) == pytest.approx(0.61) and float(after[1]) == pytest.approx(0.1)
+    assert not report.fits
+    assert "needs epsilon=0.61, delta=0.1 but only epsilon=0.5" in report.plan.over_budget()
+
+
+def test_run_that_does_not_fit_is_refused_before_its_first_charge(tmp_path: Path) -> None:
+    spec = write_order_spec(tmp_path, 0.5)
+    log = RunLog()
+    with pytest.raises(BudgetExceededError, match=r"needs epsilon=0\.61"):
+        run_spec(spec, progress=False, log=log)
+    assert log.charged == [] and log.written == []
+    assert not (tmp_path / "budget.sqlite").exists() and not (tmp_path / "out").exists()
+    # the same on an existing ledger: nothing charged
+    dpf.Session(0.5, 0.2, ledger=str(tmp_path / "budget.sqlite")).close()
+    with pytest.raises(BudgetExceededError, match=r"needs epsilon=0\.61"):
+        run_spec(spec, progress=False, log=log)
+    assert log.charged == [] and ledger_rows(tmp_path / "budget.sqlite") == []
+
+
+def test_run_is_charged_exactly_as_planned(tmp_path: Path) -> None:
+    spec = write_order_spec(tmp_path, 2.0)
+    spec.write_text(spec.read_text().replace("delta = 0.2\n", "delta = 0.5\n", 1))
+    spent: tuple[Fraction, Fraction] = (Fraction(0), Fraction(0))
+    for _ in range(2):  # on a new ledger, then on one holding the first run's charges
+        planned = run_spec(spec, dry_run=True).plan
+        assert planned.spent_before == spent and planned.fits
+        report = run_spec(spec, progress=False)
+        assert [q.status for q in report.queries] == ["released"] * 3
+        session = dpf.Session(2.0, 0.5, ledger=str(tmp_path / "budget.sqlite"))
+        try:
+            spent = session.spent_exact
+        finally:
+            session.close()
+        assert spent == planned.spent_after
+        rise = [a - b for a, b in zip(planned.spent_after, planned.spent_before, strict=True)]
+        assert report.charged == (float(rise[0]), float(rise[1]))
+        assert report.spent == (float(spent[0]), float(spent[1]))
+    assert float(spent[0]) == pytest.approx(0.61)  # the second run fell under the maximum
