@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
 import dpframe as dpf
 from dpframe.cli.spec import parse_spec
@@ -83,3 +84,31 @@ def test_the_documented_spec_parses() -> None:
     for block in blocks:
         spec = parse_spec(tomllib.loads(block), REPO / "docs" / "spec.toml")
         assert spec.queries
+
+
+def test_example_on_generated_csv_files_needs_the_types_it_shows(tmp_path: Path) -> None:
+    """The example over CSV files written by ``dpframe generate --format csv``: refused (exit 2)
+    without ``[input] types``; the types line in the example's comment (the one ``generate``
+    prints, restricted to the columns read) makes it run."""
+    from dpframe.cli import run_spec
+    from dpframe.cli.spec import SpecError
+
+    gen = cli("generate", "visits", tmp_path / "data", "--rows", "500", "--files", "2",
+              "--format", "csv", cwd=tmp_path)
+    assert gen.returncode == 0, gen.stderr
+    printed = gen.stdout.splitlines()[-1]
+    assert printed.startswith("types = { visit_id = \"int64\", person_id = \"int64\"")
+    text = (REPO / "examples" / "release.toml").read_text()
+    (commented,) = {m.strip() for m in re.findall(r"^#\s+(types = \{.*\})", text, re.M)}
+    pairs = re.compile(r'(\w+) = "([^"]+)"')
+    assert set(pairs.findall(commented)) <= set(pairs.findall(printed))
+    csv_input = 'path = "data/*.csv"'
+    without = re.sub(r"^generate = .*$", csv_input, text, count=1, flags=re.M)
+    spec = tmp_path / "release.toml"
+    spec.write_text(without)
+    with pytest.raises(SpecError, match="missing: 'person_id', 'cost', 'region', 'age', "
+                                        "'city'"):
+        run_spec(spec, dry_run=True)
+    spec.write_text(without.replace(csv_input, f"{csv_input}\n{commented}"))
+    report = run_spec(spec, dry_run=True)
+    assert report.fits and len(report.queries) == 7

@@ -171,6 +171,11 @@ def _generate(kind: str, out: Path, rows: int, files: int, seed: int, fmt: str) 
         atomic_write(target, write)
     console().print(f"wrote {len(targets)} file(s) of synthetic {kind} ({rows:,} people) to "
                     f"{out}", markup=False)
+    if any(t.suffix.lower() == ".csv" for t in targets):
+        from .inputs import types_line
+
+        console().print("A spec reading these CSV files declares their column types in "
+                        f"[input]:\n{types_line(table.schema)}", markup=False)
 
 
 # -- run ----------------------------------------------------------------------------------------

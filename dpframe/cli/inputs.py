@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ValidationError
@@ -22,18 +23,44 @@ def input_source(spec: ReleaseSpec) -> Any:
     return spec.input_paths if len(spec.input_paths) > 1 else spec.input_paths[0]
 
 
+def csv_column_types(spec: ReleaseSpec) -> dict[str, Any]:
+    """``[input] types`` as Arrow types; a SpecError for a name Arrow does not know."""
+    import pyarrow as pa
+
+    try:
+        return {c: pa.type_for_alias(t) for c, t in spec.csv_types.items()}
+    except (ValueError, KeyError):
+        raise SpecError("[input] types: unknown Arrow type name") from None
+
+
+def _toml_key(column: str) -> str:
+    """``column`` as a TOML key: bare, or quoted."""
+    bare = column and all(c.isascii() and (c.isalnum() or c in "_-") for c in column)
+    return column if bare else json.dumps(column)
+
+
+def types_line(schema: Any) -> str:
+    """The ``[input] types`` line declaring every column of the Arrow ``schema`` (a public
+    schema, never read from values): what a spec over a CSV file of that schema copies."""
+    import pyarrow as pa
+
+    def name(t: Any) -> str:
+        if pa.types.is_string(t) or pa.types.is_large_string(t):
+            return "string"
+        return "float64" if pa.types.is_float64(t) else str(t)
+
+    return "types = { " + ", ".join(f'{_toml_key(f.name)} = "{name(f.type)}"'
+                                    for f in schema) + " }"
+
+
 def input_format(spec: ReleaseSpec) -> Any:
     """The pyarrow file format for the spec's input (CSV options applied)."""
     fmt = spec.input_format
     if fmt == "csv" or (fmt is None and (spec.csv_types or spec.delimiter)):
-        import pyarrow as pa
         import pyarrow.csv as pacsv
         import pyarrow.dataset as ds
 
-        try:
-            types = {c: pa.type_for_alias(t) for c, t in spec.csv_types.items()}
-        except (ValueError, KeyError):
-            raise SpecError("[input] types: unknown Arrow type name") from None
+        types = csv_column_types(spec)
         parse = pacsv.ParseOptions(delimiter=spec.delimiter) if spec.delimiter else None
         return ds.CsvFileFormat(parse_options=parse,
                                 convert_options=pacsv.ConvertOptions(column_types=types))
@@ -42,12 +69,53 @@ def input_format(spec: ReleaseSpec) -> Any:
     return fmt
 
 
+def reads_csv(spec: ReleaseSpec) -> bool:
+    """Whether the spec's input is read as CSV, told from the spec and the file names only
+    (as the scan tells it: ``format``, else ``types``/``delimiter``, else the names; a
+    folder without ``format`` is Parquet). No file is opened."""
+    from ..backends.arrow.source import _discover, _infer_format
+
+    if spec.input_generate is not None:
+        return False
+    if spec.input_format is not None:
+        return spec.input_format == "csv"
+    if spec.csv_types or spec.delimiter:
+        return True
+    try:
+        files, dirs = _discover(spec.input_paths)
+        return not dirs and bool(files) and _infer_format(files) == "csv"
+    except ValidationError:  # the scan refuses these paths with its own message
+        return False
+
+
+def check_csv_types(spec: ReleaseSpec) -> None:
+    """Refuse, before any file is opened, a CSV input whose ``[input] types`` does not declare
+    every column the queries read: a type inferred from the values would let one row decide
+    whether a query is answered and the dtypes and labels of its output. The message names
+    the columns, never a value."""
+    if not reads_csv(spec):
+        return
+    csv_column_types(spec)  # an unknown type name first: it is what the spec says wrong
+    missing = [c for c in spec.columns_read() if c not in spec.csv_types]
+    if missing:
+        example = ", ".join(f'{_toml_key(c)} = "<type>"' for c in missing)
+        raise SpecError(
+            f"[input] types must declare the type of every CSV column the queries read "
+            f"(a CSV holds text: a type inferred from the values would depend on them); "
+            f"missing: {', '.join(repr(c) for c in missing)}. Add to [input]: "
+            f"types = {{ {example} }} with Arrow type names (int64, float64, string, bool, "
+            f"date32, timestamp[s], ...)")
+
+
 def open_input(spec: ReleaseSpec, progress: bool | None = None) -> Scan:
     """The spec's input as a scan (its schema read, no data): a ValidationError, quoting
-    nothing from the files, when it cannot be opened."""
+    nothing from the files, when it cannot be opened, and a :class:`SpecError` before any
+    file is opened when a CSV input does not declare the types of the columns read."""
     import pyarrow as pa
 
     from ..fronts.scan import scan
+
+    check_csv_types(spec)
 
     given = (("partitions", spec.partitions), ("partition_rows", spec.partition_rows),
              ("spill_dir", spec.spill_dir))
@@ -59,4 +127,5 @@ def open_input(spec: ReleaseSpec, progress: bool | None = None) -> Scan:
         raise ValidationError(f"cannot open the input ({type(exc).__name__})") from None
 
 
-__all__ = ["input_format", "input_source", "open_input"]
+__all__ = ["check_csv_types", "csv_column_types", "input_format", "input_source", "open_input",
+           "reads_csv", "types_line"]

@@ -1,5 +1,6 @@
-"""Pricing a run before its first charge: each query built and planned once, and the whole
-run's cost composed with the ledger's existing charges, exactly as the ledger composes them."""
+"""Pricing a run before its first charge: each query built and planned once, and the run's
+charges simulated one by one with the ledger's own rule (:func:`plan_charge`: the spend is a
+running maximum), so a run the plan says fits is charged exactly as planned."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from ..core.accounting import PrivacyCost, session_spend
+from ..core.accounting import PrivacyCost
 from ..core.query import Query
+from ..engine.ledger.charges import fold, plan_charge
 from ..engine.release import prepare
 from ..errors import ValidationError
 from ..fronts.frame import PrivateFrame
@@ -38,11 +40,12 @@ class RunPlan:
     explains: list[dict[str, Any]]
     costs: list[PrivacyCost]
     spent_before: tuple[Fraction, Fraction]
-    spent_after: tuple[Fraction, Fraction]
+    spent_after: tuple[Fraction, Fraction]  # the ledger's spend after the run's last charge
     total: tuple[Fraction, Fraction]
 
     @property
     def fits(self) -> bool:
+        """Whether every charge of the run fits (the spend only rises: the last one decides)."""
         return self.spent_after[0] <= self.total[0] and self.spent_after[1] <= self.total[1]
 
     def over_budget(self, hint: str = "") -> str:
@@ -82,15 +85,20 @@ def _priced(frame: PrivateFrame, session: Session, backend: Backend, q: QuerySpe
 
 
 def plan_run(session: Session, priced: Sequence[PricedQuery]) -> RunPlan:
-    """The run of ``priced`` composed with the ledger's existing charges (as the ledger
-    composes them), so that a run that does not fit is refused before its first charge."""
+    """The run of ``priced`` charged one query at a time after the ledger's existing charges,
+    by the ledger's own rule (:func:`plan_charge`), so that a run that does not fit at any
+    of its charges is refused before its first one, and ``spent_after`` is the spend the
+    ledger will record after the run's last charge (when no one else charges meanwhile)."""
     costs = [p.plan.cost for p in priced]
-    existing = [entry_cost(e) for e in session.ledger_store.entries()]
+    total = session.total_exact
     before = session.spent_exact
-    spend = session_spend([*existing, *costs])
-    after = (max(spend.epsilon, before[0]), max(spend.delta, before[1]))
-    return RunPlan([p.plan.describe() for p in priced], costs, before, after,
-                   session.total_exact)
+    totals = fold(entry_cost(e) for e in session.ledger_store.entries())
+    spent = before
+    for cost in costs:
+        after_totals = totals.add(cost)
+        spent = plan_charge(total, totals, spent, cost, after_totals)[1]
+        totals = after_totals
+    return RunPlan([p.plan.describe() for p in priced], costs, before, spent, total)
 
 
 def entry_cost(entry: Mapping[str, Any]) -> PrivacyCost:
@@ -99,13 +107,14 @@ def entry_cost(entry: Mapping[str, Any]) -> PrivacyCost:
 
 
 def charged_by(session: Session, entry_ids: Sequence[int]) -> tuple[Fraction, Fraction]:
-    """What the entries ``entry_ids`` add to the ledger's spent budget, composed exactly as the
-    ledger composes (the spend of every entry minus the spend of the others)."""
+    """What the entries ``entry_ids`` added to the ledger's spent budget: the sum of the
+    charges the ledger recorded for them (each the rise of its running spend), which is
+    ``spent_after - spent_before`` of the run's plan when no one else charged meanwhile."""
     mine = set(entry_ids)
-    entries = list(session.ledger_store.entries())
-    every = session_spend([entry_cost(e) for e in entries])
-    others = session_spend([entry_cost(e) for e in entries if e["id"] not in mine])
-    return every.epsilon - others.epsilon, every.delta - others.delta
+    charged = [(e["epsilon"], e["delta"]) for e in session.ledger_store.entries()
+               if e["id"] in mine]
+    return (sum((e for e, _ in charged), Fraction(0)),
+            sum((d for _, d in charged), Fraction(0)))
 
 
 __all__ = ["PricedQuery", "RunPlan", "charged_by", "entry_cost", "plan_run", "price_queries"]

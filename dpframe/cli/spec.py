@@ -115,6 +115,14 @@ class ReleaseSpec:
         """Every file a run writes into ``folder``."""
         return [self.output_path(folder, q) for q in self.queries]
 
+    def columns_read(self) -> list[str]:
+        """The input columns the queries read (the privacy unit's too), in spec order."""
+        read = [self.privacy_unit] if self.privacy_unit is not None else []
+        for q in self.queries:
+            read += [*([q.column] if q.column is not None else []), *q.by,
+                     *(q.aggregates or {})]
+        return list(dict.fromkeys(read))
+
     def frame_options(self) -> dict[str, Any]:
         """The declarations of the private frame the queries run on (as for ``df.dp``)."""
         return {"bounds": self.bounds, "keys": self.keys, "privacy_unit": self.privacy_unit,

@@ -377,7 +377,7 @@ def test_run_csv_with_text_in_numeric_columns_releases(data: Path, tmp_path: Pat
     """``[input] types`` declares x and n numeric; their text values count as missing: the run
     releases (exit 0), prints, records and exports no planted value, and the sum is right."""
     text = spec_text(data, path="people.csv", replace=(
-        ('.csv"', '.csv"\ntypes = { x = "float64", n = "int64" }'),
+        ('.csv"', '.csv"\ntypes = { x = "float64", n = "int64", g = "string" }'),
         ("epsilon = 5.0", "epsilon = 1e10"),
         ('name = "rows"\naggregate = "count"\nepsilon = 0.5',
          'name = "rows"\naggregate = "count"\ncolumn = "x"\nepsilon = 1e9'),
