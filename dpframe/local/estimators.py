@@ -18,7 +18,14 @@ import pandas as pd
 
 from ..errors import ValidationError
 from ._design import design_for, rappor_design
-from ._encoding import check_categories, codes_of, implied_categories, missing_error, read_values
+from ._encoding import (
+    check_categories,
+    codes_of,
+    implied_categories,
+    invalid_error,
+    missing_error,
+    read_values,
+)
 
 Method = Literal["auto", "rr", "krr", "rappor"]
 
@@ -138,7 +145,10 @@ def _rr_tally(reports: Any, epsilon: float | None, cats: list[Any] | None,
     if method == "rr" and k != 2:
         raise ValidationError("method 'rr' needs exactly 2 categories; use 'krr'")
     design, eps = design_for(epsilon, k, preset)
-    codes, _ = codes_of(inp, cats, name)
+    enc = codes_of(inp, cats)
+    if enc.invalid is not None:  # reports are the randomizers' output: always declared
+        raise invalid_error(name)
+    codes = enc.codes
     counts = np.bincount(codes.astype(np.int64, copy=False), minlength=k)
     p_hi, p_lo = design.probabilities()
     mech = {"mechanism": "randomized_response" if k == 2 else "k_rr",
