@@ -232,6 +232,13 @@ def estimate_frequencies(reports: Any, epsilon: float | None = None,
     clips the intervals to [0, 1]; the unprojected estimates stay in column ``unbiased``.
     Estimation is post-processing of the reports: nothing is charged.
 
+    Respondents whose value was missing or not a declared category reported a uniformly random
+    category (the randomizers' default, ``invalid="uniform"``); each adds ``1/k`` to every
+    category's expected share: with a share ``r`` of them and shares ``f_j`` among the others,
+    ``E[estimate_j] = (1 - r) f_j + r / k`` (RR, k-RR and RAPPOR alike), and ``std_error`` omits
+    their extra variance ``r (1/k) (1 - 1/k) / n``. Reports themselves must all be declared
+    categories: any other report is refused with one message that never quotes it.
+
     Returns a DataFrame indexed by category with columns ``estimate``, ``std_error``,
     ``lower``, ``upper``; ``.attrs["dp"]`` describes the mechanism.
     """
