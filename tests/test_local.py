@@ -343,7 +343,7 @@ def test_other_kinds() -> None:
     assert isinstance(lst, list) and len(lst) == 3 and set(lst) <= {"a", "b", "c"}
     flags = local.randomized_response(np.array([True, False, True]), 1.0, seed=1)
     assert flags.dtype == bool
-    flags_list = local.randomized_response([True, False], 1.0, seed=1)
+    flags_list = local.randomized_response([True, False], 1.0, [False, True], seed=1)
     assert all(isinstance(v, bool) for v in flags_list)
     ints01 = local.randomized_response(pd.Series([0, 1, 1], dtype="Int64"), 1.0, seed=1)
     assert ints01.dtype == "Int64"
@@ -371,8 +371,12 @@ def test_accessor() -> None:
     with pytest.raises(ValidationError, match="unknown column"):
         acc.randomized_response("nope", 1.0, ["a", "b", "c"])
     with pytest.raises(ValidationError, match="column 'answer'") as err:
-        acc.randomized_response("answer", 1.0, ["a", "b"])
+        acc.randomized_response("answer", 1.0, ["a", "b"], invalid="raise")
     assert "'c'" not in str(err.value)
+    with pytest.raises(ValidationError, match="column 'answer'"):
+        acc.rappor("answer", 1.0, ["a", "b"], invalid="raise")
+    assert acc.randomized_response("answer", 1.0, ["a", "b"], seed=1).index.equals(df.index)
+    assert acc.rappor("answer", 1.0, ["a", "b"], seed=1).shape == (100, 2)
 
 
 def test_secure_by_default_and_seeded_warns() -> None:
@@ -480,10 +484,11 @@ def test_bad_categories(cats: object) -> None:
     pd.Series(pd.Categorical(["yes", "SECRET-77"])),
 ])
 def test_values_outside_categories(values: object) -> None:
+    """Refused only on request (``invalid="raise"``) and by the estimators, which read reports."""
     cats = ["yes", "no"] if not isinstance(values, np.ndarray) or values.dtype == object \
         else [1, 2]
-    for fn in (lambda: local.randomized_response(values, 1.0, categories=cats),
-               lambda: local.rappor(values, 1.0, categories=cats),
+    for fn in (lambda: local.randomized_response(values, 1.0, categories=cats, invalid="raise"),
+               lambda: local.rappor(values, 1.0, categories=cats, invalid="raise"),
                lambda: local.estimate_frequencies(values, 1.0, categories=cats)):
         with pytest.raises(ValidationError, match="outside the declared categories") as err:
             fn()
@@ -501,27 +506,38 @@ def test_values_outside_categories(values: object) -> None:
     (pd.Series(pd.Categorical(["yes", None])), ["yes", "no"]),
 ])
 def test_missing_values(values: object, cats: list[object]) -> None:
+    """Refused only on request (``invalid="raise"``) and by the estimators, which read reports."""
     with pytest.raises(ValidationError, match="missing") as err:
-        local.randomized_response(values, 1.0, categories=cats)
+        local.randomized_response(values, 1.0, categories=cats, invalid="raise")
     _no_data_in(str(err.value))
     with pytest.raises(ValidationError, match="missing"):
-        local.rappor(values, 1.0, categories=cats)
+        local.rappor(values, 1.0, categories=cats, invalid="raise")
+    with pytest.raises(ValidationError, match="missing"):
+        local.estimate_frequencies(values, 1.0, categories=cats)
 
 
 def test_other_bad_arguments() -> None:
-    with pytest.raises(ValidationError, match="not binary"):
+    with pytest.raises(ValidationError, match="declare categories"):
         local.randomized_response(["a", "b"], 1.0)
-    with pytest.raises(ValidationError, match="outside"):
-        local.randomized_response(np.array([0, 2]), 1.0)  # binary default is {0, 1}
+    with pytest.raises(ValidationError, match="declare categories"):
+        local.randomized_response(np.array(["a", "b"]), 1.0)  # a string dtype is not binary
+    with pytest.raises(ValidationError, match="outside"):  # binary default is {0, 1}
+        local.randomized_response(np.array([0, 2]), 1.0, invalid="raise")
+    for bad in ("Raise", "drop", None, ["raise"]):
+        with pytest.raises(ValidationError, match="invalid must"):
+            local.randomized_response([0, 1], 1.0, [0, 1], invalid=bad)  # type: ignore[arg-type]
+        with pytest.raises(ValidationError, match="invalid must"):
+            local.rappor([0, 1], 1.0, [0, 1], invalid=bad)  # type: ignore[arg-type]
+    one_zero = np.array([0, 1])
     with pytest.raises(ValidationError, match="two_coin"):
-        local.randomized_response([0, 1], 1.0, preset="two_coin")
+        local.randomized_response(one_zero, 1.0, preset="two_coin")
     with pytest.raises(ValidationError, match="preset"):
-        local.randomized_response([0, 1], 1.0, preset="three_coin")
+        local.randomized_response(one_zero, 1.0, preset="three_coin")
     with pytest.raises(ValidationError, match="2 categories"):
-        local.randomized_response([0, 1], preset="two_coin", categories=[0, 1, 2])
-    local.randomized_response([0, 1], math.log(3), preset="two_coin", seed=1)  # consistent: ok
+        local.randomized_response(one_zero, preset="two_coin", categories=[0, 1, 2])
+    local.randomized_response(one_zero, math.log(3), preset="two_coin", seed=1)  # consistent
     with pytest.raises(ValidationError, match="seed"):
-        local.randomized_response([0, 1], 1.0, seed=1, rng=RandomSource(1, warn=False))
+        local.randomized_response(one_zero, 1.0, seed=1, rng=RandomSource(1, warn=False))
     with pytest.raises(ValidationError, match="one-dimensional"):
         local.randomized_response(np.zeros((2, 2), dtype=int), 1.0, categories=[0, 1])
     with pytest.raises(ValidationError, match="k must"):
@@ -534,7 +550,7 @@ def test_other_bad_arguments() -> None:
         with pytest.raises(ValidationError, match="ci"):
             local.estimate_frequencies([0, 1], 1.0, ci=ci)
     with pytest.raises(ValidationError, match="at least"):
-        local.estimate_frequencies([1], 1.0)
+        local.estimate_frequencies(np.array([1]), 1.0)
     bits = np.array([[1, 0], [0, 2]])
     with pytest.raises(ValidationError, match="bits") as err:
         local.estimate_frequencies(bits, 1.0, categories=["a", "b"])
@@ -551,3 +567,242 @@ def test_other_bad_arguments() -> None:
 def test_exported() -> None:
     assert dpf.local is local
     assert issubclass(ValidationError, dpf.DPError)
+
+
+# ------------------------------------------------------------------------------------------
+# Behaviour that does not depend on the values (PRIVACY.md): implied categories come from the
+# dtype; a missing or undeclared value never refuses the batch, it reports uniformly
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("values", [
+    [True, False, True], [True, False, 1], [1, 0, 1], [1.0, 0, True], [],
+    np.array([True, False, 1], dtype=object), pd.Series([True, False, True], dtype=object),
+    pd.Series(["a", "b"]),
+])
+def test_no_categories_without_a_binary_dtype(values: object) -> None:
+    """Lists and object columns carry no dtype: without ``categories`` they are refused whatever
+    their values (0.1 read bool or 0/1 from the values' types, so one respondent answering 1
+    instead of True turned every report and the estimate's labels from bool into int)."""
+    messages = set()
+    for fn in (lambda: local.randomized_response(values, 1.0, seed=1),
+               lambda: local.estimate_frequencies(values, 1.0)):
+        with pytest.raises(ValidationError, match="declare categories") as err:
+            fn()
+        messages.add(str(err.value))
+    assert messages == {"values has no bool or numeric dtype (a list or an object column has "
+                        "none): declare categories=, e.g. [False, True]",
+                        "reports has no bool or numeric dtype (a list or an object column has "
+                        "none): declare categories=, e.g. [False, True]"}
+
+
+@pytest.mark.parametrize(("values", "cats", "out_type"), [
+    (np.array([True, False, True]), [False, True], bool),
+    (pd.Series([True, False, True], dtype="boolean"), [False, True], bool),
+    (np.array([1, 0, 1], dtype=np.int8), [0, 1], int),
+    (pd.Series([1.0, 0.0, 1.0]), [0, 1], int),
+    (pd.Series([1, 0, 1], dtype="Int64"), [0, 1], int),
+])
+def test_implied_categories_come_from_the_dtype(values: object, cats: list[object],
+                                                out_type: type) -> None:
+    est = local.estimate_frequencies(values, 1.0)
+    assert list(est.index) == cats and all(type(c) is out_type for c in est.index)
+    out = local.randomized_response(values, 1.0, seed=1)
+    assert out.dtype == values.dtype  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("cats", [[False, True], [0, 1], [0.0, 1.0]])
+@pytest.mark.parametrize("kind", ["list", "object array", "object Series"])
+def test_true_one_and_one_point_zero_are_one_value(cats: list[object], kind: str) -> None:
+    """With declared categories, every spelling of a value (True, 1, 1.0, np.int8(1)) reads as
+    that category: the same reports under one seed, spelled as declared, never as the data."""
+    spellings: list[list[object]] = [
+        [True, False] * 50, [1, 0] * 50, [1.0, False] * 50, [np.int8(1), np.float64(0)] * 50,
+        [True, 0, 1.0, False] * 25]
+    outs = []
+    for vals in spellings:
+        v: object = vals if kind == "list" else (
+            np.array(vals, dtype=object) if kind == "object array"
+            else pd.Series(vals, dtype=object))
+        out = local.randomized_response(v, 1.0, cats, seed=3)
+        outs.append([(type(x), x) for x in out])
+    assert all(o == outs[2] for o in outs[:3])  # same codes: identical reports, same types
+    assert {t for o in outs for t, _ in o} == {type(cats[0])}
+    est = [local.estimate_frequencies(pd.Series(vals, dtype=object), 1.0, cats)
+           for vals in spellings]
+    assert all(list(e.index) == cats and all(type(c) is type(cats[0]) for c in e.index)
+               for e in est)
+
+
+@pytest.mark.parametrize(("dtype", "k"), [(np.int8, 200), (np.uint8, 300), (np.int64, 5)])
+def test_empty_input_has_the_dtype_of_any_other(dtype: type, k: int) -> None:
+    """An empty batch comes back in the dtype a non-empty one of the same dtype does (0.1 gave
+    an object array when the input dtype could not hold the largest category)."""
+    cats = list(range(k))
+    full = local.randomized_response(np.zeros(3, dtype), 1.0, cats, seed=1)
+    empty = local.randomized_response(np.zeros(0, dtype), 1.0, cats, seed=1)
+    assert empty.dtype == full.dtype and empty.shape == (0,)
+
+
+_CATS = ["yes", "no", "unsure"]
+
+
+def _invalid_kinds() -> list[object]:
+    return [np.nan, None, pd.NA, pd.NaT, "maybe", ["yes"], {"yes": 1}, 1, True, 2.5,
+            np.array(["yes"]), float("inf")]
+
+
+@pytest.mark.parametrize("bad", _invalid_kinds())
+@pytest.mark.parametrize("kind", ["object Series", "str Series", "list", "object array"])
+def test_invalid_values_never_refuse_by_default(bad: object, kind: str) -> None:
+    """One respondent's missing, undeclared or unhashable value: the batch completes, in the
+    same kind, dtype, index and shape, and with one seed every other respondent's report is the
+    one they give without it (the invalid respondent's randomness is drawn after the rest)."""
+    base: list[object] = ["yes", "no", "unsure"] * 20
+
+    def make(vals: list[object]) -> object:
+        if kind == "object Series":
+            return pd.Series(vals, dtype=object, index=np.arange(len(vals)) * 2, name="a")
+        if kind == "str Series":
+            return pd.Series([v if isinstance(v, str) else None for v in vals], dtype="str",
+                             index=np.arange(len(vals)) * 2, name="a")
+        if kind == "list":
+            return vals
+        return np.fromiter(vals, dtype=object, count=len(vals))
+
+    d, d2 = make(base), make([*base[:-1], bad])
+    for fn in (local.randomized_response, local.rappor):
+        out, out2 = fn(d, 1.0, _CATS, seed=7), fn(d2, 1.0, _CATS, seed=7)
+        assert type(out) is type(out2)
+        if isinstance(out, pd.Series | pd.DataFrame):
+            assert out.index.equals(d.index) and out2.index.equals(d.index)  # type: ignore
+            assert str(pd.DataFrame(out).dtypes) == str(pd.DataFrame(out2).dtypes)
+            out, out2 = out.to_numpy(), out2.to_numpy()
+        if isinstance(out, np.ndarray):
+            assert out.shape == out2.shape and out.dtype == out2.dtype
+        assert len(out) == len(out2) == len(base)
+        np.testing.assert_array_equal(np.asarray(out[:-1]), np.asarray(out2[:-1]))
+        if fn is local.randomized_response:
+            assert out2[-1] in _CATS and type(out2[-1]) is str
+
+
+@pytest.mark.parametrize("values", [
+    np.array([0.0, 1.0, np.nan]), np.array([0, 1, 7]), np.array([0, 1, -3], dtype=np.int8),
+    np.array([True, False, True]), pd.Series([0, 1, None], dtype="Int64"),
+    pd.Series([True, None, False], dtype="boolean"),
+    pd.Series(pd.Categorical(["a", None, "zz"])),
+])
+def test_invalid_values_in_typed_columns(values: object) -> None:
+    """Typed columns: NaN, NA, out-of-range numbers, an undeclared level, a bool with no
+    declared category: reports among the categories, in the dtype a valid batch gets."""
+    cats: list[object]
+    if isinstance(values, pd.Series) and isinstance(values.dtype, pd.CategoricalDtype):
+        cats, valid = ["a", "b"], pd.Series(pd.Categorical(["a", "b", "a"]))
+    elif isinstance(values, np.ndarray) and values.dtype == bool:
+        cats, valid = [False, "other"], np.array([False, False, False])  # True is undeclared
+    else:
+        cats = [0, 1]
+        valid = (values.fillna(values.dtype.type(0)) if isinstance(values, pd.Series)
+                 else np.where(np.isin(values, [0, 1]), values, 0).astype(values.dtype))
+    out = local.randomized_response(values, 1.0, cats, seed=2)
+    ref = local.randomized_response(valid, 1.0, cats, seed=2)
+    assert out.dtype == ref.dtype and len(out) == 3
+    assert set(np.asarray(out, dtype=object).tolist()) <= set(cats)
+    bits = local.rappor(values, 1.0, cats, seed=2)
+    assert bits.shape == (3, 2) and (np.asarray(bits).dtype == bool)
+    with pytest.raises(ValidationError, match="missing or outside"):
+        local.randomized_response(values, 1.0, cats, invalid="raise")
+
+
+def test_invalid_raise_has_one_message_whatever_the_value() -> None:
+    """Opt-in refusal: one message for every kind of invalid value, never quoting it."""
+    messages = set()
+    for bad in _invalid_kinds():
+        values = pd.Series(["yes", "no", bad], dtype=object, name="answer")
+        for fn in (local.randomized_response, local.rappor):
+            with pytest.raises(ValidationError) as err:
+                fn(values, 1.0, _CATS, invalid="raise")
+            messages.add(str(err.value))
+        with pytest.raises(ValidationError) as err:
+            local.estimate_frequencies(values, 1.0, _CATS)  # reports: always refused
+        messages.add(str(err.value))
+    assert messages == {"values contains values that are missing or outside the declared "
+                        "categories",
+                        "reports contains values that are missing or outside the declared "
+                        "categories"}
+
+
+def _uniform_rejected(counts: np.ndarray, probs: np.ndarray, alpha: float = 1e-6) -> bool:
+    """A chi-square goodness-of-fit test of ``counts`` against ``probs`` rejects at ``alpha``
+    (with a fixed seed the test is deterministic; alpha bounds its false-alarm rate)."""
+    return bool(stats.chisquare(counts, probs * counts.sum()).pvalue < alpha)
+
+
+@pytest.mark.parametrize("eps", [0.5, 2.0])
+def test_an_invalid_respondent_reports_uniformly(eps: float) -> None:
+    """k-RR: invalid respondents (interleaved with valid ones) report every category with
+    probability 1/k; the same check rejects what they would report as category 0, so it would
+    catch invalid respondents mapped to a fixed category."""
+    k, n = 4, 40_000
+    cats = ["a", "b", "c", "d"]
+    bad: list[object] = [np.nan, None, "zz", ["a"]] * (n // 4)
+    values = pd.Series([v for pair in zip(bad, ["a"] * n, strict=True) for v in pair],
+                       dtype=object)
+    out = local.randomized_response(values, eps, cats, seed=101).to_numpy()
+    codes = np.searchsorted(np.asarray(cats, dtype=object), out[0::2])
+    counts = np.bincount(codes, minlength=k)
+    assert not _uniform_rejected(counts, np.full(k, 1 / k))
+    # the check has teeth: true category "a" (what mapping invalid to code 0 would report)
+    valid = np.bincount(np.searchsorted(np.asarray(cats, dtype=object), out[1::2]), minlength=k)
+    assert _uniform_rejected(valid, np.full(k, 1 / k))
+    p, q = local.krr_probabilities(eps, k)
+    assert not _uniform_rejected(valid, np.array([p, q, q, q]))  # and accepts the true law
+
+
+@pytest.mark.parametrize("eps", [0.5, 2.0])
+def test_an_invalid_respondent_rappor_encodes_a_uniform_category(eps: float) -> None:
+    """RAPPOR: an invalid respondent's bit vector has the law of a uniformly random category's
+    report, the mixture (1/k) sum_x P(bits | x); category 0's own law is rejected."""
+    k, n = 3, 40_000
+    values = np.array([None, float("nan"), "zz", ("t",)] * (n // 4), dtype=object)
+    bits = local.rappor(values, eps, categories=["a", "b", "c"], seed=202)
+    vec = bits @ (1 << np.arange(k))
+    counts = np.bincount(vec, minlength=2**k)
+    p1, q1 = local.rappor_probabilities(eps)
+    law = np.empty((k, 2**k))
+    for x in range(k):
+        for y in range(2**k):
+            b = (y >> np.arange(k)) & 1
+            pr = np.where(np.arange(k) == x, p1, q1)
+            law[x, y] = np.prod(np.where(b == 1, pr, 1 - pr))
+    assert not _uniform_rejected(counts, law.mean(axis=0))
+    assert _uniform_rejected(counts, law[0])  # a fixed category would be caught
+
+
+def test_invalid_reports_are_reproducible_and_from_the_given_source() -> None:
+    values = pd.Series(["yes", None, "zz", "no"] * 50, dtype=object)
+    a = local.randomized_response(values, 1.0, _CATS, seed=5)
+    b = local.randomized_response(values, 1.0, _CATS, rng=RandomSource(5, warn=False))
+    pd.testing.assert_series_equal(a, b)
+    bits_a = local.rappor(values, 1.0, _CATS, seed=5)
+    np.testing.assert_array_equal(bits_a, local.rappor(values, 1.0, _CATS, seed=5))
+    # the invalid respondents' reports do change with the seed (they are random, not fixed)
+    c = local.randomized_response(values, 1.0, _CATS, seed=6)
+    assert not a[values.isna()].equals(c[values.isna()])
+
+
+def test_estimate_with_invalid_respondents_counts_them_uniformly() -> None:
+    """E[estimate_j] = (1 - r) f_j + r / k for a share r of invalid respondents and shares f_j
+    among the valid ones (as docs/local.md states), for k-RR and RAPPOR."""
+    eps, k, n = 2.0, 4, 60_000
+    cats = [0, 1, 2, 3]
+    valid = np.repeat([0, 1, 2, 3], [24_000, 12_000, 6_000, 3_000])  # 45_000 valid
+    values = np.concatenate([valid, np.full(n - valid.size, np.nan)])  # r = 1/4
+    r, f = 0.25, np.bincount(valid, minlength=k) / valid.size
+    expected = (1 - r) * f + r / k
+    for est in (local.estimate_frequencies(local.randomized_response(values, eps, cats, seed=9),
+                                           eps, cats),
+                local.estimate_frequencies(local.rappor(values, eps, cats, seed=9), eps, cats)):
+        # the stated std_error plus the variance of the invalid respondents' random category
+        sd = np.sqrt(est["std_error"] ** 2 + r * (1 / k) * (1 - 1 / k) / n)
+        assert (np.abs(est["estimate"] - expected) < 5 * sd).all(), (est, expected)

@@ -2,7 +2,10 @@
 
 Values come as a pandas Series (any dtype, categorical included), a 1-D numpy array or a list;
 randomized codes go back as the same kind (Series with the same index and name and, where it
-can hold the categories, the same dtype). Errors name the argument only, never a value.
+can hold the categories, the same dtype). Reading and encoding never raise because of a value:
+a value that is missing or not one of the categories is marked *invalid* (one mask, whatever
+the kind of value), and the caller decides what an invalid respondent reports. Errors name the
+argument only, never a value.
 """
 
 from __future__ import annotations
@@ -37,8 +40,11 @@ def missing_error(name: str) -> ValidationError:
     return ValidationError(f"{name} contains missing values")
 
 
-def _outside(name: str) -> ValidationError:
-    return ValidationError(f"{name} contains values outside the declared categories")
+def invalid_error(name: str) -> ValidationError:
+    """The one refusal of invalid values in ``name``: the same message whatever the value was
+    (missing, undeclared, unhashable), never quoting it."""
+    return ValidationError(
+        f"{name} contains values that are missing or outside the declared categories")
 
 
 def check_categories(categories: object, name: str = "categories") -> list[Any]:
@@ -73,10 +79,12 @@ class Input:
     is_list: bool
     cat_codes: npt.NDArray[Any] | None = None  # pandas categorical codes
     cat_levels: list[Any] | None = None
+    missing: npt.NDArray[np.bool_] | None = None  # NA of a nullable dtype (arr holds 0 there)
 
 
 def read_values(values: object, name: str) -> Input:
-    """A Series, 1-D array or list of values; missing values are refused."""
+    """A Series, 1-D array or list of values (a list is read as objects: it has no dtype).
+    Missing values are kept, to be marked invalid by :func:`codes_of`."""
     if isinstance(values, pd.DataFrame):
         raise ValidationError(f"{name} must be one column (a Series), not a DataFrame")
     if isinstance(values, pd.Series):
@@ -88,52 +96,39 @@ def read_values(values: object, name: str) -> Input:
     if isinstance(values, str | bytes) or not isinstance(values, Iterable):
         raise ValidationError(f"{name} must be a pandas Series, a numpy array or a list")
     seq = list(values)
-    if seq and all(isinstance(v, bool) for v in seq):
-        arr = np.asarray(seq, dtype=bool)
-    else:
-        arr = np.fromiter(seq, dtype=object, count=len(seq))  # no coercion, no broadcasting
+    arr = np.fromiter(seq, dtype=object, count=len(seq))  # no coercion, no broadcasting
     return Input(arr, None, True)
 
 
 def _read_series(values: pd.Series, name: str) -> Input:
     dt = values.dtype
     if isinstance(dt, pd.CategoricalDtype):
-        codes = values.cat.codes.to_numpy()
-        if bool((codes < 0).any()):
-            raise missing_error(name)
-        return Input(None, values, False, codes, list(dt.categories))
-    if bool(values.isna().any()):
-        raise missing_error(name)
+        return Input(None, values, False, values.cat.codes.to_numpy(), list(dt.categories))
     if isinstance(dt, np.dtype):
         return Input(values.to_numpy(), values, False)
     npdt = getattr(dt, "numpy_dtype", None)
-    if isinstance(npdt, np.dtype) and npdt.kind in "biuf":
-        return Input(values.to_numpy(dtype=npdt), values, False)
+    if isinstance(npdt, np.dtype) and npdt.kind in "biuf":  # nullable bool / int / float
+        missing = np.asarray(values.isna(), dtype=bool)
+        arr = values.to_numpy(dtype=npdt, na_value=npdt.type(0))
+        return Input(arr, values, False, missing=missing if bool(missing.any()) else None)
     return Input(values.to_numpy(dtype=object), values, False)
 
 
-def _default_binary_categories(arr: npt.NDArray[Any], name: str) -> list[Any]:
-    """Categories for binary RR when none are declared: (False, True) or (0, 1)."""
-    if arr.dtype.kind == "b":
-        return [False, True]
-    if arr.dtype.kind in "iuf":
-        return [0, 1]
-    if arr.size and all(isinstance(v, bool | np.bool_) for v in arr.reshape(-1)):
-        return [False, True]
-    if arr.dtype.kind == "O" and all(
-        isinstance(v, numbers.Real) or is_missing(v) for v in arr.reshape(-1)
-    ):
-        return [0, 1]
-    raise ValidationError(f"{name} is not binary (bool or 0/1): declare categories=")
-
-
 def implied_categories(inp: Input, name: str) -> list[Any]:
-    """Categories when none are declared: a categorical dtype's levels (dtype metadata, public),
-    else binary (False, True) or (0, 1)."""
+    """Categories when none are declared, from the dtype alone (never from the values): a
+    categorical dtype's levels; ``[False, True]`` for a bool dtype (numpy or nullable);
+    ``[0, 1]`` for an integer or float dtype. Lists, object and every other dtype are refused:
+    their values' types are data, so they would decide the categories' spelling."""
     if inp.cat_levels is not None:
         return check_categories(inp.cat_levels, "categories of the categorical dtype")
     assert inp.arr is not None
-    return _default_binary_categories(inp.arr, name)
+    kind = "O" if inp.is_list else inp.arr.dtype.kind
+    if kind == "b":
+        return [False, True]
+    if kind in "iuf":
+        return [0, 1]
+    raise ValidationError(f"{name} has no bool or numeric dtype (a list or an object column "
+                          "has none): declare categories=, e.g. [False, True]")
 
 
 # --------------------------------------------------------------------------------------------
@@ -141,65 +136,98 @@ def implied_categories(inp: Input, name: str) -> list[Any]:
 # --------------------------------------------------------------------------------------------
 
 
-def codes_of(inp: Input, cats: list[Any], name: str) -> tuple[Codes, bool]:
-    """Category codes of the values and whether they are the values themselves (categories
-    ``0..k-1`` in order). Raises ValidationError (naming ``name`` only) for missing or
-    undeclared values."""
+@dataclass
+class Encoded:
+    """Category codes of the values: ``codes`` in ``[0, k)`` (0 where invalid), whether they are
+    the values themselves (categories ``0..k-1`` in order), and the invalid values' mask (None
+    when every value is one of the categories)."""
+
+    codes: Codes
+    identity: bool
+    invalid: npt.NDArray[np.bool_] | None
+
+
+def _mask(bad: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_] | None:
+    return bad if bool(bad.any()) else None
+
+
+def codes_of(inp: Input, cats: list[Any]) -> Encoded:
+    """Category codes of the values. Never raises because of a value: missing values, values
+    outside ``cats`` and values that cannot be compared (unhashable) are all just invalid."""
     if inp.cat_codes is not None:
         assert inp.cat_levels is not None
         lookup = {c: i for i, c in enumerate(cats)}
-        level_codes = np.asarray([lookup.get(c, -1) for c in inp.cat_levels], dtype=np.int64)
-        codes = level_codes[inp.cat_codes] if level_codes.size else np.zeros(0, dtype=np.int64)
-        if bool((codes < 0).any()):
-            raise _outside(name)
-        return codes, False
+        level_codes = np.fromiter((_code_of(lookup, c) for c in inp.cat_levels), dtype=np.int64,
+                                  count=len(inp.cat_levels))
+        codes = np.append(level_codes, -1)[inp.cat_codes]  # code -1 (missing) reads the -1
+        bad = codes < 0
+        return Encoded(np.where(bad, 0, codes), False, _mask(bad))
     assert inp.arr is not None
-    return _encode(inp.arr, cats, name)
+    enc = _encode(inp.arr, cats)
+    if inp.missing is not None:
+        bad = inp.missing if enc.invalid is None else inp.missing | enc.invalid
+        return Encoded(np.where(bad, 0, enc.codes), enc.identity, bad)
+    return enc
 
 
-def _encode(arr: npt.NDArray[Any], cats: list[Any], name: str) -> tuple[Codes, bool]:
-    """Codes by the fastest path the dtype and the categories allow."""
-    if arr.size == 0:
-        return np.zeros(0, dtype=np.int64), False
+def _code_of(lookup: dict[Any, int], v: object) -> int:
+    """The code of ``v`` under Python equality, -1 when it has none or cannot be looked up."""
+    try:
+        return lookup.get(v, -1)
+    except Exception:  # unhashable, or an __eq__ / __hash__ that raises: not a category
+        return -1
+
+
+def _encode(arr: npt.NDArray[Any], cats: list[Any]) -> Encoded:
+    """Codes by the fastest path the dtype and the categories allow (never the values)."""
     kind = arr.dtype.kind
     if kind == "b":
-        return _encode_bools(arr, cats, name), False
+        return _encode_bools(arr, cats)
     if kind in "iu" and all(isinstance(c, numbers.Integral) for c in cats):
-        found = _encode_ints(arr, cats, name)
+        found = _encode_ints(arr, cats)
         if found is not None:
             return found
     if kind in "iuf" and all(_exact_float(c) for c in cats):
-        return _encode_reals(arr, cats, name), False
-    return _encode_objects(arr, cats, name), False
+        return _encode_reals(arr, cats)
+    return _encode_objects(arr, cats)
 
 
-def _encode_bools(arr: npt.NDArray[Any], cats: list[Any], name: str) -> Codes:
+def _encode_bools(arr: npt.NDArray[Any], cats: list[Any]) -> Encoded:
     lookup = {c: i for i, c in enumerate(cats)}
     cf, ct = lookup.get(False, -1), lookup.get(True, -1)
-    if (ct < 0 and bool(arr.any())) or (cf < 0 and not bool(arr.all())):
-        raise _outside(name)
-    return np.where(arr, ct, cf).astype(np.int64)
+    codes = np.where(arr, max(ct, 0), max(cf, 0)).astype(np.int64)
+    if ct >= 0 and cf >= 0:
+        return Encoded(codes, False, None)
+    bad = np.ones(arr.shape, dtype=bool) if ct < 0 and cf < 0 else (
+        arr.astype(bool) if ct < 0 else ~arr)
+    return Encoded(codes, False, _mask(bad))
 
 
-def _encode_ints(arr: npt.NDArray[Any], cats: list[Any],
-                 name: str) -> tuple[Codes, bool] | None:
+def _encode_ints(arr: npt.NDArray[Any], cats: list[Any]) -> Encoded | None:
     """Integer values and categories: the values themselves, or a table look-up; None when
     the categories are too sparse for a table."""
     k = len(cats)
     ints = [int(c) for c in cats]
     lo, hi = min(ints), max(ints)
-    if int(arr.min()) < lo or int(arr.max()) > hi:
-        raise _outside(name)
+    outside: npt.NDArray[np.bool_] | None = None
+    if arr.size and (int(arr.min()) < lo or int(arr.max()) > hi):
+        outside = (arr < lo) | (arr > hi)
     if ints == list(range(k)):
-        return arr, True
+        if outside is None:
+            return Encoded(arr, True, None)
+        return Encoded(np.where(outside, 0, arr), True, outside)
     if hi - lo > max(1 << 16, 4 * k):
         return None
     table = np.full(hi - lo + 1, -1, dtype=np.int64)
     table[np.asarray(ints, dtype=np.int64) - lo] = np.arange(k)
-    codes = table[arr.astype(np.int64) - lo]
-    if bool((codes < 0).any()):
-        raise _outside(name)
-    return codes, False
+    offset = arr.astype(np.int64) - lo
+    if outside is not None:
+        offset = np.where(outside, 0, offset)
+    codes = table[offset]
+    bad = codes < 0 if outside is None else (codes < 0) | outside
+    if not bool(bad.any()):
+        return Encoded(codes, False, None)
+    return Encoded(np.where(bad, 0, codes), False, bad)
 
 
 def _exact_float(c: object) -> bool:
@@ -207,34 +235,34 @@ def _exact_float(c: object) -> bool:
     return isinstance(c, numbers.Real) and not isinstance(c, bool) and abs(float(c)) < 2.0**53
 
 
-def _encode_reals(arr: npt.NDArray[Any], cats: list[Any], name: str) -> Codes:
-    """Numeric values against numeric categories: binary search among the sorted categories."""
-    if arr.dtype.kind == "f" and bool(np.isnan(arr).any()):
-        raise missing_error(name)
+def _encode_reals(arr: npt.NDArray[Any], cats: list[Any]) -> Encoded:
+    """Numeric values against numeric categories: binary search among the sorted categories
+    (NaN and values between categories are invalid)."""
     k = len(cats)
     vals = np.asarray([float(c) for c in cats])
     order = np.argsort(vals, kind="stable")
     svals = vals[order]
     pos = np.clip(np.searchsorted(svals, arr), 0, k - 1)
-    if not bool((svals[pos] == arr).all()):
-        raise _outside(name)
-    return order[pos].astype(np.int64)
+    codes = order[pos].astype(np.int64)
+    bad = svals[pos] != arr  # NaN equals nothing
+    if not bool(bad.any()):
+        return Encoded(codes, False, None)
+    return Encoded(np.where(bad, 0, codes), False, bad)
 
 
-def _encode_objects(arr: npt.NDArray[Any], cats: list[Any], name: str) -> Codes:
-    """The general path: Python equality and hashing, one value at a time."""
+def _encode_objects(arr: npt.NDArray[Any], cats: list[Any]) -> Encoded:
+    """The general path: Python equality and hashing, one value at a time (True, 1 and 1.0
+    are one value)."""
     lookup = {c: i for i, c in enumerate(cats)}
     obj = arr.astype(object, copy=False).reshape(-1)
     try:
-        codes = np.fromiter((lookup.get(v, -1) for v in obj), dtype=np.int64, count=arr.size)
-    except TypeError:
-        raise ValidationError(f"{name} contains unhashable values") from None
-    bad = np.flatnonzero(codes < 0)
-    if bad.size:
-        if any(is_missing(obj[i]) for i in bad):
-            raise missing_error(name)
-        raise _outside(name)
-    return codes
+        codes = np.fromiter((lookup.get(v, -1) for v in obj), dtype=np.int64, count=obj.size)
+    except Exception:  # some value cannot be looked up: the careful path, value by value
+        codes = np.fromiter((_code_of(lookup, v) for v in obj), dtype=np.int64, count=obj.size)
+    bad = codes < 0
+    if not bool(bad.any()):
+        return Encoded(codes, False, None)
+    return Encoded(np.where(bad, 0, codes), False, bad)
 
 
 # --------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import pandas as pd
 from ..core.rng import RandomSource
 from ..errors import ValidationError
 from .estimators import Method, estimate_frequencies
-from .randomizers import randomized_response, rappor
+from .randomizers import Invalid, randomized_response, rappor
 
 
 class LocalAccessor:
@@ -34,16 +34,19 @@ class LocalAccessor:
     def randomized_response(self, column: Hashable, epsilon: float | None = None,
                             categories: Sequence[Hashable] | None = None, *,
                             preset: str | None = None, seed: int | None = None,
-                            rng: RandomSource | None = None) -> pd.Series:
+                            rng: RandomSource | None = None,
+                            invalid: Invalid = "uniform") -> pd.Series:
         """The column randomized by RR / k-RR (see :func:`randomized_response`)."""
         return randomized_response(self._column(column), epsilon, categories, preset=preset,
-                                   seed=seed, rng=rng, name=f"column {column!r}")
+                                   seed=seed, rng=rng, invalid=invalid,
+                                   name=f"column {column!r}")
 
     def rappor(self, column: Hashable, epsilon: float, categories: Sequence[Hashable], *,
-               seed: int | None = None, rng: RandomSource | None = None) -> pd.DataFrame:
+               seed: int | None = None, rng: RandomSource | None = None,
+               invalid: Invalid = "uniform") -> pd.DataFrame:
         """RAPPOR bit vectors of the column, one bool column per category (see :func:`rappor`)."""
         return rappor(self._column(column), epsilon, categories, seed=seed, rng=rng,
-                      name=f"column {column!r}")
+                      invalid=invalid, name=f"column {column!r}")
 
     def estimate_frequencies(self, column: Hashable, epsilon: float | None = None,
                              categories: Sequence[Hashable] | None = None, *,

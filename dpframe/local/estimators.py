@@ -18,7 +18,14 @@ import pandas as pd
 
 from ..errors import ValidationError
 from ._design import design_for, rappor_design
-from ._encoding import check_categories, codes_of, implied_categories, missing_error, read_values
+from ._encoding import (
+    check_categories,
+    codes_of,
+    implied_categories,
+    invalid_error,
+    missing_error,
+    read_values,
+)
 
 Method = Literal["auto", "rr", "krr", "rappor"]
 
@@ -138,7 +145,10 @@ def _rr_tally(reports: Any, epsilon: float | None, cats: list[Any] | None,
     if method == "rr" and k != 2:
         raise ValidationError("method 'rr' needs exactly 2 categories; use 'krr'")
     design, eps = design_for(epsilon, k, preset)
-    codes, _ = codes_of(inp, cats, name)
+    enc = codes_of(inp, cats)
+    if enc.invalid is not None:  # reports are the randomizers' output: always declared
+        raise invalid_error(name)
+    codes = enc.codes
     counts = np.bincount(codes.astype(np.int64, copy=False), minlength=k)
     p_hi, p_lo = design.probabilities()
     mech = {"mechanism": "randomized_response" if k == 2 else "k_rr",
@@ -221,6 +231,13 @@ def estimate_frequencies(reports: Any, epsilon: float | None = None,
     projection onto the probability simplex (post-processing: no privacy cost, but biased) and
     clips the intervals to [0, 1]; the unprojected estimates stay in column ``unbiased``.
     Estimation is post-processing of the reports: nothing is charged.
+
+    Respondents whose value was missing or not a declared category reported a uniformly random
+    category (the randomizers' default, ``invalid="uniform"``); each adds ``1/k`` to every
+    category's expected share: with a share ``r`` of them and shares ``f_j`` among the others,
+    ``E[estimate_j] = (1 - r) f_j + r / k`` (RR, k-RR and RAPPOR alike), and ``std_error`` omits
+    their extra variance ``r (1/k) (1 - 1/k) / n``. Reports themselves must all be declared
+    categories: any other report is refused with one message that never quotes it.
 
     Returns a DataFrame indexed by category with columns ``estimate``, ``std_error``,
     ``lower``, ``upper``; ``.attrs["dp"]`` describes the mechanism.
