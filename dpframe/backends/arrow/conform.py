@@ -7,6 +7,8 @@ missing, never silently another number and never an error that could quote it (P
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -52,14 +54,50 @@ def public_schema(schema: pa.Schema) -> pa.Schema:
     return pa.schema([f.with_type(public_type(f.type)) for f in schema])
 
 
-def conform_array(arr: Column, t: pa.DataType) -> pa.Array:
+#: Arrow's CSV spellings of booleans (``ConvertOptions`` defaults): a format that keeps them
+#: reads booleans as :func:`_text_to_bool` does, in any case.
+_ARROW_TRUE = tuple(pacsv.ConvertOptions().true_values)
+_ARROW_FALSE = tuple(pacsv.ConvertOptions().false_values)
+
+
+@dataclass(frozen=True)
+class TextOptions:
+    """How a CSV format spells values (its ``ConvertOptions``), honoured when text read as bytes
+    is conformed: the words of booleans (empty: ``true``/``1``, ``false``/``0`` in any case), the
+    decimal point of numbers, and the formats of timestamps (``None`` for ISO 8601; empty:
+    ISO 8601 only)."""
+
+    true_values: tuple[str, ...] = ()
+    false_values: tuple[str, ...] = ()
+    decimal_point: str = "."
+    timestamp_parsers: tuple[str | None, ...] = ()
+
+    @classmethod
+    def of(cls, convert: pacsv.ConvertOptions) -> TextOptions:
+        """The spellings of ``convert`` (Arrow's defaults as the empty defaults here)."""
+        true, false = tuple(convert.true_values), tuple(convert.false_values)
+        words = (true, false) != (_ARROW_TRUE, _ARROW_FALSE)
+        return cls(true_values=true if words else (), false_values=false if words else (),
+                   decimal_point=str(convert.decimal_point),
+                   timestamp_parsers=tuple(p if isinstance(p, str) else None
+                                           for p in convert.timestamp_parsers))
+
+
+_PLAIN_TEXT = TextOptions()
+
+
+def conform_array(arr: Column, t: pa.DataType, text: TextOptions = _PLAIN_TEXT) -> pa.Array:
     """``arr`` in the type ``t`` of the public schema, never raising on values: a value that
     does not conform (text in a numeric column, a fraction in an integer column, a number out
-    of the type's range) is missing, never silently another number (PRIVACY.md)."""
+    of the type's range or one its type cannot hold exactly, anything in a column of the null
+    type) is missing, never silently another number (PRIVACY.md). ``text``: how text spells
+    values (a CSV format's options)."""
     a = flat(arr)
     want = value_type(t)
-    if value_type(a.type) == want or pa.types.is_null(want):
+    if value_type(a.type) == want:
         return a
+    if pa.types.is_null(want):  # a column all missing where the public schema was read
+        return _null(len(a), want)
     a = decoded(a)
     if is_bytes(a.type) and not is_bytes(want):  # text read as bytes (CSV): bytes that are
         # not UTF-8 are missing, value by value
@@ -68,11 +106,80 @@ def conform_array(arr: Column, t: pa.DataType) -> pa.Array:
             return a
     if pa.types.is_null(a.type):
         return _null(len(a), want)
+    if _is_plain_text(a.type):
+        return _text_to(a, want, text)
     if is_number(want):
         return _to_number(a, want)
-    if _is_plain_text(a.type) and pa.types.is_temporal(want):
+    return _cast_each(a, want)
+
+
+def _text_to(a: pa.Array, want: pa.DataType, text: TextOptions) -> pa.Array:
+    """Text as ``want``, spelled as ``text`` says; what does not spell a value is missing."""
+    if pa.types.is_boolean(want):
+        return _text_to_bool(a, text)
+    if (pa.types.is_integer(want) or pa.types.is_floating(want)
+            or pa.types.is_decimal(want)):
+        a = _decimal_point(a, text.decimal_point)
+    if is_number(want):
+        return _to_number(a, want)
+    if pa.types.is_decimal(want):
+        return _text_to_decimal(a, want)
+    if pa.types.is_time(want):
+        return _text_to_time_of_day(a, want)
+    if pa.types.is_duration(want):
+        return pc.cast(_text_to_integer(a, pa.int64()), want)  # as Arrow's CSV reads them
+    if pa.types.is_timestamp(want) and text.timestamp_parsers:
+        return _parsed_timestamps(a, want, text.timestamp_parsers)
+    if pa.types.is_temporal(want):
         return _text_to_time(a, want)
     return _cast_each(a, want)
+
+
+def _decimal_point(a: pa.Array, point: str) -> pa.Array:
+    """Number text with the decimal point ``point`` in the ``.`` spelling (text holding a
+    ``.`` is then no number: missing)."""
+    if point == ".":
+        return a
+    dotted = pc.fill_null(pc.match_substring(a, "."), False)
+    a = pc.if_else(dotted, pa.scalar(None, a.type), a)
+    return pc.replace_substring(a, pattern=point, replacement=".")
+
+
+#: Text a decimal cast may read: a number in digits with an optional point and exponent
+#: (anything else is missing at once, without costing a cast).
+_DECIMAL_TEXT = r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$"
+
+
+def _text_to_decimal(a: pa.Array, want: pa.DataType) -> pa.Array:
+    """Text as the decimal type ``want``: numbers it holds exactly; text that spells no number,
+    or a number with more digits than the type holds, missing."""
+    ok = pc.fill_null(pc.match_substring_regex(a, _DECIMAL_TEXT), False)
+    return _cast_each(pc.if_else(ok, pc.utf8_trim_whitespace(a), pa.scalar(None, a.type)), want)
+
+
+#: A time of day as Arrow's CSV parser reads one: ``HH:MM``, ``HH:MM:SS`` or with a fraction.
+_TIME_OF_DAY_TEXT = r"^\s*\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?\s*$"
+
+
+def _text_to_time_of_day(a: pa.Array, want: pa.DataType) -> pa.Array:
+    """Text as the time type ``want`` (Arrow has no cast from text to a time of day): text of
+    the form ``HH:MM[:SS[.f]]`` is read as that time on 1970-01-01 and cast to ``want``; other
+    text, an hour past 23 and a fraction finer than the type's unit are missing."""
+    ok = pc.fill_null(pc.match_substring_regex(a, _TIME_OF_DAY_TEXT), False)
+    stamps = pc.binary_join_element_wise(pa.scalar("1970-01-01T", a.type),
+                                         pc.utf8_trim_whitespace(a), pa.scalar("", a.type))
+    stamps = _cast_each(pc.if_else(ok, stamps, pa.scalar(None, a.type)), pa.timestamp("ns"))
+    return _cast_each(stamps, want)
+
+
+def _parsed_timestamps(a: pa.Array, want: pa.DataType,
+                       parsers: tuple[str | None, ...]) -> pa.Array:
+    """Text as timestamps by the first of ``parsers`` (``strptime`` formats; ``None``: ISO
+    8601) that reads it, as Arrow's CSV reader tries them; text none reads is missing."""
+    read = [_text_to_time(a, want) if p is None else
+            _cast_each(pc.strptime(a, format=p, unit=want.unit, error_is_null=True), want)
+            for p in parsers]
+    return pc.coalesce(*read) if len(read) > 1 else read[0]
 
 
 #: Text Arrow's ISO 8601 parser may read as a date or timestamp: a date, then optionally a time
@@ -137,26 +244,96 @@ def _is_plain_text(t: pa.DataType) -> bool:
 
 
 def _to_number(a: pa.Array, want: pa.DataType) -> pa.Array:
-    """``a`` (text or numbers) as the number type ``want``; what does not conform is missing."""
+    """``a`` (text, numbers or decimals) as the number type ``want``; what does not conform
+    is missing. Integers go to integers exactly (only those out of the target's range are
+    missing: never through float64, where ids past 2**53 merge), and to floats when the float
+    type holds them exactly; only 0 and 1 are booleans."""
     if _is_plain_text(a.type):
         if pa.types.is_boolean(want):
             return _text_to_bool(a)
         if pa.types.is_integer(want):
             return _text_to_integer(a, want)
         a = _text_to_float(a)
+    elif pa.types.is_decimal(a.type):
+        return _decimal_to_number(a, want)
     elif not is_number(a.type):
         return _null(len(a), want)
+    if pa.types.is_boolean(want):
+        return _number_to_bool(a)
     try:
-        return pc.cast(a, want)  # safe: raises instead of truncating or wrapping
+        return pc.cast(a, want)  # safe: raises instead of truncating, wrapping or rounding
     except _CAST_ERRORS:
-        return _float_to(a, want)
+        pass
+    if pa.types.is_integer(a.type) and pa.types.is_integer(want):
+        return _integer_to_integer(a, want)
+    if pa.types.is_integer(a.type):
+        return _integer_to_float(a, want)
+    return _float_to(a, want)
 
 
-def _text_to_bool(a: pa.Array) -> pa.Array:
-    """``true``/``1`` and ``false``/``0`` (any case, spaces around) as booleans, else missing."""
-    word = pc.utf8_trim_whitespace(pc.utf8_lower(a))
-    true = pc.is_in(word, value_set=pa.array(["true", "1"]))
-    false = pc.is_in(word, value_set=pa.array(["false", "0"]))
+def _number_to_bool(a: pa.Array) -> pa.Array:
+    """Numbers (or decimals) as booleans: 0 is False, 1 is True, any other value missing."""
+    zero, one = pc.equal(a, 0), pc.equal(a, 1)
+    return pc.if_else(one, True, pc.if_else(zero, pa.scalar(False),
+                                            pa.scalar(None, pa.bool_())))
+
+
+def _integer_range(t: pa.DataType) -> tuple[int, int]:
+    info = np.iinfo(t.to_pandas_dtype())
+    return int(info.min), int(info.max)
+
+
+def _integer_to_integer(a: pa.Array, want: pa.DataType) -> pa.Array:
+    """Integers as the integer type ``want``, exactly: the values outside its range (compared
+    in the source type) are missing, each alone."""
+    low, high = _integer_range(a.type)
+    want_low, want_high = _integer_range(want)
+    inside = pc.and_(pc.greater_equal(a, pa.scalar(max(low, want_low), a.type)),
+                     pc.less_equal(a, pa.scalar(min(high, want_high), a.type)))
+    return pc.cast(pc.if_else(inside, a, pa.scalar(None, a.type)), want)
+
+
+def _integer_to_float(a: pa.Array, want: pa.DataType) -> pa.Array:
+    """Integers as the float type ``want``: the values it holds exactly (2**60 among them);
+    the others missing, as rounding would make two integers one number."""
+    source = a.type.to_pandas_dtype()
+    ints = np.asarray(pc.fill_null(a, 0).to_numpy(zero_copy_only=False), dtype=source)
+    floats = ints.astype(want.to_pandas_dtype())
+    wide = floats.astype(np.float64)  # exact
+    low, high = _integer_range(a.type)
+    ok = np.isfinite(wide) & (wide >= low) & (wide < float(high + 1))  # high + 1: 2**k, exact
+    ok[ok] &= wide[ok].astype(source) == ints[ok]
+    ok &= np.asarray(a.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    return pa.array(np.where(ok, floats, 0), mask=~ok, type=want)
+
+
+def _decimal_to_number(a: pa.Array, want: pa.DataType) -> pa.Array:
+    """Decimals as the number type ``want``: floats by value; integers when whole and in
+    range, booleans when 0 or 1; other values missing."""
+    if pa.types.is_boolean(want):
+        return _number_to_bool(a)
+    if pa.types.is_floating(want):
+        return _cast_each(a, want)
+    low, high = _integer_range(want)
+    ok = pc.and_(pc.equal(pc.floor(a), a),
+                 pc.and_(pc.greater_equal(a, pa.scalar(low, pa.int64())),
+                         pc.less_equal(a, pa.scalar(high, pa.uint64() if high > 2**63
+                                                    else pa.int64()))))
+    return _cast_each(pc.if_else(ok, a, pa.scalar(None, a.type)), want)
+
+
+def _text_to_bool(a: pa.Array, text: TextOptions = _PLAIN_TEXT) -> pa.Array:
+    """``true``/``1`` and ``false``/``0`` (any case, spaces around) as booleans, else missing;
+    with the words of ``text`` (a CSV format's ``true_values``/``false_values``), exactly
+    those words (spaces around allowed)."""
+    if text.true_values or text.false_values:
+        word = pc.utf8_trim_whitespace(a)
+        trues, falses = list(text.true_values), list(text.false_values)
+    else:
+        word = pc.utf8_trim_whitespace(pc.utf8_lower(a))
+        trues, falses = ["true", "1"], ["false", "0"]
+    true = pc.is_in(word, value_set=pa.array(trues, pa.string()))
+    false = pc.is_in(word, value_set=pa.array(falses, pa.string()))
     return pc.if_else(true, True, pc.if_else(false, pa.scalar(False),
                                              pa.scalar(None, pa.bool_())))
 
@@ -214,8 +391,9 @@ def _text_to_float(a: pa.Array) -> pa.Array:
 
 
 def _float_to(a: pa.Array, want: pa.DataType) -> pa.Array:
-    """Numbers that a safe cast refused, as ``want``: floats as they are; for integers and
-    booleans, the values that are not integers in range (or 0 / 1) are missing."""
+    """Floats that a safe cast refused, as ``want``: floats as they are; for integers and
+    booleans, the values that are not integers in range (or 0 / 1) are missing. Only floats
+    come here (float64 holds every float32 exactly): integers never go through float64."""
     x = np.asarray(pc.cast(a, pa.float64(), safe=False).to_numpy(zero_copy_only=False),
                    dtype=np.float64)
     if pa.types.is_floating(want):
@@ -231,16 +409,19 @@ def _float_to(a: pa.Array, want: pa.DataType) -> pa.Array:
     return pa.array(np.where(ok, x, 0), mask=~ok).cast(want)
 
 
-def conform_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+def conform_batch(batch: pa.RecordBatch, schema: pa.Schema,
+                  text: TextOptions = _PLAIN_TEXT) -> pa.RecordBatch:
     """``batch`` with exactly the columns of ``schema``, each conformed by
-    :func:`conform_array`; a column the batch lacks is all missing."""
+    :func:`conform_array` (text spelled as ``text`` says); a column the batch lacks is all
+    missing."""
     if batch.schema.names == schema.names and all(
             value_type(batch.schema.field(i).type) == value_type(f.type)
             for i, f in enumerate(schema)):
         return batch
     n = batch.num_rows
     names = batch.schema.names
-    arrays = [conform_array(batch.column(names.index(f.name)), f.type) if f.name in names
+    arrays = [conform_array(batch.column(names.index(f.name)), f.type, text)
+              if f.name in names
               else _null(n, value_type(f.type))
               for f in schema]
     return pa.RecordBatch.from_arrays(arrays, names=schema.names)

@@ -9,18 +9,19 @@ from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeVar
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.dataset as ds
+import pyarrow.fs as pafs
 
 from ...errors import ValidationError
-from .columns import is_bytes, is_number, is_text
-from .conform import conform_batch, public_schema
+from .columns import is_bytes
+from .conform import TextOptions, conform_batch, public_schema
 from .prefetch import PREFETCH, prefetch
 
 #: Read-ahead of pyarrow's scanner: batches within a file, files at once. pyarrow's defaults
@@ -30,8 +31,11 @@ FRAGMENT_READAHEAD = 2
 _FORMATS = {".parquet": "parquet", ".pq": "parquet", ".parq": "parquet",
             ".csv": "csv", ".tsv": "csv", ".arrow": "ipc", ".feather": "ipc", ".ipc": "ipc"}
 _COMPRESSIONS = (".gz", ".bz2", ".zst", ".lz4")
+#: The largest CSV block a file is re-read with when one of its rows does not fit the block.
+MAX_CSV_BLOCK = 1 << 30
 
 Format: TypeAlias = str | ds.FileFormat
+_T = TypeVar("_T")
 
 
 def _infer_format(paths: Sequence[str]) -> str:
@@ -60,7 +64,8 @@ def _lenient_csv_format(fmt: Any, text: Sequence[str]) -> ds.CsvFileFormat:
         column_types={**dict(conv.column_types), **{c: pa.binary() for c in text}},
         null_values=conv.null_values, true_values=conv.true_values,
         false_values=conv.false_values, strings_can_be_null=conv.strings_can_be_null,
-        check_utf8=conv.check_utf8)
+        check_utf8=conv.check_utf8, decimal_point=conv.decimal_point,
+        timestamp_parsers=conv.timestamp_parsers)
     p = base.parse_options
     parse = pacsv.ParseOptions(delimiter=p.delimiter, quote_char=p.quote_char,
                                double_quote=p.double_quote, escape_char=p.escape_char,
@@ -71,6 +76,63 @@ def _lenient_csv_format(fmt: Any, text: Sequence[str]) -> ds.CsvFileFormat:
                             read_options=opts.read_options)
 
 
+def _block_size(fmt: ds.CsvFileFormat) -> int:
+    return int(fmt.default_fragment_scan_options.read_options.block_size)
+
+
+def _with_block_size(fmt: ds.CsvFileFormat, size: int) -> ds.CsvFileFormat:
+    """``fmt`` reading blocks of ``size`` bytes."""
+    if size == _block_size(fmt):
+        return fmt
+    opts = fmt.default_fragment_scan_options
+    r = opts.read_options
+    read = pacsv.ReadOptions(use_threads=r.use_threads, block_size=size, skip_rows=r.skip_rows,
+                             skip_rows_after_names=r.skip_rows_after_names,
+                             column_names=r.column_names,
+                             autogenerate_column_names=r.autogenerate_column_names,
+                             encoding=r.encoding)
+    return ds.CsvFileFormat(parse_options=fmt.parse_options,
+                            convert_options=opts.convert_options, read_options=read)
+
+
+def _straddles(exc: BaseException) -> bool:
+    """Whether ``exc`` is Arrow's refusal of a CSV row longer than the read block."""
+    return isinstance(exc, pa.ArrowInvalid) and "straddl" in str(exc)
+
+
+def _growing_blocks(fmt: ds.CsvFileFormat, attempt: Callable[[ds.CsvFileFormat], _T]
+                    ) -> tuple[_T, int]:
+    """``attempt(fmt)``, retried with blocks twice as large while a row does not fit one (up
+    to :data:`MAX_CSV_BLOCK`), and the block size that worked: a long field is a value, and
+    its length must not decide whether a file reads."""
+    size = _block_size(fmt)
+    while True:
+        try:
+            return attempt(_with_block_size(fmt, size)), size
+        except pa.ArrowInvalid as exc:
+            if not _straddles(exc) or size >= MAX_CSV_BLOCK:
+                raise
+            size = min(2 * size, MAX_CSV_BLOCK)
+
+
+def _blank(path: str, filesystem: Any) -> bool:
+    """Whether a CSV file holds nothing but white space and a byte order mark (0 bytes, a lone
+    newline): a file of no rows, like a header-only one (Arrow refuses it). A file that cannot
+    be read is not blank (opening refuses it)."""
+    try:
+        with filesystem.open_input_stream(path, compression="detect") as f:
+            head = True
+            while chunk := f.read(1 << 16):
+                if head and chunk.startswith(b"\xef\xbb\xbf"):
+                    chunk = chunk[3:]
+                head = False
+                if chunk.strip(b" \t\r\n"):
+                    return False
+    except (OSError, pa.ArrowException, ValueError):
+        return False
+    return True
+
+
 def _is_csv(fmt: Any) -> bool:
     return bool(fmt == "csv" or isinstance(fmt, ds.CsvFileFormat))
 
@@ -79,29 +141,97 @@ def _open_csv(source: Any, fmt: Any, partitioning: Any) -> ds.Dataset:
     """A CSV dataset whose schema is inferred with the declared columns read as bytes and
     malformed rows skipped, then the declared types put back: inferring it never fails on a
     value (text in a declared numeric column, bytes that are not UTF-8 in a declared text
-    column are missing when read). A column inferred as binary is text (a CSV holds text;
-    Arrow infers binary from one value that is not UTF-8): its type never depends on one row."""
+    column are missing when read; a row longer than the read block makes it read again with
+    larger blocks). A column inferred as binary or as null (blank in the first block) is text
+    (a CSV holds text; Arrow infers binary from one value that is not UTF-8): its type never
+    depends on one row."""
     declared = dict(fmt.default_fragment_scan_options.convert_options.column_types) \
         if isinstance(fmt, ds.CsvFileFormat) else {}
-    probe = ds.dataset(source, format=_lenient_csv_format(fmt, list(declared)),
-                       partitioning=partitioning)
+    probe, _ = _growing_blocks(_lenient_csv_format(fmt, list(declared)),
+                               lambda lenient: ds.dataset(source, format=lenient,
+                                                          partitioning=partitioning))
     schema = pa.schema([f.with_type(declared.get(f.name, _csv_text(f.type)))
                         for f in probe.schema])
     return ds.dataset(source, format=fmt, schema=schema, partitioning=partitioning)
 
 
 def _csv_text(t: pa.DataType) -> pa.DataType:
-    """The public type of a CSV column Arrow inferred as ``t``: binary is text."""
-    return pa.string() if is_bytes(t) else t
+    """The public type of a CSV column Arrow inferred as ``t``: binary and null are text."""
+    return pa.string() if is_bytes(t) or pa.types.is_null(t) else t
 
 
-def _read_as_bytes(t: pa.DataType, parsers: bool) -> bool:
+def _read_as_bytes(t: pa.DataType) -> bool:
     """Whether a lenient CSV read takes a column of public type ``t`` as bytes, conformed batch
-    by batch: numbers, booleans, text, dates and timestamps (Arrow casts text to each exactly; a
-    time of day it cannot, so those stay with the CSV parser, as do timestamps when the
-    format's ``timestamp_parsers`` are set: formats an Arrow cast does not know)."""
-    return bool(is_number(t) or is_text(t) or pa.types.is_date(t)
-                or (pa.types.is_timestamp(t) and not parsers))
+    by batch (:func:`~dpframe.backends.arrow.conform.conform_array`): every column but a binary
+    one (read as bytes anyway), so the CSV parser converts no value and never fails on one."""
+    return not is_bytes(t)
+
+
+def _lenient_for(dataset: ds.FileSystemDataset) -> ds.CsvFileFormat:
+    """The CSV format that reads the files of ``dataset`` without failing on a value."""
+    return _lenient_csv_format(dataset.format, [f.name for f in dataset.schema
+                                                if _read_as_bytes(f.type)])
+
+
+def _text_options(dataset: ds.Dataset) -> TextOptions:
+    """How the CSV format of ``dataset`` (the first CSV one of a union) spells values."""
+    for d in _leaves(dataset):
+        if isinstance(d, ds.FileSystemDataset) and isinstance(d.format, ds.CsvFileFormat):
+            return TextOptions.of(d.format.default_fragment_scan_options.convert_options)
+    return TextOptions()
+
+
+def _leaves(dataset: ds.Dataset) -> Iterator[ds.Dataset]:
+    """The datasets a union is made of (recursively), or ``dataset`` itself."""
+    if isinstance(dataset, ds.UnionDataset):
+        for child in dataset.children:
+            yield from _leaves(child)
+    else:
+        yield dataset
+
+
+@dataclass(frozen=True)
+class _Files:
+    """What opening found of each file: the CSV block size that reads its first block, and the
+    blank CSV files (read as no rows)."""
+
+    blocks: dict[str, int]
+    blank: frozenset[str]
+
+
+def _first_block(frag: ds.Fragment) -> Callable[[ds.CsvFileFormat], pa.Schema]:
+    """Reading the first block of the CSV file of ``frag`` in a given format."""
+    return lambda fmt: fmt.make_fragment(frag.path, frag.filesystem).physical_schema
+
+
+_REFUSED = ("cannot open the input as {} ({}): a file is empty, truncated, corrupt or in "
+            "another format, or an option (format, partitioning) is invalid")
+
+
+def _check_files(dataset: ds.Dataset) -> _Files:
+    """Every file of ``dataset`` opened before any charge: a Parquet or IPC file's footer, a
+    CSV file's first block (read again with larger blocks while a row does not fit one; a blank
+    file is a file of no rows). A file that cannot be opened is refused with a typed error that
+    quotes nothing from it."""
+    blocks: dict[str, int] = {}
+    blank: set[str] = set()
+    for d in _leaves(dataset):
+        if not isinstance(d, ds.FileSystemDataset):
+            continue
+        csv = isinstance(d.format, ds.CsvFileFormat)
+        lenient = _lenient_for(d) if csv else None
+        for frag in d.get_fragments():
+            try:
+                if lenient is None:
+                    frag.physical_schema  # noqa: B018 (reads the footer)
+                elif _blank(frag.path, frag.filesystem):
+                    blank.add(frag.path)
+                else:
+                    _, blocks[frag.path] = _growing_blocks(lenient, _first_block(frag))
+            except (pa.ArrowException, OSError, ValueError, TypeError) as exc:
+                name = "CSV" if csv else str(getattr(d.format, "default_extname", d.format))
+                raise ValidationError(_REFUSED.format(name, type(exc).__name__)) from None
+    return _Files(blocks, frozenset(blank))
 
 
 def _open_dataset(source: Any, fmt: Any, partitioning: Any = None) -> ds.Dataset:
@@ -112,9 +242,7 @@ def _open_dataset(source: Any, fmt: Any, partitioning: Any = None) -> ds.Dataset
         return ds.dataset(source, format=fmt, partitioning=partitioning)
     except (pa.ArrowException, OSError, ValueError, TypeError) as exc:  # may quote a value
         name = "CSV" if _is_csv(fmt) else str(getattr(fmt, "default_extname", fmt))
-        raise ValidationError(f"cannot open the input as {name} ({type(exc).__name__}): a file "
-                              "is empty, truncated, corrupt or in another format, or an option "
-                              "(format, partitioning) is invalid") from None
+        raise ValidationError(_REFUSED.format(name, type(exc).__name__)) from None
 
 
 @dataclass(frozen=True)
@@ -181,7 +309,16 @@ def _open_paths(paths: list[str], fmt: Format | None, partitioning: Any) -> _Ope
     if not files:
         raise ValidationError(f"no file matches {paths[0] if paths else ''}")
     fmt = fmt if fmt is not None else _infer_format(files)
-    return _Opened(_open_dataset(files, fmt), files, fmt)
+    return _Opened(_open_dataset(_not_blank(files, fmt), fmt), files, fmt)
+
+
+def _not_blank(files: list[str], fmt: Format) -> list[str]:
+    """``files`` without the blank CSV files (no rows: the schema is read from another file);
+    all of them when every one is blank (opening refuses them)."""
+    if not _is_csv(fmt):
+        return files
+    local = pafs.LocalFileSystem()
+    return [f for f in files if not _blank(f, local)] or files
 
 
 def _open_folder(files: list[str], dirs: list[str], fmt: Format | None,
@@ -190,13 +327,16 @@ def _open_folder(files: list[str], dirs: list[str], fmt: Format | None,
     in the paths); without, the files found in it."""
     if files or len(dirs) > 1:
         raise ValidationError("pass one folder, or files and globs, not both")
-    probe = _open_dataset(dirs[0], fmt if fmt is not None else "parquet",
-                          partitioning=partitioning)
     if partitioning is not None:
+        probe = _open_dataset(dirs[0], fmt if fmt is not None else "parquet",
+                              partitioning=partitioning)
         return _Opened(probe, None, fmt if fmt is not None else "parquet")
-    found = list(probe.files)
+    try:  # the files only: with a schema given, no file is read yet
+        found = list(ds.dataset(dirs[0], format="parquet", schema=pa.schema([])).files)
+    except (pa.ArrowException, OSError, ValueError, TypeError):
+        raise ValidationError("cannot list the files of the folder") from None
     fmt = fmt if fmt is not None else _infer_format(found or ["x.parquet"])
-    return _Opened(_open_dataset(found, fmt), found, fmt)
+    return _Opened(_open_dataset(_not_blank(found, fmt), fmt), found, fmt)
 
 
 def _visible(names: list[str], columns: Sequence[str] | None) -> list[str] | None:
@@ -233,6 +373,8 @@ class DatasetSource:
         self._files = opened.files
         self._format = opened.format
         self._columns = _visible(self._dataset.schema.names, columns)
+        self._checked = _check_files(self._dataset)
+        self._text = _text_options(self._dataset)
 
     @property
     def arrow_schema(self) -> pa.Schema:
@@ -252,27 +394,18 @@ class DatasetSource:
         f = self._format
         return f == "parquet" or isinstance(f, ds.ParquetFileFormat)
 
-    def _csv_read_format(self) -> ds.CsvFileFormat:
-        """The CSV format used to *read*: numeric, boolean, text, date and timestamp columns as
-        bytes (:func:`_read_as_bytes`; conformed to the public schema batch by batch, so a
-        malformed value far down a file is missing rather than an error quoting it), and rows
-        with the wrong number of fields skipped."""
-        dataset = self._dataset
-        base = dataset.format if isinstance(dataset, ds.FileSystemDataset) else self._format
-        parsers = isinstance(base, ds.CsvFileFormat) and bool(
-            base.default_fragment_scan_options.convert_options.timestamp_parsers)
-        return _lenient_csv_format(base, [f.name for f in dataset.schema
-                                          if _read_as_bytes(f.type, parsers)])
-
     def batches(self, columns: Sequence[str], batch_size: int,
                 dictionary: Sequence[str] = ()) -> Generator[pa.RecordBatch, None, None]:
         """Record batches of ``columns`` in the public schema's types; Parquet string columns
         in ``dictionary`` are read as Arrow dictionaries (no re-hashing of repeated strings).
 
-        Each file is read in its own physical schema and every batch is conformed to the
-        dataset's (public) schema by :func:`conform_batch`: a value that does not conform (text
-        in a numeric column of one file, a malformed CSV field) is missing, a column a file
-        lacks is all missing. Nothing is raised on values, and no error quotes one.
+        Each file is read in its own physical schema (the files of a union of datasets too)
+        and every batch is conformed to the dataset's (public) schema by
+        :func:`conform_batch`: a value that does not conform (text in a numeric column of one
+        file, a malformed CSV field) is missing, a column a file lacks is all missing. CSV
+        columns are read as bytes and converted there (:func:`_read_as_bytes`), a blank CSV
+        file is no rows, and a CSV row longer than the read block makes its file read again
+        with larger blocks. Nothing is raised on values, and no error quotes one.
 
         Parquet is read one row group at a time by a background thread that stays at most
         ``PREFETCH`` batches ahead, so memory is bounded however slow the consumer is (pyarrow's
@@ -282,7 +415,7 @@ class DatasetSource:
         cols = list(columns)
         expected = public_schema(pa.schema([self._dataset.schema.field(c) for c in cols]))
         for batch in self._raw_batches(cols, batch_size, dictionary):
-            yield conform_batch(batch, expected)
+            yield conform_batch(batch, expected, self._text)
 
     def _raw_batches(self, cols: list[str], batch_size: int, dictionary: Sequence[str]
                      ) -> Generator[pa.RecordBatch, None, None]:
@@ -291,14 +424,13 @@ class DatasetSource:
             fmt = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(
                 dictionary_columns=set(dictionary)))
             dataset = ds.dataset(self._files, format=fmt)
-        if not isinstance(dataset, ds.FileSystemDataset):
+        if isinstance(dataset, ds.InMemoryDataset):  # tables of the dataset's one schema
             yield from dataset.to_batches(columns=cols, batch_size=batch_size,
                                           batch_readahead=BATCH_READAHEAD,
                                           fragment_readahead=FRAGMENT_READAHEAD)
             return
-        lenient = self._csv_read_format() if isinstance(dataset.format,
-                                                        ds.CsvFileFormat) else None
-        yield from prefetch(lambda: _fragment_batches(dataset, cols, batch_size, lenient),
+        checked = self._checked
+        yield from prefetch(lambda: _dataset_batches(dataset, cols, batch_size, checked),
                             PREFETCH)
 
     def row_count(self) -> int | None:
@@ -318,23 +450,43 @@ class DatasetSource:
             return None
 
 
+def _dataset_batches(dataset: ds.Dataset, cols: list[str], batch_size: int,
+                     checked: _Files) -> Iterator[pa.RecordBatch]:
+    """The batches of each file of ``dataset`` in turn, in its own physical schema (a union's
+    children each so, recursively; see :func:`_file_batches`)."""
+    for d in _leaves(dataset):
+        if isinstance(d, ds.FileSystemDataset):
+            yield from _fragment_batches(d, cols, batch_size, checked)
+        else:  # in memory: its tables are of its schema
+            names = set(d.schema.names)
+            yield from d.to_batches(columns=[c for c in cols if c in names],
+                                    batch_size=batch_size, batch_readahead=BATCH_READAHEAD,
+                                    fragment_readahead=FRAGMENT_READAHEAD)
+
+
 def _fragment_batches(dataset: ds.FileSystemDataset, cols: list[str], batch_size: int,
-                      lenient: ds.CsvFileFormat | None) -> Iterator[pa.RecordBatch]:
-    """The batches of each file of ``dataset`` in turn (see :func:`_file_batches`)."""
+                      checked: _Files) -> Iterator[pa.RecordBatch]:
+    """The batches of each file of ``dataset`` in turn (see :func:`_file_batches`); blank CSV
+    files have none."""
     parquet = isinstance(dataset.format, ds.ParquetFileFormat)
+    lenient = _lenient_for(dataset) if isinstance(dataset.format, ds.CsvFileFormat) else None
     for frag in dataset.get_fragments():
-        yield from _file_batches(frag, cols, batch_size, parquet, lenient)
+        if lenient is not None and frag.path in checked.blank:
+            continue
+        yield from _file_batches(frag, cols, batch_size, parquet, lenient, checked)
 
 
 def _file_batches(frag: ds.Fragment, cols: list[str], batch_size: int, parquet: bool,
-                  lenient: ds.CsvFileFormat | None) -> Iterator[pa.RecordBatch]:
+                  lenient: ds.CsvFileFormat | None, checked: _Files
+                  ) -> Iterator[pa.RecordBatch]:
     """The batches of one file in its own physical schema (Parquet: one row group at a time);
     a partitioned folder's key columns, which are in the paths and not in the files, are added
     from the path. ``lenient``: the CSV format that reads the file without failing on values."""
     keys = ds.get_partition_keys(frag.partition_expression)
     if lenient is not None:
-        frag = lenient.make_fragment(frag.path, frag.filesystem,
-                                     partition_expression=frag.partition_expression)
+        yield from _csv_file_batches(frag, cols, batch_size, lenient, keys,
+                                     checked.blocks.get(frag.path, _block_size(lenient)))
+        return
     names = set(frag.physical_schema.names)
     present = [c for c in cols if c in names]
     implied = {c: keys[c] for c in cols if c in keys and c not in names}
@@ -342,6 +494,35 @@ def _file_batches(frag: ds.Fragment, cols: list[str], batch_size: int, parquet: 
         for batch in part.to_batches(columns=present, batch_size=batch_size,
                                      batch_readahead=2, fragment_readahead=1):
             yield _with_columns(batch, implied)
+
+
+def _csv_file_batches(frag: ds.Fragment, cols: list[str], batch_size: int,
+                      lenient: ds.CsvFileFormat, keys: dict[str, Any], block: int
+                      ) -> Iterator[pa.RecordBatch]:
+    """The batches of one CSV file read by ``lenient`` in blocks of ``block`` bytes; when a row
+    does not fit a block, the file is read again with blocks twice as large (up to
+    :data:`MAX_CSV_BLOCK`) from its first row, skipping the rows already given."""
+    given = 0
+    while True:
+        fmt = _with_block_size(lenient, block)
+        part = fmt.make_fragment(frag.path, frag.filesystem,
+                                 partition_expression=frag.partition_expression)
+        seen = 0
+        try:
+            names = set(part.physical_schema.names)
+            present = [c for c in cols if c in names]
+            implied = {c: keys[c] for c in cols if c in keys and c not in names}
+            for batch in part.to_batches(columns=present, batch_size=batch_size,
+                                         batch_readahead=2, fragment_readahead=1):
+                skip, seen = max(given - seen, 0), seen + batch.num_rows
+                if skip < batch.num_rows:
+                    given = seen
+                    yield _with_columns(batch.slice(skip) if skip else batch, implied)
+            return
+        except pa.ArrowInvalid as exc:
+            if not _straddles(exc) or block >= MAX_CSV_BLOCK:
+                raise
+            block = min(2 * block, MAX_CSV_BLOCK)
 
 
 def _with_columns(batch: pa.RecordBatch, constants: dict[str, Any]) -> pa.RecordBatch:
