@@ -379,6 +379,12 @@ def test_csv_types_must_cover_every_column_read_before_the_file_is_read(tmp_path
                            input_extra='format = "csv"')
     with pytest.raises(SpecError, match=r"missing: 'cost', 'key'\."):
         run_spec(other, dry_run=True)
+    # a folder of CSV files is CSV input too (the scan tells it from the files' names)
+    (tmp_path / "c" / "parts").mkdir(parents=True)
+    folder = write_csv_spec(tmp_path / "c", "", path="parts/a.csv")
+    folder.write_text(folder.read_text().replace("parts/a.csv", "parts"))
+    with pytest.raises(SpecError, match=r"missing: 'cost', 'key'\."):
+        run_spec(folder, dry_run=True)
 
 
 def test_csv_with_declared_types_releases_the_same_dtypes_whatever_the_rows(tmp_path: Path

@@ -369,6 +369,7 @@ def test_namespace_whatever_the_import_order(prelude: str) -> None:
     assert out.stdout.strip().endswith("ok")
 
 
+@pytest.mark.filterwarnings("ignore::polars.exceptions.PolarsInefficientMapWarning")
 def test_a_lazyframe_whose_python_function_raises_quotes_no_value() -> None:
     """A Python function the query maps (``map_elements``) raising on a value (a KeyError
     naming it) is a typed error naming only the exception's type, like a Polars error: it

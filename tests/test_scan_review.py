@@ -268,3 +268,20 @@ def test_a_field_longer_than_the_block_is_read(tmp_path: Path) -> None:
     (both / "a.csv").write_bytes(b"g,x\nb,1\n")
     (both / "b.csv").write_bytes(b"g,x\n" + b"a" * 3000 + b",3\n" + b"b,1\n")
     assert _count(str(both / "*.csv"), format=small) == 3
+
+
+def test_a_folder_of_csv_files_is_read_as_csv(tmp_path: Path) -> None:
+    """A folder without ``format=`` is read in the format its files' names say, as a glob is
+    (it was read as Parquet and refused), and the CLI tells it the same way, from the names
+    alone (``inferred_format``): a CSV folder needs ``[input] types`` there."""
+    from dpframe.backends.arrow.source import inferred_format
+
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    for name in ("a", "b"):
+        (folder / f"{name}.csv").write_text("x\n1\n2\n")
+    s = dpf.Session(1e9, seed=1)
+    assert round(float(dpf.scan(folder).dp(s).count(epsilon=1e6))) == 4
+    assert inferred_format([str(folder)]) == "csv"
+    assert inferred_format([str(folder / "*.csv")]) == "csv"
+    assert inferred_format([str(tmp_path / "missing")]) is None

@@ -71,9 +71,9 @@ def input_format(spec: ReleaseSpec) -> Any:
 
 def reads_csv(spec: ReleaseSpec) -> bool:
     """Whether the spec's input is read as CSV, told from the spec and the file names only
-    (as the scan tells it: ``format``, else ``types``/``delimiter``, else the names; a
-    folder without ``format`` is Parquet). No file is opened."""
-    from ..backends.arrow.source import _discover, _infer_format
+    (as the scan tells it: ``format``, else ``types``/``delimiter``, else the names of the
+    files, a folder's too). No file is opened."""
+    from ..backends.arrow.source import inferred_format
 
     if spec.input_generate is not None:
         return False
@@ -81,11 +81,7 @@ def reads_csv(spec: ReleaseSpec) -> bool:
         return spec.input_format == "csv"
     if spec.csv_types or spec.delimiter:
         return True
-    try:
-        files, dirs = _discover(spec.input_paths)
-        return not dirs and bool(files) and _infer_format(files) == "csv"
-    except ValidationError:  # the scan refuses these paths with its own message
-        return False
+    return inferred_format(spec.input_paths) == "csv"  # None: the scan refuses the paths
 
 
 def check_csv_types(spec: ReleaseSpec) -> None:

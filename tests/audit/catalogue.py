@@ -37,6 +37,16 @@ from .findings import (
     finding_unit_spellings,
     finding_unsigned_dictionary,
 )
+from .findings_cli import finding_cli_csv_inferred_types
+from .findings_local import finding_local_invalid_value, finding_local_spelling
+from .findings_scan import (
+    finding_scan_csv_time,
+    finding_scan_empty_second_file,
+    finding_scan_long_field,
+    finding_scan_null_column,
+    finding_scan_uint64_ids,
+    finding_scan_union_dataset,
+)
 from .grouped import (
     enforced,
     grouped_agg,
@@ -228,6 +238,33 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("finding 30: Polars, the two instants of a DST fall-back hour", "60 rows at "
              "02:30+02:00 Europe/Paris vs one more at 02:30+01:00 (private keys; statistic: a "
              "key labelled fold=1)", finding_dst_fold(), FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 31: scan, uint64 ids through float64", "int64 ids 1, 2, 3 and uint64 "
+             "ids 2**60 + i (20) vs one more id, 2**64 - 1, in the uint64 file "
+             "(count_distinct)", finding_scan_uint64_ids(), FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 32: scan, a CSV column blank in the first file", "a blank first file, "
+             "then 20 rows keyed 1 and 5 keyed 2, vs one more row keyed 'z' (count at one "
+             "row per unit)", finding_scan_null_column(), FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 33: scan, a malformed CSV time of day", "2 + 20 times of day vs one "
+             "more row '25:99:00' in the second file (count of t)", finding_scan_csv_time(),
+             FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 34: scan, a pyarrow union of datasets", "int64 1, 2, 3 and uint64 "
+             "values, both pinned to int64, vs one more value 2**64 - 5 (count)",
+             finding_scan_union_dataset(), FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 35: scan, an empty second CSV file", "a second file holding one row vs "
+             "the same file emptied to 0 bytes (count)", finding_scan_empty_second_file(),
+             FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 36: scan, a CSV field longer than the read block", "20 rows vs one "
+             "more with a field of 2 MiB + 10 bytes (count)", finding_scan_long_field(),
+             FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 37: local RR, categories implied by spelling", "60 answers True/False "
+             "in an object column vs one True spelled 1 (statistic: a bool index)",
+             finding_local_spelling(), FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 38: local k-RR, one invalid answer", "10 answers yes/no/unsure vs the "
+             "last 'no' replaced by NaN (statistic: that respondent's report)",
+             finding_local_invalid_value(), FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 39: CLI, CSV column types inferred from the data", "a spec without "
+             "[input] types over 200 rows '1,3' vs one more row '1,abc' (statistic: the sum, "
+             "refused or not)", finding_cli_csv_inferred_types(), FINDING_TRIALS, FINDING_FAST),
     # deliberately broken: the audit must find a violation
     Scenario("BROKEN: geometric with half the noise", "0 vs 1, sensitivity 1",
              core_noise(half_noise_spec, True), 2_000_000, 200_000, expect_violation=True),

@@ -170,7 +170,6 @@ SCAN_CASES: list[tuple[str, ScanRun, type[BaseException]]] = [
      lambda s, d: dpf.scan(d / "text.parquet").dp(s).count(epsilon=1), V),
     ("ipc-garbage", lambda s, d: dpf.scan(d / "garbage.arrow").dp(s).count(epsilon=1), V),
     ("csv-empty-file", lambda s, d: dpf.scan(d / "empty.csv").dp(s).count(epsilon=1), V),
-    ("csv-folder-read-as-parquet", lambda s, d: dpf.scan(d / "two").dp(s).count(epsilon=1), V),
     ("folder-and-file",
      lambda s, d: dpf.scan([d / "two", d / "people.parquet"]).dp(s).count(epsilon=1), V),
     ("parquet-text-typed-column-sum",

@@ -312,6 +312,30 @@ def _open_paths(paths: list[str], fmt: Format | None, partitioning: Any) -> _Ope
     return _Opened(_open_dataset(_not_blank(files, fmt), fmt), files, fmt)
 
 
+def folder_files(folder: str) -> list[str]:
+    """The files of ``folder`` (recursively, hidden ones aside, as pyarrow lists them), none
+    of them read."""
+    try:  # with a schema given, no file is read yet
+        return list(ds.dataset(folder, format="parquet", schema=pa.schema([])).files)
+    except (pa.ArrowException, OSError, ValueError, TypeError):
+        raise ValidationError("cannot list the files of the folder") from None
+
+
+def inferred_format(paths: Sequence[str]) -> str | None:
+    """The format a scan of ``paths`` without ``format=`` reads (``"parquet"``, ``"csv"``,
+    ``"ipc"``), told from the file names alone (a folder's files' names; an empty folder is
+    Parquet): no file is opened. None when the scan would refuse the paths."""
+    try:
+        files, dirs = _discover([os.fsdecode(p) for p in paths])
+        if dirs:
+            if files or len(dirs) > 1:
+                return None
+            files = folder_files(dirs[0]) or ["x.parquet"]
+        return _infer_format(files) if files else None
+    except ValidationError:
+        return None
+
+
 def _not_blank(files: list[str], fmt: Format) -> list[str]:
     """``files`` without the blank CSV files (no rows: the schema is read from another file);
     all of them when every one is blank (opening refuses them)."""
@@ -331,10 +355,7 @@ def _open_folder(files: list[str], dirs: list[str], fmt: Format | None,
         probe = _open_dataset(dirs[0], fmt if fmt is not None else "parquet",
                               partitioning=partitioning)
         return _Opened(probe, None, fmt if fmt is not None else "parquet")
-    try:  # the files only: with a schema given, no file is read yet
-        found = list(ds.dataset(dirs[0], format="parquet", schema=pa.schema([])).files)
-    except (pa.ArrowException, OSError, ValueError, TypeError):
-        raise ValidationError("cannot list the files of the folder") from None
+    found = folder_files(dirs[0])
     fmt = fmt if fmt is not None else _infer_format(found or ["x.parquet"])
     return _Opened(_open_dataset(_not_blank(found, fmt), fmt), found, fmt)
 
