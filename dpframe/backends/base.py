@@ -140,15 +140,41 @@ def one_time_spelling(v: object) -> object:
             t = pd.Timestamp(v)
             if t is pd.NaT:
                 return None
-            return t.tz_convert("UTC") if t.tzinfo is not None else t
+            return _finest_unit(t.tz_convert("UTC") if t.tzinfo is not None else t)
         if isinstance(v, datetime.timedelta | np.timedelta64):
             d = pd.Timedelta(v)
-            return None if d is pd.NaT else d
-        if isinstance(v, datetime.time) and v.fold:  # equal to its fold=0 twin, spelled apart
-            return v.replace(fold=0)
-    except (OverflowError, ValueError, ArithmeticError, TypeError):  # out of pandas' range
+            return None if d is pd.NaT else _finest_unit(d)
+        if isinstance(v, datetime.time):
+            return _time_of_day(v)
+    except Exception:  # out of pandas' range, or a time zone whose offset raises or is None
         return None
     return v
+
+
+#: The resolutions a date-time or span is spelled in: the finest that holds its value.
+_UNITS = ("ns", "us", "ms", "s")
+
+
+def _finest_unit(t: Any) -> Any:
+    """``t`` (a ``Timestamp`` or ``Timedelta``) in the finest unit holding it, a function of
+    its value alone (a ``datetime`` is read in microseconds, an ``np.datetime64`` in its own
+    unit: the unit, which users see, must not come from the first row's spelling)."""
+    for unit in _UNITS:
+        try:
+            return t.as_unit(unit, round_ok=False)
+        except (OverflowError, ValueError):  # out of that unit's range, or finer than it
+            continue
+    return t
+
+
+def _time_of_day(v: datetime.time) -> datetime.time:
+    """A time of day in one spelling: ``fold`` cleared (equality ignores it) and an aware
+    one in UTC (aware times compare by their UTC time: ``01:00+01:00 == 00:00+00:00``)."""
+    offset = v.utcoffset()
+    if offset is None:
+        return v.replace(fold=0) if v.fold else v
+    moment = datetime.datetime.combine(datetime.date(2000, 1, 2), v.replace(tzinfo=None))
+    return (moment - offset).time().replace(tzinfo=datetime.timezone.utc)
 
 
 def one_time_spellings(values: list[object]) -> list[object]:

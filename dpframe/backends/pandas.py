@@ -147,8 +147,13 @@ _MERGED_AS_CANONICAL = frozenset({"string", "bytes", "empty", "integer", "floati
 def _canonical_object(v: object) -> object:
     """One value of an object column in its canonical form (None: missing or conforming to
     nothing), date-times and spans in their one spelling."""
-    c = canonical(v, "other")
-    return None if c is None else one_time_spelling(c)
+    try:
+        c = canonical(v, "other")
+        c = None if c is None else one_time_spelling(c)
+        hash(c)  # a canonical value whose hash raises (an aware time of a broken zone)
+    except Exception:
+        return None
+    return c
 
 
 def _object_values(values: npt.NDArray[np.object_]) -> npt.NDArray[np.object_]:
@@ -161,8 +166,11 @@ def _object_values(values: npt.NDArray[np.object_]) -> npt.NDArray[np.object_]:
     order rank from one row); a ``Timestamp`` and an equal ``np.datetime64`` with nanoseconds
     hash differently and would be two units. Mapping each value first leaves pandas only
     canonical values, of one spelling per class, to merge."""
-    if pd.api.types.infer_dtype(values, skipna=True) in _MERGED_AS_CANONICAL:
-        return values
+    try:
+        if pd.api.types.infer_dtype(values, skipna=True) in _MERGED_AS_CANONICAL:
+            return values
+    except Exception:  # a value infer_dtype cannot inspect: each one in canonical form
+        pass
     out = np.empty(values.size, dtype=object)
     out[:] = [_canonical_object(v) for v in values]
     return out
@@ -173,12 +181,17 @@ def _factorize_raw(s: pd.Series) -> tuple[npt.NDArray[np.int64], list[object]]:
     column) are missing, as PRIVACY.md says of values that do not conform to the schema.
     Object columns are factorized by canonical value (:func:`_object_values`); date-times and
     spans are labelled in their one spelling (:func:`~dpframe.backends.base.one_time_spelling`)."""
+    # an object column factorizes as its array (the same hash table, without the Index), its
+    # values in canonical form first where pandas would merge them otherwise
+    values = _object_values(s.to_numpy()) if s.dtype == object else s
     try:
-        # an object column factorizes as its array (the same hash table, without the Index)
-        values = _object_values(s.to_numpy()) if s.dtype == object else s
         codes, uniques = pd.factorize(values, use_na_sentinel=True)
-    except Exception:  # unhashable values, or hashes and comparisons that raise
-        clean = np.array([_hashable_or_none(v) for v in s.to_numpy(dtype=object)], dtype=object)
+    except Exception:  # unhashable values, or hashes and comparisons that raise: those are
+        # missing, the others as they were (an object column's still in canonical form: a
+        # value that raises must not bring back the raw spellings for the whole column)
+        raw = values if s.dtype == object else s.to_numpy(dtype=object)
+        clean = np.empty(len(raw), dtype=object)
+        clean[:] = [_hashable_or_none(v) for v in raw]
         codes, uniques = pd.factorize(clean, use_na_sentinel=True)
     # tolist(): the scalars iterating gives, made in one call (iteration boxes each one)
     # labels a value Python cannot hold (an Arrow date past 9999) as None: missing

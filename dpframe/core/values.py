@@ -83,8 +83,38 @@ def _canonical_number(v: object) -> object | None:
         if v == int(v):
             return int(v)
         f = float(v)
-        return f if f == v else v
+        if f == v:
+            return f
+        return _decimal_label(v) if isinstance(v, decimal.Decimal) else _fraction_label(v)
     return None  # complex and other exotic numbers do not conform
+
+
+def _decimal_label(v: decimal.Decimal) -> decimal.Decimal:
+    """A decimal no float equals, without trailing zeros (``0.10`` and ``0.1`` are one value,
+    spelled ``0.1``): built from its digits, exactly (no context rounding)."""
+    sign, digits, exponent = v.as_tuple()
+    assert isinstance(exponent, int)  # finite: NaN and infinities are handled before
+    kept = list(digits)
+    while len(kept) > 1 and kept[-1] == 0:
+        kept.pop()
+        exponent += 1
+    return decimal.Decimal((sign, tuple(kept), exponent))
+
+
+def _fraction_label(q: Fraction) -> object:
+    """A fraction no float equals: the equal decimal when it has one (a denominator of only 2s
+    and 5s: ``Fraction(1, 10)`` is ``Decimal("0.1")``, one value), else the fraction."""
+    d, twos, fives = q.denominator, 0, 0
+    while d % 2 == 0:
+        d, twos = d // 2, twos + 1
+    while d % 5 == 0:
+        d, fives = d // 5, fives + 1
+    if d != 1:
+        return q
+    places = max(twos, fives)
+    scaled = q.numerator * (10**places // q.denominator)  # exact: the denominator divides it
+    sign = 1 if scaled < 0 else 0
+    return _decimal_label(decimal.Decimal((sign, tuple(map(int, str(abs(scaled)))), -places)))
 
 
 def canonical(value: object, kind: ColumnKind) -> object | None:
@@ -102,8 +132,8 @@ def canonical(value: object, kind: ColumnKind) -> object | None:
             return None if _nan_like(value) else bool(value)
     except (TypeError, ValueError, OverflowError):
         return None
-    if isinstance(value, str):
-        return str(value)
+    if isinstance(value, str):  # a subclass's own text, not its __str__ (a str Enum's
+        return str.__str__(value)  # str() is its name: 'C.RED' for a 'red' equal to "red")
     if isinstance(value, bytes):
         return bytes(value)
     try:  # never raising on a value: what cannot be read does not conform (missing)

@@ -71,6 +71,10 @@ class TextOptions:
     false_values: tuple[str, ...] = ()
     decimal_point: str = "."
     timestamp_parsers: tuple[str | None, ...] = ()
+    #: spellings of a missing value (``null_values``), in every column but text, and in text
+    #: too when ``strings_can_be_null`` (as Arrow's CSV reader applies them)
+    null_values: tuple[str, ...] = ()
+    strings_can_be_null: bool = False
 
     @classmethod
     def of(cls, convert: pacsv.ConvertOptions) -> TextOptions:
@@ -80,7 +84,9 @@ class TextOptions:
         return cls(true_values=true if words else (), false_values=false if words else (),
                    decimal_point=str(convert.decimal_point),
                    timestamp_parsers=tuple(p if isinstance(p, str) else None
-                                           for p in convert.timestamp_parsers))
+                                           for p in convert.timestamp_parsers),
+                   null_values=tuple(convert.null_values),
+                   strings_can_be_null=bool(convert.strings_can_be_null))
 
 
 _PLAIN_TEXT = TextOptions()
@@ -102,8 +108,8 @@ def conform_array(arr: Column, t: pa.DataType, text: TextOptions = _PLAIN_TEXT) 
     if is_bytes(a.type) and not is_bytes(want):  # text read as bytes (CSV): bytes that are
         # not UTF-8 are missing, value by value
         a = _cast_each(a, want if is_text(want) else pa.large_string())
-        if a.type == want:
-            return a
+        if a.type == want:  # text: its null spellings only where the format says so
+            return _null_spellings(a, text) if text.strings_can_be_null else a
     if pa.types.is_null(a.type):
         return _null(len(a), want)
     if _is_plain_text(a.type):
@@ -115,6 +121,8 @@ def conform_array(arr: Column, t: pa.DataType, text: TextOptions = _PLAIN_TEXT) 
 
 def _text_to(a: pa.Array, want: pa.DataType, text: TextOptions) -> pa.Array:
     """Text as ``want``, spelled as ``text`` says; what does not spell a value is missing."""
+    if not is_text(want):
+        a = _null_spellings(a, text)
     if pa.types.is_boolean(want):
         return _text_to_bool(a, text)
     if (pa.types.is_integer(want) or pa.types.is_floating(want)
@@ -133,6 +141,14 @@ def _text_to(a: pa.Array, want: pa.DataType, text: TextOptions) -> pa.Array:
     if pa.types.is_temporal(want):
         return _text_to_time(a, want)
     return _cast_each(a, want)
+
+
+def _null_spellings(a: pa.Array, text: TextOptions) -> pa.Array:
+    """Text with the format's spellings of a missing value (``null_values``) as null."""
+    if not text.null_values:
+        return a
+    spelled = pc.fill_null(pc.is_in(a, value_set=pa.array(text.null_values, a.type)), False)
+    return pc.if_else(spelled, pa.scalar(None, a.type), a)
 
 
 def _decimal_point(a: pa.Array, point: str) -> pa.Array:
