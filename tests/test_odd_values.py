@@ -20,6 +20,7 @@ import datetime as dt
 import decimal
 import warnings
 from collections.abc import Callable
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -296,3 +297,75 @@ def test_the_two_instants_of_a_repeated_hour_are_two_keys_on_every_front() -> No
             out = dpf.scan(table, batch_size=batch_size).dp(s).groupby(
                 "c", keys="private").count(epsilon=1e6, delta=1e-4)
             assert [(type(k), k) for k in out.index] == [(pd.Timestamp, k) for k in expected]
+
+
+class _NoOffset(dt.tzinfo):
+    """A time zone Python allows whose offset is unknown (None)."""
+
+    def utcoffset(self, d: dt.datetime | None) -> dt.timedelta | None:
+        return None
+
+    def dst(self, d: dt.datetime | None) -> dt.timedelta | None:
+        return None
+
+
+class _BrokenOffset(dt.tzinfo):
+    """A time zone whose offset raises."""
+
+    def utcoffset(self, d: dt.datetime | None) -> dt.timedelta | None:
+        raise RuntimeError("no offset")
+
+
+@pytest.mark.parametrize("odd", [dt.datetime(2020, 1, 1, tzinfo=_NoOffset()),
+                                 dt.datetime(2020, 1, 1, tzinfo=_BrokenOffset()),
+                                 dt.time(1, tzinfo=_BrokenOffset())])
+def test_a_date_time_that_cannot_be_spelled_is_missing_and_changes_nothing_else(odd: object
+                                                                                ) -> None:
+    """A date-time whose zone gives no offset (or raises) is missing: it neither fails the
+    release after the charge nor sends the column back to its raw spellings, where
+    ``complex(1, 0)`` would merge with 1 again (regressions of the fix of finding 27)."""
+    base: list[object] = [complex(1, 0), *[1] * 25, *["a"] * 25]
+    out = []
+    for values in (base, [*base, odd]):
+        df = pd.DataFrame({"k": pd.Series(values, dtype=object)})
+        s = dpf.Session(1e9, seed=1)
+        grouped = df.dp(s, keys={"k": [1, "a"]}).groupby("k").count(epsilon=1e6)
+        out.append([round(float(v)) for v in grouped]
+                   + [round(float(df.dp(s).count("k", epsilon=1e6)))])
+        assert s.ledger["status"].tolist() == ["released"] * 2
+    assert out == [[25, 25, 50]] * 2
+
+
+def test_equal_values_of_other_spellings_are_one_key_and_one_label() -> None:
+    """A ``str`` Enum member is its text (``str()`` of it is its name), a decimal has no
+    trailing zeros and a fraction with a decimal is that decimal, a date-time's unit is the
+    finest holding it, an aware time of day is in UTC: the label of a key, and which rows are
+    one unit, never come from the first row's spelling."""
+    import enum
+
+    class Colour(str, enum.Enum):  # noqa: UP042 (a StrEnum's str() is its text already)
+        RED = "red"
+
+    cases: list[tuple[object, list[object]]] = [
+        ("red", [Colour.RED]),
+        (decimal.Decimal("0.1"), [decimal.Decimal("0.10"), Fraction(1, 10)]),
+        (pd.Timestamp("2024-01-01"), [np.datetime64("2024-01-01", "D"),
+                                      np.datetime64("2024-01-01T00:00:00.000000000")]),
+        (pd.Timedelta(days=1), [np.timedelta64(1, "D"), dt.timedelta(days=1)]),
+        (dt.time(0, tzinfo=dt.UTC),
+         [dt.time(1, tzinfo=dt.timezone(dt.timedelta(hours=1)))]),
+    ]
+    for value, spellings in cases:
+        seen = []
+        for first in [None, *spellings]:
+            values = [value] * 30 + [2] * 30
+            df = pd.DataFrame({"c": pd.Series(values if first is None else [first, *values],
+                                              dtype=object)})
+            seen.append([(type(k), repr(k), getattr(k, "unit", None))
+                         for k in _private_keys(df)])
+        assert all(s == seen[0] for s in seen), seen
+    units = pd.DataFrame({"u": pd.Series([*range(10), "a", "b", *["red"] * 3,
+                                          *[Colour.RED] * 3], dtype=object)})
+    s = dpf.Session(1e9, seed=1, privacy_unit="u")
+    assert round(float(units.dp(s, privacy_unit="u", max_rows_per_unit=3).count(
+        epsilon=1e6))) == 15

@@ -18,6 +18,7 @@ from .findings import (
     finding_dask_text_in_numbers,
     finding_dask_unit_dtypes,
     finding_data_warning,
+    finding_decimal_spelling,
     finding_dictionary,
     finding_dst_fold,
     finding_empty,
@@ -32,6 +33,7 @@ from .findings import (
     finding_null_dictionary_unit,
     finding_order,
     finding_spelling,
+    finding_str_enum_label,
     finding_time_hash_split,
     finding_time_spelling,
     finding_unit_spellings,
@@ -265,6 +267,14 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("finding 39: CLI, CSV column types inferred from the data", "a spec without "
              "[input] types over 200 rows '1,3' vs one more row '1,abc' (statistic: the sum, "
              "refused or not)", finding_cli_csv_inferred_types(), FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 40: an object key spelled Decimal('0.10')", "60 rows keyed "
+             "Decimal('0.1') vs one more spelled Decimal('0.10') first (private keys; "
+             "statistic: the key spelled Decimal('0.1'))", finding_decimal_spelling(),
+             FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 41: an object key that is a str Enum member", "60 rows keyed 'red' vs "
+             "one more keyed a str Enum member equal to 'red', first (private keys; statistic: "
+             "the text 'red' released)", finding_str_enum_label(), FINDING_TRIALS,
+             FINDING_FAST),
     # deliberately broken: the audit must find a violation
     Scenario("BROKEN: geometric with half the noise", "0 vs 1, sensitivity 1",
              core_noise(half_noise_spec, True), 2_000_000, 200_000, expect_violation=True),

@@ -9,6 +9,7 @@ or the noisy value itself where the finding was too little noise. Each one fails
 
 from __future__ import annotations
 
+import decimal
 import math
 import warnings
 from collections.abc import Callable, Sequence
@@ -664,5 +665,44 @@ def finding_dst_fold() -> Callable[[int], Built]:
     def rel(df: Any, s: dpf.Session) -> list[float]:
         out = df.dp(s).groupby("t", keys="private").count(epsilon=1.0, delta=1e-6)
         return [float(sum(getattr(k, "fold", 0) for k in out.index))]
+
+    return finding(frames, rel)
+
+
+def finding_decimal_spelling() -> Callable[[int], Built]:
+    """40. An object key column of decimals: ``Decimal("0.10")`` equals ``Decimal("0.1")``,
+    hashed alike, and the released key kept the first row's spelling (a ``Fraction(1, 10)``
+    first gave it another type); statistic: whether the key is spelled ``Decimal('0.1')``."""
+
+    def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
+        base: list[object] = [decimal.Decimal("0.1")] * 60
+        return (frame(k=pd.Series(base, dtype=object)),
+                frame(k=pd.Series([decimal.Decimal("0.10"), *base], dtype=object)))
+
+    def rel(df: pd.DataFrame, s: dpf.Session) -> list[float]:
+        out = dp(df, s).groupby("k", keys="private").count(epsilon=1.0, delta=1e-6)
+        return [float(sum(repr(k) == "Decimal('0.1')" for k in out.index))]
+
+    return finding(frames, rel)
+
+
+def finding_str_enum_label() -> Callable[[int], Built]:
+    """41. An object key column of text: a ``str`` Enum member equals its text and hashes
+    alike, so one member ahead of 60 rows of ``"red"`` made the released key the member, and
+    its canonical label was ``str()`` of it, its name ``'Colour.RED'`` (statistic: whether the
+    key released is the text ``'red'``)."""
+    import enum
+
+    class Colour(str, enum.Enum):  # noqa: UP042 (a StrEnum's str() is its text already)
+        RED = "red"
+
+    def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
+        base: list[object] = ["red"] * 60
+        return (frame(k=pd.Series(base, dtype=object)),
+                frame(k=pd.Series([Colour.RED, *base], dtype=object)))
+
+    def rel(df: pd.DataFrame, s: dpf.Session) -> list[float]:
+        out = dp(df, s).groupby("k", keys="private").count(epsilon=1.0, delta=1e-6)
+        return [float(sum(type(k) is str and k == "red" for k in out.index))]
 
     return finding(frames, rel)
