@@ -174,7 +174,7 @@ def _time_of_day(v: datetime.time) -> datetime.time:
     if offset is None:
         return v.replace(fold=0) if v.fold else v
     moment = datetime.datetime.combine(datetime.date(2000, 1, 2), v.replace(tzinfo=None))
-    return (moment - offset).time().replace(tzinfo=datetime.timezone.utc)
+    return (moment - offset).time().replace(tzinfo=datetime.UTC)
 
 
 def one_time_spellings(values: list[object]) -> list[object]:

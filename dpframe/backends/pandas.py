@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import decimal
 import functools
 from collections.abc import Sequence
 from typing import Any
@@ -171,9 +172,29 @@ def _object_values(values: npt.NDArray[np.object_]) -> npt.NDArray[np.object_]:
             return values
     except Exception:  # a value infer_dtype cannot inspect: each one in canonical form
         pass
+    # a value of a plain type maps as every equal value of its type does: each distinct one
+    # is canonicalized once (a date-time is not plain: equal ones may differ by ``fold``)
+    memo: dict[tuple[type, object], object] = {}
+    canonical_of = []
+    for v in values:
+        t = type(v)
+        if t in _PLAIN_TYPES and not (t is float and v != v):
+            key = (t, v)
+            c = memo.get(key, memo)
+            if c is memo:
+                c = memo[key] = _canonical_object(v)
+        else:
+            c = _canonical_object(v)
+        canonical_of.append(c)
     out = np.empty(values.size, dtype=object)
-    out[:] = [_canonical_object(v) for v in values]
+    out[:] = canonical_of
     return out
+
+
+#: Types whose equal values of one type have one canonical form (no ``fold``, no
+#: comparison of the data's own making): canonicalized once per distinct value.
+_PLAIN_TYPES = frozenset({int, float, str, bytes, bool, decimal.Decimal, np.int64, np.float64,
+                          np.int32, np.float32, np.bool_, np.str_})
 
 
 def _factorize_raw(s: pd.Series) -> tuple[npt.NDArray[np.int64], list[object]]:
