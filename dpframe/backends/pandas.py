@@ -177,15 +177,16 @@ def _object_values(values: npt.NDArray[np.object_]) -> npt.NDArray[np.object_]:
     memo: dict[tuple[type, object], object] = {}
     canonical_of = []
     for v in values:
-        t = type(v)
-        if t in _PLAIN_TYPES and not (t is float and v != v):
-            key = (t, v)
-            c = memo.get(key, memo)
-            if c is memo:
-                c = memo[key] = _canonical_object(v)
-        else:
-            c = _canonical_object(v)
-        canonical_of.append(c)
+        c: object = memo
+        if type(v) in _PLAIN_TYPES:
+            key = (type(v), v)
+            try:  # a NaN is unequal to itself (a miss each time); a signalling one raises
+                c = memo.get(key, memo)
+                if c is memo:
+                    c = memo[key] = _canonical_object(v)
+            except Exception:
+                c = memo
+        canonical_of.append(_canonical_object(v) if c is memo else c)
     out = np.empty(values.size, dtype=object)
     out[:] = canonical_of
     return out
