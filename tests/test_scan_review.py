@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import gzip
 import warnings
 from pathlib import Path
 from typing import Any
@@ -285,3 +286,64 @@ def test_a_folder_of_csv_files_is_read_as_csv(tmp_path: Path) -> None:
     assert inferred_format([str(folder)]) == "csv"
     assert inferred_format([str(folder / "*.csv")]) == "csv"
     assert inferred_format([str(tmp_path / "missing")]) is None
+
+
+# -- 7. a quote that does not balance ---------------------------------------------------------
+
+_GOOD = [b'%d,"a ""b"" c, %d"' % (i, i) for i in range(400)]  # a delimiter, escaped quotes
+
+
+@pytest.mark.parametrize("newline", [b"\n", b"\r\n"])
+@pytest.mark.parametrize("at", [0, 20, 300, 400])  # the first row, the first block, past it, last
+def test_an_unbalanced_quote_is_one_malformed_row(tmp_path: Path, newline: bytes, at: int
+                                                  ) -> None:
+    """With values on one line each (Arrow's default), a row whose quote does not close is
+    skipped alone: it swallowed every row after it (400 rows counted 21), or raised "out of
+    sync" after the charge with smaller blocks."""
+    small = ds.CsvFileFormat(read_options=pacsv.ReadOptions(block_size=1024))
+    for trail in (newline, b""):
+        rows = [*_GOOD[:at], b'7777,"oops', *_GOOD[at:]]
+        path = tmp_path / "a.csv"
+        path.write_bytes(b"u,x" + newline + newline.join(rows) + trail)
+        assert _count(path) == 400
+        assert _count(path, format=small) == 400
+        assert _count(path, "x", format=small) == 400
+    from dpframe.backends.arrow.source import DatasetSource
+
+    values = [v for b in DatasetSource(path).batches(["x"], 100) for v in b.column(0).to_pylist()]
+    assert values == [f'a "b" c, {i}' for i in range(400)]
+
+
+def test_unbalanced_quotes_in_other_dialects_and_files(tmp_path: Path) -> None:
+    esc = ds.CsvFileFormat(parse_options=pacsv.ParseOptions(escape_char="\\",
+                                                            double_quote=False))
+    (tmp_path / "esc.txt").write_bytes(b'u,x\n1,"a\\"b"\n2,c\\\n3,d\n4,"e\n5,f\n')
+    assert _count(tmp_path / "esc.txt", format=esc) == 3  # an escaped newline, an open quote
+    mid = tmp_path / "mid.csv"  # a quote inside an unquoted field is a character
+    mid.write_bytes(b'u,x\n1,5\'3"\n2,a"b,"c\n3,d\n')
+    assert _count(mid) == 2
+    gz = tmp_path / "gz"
+    gz.mkdir()
+    (gz / "a.csv.gz").write_bytes(gzip.compress(b"u,x\n" + b"1,a\n" * 5 + b'2,"b\n' + b"3,c\n"))
+    assert _count(str(gz / "*.csv.gz")) == 6
+    part = tmp_path / "part" / "k=1"
+    part.mkdir(parents=True)
+    (part / "a.csv").write_bytes(b'u,x\n1,"a\n2,b\n3,c\n')
+    folder = str(tmp_path / "part")
+    assert _count(folder, format="csv", partitioning="hive") == 2
+    assert dpf.scan(folder, format="csv", partitioning="hive").columns == ["u", "x", "k"]
+    probe = tmp_path / "probe.csv"  # the open quote in the first block made u text
+    probe.write_bytes(b'u,x\n"1,2\n' + b"3,4\n" * 20)
+    assert dpf.scan(probe).schema.field("u").type == pa.int64()
+
+
+def test_values_on_several_lines_keep_arrows_reading(tmp_path: Path) -> None:
+    """With ``newlines_in_values=True`` a quote legitimately continues the row on the next
+    lines; a quote that never closes takes the rest of the file, never an error."""
+    fmt = ds.CsvFileFormat(parse_options=pacsv.ParseOptions(newlines_in_values=True),
+                           read_options=pacsv.ReadOptions(block_size=256))
+    path = tmp_path / "a.csv"
+    path.write_bytes(b'u,x\n1,"a\nb"\n' + b"2,c\n" * 50)
+    assert _count(path, format=fmt) == 51
+    path.write_bytes(b'u,x\n1,"a\n' + b"2,c\n" * 50)
+    assert _count(path, format=fmt) == 1

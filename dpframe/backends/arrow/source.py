@@ -7,12 +7,15 @@ reading never raises on one: every batch is conformed to the public schema
 
 from __future__ import annotations
 
+import copy
 import glob
 import os
 from collections.abc import Callable, Generator, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeAlias, TypeVar
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -100,6 +103,223 @@ def _straddles(exc: BaseException) -> bool:
     return isinstance(exc, pa.ArrowInvalid) and "straddl" in str(exc)
 
 
+# -- CSV lines whose quoting balances ---------------------------------------------------------
+
+_BOM = b"\xef\xbb\xbf"
+_NL, _CR = 10, 13
+#: Bytes read from a CSV file at a time by :class:`_BalancedLines`.
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class _Quoting:
+    """How a CSV dialect quotes and escapes, as bytes (None: not at all)."""
+
+    delimiter: int
+    quote: int | None
+    double_quote: bool
+    escape: int | None
+
+    @classmethod
+    def of(cls, parse: pacsv.ParseOptions) -> _Quoting | None:
+        """The quoting of ``parse``; None when values may hold newlines (a quote then
+        legitimately continues a row on the next lines, as Arrow reads it)."""
+        if parse.newlines_in_values:
+            return None
+        q, e = parse.quote_char, parse.escape_char
+        return cls(ord(parse.delimiter), ord(q) if q else None, bool(parse.double_quote),
+                   ord(e) if e else None)
+
+
+def _escaped_positions(b: np.ndarray, escape: int) -> np.ndarray:
+    """The positions of the bytes of ``b`` an escape character makes literal: the byte after
+    each run of an odd number of escape characters (Arrow's parser reads escapes alike inside
+    and outside quotes)."""
+    esc = np.flatnonzero(b == escape)
+    if not esc.size:
+        return esc
+    ends = np.append(np.flatnonzero(np.diff(esc) != 1), esc.size - 1)
+    starts = np.insert(ends[:-1] + 1, 0, 0)
+    return np.asarray(esc[ends[(ends - starts) % 2 == 0]] + 1)
+
+
+def _unbalanced(b: np.ndarray, term: np.ndarray, q: _Quoting) -> np.ndarray:
+    """The indices of the lines of ``b`` (line ``k`` ends at ``term[k]``; the last may end at
+    the end of ``b``) that Arrow's parser would continue on the next line: a line ending
+    inside a quoted field, or whose newline is escaped.
+
+    Arrow's parser opens a quoted field only at the start of a field (the line's start or
+    after a delimiter) and closes it at a quote not doubled; after it, quotes are literal
+    until the next delimiter. So, over the runs of consecutive (unescaped) quotes of a line,
+    with doubled quotes: a run of even length leaves the state as it was; a run of odd length
+    at a field's start toggles it (opens a field, or closes the open one); elsewhere it closes
+    any open field. Without doubled quotes, a lone quote at a field's start toggles and any
+    other run closes. A line is unbalanced when an odd number of toggles follows its last
+    closing run."""
+    escaped = _escaped_positions(b, q.escape) if q.escape is not None else np.empty(0, np.int64)
+    bad = [np.searchsorted(term, np.intersect1d(term, escaped, assume_unique=True))]
+    if q.quote is not None:
+        quotes = np.flatnonzero(b == q.quote)
+        if escaped.size:
+            quotes = np.setdiff1d(quotes, escaped, assume_unique=True)
+        if quotes.size:
+            first = np.ones(quotes.size, bool)
+            first[1:] = np.diff(quotes) != 1
+            heads = np.flatnonzero(first)
+            length = np.diff(np.append(heads, quotes.size))
+            start = quotes[heads]
+            before = b[np.maximum(start - 1, 0)]
+            after_delimiter = before == q.delimiter
+            if escaped.size:
+                after_delimiter &= ~np.isin(start - 1, escaped)
+            at_field_start = (start == 0) | (before == _NL) | (before == _CR) | after_delimiter
+            odd = length % 2 == 1 if q.double_quote else length == 1
+            toggle = at_field_start & odd
+            close = ~toggle & (odd if q.double_quote else True)
+            line = np.searchsorted(term, start)
+            last = np.ones(line.size, bool)
+            last[:-1] = line[1:] != line[:-1]
+            anchor = close.copy()
+            anchor[0] = True
+            anchor[1:] |= line[1:] != line[:-1]
+            index = np.arange(line.size)
+            since = np.maximum.accumulate(np.where(anchor, index, -1))
+            toggles = np.cumsum(toggle)
+            count = toggles - toggles[since] + toggle[since]
+            bad.append(line[last & (count % 2 == 1)])
+    return bad[0] if len(bad) == 1 else np.unique(np.concatenate(bad))
+
+
+def _balanced_lines(data: bytes, q: _Quoting) -> bytes:
+    """``data`` (whole lines) without its lines whose quoting does not balance
+    (:func:`_unbalanced`), each with its newline (``\\r``, ``\\n`` or ``\\r\\n``): every other
+    line reads as one row, whatever the dropped ones held."""
+    if (q.quote is None or q.quote not in data) and (q.escape is None or q.escape not in data):
+        return data
+    b = np.frombuffer(data, np.uint8)
+    term = np.flatnonzero((b == _NL) | (b == _CR) if _CR in data else b == _NL)
+    lines = _unbalanced(b, term, q)
+    if not lines.size:
+        return data
+    n = b.size
+    bounds = np.append(term, n)
+    start = np.where(lines > 0, bounds[np.maximum(lines - 1, 0)] + 1, 0)
+    end = np.minimum(bounds[lines] + 1, n)
+    crlf = (end < n) & (b[end - 1] == _CR) & (b[np.minimum(end, n - 1)] == _NL)
+    end = end + crlf
+    delta = np.zeros(n + 1, np.int8)
+    delta[start] += 1
+    delta[end] -= 1
+    return b[np.cumsum(delta[:-1]) == 0].tobytes()
+
+
+class _BalancedLines:
+    """A binary stream of the lines of ``raw`` whose quoting balances (the others dropped by
+    :func:`_balanced_lines`), read ``_CHUNK`` bytes at a time: memory holds a chunk and one
+    line. A line longer than ``limit`` bytes (no read block holds it) is dropped too, without
+    being held. ``read(n)`` gives ``n`` bytes until the end, as a file does."""
+
+    def __init__(self, raw: Any, quoting: _Quoting, limit: int) -> None:
+        self._raw = raw
+        self._quoting = quoting
+        self._limit = limit
+        self._line = bytearray()  # the start of a line not yet ended
+        self._out = bytearray()
+        self._skipping = False  # inside a line past the limit
+        self._end = False
+        self._head = True
+        self.closed = False
+
+    def readable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self.closed = True
+
+    def read(self, size: int = -1) -> bytes:
+        while not self._end and (size < 0 or len(self._out) < size):
+            self._fill()
+        take = len(self._out) if size < 0 else min(size, len(self._out))
+        got = bytes(self._out[:take])
+        del self._out[:take]
+        return got
+
+    def _fill(self) -> None:
+        chunk = self._raw.read(_CHUNK)
+        if self._head:
+            self._head = False
+            if chunk[:3] == _BOM:  # Arrow skips it: the first line starts after it
+                self._out += _BOM
+                chunk = chunk[3:]
+        if not chunk:
+            self._end = True
+            if self._line and not self._skipping:
+                self._out += _balanced_lines(bytes(self._line), self._quoting)
+            self._line.clear()
+            return
+        cut = max(chunk.rfind(b"\n"), chunk.rfind(b"\r", 0, len(chunk) - 1))
+        if cut < 0:  # no line ends in the chunk
+            self._hold(chunk)
+            return
+        first = min(i for i in (chunk.find(b"\n"), chunk.find(b"\r")) if i >= 0)
+        if self._skipping or len(self._line) + first + 1 > self._limit:  # drop the line
+            self._skipping = False
+            self._line.clear()
+            first += chunk[first: first + 2] == b"\r\n"
+            chunk, cut = chunk[first + 1:], cut - first - 1
+        whole = bytes(self._line) + chunk[: cut + 1] if self._line else chunk[: cut + 1]
+        self._line = bytearray(chunk[cut + 1:])
+        self._out += _balanced_lines(whole, self._quoting)
+
+    def _hold(self, chunk: bytes) -> None:
+        """Keep ``chunk`` (no line ends in it) as part of the current line, unless the line
+        is past the limit: then it is dropped."""
+        if self._skipping:
+            return
+        self._line += chunk
+        if len(self._line) > self._limit:
+            self._line.clear()
+            self._skipping = True
+
+
+@contextmanager
+def _csv_reader(path: str, filesystem: Any, fmt: ds.CsvFileFormat,
+                include: Sequence[str] | None = None) -> Iterator[pacsv.CSVStreamingReader]:
+    """A streaming reader of the CSV file ``path`` in the options of ``fmt`` (its block size
+    too), of the columns ``include`` (all when None). A compressed file is decompressed (told
+    by its name), text in another encoding than UTF-8 transcoded, and unless values may hold
+    newlines, every line whose quoting does not balance is dropped before Arrow parses the
+    file (:class:`_BalancedLines`): each line is one row, and no row's quote swallows the
+    lines after it. The first block and the rest are read alike."""
+    opts = fmt.default_fragment_scan_options
+    read = copy.copy(opts.read_options)
+    convert = copy.copy(opts.convert_options)
+    if include is not None:
+        convert.include_columns = list(include)
+    quoting = _Quoting.of(fmt.parse_options)
+    with filesystem.open_input_stream(path, compression="detect") as raw:
+        stream: Any = raw
+        if read.encoding != "utf8":
+            stream = pa.transcoding_input_stream(raw, read.encoding, "utf8")
+            read.encoding = "utf8"
+        if quoting is not None:
+            stream = _BalancedLines(stream, quoting, MAX_CSV_BLOCK)
+        reader = pacsv.open_csv(stream, read_options=read, parse_options=fmt.parse_options,
+                                convert_options=convert)
+        try:
+            yield reader
+        finally:
+            reader.close()
+
+
+def _csv_schema(path: str, filesystem: Any) -> Callable[[ds.CsvFileFormat], pa.Schema]:
+    """Reading the first block of the CSV file ``path`` in a given format: its schema."""
+    def first_block(fmt: ds.CsvFileFormat) -> pa.Schema:
+        with _csv_reader(path, filesystem, fmt) as reader:
+            return reader.schema
+    return first_block
+
+
 def _growing_blocks(fmt: ds.CsvFileFormat, attempt: Callable[[ds.CsvFileFormat], _T]
                     ) -> tuple[_T, int]:
     """``attempt(fmt)``, retried with blocks twice as large while a row does not fit one (up
@@ -142,17 +362,42 @@ def _open_csv(source: Any, fmt: Any, partitioning: Any) -> ds.Dataset:
     malformed rows skipped, then the declared types put back: inferring it never fails on a
     value (text in a declared numeric column, bytes that are not UTF-8 in a declared text
     column are missing when read; a row longer than the read block makes it read again with
-    larger blocks). A column inferred as binary or as null (blank in the first block) is text
+    larger blocks). The first file is read as the scan reads it (:func:`_csv_reader`: a line
+    whose quoting does not balance is dropped alone), and the partitioning's keys follow its
+    columns. A column inferred as binary or as null (blank in the first block) is text
     (a CSV holds text; Arrow infers binary from one value that is not UTF-8): its type never
     depends on one row."""
     declared = dict(fmt.default_fragment_scan_options.convert_options.column_types) \
         if isinstance(fmt, ds.CsvFileFormat) else {}
+    files, keys = _csv_listing(source, fmt, partitioning)
     probe, _ = _growing_blocks(_lenient_csv_format(fmt, list(declared)),
-                               lambda lenient: ds.dataset(source, format=lenient,
-                                                          partitioning=partitioning))
+                               _csv_schema(files.files[0], files.filesystem))
+    if keys is not None:
+        probe = pa.unify_schemas([probe, keys])
     schema = pa.schema([f.with_type(declared.get(f.name, _csv_text(f.type)))
-                        for f in probe.schema])
+                        for f in probe])
     return ds.dataset(source, format=fmt, schema=schema, partitioning=partitioning)
+
+
+def _csv_listing(source: Any, fmt: Any, partitioning: Any
+                 ) -> tuple[ds.FileSystemDataset, pa.Schema | None]:
+    """The files of ``source`` (in the order Arrow reads them) and, with ``partitioning``, the
+    schema of its keys. Without, no file is read; with, Arrow discovers the keys from the
+    paths and reads the first block of the first file in a format no value can fail or
+    quote can span (no quoting, malformed rows skipped, larger blocks for long rows)."""
+    if partitioning is None:
+        return ds.dataset(source, format="csv", schema=pa.schema([])), None
+    base = fmt if isinstance(fmt, ds.CsvFileFormat) else ds.CsvFileFormat()
+    p = base.parse_options
+    blind = ds.CsvFileFormat(
+        parse_options=pacsv.ParseOptions(delimiter=p.delimiter, quote_char=False,
+                                         ignore_empty_lines=p.ignore_empty_lines,
+                                         invalid_row_handler=lambda _row: "skip"),
+        read_options=base.default_fragment_scan_options.read_options)
+    found, _ = _growing_blocks(blind, lambda f: ds.dataset(source, format=f,
+                                                           partitioning=partitioning))
+    parts = found.partitioning
+    return found, (parts.schema if parts is not None else None)
 
 
 def _csv_text(t: pa.DataType) -> pa.DataType:
@@ -192,16 +437,12 @@ def _leaves(dataset: ds.Dataset) -> Iterator[ds.Dataset]:
 
 @dataclass(frozen=True)
 class _Files:
-    """What opening found of each file: the CSV block size that reads its first block, and the
-    blank CSV files (read as no rows)."""
+    """What opening found of each file: the CSV block size that reads its first block and its
+    columns, and the blank CSV files (read as no rows)."""
 
     blocks: dict[str, int]
+    names: dict[str, list[str]]
     blank: frozenset[str]
-
-
-def _first_block(frag: ds.Fragment) -> Callable[[ds.CsvFileFormat], pa.Schema]:
-    """Reading the first block of the CSV file of ``frag`` in a given format."""
-    return lambda fmt: fmt.make_fragment(frag.path, frag.filesystem).physical_schema
 
 
 _REFUSED = ("cannot open the input as {} ({}): a file is empty, truncated, corrupt or in "
@@ -210,10 +451,11 @@ _REFUSED = ("cannot open the input as {} ({}): a file is empty, truncated, corru
 
 def _check_files(dataset: ds.Dataset) -> _Files:
     """Every file of ``dataset`` opened before any charge: a Parquet or IPC file's footer, a
-    CSV file's first block (read again with larger blocks while a row does not fit one; a blank
-    file is a file of no rows). A file that cannot be opened is refused with a typed error that
-    quotes nothing from it."""
+    CSV file's first block as the scan reads it (:func:`_csv_reader`; read again with larger
+    blocks while a row does not fit one; a blank file is a file of no rows). A file that
+    cannot be opened is refused with a typed error that quotes nothing from it."""
     blocks: dict[str, int] = {}
+    names: dict[str, list[str]] = {}
     blank: set[str] = set()
     for d in _leaves(dataset):
         if not isinstance(d, ds.FileSystemDataset):
@@ -227,11 +469,13 @@ def _check_files(dataset: ds.Dataset) -> _Files:
                 elif _blank(frag.path, frag.filesystem):
                     blank.add(frag.path)
                 else:
-                    _, blocks[frag.path] = _growing_blocks(lenient, _first_block(frag))
+                    schema, blocks[frag.path] = _growing_blocks(
+                        lenient, _csv_schema(frag.path, frag.filesystem))
+                    names[frag.path] = schema.names
             except (pa.ArrowException, OSError, ValueError, TypeError) as exc:
                 name = "CSV" if csv else str(getattr(d.format, "default_extname", d.format))
                 raise ValidationError(_REFUSED.format(name, type(exc).__name__)) from None
-    return _Files(blocks, frozenset(blank))
+    return _Files(blocks, names, frozenset(blank))
 
 
 def _open_dataset(source: Any, fmt: Any, partitioning: Any = None) -> ds.Dataset:
@@ -506,7 +750,8 @@ def _file_batches(frag: ds.Fragment, cols: list[str], batch_size: int, parquet: 
     keys = ds.get_partition_keys(frag.partition_expression)
     if lenient is not None:
         yield from _csv_file_batches(frag, cols, batch_size, lenient, keys,
-                                     checked.blocks.get(frag.path, _block_size(lenient)))
+                                     checked.blocks.get(frag.path, _block_size(lenient)),
+                                     checked.names.get(frag.path))
         return
     names = set(frag.physical_schema.names)
     present = [c for c in cols if c in names]
@@ -518,27 +763,29 @@ def _file_batches(frag: ds.Fragment, cols: list[str], batch_size: int, parquet: 
 
 
 def _csv_file_batches(frag: ds.Fragment, cols: list[str], batch_size: int,
-                      lenient: ds.CsvFileFormat, keys: dict[str, Any], block: int
-                      ) -> Iterator[pa.RecordBatch]:
-    """The batches of one CSV file read by ``lenient`` in blocks of ``block`` bytes; when a row
-    does not fit a block, the file is read again with blocks twice as large (up to
+                      lenient: ds.CsvFileFormat, keys: dict[str, Any], block: int,
+                      names: list[str] | None) -> Iterator[pa.RecordBatch]:
+    """The batches of one CSV file (of columns ``names``, None: not known yet) read by
+    ``lenient`` through :func:`_csv_reader` in blocks of ``block`` bytes; when a row does not
+    fit a block, the file is read again with blocks twice as large (up to
     :data:`MAX_CSV_BLOCK`) from its first row, skipping the rows already given."""
+    if names is None:
+        names = _growing_blocks(lenient, _csv_schema(frag.path, frag.filesystem))[0].names
+    present = [c for c in cols if c in names]
+    implied = {c: keys[c] for c in cols if c in keys and c not in names}
     given = 0
     while True:
         fmt = _with_block_size(lenient, block)
-        part = fmt.make_fragment(frag.path, frag.filesystem,
-                                 partition_expression=frag.partition_expression)
         seen = 0
         try:
-            names = set(part.physical_schema.names)
-            present = [c for c in cols if c in names]
-            implied = {c: keys[c] for c in cols if c in keys and c not in names}
-            for batch in part.to_batches(columns=present, batch_size=batch_size,
-                                         batch_readahead=2, fragment_readahead=1):
-                skip, seen = max(given - seen, 0), seen + batch.num_rows
-                if skip < batch.num_rows:
-                    given = seen
-                    yield _with_columns(batch.slice(skip) if skip else batch, implied)
+            with _csv_reader(frag.path, frag.filesystem, fmt, present) as reader:
+                for read in reader:
+                    for start in range(0, read.num_rows, batch_size):
+                        batch = read.slice(start, batch_size)
+                        skip, seen = max(given - seen, 0), seen + batch.num_rows
+                        if skip < batch.num_rows:
+                            given = seen
+                            yield _with_columns(batch.slice(skip) if skip else batch, implied)
             return
         except pa.ArrowInvalid as exc:
             if not _straddles(exc) or block >= MAX_CSV_BLOCK:
