@@ -40,6 +40,7 @@ from .findings import (
     finding_unsigned_dictionary,
 )
 from .findings_cli import finding_cli_csv_inferred_types
+from .findings_csvquote import finding_scan_unbalanced_quote
 from .findings_local import finding_local_invalid_value, finding_local_spelling
 from .findings_scan import (
     finding_scan_csv_time,
@@ -274,6 +275,9 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("finding 41: an object key that is a str Enum member", "60 rows keyed 'red' vs "
              "one more keyed a str Enum member equal to 'red', first (private keys; statistic: "
              "the text 'red' released)", finding_str_enum_label(), FINDING_TRIALS,
+             FINDING_FAST),
+    Scenario("finding 42: scan, an unbalanced CSV quote", "20 rows vs one more row "
+             "'7,\"oops' before them (count)", finding_scan_unbalanced_quote(), FINDING_TRIALS,
              FINDING_FAST),
     # deliberately broken: the audit must find a violation
     Scenario("BROKEN: geometric with half the noise", "0 vs 1, sensitivity 1",
