@@ -704,7 +704,9 @@ def test_a_measured_key_of_mixed_dtypes_keeps_its_keys_apart(how: str) -> None:
 def test_distinct_values_of_mixed_dtypes_stay_apart() -> None:
     """A unit-level ``count_distinct``: the counted column is gathered in the buckets exactly
     (its values' hashes are read), so int64 values 2**53 + k beside a float64 partition stay 6
-    values, not 3 (finding 24 of docs/audit.md)."""
+    values, not 3 (finding 24 of docs/audit.md). The values it counts are identities, as keys
+    are: the 1.5 is counted as the value it is (as pandas counts it), in every partition
+    alike, never made missing in one partition and counted in another."""
     import dask
 
     ddf = _parts(pd.DataFrame({"u": np.arange(6), "v": 2**53 + np.arange(6, dtype=np.int64)}),
@@ -714,7 +716,7 @@ def test_distinct_values_of_mixed_dtypes_stay_apart() -> None:
     with dask.config.set(scheduler="sync"):
         agg = _exact(ddf, _session(), q)
     _groups, hashes = next(iter(agg.distinct.values()))
-    assert len(hashes) == 6  # 1.5 is a fraction in an int column (the meta's): missing
+    assert len(hashes) == 7  # six ints apart, and 1.5
 
 
 @pytest.mark.parametrize("unit", [None, "u"])
@@ -764,8 +766,8 @@ def test_numbers_only_keeps_each_kind_exactly() -> None:
 
     s = pd.Series([1, 2.5, True, "7", None, 2**53 + 1, np.int8(3), [1]], dtype=object)
     f = _numbers_only(s, "float").tolist()
-    assert f[:3] == [1.0, 2.5, 1.0] and f[6] == 3.0
-    assert all(math.isnan(f[i]) for i in (3, 4, 5, 7))  # text, None, 2**53 + 1, a list
+    assert f[:3] == [1.0, 2.5, 1.0] and f[6] == 3.0 and f[5] == float(2**53 + 1)
+    assert all(math.isnan(f[i]) for i in (3, 4, 7))  # text, None, a list
     i = _numbers_only(s, "int").tolist()
     assert i[0] == 1.0 and math.isnan(i[1]) and i[2] == 1.0  # a fraction in an int column
     b = _numbers_only(s, "bool").tolist()
@@ -837,3 +839,180 @@ def test_a_fraction_in_an_int_column_is_missing_not_rounded() -> None:
     assert b[:2] == [0.0, 1.0] and math.isnan(b[2]) and math.isnan(b[3])
     i = _numbers_only(pd.Series([1.0, 2.5, 2.0**70, np.inf]), "int").tolist()
     assert i[0] == 1.0 and all(math.isnan(v) for v in i[1:])
+
+
+def _equal_values_in_every_dtype() -> dict[str, tuple[list[Any], list[str]]]:
+    """Values of each family, and dtypes (numpy, pandas, Arrow) that hold them exactly."""
+    import datetime
+
+    ts = [pd.Timestamp("2020-01-01 00:00:01.5"), pd.Timestamp("1900-03-01")]
+    return {
+        "int": ([1, 2**62 + 1, -5], ["int64", "Int64", "int64[pyarrow]"]),
+        "float": ([1.5, -0.25], ["float64", "Float64", "double[pyarrow]"]),
+        "str": (["a", "b\u00e9"], ["str", "string", "string[pyarrow]"]),
+        "datetime": (ts, ["datetime64[ns]", "datetime64[us]", "timestamp[us][pyarrow]"]),
+        "aware": ([t.tz_localize("Europe/Paris") for t in ts],
+                  ["datetime64[ns, Europe/Paris]", "datetime64[us, UTC]",
+                   "timestamp[us, tz=UTC][pyarrow]"]),
+        "timedelta": ([pd.Timedelta(3, "s"), pd.Timedelta(-7, "us")],
+                      ["timedelta64[ns]", "timedelta64[us]", "duration[us][pyarrow]"]),
+        "date": ([datetime.date(2020, 1, 5), datetime.date(1969, 12, 1)],
+                 ["date32[pyarrow]", "date64[pyarrow]"]),
+        "time": ([datetime.time(1, 2, 3, 4), datetime.time(23, 0)], ["time64[us][pyarrow]"]),
+    }
+
+
+@pytest.mark.parametrize("family", list(_equal_values_in_every_dtype()))
+def test_unit_words_of_equal_values_agree_in_every_dtype(family: str) -> None:
+    """A unit's word (which bucket its rows go to) is a function of its value: typed,
+    Arrow, categorical and object columns give equal values one word, also the other
+    spellings of an object column (``datetime``, ``np.datetime64``, an aware one in another
+    zone, ``timedelta``, ``np.timedelta64``). Typed date-times were their nanoseconds and the
+    same values in an object column 0, so a unit spanning both was bounded in two buckets."""
+    from dpframe.backends.dask import unit_words
+
+    values, dtypes = _equal_values_in_every_dtype()[family]
+    want = unit_words(pd.Series(values, dtype=object))
+    columns = [pd.Series(values).astype(d) for d in dtypes]
+    columns += [c.astype("category") for c in columns]
+    columns.append(pd.Series([*values, "zzz"], dtype=object).iloc[:len(values)])  # with text
+    if family in ("datetime", "aware", "timedelta"):
+        columns.append(pd.Series([v.to_pytimedelta() if family == "timedelta" else
+                                  v.to_pydatetime() for v in values], dtype=object))
+        columns.append(pd.Series([v.to_timedelta64() if family == "timedelta" else
+                                  v.to_datetime64() for v in values], dtype=object))
+    if family == "aware":
+        columns.append(pd.Series([v.tz_convert("Asia/Tokyo") for v in values], dtype=object))
+    for c in columns:
+        assert unit_words(c).tolist() == want.tolist(), c.dtype
+
+
+def test_a_datetime_unit_in_typed_and_object_partitions_is_bounded_once() -> None:
+    """Units spanning ten partitions, one of them object (one person's text id): each unit
+    keeps one row (max_rows_per_unit=1), 40 units and the text one: 41 (58 to 64 before)."""
+    import dask
+
+    units = pd.Series(pd.Timestamp("2020-01-01") + pd.to_timedelta(np.arange(40), "s"))
+    typed = pd.DataFrame({"u": units})
+    odd = pd.DataFrame({"u": pd.Series([*units, "zzz"], dtype=object)})
+    ddf = _parts(*[typed] * 9, odd)
+    q = Query((Measure("count"),), Fraction(1), bounds={}, privacy_unit="u",
+              max_rows_per_unit=1)
+    with dask.config.set(scheduler="sync"):
+        for seed in range(3):
+            assert int(next(iter(_exact(ddf, _session(), q, seed).values.values()))[0]) == 41
+
+
+@pytest.mark.parametrize("unit", [None, "u"])
+def test_big_integers_of_an_object_partition_are_read_as_in_an_int_partition(
+        unit: str | None) -> None:
+    """A measured int64 column (the meta's) with values past 2**53, in a partition typed
+    object by one person's text: they are read as an int64 partition reads them (clamped to
+    [0, 10]), never made missing: the sum is 400 with or without the text (200 before)."""
+    import dask
+
+    big = pd.Series([2**53 + 2 * i + 1 for i in range(20)], dtype=np.int64)
+    p0 = pd.DataFrame({"u": np.arange(20), "x": big})
+    odd = pd.DataFrame({"u": np.arange(20, 41), "x": pd.Series([*big, "abc"], dtype=object)})
+    q = Query((Measure("sum", "x"), Measure("count", "x")), Fraction(1),
+              bounds={"x": (0, 10)}, privacy_unit=unit, max_rows_per_unit=1)
+    with dask.config.set(scheduler="sync"):
+        agg = _exact(_parts(p0, odd), _session(), q)
+    key = next(k for k in agg.values if k[0] == "fixed_sum")
+    assert float(agg.values[key][0] * key[5]) == 400.0
+    assert int(next(v for k, v in agg.values.items() if k[0] == "nonnull")[0]) == 40
+
+
+def test_dates_and_spans_are_no_numbers_and_never_raise() -> None:
+    """``_numbers_only`` of an object column: dates, times and spans are missing in every
+    kind (``np.timedelta64`` is a numpy integer, whose float() raised TypeError after the
+    charge), and a value whose conversion raises is missing."""
+    import datetime
+
+    from dpframe.backends.dask import _numbers_only
+
+    class Odd(int):
+        def __int__(self) -> int:
+            raise RuntimeError("no")
+
+    values = [np.timedelta64(3, "s"), np.datetime64("2020-01-01"), datetime.date(2020, 1, 1),
+              datetime.timedelta(1), pd.Timestamp(0), datetime.time(1), Odd(3), 2**64, 7]
+    for kind in ("int", "float", "bool"):
+        column = pd.Series(values, dtype=object)
+        out = _numbers_only(column, kind).tolist()  # type: ignore[arg-type]
+        assert all(math.isnan(v) for v in out[:-1])
+        assert out[-1] == 7.0 or (kind == "bool" and math.isnan(out[-1]))
+
+
+@pytest.mark.parametrize("measure", ["sum", "mean", "count", "var", "median"])
+def test_a_span_in_a_measured_int_column_is_missing_not_an_error(measure: str) -> None:
+    """One person's ``np.timedelta64`` in an object partition of a measured int column: the
+    release succeeds (it raised TypeError after the charge), the span missing."""
+    import dask
+
+    p0 = pd.DataFrame({"x": np.arange(20, dtype=np.int64)})
+    odd = pd.DataFrame({"x": pd.Series([*range(20), np.timedelta64(3, "s")], dtype=object)})
+    s = dpf.Session(epsilon=10, delta=1e-6, seed=1)
+    with dask.config.set(scheduler="sync"):
+        f = _parts(p0, odd).dp(s, bounds={"x": (0, 10)})
+        out = getattr(f, measure)("x", epsilon=1.0)
+    assert np.isfinite(float(out)) and s.ledger["status"].tolist() == ["released"]
+
+
+@pytest.mark.parametrize("unit", [None, "u"])
+def test_distinct_values_of_an_object_partition_stay_exact(unit: str | None) -> None:
+    """A ``count_distinct`` of an int64 column (the meta's) whose values pass 2**53, one
+    partition typed object by one person's text: its values are counted exactly (they were
+    replaced by their float64 numbers, so odd ones vanished: 30 of 40), row-level and
+    unit-level alike; the text is one more value."""
+    import dask
+
+    v = [2**53 + i for i in range(40)]
+    p0 = pd.DataFrame({"u": np.arange(20), "v": pd.Series(v[:20], dtype=np.int64)})
+    odd = pd.DataFrame({"u": np.arange(20, 41), "v": pd.Series([*v[20:], "abc"], dtype=object)})
+    q = Query((Measure("count_distinct", "v"),), Fraction(1), bounds={}, privacy_unit=unit,
+              max_rows_per_unit=1)
+    with dask.config.set(scheduler="sync"):
+        agg = _exact(_parts(p0, odd), _session(), q)
+    _groups, hashes = next(iter(agg.distinct.values()))
+    assert len(hashes) == 41
+
+
+@pytest.mark.parametrize("unit", [None, "u"])
+@pytest.mark.parametrize("first", ["bool", "float"])
+@pytest.mark.parametrize("text", [False, True])
+def test_private_key_labels_follow_the_schema_not_the_partitions(
+        unit: str | None, first: str, text: bool) -> None:
+    """An object key column (the meta's) whose partitions are typed bool or float64, and one
+    person's text row in an object partition or not: released keys are labelled as an object
+    column labels them (``1``, not ``True`` or ``1.0``), as pandas does, whatever the
+    partitions' dtypes. They were the first block's (row-level) or the buckets' (with a unit:
+    object once any partition was), so the text row turned True into 1."""
+    import dask
+
+    one, two = (True, False) if first == "bool" else (1.0, 0.0)
+    parts = [pd.DataFrame({"k": [one, two] * 30}) for _ in range(6)]
+    obj = pd.DataFrame({"k": pd.Series(["y"], dtype=object)})  # one person's text
+    if text:
+        parts.append(obj)
+    if unit:
+        parts = [p.assign(u=np.arange(len(p)) + 1000 * i) for i, p in enumerate(parts)]
+        obj = obj.assign(u=np.zeros(1, dtype=np.int64))  # the meta's columns
+    q = Query((Measure("count"),), Fraction(1), by=("k",), keys={}, private_keys=True,
+              delta=Fraction(1, 10**6), bounds={}, privacy_unit=unit, max_rows_per_unit=1)
+    with dask.config.set({"scheduler": "sync", "dataframe.convert-string": False}):
+        ddf = dd.from_delayed([dask.delayed(p) for p in parts], meta=obj.iloc[:0],
+                              verify_meta=False)  # the object partition's meta
+        for seed in range(2):
+            agg = _exact(ddf, _session(), q, seed)
+            want = {0: int, 1: int, **({"y": str} if text else {})}
+            assert {k[0]: type(k[0]) for k in agg.keys} == want
+
+
+def test_merge_keeps_the_preferred_spelling_whatever_the_order() -> None:
+    """Equal private keys spelled apart in two blocks merge under one spelling, the value
+    model's preference, not the first block's."""
+    a = ExactAggregates([(True,)], {("rows",): np.array([1])}, {})
+    b = ExactAggregates([(1,)], {("rows",): np.array([2])}, {})
+    assert [type(k[0]) for k in a.merge(b).keys] == [type(k[0]) for k in b.merge(a).keys]
+    assert a.merge(b).values[("rows",)].tolist() == [3]

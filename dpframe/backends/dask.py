@@ -22,8 +22,11 @@ dask).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import datetime
 import math
+import numbers
 import warnings
 from collections.abc import Collection, Sequence
 from typing import Any
@@ -53,14 +56,23 @@ from ..core.transform import (
     select_by_priority,
     select_drawing,
 )
-from ..core.values import NUMERIC_KINDS, ColumnKind
+from ..core.values import NUMERIC_KINDS, ColumnKind, canonical, label_preference
 from ..errors import DPError, ValidationError
 from .arrow.words import column_words
-from .base import group_code_dtype, only_columns, partition_order, public_key_list
+from .base import (
+    group_code_dtype,
+    observed_key_codes,
+    one_time_spelling,
+    only_columns,
+    partition_order,
+    public_key_list,
+    remap_codes,
+)
 from .pandas import (
     PandasBackend,
     column_kind,
     column_labels,
+    factorize,
     unit_codes,
     value_hashes,
 )
@@ -105,8 +117,9 @@ def unit_words(s: pd.Series) -> npt.NDArray[np.uint64]:
     (Dask partitions need not share one).
 
     Numbers by their value (1, 1.0 and True are one unit, as in factorize); strings by their
-    text; dates and times by their nanoseconds; any other object in an object column shares
-    one bucket. Missing values get a word anyhow (their rows are dropped later).
+    text; dates and times by their nanoseconds, in a typed column as in an object one
+    (:func:`_time_word`); any other object in an object column shares one bucket. Missing
+    values get a word anyhow (their rows are dropped later).
     """
     if isinstance(s.dtype, pd.CategoricalDtype):  # the categories' words, by code (-1: 0)
         words = unit_words(pd.Series(s.cat.categories, dtype=s.cat.categories.dtype))
@@ -124,7 +137,50 @@ def unit_words(s: pd.Series) -> npt.NDArray[np.uint64]:
             return column_words(pa.array(s, type=pa.large_string(), from_pandas=True))
         except (UnicodeError, pa.ArrowException):  # a lone surrogate: no UTF-8, no Arrow
             pass  # the object path gives every other string the same word (tested)
-    return value_words(s.to_numpy(dtype=object), exact=False)
+    return _object_words(s.to_numpy(dtype=object))
+
+
+#: Date, time and time-span types of Python, numpy and pandas (pandas' are subclasses).
+_TEMPORAL = (datetime.date, datetime.time, datetime.timedelta, np.datetime64, np.timedelta64)
+_EPOCH_DAY = datetime.date(1970, 1, 1).toordinal()
+
+
+def _object_words(values: npt.NDArray[np.object_]) -> npt.NDArray[np.uint64]:
+    """:func:`unit_words` of an object column's values: :func:`~dpframe.core.hashing.value_words`
+    (numbers by value, text by its bytes, other objects 0), dates, times and spans by
+    :func:`_time_word`, the word a typed column gives the same value."""
+    words = value_words(values, exact=False)
+    for i, v in enumerate(values):
+        if isinstance(v, _TEMPORAL):
+            words[i] = _time_word(v)
+    return words
+
+
+def _time_word(v: object) -> int:
+    """The word of a date, time or span in an object column, computed as a typed column's
+    (:func:`~dpframe.core.hashing.time_words` of its integer count and unit): a date-time or a
+    span in its one spelling (:func:`~dpframe.backends.base.one_time_spelling`: a
+    ``Timestamp``, aware ones in UTC as a zoned column stores them, or a ``Timedelta``) by its
+    nanoseconds, a date by its days since the epoch (an Arrow ``date32``), a time of day by
+    its microseconds since midnight (an Arrow ``time64``). Equal values get one word in every
+    dtype; 0 for what has none (missing: its rows are dropped). Never raises."""
+    try:
+        if isinstance(v, datetime.datetime | datetime.timedelta | np.datetime64 | np.timedelta64):
+            one = one_time_spelling(v)
+            if not isinstance(one, pd.Timestamp | pd.Timedelta):
+                return 0
+            stored = one.asm8  # the count in its unit (a Timestamp's in UTC when aware)
+            count, unit = int(stored.view(np.int64)), np.datetime_data(stored.dtype)[0]
+        elif isinstance(v, datetime.date):
+            count, unit = v.toordinal() - _EPOCH_DAY, "D"
+        elif isinstance(v, datetime.time):
+            count = ((v.hour * 60 + v.minute) * 60 + v.second) * 10**6 + v.microsecond
+            unit = "us"
+        else:
+            return 0
+        return int(time_words(np.array([count], dtype=np.int64), unit)[0])
+    except Exception:  # a value of the data's own making: missing, never an error
+        return 0
 
 
 def unit_hash(s: pd.Series, key: tuple[int, int] = (0, 0)) -> npt.NDArray[np.uint64]:
@@ -150,31 +206,55 @@ def unit_hash_by_codes(s: pd.Series, codes: npt.NDArray[np.int64], key: tuple[in
     return unit_hash(s.iloc[row_of], key)[codes]
 
 
+#: The integers some typed int partition holds (int64 and uint64): a column of the int kind
+#: reads these, exactly up to float64's rounding (bounds lie well inside 2**53, so they clamp
+#: alike), and no other number.
+_INT_LOW, _INT_END = -(2**63), 2**64
+
+
 def _numbers_only(s: pd.Series, kind: ColumnKind) -> pd.Series:
     """A column the public schema (the frame's meta) says holds ``kind`` numbers that one
     partition typed otherwise (an object column, because of one person's text): its values of
     that kind as float64, every other value missing (PRIVACY.md: a value that does not
     conform counts as missing, never as another number). Read as it was, such a column would
     not be numeric at all, and every other value of the partition would vanish with it. One
-    Python step per value: only non-conforming partitions take it."""
+    Python step per value: only non-conforming partitions take it.
+
+    A value reads as the number a typed partition of the kind reads it as: an integer of the
+    int kind by the float nearest it, however large, if an int64 or uint64 partition could hold
+    it; dates, times and spans (``np.timedelta64`` is a numpy integer too) are no numbers,
+    and a value whose conversion raises is missing: never an error, which would come after
+    the charge."""
     if column_kind(s.dtype) in NUMERIC_KINDS:  # numbers of another kind: vectorized
         x = s.to_numpy(dtype=np.float64, na_value=np.nan)
         ok = ((x == 0) | (x == 1) if kind == "bool" else
-              np.isfinite(x) & (x == np.floor(x)) & (np.abs(x) < 2.0**63) if kind == "int"
-              else ~np.isnan(x))
+              np.isfinite(x) & (x == np.floor(x)) & (x >= _INT_LOW) & (x < _INT_END)
+              if kind == "int" else ~np.isnan(x))
         return pd.Series(np.where(ok, x, np.nan), index=s.index, name=s.name)
     out = np.full(len(s), np.nan)
     for i, v in enumerate(s.to_numpy(dtype=object)):
-        if isinstance(v, (bool, np.bool_)):
-            out[i] = float(v)  # True is 1 in every numeric kind, as in the value model
-        elif kind == "bool":
-            continue
-        elif isinstance(v, (int, np.integer)):
-            if float(v) == v:  # an integer float64 cannot hold is not silently rounded
-                out[i] = float(v)
-        elif isinstance(v, (float, np.floating)) and (kind == "float" or float(v).is_integer()):
-            out[i] = float(v)
+        with contextlib.suppress(Exception):  # a value that will not convert is missing
+            out[i] = _number_of_kind(v, kind)
     return pd.Series(out, index=s.index, name=s.name)
+
+
+def _number_of_kind(v: object, kind: ColumnKind) -> float:
+    """One value of an object column as a number of ``kind`` (:func:`_numbers_only`); NaN when
+    it is none."""
+    if isinstance(v, _TEMPORAL):  # before the integers: np.timedelta64 is one
+        return math.nan
+    if isinstance(v, bool | np.bool_):
+        return float(v)  # True is 1 in every numeric kind, as in the value model
+    if kind == "bool":
+        return math.nan
+    if isinstance(v, numbers.Integral):  # Python's and numpy's integers, exactly
+        i = int(v)
+        return float(i) if _INT_LOW <= i < _INT_END else math.nan
+    if isinstance(v, float | np.floating):
+        f = float(v)
+        if kind == "float" or (f.is_integer() and _INT_LOW <= f < _INT_END):
+            return f
+    return math.nan
 
 
 def _conformed(part: pd.DataFrame, numeric: dict[Any, ColumnKind],
@@ -215,25 +295,89 @@ def _conformed(part: pd.DataFrame, numeric: dict[Any, ColumnKind],
 class _BlockBackend(PandasBackend):
     """The pandas backend on a partition's or a bucket's rows, reading the numbers of the
     columns ``apart`` names from the columns it maps them to (:func:`_conformed`), and
-    everything else (keys, units, value hashes) from the columns themselves."""
+    everything else (keys, units, value hashes) from the columns themselves. Private keys are
+    labelled by the public kind of their column (``key_kinds``: the frame's meta), never by
+    the block's own dtype (:func:`_schema_labels`)."""
 
-    def __init__(self, df: pd.DataFrame, apart: dict[str, str]) -> None:
+    def __init__(self, df: pd.DataFrame, apart: dict[str, str],
+                 key_kinds: dict[str, ColumnKind] | None = None) -> None:
         super().__init__(df)
         self._apart = apart
+        self._key_kinds = key_kinds or {}
 
     def numbers(self, name: str) -> tuple[np.ndarray, npt.NDArray[np.bool_] | None]:
         return super().numbers(self._apart.get(name, name))
 
+    def group_codes(self, request: ComputeRequest, dtype: npt.DTypeLike = np.int64
+                    ) -> tuple[npt.NDArray[np.signedinteger[Any]], list[tuple[object, ...]]]:
+        if not (request.by and request.private_keys and self._key_kinds):
+            return super().group_codes(request, dtype)
+        found = [self._schema_factorize(c) for c in request.by]
+        return observed_key_codes([c for c, _ in found], [u for _, u in found])
+
+    def _schema_factorize(self, name: str) -> tuple[npt.NDArray[np.int64], list[object]]:
+        """Codes and labels of a private key column, labelled by its public kind."""
+        s = self.column(name)
+        codes, labels = factorize(s)
+        kind, have = self._key_kinds.get(name), column_kind(s.dtype)
+        if kind is None or have == kind or (kind not in NUMERIC_KINDS
+                                            and have not in NUMERIC_KINDS):
+            return codes, labels  # already the labels of that kind (text, objects alike)
+        remap, relabelled = _schema_labels(labels, kind)
+        return remap_codes(codes, remap), relabelled
+
+
+def _schema_label(label: object, kind: ColumnKind) -> object:
+    """The label of a key value (a canonical label of its block's dtype) in a column of the
+    public kind ``kind``, a function of the value and the schema alone: numbers as in an
+    object column (:func:`~dpframe.core.values.canonical`: ``True`` is ``1``, ``1.0`` is ``1``),
+    floats where the schema says float, ``True`` / ``False`` for 1 and 0 where it says bool;
+    any other value (text in a numeric column) as it is."""
+    c = canonical(label, "other")
+    if c is None:
+        return label
+    if isinstance(c, numbers.Number):
+        if kind == "float":
+            with contextlib.suppress(ArithmeticError, TypeError, ValueError):
+                return float(c) + 0.0  # type: ignore[arg-type]
+        elif kind == "bool" and isinstance(c, int) and c in (0, 1):
+            return bool(c)
+    return c
+
+
+def _schema_labels(labels: Sequence[object], kind: ColumnKind
+                   ) -> tuple[npt.NDArray[np.int64], list[object]]:
+    """Each label's position among the labels of the public kind ``kind``
+    (:func:`_schema_label`; values one label there merge) and those labels."""
+    remap = np.empty(len(labels), dtype=np.int64)
+    pos: dict[object, int] = {}
+    out: list[object] = []
+    for i, label in enumerate(labels):
+        c = _schema_label(label, kind)
+        j = pos.get(c)
+        if j is None:
+            j = pos[c] = len(out)
+            out.append(c)
+        elif label_preference(c) < label_preference(out[j]):
+            out[j] = c
+        remap[i] = j
+    return remap, out
+
 
 def _identities(request: ComputeRequest) -> set[str]:
-    """The columns whose values tell rows apart in a block: the keys and the unit."""
-    return {*request.by, *([request.privacy_unit] if request.privacy_unit else [])}
+    """The columns whose values tell rows apart in a block: the keys, the unit and the values
+    a distinct count counts (by their value model, exactly: never replaced by their numbers,
+    which would make ints past 2**53 missing or one value in a partition one person typed
+    otherwise)."""
+    return {*request.by, *([request.privacy_unit] if request.privacy_unit else []),
+            *(r.column for r in request.requests if r.kind == "distinct" and r.column)}
 
 
 # -- per-partition work (runs on workers) ----------------------------------------------------------
 
 def _partition_exact(part: pd.DataFrame, request: ComputeRequest,
                      seeds: npt.NDArray[np.int64] | None, numeric: dict[Any, ColumnKind],
+                     key_kinds: dict[str, ColumnKind] | None = None,
                      partition_info: dict[str, Any] | None = None) -> pd.Series:
     """The pandas backend on one partition, with its own contribution-bounding generator
     (``seeds[partition number]``; None when the request draws nothing at random); the
@@ -241,7 +385,8 @@ def _partition_exact(part: pd.DataFrame, request: ComputeRequest,
     number = 0 if partition_info is None else int(partition_info["number"])
     gen = None if seeds is None else np.random.default_rng(int(seeds[number]))
     with one_thread():  # one task per worker thread already
-        agg = _BlockBackend(*_conformed(part, numeric, _identities(request))).exact(request, gen)
+        conformed, apart = _conformed(part, numeric, _identities(request))
+        agg = _BlockBackend(conformed, apart, key_kinds).exact(request, gen)
     out = pd.Series([None], dtype=object)
     out.iloc[0] = agg
     return out
@@ -249,7 +394,8 @@ def _partition_exact(part: pd.DataFrame, request: ComputeRequest,
 
 def _preselect_buckets(part: pd.DataFrame, request: ComputeRequest, key: tuple[int, int],
                        salt: int, seed: int, buckets: int,
-                       numeric: dict[Any, ColumnKind] | None = None) -> list[pd.DataFrame]:
+                       numeric: dict[Any, ColumnKind] | None = None,
+                       key_kinds: dict[str, ColumnKind] | None = None) -> list[pd.DataFrame]:
     """The rows of one input partition that can survive contribution bounding,
     split into ``buckets`` by the keyed hash of their unit (a unit's rows from every partition
     meet in one bucket: the exchange moves only pre-selected rows): per unit, its
@@ -266,7 +412,7 @@ def _preselect_buckets(part: pd.DataFrame, request: ComputeRequest, key: tuple[i
         identities = _identities(request)
         part, _ = _conformed(part, {c: k for c, k in (numeric or {}).items()
                                     if str(c) not in identities})
-        backend = PandasBackend(part)
+        backend = _BlockBackend(part, {}, key_kinds)
         # group codes in the narrow type they travel in (bounding reads any signed type);
         # private keys as ranks in the canonical order, with their words (alike everywhere)
         codes, key_words = _ordered_codes(backend, request)
@@ -356,7 +502,8 @@ def _taken(s: pd.Series, rows: npt.NDArray[np.intp]) -> pd.Series:
 
 def _bucket_exact(frames: list[pd.DataFrame], request: ComputeRequest,
                   keys: list[tuple[object, ...]], key: tuple[int, int], salt: int, seed: int,
-                  numeric: dict[Any, ColumnKind] | None = None) -> ExactAggregates:
+                  numeric: dict[Any, ColumnKind] | None = None,
+                  key_kinds: dict[str, ColumnKind] | None = None) -> ExactAggregates:
     """One bucket: every partition's pre-selected rows of its units. The final selection by
     the carried priorities (rows that carry none get theirs drawn from a generator seeded with
     ``seed`` when read), then the exact aggregates of the selected rows (bounded already: no
@@ -372,8 +519,7 @@ def _bucket_exact(frames: list[pd.DataFrame], request: ComputeRequest,
                   for f in frames]
     # the unit, the keys (shipped as they are with private keys or sampling) and the values
     # whose hashes a distinct count reads, also where they are measured as numbers
-    named = {*_identities(request),
-             *(r.column for r in request.requests if r.kind == "distinct" and r.column)}
+    named = _identities(request)
     identities = [UNIT_ID_COLUMN, *(c for c in column_labels(frames[0].columns).values()
                                     if str(c) in named)]
     # each partition's numbers of a measured identity read by its own dtype, before the
@@ -386,7 +532,7 @@ def _bucket_exact(frames: list[pd.DataFrame], request: ComputeRequest,
     numbers = [*(c for c in (numeric or {}) if str(c) not in named), *apart.values()]
     with one_thread():  # one task per worker thread already
         part = _concat_exact(frames, identities, numbers)
-        return _select_and_aggregate(part, apart, request, keys, key, salt, seed)
+        return _select_and_aggregate(part, apart, request, keys, key, salt, seed, key_kinds)
 
 
 def _concat_exact(frames: list[pd.DataFrame], identities: Sequence[Any],
@@ -422,7 +568,8 @@ def _concat_exact(frames: list[pd.DataFrame], identities: Sequence[Any],
 
 def _select_and_aggregate(part: pd.DataFrame, apart: dict[str, str], request: ComputeRequest,
                           keys: list[tuple[object, ...]], key: tuple[int, int], salt: int,
-                          seed: int) -> ExactAggregates:
+                          seed: int, key_kinds: dict[str, ColumnKind] | None = None
+                          ) -> ExactAggregates:
     """The body of :func:`_bucket_exact` on the bucket's rows (numbers of the columns
     ``apart`` names read apart, :class:`_BlockBackend`): units are told apart by their
     exact ids under the canonical value model (:func:`~dpframe.backends.pandas.unit_codes`),
@@ -433,7 +580,7 @@ def _select_and_aggregate(part: pd.DataFrame, apart: dict[str, str], request: Co
     carried = (part[ROW_PRIORITY_COLUMN].array if ROW_PRIORITY_COLUMN in part.columns
                else None)
     if _general(request):
-        codes, key_words = _ordered_codes(PandasBackend(part), request)
+        codes, key_words = _ordered_codes(_BlockBackend(part, apart, key_kinds), request)
     else:  # narrow, as it travelled: bounding reads any signed type
         codes, key_words = part[GROUP_COLUMN].to_numpy(), None
     valid = (dense >= 0) & (codes >= 0)
@@ -451,7 +598,8 @@ def _select_and_aggregate(part: pd.DataFrame, apart: dict[str, str], request: Co
     kept = part.drop(columns=done, errors="ignore").iloc[np.flatnonzero(keep)]
     if _general(request):
         by_id = dataclasses.replace(request, privacy_unit=UNIT_ID_COLUMN)
-        return _BlockBackend(kept, apart).exact(by_id, np.random.default_rng([seed, 1]))
+        return _BlockBackend(kept, apart, key_kinds).exact(by_id,
+                                                           np.random.default_rng([seed, 1]))
     rows_backend = _BlockBackend(kept, apart)
     bounded = dataclasses.replace(request, privacy_unit=None)
     return compute_exact(bounded, codes[keep], keys, None, rows_backend.numbers,
@@ -556,6 +704,12 @@ class DaskBackend:
         kinds = self.schema(request.measure_columns)
         return {self._labels[c]: k for c, k in kinds.items() if k in NUMERIC_KINDS}
 
+    def _key_kinds(self, request: ComputeRequest) -> dict[str, ColumnKind]:
+        """The public kinds of private key columns, by query name: every block labels their
+        values by these (:class:`_BlockBackend`), so a released key's label never depends
+        on the dtype of the block that saw it first."""
+        return self.schema(request.by) if request.private_keys else {}
+
     def exact(self, request: ComputeRequest, gen: np.random.Generator | None) -> ExactAggregates:
         """Partials per partition (each with its own generator seeded from ``gen``), merged by
         a tree reduction; private keys are re-sorted (never in data or partition order).
@@ -587,7 +741,7 @@ class DaskBackend:
             seeds = gen.integers(0, 2**63, size=frame.npartitions, dtype=np.int64)
         # map_partitions fuses with the read: each partition is read and reduced in one task
         partials = frame.map_partitions(_partition_exact, request, seeds, self._numeric(request),
-                                        meta=pd.Series([], dtype=object),
+                                        self._key_kinds(request), meta=pd.Series([], dtype=object),
                                         enforce_metadata=False, align_dataframes=False)
         agg: ExactAggregates
         agg, = dask.compute(_tree(partials.to_delayed(), merge_partials, self.split_every))
@@ -610,13 +764,13 @@ class DaskBackend:
         keys = ([] if request.private_keys else  # private keys: each bucket observes them
                 public_key_list([tuple(request.keys[c]) for c in request.by]) if request.by
                 else [()])
-        numeric = self._numeric(request)
+        numeric, key_kinds = self._numeric(request), self._key_kinds(request)
         split = [dask.delayed(_preselect_buckets, pure=True, nout=nb)(
-                     part, request, key, salt, int(seed), nb, numeric)
+                     part, request, key, salt, int(seed), nb, numeric, key_kinds)
                  for part, seed in zip(frame.to_delayed(), seeds, strict=True)]
         finals = [dask.delayed(_bucket_exact, pure=True)([s[j] for s in split], request, keys,
                                                           key, salt, int(bucket_seeds[j]),
-                                                          numeric)
+                                                          numeric, key_kinds)
                   for j in range(nb)]
         agg: ExactAggregates
         agg, = dask.compute(_tree(finals, merge_partials, self.split_every))

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import ValidationError
 from .numbers import power_of_two_at_most
+from .values import label_preference
 
 ACCUMULATION_BITS = 32
 
@@ -168,11 +169,15 @@ class ExactAggregates:
 
     def merge(self, other: ExactAggregates) -> ExactAggregates:
         """Sum of two blocks' aggregates (blocks must hold disjoint privacy units), aligning
-        keys: public keys coincide; observed private keys are unioned."""
+        keys: public keys coincide; observed private keys are unioned. Equal keys spelled
+        apart (``1`` and ``True``) keep the spelling :func:`preferred_key` picks, never the
+        first block's."""
         keys = list(dict.fromkeys([*self.keys, *other.keys]))
         pos = {k: i for i, k in enumerate(keys)}
         ia = np.array([pos[k] for k in self.keys], dtype=np.int64)
         ib = np.array([pos[k] for k in other.keys], dtype=np.int64)
+        for k, i in zip(other.keys, ib.tolist(), strict=True):
+            keys[i] = preferred_key(keys[i], k)
 
         def add(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
             if a is None or b is None:
@@ -193,6 +198,16 @@ class ExactAggregates:
                     for k in {**self.distinct, **other.distinct}}
         return ExactAggregates(keys, values, counts,  # type: ignore[arg-type]
                                add(self.unit_counts, other.unit_counts), distinct)
+
+
+def preferred_key(a: tuple[object, ...], b: tuple[object, ...]) -> tuple[object, ...]:
+    """One of two equal keys: ``a`` when each label has the type of ``b``'s (the usual case,
+    no repr made), else the one of smaller :func:`~dpframe.core.values.label_preference`
+    label by label: a function of the two spellings, not of their order."""
+    if a is b or all(type(x) is type(y) for x, y in zip(a, b, strict=True)):
+        return a
+    pa, pb = ([label_preference(v) for v in k] for k in (a, b))
+    return b if pb < pa else a
 
 
 Pairs = tuple[np.ndarray, np.ndarray]

@@ -147,7 +147,9 @@ def canonical(value: object, kind: ColumnKind) -> object | None:
     return None
 
 
-def _label_preference(v: object) -> tuple[str, str]:
+def label_preference(v: object) -> tuple[str, str]:
+    """Which of two equal labels of different spellings is kept: the smaller by (type name,
+    repr), a function of the values alone, never of which came first."""
     return (type(v).__name__, repr(v))
 
 
@@ -175,7 +177,7 @@ def canonicalize(uniques: Sequence[object], kind: ColumnKind) -> tuple[I64, list
         if j is None:
             j = pos[c] = len(labels)
             labels.append(c)
-        elif _label_preference(c) < _label_preference(labels[j]):
+        elif label_preference(c) < label_preference(labels[j]):
             labels[j] = c
         remap[i] = j
     return remap, labels
@@ -217,5 +219,5 @@ def sorted_order(keys: Sequence[tuple[object, ...]]) -> list[int]:
         return sorted(range(len(keys)), key=safe)
 
 
-__all__ = ["NUMERIC_KINDS", "ColumnKind", "canonical", "canonicalize", "is_canonical", "order_key",
-           "sorted_order"]
+__all__ = ["NUMERIC_KINDS", "ColumnKind", "canonical", "canonicalize", "is_canonical",
+           "label_preference", "order_key", "sorted_order"]
