@@ -41,6 +41,13 @@ from .findings import (
 )
 from .findings_cli import finding_cli_csv_inferred_types
 from .findings_csvquote import finding_scan_unbalanced_quote
+from .findings_dask2 import (
+    finding_dask_big_ints_in_object,
+    finding_dask_distinct_conformed,
+    finding_dask_key_spelling,
+    finding_dask_span_after_charge,
+    finding_dask_time_unit_words,
+)
 from .findings_local import finding_local_invalid_value, finding_local_spelling
 from .findings_scan import (
     finding_scan_csv_time,
@@ -279,6 +286,23 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("finding 42: scan, an unbalanced CSV quote", "20 rows vs one more row "
              "'7,\"oops' before them (count)", finding_scan_unbalanced_quote(), FINDING_TRIALS,
              FINDING_FAST),
+    Scenario("finding 43: Dask, date-time units in typed and object partitions", "40 "
+             "datetime64 units in 10 partitions vs one more person with a text id, typing the "
+             "10th object (count, max_rows_per_unit=1)", finding_dask_time_unit_words(),
+             FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 44: Dask, integers past 2**53 in an object partition", "two partitions "
+             "of 20 int64 values past 2**53 vs one more text value typing the second object "
+             "(sum)", finding_dask_big_ints_in_object(), FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 45: Dask, distinct integers past 2**53 conformed", "int64 partitions "
+             "of 2**53 + k vs one more text value typing the second object (count_distinct)",
+             finding_dask_distinct_conformed(), FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 46: Dask, private-key labels of the first partition", "object meta, a "
+             "bool partition and an object one vs one more text key typing the first object "
+             "(private keys; statistic: bool labels)", finding_dask_key_spelling(),
+             FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 47: Dask, a time span in a measured int column", "int64 partitions vs "
+             "one more np.timedelta64 typing the second object (sum; raised after the charge)",
+             finding_dask_span_after_charge(), FINDING_TRIALS, FINDING_FAST),
     # deliberately broken: the audit must find a violation
     Scenario("BROKEN: geometric with half the noise", "0 vs 1, sensitivity 1",
              core_noise(half_noise_spec, True), 2_000_000, 200_000, expect_violation=True),
