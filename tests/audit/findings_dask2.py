@@ -32,11 +32,12 @@ def _object_meta_frame(parts: Parts, meta: pd.DataFrame) -> Any:
 
 
 def finding_dask_time_unit_words() -> Callable[[int], Built]:
-    """A unit-level Dask count whose unit column is datetime64 in nine partitions and object
-    in the tenth, because of one person's text id: typed date-times got their nanoseconds as
-    hash words and the same values in the object partition the word 0, so the rows of each
-    of the 40 units (one per partition) met in two buckets and were bounded twice: 58 to 64
-    rows at ``max_rows_per_unit=1`` where 41 were due. Statistic: the count."""
+    """A unit-level Dask count whose unit column is datetime64 in one partition and object in
+    the other, because of one person's text id: typed date-times got their nanoseconds as hash
+    words and the same values in the object partition the word 0, so the rows of each of the
+    40 units (one per partition) met in two buckets (one per partition here) and were bounded
+    twice: about 80 rows at ``max_rows_per_unit=1`` where 41 were due. Statistic: the
+    count."""
     import dask
 
     units = pd.Series(pd.Timestamp("2020-01-01") + pd.to_timedelta(np.arange(40), "s"))
@@ -44,10 +45,15 @@ def finding_dask_time_unit_words() -> Callable[[int], Built]:
     def frames() -> tuple[Parts, Parts]:
         typed = pd.DataFrame({"u": units})
         odd = pd.DataFrame({"u": pd.Series([*units, "zzz"], dtype=object)})
-        return [typed] * 10, [*[typed] * 9, odd]
+        return [typed] * 2, [typed, odd]
 
     def rel(parts: Parts, s: dpf.Session) -> list[float]:
-        with dask.config.set(scheduler="sync"):
+        from unittest import mock
+
+        # one bucket per partition: two partitions make two buckets (the default, one per
+        # five partitions, needs ten partitions for the same, at five times the cost)
+        with dask.config.set(scheduler="sync"), mock.patch(
+                "dpframe.backends.dask.PARTITIONS_PER_BUCKET", 1):
             f = _dask_frame(parts).dp(s, privacy_unit="u", max_rows_per_unit=1)
             return [float(f.count(epsilon=1.0))]
 
