@@ -212,28 +212,30 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("finding 19: an integer past Python's text limit", "20 object integers vs one "
              "more of 5,001 digits (count_distinct)", finding_huge_integer_label(),
              FINDING_TRIALS, FINDING_FAST),
+    # Dask findings: a local cluster per release, so half the fast trials (200 a side still
+    # prove about 2.5 on the code before each fix)
     Scenario("finding 20: Dask, unit ids of different dtypes", "20 int64 ids from 2**53 vs "
              "one more, 1.5, in a float64 partition (count at one row per unit)",
-             finding_dask_unit_dtypes(), FINDING_TRIALS, FINDING_FAST),
+             finding_dask_unit_dtypes(), FINDING_TRIALS, FINDING_FAST // 2),
     Scenario("finding 21: Dask shuffle, unit ids of different dtypes", "200 int64 ids from "
              "2**53 vs one more, 1.5, in a float64 partition (private keys: count of key 'a')",
-             finding_dask_unit_dtypes(private_keys=True), FINDING_TRIALS, FINDING_FAST),
+             finding_dask_unit_dtypes(private_keys=True), FINDING_TRIALS, FINDING_FAST // 2),
     Scenario("finding 22: Dask, text in a numeric partition", "two partitions of 20 rows at 5 "
              "vs one more row, 'abc', typing the second object (statistic: sum, bounds [0, "
-             "10])", finding_dask_text_in_numbers(), FINDING_TRIALS, FINDING_FAST),
+             "10])", finding_dask_text_in_numbers(), FINDING_TRIALS, FINDING_FAST // 2),
     Scenario("finding 23: Dask, a measured private key of different dtypes", "100 units "
              "keyed 2**53 and 100 keyed 2**53 + 1 (int64) vs one more keyed 1.5 in a float64 "
              "partition (count('k') by private k; statistic: key 2**53)",
-             finding_dask_measured_key_dtypes(), FINDING_TRIALS, FINDING_FAST),
+             finding_dask_measured_key_dtypes(), FINDING_TRIALS, FINDING_FAST // 2),
     Scenario("finding 24: Dask, distinct values of different dtypes", "200 int64 values from "
              "2**53, one per unit, vs one more, 1.5, in a float64 partition (count_distinct)",
-             finding_dask_distinct_dtypes(), FINDING_TRIALS, FINDING_FAST),
+             finding_dask_distinct_dtypes(), FINDING_TRIALS, FINDING_FAST // 2),
     Scenario("finding 25: Dask, text in a measured key", "two partitions of 20 rows keyed 5.0 "
              "vs one more row keyed 'abc', typing the second object (sum('k') by k; bounds "
-             "[0, 10])", finding_dask_text_in_measured_key(), FINDING_TRIALS, FINDING_FAST),
+             "[0, 10])", finding_dask_text_in_measured_key(), FINDING_TRIALS, FINDING_FAST // 2),
     Scenario("finding 26: Dask, bool beside numbers in a bucket", "two partitions of 20 units "
              "at True vs one more unit, 'abc', typing the second object (unit-level sum, bounds "
-             "[0, 1])", finding_dask_bool_beside_numbers(), FINDING_TRIALS, FINDING_FAST),
+             "[0, 1])", finding_dask_bool_beside_numbers(), FINDING_TRIALS, FINDING_FAST // 2),
     Scenario("finding 27: an object key complex(1, 0) beside 1", "25 rows keyed 1 and 25 "
              "keyed 'a' vs one more row keyed complex(1, 0) first (statistic: count of key 1)",
              finding_complex_merges_one(), FINDING_TRIALS, FINDING_FAST),
@@ -289,20 +291,20 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("finding 43: Dask, date-time units in typed and object partitions", "40 "
              "datetime64 units in 10 partitions vs one more person with a text id, typing the "
              "10th object (count, max_rows_per_unit=1)", finding_dask_time_unit_words(),
-             FINDING_TRIALS, FINDING_FAST),
+             FINDING_TRIALS, FINDING_FAST // 2),
     Scenario("finding 44: Dask, integers past 2**53 in an object partition", "two partitions "
              "of 20 int64 values past 2**53 vs one more text value typing the second object "
-             "(sum)", finding_dask_big_ints_in_object(), FINDING_TRIALS, FINDING_FAST),
+             "(sum)", finding_dask_big_ints_in_object(), FINDING_TRIALS, FINDING_FAST // 2),
     Scenario("finding 45: Dask, distinct integers past 2**53 conformed", "int64 partitions "
              "of 2**53 + k vs one more text value typing the second object (count_distinct)",
-             finding_dask_distinct_conformed(), FINDING_TRIALS, FINDING_FAST),
+             finding_dask_distinct_conformed(), FINDING_TRIALS, FINDING_FAST // 2),
     Scenario("finding 46: Dask, private-key labels of the first partition", "object meta, a "
              "bool partition and an object one vs one more text key typing the first object "
              "(private keys; statistic: bool labels)", finding_dask_key_spelling(),
-             FINDING_TRIALS, FINDING_FAST),
+             FINDING_TRIALS, FINDING_FAST // 2),
     Scenario("finding 47: Dask, a time span in a measured int column", "int64 partitions vs "
              "one more np.timedelta64 typing the second object (sum; raised after the charge)",
-             finding_dask_span_after_charge(), FINDING_TRIALS, FINDING_FAST),
+             finding_dask_span_after_charge(), FINDING_TRIALS, FINDING_FAST // 2),
     # deliberately broken: the audit must find a violation
     Scenario("BROKEN: geometric with half the noise", "0 vs 1, sensitivity 1",
              core_noise(half_noise_spec, True), 2_000_000, 200_000, expect_violation=True),
