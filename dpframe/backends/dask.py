@@ -56,7 +56,7 @@ from ..core.transform import (
     select_by_priority,
     select_drawing,
 )
-from ..core.values import NUMERIC_KINDS, ColumnKind, canonical, label_preference
+from ..core.values import NUMERIC_KINDS, ColumnKind, canonical, canonicalize
 from ..errors import DPError, ValidationError
 from .arrow.words import column_words
 from .base import (
@@ -349,19 +349,7 @@ def _schema_labels(labels: Sequence[object], kind: ColumnKind
                    ) -> tuple[npt.NDArray[np.int64], list[object]]:
     """Each label's position among the labels of the public kind ``kind``
     (:func:`_schema_label`; values one label there merge) and those labels."""
-    remap = np.empty(len(labels), dtype=np.int64)
-    pos: dict[object, int] = {}
-    out: list[object] = []
-    for i, label in enumerate(labels):
-        c = _schema_label(label, kind)
-        j = pos.get(c)
-        if j is None:
-            j = pos[c] = len(out)
-            out.append(c)
-        elif label_preference(c) < label_preference(out[j]):
-            out[j] = c
-        remap[i] = j
-    return remap, out
+    return canonicalize(labels, kind, lambda label: _schema_label(label, kind))
 
 
 def _identities(request: ComputeRequest) -> set[str]:

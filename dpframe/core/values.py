@@ -29,7 +29,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import numbers
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Literal
 
@@ -153,7 +153,9 @@ def label_preference(v: object) -> tuple[str, str]:
     return (type(v).__name__, repr(v))
 
 
-def canonicalize(uniques: Sequence[object], kind: ColumnKind) -> tuple[I64, list[object]]:
+def canonicalize(uniques: Sequence[object], kind: ColumnKind,
+                 labeller: Callable[[object], object | None] | None = None
+                 ) -> tuple[I64, list[object]]:
     """Merge observed distinct values into canonical classes.
 
     Returns ``remap`` (position of each observed value's class in ``labels``, -1 when missing)
@@ -161,13 +163,14 @@ def canonicalize(uniques: Sequence[object], kind: ColumnKind) -> tuple[I64, list
     repeated Arrow dictionary entry, ``0.0`` and ``-0.0``, ``True`` and ``1``) map to one class,
     so their rows aggregate together. When equal values of different types remain (a
     ``datetime`` and an equal ``Timestamp``), the label is the smallest by (type name, repr):
-    never the first seen.
+    never the first seen. ``labeller``: the canonical label of a value, when not
+    :func:`canonical` under ``kind`` (a backend relabelling labels by the public schema).
     """
     remap = np.full(len(uniques), -1, dtype=np.int64)
     pos: dict[object, int] = {}
     labels: list[object] = []
     for i, u in enumerate(uniques):
-        c = canonical(u, kind)
+        c = canonical(u, kind) if labeller is None else labeller(u)
         if c is None:
             continue
         try:
