@@ -8,6 +8,7 @@ that never releases a singleton key, and ``import dpframe`` that never imports d
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import subprocess
 import sys
@@ -22,6 +23,7 @@ import pytest
 
 dask = pytest.importorskip("dask")
 dd = pytest.importorskip("dask.dataframe")
+
 distributed = pytest.importorskip("dask.distributed")
 
 import dpframe as dpf  # noqa: E402
@@ -1016,3 +1018,67 @@ def test_merge_keeps_the_preferred_spelling_whatever_the_order() -> None:
     b = ExactAggregates([(1,)], {("rows",): np.array([2])}, {})
     assert [type(k[0]) for k in a.merge(b).keys] == [type(k[0]) for k in b.merge(a).keys]
     assert a.merge(b).values[("rows",)].tolist() == [3]
+
+
+def _parts_frame(parts: list[pd.DataFrame], meta: pd.DataFrame) -> Any:
+    """A Dask frame of ``parts`` as they are (dtypes that differ from ``meta`` kept)."""
+    return dd.from_delayed([dask.delayed(p) for p in parts], meta=meta, verify_meta=False)
+
+
+def test_ones_of_an_object_partition_under_a_bool_schema_are_read() -> None:
+    """Under a bool schema, an int partition's 1s are True; one person's text making that
+    partition object read every 1 there as missing (a sum of 60 fell to 10)."""
+    meta = pd.DataFrame({"b": pd.Series([], dtype=bool)})
+    ones = pd.DataFrame({"b": pd.Series([1] * 50, dtype="int64")})
+    trues = pd.DataFrame({"b": pd.Series([True] * 10)})
+    odd = pd.DataFrame({"b": pd.Series([*[1] * 50, "x"], dtype=object)})
+    sums = []
+    with dask.config.set({"scheduler": "sync", "dataframe.convert-string": False}):
+        for parts in ([ones, trues], [odd, trues]):
+            s = dpf.Session(1e9, seed=1)
+            f = _parts_frame(parts, meta).dp(s, bounds={"b": (0, 1)})
+            sums.append(round(float(f.sum("b", epsilon=1e6))))
+    assert sums == [60, 60]
+
+
+def test_a_time_of_day_in_two_zones_is_one_unit_and_one_label() -> None:
+    """An aware time of day equals the same instant spelled in another zone (Python compares
+    them in UTC): one unit, one bucket word (two words made its rows bounded twice); a time
+    whose zone gives no offset is the naive time, one label whatever row or partition came
+    first."""
+    from zoneinfo import ZoneInfo
+
+    utc, plus1 = dt.UTC, dt.timezone(dt.timedelta(hours=1))
+    units = [dt.time(h, m, tzinfo=utc) for h in range(2) for m in range(0, 60, 3)]
+    shifted = [dt.time((t.hour + 1) % 24, t.minute, tzinfo=plus1) for t in units]
+    meta = pd.DataFrame({"u": pd.Series([], dtype=object)})
+    parts = [pd.DataFrame({"u": pd.Series(units, dtype=object)})] * 5 + [
+        pd.DataFrame({"u": pd.Series(shifted, dtype=object)})] * 5
+    with dask.config.set({"scheduler": "sync", "dataframe.convert-string": False}):
+        s = dpf.Session(1e9, seed=1, privacy_unit="u")
+        c = _parts_frame(parts, meta).dp(s, privacy_unit="u", max_rows_per_unit=1).count(
+            epsilon=1e6)
+        assert round(float(c)) == len(units)
+        paris, naive = dt.time(1, tzinfo=ZoneInfo("Europe/Paris")), dt.time(1)
+        a = pd.DataFrame({"k": pd.Series([paris] * 3, dtype=object)})
+        b = pd.DataFrame({"k": pd.Series([naive] * 3, dtype=object)})
+        labels = []
+        for order in ([a, b], [b, a]):
+            s = dpf.Session(1e9, 1e-3, seed=1)
+            out = _parts_frame(order, pd.DataFrame({"k": pd.Series([], dtype=object)})).dp(
+                s).groupby("k", keys="private").count(epsilon=1e6, delta=1e-4)
+            labels.append([repr(k) for k in out.index])
+        assert labels == [[repr(naive)]] * 2
+
+
+def test_keys_of_a_bool_schema_that_are_not_bools_keep_their_labels() -> None:
+    """Released keys of a bool column that a partition made object ('x', 2) are not shown as
+    True: the index is bool only when every label is a bool."""
+    meta = pd.DataFrame({"k": pd.Series([], dtype=bool)})
+    part = pd.DataFrame({"k": pd.Series([True] * 40 + ["x"] * 20 + [2] * 20, dtype=object)})
+    with dask.config.set({"scheduler": "sync", "dataframe.convert-string": False}):
+        s = dpf.Session(1e9, 1e-3, seed=1)
+        out = _parts_frame([part], meta).dp(s).groupby("k", keys="private").count(
+            epsilon=1e6, delta=1e-4)
+    assert [(type(k).__name__, k) for k in out.index] == [("bool", True), ("int", 2),
+                                                          ("str", "x")]

@@ -168,11 +168,12 @@ def _finest_unit(t: Any) -> Any:
 
 
 def _time_of_day(v: datetime.time) -> datetime.time:
-    """A time of day in one spelling: ``fold`` cleared (equality ignores it) and an aware
-    one in UTC (aware times compare by their UTC time: ``01:00+01:00 == 00:00+00:00``)."""
+    """A time of day in one spelling: ``fold`` cleared (equality ignores it), an aware one in
+    UTC (aware times compare by their UTC time: ``01:00+01:00 == 00:00+00:00``), and one whose
+    zone gives no offset (a ``ZoneInfo`` time) naive, as Python compares it."""
     offset = v.utcoffset()
-    if offset is None:
-        return v.replace(fold=0) if v.fold else v
+    if offset is None:  # a zone that gives no offset: Python compares it as a naive time
+        return v.replace(tzinfo=None, fold=0) if v.tzinfo is not None or v.fold else v
     moment = datetime.datetime.combine(datetime.date(2000, 1, 2), v.replace(tzinfo=None))
     return (moment - offset).time().replace(tzinfo=datetime.UTC)
 

@@ -173,8 +173,11 @@ def _time_word(v: object) -> int:
             count, unit = int(stored.view(np.int64)), np.datetime_data(stored.dtype)[0]
         elif isinstance(v, datetime.date):
             count, unit = v.toordinal() - _EPOCH_DAY, "D"
-        elif isinstance(v, datetime.time):
-            count = ((v.hour * 60 + v.minute) * 60 + v.second) * 10**6 + v.microsecond
+        elif isinstance(v, datetime.time):  # in its one spelling: an aware one in UTC
+            t = one_time_spelling(v)
+            if not isinstance(t, datetime.time):
+                return 0
+            count = ((t.hour * 60 + t.minute) * 60 + t.second) * 10**6 + t.microsecond
             unit = "us"
         else:
             return 0
@@ -245,8 +248,8 @@ def _number_of_kind(v: object, kind: ColumnKind) -> float:
         return math.nan
     if isinstance(v, bool | np.bool_):
         return float(v)  # True is 1 in every numeric kind, as in the value model
-    if kind == "bool":
-        return math.nan
+    if kind == "bool":  # 0 and 1 of any number type, as a typed partition reads them
+        return float(v) if isinstance(v, numbers.Real) and v in (0, 1) else math.nan
     if isinstance(v, numbers.Integral):  # Python's and numpy's integers, exactly
         i = int(v)
         return float(i) if _INT_LOW <= i < _INT_END else math.nan

@@ -645,8 +645,11 @@ def histogram_index(edges: Sequence[float], right: bool, include_lowest: bool,
 def _label_index(labels: list[object], kind: str, name: str) -> pd.Index:
     """Released canonical labels as an Index of the dtype of the column's kind (object for
     other kinds, or for ints beyond int64)."""
+    dtype = _INDEX_DTYPES.get(kind, object)
+    if dtype == "bool" and not all(isinstance(v, bool) for v in labels):
+        dtype = object  # pandas would make any label a bool by its truth (text 'x' True)
     try:
-        return pd.Index(labels, dtype=_INDEX_DTYPES.get(kind, object), name=name)
+        return pd.Index(labels, dtype=dtype, name=name)
     except (OverflowError, TypeError, ValueError):
         return pd.Index(labels, dtype=object, name=name)
 

@@ -38,11 +38,13 @@ from .findings import (
     finding_time_spelling,
     finding_unit_spellings,
     finding_unsigned_dictionary,
+    finding_zoneless_time_label,
 )
 from .findings_cli import finding_cli_csv_inferred_types
 from .findings_csvquote import finding_scan_unbalanced_quote
 from .findings_dask2 import (
     finding_dask_big_ints_in_object,
+    finding_dask_bool_ones_in_object,
     finding_dask_distinct_conformed,
     finding_dask_key_spelling,
     finding_dask_span_after_charge,
@@ -305,6 +307,14 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("finding 47: Dask, a time span in a measured int column", "int64 partitions vs "
              "one more np.timedelta64 typing the second object (sum; raised after the charge)",
              finding_dask_span_after_charge(), FINDING_TRIALS, FINDING_FAST // 2),
+    Scenario("finding 48: Dask, 1s of an object partition under a bool schema", "an int64 "
+             "partition of fifty 1s and a bool one of ten True vs one more text value typing "
+             "the first object (sum)", finding_dask_bool_ones_in_object(), FINDING_TRIALS,
+             FINDING_FAST // 2),
+    Scenario("finding 49: a time-of-day key in a zone without offset", "60 object rows keyed "
+             "time(1) vs one more keyed time(1, tzinfo=ZoneInfo('Europe/Paris')) first "
+             "(private keys; statistic: a zoned key released)", finding_zoneless_time_label(),
+             FINDING_TRIALS, FINDING_FAST),
     # deliberately broken: the audit must find a violation
     Scenario("BROKEN: geometric with half the noise", "0 vs 1, sensitivity 1",
              core_noise(half_noise_spec, True), 2_000_000, 200_000, expect_violation=True),

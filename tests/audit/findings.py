@@ -9,6 +9,7 @@ or the noisy value itself where the finding was too little noise. Each one fails
 
 from __future__ import annotations
 
+import datetime
 import decimal
 import math
 import warnings
@@ -704,5 +705,26 @@ def finding_str_enum_label() -> Callable[[int], Built]:
     def rel(df: pd.DataFrame, s: dpf.Session) -> list[float]:
         out = dp(df, s).groupby("k", keys="private").count(epsilon=1.0, delta=1e-6)
         return [float(sum(type(k) is str and k == "red" for k in out.index))]
+
+    return finding(frames, rel)
+
+
+def finding_zoneless_time_label() -> Callable[[int], Built]:
+    """49. An object key column of times of day: ``time(1, tzinfo=ZoneInfo(...))`` has no
+    offset (a zone needs a date), so Python compares it as the naive ``time(1)``, equal and
+    hashed alike; the released key kept the first row's spelling (statistic: whether the key
+    released carries a zone)."""
+    from zoneinfo import ZoneInfo
+
+    zoned = datetime.time(1, tzinfo=ZoneInfo("Europe/Paris"))
+
+    def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
+        base: list[object] = [datetime.time(1)] * 60
+        return (frame(k=pd.Series(base, dtype=object)),
+                frame(k=pd.Series([zoned, *base], dtype=object)))
+
+    def rel(df: pd.DataFrame, s: dpf.Session) -> list[float]:
+        out = dp(df, s).groupby("k", keys="private").count(epsilon=1.0, delta=1e-6)
+        return [float(sum(getattr(k, "tzinfo", None) is not None for k in out.index))]
 
     return finding(frames, rel)

@@ -146,3 +146,25 @@ def finding_dask_span_after_charge() -> Callable[[int], Built]:
 
     return finding(frames, rel)
 
+
+
+def finding_dask_bool_ones_in_object() -> Callable[[int], Built]:
+    """48. A Dask sum of a column the schema types bool, whose first partition holds 1s as
+    int64: one person's text made that partition object, where only ``True`` and ``False``
+    were read as booleans, so every 1 of it vanished (60 fell to 10). Statistic: the sum."""
+    import dask
+
+    meta = pd.DataFrame({"b": pd.Series([], dtype=bool)})
+    ones = pd.DataFrame({"b": pd.Series([1] * 50, dtype="int64")})
+    trues = pd.DataFrame({"b": pd.Series([True] * 10)})
+
+    def frames() -> tuple[Parts, Parts]:
+        odd = pd.DataFrame({"b": pd.Series([*[1] * 50, "x"], dtype=object)})
+        return [ones, trues], [odd, trues]
+
+    def rel(parts: Parts, s: dpf.Session) -> list[float]:
+        with dask.config.set({"scheduler": "sync", "dataframe.convert-string": False}):
+            f = _object_meta_frame(parts, meta).dp(s, bounds={"b": (0, 1)})
+            return [float(f.sum("b", epsilon=1.0))]
+
+    return finding(frames, rel)
