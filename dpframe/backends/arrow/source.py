@@ -297,8 +297,11 @@ class _Prefixed:
         self.closed = True
 
     def read(self, size: int = -1) -> bytes:
+        if self._head and size < 0:
+            got, self._head = self._head + self._raw.read(), b""
+            return bytes(got)
         if self._head:
-            take = len(self._head) if size < 0 else size
+            take = size
             got, self._head = self._head[:take], self._head[take:]
             return bytes(got)
         return bytes(self._raw.read() if size < 0 else self._raw.read(size))
