@@ -347,3 +347,68 @@ def test_values_on_several_lines_keep_arrows_reading(tmp_path: Path) -> None:
     assert _count(path, format=fmt) == 51
     path.write_bytes(b'u,x\n1,"a\n' + b"2,c\n" * 50)
     assert _count(path, format=fmt) == 1
+
+
+# -- 8. CSV read options no row may turn against the others ---------------------------------
+
+def _refused_before_any_charge(source: Any, fmt: ds.CsvFileFormat, words: str) -> None:
+    session = _session()
+    with pytest.raises(dpf.ValidationError, match=words):
+        dpf.scan(source, format=fmt).dp(session).count(epsilon=1e6)
+    assert session.spent[0] == 0 and len(session.ledger) == 0
+
+
+@pytest.mark.parametrize("first", [b"", b"7,8,9\n"])
+def test_generated_column_names_are_refused_whatever_the_data(tmp_path: Path, first: bytes
+                                                              ) -> None:
+    """One person's first line set the file's number of fields (every other row skipped)."""
+    path = tmp_path / "a.csv"
+    path.write_bytes(first + b"".join(b"%d,%d\n" % (i, i) for i in range(20)))
+    fmt = ds.CsvFileFormat(read_options=pacsv.ReadOptions(autogenerate_column_names=True))
+    _refused_before_any_charge(path, fmt, "column_names")
+    given = pa.schema([("f0", pa.string()), ("f1", pa.string())])
+    _refused_before_any_charge(ds.dataset(path, format=fmt, schema=given), fmt, "column_names")
+
+
+@pytest.mark.parametrize("second", [b"", b"\n", b'7,"oops\n', b'7,"oops\r\n8,"no\n'])
+def test_a_file_of_only_dropped_lines_is_a_file_of_no_rows(tmp_path: Path, second: bytes
+                                                           ) -> None:
+    """Without a header line, a file holding only lines the quote filter drops is read as no
+    rows, like an empty file (it refused the scan)."""
+    (tmp_path / "a.csv").write_bytes(b"".join(b"%d,%d\n" % (i, i) for i in range(20)))
+    (tmp_path / "b.csv").write_bytes(second)
+    fmt = ds.CsvFileFormat(read_options=pacsv.ReadOptions(column_names=["u", "x"]))
+    assert _count(str(tmp_path / "*.csv"), format=fmt) == 20
+    (tmp_path / "b.csv").write_bytes(b'"title\nu,x\n' + second)
+    assert _count(str(tmp_path / "b.csv"), format="csv") == 0
+
+
+@pytest.mark.parametrize("encoding", ["cp1252", "latin-1", "utf-16"])
+def test_an_encoding_other_than_utf8_is_refused_whatever_the_data(tmp_path: Path,
+                                                                  encoding: str) -> None:
+    """The dataset dropped the encoding (only the first file's probe used it) and a byte the
+    codec refused in the probed part refused the scan."""
+    path = tmp_path / "a.csv"
+    for data in (b"u,x\n1,a\n2,b\n", b"u,x\n7,\x81\n1,a\n"):
+        path.write_bytes(data)
+        fmt = ds.CsvFileFormat(read_options=pacsv.ReadOptions(encoding=encoding))
+        _refused_before_any_charge(path, fmt, "UTF-8")
+    utf8 = ds.CsvFileFormat(read_options=pacsv.ReadOptions(encoding="UTF-8"))
+    assert _count(path, format=utf8) == 2
+
+
+@pytest.mark.parametrize("newline", [b"\n", b"\r\n", b"\r"])
+def test_skip_rows_skips_physical_lines_before_the_quote_filter(tmp_path: Path,
+                                                                newline: bytes) -> None:
+    """A title line whose quote does not close is skipped by ``skip_rows``, not the header
+    after it (the filter dropped the title, and skip_rows then skipped the header)."""
+    path = tmp_path / "a.csv"
+    lines = [b'"Q1 report', b"u,x", *(b"%d,%d" % (i, i) for i in range(10)), b'7,"oops', b""]
+    path.write_bytes(b"\xef\xbb\xbf" + newline.join(lines))
+    fmt = ds.CsvFileFormat(read_options=pacsv.ReadOptions(skip_rows=1))
+    assert dpf.scan(path, format=fmt).columns == ["u", "x"]
+    assert _count(path, format=fmt) == 10
+    path.write_bytes(b'"Q1 report' + newline)  # nothing after the skipped lines: no rows
+    named = ds.CsvFileFormat(read_options=pacsv.ReadOptions(skip_rows=1, column_names=["u"]))
+    (tmp_path / "b.csv").write_bytes(b"1\n2\n3\n")
+    assert _count(str(tmp_path / "*.csv"), format=named) == 2

@@ -282,6 +282,75 @@ class _BalancedLines:
             self._skipping = True
 
 
+class _Prefixed:
+    """A binary stream of ``head`` then the rest of ``raw``."""
+
+    def __init__(self, head: bytes, raw: Any) -> None:
+        self._head = head
+        self._raw = raw
+        self.closed = False
+
+    def readable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self.closed = True
+
+    def read(self, size: int = -1) -> bytes:
+        if self._head and size < 0:
+            got, self._head = self._head + self._raw.read(), b""
+            return bytes(got)
+        if self._head:
+            take = size
+            got, self._head = self._head[:take], self._head[take:]
+            return bytes(got)
+        return bytes(self._raw.read() if size < 0 else self._raw.read(size))
+
+
+def _skip_lines(raw: Any, count: int) -> Any:
+    """``raw`` without its first ``count`` physical lines (ended by ``\\n``, ``\\r`` or
+    ``\\r\\n``, a byte order mark in the first), as Arrow's ``skip_rows`` counts them:
+    whatever their quotes hold."""
+    cr = False  # the last line skipped ended by \r: a \n right after it belongs to it
+    while True:
+        chunk = raw.read(_CHUNK)
+        if not chunk:
+            return _Prefixed(b"", raw)
+        i = 1 if cr and chunk[:1] == b"\n" else 0
+        cr = False
+        while count and i < len(chunk):
+            ends = [j for j in (chunk.find(b"\n", i), chunk.find(b"\r", i)) if j >= 0]
+            if not ends:
+                i = len(chunk)
+                break
+            j = min(ends)
+            if chunk[j] == _CR:
+                if j + 1 < len(chunk):
+                    j += chunk[j + 1] == _NL
+                else:
+                    cr = True
+            count -= 1
+            i = j + 1
+        if not count and i < len(chunk):
+            return _Prefixed(chunk[i:], raw)
+
+
+def _filtered(raw: Any, fmt: ds.CsvFileFormat) -> Any:
+    """The stream Arrow parses of the CSV bytes ``raw`` in the options of ``fmt``: in UTF-8,
+    without the ``skip_rows`` first physical lines and, unless values may hold newlines,
+    without every line whose quoting does not balance (:class:`_BalancedLines`)."""
+    read = fmt.default_fragment_scan_options.read_options
+    quoting = _Quoting.of(fmt.parse_options)
+    stream: Any = raw
+    if read.encoding != "utf8":
+        stream = pa.transcoding_input_stream(raw, read.encoding, "utf8")
+    if quoting is not None:
+        if read.skip_rows:
+            stream = _skip_lines(stream, read.skip_rows)
+        stream = _BalancedLines(stream, quoting, MAX_CSV_BLOCK)
+    return stream
+
+
 @contextmanager
 def _csv_reader(path: str, filesystem: Any, fmt: ds.CsvFileFormat,
                 include: Sequence[str] | None = None) -> Iterator[pacsv.CSVStreamingReader]:
@@ -296,14 +365,11 @@ def _csv_reader(path: str, filesystem: Any, fmt: ds.CsvFileFormat,
     convert = copy.copy(opts.convert_options)
     if include is not None:
         convert.include_columns = list(include)
-    quoting = _Quoting.of(fmt.parse_options)
     with filesystem.open_input_stream(path, compression="detect") as raw:
-        stream: Any = raw
-        if read.encoding != "utf8":
-            stream = pa.transcoding_input_stream(raw, read.encoding, "utf8")
-            read.encoding = "utf8"
-        if quoting is not None:
-            stream = _BalancedLines(stream, quoting, MAX_CSV_BLOCK)
+        stream = _filtered(raw, fmt)
+        read.encoding = "utf8"
+        if _Quoting.of(fmt.parse_options) is not None:
+            read.skip_rows = 0  # skipped by _filtered, before the quote filter
         reader = pacsv.open_csv(stream, read_options=read, parse_options=fmt.parse_options,
                                 convert_options=convert)
         try:
@@ -335,12 +401,15 @@ def _growing_blocks(fmt: ds.CsvFileFormat, attempt: Callable[[ds.CsvFileFormat],
             size = min(2 * size, MAX_CSV_BLOCK)
 
 
-def _blank(path: str, filesystem: Any) -> bool:
-    """Whether a CSV file holds nothing but white space and a byte order mark (0 bytes, a lone
-    newline): a file of no rows, like a header-only one (Arrow refuses it). A file that cannot
-    be read is not blank (opening refuses it)."""
+def _blank(path: str, filesystem: Any, fmt: Any) -> bool:
+    """Whether a CSV file, as Arrow parses it in the options of ``fmt`` (:func:`_filtered`:
+    the lines the quote filter drops or ``skip_rows`` skips are not there), holds nothing but
+    white space and a byte order mark (0 bytes, a lone newline, only lines the filter drops):
+    a file of no rows, like a header-only one (Arrow refuses it). A file that cannot be read
+    is not blank (opening refuses it)."""
     try:
-        with filesystem.open_input_stream(path, compression="detect") as f:
+        with filesystem.open_input_stream(path, compression="detect") as raw:
+            f = _filtered(raw, _lenient_csv_format(fmt, []))
             head = True
             while chunk := f.read(1 << 16):
                 if head and chunk.startswith(b"\xef\xbb\xbf"):
@@ -461,12 +530,13 @@ def _check_files(dataset: ds.Dataset) -> _Files:
         if not isinstance(d, ds.FileSystemDataset):
             continue
         csv = isinstance(d.format, ds.CsvFileFormat)
+        _check_csv_options(d.format)
         lenient = _lenient_for(d) if csv else None
         for frag in d.get_fragments():
             try:
                 if lenient is None:
                     frag.physical_schema  # noqa: B018 (reads the footer)
-                elif _blank(frag.path, frag.filesystem):
+                elif _blank(frag.path, frag.filesystem, d.format):
                     blank.add(frag.path)
                 else:
                     schema, blocks[frag.path] = _growing_blocks(
@@ -478,8 +548,30 @@ def _check_files(dataset: ds.Dataset) -> _Files:
     return _Files(blocks, names, frozenset(blank))
 
 
+_UTF8 = {"utf8", "utf-8"}
+
+
+def _check_csv_options(fmt: Any) -> None:
+    """Refuse, whatever the files hold, the CSV read options one person's row could turn
+    against the others: column names generated from the first line (that line's field count
+    sets the file's, every other row then malformed) and an encoding other than UTF-8 (the
+    dataset's format drops it, and a byte the codec refuses would refuse the scan)."""
+    if not isinstance(fmt, ds.CsvFileFormat):
+        return
+    read = fmt.default_fragment_scan_options.read_options
+    if read.autogenerate_column_names and not read.column_names:
+        raise ValidationError("ReadOptions(autogenerate_column_names=True) lets the first "
+                              "line set every row's number of fields: pass "
+                              "ReadOptions(column_names=[...]) instead")
+    if str(read.encoding).lower() not in _UTF8:
+        raise ValidationError("a CSV scan reads UTF-8 only: transcode the files to UTF-8 "
+                              "first (ReadOptions(encoding=...) is not supported)")
+
+
 def _open_dataset(source: Any, fmt: Any, partitioning: Any = None) -> ds.Dataset:
-    """``ds.dataset(source, format=fmt)`` with typed errors that quote no value."""
+    """``ds.dataset(source, format=fmt)`` with typed errors that quote no value; CSV read
+    options no data may turn against a row are refused first (:func:`_check_csv_options`)."""
+    _check_csv_options(fmt)
     try:
         if _is_csv(fmt):
             return _open_csv(source, fmt, partitioning)
@@ -586,7 +678,7 @@ def _not_blank(files: list[str], fmt: Format) -> list[str]:
     if not _is_csv(fmt):
         return files
     local = pafs.LocalFileSystem()
-    return [f for f in files if not _blank(f, local)] or files
+    return [f for f in files if not _blank(f, local, fmt)] or files
 
 
 def _open_folder(files: list[str], dirs: list[str], fmt: Format | None,
