@@ -54,6 +54,8 @@ from .findings_local import finding_local_invalid_value, finding_local_spelling
 from .findings_scan import (
     finding_scan_csv_time,
     finding_scan_empty_second_file,
+    finding_scan_encoding_byte,
+    finding_scan_generated_names,
     finding_scan_long_field,
     finding_scan_null_column,
     finding_scan_uint64_ids,
@@ -315,6 +317,12 @@ SCENARIOS: tuple[Scenario, ...] = (
              "time(1) vs one more keyed time(1, tzinfo=ZoneInfo('Europe/Paris')) first "
              "(private keys; statistic: a zoned key released)", finding_zoneless_time_label(),
              FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 50: scan, CSV column names generated from the first line", "20 lines "
+             "of two fields vs one more of three fields first (count)",
+             finding_scan_generated_names(), FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 51: scan, a byte the CSV's encoding does not define", "a cp1252 file "
+             "of 20 rows vs one more row holding the byte 0x81 (count)",
+             finding_scan_encoding_byte(), FINDING_TRIALS, FINDING_FAST),
     # deliberately broken: the audit must find a violation
     Scenario("BROKEN: geometric with half the noise", "0 vs 1, sensitivity 1",
              core_noise(half_noise_spec, True), 2_000_000, 200_000, expect_violation=True),

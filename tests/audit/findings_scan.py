@@ -144,3 +144,43 @@ def finding_scan_long_field() -> Callable[[int], Built]:
         return [float(dpf.scan(glob).dp(s).count(epsilon=1.0))]
 
     return finding(frames, rel)
+
+
+def _csv_format(**read: Any) -> ds.CsvFileFormat:
+    import pyarrow.csv as pacsv
+
+    return ds.CsvFileFormat(read_options=pacsv.ReadOptions(**read))
+
+
+def finding_scan_generated_names() -> Callable[[int], Built]:
+    """50. A CSV scan with ``autogenerate_column_names``: the file's first line sets its
+    column count, so one person's line of three fields ahead of 20 rows of two made the
+    others malformed, skipped (20 fell to 1). Refused at opening now, whatever the data
+    (statistic: the count, REFUSED on both sides)."""
+
+    def frames() -> tuple[str, str]:
+        rows = b"".join(b"%d,%d\n" % (i, i) for i in range(20))
+        return _csv_files({"a.csv": rows}), _csv_files({"a.csv": b"7,8,9\n" + rows})
+
+    def rel(path: str, s: dpf.Session) -> list[float]:
+        fmt = _csv_format(autogenerate_column_names=True)
+        return [float(dpf.scan(path, format=fmt).dp(s).count(epsilon=1.0))]
+
+    return finding(frames, rel)
+
+
+def finding_scan_encoding_byte() -> Callable[[int], Built]:
+    """51. A CSV scan in another encoding (``cp1252``): the first file's schema was read with
+    a strict decoder, so one person's byte that the encoding does not define (0x81) refused
+    the whole scan, only when it fell within the block read first. Refused at opening now,
+    whatever the data: transcode to UTF-8 first (statistic: the count, REFUSED)."""
+
+    def frames() -> tuple[str, str]:
+        rows = b"u,x\n" + b"".join(b"%d,a\n" % i for i in range(20))
+        return _csv_files({"a.csv": rows}), _csv_files({"a.csv": rows + b"99,\x81\n"})
+
+    def rel(path: str, s: dpf.Session) -> list[float]:
+        fmt = _csv_format(encoding="cp1252")
+        return [float(dpf.scan(path, format=fmt).dp(s).count(epsilon=1.0))]
+
+    return finding(frames, rel)
