@@ -806,3 +806,13 @@ def test_estimate_with_invalid_respondents_counts_them_uniformly() -> None:
         # the stated std_error plus the variance of the invalid respondents' random category
         sd = np.sqrt(est["std_error"] ** 2 + r * (1 / k) * (1 - 1 / k) / n)
         assert (np.abs(est["estimate"] - expected) < 5 * sd).all(), (est, expected)
+
+
+def test_auto_method_reads_the_categories_a_categorical_implies() -> None:
+    """``method="auto"`` without ``categories`` picks RR or k-RR by the number of categories
+    the reports' dtype implies (a categorical's levels): it picked RR before looking, and
+    refused three levels."""
+    levels = ["a", "b", "c"]
+    reports = pd.Series(pd.Categorical(["a", "b", "c", "a"] * 25, categories=levels))
+    out = dpf.local.estimate_frequencies(reports, 1.0)
+    assert list(out.index) == levels and out.attrs["dp"]["mechanism"] == "k_rr"

@@ -142,6 +142,8 @@ def _rr_tally(reports: Any, epsilon: float | None, cats: list[Any] | None,
     if cats is None:
         cats = implied_categories(inp, name)
     k = len(cats)
+    if method == "auto":
+        method = "rr" if k == 2 else "krr"
     if method == "rr" and k != 2:
         raise ValidationError("method 'rr' needs exactly 2 categories; use 'krr'")
     design, eps = design_for(epsilon, k, preset)
@@ -164,8 +166,8 @@ def _tally(reports: Any, epsilon: float | None, cats: list[Any] | None, method: 
     categories and k-RR otherwise."""
     two_d = isinstance(reports, pd.DataFrame) or (
         isinstance(reports, np.ndarray) and reports.ndim == 2)
-    if method == "auto":
-        method = "rappor" if two_d else ("rr" if cats is None or len(cats) == 2 else "krr")
+    if method == "auto" and two_d:  # else RR or k-RR by the number of categories, implied
+        method = "rappor"  # from the dtype when not given (a categorical's levels)
     if method == "rappor":
         return _rappor_tally(reports, epsilon, cats, preset, name)
     if two_d:
