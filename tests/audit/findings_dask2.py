@@ -60,18 +60,15 @@ def finding_dask_time_unit_words() -> Callable[[int], Built]:
     return finding(frames, rel)
 
 
-def finding_dask_big_ints_in_object() -> Callable[[int], Built]:
-    """A Dask sum of an int64 column (the meta's) holding values past 2**53, bounds [0, 10]:
-    one person's text made their partition object, whose integers float64 cannot hold were
-    made missing instead of clamped, so the sum fell from 400 to 200. Statistic: the sum."""
+def _sum_with_one_odd_value(values: pd.Series, odd: object) -> Callable[[int], Built]:
+    """A Dask sum (bounds [0, 10]) of a column ``x`` whose two partitions hold ``values``, vs
+    the same with one person's ``odd`` value appended to the second, typing it object."""
     import dask
 
-    big = pd.Series([2**53 + 2 * i + 1 for i in range(20)], dtype=np.int64)
-
     def frames() -> tuple[Parts, Parts]:
-        p0 = pd.DataFrame({"x": big})
-        odd = pd.DataFrame({"x": pd.Series([*big, "abc"], dtype=object)})
-        return [p0, p0], [p0, odd]
+        p0 = pd.DataFrame({"x": values})
+        odd_part = pd.DataFrame({"x": pd.Series([*values, odd], dtype=object)})
+        return [p0, p0], [p0, odd_part]
 
     def rel(parts: Parts, s: dpf.Session) -> list[float]:
         with dask.config.set(scheduler="sync"):
@@ -79,6 +76,14 @@ def finding_dask_big_ints_in_object() -> Callable[[int], Built]:
             return [float(f.sum("x", epsilon=1.0))]
 
     return finding(frames, rel)
+
+
+def finding_dask_big_ints_in_object() -> Callable[[int], Built]:
+    """A Dask sum of an int64 column (the meta's) holding values past 2**53, bounds [0, 10]:
+    one person's text made their partition object, whose integers float64 cannot hold were
+    made missing instead of clamped, so the sum fell from 400 to 200. Statistic: the sum."""
+    big = pd.Series([2**53 + 2 * i + 1 for i in range(20)], dtype=np.int64)
+    return _sum_with_one_odd_value(big, "abc")
 
 
 def finding_dask_distinct_conformed() -> Callable[[int], Built]:
@@ -131,21 +136,8 @@ def finding_dask_span_after_charge() -> Callable[[int], Built]:
     partition object, and reading its numbers took the span for an integer (numpy's spans
     are) whose float() raised TypeError, after the charge. Statistic: the sum (REFUSED when
     it raised)."""
-    import dask
-
-    def frames() -> tuple[Parts, Parts]:
-        p0 = pd.DataFrame({"x": np.arange(20, dtype=np.int64)})
-        odd = pd.DataFrame({"x": pd.Series([*range(20), np.timedelta64(3, "s")],
-                                           dtype=object)})
-        return [p0, p0], [p0, odd]
-
-    def rel(parts: Parts, s: dpf.Session) -> list[float]:
-        with dask.config.set(scheduler="sync"):
-            f = _dask_frame(parts).dp(s, bounds={"x": (0, 10)})
-            return [float(f.sum("x", epsilon=1.0))]
-
-    return finding(frames, rel)
-
+    return _sum_with_one_odd_value(pd.Series(np.arange(20, dtype=np.int64)),
+                                   np.timedelta64(3, "s"))
 
 
 def finding_dask_bool_ones_in_object() -> Callable[[int], Built]:

@@ -213,7 +213,19 @@ def _balanced_lines(data: bytes, q: _Quoting) -> bytes:
     return b[np.cumsum(delta[:-1]) == 0].tobytes()
 
 
-class _BalancedLines:
+class _ReadStream:
+    """The file protocol ``pyarrow.csv.open_csv`` needs of a Python stream, beside ``read``."""
+
+    closed = False
+
+    def readable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class _BalancedLines(_ReadStream):
     """A binary stream of the lines of ``raw`` whose quoting balances (the others dropped by
     :func:`_balanced_lines`), read ``_CHUNK`` bytes at a time: memory holds a chunk and one
     line. A line longer than ``limit`` bytes (no read block holds it) is dropped too, without
@@ -228,13 +240,6 @@ class _BalancedLines:
         self._skipping = False  # inside a line past the limit
         self._end = False
         self._head = True
-        self.closed = False
-
-    def readable(self) -> bool:
-        return True
-
-    def close(self) -> None:
-        self.closed = True
 
     def read(self, size: int = -1) -> bytes:
         while not self._end and (size < 0 or len(self._out) < size):
@@ -282,19 +287,12 @@ class _BalancedLines:
             self._skipping = True
 
 
-class _Prefixed:
+class _Prefixed(_ReadStream):
     """A binary stream of ``head`` then the rest of ``raw``."""
 
     def __init__(self, head: bytes, raw: Any) -> None:
         self._head = head
         self._raw = raw
-        self.closed = False
-
-    def readable(self) -> bool:
-        return True
-
-    def close(self) -> None:
-        self.closed = True
 
     def read(self, size: int = -1) -> bytes:
         if self._head and size < 0:
@@ -412,7 +410,7 @@ def _blank(path: str, filesystem: Any, fmt: Any) -> bool:
             f = _filtered(raw, _lenient_csv_format(fmt, []))
             head = True
             while chunk := f.read(1 << 16):
-                if head and chunk.startswith(b"\xef\xbb\xbf"):
+                if head and chunk.startswith(_BOM):
                     chunk = chunk[3:]
                 head = False
                 if chunk.strip(b" \t\r\n"):
