@@ -217,8 +217,12 @@ def _factorize_raw(s: pd.Series) -> tuple[npt.NDArray[np.int64], list[object]]:
         codes, uniques = pd.factorize(clean, use_na_sentinel=True)
     # tolist(): the scalars iterating gives, made in one call (iteration boxes each one)
     # labels a value Python cannot hold (an Arrow date past 9999) as None: missing
-    return np.asarray(codes, dtype=np.int64), one_time_spellings(
-        python_objects(len(uniques), uniques.tolist, uniques.__getitem__))
+    labels = python_objects(len(uniques), uniques.tolist, uniques.__getitem__)
+    # date-times and spans live only in columns of the other kind; an object column's values
+    # are in their one spelling already (_object_values): no pass over other labels
+    if s.dtype != object and column_kind(s.dtype) == "other":
+        labels = one_time_spellings(labels)
+    return np.asarray(codes, dtype=np.int64), labels
 
 
 def factorize(s: pd.Series) -> tuple[npt.NDArray[np.int64], list[object]]:
