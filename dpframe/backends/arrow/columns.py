@@ -124,8 +124,9 @@ def python_values(arr: pa.Array) -> list[object]:
     Date-times and spans in their one spelling (:func:`~dpframe.backends.base.one_time_spelling`:
     ``pd.Timestamp``, aware ones in UTC, and ``pd.Timedelta``), as the pandas backend labels
     them: Arrow makes an aware ``datetime`` whose equality ignores ``fold``."""
-    return one_time_spellings(python_objects(len(arr), arr.to_pylist, lambda i: arr[i].as_py(),
-                                             (*OUT_OF_PYTHON_RANGE, pa.ArrowException)))
+    values = python_objects(len(arr), arr.to_pylist, lambda i: arr[i].as_py(),
+                            (*OUT_OF_PYTHON_RANGE, pa.ArrowException))
+    return one_time_spellings(values) if pa.types.is_temporal(arr.type) else values
 
 
 def dictionary_codes(col: Column, labels: bool = True
