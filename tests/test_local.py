@@ -348,7 +348,7 @@ def test_other_kinds() -> None:
     ints01 = local.randomized_response(pd.Series([0, 1, 1], dtype="Int64"), 1.0, seed=1)
     assert ints01.dtype == "Int64"
     cat = pd.Series(pd.Categorical(["x", "y", "x"], categories=["x", "y", "z"]))
-    cat_out = local.randomized_response(cat, 1.0, seed=3)  # dtype categories are the public set
+    cat_out = local.randomized_response(cat, 1.0, "categories", seed=3)  # opt-in: the dtype's
     assert isinstance(cat_out.dtype, pd.CategoricalDtype)
     assert list(cat_out.cat.categories) == ["x", "y", "z"]
     floats = local.randomized_response(np.array([1.5, 2.5]), 1.0, categories=[1.5, 2.5, 9], seed=1)
@@ -590,10 +590,11 @@ def test_no_categories_without_a_binary_dtype(values: object) -> None:
         with pytest.raises(ValidationError, match="declare categories") as err:
             fn()
         messages.add(str(err.value))
-    assert messages == {"values has no bool or numeric dtype (a list or an object column has "
-                        "none): declare categories=, e.g. [False, True]",
-                        "reports has no bool or numeric dtype (a list or an object column has "
-                        "none): declare categories=, e.g. [False, True]"}
+    declare = ("declare categories=[...], or for a pandas Categorical opt in to its dtype's "
+               "categories with categories='categories'")
+    assert messages == {
+        f"values has no bool or numeric dtype (a list or an object column has none): {declare}",
+        f"reports has no bool or numeric dtype (a list or an object column has none): {declare}"}
 
 
 @pytest.mark.parametrize(("values", "cats", "out_type"), [
@@ -808,11 +809,109 @@ def test_estimate_with_invalid_respondents_counts_them_uniformly() -> None:
         assert (np.abs(est["estimate"] - expected) < 5 * sd).all(), (est, expected)
 
 
-def test_auto_method_reads_the_categories_a_categorical_implies() -> None:
-    """``method="auto"`` without ``categories`` picks RR or k-RR by the number of categories
-    the reports' dtype implies (a categorical's levels): it picked RR before looking, and
-    refused three levels."""
-    levels = ["a", "b", "c"]
-    reports = pd.Series(pd.Categorical(["a", "b", "c", "a"] * 25, categories=levels))
-    out = dpf.local.estimate_frequencies(reports, 1.0)
-    assert list(out.index) == levels and out.attrs["dp"]["mechanism"] == "k_rr"
+def test_auto_method_counts_the_declared_categories() -> None:
+    """``method="auto"`` picks RR or k-RR by the number of *declared* categories (or the
+    Categorical's own on the opt-in), never by the reports' levels: 0.1 read a Categorical's
+    levels, so reports made a Categorical by ``astype("category")`` decided k, and the
+    estimator, from the values."""
+    reports = pd.Series(pd.Categorical(["a", "b"] * 50, categories=["a", "b", "c"]))
+    out = dpf.local.estimate_frequencies(reports, 1.0, "categories")
+    assert list(out.index) == ["a", "b", "c"] and out.attrs["dp"]["mechanism"] == "k_rr"
+    out = dpf.local.estimate_frequencies(reports, 1.0, ["a", "b"])
+    assert list(out.index) == ["a", "b"] and out.attrs["dp"]["mechanism"] == "randomized_response"
+    with pytest.raises(ValidationError, match="categories='categories'"):
+        dpf.local.estimate_frequencies(reports, 1.0)
+
+
+# ------------------------------------------------------------------------------------------
+# Categories are declared (or a Categorical's on explicit opt-in), never taken from the answers
+# (issue 31; audit finding 52)
+# ------------------------------------------------------------------------------------------
+
+_CATEGORICALS = [
+    pd.Series(["a", "b"] * 30).astype("category"),
+    pd.Series(["a", "b"] * 30 + ["Smallville"]).astype("category"),  # one more level
+    pd.Series(pd.Categorical([True, False], categories=[False, True])),
+    pd.Series([], dtype="category"),
+]
+
+
+@pytest.mark.parametrize("values", _CATEGORICALS)
+def test_a_categorical_without_categories_is_refused(values: pd.Series) -> None:
+    """A Categorical's levels come from the answers (``astype("category")``): without
+    ``categories=`` every function refuses it, with one message whatever its levels or values,
+    before any randomness is drawn. 0.1 used the levels: one respondent answering "Smallville"
+    made it a possible report of every respondent and binary RR 3-RR for everyone."""
+    src, fresh = RandomSource(7, warn=False), RandomSource(7, warn=False)
+    df = pd.DataFrame({"answer": values})
+    calls = [lambda: local.randomized_response(values, 1.0, rng=src),
+             lambda: local.randomized_response(values, 1.0, None, rng=src, invalid="raise"),
+             lambda: local.estimate_frequencies(values, 1.0),
+             lambda: local.estimate_frequencies(values, 1.0, method="krr"),
+             lambda: df.dp.local.randomized_response("answer", 1.0, rng=src),
+             lambda: df.dp.local.estimate_frequencies("answer", 1.0)]
+    messages = set()
+    for fn in calls:
+        with pytest.raises(ValidationError, match="categories='categories'") as err:
+            fn()
+        messages.add(re.sub(r"^(values|reports|column 'answer') ", "", str(err.value)))
+    assert messages == {"is a Categorical, whose categories may come from the answers: declare "
+                        "categories=[...], or opt in to its dtype's categories with "
+                        "categories='categories'"}
+    np.testing.assert_array_equal(src.words(4), fresh.words(4))  # nothing drawn
+    for fn in (lambda: local.rappor(values, 1.0, None, rng=src),  # type: ignore[arg-type]
+               lambda: df.dp.local.rappor("answer", 1.0, None)):  # type: ignore[arg-type]
+        with pytest.raises(ValidationError, match="categories='categories'"):
+            fn()
+
+
+def test_one_answer_changes_no_one_elses_report() -> None:
+    """Declared categories (or the opt-in on a Categorical of a declared dtype): a respondent
+    answering "Smallville" changes neither the category set, nor k, nor, under one seed, any
+    other respondent's report; their own report is uniform over the declared categories."""
+    answers = ["a", "b"] * 30
+    dtype = pd.CategoricalDtype(["a", "b"])
+    for d, d2, cats in [
+        # a declared dtype has no level for an undeclared answer: it is missing there
+        (pd.Series([*answers, "a"], dtype=dtype), pd.Series([*answers, None], dtype=dtype),
+         "categories"),
+        (pd.Series([*answers, "a"]).astype("category"),
+         pd.Series([*answers, "Smallville"]).astype("category"), ["a", "b"]),
+        (pd.Series([*answers, "a"]), pd.Series([*answers, "Smallville"]), ["a", "b"]),
+    ]:
+        out = local.randomized_response(d, 1.0, cats, seed=11)
+        out2 = local.randomized_response(d2, 1.0, cats, seed=11)
+        assert out.dtype == out2.dtype and set(out) | set(out2) <= {"a", "b"}
+        pd.testing.assert_series_equal(out.iloc[:-1], out2.iloc[:-1])
+        bits = local.rappor(d, 1.0, cats, seed=11)
+        bits2 = local.rappor(d2, 1.0, cats, seed=11)
+        assert list(bits.columns) == list(bits2.columns) == ["a", "b"]
+        pd.testing.assert_frame_equal(bits.iloc[:-1], bits2.iloc[:-1])
+        for rep in (out, out2):
+            est = local.estimate_frequencies(rep, 1.0, cats)
+            assert list(est.index) == ["a", "b"] and est.attrs["dp"]["categories"] == 2
+            assert est.attrs["dp"]["mechanism"] == "randomized_response"
+
+
+def test_the_categories_opt_in() -> None:
+    """``categories="categories"`` reads a Categorical's declared categories (its dtype, public
+    by the caller's say-so, as ``keys={"col": "categories"}`` centrally), for the randomizers,
+    RAPPOR and the estimator alike; on anything else it is refused."""
+    values = pd.Series(pd.Categorical(["x", "y", "x"] * 20, categories=["x", "y", "z"]))
+    out = local.randomized_response(values, 1.0, "categories", seed=1)
+    assert list(out.cat.categories) == ["x", "y", "z"] and set(out) <= {"x", "y", "z"}
+    bits = local.rappor(values, 1.0, "categories", seed=1)
+    assert list(bits.columns) == ["x", "y", "z"]
+    est = local.estimate_frequencies(out, 1.0, "categories")
+    assert list(est.index) == ["x", "y", "z"] and est.attrs["dp"]["mechanism"] == "k_rr"
+    acc = pd.DataFrame({"c": values}).dp.local
+    assert list(acc.rappor("c", 1.0, "categories", seed=1).columns) == ["x", "y", "z"]
+    for other in (pd.Series(["x", "y"]), np.array([0, 1]), ["x", "y"],
+                  pd.Series([True, False])):
+        for fn in (local.randomized_response, local.rappor, local.estimate_frequencies):
+            with pytest.raises(ValidationError, match=r"needs \w+ to be a pandas Categorical"):
+                fn(other, 1.0, "categories")
+    with pytest.raises(ValidationError, match="RAPPOR reports declare categories"):
+        local.estimate_frequencies(bits, 1.0, "categories")
+    with pytest.raises(ValidationError, match="or 'categories' for a Categorical"):
+        local.randomized_response(values, 1.0, "levels")  # type: ignore[arg-type]

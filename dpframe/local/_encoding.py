@@ -11,9 +11,9 @@ argument only, never a value.
 from __future__ import annotations
 
 import numbers
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -47,10 +47,23 @@ def invalid_error(name: str) -> ValidationError:
         f"{name} contains values that are missing or outside the declared categories")
 
 
+#: The opt-in marker: ``categories="categories"`` reads a pandas Categorical's declared
+#: categories (its dtype), as the central API's ``keys={"col": "categories"}`` does.
+CATEGORIES = "categories"
+
+#: What ``categories=`` accepts: the declared categories, or the opt-in marker.
+CategoriesArg = Sequence[Hashable] | Literal["categories"]
+
+#: How to declare categories, for every refusal of an input that has none.
+DECLARE = ("declare categories=[...], or for a pandas Categorical opt in to its dtype's "
+           "categories with categories='categories'")
+
+
 def check_categories(categories: object, name: str = "categories") -> list[Any]:
     """The declared categories as a list: at least 2, hashable, distinct, none missing."""
     if isinstance(categories, str | bytes) or not isinstance(categories, Iterable):
-        raise ValidationError(f"{name} must be a sequence of at least 2 distinct values")
+        raise ValidationError(f"{name} must be a sequence of at least 2 distinct values "
+                              "(or 'categories' for a Categorical's own)")
     cats = list(categories)
     if len(cats) < 2:
         raise ValidationError(f"{name} needs at least 2 categories")
@@ -115,12 +128,17 @@ def _read_series(values: pd.Series, name: str) -> Input:
 
 
 def implied_categories(inp: Input, name: str) -> list[Any]:
-    """Categories when none are declared, from the dtype alone (never from the values): a
-    categorical dtype's levels; ``[False, True]`` for a bool dtype (numpy or nullable);
-    ``[0, 1]`` for an integer or float dtype. Lists, object and every other dtype are refused:
-    their values' types are data, so they would decide the categories' spelling."""
+    """Categories when none are declared, from the dtype alone (never from the values):
+    ``[False, True]`` for a bool dtype (numpy or nullable), the two values the dtype itself
+    fixes; ``[0, 1]`` for an integer or float dtype (0/1 indicators). Everything else is
+    refused, by its dtype: a Categorical (``astype("category")`` takes its levels from the
+    answers, so one answer would change the category set, k and everyone's report; its levels
+    are used only on the opt-in ``categories="categories"``), lists, object and string columns
+    (their values' types are data, so they would decide the categories' spelling)."""
     if inp.cat_levels is not None:
-        return check_categories(inp.cat_levels, "categories of the categorical dtype")
+        raise ValidationError(f"{name} is a Categorical, whose categories may come from the "
+                              "answers: declare categories=[...], or opt in to its dtype's "
+                              "categories with categories='categories'")
     assert inp.arr is not None
     kind = "O" if inp.is_list else inp.arr.dtype.kind
     if kind == "b":
@@ -128,7 +146,21 @@ def implied_categories(inp: Input, name: str) -> list[Any]:
     if kind in "iuf":
         return [0, 1]
     raise ValidationError(f"{name} has no bool or numeric dtype (a list or an object column "
-                          "has none): declare categories=, e.g. [False, True]")
+                          f"has none): {DECLARE}")
+
+
+def resolve_categories(inp: Input, categories: object, name: str) -> list[Any]:
+    """The category set from the arguments and the dtype alone, never from the values: the
+    declared ``categories``; on the opt-in ``"categories"`` a Categorical's declared categories
+    (refused for any other input); without them, :func:`implied_categories`."""
+    if categories is None:
+        return implied_categories(inp, name)
+    if isinstance(categories, str) and categories == CATEGORIES:
+        if inp.cat_levels is None:
+            raise ValidationError(f"categories='categories' needs {name} to be a pandas "
+                                  "Categorical; declare categories=[...] instead")
+        return check_categories(inp.cat_levels, "categories of the categorical dtype")
+    return check_categories(categories)
 
 
 # --------------------------------------------------------------------------------------------

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable
 
 import pandas as pd
 
 from ..core.rng import RandomSource
 from ..errors import ValidationError
+from ._encoding import CategoriesArg
 from .estimators import Method, estimate_frequencies
 from .randomizers import Invalid, randomized_response, rappor
 
@@ -32,7 +33,7 @@ class LocalAccessor:
         return col
 
     def randomized_response(self, column: Hashable, epsilon: float | None = None,
-                            categories: Sequence[Hashable] | None = None, *,
+                            categories: CategoriesArg | None = None, *,
                             preset: str | None = None, seed: int | None = None,
                             rng: RandomSource | None = None,
                             invalid: Invalid = "uniform") -> pd.Series:
@@ -41,7 +42,7 @@ class LocalAccessor:
                                    seed=seed, rng=rng, invalid=invalid,
                                    name=f"column {column!r}")
 
-    def rappor(self, column: Hashable, epsilon: float, categories: Sequence[Hashable], *,
+    def rappor(self, column: Hashable, epsilon: float, categories: CategoriesArg, *,
                seed: int | None = None, rng: RandomSource | None = None,
                invalid: Invalid = "uniform") -> pd.DataFrame:
         """RAPPOR bit vectors of the column, one bool column per category (see :func:`rappor`)."""
@@ -49,7 +50,7 @@ class LocalAccessor:
                       invalid=invalid, name=f"column {column!r}")
 
     def estimate_frequencies(self, column: Hashable, epsilon: float | None = None,
-                             categories: Sequence[Hashable] | None = None, *,
+                             categories: CategoriesArg | None = None, *,
                              method: Method = "auto", ci: float = 0.95, project: bool = False,
                              preset: str | None = None) -> pd.DataFrame:
         """Frequencies from a column of RR / k-RR reports (see :func:`estimate_frequencies`)."""

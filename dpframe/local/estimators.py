@@ -7,7 +7,6 @@ and normal intervals, and the projection of estimates onto the probability simpl
 from __future__ import annotations
 
 import numbers
-from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any, Literal
@@ -19,12 +18,14 @@ import pandas as pd
 from ..errors import ValidationError
 from ._design import design_for, rappor_design
 from ._encoding import (
+    CATEGORIES,
+    CategoriesArg,
     check_categories,
     codes_of,
-    implied_categories,
     invalid_error,
     missing_error,
     read_values,
+    resolve_categories,
 )
 
 Method = Literal["auto", "rr", "krr", "rappor"]
@@ -136,11 +137,12 @@ def _rappor_tally(reports: Any, epsilon: float | None, cats: list[Any] | None,
 # --------------------------------------------------------------------------------------------
 
 
-def _rr_tally(reports: Any, epsilon: float | None, cats: list[Any] | None,
+def _rr_tally(reports: Any, epsilon: float | None, categories: object,
               preset: str | None, method: str, name: str) -> _Tally:
+    """RR / k-RR reports tallied over the declared categories (or the opt-in's, or the bool /
+    numeric dtype's): ``k``, and so ``method="auto"``'s choice, never comes from the reports."""
     inp = read_values(reports, name)
-    if cats is None:
-        cats = implied_categories(inp, name)
+    cats = resolve_categories(inp, categories, name)
     k = len(cats)
     if method == "auto":
         method = "rr" if k == 2 else "krr"
@@ -160,19 +162,24 @@ def _rr_tally(reports: Any, epsilon: float | None, cats: list[Any] | None,
     return _Tally(counts, int(codes.size), cats, p_hi, p_lo, eps, mech)
 
 
-def _tally(reports: Any, epsilon: float | None, cats: list[Any] | None, method: str,
+def _tally(reports: Any, epsilon: float | None, categories: object, method: str,
            preset: str | None, name: str) -> _Tally:
     """The reports tallied by ``method``; ``"auto"``: RAPPOR for 2-D reports, else RR for 2
-    categories and k-RR otherwise."""
+    categories and k-RR otherwise (the declared categories' count)."""
     two_d = isinstance(reports, pd.DataFrame) or (
         isinstance(reports, np.ndarray) and reports.ndim == 2)
-    if method == "auto" and two_d:  # else RR or k-RR by the number of categories, implied
-        method = "rappor"  # from the dtype when not given (a categorical's levels)
+    if method == "auto" and two_d:
+        method = "rappor"
     if method == "rappor":
+        if isinstance(categories, str) and categories == CATEGORIES:
+            raise ValidationError("categories='categories' reads a Categorical Series of RR "
+                                  "reports; RAPPOR reports declare categories=[...] (or "
+                                  "their columns are the categories)")
+        cats = None if categories is None else check_categories(categories)
         return _rappor_tally(reports, epsilon, cats, preset, name)
     if two_d:
         raise ValidationError(f"{name} must be one-dimensional for method '{method}'")
-    return _rr_tally(reports, epsilon, cats, preset, method, name)
+    return _rr_tally(reports, epsilon, categories, preset, method, name)
 
 
 # --------------------------------------------------------------------------------------------
@@ -213,14 +220,20 @@ def _frequency_table(t: _Tally, z: float, ci: float, project: bool) -> pd.DataFr
 
 
 def estimate_frequencies(reports: Any, epsilon: float | None = None,
-                         categories: Sequence[Hashable] | None = None, *,
+                         categories: CategoriesArg | None = None, *,
                          method: Method = "auto", ci: float = 0.95, project: bool = False,
                          preset: str | None = None, name: str = "reports") -> pd.DataFrame:
     """Unbiased category frequencies from randomized reports, with standard errors and CIs.
 
     ``method``: ``"rr"`` (binary), ``"krr"`` or ``"rappor"``; ``"auto"`` picks RAPPOR for 2-D
-    reports, else RR for 2 categories and k-RR otherwise. With ``n`` reports and ``c_j`` of
-    them equal to (RR/k-RR) or with a 1 bit for (RAPPOR) category ``j``:
+    reports, else RR for 2 categories and k-RR otherwise, counting the declared categories.
+    ``categories`` are declared as for the randomizers (a list; for a Categorical Series the
+    opt-in ``"categories"``; without them ``[False, True]`` for a bool dtype, ``[0, 1]`` for a
+    numeric one, and for RAPPOR the report columns); anything else is refused by its dtype,
+    never read from the reports' values or a Categorical's levels.
+
+    With ``n`` reports and ``c_j`` of them equal to (RR/k-RR) or with a 1 bit for (RAPPOR)
+    category ``j``:
 
     * RR / k-RR: ``f_j = (c_j / n - p') / (p - p')``, variance
       ``(f_j p (1 - p) + (1 - f_j) p' (1 - p')) / (n (p - p')^2)``;
@@ -247,8 +260,9 @@ def estimate_frequencies(reports: Any, epsilon: float | None = None,
     if method not in ("auto", "rr", "krr", "rappor"):
         raise ValidationError("method must be 'auto', 'rr', 'krr' or 'rappor'")
     z = _ci_z(ci)
-    cats = None if categories is None else check_categories(categories)
-    tally = _tally(reports, epsilon, cats, method, preset, name)
+    if categories is not None and not (isinstance(categories, str) and categories == CATEGORIES):
+        check_categories(categories)  # a bad declaration is refused before the reports are read
+    tally = _tally(reports, epsilon, categories, method, preset, name)
     if tally.n < 2:
         raise ValidationError(f"{name} needs at least 2 reports")
     return _frequency_table(tally, z, ci, project)

@@ -8,7 +8,6 @@ charged to a session.
 from __future__ import annotations
 
 import numbers
-from collections.abc import Hashable, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -18,13 +17,14 @@ from ..core.rng import RandomSource
 from ..errors import ValidationError
 from ._design import design_for, rappor_design
 from ._encoding import (
+    DECLARE,
+    CategoriesArg,
     Codes,
     Encoded,
-    check_categories,
     codes_of,
-    implied_categories,
     invalid_error,
     read_values,
+    resolve_categories,
     values_out,
 )
 from ._sampling import apply_offsets, draw_offsets
@@ -111,7 +111,7 @@ def _with_uniform_invalid(enc: Encoded, k: int, source: RandomSource) -> Codes:
 
 
 def randomized_response(values: Any, epsilon: float | None = None,
-                        categories: Sequence[Hashable] | None = None, *,
+                        categories: CategoriesArg | None = None, *,
                         preset: str | None = None, seed: int | None = None,
                         rng: RandomSource | None = None, invalid: Invalid = "uniform",
                         name: str = "values") -> Any:
@@ -119,9 +119,15 @@ def randomized_response(values: Any, epsilon: float | None = None,
 
     Each value is reported truthfully with probability ``p = e^eps / (e^eps + k - 1)`` and as
     each other declared category with probability ``p' = 1 / (e^eps + k - 1)`` (k = 2: binary
-    RR, ``p = e^eps / (e^eps + 1)``; ``preset="two_coin"``: ``p = 3/4``, eps = ln 3). Without
+    RR, ``p = e^eps / (e^eps + 1)``; ``preset="two_coin"``: ``p = 3/4``, eps = ln 3).
+
+    Categories are declared, never taken from the answers: ``categories=[...]``, or for a
+    pandas Categorical the opt-in ``categories="categories"`` (its dtype's categories: public
+    by the caller's say-so; ``astype("category")`` takes them from the values). Without
     ``categories`` they come from the dtype alone: ``[False, True]`` for a bool dtype,
-    ``[0, 1]`` for a numeric one (lists and object columns must declare them).
+    ``[0, 1]`` for a numeric one; a Categorical, a list, an object or string column is refused
+    (a ``ValidationError`` decided by the dtype, whatever the values), so no respondent's
+    answer can change the category set, k or anyone else's report.
 
     A value that is missing or not a declared category (under ``==``: True, 1 and 1.0 are one
     value) is *invalid*. By default (``invalid="uniform"``) its respondent reports a uniformly
@@ -143,8 +149,7 @@ def randomized_response(values: Any, epsilon: float | None = None,
     """
     policy = _check_invalid(invalid)
     inp = read_values(values, name)
-    cats = implied_categories(inp, name) if categories is None else check_categories(
-        categories)
+    cats = resolve_categories(inp, categories, name)
     k = len(cats)
     design, _ = design_for(epsilon, k, preset)
     source = _check_rng(seed, rng)
@@ -154,7 +159,7 @@ def randomized_response(values: Any, epsilon: float | None = None,
     return values_out(inp, out, enc.identity, cats)
 
 
-def rappor(values: Any, epsilon: float, categories: Sequence[Hashable], *,
+def rappor(values: Any, epsilon: float, categories: CategoriesArg, *,
            seed: int | None = None, rng: RandomSource | None = None,
            invalid: Invalid = "uniform", name: str = "values") -> Any:
     """Basic one-time RAPPOR: one-hot bit vectors with every bit randomized.
@@ -174,12 +179,17 @@ def rappor(values: Any, epsilon: float, categories: Sequence[Hashable], *,
     ``invalid="raise"`` refuses the batch with one fixed message (see
     :func:`randomized_response`).
 
+    ``categories`` are declared (a list), or for a pandas Categorical the opt-in
+    ``"categories"`` (its dtype's categories), never taken from the answers.
+
     Returns a 2-D bool array (one column per category), or for a Series a DataFrame with the
     same index and one bool column per category.
     """
     policy = _check_invalid(invalid)
     inp = read_values(values, name)
-    cats = check_categories(categories)
+    if categories is None:  # required: the number of bits would otherwise come from the data
+        raise ValidationError(f"rappor needs categories: {DECLARE}")
+    cats = resolve_categories(inp, categories, name)
     k = len(cats)
     design, _ = rappor_design(epsilon)
     source = _check_rng(seed, rng)

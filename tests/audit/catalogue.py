@@ -51,6 +51,7 @@ from .findings_dask2 import (
     finding_dask_time_unit_words,
 )
 from .findings_local import finding_local_invalid_value, finding_local_spelling
+from .findings_local2 import finding_local_categorical_levels
 from .findings_scan import (
     finding_scan_csv_time,
     finding_scan_empty_second_file,
@@ -323,6 +324,10 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("finding 51: scan, a byte the CSV's encoding does not define", "a cp1252 file "
              "of 20 rows vs one more row holding the byte 0x81 (count)",
              finding_scan_encoding_byte(), FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 52: local RR, categories from a Categorical's levels", "61 answers "
+             "a/b made a Categorical vs the last 'a' answered 'Smallville' (statistic: the "
+             "reports' number of categories)", finding_local_categorical_levels(),
+             FINDING_TRIALS, FINDING_FAST),
     # deliberately broken: the audit must find a violation
     Scenario("BROKEN: geometric with half the noise", "0 vs 1, sensitivity 1",
              core_noise(half_noise_spec, True), 2_000_000, 200_000, expect_violation=True),
