@@ -35,12 +35,23 @@ class LedgerError(DPError):
     """The durable ledger is missing, corrupt, or disagrees with the session."""
 
 
+class DPWarning(UserWarning):
+    """Base class of dpframe's warnings (they never quote private data values)."""
+
+
+class NearZeroWarning(DPWarning):
+    """Every value of a grouped release over public keys is within its noise of zero: are the
+    declared keys spelled as in the data? Read from the noisy values alone (no privacy cost)."""
+
+
 __all__ = [
     "BoundsError",
     "BudgetExceededError",
     "DPError",
+    "DPWarning",
     "KeysError",
     "LedgerError",
+    "NearZeroWarning",
     "PrivacyUnitError",
     "ValidationError",
 ]

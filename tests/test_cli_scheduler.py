@@ -18,7 +18,7 @@ from .test_cli import write_spec
 
 RUN_KEYS = {"format", "name", "dry_run", "fits", "ledger", "folder", "queries", "budget",
             "spent", "remaining", "charged", "earlier_releases"}
-QUERY_KEYS = {"name", "status", "epsilon", "ledger_entry", "path", "rows", "plan"}
+QUERY_KEYS = {"name", "status", "epsilon", "ledger_entry", "path", "rows", "plan", "warnings"}
 
 
 @pytest.fixture(scope="module")
@@ -112,3 +112,18 @@ def test_allow_budget_change(visits: Path, tmp_path: Path) -> None:
     assert doc["budget"]["epsilon"] == 6.0 and doc["spent"]["epsilon"] == pytest.approx(2.0)
     history = document(invoke("ledger", "show", ledger, "--json")[1])["budget_history"]
     assert [h["epsilon"] for h in history] == [5.0, 6.0]
+
+
+def test_misspelled_keys_warn_in_the_cli(visits: Path, tmp_path: Path) -> None:
+    spec = write_spec(tmp_path, visits, epsilon=50.0)
+    text = spec.read_text().replace('region = ["Northeast", "Midwest", "South", "West"]',
+                                    'region = ["northeast", "midwest"]')
+    spec.write_text(text.replace("[input]", "seed = 3  # deterministic: the hint fires in 95%\n\n"
+                                 "[input]", 1))
+    code, out, err = invoke("run", spec, "--json")
+    assert code == 0
+    by_name = {q["name"]: q for q in document(out)["queries"]}
+    assert by_name["visits"]["warnings"] == []  # ungrouped
+    hint = by_name["cost_by_region"]["warnings"]
+    assert len(hint) == 1 and "spelled as in the data" in hint[0]
+    assert "warning: query 'cost_by_region'" in err

@@ -29,9 +29,10 @@ def _budget(pair: tuple[Any, Any]) -> dict[str, float]:
 
 def _query(q: QueryResult) -> dict[str, Any]:
     rows = None if q.release is None else len(q.release.measures[0].values)
+    hints = [] if q.release is None else q.release.provenance.get("warnings", [])
     return {"name": q.name, "status": q.status, "epsilon": q.epsilon,
             "ledger_entry": q.ledger_entry, "path": None if q.path is None else str(q.path),
-            "rows": rows, "plan": jsonable(q.plan)}
+            "rows": rows, "plan": jsonable(q.plan), "warnings": jsonable(hints)}
 
 
 def run_document(report: RunReport) -> dict[str, Any]:
@@ -39,7 +40,8 @@ def run_document(report: RunReport) -> dict[str, Any]:
 
     Keys: ``format``, ``name``, ``dry_run``, ``fits``, ``ledger``, ``folder``, ``queries``
     (each ``name``, ``status`` ("planned" or "released"), ``epsilon``, ``ledger_entry``,
-    ``path``, ``rows``, ``plan``), ``budget``, ``spent``, ``remaining``, ``charged`` (each
+    ``path``, ``rows``, ``plan``, ``warnings``: hints read from the noisy values, such as
+    :class:`~dpframe.errors.NearZeroWarning`'s), ``budget``, ``spent``, ``remaining``, ``charged`` (each
     ``{"epsilon", "delta"}``; a dry run's ``charged`` is what the run would charge)."""
     plan = report.plan
     charged: tuple[Any, Any] = report.charged

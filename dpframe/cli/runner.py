@@ -21,7 +21,13 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ..engine.release import run_release
 from ..engine.session import Session
-from ..errors import BudgetExceededError, LedgerError, PrivacyUnitError, ValidationError
+from ..errors import (
+    BudgetExceededError,
+    LedgerError,
+    NearZeroWarning,
+    PrivacyUnitError,
+    ValidationError,
+)
 from ..export import to_ipc, to_parquet
 from .inputs import open_input
 from .outputs import check_output_targets
@@ -224,7 +230,11 @@ class PricedRun:
 
     def _release(self, p: PricedQuery, explain: Mapping[str, Any], log: RunLog) -> QueryResult:
         log.current = p.spec.name
-        release = run_release(self.session, p.query, self.job.backend)
+        with warnings.catch_warnings():  # said once below, as a notice naming the query
+            warnings.simplefilter("ignore", NearZeroWarning)
+            release = run_release(self.session, p.query, self.job.backend)
+        for hint in cast(list[str], release.provenance.get("warnings", [])):
+            logger.warning("query %r: %s", p.spec.name, hint)
         entry = cast(int, release.provenance["ledger_entry"])
         log.released.append(entry)
         self.job.folder.mkdir(parents=True, exist_ok=True)

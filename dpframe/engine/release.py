@@ -14,6 +14,9 @@ keeps the charge and marks the ledger entry failed.
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
 import weakref
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +24,7 @@ from ..backends.base import Backend
 from ..core.apply import CoreRelease, apply_plan
 from ..core.plan import ReleasePlan, plan_release
 from ..core.query import Query
+from ..errors import NearZeroWarning
 
 if TYPE_CHECKING:
     from .session import Session
@@ -83,4 +87,18 @@ def run_release(session: Session, query: Query, backend: Backend) -> CoreRelease
         library_version=__version__, query=query.description,
     )
     _LAST[session] = release
+    for hint in release.provenance.get("warnings", ()):  # type: ignore[union-attr]
+        warnings.warn(f"dpframe: {hint}", NearZeroWarning, stacklevel=_caller_level())
     return release
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` that points a warning at the first frame outside dpframe (the
+    user's line, whatever front led here)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1  # type: ignore[assignment]
+    return level
