@@ -41,8 +41,9 @@ def run_document(report: RunReport) -> dict[str, Any]:
     Keys: ``format``, ``name``, ``dry_run``, ``fits``, ``ledger``, ``folder``, ``queries``
     (each ``name``, ``status`` ("planned" or "released"), ``epsilon``, ``ledger_entry``,
     ``path``, ``rows``, ``plan``, ``warnings``: hints read from the noisy values, such as
-    :class:`~dpframe.errors.NearZeroWarning`'s), ``budget``, ``spent``, ``remaining``, ``charged`` (each
-    ``{"epsilon", "delta"}``; a dry run's ``charged`` is what the run would charge)."""
+    :class:`~dpframe.errors.NearZeroWarning`'s), ``budget``, ``spent``, ``remaining``,
+    ``charged`` (each ``{"epsilon", "delta"}``; a dry run's ``charged`` is what the run
+    would charge)."""
     plan = report.plan
     charged: tuple[Any, Any] = report.charged
     if report.dry_run:

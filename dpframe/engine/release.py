@@ -18,7 +18,7 @@ import os
 import sys
 import warnings
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..backends.base import Backend
 from ..core.apply import CoreRelease, apply_plan
@@ -87,7 +87,7 @@ def run_release(session: Session, query: Query, backend: Backend) -> CoreRelease
         library_version=__version__, query=query.description,
     )
     _LAST[session] = release
-    for hint in release.provenance.get("warnings", ()):  # type: ignore[union-attr]
+    for hint in cast(list[str], release.provenance.get("warnings", [])):
         warnings.warn(f"dpframe: {hint}", NearZeroWarning, stacklevel=_caller_level())
     return release
 
