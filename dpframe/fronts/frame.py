@@ -20,6 +20,7 @@ import pandas as pd
 
 from ..backends.base import Backend
 from ..core.aggregates import NAMES
+from ..core.aggregates.histogram import histogram_edges
 from ..core.apply import CoreRelease
 from ..core.memo import IdentityCache, RecentCache
 from ..core.numbers import to_fraction
@@ -50,6 +51,7 @@ from .docs import (
     RETURNS_SUM,
     documented,
 )
+from .idioms import close_names, sort_by_labels
 from .results import DPFloat, DPInt
 
 if TYPE_CHECKING:
@@ -555,15 +557,18 @@ class PrivateFrame:
                              delta=delta)
 
     @documented(RETURNS_HIST)
-    def histogram(self, column: str, bins: Sequence[float], *, epsilon: float | None = None,
-                  delta: float = 0.0, mechanism: str | None = None, right: bool = True,
-                  include_lowest: bool = False, ci: float | None = None,
+    def histogram(self, column: str, bins: Sequence[float] | int, *,
+                  epsilon: float | None = None, delta: float = 0.0,
+                  mechanism: str | None = None, right: bool = True,
+                  include_lowest: bool | None = None, ci: float | None = None,
                   dry_run: bool = False, accuracy: float | None = None) -> Any:
         """Noisy counts per public bin, exactly as ``pd.cut(x, bins, right=right,
         include_lowest=include_lowest).value_counts(sort=False)`` counts them, indexed by the
         same intervals (the declared edges; with ``include_lowest`` the first interval's left
         end is lowered as pandas lowers it, so every label holds what it counts). Rows outside
-        the bins are dropped.
+        the bins are dropped. The outer edges may be ``-inf`` and ``inf``. ``bins=10`` spreads
+        ten equal bins over the column's declared bounds (not the data's range, which is
+        private), the lowest bound included (``include_lowest`` defaults to True then).
 
         Example:
             >>> import dpframe as dpf, pandas as pd, warnings
@@ -574,10 +579,16 @@ class PrivateFrame:
             >>> priv.histogram("x", [0, 2, 4], epsilon=1e6).tolist()
             [50, 50]
         """
-        try:
-            edges = tuple(float(b) for b in bins)
-        except (TypeError, ValueError):
-            raise ValidationError("bins must be a list of numbers") from None
+        if isinstance(bins, int | np.integer) and not isinstance(bins, bool):
+            edges = histogram_edges(int(bins), self._bounds.get(column), column)
+            include_lowest = True if include_lowest is None else include_lowest
+        else:
+            try:
+                edges = tuple(float(b) for b in bins)  # type: ignore[union-attr]
+            except (TypeError, ValueError):
+                raise ValidationError("bins must be a list of numbers or a number of bins"
+                                      ) from None
+        include_lowest = False if include_lowest is None else include_lowest
         if not isinstance(right, bool) or not isinstance(include_lowest, bool):
             raise ValidationError("right and include_lowest must be True or False")
         meas = Measure("histogram", column, edges=edges, right=right,
@@ -606,12 +617,45 @@ class PrivateFrame:
                                   "columns is for group-bys: priv.groupby(...)[['a', 'b']])")
         return PrivateSelection(self, column)
 
+    def __getattr__(self, name: str) -> PrivateSelection:
+        """Attribute access to a column, as in pandas: ``priv.income.mean(epsilon=0.2)``."""
+        return PrivateSelection(self, _column_attribute(self, name))
+
+    def __dir__(self) -> list[str]:
+        return [*super().__dir__(), *_identifiers(self._backend.schema())]
+
+    def describe(self, *, epsilon: float, columns: Sequence[str] | None = None,
+                 percentiles: Sequence[float] = (0.25, 0.5, 0.75), delta: float = 0.0,
+                 resolution: int = DEFAULT_GRID, dry_run: bool = False) -> Any:
+        """Count, mean, std and quartiles (``percentiles``) of each numeric column with
+        declared bounds (or ``columns``), like ``DataFrame.describe()``, in one release and one
+        charge: ``epsilon`` is split equally over every statistic of every column, and the split
+        is stated in ``.attrs["dp"]["budget_split"]``.
+
+        Example:
+            >>> import dpframe as dpf, pandas as pd, warnings
+            >>> warnings.simplefilter("ignore")  # seeded: insecure, docs only
+            >>> df = pd.DataFrame({"x": [1.0, 2.0, 3.0, 4.0] * 250})
+            >>> out = df.dp(dpf.Session(1e9, seed=1), bounds={"x": (0, 5)}).describe(
+            ...     epsilon=1e6)
+            >>> list(out.index), round(float(out.loc["mean", "x"]), 3)
+            (['count', 'mean', 'std', '25%', '50%', '75%'], 2.5)
+        """
+        from .idioms import describe
+
+        return describe(self, epsilon, columns, percentiles, resolution, delta, dry_run)
+
     def pipe(self, func: Any, *args: Any, **kwargs: Any) -> Any:
         """``func(self, *args, **kwargs)``, as ``DataFrame.pipe``: chains of reusable steps."""
         return _pipe(self, func, args, kwargs)
 
-    def groupby(self, by: str | Sequence[str], keys: str | None = None) -> PrivateGroupBy:
-        """Group by public keys (declared, pandera isin, or Categorical) or ``keys="private"``."""
+    def groupby(self, by: str | Sequence[str], keys: str | None = None, *,
+                sort: bool = False) -> PrivateGroupBy:
+        """Group by public keys (declared, pandera isin, or Categorical) or ``keys="private"``.
+
+        Results come in declared-key order (public keys) or the core's total order (private
+        keys); ``sort=True`` sorts them by label as ``df.groupby(sort=True)`` does, so they line
+        up with pandas' own group-bys (post-processing of released labels)."""
         try:
             cols = (by,) if isinstance(by, str) else tuple(by)
         except TypeError:
@@ -622,7 +666,9 @@ class PrivateFrame:
             raise ValidationError("groupby columns are named by strings")
         if keys not in (None, "public", "private"):
             raise ValidationError("keys must be 'private' (DP key selection) or omitted")
-        return PrivateGroupBy(self, cols, keys == "private")
+        if not isinstance(sort, bool):
+            raise ValidationError("sort must be True or False")
+        return PrivateGroupBy(self, cols, keys == "private", sort)
 
 
 _INDEX_DTYPES = {"int": "int64", "float": "float64", "bool": "bool"}
@@ -700,13 +746,31 @@ def _grid(resolution: object) -> int:
     return int(resolution)
 
 
+def _column_attribute(frame: PrivateFrame, name: str) -> str:
+    """``name`` when it is a column of ``frame`` (attribute access as in pandas); an
+    AttributeError with close names otherwise. Private names (``_x``) are never columns, so
+    copying and pickling see ordinary attribute errors."""
+    if name.startswith("_"):
+        raise AttributeError(name)
+    columns = list(frame._backend.schema())
+    if name in columns:
+        return name
+    raise AttributeError(f"no method or column {name!r}{close_names(name, columns)}")
+
+
+def _identifiers(schema: Mapping[str, object]) -> list[str]:
+    return [c for c in schema if isinstance(c, str) and c.isidentifier()]
+
+
 class PrivateGroupBy:
     """Grouped aggregates: one charge per release (parallel composition over disjoint groups)."""
 
-    def __init__(self, frame: PrivateFrame, by: tuple[str, ...], private: bool) -> None:
+    def __init__(self, frame: PrivateFrame, by: tuple[str, ...], private: bool,
+                 sort: bool = False) -> None:
         self._frame = frame
         self._by = by
         self._private = private
+        self._sort = sort
 
     def _release(self, measures: list[Measure], epsilon: object, delta: object, *,
                  mechanism: str | None, ci: float | None, dry_run: bool, description: str,
@@ -742,7 +806,7 @@ class PrivateGroupBy:
             assert m.lower is not None and m.upper is not None
             out = pd.DataFrame({name: m.values, "lower": m.lower, "upper": m.upper}, index=idx)
         out.attrs["dp"] = r.provenance
-        return out
+        return sort_by_labels(out) if self._sort else out
 
     def _one(self, meas: Measure, name: str, epsilon: object, delta: object,
              mechanism: str | None, ci: float | None, dry_run: bool,
@@ -1004,7 +1068,14 @@ class PrivateGroupBy:
         if names is None:
             out.columns = pd.MultiIndex.from_tuples(list(data))
         out.attrs["dp"] = r.provenance
-        return out
+        return sort_by_labels(out) if self._sort else out
+
+    def __getattr__(self, name: str) -> PrivateSelection:
+        """Attribute access to a column, as in pandas: ``priv.groupby("g").wage.mean(...)``."""
+        return PrivateSelection(self, _column_attribute(self._frame, name))
+
+    def __dir__(self) -> list[str]:
+        return [*super().__dir__(), *_identifiers(self._frame._backend.schema())]
 
     def __getitem__(self, columns: str | Sequence[str]) -> PrivateSelection:
         """Column selection, as in pandas: ``priv.groupby("g")["x"].sum(epsilon=...)`` (a
@@ -1095,7 +1166,7 @@ class PrivateSelection:
             raise ValidationError("quantile of several columns: select one column")
         return self._target.quantile(self._columns[0], q, **kw)
 
-    def histogram(self, bins: Sequence[float], **kw: Any) -> Any:
+    def histogram(self, bins: Sequence[float] | int, **kw: Any) -> Any:
         """Histogram of one column of a frame."""
         if not self._single or not isinstance(self._target, PrivateFrame):
             raise ValidationError("histogram: select one column of a frame")
