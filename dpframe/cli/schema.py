@@ -189,7 +189,6 @@ _NEED_TEXT = {"column": "a column", "q": "q (a level in [0, 1])",
               "bins": "bins = [edges...] or a number of bins",
               "aggregates": "aggregates = {column = [ops]}",
               "by": "by"}
-_REFUSES = {"histogram": ("by", "histograms cannot be grouped (use by on a count)")}
 
 
 class QueryTable(_Table):
@@ -219,9 +218,6 @@ class QueryTable(_Table):
         missing = [f for f in _NEEDS[self.aggregate] if getattr(self, f) in (None, [], {})]
         if missing:
             raise ValueError(f"aggregate {self.aggregate!r} needs {_NEED_TEXT[missing[0]]}")
-        refused = _REFUSES.get(self.aggregate)
-        if refused and getattr(self, refused[0]):
-            raise ValueError(refused[1])
         if self.keys == "private" and not self.by:
             raise ValueError("keys = 'private' needs by")
         return self

@@ -579,20 +579,8 @@ class PrivateFrame:
             >>> priv.histogram("x", [0, 2, 4], epsilon=1e6).tolist()
             [50, 50]
         """
-        if isinstance(bins, int | np.integer) and not isinstance(bins, bool):
-            edges = histogram_edges(int(bins), self._bounds.get(column), column)
-            include_lowest = True if include_lowest is None else include_lowest
-        else:
-            try:
-                edges = tuple(float(b) for b in bins)  # type: ignore[union-attr]
-            except (TypeError, ValueError):
-                raise ValidationError("bins must be a list of numbers or a number of bins"
-                                      ) from None
-        include_lowest = False if include_lowest is None else include_lowest
-        if not isinstance(right, bool) or not isinstance(include_lowest, bool):
-            raise ValidationError("right and include_lowest must be True or False")
-        meas = Measure("histogram", column, edges=edges, right=right,
-                       include_lowest=include_lowest)
+        meas = self._histogram_measure(column, bins, right, include_lowest)
+        edges, include_lowest = meas.edges or (), meas.include_lowest
         r = self._run(self._query([meas], epsilon, delta, mechanism=mechanism, ci=ci,
                                   description=f"histogram({column})", accuracy=accuracy),
                       dry_run)
@@ -609,6 +597,25 @@ class PrivateFrame:
                                 "upper": m.upper.reshape(-1)}, index=index)
         out.attrs["dp"] = r.provenance
         return out
+
+    def _histogram_measure(self, column: str, bins: Sequence[float] | int, right: bool,
+                           include_lowest: bool | None) -> Measure:
+        """The histogram measure of ``bins`` (edges, or a number of equal bins over the
+        column's declared bounds, the lowest included unless ``include_lowest=False``)."""
+        if isinstance(bins, int | np.integer) and not isinstance(bins, bool):
+            edges = histogram_edges(int(bins), self._bounds.get(column), column)
+            include_lowest = True if include_lowest is None else include_lowest
+        else:
+            try:
+                edges = tuple(float(b) for b in bins)  # type: ignore[union-attr]
+            except (TypeError, ValueError):
+                raise ValidationError("bins must be a list of numbers or a number of bins"
+                                      ) from None
+        include_lowest = False if include_lowest is None else include_lowest
+        if not isinstance(right, bool) or not isinstance(include_lowest, bool):
+            raise ValidationError("right and include_lowest must be True or False")
+        return Measure("histogram", column, edges=edges, right=right,
+                       include_lowest=include_lowest)
 
     def __getitem__(self, column: str) -> PrivateSelection:
         """Column selection, as in pandas: ``priv["income"].mean(epsilon=0.2)``."""
@@ -1026,6 +1033,50 @@ class PrivateGroupBy:
         return self._one(meas, column, epsilon, delta, None, None, dry_run, selection_share,
                          accuracy)
 
+    def histogram(self, column: str, bins: Sequence[float] | int, *,
+                  epsilon: float | None = None, delta: float = 0.0,
+                  mechanism: str | None = None, right: bool = True,
+                  include_lowest: bool | None = None, ci: float | None = None,
+                  dry_run: bool = False, selection_share: float | None = None,
+                  accuracy: float | None = None) -> Any:
+        """Noisy counts per group and public bin (a DP crosstab of the groups against
+        ``pd.cut(column, bins)``): a Series indexed by (group keys..., interval), ``count``
+        (with ``lower``/``upper`` columns under ``ci=``). Bins as for
+        :meth:`PrivateFrame.histogram`; one release and one charge (the cells are disjoint).
+        ``.unstack()`` gives the crosstab's shape.
+
+        Example:
+            >>> import dpframe as dpf, pandas as pd, warnings
+            >>> warnings.simplefilter("ignore")  # seeded: insecure, docs only
+            >>> df = pd.DataFrame({"g": ["a", "b"] * 50, "x": [1.0, 3.0] * 50})
+            >>> priv = df.dp(dpf.Session(1e9, seed=1), bounds={"x": (0, 4)},
+            ...              keys={"g": ["a", "b"]})
+            >>> priv.groupby("g").histogram("x", [0, 2, 4], epsilon=1e6).unstack().values.tolist()
+            [[50, 0], [0, 50]]
+        """
+        meas = self._frame._histogram_measure(column, bins, right, include_lowest)
+        q, r = self._release([meas], epsilon, delta, mechanism=mechanism, ci=ci,
+                             dry_run=dry_run,
+                             description=f"groupby({','.join(self._by)}).histogram({column})",
+                             selection_share=selection_share, accuracy=accuracy)
+        if isinstance(r, dict):
+            return r
+        m = r.measures[0]
+        groups = self._index(q, r)
+        bins_index = histogram_index(meas.edges or (), right, meas.include_lowest, column)
+        labels = [g if isinstance(groups, pd.MultiIndex) else (g,) for g in groups]
+        index = pd.MultiIndex.from_tuples([(*g, b) for g in labels for b in bins_index],
+                                          names=[*groups.names, column])
+        if ci is None:
+            out: pd.Series | pd.DataFrame = pd.Series(m.values.reshape(-1), index=index,
+                                                      name="count")
+        else:
+            assert m.lower is not None and m.upper is not None
+            out = pd.DataFrame({"count": m.values.reshape(-1), "lower": m.lower.reshape(-1),
+                                "upper": m.upper.reshape(-1)}, index=index)
+        out.attrs["dp"] = r.provenance
+        return sort_by_labels(out) if self._sort else out
+
     @documented(RETURNS_AGG)
     def agg(self, spec: Mapping[str, str | Sequence[str]] | None = None, *,
             epsilon: float | None = None, delta: float = 0.0, mechanism: str | None = None,
@@ -1167,9 +1218,9 @@ class PrivateSelection:
         return self._target.quantile(self._columns[0], q, **kw)
 
     def histogram(self, bins: Sequence[float] | int, **kw: Any) -> Any:
-        """Histogram of one column of a frame."""
-        if not self._single or not isinstance(self._target, PrivateFrame):
-            raise ValidationError("histogram: select one column of a frame")
+        """Histogram of one column (per group, for a group-by)."""
+        if not self._single:
+            raise ValidationError("histogram: select one column")
         return self._target.histogram(self._columns[0], bins, **kw)
 
     def agg(self, func: str | Sequence[str], **kw: Any) -> Any:

@@ -106,3 +106,23 @@ def test_describe(df: pd.DataFrame) -> None:
     assert len(s.ledger) == 1  # one release, one charge
     dry = priv_of(df, s).describe(epsilon=1.0, columns=["age"], dry_run=True)  # type: ignore[attr-defined]
     assert len(dry["measures"]) == 6 and len(s.ledger) == 1
+
+
+def test_grouped_histogram_is_a_crosstab(df: pd.DataFrame) -> None:
+    priv = priv_of(df)
+    edges = [0, 30, 60, 100]
+    out = priv.groupby("region", sort=True).histogram("age", edges, epsilon=HUGE)  # type: ignore[attr-defined]
+    truth = pd.crosstab(df.region, pd.cut(df.age, edges))
+    assert out.unstack().values.tolist() == truth.values.tolist()
+    assert list(out.index.names) == ["region", "age"]
+    sel = priv.groupby("region")["age"].histogram(10, epsilon=HUGE, ci=0.9)  # type: ignore[attr-defined]
+    assert list(sel.columns) == ["count", "lower", "upper"] and len(sel) == 30
+
+
+def test_grouped_histogram_sensitivity_counts_groups() -> None:
+    # a unit in k = 3 groups with R = 2 rows each moves 6 cells: L1 sensitivity k * R
+    df = pd.DataFrame({"u": [1] * 6, "g": ["a", "b", "c"] * 2, "x": [1.0] * 6})
+    priv = df.dp(session(), bounds={"x": (0, 10)}, keys={"g": ["a", "b", "c"]},
+                 privacy_unit="u", max_rows_per_unit=2, max_groups_per_unit=3)
+    out = priv.groupby("g").histogram("x", [0, 5, 10], epsilon=1.0)
+    assert out.attrs["dp"]["measures"][0]["sensitivity"] == 6.0

@@ -6,7 +6,10 @@ read from the data (``pd.cut(x, 10)`` spreads its bins over the data's range).
 
 Privacy: bins partition the rows, so one unit's ``R`` rows move at most ``R`` bin counts by one
 each (add/remove; see :func:`~dpframe.core.sensitivity.histogram_sensitivity`): geometric or
-discrete Gaussian noise on every declared bin, empty or not.
+discrete Gaussian noise on every declared bin, empty or not. Grouped (a crosstab), the
+(group, bin) cells partition the rows too, and a unit touches at most its ``k`` groups' cells
+with ``R`` rows each: the grouped count's sensitivity
+(:func:`~dpframe.core.sensitivity.count_sensitivity`).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from ...errors import ValidationError
 from ..compute import AggregateRequest
 from ..measure import AdditiveCount, MeasurePlan, MeasureRelease, PlanContext, Rows
 from ..rng import RandomSource
-from ..sensitivity import histogram_sensitivity
+from ..sensitivity import count_sensitivity, histogram_sensitivity
 
 if TYPE_CHECKING:
     from ..query import Measure, Query
@@ -46,7 +49,10 @@ class Histogram(AdditiveCount):
 
     def plan(self, ctx: PlanContext, m: Measure, eps: Fraction, delta: Fraction,
              rho: Fraction | None) -> MeasurePlan:
-        s = histogram_sensitivity(ctx.relation, ctx.contribution)
+        # grouped, the bins of all groups are the cells of one count (a unit's rows land in at
+        # most its groups' cells): the grouped count's sensitivity; ungrouped, the bins alone
+        s = (count_sensitivity(ctx.relation, ctx.contribution, True) if ctx.grouped
+             else histogram_sensitivity(ctx.relation, ctx.contribution))
         assert m.edges is not None
         req = AggregateRequest("bins", m.column, edges=tuple(m.edges), right=m.right,
                                include_lowest=m.include_lowest)
