@@ -19,6 +19,7 @@ from .errors import (
     LedgerError,
     NearZeroWarning,
     PrivacyUnitError,
+    UnknownColumnError,
     ValidationError,
 )
 from .export import read_provenance, to_arrow, to_ipc, to_parquet
@@ -45,6 +46,7 @@ __all__ = [
     "PrivacyUnitError",
     "Scan",
     "Session",
+    "UnknownColumnError",
     "ValidationError",
     "__version__",
     "last_release",

@@ -15,6 +15,14 @@ class ValidationError(DPError, ValueError):
     """Bad arguments or data (wrong type, unknown column, invalid epsilon...)."""
 
 
+class UnknownColumnError(ValidationError):
+    """A query names a column the data does not have (``column``: the name asked for)."""
+
+    def __init__(self, message: str, column: object = None) -> None:
+        super().__init__(message)
+        self.column = column
+
+
 class BoundsError(ValidationError):
     """A query needs declared bounds that are missing or malformed."""
 
@@ -53,5 +61,6 @@ __all__ = [
     "LedgerError",
     "NearZeroWarning",
     "PrivacyUnitError",
+    "UnknownColumnError",
     "ValidationError",
 ]

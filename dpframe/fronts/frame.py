@@ -23,6 +23,7 @@ from ..core.aggregates import NAMES
 from ..core.aggregates.histogram import histogram_edges
 from ..core.apply import CoreRelease
 from ..core.memo import IdentityCache, RecentCache
+from ..core.names import close_names
 from ..core.numbers import to_fraction
 from ..core.plan import exact_fingerprint
 from ..core.query import (
@@ -36,6 +37,7 @@ from ..errors import KeysError, ValidationError
 from .aggregation import agg_columns, agg_pairs, weights_by_label
 from .arguments import (
     check_accuracy_args,
+    check_declared_columns,
     check_unit,
     declarations,
     exponential_only,
@@ -51,7 +53,7 @@ from .docs import (
     RETURNS_SUM,
     documented,
 )
-from .idioms import close_names, sort_by_labels
+from .idioms import sort_by_labels
 from .results import DPFloat, DPInt
 
 if TYPE_CHECKING:
@@ -90,6 +92,7 @@ class PrivateFrame:
         privacy_unit: str | None = None,
         max_rows_per_unit: int | None = None,
         max_groups_per_unit: int | None = None,
+        strict: bool = True,
     ) -> None:
         from ..engine.session import Session
 
@@ -97,6 +100,10 @@ class PrivateFrame:
             raise ValidationError("the first argument must be a dpframe Session")
         self._backend = backend
         self._session = session
+        if strict is not True and strict is not False:
+            raise ValidationError("strict must be True or False")
+        if strict:
+            check_declared_columns(backend.schema(), bounds, keys)
         b, k = declarations(bounds, keys, schema)
         self._bounds = b
         self._keys = normalise_keys(k)  # checks the key lists (a string is not a key list)

@@ -4,12 +4,12 @@ computes a sensitivity or touches data: each builds Measures and wraps released 
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from ..core.names import close_names
 from ..core.query import DEFAULT_GRID, Measure
 from ..core.values import NUMERIC_KINDS, sorted_order
 from ..errors import ValidationError
@@ -19,16 +19,6 @@ if TYPE_CHECKING:
 
 #: What ``describe`` releases per column, in its rows' order (pandas' describe without min/max).
 DESCRIBE_STATS = ("count", "mean", "std")
-
-
-def close_names(name: str, names: Sequence[str]) -> str:
-    """" (did you mean 'wage'?)" for the declared or schema names closest to ``name`` (public:
-    column names), or ""."""
-    near = difflib.get_close_matches(name, list(names), n=3, cutoff=0.6)
-    if not near:
-        lowered = {n.lower(): n for n in names}
-        near = [lowered[name.lower()]] if name.lower() in lowered else []
-    return f" (did you mean {' or '.join(repr(n) for n in near)}?)" if near else ""
 
 
 def sort_by_labels(out: pd.Series | pd.DataFrame) -> pd.Series | pd.DataFrame:
