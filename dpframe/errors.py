@@ -15,6 +15,14 @@ class ValidationError(DPError, ValueError):
     """Bad arguments or data (wrong type, unknown column, invalid epsilon...)."""
 
 
+class UnknownColumnError(ValidationError):
+    """A query names a column the data does not have (``column``: the name asked for)."""
+
+    def __init__(self, message: str, column: object = None) -> None:
+        super().__init__(message)
+        self.column = column
+
+
 class BoundsError(ValidationError):
     """A query needs declared bounds that are missing or malformed."""
 
@@ -35,12 +43,24 @@ class LedgerError(DPError):
     """The durable ledger is missing, corrupt, or disagrees with the session."""
 
 
+class DPWarning(UserWarning):
+    """Base class of dpframe's warnings (they never quote private data values)."""
+
+
+class NearZeroWarning(DPWarning):
+    """Every value of a grouped release over public keys is within its noise of zero: are the
+    declared keys spelled as in the data? Read from the noisy values alone (no privacy cost)."""
+
+
 __all__ = [
     "BoundsError",
     "BudgetExceededError",
     "DPError",
+    "DPWarning",
     "KeysError",
     "LedgerError",
+    "NearZeroWarning",
     "PrivacyUnitError",
+    "UnknownColumnError",
     "ValidationError",
 ]

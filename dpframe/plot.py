@@ -133,21 +133,81 @@ def _histogram_columns(result: Any
     raise TypeError("plot_histogram takes the Series or DataFrame of a histogram release")
 
 
+#: Most tick labels an axis shows: more are thinned to every k-th, so that they stay readable.
+MAX_TICK_LABELS = 15
+
+
+def _thinned(labels: list[str], limit: int = MAX_TICK_LABELS) -> list[str]:
+    """Every k-th label kept (the first and last always), the others blank: at most about
+    ``limit`` labels shown."""
+    step = -(-len(labels) // limit) if len(labels) > limit else 1
+    last = len(labels) - 1
+    return [lab if i % step == 0 or i == last else "" for i, lab in enumerate(labels)]
+
+
+def _set_ticks(ax: Axes, positions: np.ndarray, labels: list[str]) -> None:
+    """Tick labels that stay readable: thinned past MAX_TICK_LABELS, turned when long."""
+    shown = _thinned(labels)
+    longest = max((len(lab) for lab in shown), default=0)
+    ax.set_xticks(positions)
+    ax.set_xticklabels(shown, rotation=90 if longest * sum(map(bool, shown)) > 45 else 0)
+
+
+def _open_bins(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Bins whose outer edge is infinite drawn as wide as the median finite bin (they are
+    labelled by their finite edge and an arrow-like -inf / inf tick)."""
+    finite = np.isfinite(left) & np.isfinite(right)
+    width = float(np.median(right[finite] - left[finite])) if finite.any() else 1.0
+    left, right = left.copy(), right.copy()
+    if left.size and not np.isfinite(left[0]):
+        left[0] = right[0] - width
+    if right.size and not np.isfinite(right[-1]):
+        right[-1] = left[-1] + width
+    return left, right
+
+
 def _bin_bars(ax: Axes, index: pd.IntervalIndex, values: np.ndarray, yerr: np.ndarray | None,
-              level: float | None, color: str | None) -> None:
-    """Bars spanning their bins, ticks at the bin edges."""
-    left = index.left.to_numpy(dtype=np.float64)
-    width = index.right.to_numpy(dtype=np.float64) - left
+              level: float | None, color: str | None) -> np.ndarray:
+    """Bars spanning their bins, ticks at the bin edges; returns the bins' centres."""
+    raw_left = index.left.to_numpy(dtype=np.float64)
+    raw_right = index.right.to_numpy(dtype=np.float64)
+    left, right = _open_bins(raw_left, raw_right)
+    width = right - left
     ax.bar(left, values, width=width, align="edge", color=color, edgecolor="white",
            linewidth=0.8, label="noisy count")
     _errorbars(ax, left + width / 2, values, yerr, level, capsize=4)
-    edges = np.unique(np.concatenate([left, left + width]))
-    ax.set_xticks(edges)
-    ax.set_xticklabels([f"{e:g}" for e in edges])
+    edges, where = np.unique(np.concatenate([left, right]), return_index=True)
+    raw = np.concatenate([raw_left, raw_right])[where]
+    _set_ticks(ax, edges, [f"{e:g}" for e in raw])
+    return left + width / 2
+
+
+def _reference(reference: Any, index: pd.Index, n: int) -> np.ndarray:
+    """Known values to overlay, one per bar: a Series aligned on the result's index (by label;
+    by position when its labels differ but its length matches), a mapping by label, or a
+    sequence of ``n`` values. Missing labels are not drawn (NaN)."""
+    if isinstance(reference, pd.Series):
+        if reference.index.equals(index) or len(reference.index.intersection(index)):
+            return reference.reindex(index).to_numpy(dtype=np.float64)
+        reference = reference.to_numpy()
+    if isinstance(reference, Mapping):
+        return np.array([reference.get(k, np.nan) for k in index], dtype=np.float64)
+    values = np.asarray(reference, dtype=np.float64).reshape(-1)
+    if values.size != n:
+        raise ValueError(f"reference has {values.size} values for {n} bars: pass a Series "
+                         "or mapping by label, or one value per bar")
+    return values
+
+
+def _overlay(ax: Axes, x: np.ndarray, reference: Any, index: pd.Index, label: str) -> None:
+    """Known values (validation data) as markers over the bars."""
+    ref = _reference(reference, index, x.size)
+    ax.scatter(x, ref, marker="D", s=28, color="crimson", zorder=3, label=label)
 
 
 def plot_histogram(result: pd.Series | pd.DataFrame, ax: Axes | None = None, *,
-                   color: str | None = None, title: str | None = None) -> Axes:
+                   color: str | None = None, title: str | None = None,
+                   reference: Any = None, reference_label: str = "reference") -> Axes:
     """Draw a histogram release as bars over its bins, with error bars.
 
     ``result`` is what ``priv.histogram(column, bins, epsilon=...)`` returns: a Series of noisy
@@ -155,6 +215,9 @@ def plot_histogram(result: pd.Series | pd.DataFrame, ax: Axes | None = None, *,
     ``lower`` and ``upper`` columns. Error bars come from ``lower`` / ``upper`` when present,
     otherwise from the ``ci_half_width`` in the release's provenance (``.attrs["dp"]``, at its
     ``ci_level``, 95% by default). Without either, bars are drawn without error bars.
+    Open outer bins (-inf, inf edges) are drawn as wide as the median bin; tick labels are
+    thinned past 15 edges. ``reference=`` overlays known values (validation data, e.g.
+    ``pd.cut(df.x, bins).value_counts(sort=False)``) as markers.
     """
     values, lower, upper = _histogram_columns(result)
     measures = _measures(result)
@@ -165,13 +228,14 @@ def plot_histogram(result: pd.Series | pd.DataFrame, ax: Axes | None = None, *,
     ax = _axes(ax)
     index = result.index
     if isinstance(index, pd.IntervalIndex):
-        _bin_bars(ax, index, values, yerr, level, color)
+        centres = _bin_bars(ax, index, values, yerr, level, color)
     else:
-        pos = np.arange(values.size, dtype=np.float64)
-        ax.bar(pos, values, color=color, label="noisy count")
-        _errorbars(ax, pos, values, yerr, level, capsize=4)
-        ax.set_xticks(pos)
-        ax.set_xticklabels([str(v) for v in index])
+        centres = np.arange(values.size, dtype=np.float64)
+        ax.bar(centres, values, color=color, label="noisy count")
+        _errorbars(ax, centres, values, yerr, level, capsize=4)
+        _set_ticks(ax, centres, _labels(index))
+    if reference is not None:
+        _overlay(ax, centres, reference, index, reference_label)
     ax.set_xlabel(str(index.name) if index.name is not None else "")
     ax.set_ylabel("count (noisy)")
     ax.set_title(title if title is not None else _with_epsilon(
@@ -268,7 +332,8 @@ def _grouped_selection(result: Any, column: Any, measures: list[dict[str, Any]])
 
 def plot_grouped(result: pd.Series | pd.DataFrame, ax: Axes | None = None, *,
                  column: Any = None, color: str | None = None,
-                 title: str | None = None) -> Axes:
+                 title: str | None = None, reference: Any = None,
+                 reference_label: str = "reference") -> Axes:
     """Draw a grouped release as one bar per group, with error bars.
 
     ``result`` is a grouped result: a Series (``groupby(...).count(epsilon=...)``), a DataFrame
@@ -276,7 +341,10 @@ def plot_grouped(result: pd.Series | pd.DataFrame, ax: Axes | None = None, *,
     aggregate is chosen with ``column=("income", "mean")`` (default: the first). Error bars come
     from the interval columns; without them, counts and sums use the ``ci_half_width`` in
     ``.attrs["dp"]``. A mean without ``ci=``, and max / min / quantiles (which have no
-    interval), are drawn without error bars.
+    interval), are drawn without error bars. Tick labels stay readable: two-key groups read
+    ``"a, u"``, long or many labels turn, and past 15 bars only every k-th is labelled.
+    ``reference=`` overlays known values (a Series or mapping by group label, or one value
+    per bar) as markers, to validate a release against data you may look at.
     """
     measures = _measures(result)
     sel = _grouped_selection(result, column, measures)
@@ -288,9 +356,9 @@ def plot_grouped(result: pd.Series | pd.DataFrame, ax: Axes | None = None, *,
     pos = np.arange(sel.values.size, dtype=np.float64)
     ax.bar(pos, sel.values, color=color, label=f"noisy {sel.name}")
     _errorbars(ax, pos, sel.values, yerr, level, capsize=3)
-    labels = _labels(result.index)
-    ax.set_xticks(pos)
-    ax.set_xticklabels(labels, rotation=90 if len(labels) > 12 else 0)
+    _set_ticks(ax, pos, _labels(result.index))
+    if reference is not None:
+        _overlay(ax, pos, reference, result.index, reference_label)
     names = [str(n) for n in result.index.names if n is not None]
     ax.set_xlabel(", ".join(names))
     ax.set_ylabel(sel.name)

@@ -209,14 +209,15 @@ def test_every_aggregate(visits: Path, tmp_path: Path, grouped: bool) -> None:
                            ("min", "column = 'age'"), ("median", "column = 'age'"),
                            ("quantile", "column = 'cost'\nq = 0.9\nresolution = 101"),
                            ("sum", "column = 'cost'\nmechanism = 'gaussian'\ndelta = 1e-7")]))
-    if not grouped:
-        queries += ("\n[[query]]\nname = 'hist'\naggregate = 'histogram'\ncolumn = 'age'\n"
-                    "bins = [0, 50, 100]\nepsilon = 0.1\nci = 0.9\n")
-    else:
+    queries += (f"\n[[query]]\nname = 'hist'\naggregate = 'histogram'\ncolumn = 'age'\n"
+                f"bins = [0, 50, 100]\nepsilon = 0.1\nci = 0.9\n{by}")
+    if grouped:
         queries += ("\n[[query]]\nname = 'agg'\naggregate = 'agg'\nby = ['region']\n"
                     "aggregates = { cost = ['sum', 'mean'], age = 'median' }\n"
                     "weights = { 'cost.sum' = 2, 'cost.mean' = 1, 'age.median' = 1 }\n"
-                    "epsilon = 0.1\n")
+                    "epsilon = 0.1\n"
+                    "\n[[query]]\nname = 'hist10'\naggregate = 'histogram'\ncolumn = 'age'\n"
+                    "bins = 10\nby = ['region']\nepsilon = 0.1\n")
     spec = write_spec(tmp_path, visits)
     text = spec.read_text()
     spec.write_text(text[: text.index("[[query]]")] + queries)
@@ -225,12 +226,15 @@ def test_every_aggregate(visits: Path, tmp_path: Path, grouped: bool) -> None:
     code, out = inproc("run", spec, "--ledger", tmp_path / "l.sqlite", "--no-progress")
     assert code == 0, out
     got = entries(tmp_path / "l.sqlite")
-    assert len(got) == 9 and all(s == "released" for _, s, _ in got)
+    assert len(got) == (11 if grouped else 9) and all(s == "released" for _, s, _ in got)
     for f in (tmp_path / "out").iterdir():
         table = pq.read_table(f)
         doc = dpf.read_provenance(f)
         assert doc["rows"] == table.num_rows and doc["group_by"] == (["region"] if grouped
                                                                     else [])
+    if grouped:  # a crosstab: a row per region and bin, the bins spread over the bounds
+        t = pq.read_table(tmp_path / "out" / "hist10.parquet")
+        assert t.num_rows == 40 and t.column("region").to_pylist()[:10] == ["Northeast"] * 10
 
 
 def test_python_m_dpframe_runs_the_command_line() -> None:

@@ -35,6 +35,9 @@ def test_the_notebook_runs() -> None:
                             resources={"metadata": {"path": str(EXAMPLES)}}).execute()
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
+    stderr = "".join(o.get("text", "") for o in outputs if o.output_type == "stream"
+                     and o.get("name") == "stderr")
+    assert "TqdmWarning" not in stderr and "IProgress" not in stderr
     html = [o for o in outputs if o.output_type == "execute_result"
             and "text/html" in o.get("data", {})]
     assert len(html) >= 4  # the session, the frame, a result and tables render as HTML

@@ -209,3 +209,60 @@ def test_missing_matplotlib_says_how_to_install(monkeypatch: pytest.MonkeyPatch)
     idx = pd.IntervalIndex.from_breaks([0.0, 1.0], name="x")
     with pytest.raises(ImportError, match=r"dpframe\[plot\]"):
         plot_histogram(pd.Series([1], index=idx))
+
+
+def _shown_labels(ax: Any) -> list[str]:
+    return [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+
+
+def test_many_bins_keep_readable_ticks(frame: pd.DataFrame) -> None:
+    s = dpf.Session(100, seed=1)
+    hist = _priv(frame, s).histogram("age", 50, epsilon=1.0)
+    ax = plot_histogram(hist)
+    shown = _shown_labels(ax)
+    assert 10 <= len(shown) <= 16  # 51 edges, thinned
+    assert shown[0] == "-0.001" and shown[-1] == "100"  # pd.cut lowers the lowest edge
+    # without thinning every edge would be labelled
+    assert len(ax.get_xticks()) == 51
+
+
+def test_open_bins_are_drawn_finite(frame: pd.DataFrame) -> None:
+    s = dpf.Session(100, seed=1)
+    hist = _priv(frame, s).histogram("age", [-np.inf, 30, 60, np.inf], epsilon=1.0)
+    ax = plot_histogram(hist)
+    widths = [p.get_width() for p in _bars(ax).patches]
+    assert widths == [30.0, 30.0, 30.0]
+    assert _shown_labels(ax) == ["-inf", "30", "60", "inf"]
+
+
+def test_two_key_groups_turn_their_labels(frame: pd.DataFrame) -> None:
+    s = dpf.Session(100, seed=1)
+    frame = frame.assign(kind=np.where(frame.age > 50, "senior", "junior"))
+    out = frame.dp(s, keys={"group": KEYS, "kind": ["junior", "senior"]}).groupby(
+        ["group", "kind"]).count(epsilon=1.0)
+    ax = plot_grouped(out)
+    labels = ax.get_xticklabels()
+    assert [t.get_text() for t in labels][:2] == ["a, junior", "a, senior"]
+    assert all(t.get_rotation() == 90 for t in labels)
+    short = plot_grouped(_priv(frame, s).groupby("group").count(epsilon=1.0))
+    assert all(t.get_rotation() == 0 for t in short.get_xticklabels())
+
+
+def test_reference_overlays_known_values(frame: pd.DataFrame) -> None:
+    s = dpf.Session(100, seed=1)
+    out = _priv(frame, s).groupby("group").count(epsilon=1.0)
+    truth = frame.groupby("group").size()
+    ax = plot_grouped(out, reference=truth.iloc[::-1])  # aligned by label, not position
+    marks = [c for c in ax.collections if c.get_label() == "reference"]
+    assert len(marks) == 1
+    assert marks[0].get_offsets()[:, 1].tolist() == truth.loc[KEYS].tolist()
+
+    hist = _priv(frame, s).histogram("age", BINS, epsilon=1.0)
+    known = pd.cut(frame.age, BINS).value_counts(sort=False)
+    ax = plot_histogram(hist, reference=known, reference_label="census")
+    marks = [c for c in ax.collections if c.get_label() == "census"]
+    offsets = marks[0].get_offsets()
+    assert offsets[:, 1].tolist() == known.tolist()
+    assert offsets[:, 0].tolist() == [9.0, 24.0, 40.0, 60.0, 85.0]  # the bins' centres
+    with pytest.raises(ValueError, match="one value per bar"):
+        plot_grouped(out, reference=[1, 2])

@@ -1,4 +1,4 @@
-"""The ``dpframe`` command line: ``demo``, ``run SPEC``, ``ledger show PATH``.
+"""The ``dpframe`` command line: ``demo``, ``run SPEC``, ``ledger show PATH``, ``--version``.
 
 Exit codes (docs/cli.md):
 
@@ -23,6 +23,7 @@ from typing import Annotated
 
 import typer
 
+from .._version import __version__
 from ..errors import BudgetExceededError, LedgerError, ValidationError
 from . import runner
 from .demo import run_demo
@@ -53,33 +54,59 @@ ledger_app = typer.Typer(help="Inspect a durable privacy ledger.", no_args_is_he
 app.add_typer(ledger_app, name="ledger")
 
 
-def _fail(code: int, message: str) -> typer.Exit:
+def _version(value: bool) -> None:
+    """``dpframe --version``: print the package version and exit 0."""
+    if value:
+        sys.stdout.write(f"dpframe {__version__}\n")
+        raise typer.Exit(EXIT_OK)
+
+
+@app.callback()
+def _options(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """Differentially private releases from tables."""
+
+
+def _fail(code: int, message: str, exc: BaseException | None = None,
+          as_json: bool = False) -> typer.Exit:
     # the message names spec sections ("[release] epsilon"): print it as text, not markup
     console(stderr=True).print(f"[bold red]error:[/] {escape(message)}", markup=True)
+    if as_json and exc is not None:
+        from .jsonout import emit, error_document
+
+        emit(error_document(code, exc, message))
     return typer.Exit(code)
 
 
-def _error_exit(exc: BaseException, debug: bool, log: RunLog | None = None) -> typer.Exit:
+def _error_exit(exc: BaseException, debug: bool, log: RunLog | None = None,
+                as_json: bool = False) -> typer.Exit:
     """Map an exception to the documented exit code, with a message that holds no data and,
-    for a release command, says truly what was charged and written."""
+    for a release command, says truly what was charged and written (``as_json``: also as a
+    ``dpframe.error/1`` document on stdout)."""
     tail = "" if log is None else f". Status: {run_status(log)}."
     where = "" if log is None or log.current is None else f"query {log.current!r}: "
     if isinstance(exc, KeyboardInterrupt):
-        return _fail(EXIT_INTERRUPTED, f"interrupted{' during ' + where[:-2] if where else ''}"
-                     f"; no partial output file is left{tail}")
-    if isinstance(exc, BudgetExceededError):
-        return _fail(EXIT_BUDGET, f"{where}{exc}{tail}")
-    if isinstance(exc, LedgerError):
-        return _fail(EXIT_LEDGER, f"{where}{exc}{tail}")
-    if isinstance(exc, ValidationError):
-        return _fail(EXIT_SPEC, f"{where}{exc}{tail}")
-    if debug:
+        code, message = EXIT_INTERRUPTED, (f"interrupted{' during ' + where[:-2] if where else ''}"
+                                           f"; no partial output file is left{tail}")
+    elif isinstance(exc, BudgetExceededError):
+        code, message = EXIT_BUDGET, f"{where}{exc}{tail}"
+    elif isinstance(exc, LedgerError):
+        code, message = EXIT_LEDGER, f"{where}{exc}{tail}"
+    elif isinstance(exc, ValidationError):
+        code, message = EXIT_SPEC, f"{where}{exc}{tail}"
+    elif debug:
         raise exc
-    return _fail(EXIT_FAILED, f"{where}unexpected {type(exc).__name__} (details hidden because "
-                 f"they may quote data values; rerun with --debug to see them){tail}")
+    else:
+        code, message = EXIT_FAILED, (f"{where}unexpected {type(exc).__name__} (details hidden "
+                                      "because they may quote data values; rerun with --debug "
+                                      f"to see them){tail}")
+    return _fail(code, message, exc, as_json)
 
 
-def _guarded(fn: Callable[[RunLog], None], *, debug: bool = False, log: bool = True) -> None:
+def _guarded(fn: Callable[[RunLog], None], *, debug: bool = False, log: bool = True,
+             as_json: bool = False) -> None:
     """Run a command body; map every error to its exit code (nothing escapes as a traceback)."""
     run_log = RunLog()
     try:
@@ -89,7 +116,7 @@ def _guarded(fn: Callable[[RunLog], None], *, debug: bool = False, log: bool = T
     except BaseException as exc:
         if isinstance(exc, SystemExit):
             raise
-        raise _error_exit(exc, debug, run_log if log else None) from None
+        raise _error_exit(exc, debug, run_log if log else None, as_json) from None
 
 
 # -- demo ---------------------------------------------------------------------------------------
@@ -191,25 +218,37 @@ def run(
                                                   "bar (default: on a terminal).")] = None,
     debug: Annotated[bool, typer.Option(help="Show tracebacks of unexpected errors (they may "
                                         "quote data values).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout "
+                                          "(format dpframe.run/1, or dpframe.error/1 on a "
+                                          "refusal or failure) instead of tables.")] = False,
+    allow_budget_change: Annotated[bool, typer.Option(
+        "--allow-budget-change", help="Let the spec's budget replace the ledger's total (the "
+                                      "change is recorded in the ledger).")] = False,
 ) -> None:
     """Run a declarative release spec: check everything, then release and write each query."""
-    _guarded(lambda log: _run(spec, dry_run, ledger, progress, log), debug=debug)
+    _guarded(lambda log: _run(spec, dry_run, ledger, progress, log, as_json, allow_budget_change),
+             debug=debug, as_json=as_json)
 
 
 class _NoticeHandler(logging.Handler):
-    """The runner's notices on the terminal: warnings on stderr, the rest on stdout."""
+    """The runner's notices on the terminal: warnings on stderr, the rest on stdout (on stderr
+    too with ``--json``, whose stdout holds the document alone)."""
+
+    def __init__(self, quiet_stdout: bool = False) -> None:
+        super().__init__()
+        self.quiet_stdout = quiet_stdout
 
     def emit(self, record: logging.LogRecord) -> None:
-        if record.levelno >= logging.WARNING:
+        if record.levelno >= logging.WARNING or self.quiet_stdout:
             console(stderr=True).print(f"warning: {record.getMessage()}", markup=False)
         else:
             console().print(record.getMessage(), markup=False)
 
 
 @contextlib.contextmanager
-def _notices() -> Iterator[None]:
+def _notices(quiet_stdout: bool = False) -> Iterator[None]:
     """Print the runner's log records (the seed warning, the generated input) as they come."""
-    logger, handler = logging.getLogger(runner.__name__), _NoticeHandler()
+    logger, handler = logging.getLogger(runner.__name__), _NoticeHandler(quiet_stdout)
     level = logger.level
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
@@ -221,11 +260,19 @@ def _notices() -> Iterator[None]:
 
 
 def _run(spec_path: Path, dry_run: bool, ledger: Path | None, progress: bool | None,
-         log: RunLog) -> None:
+         log: RunLog, as_json: bool = False, allow_budget_change: bool = False) -> None:
     """Run the spec and print what it did (or, dry, would do)."""
     s = load_spec(spec_path)
-    with _notices():
-        report = run_spec(s, ledger=ledger, dry_run=dry_run, progress=progress, log=log)
+    with _notices(as_json):
+        report = run_spec(s, ledger=ledger, dry_run=dry_run, progress=progress, log=log,
+                          allow_budget_change=allow_budget_change)
+    if as_json:
+        from .jsonout import emit, run_document
+
+        if dry_run and not report.fits:  # the refusal's document, exit 3, as without --json
+            raise BudgetExceededError(report.plan.over_budget())
+        emit(run_document(report))
+        return
     if not dry_run:
         print_release(console(), report)
         return
@@ -242,18 +289,20 @@ def ledger_show(
     verify: Annotated[bool, typer.Option(
         "--verify", help="Also run SQLite's full integrity check and print the hash chain's "
                          "length and head (compare it with a copy kept elsewhere).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document (format "
+                                          "dpframe.ledger/1) instead of tables.")] = False,
 ) -> None:
     """Print a ledger's budget, its history and every entry (read-only: never writes, works on
     read-only media). Exit 4 if the ledger fails verification (a row deleted, edited, inserted
     or reordered)."""
     try:
-        from .ledger import show_ledger
+        from .ledger import ledger_json, show_ledger
 
-        text = show_ledger(path, verify=verify)
+        text = ledger_json(path, verify=verify) if as_json else show_ledger(path, verify=verify)
     except BaseException as exc:
         if isinstance(exc, SystemExit | typer.Exit):
             raise
-        raise _error_exit(exc, debug=False) from None
+        raise _error_exit(exc, debug=False, as_json=as_json) from None
     sys.stdout.write(text)
 
 

@@ -61,6 +61,20 @@ def show_ledger(path: str | os.PathLike[str], *, width: int = 160, verify: bool 
     return buf.getvalue()
 
 
+def ledger_json(path: str | os.PathLike[str], *, verify: bool = False) -> str:
+    """The ledger at ``path`` as one line of JSON (``dpframe.ledger/1``, see
+    :mod:`dpframe.cli.jsonout`), read as :func:`show_ledger` reads it (read-only, the chain
+    verified; ``verify=True`` adds SQLite's integrity check and the chain's head)."""
+    import json
+
+    from .jsonout import ledger_document
+
+    if not os.path.exists(os.fspath(path)):
+        raise LedgerError(f"no ledger at {os.fspath(path)}")
+    snap = SqliteLedger.read_snapshot(path, integrity=verify)
+    return json.dumps(ledger_document(snap, verify), sort_keys=True) + "\n"
+
+
 def _history_table(history: list[dict[str, Any]]) -> Table:
     """The budget history (creation, then recorded changes) as a rich table."""
     from rich.table import Table
@@ -79,4 +93,4 @@ def _history_table(history: list[dict[str, Any]]) -> Table:
     return table
 
 
-__all__ = ["show_ledger"]
+__all__ = ["ledger_json", "show_ledger"]

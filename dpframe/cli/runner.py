@@ -21,7 +21,13 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ..engine.release import run_release
 from ..engine.session import Session
-from ..errors import BudgetExceededError, LedgerError, PrivacyUnitError, ValidationError
+from ..errors import (
+    BudgetExceededError,
+    LedgerError,
+    NearZeroWarning,
+    PrivacyUnitError,
+    ValidationError,
+)
 from ..export import to_ipc, to_parquet
 from .inputs import open_input
 from .outputs import check_output_targets
@@ -124,6 +130,7 @@ class ReleaseJob:
     output_format: str = "parquet"
     neighbouring: str = "add_remove"
     seed: int | None = None
+    allow_budget_change: bool = False  # a ledger total other than the spec's is recorded
 
     def output(self, q: QuerySpec) -> Path:
         return self.folder / f"{q.name}{OUTPUT_FORMATS[self.output_format]}"
@@ -132,7 +139,8 @@ class ReleaseJob:
 def run_spec(spec: ReleaseSpec | str | os.PathLike[str], *,
              ledger: str | os.PathLike[str] | None = None,
              out_dir: str | os.PathLike[str] | None = None, dry_run: bool = False,
-             progress: bool | None = None, log: RunLog | None = None) -> RunReport:
+             progress: bool | None = None, log: RunLog | None = None,
+             allow_budget_change: bool = False) -> RunReport:
     """Run a release spec (a :class:`ReleaseSpec` or the path of its TOML file).
 
     ``ledger`` overrides ``[release] ledger`` and ``out_dir`` the ``[output] dir`` (used as
@@ -140,7 +148,8 @@ def run_spec(spec: ReleaseSpec | str | os.PathLike[str], *,
     a terminal). ``dry_run=True`` reads only the input's schema, charges nothing and creates
     no file (not even the ledger): its report has each query's plan and whether the run fits.
     ``log`` is filled as the run goes, so that after an exception it tells what was charged
-    and written.
+    and written. ``allow_budget_change=True`` (``--allow-budget-change``) lets the spec's
+    budget replace a durable ledger's total; the change is recorded in the ledger.
 
     Everything is checked before the first charge; a failure then raises
     :class:`~dpframe.errors.ValidationError` (a spec or input error),
@@ -157,7 +166,7 @@ def run_spec(spec: ReleaseSpec | str | os.PathLike[str], *,
         logger.info("Input: %s", s.input_generate.describe())
     job = ReleaseJob(s.name, s.epsilon, s.delta, open_input(s, progress).backend,
                      s.frame_options(), s.queries, folder, ledger_path, s.output_format,
-                     s.neighbouring, s.seed)
+                     s.neighbouring, s.seed, allow_budget_change)
     log = RunLog() if log is None else log
     with price_run(job, log, dry_run=dry_run) as priced:
         if dry_run:
@@ -221,7 +230,11 @@ class PricedRun:
 
     def _release(self, p: PricedQuery, explain: Mapping[str, Any], log: RunLog) -> QueryResult:
         log.current = p.spec.name
-        release = run_release(self.session, p.query, self.job.backend)
+        with warnings.catch_warnings():  # said once below, as a notice naming the query
+            warnings.simplefilter("ignore", NearZeroWarning)
+            release = run_release(self.session, p.query, self.job.backend)
+        for hint in cast(list[str], release.provenance.get("warnings", [])):
+            logger.warning("query %r: %s", p.spec.name, hint)
         entry = cast(int, release.provenance["ledger_entry"])
         log.released.append(entry)
         self.job.folder.mkdir(parents=True, exist_ok=True)
@@ -290,7 +303,8 @@ def _tracked_session(job: ReleaseJob, log: RunLog, ledger: Path | None) -> Sessi
         warnings.simplefilter("ignore")
         return _TrackedSession(job.epsilon, job.delta, neighbouring=job.neighbouring,
                                name=job.name, seed=job.seed,
-                               ledger=None if ledger is None else str(ledger))
+                               ledger=None if ledger is None else str(ledger),
+                               allow_budget_change=job.allow_budget_change and ledger is not None)
 
 
 __all__ = ["SEED_WARNING", "PricedRun", "QueryResult", "ReleaseJob", "RunLog", "RunReport",

@@ -40,6 +40,14 @@ def _number(v: Any) -> Any:
     return v
 
 
+def _edge(v: Any) -> Any:
+    """A histogram edge: a TOML number, -inf and inf included (the outer edges may be
+    infinite, as pd.cut takes them); never nan or a bool."""
+    if isinstance(v, bool) or not isinstance(v, int | float) or math.isnan(v):
+        raise ValueError("must be a number (the outer edges may be -inf and inf)")
+    return v
+
+
 def _pair(v: Any) -> tuple[Any, Any]:
     if not isinstance(v, list) or len(v) != 2:
         raise ValueError("must be [lo, hi]")
@@ -81,6 +89,7 @@ def _template(v: str) -> str:
 
 
 _Number = Annotated[float, PlainValidator(_number)]
+_Edge = Annotated[float, PlainValidator(_edge)]
 _Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 _NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 _Level = Annotated[float, Field(gt=0, lt=1)]
@@ -177,9 +186,9 @@ _NEEDS: dict[str, tuple[str, ...]] = {
     "histogram": ("column", "bins"), "agg": ("aggregates", "by"),
 }
 _NEED_TEXT = {"column": "a column", "q": "q (a level in [0, 1])",
-              "bins": "bins = [edges...]", "aggregates": "aggregates = {column = [ops]}",
+              "bins": "bins = [edges...] or a number of bins",
+              "aggregates": "aggregates = {column = [ops]}",
               "by": "by"}
-_REFUSES = {"histogram": ("by", "histograms cannot be grouped (use by on a count)")}
 
 
 class QueryTable(_Table):
@@ -194,9 +203,10 @@ class QueryTable(_Table):
     delta: _NonNegative = 0.0
     mechanism: Literal["laplace", "gaussian"] | None = None
     ci: _Level | None = None
-    bins: Annotated[list[_Number], Field(min_length=2), AfterValidator(_floats)] | None = None
+    bins: Annotated[list[_Edge], Field(min_length=2), AfterValidator(_floats)] | \
+        Annotated[int, Field(ge=1, strict=True)] | None = None
     right: bool = True
-    include_lowest: bool = False
+    include_lowest: bool | None = None
     q: Annotated[float, Field(ge=0, le=1)] | None = None
     resolution: Annotated[int, Field(ge=2)] | None = None
     aggregates: Annotated[dict[str, _Texts], Field(min_length=1)] | None = None
@@ -208,9 +218,6 @@ class QueryTable(_Table):
         missing = [f for f in _NEEDS[self.aggregate] if getattr(self, f) in (None, [], {})]
         if missing:
             raise ValueError(f"aggregate {self.aggregate!r} needs {_NEED_TEXT[missing[0]]}")
-        refused = _REFUSES.get(self.aggregate)
-        if refused and getattr(self, refused[0]):
-            raise ValueError(refused[1])
         if self.keys == "private" and not self.by:
             raise ValueError("keys = 'private' needs by")
         return self

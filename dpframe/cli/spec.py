@@ -40,9 +40,9 @@ class QuerySpec:
     delta: float = 0.0
     mechanism: str | None = None
     ci: float | None = None
-    bins: list[float] | None = None
+    bins: list[float] | int | None = None
     right: bool = True
-    include_lowest: bool = False
+    include_lowest: bool | None = None
     q: float | None = None
     resolution: int | None = None
     aggregates: dict[str, list[str]] | None = None

@@ -14,6 +14,7 @@ import numpy as np
 
 from .aggregates import aggregate
 from .compute import ExactAggregates
+from .hints import near_zero_hint
 from .measure import MeasureRelease, Rows
 from .plan import ReleasePlan
 from .rng import RandomSource
@@ -52,4 +53,8 @@ def apply_plan(plan: ReleasePlan, exact: ExactAggregates, rng: RandomSource) -> 
     out = [aggregate(mp.measure.op).release(mp, rows, rng, level, plan.query.ci is not None)
            for mp in plan.measures]
     prov = plan.describe()
+    if not plan.query.private_keys:  # post-processing of the noisy values (core/hints.py)
+        hint = near_zero_hint(plan.measures, out, len(keys), plan.query.by)
+        if hint is not None:
+            prov["warnings"] = [hint]
     return CoreRelease(keys, plan.query.by, out, prov)

@@ -14,9 +14,10 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Literal
 
-from ..errors import BoundsError, KeysError, ValidationError
+from ..errors import BoundsError, KeysError, UnknownColumnError, ValidationError
 from .aggregates import MAX_LEVEL_DENOMINATOR, aggregate
-from .numbers import to_fraction
+from .names import close_names
+from .numbers import format_number, to_fraction
 from .values import NUMERIC_KINDS, ColumnKind, canonical
 
 Op = Literal["count", "count_distinct", "sum", "mean", "var", "std", "quantile", "histogram"]
@@ -95,7 +96,8 @@ class Query:
         self._check_parameters()
         for col in (*self.by, *([self.privacy_unit] if self.privacy_unit else [])):
             if col not in schema:
-                raise ValidationError(f"unknown column {col!r}")
+                raise UnknownColumnError(f"unknown column {col!r}{close_names(col, schema)}",
+                                         col)
         if self.by and not self.private_keys:
             for col in self.by:
                 self._check_public_keys(col, schema[col])
@@ -168,9 +170,14 @@ class Query:
                 raise ValidationError(f"{m.op} needs a column")
             return
         if m.column not in schema:
-            raise ValidationError(f"unknown column {m.column!r}")
+            raise UnknownColumnError(
+                f"unknown column {m.column!r}{close_names(m.column, schema)}", m.column)
         if agg.numeric and schema[m.column] not in NUMERIC_KINDS:
-            raise ValidationError(f"column {m.column!r} is not numeric")
+            raise ValidationError(
+                f"column {m.column!r} is not numeric (its dtype is of kind "
+                f"{schema[m.column]!r}); {m.op} needs numbers: convert it first, e.g. "
+                f"df[{m.column!r}] = pd.to_numeric(df[{m.column!r}], errors='coerce') (values "
+                "that do not parse become missing)")
         agg.check(m, self)
 
     def bounds_of(self, column: str) -> tuple[Fraction, Fraction]:
@@ -190,7 +197,9 @@ class Query:
         except ValidationError:
             raise BoundsError(f"bounds of {column!r} must be finite numbers") from None
         if not lo < hi:
-            raise BoundsError(f"bounds of {column!r} must satisfy lo < hi")
+            raise BoundsError(f"bounds of {column!r} must satisfy lo < hi; declared "
+                              f"({format_number(lo)}, {format_number(hi)})"
+                              + (": reversed?" if lo > hi else ""))
         if hi - lo < MIN_BOUND_SPAN:
             raise BoundsError(
                 f"bounds of {column!r} are narrower than 2**-900: exact accumulation cannot "

@@ -14,13 +14,18 @@ keeps the charge and marks the ledger entry failed.
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..backends.base import Backend
 from ..core.apply import CoreRelease, apply_plan
+from ..core.names import close_names
 from ..core.plan import ReleasePlan, plan_release
 from ..core.query import Query
+from ..errors import NearZeroWarning, UnknownColumnError
 
 if TYPE_CHECKING:
     from .session import Session
@@ -45,9 +50,19 @@ def prepare(session: Session, query: Query, backend: Backend) -> ReleasePlan:
     return plan
 
 
+def _named_closely(exc: UnknownColumnError, backend: Backend) -> UnknownColumnError:
+    """The refusal of an unknown column with the close names among all of the data's columns
+    (the check saw only the columns the query reads; names are public schema)."""
+    return UnknownColumnError(
+        f"unknown column {exc.column!r}{close_names(exc.column, backend.schema())}", exc.column)
+
+
 def explain(session: Session, query: Query, backend: Backend) -> dict[str, Any]:
     """A dry run: the plan's mechanisms, noise scales, error bounds and whether it fits."""
-    plan = prepare(session, query, backend.bind(query.columns))
+    try:
+        plan = prepare(session, query, backend.bind(query.columns))
+    except UnknownColumnError as exc:
+        raise _named_closely(exc, backend) from None
     d = plan.describe()
     d["fits_budget"] = session.fits(plan.cost)
     d["remaining"] = session.remaining
@@ -58,8 +73,12 @@ def run_release(session: Session, query: Query, backend: Backend) -> CoreRelease
     """Validate, charge, compute, add noise, record."""
     from .._version import __version__
 
-    backend = backend.bind(query.columns)  # one snapshot of the columns the release reads
-    plan = prepare(session, query, backend)
+    bound = backend.bind(query.columns)  # one snapshot of the columns the release reads
+    try:
+        plan = prepare(session, query, bound)
+    except UnknownColumnError as exc:
+        raise _named_closely(exc, backend) from None
+    backend = bound
     entry = session.charge(plan.cost, query=query.description or plan.mechanism,
                            columns=query.columns, mechanism=plan.mechanism,
                            privacy_unit=query.privacy_unit)
@@ -83,4 +102,18 @@ def run_release(session: Session, query: Query, backend: Backend) -> CoreRelease
         library_version=__version__, query=query.description,
     )
     _LAST[session] = release
+    for hint in cast(list[str], release.provenance.get("warnings", [])):
+        warnings.warn(f"dpframe: {hint}", NearZeroWarning, stacklevel=_caller_level())
     return release
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` that points a warning at the first frame outside dpframe (the
+    user's line, whatever front led here)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1  # type: ignore[assignment]
+    return level

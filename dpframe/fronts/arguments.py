@@ -11,6 +11,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from ..core.names import close_names
 from ..core.numbers import to_fraction
 from ..errors import ValidationError
 
@@ -101,6 +102,22 @@ def declarations(bounds: object, keys: object, schema: Any
         except (TypeError, ValueError):
             raise ValidationError(f"{name} must be a mapping {{column: ...}}") from None
     return b, k
+
+
+def check_declared_columns(schema: Mapping[str, object], bounds: object, keys: object) -> None:
+    """Bounds or keys declared (explicitly, not by a pandera schema, which may describe a wider
+    table) for a column the frame does not have: most likely a typo, which would leave the
+    intended column undeclared. Refused with close names (public schema); ``strict=False``
+    keeps such declarations (one dict of bounds shared by several frames)."""
+    for name, given in (("bounds", bounds), ("keys", keys)):
+        if not isinstance(given, Mapping):
+            continue  # not a mapping: declarations() refuses it
+        for col in given:
+            if col not in schema:
+                raise ValidationError(
+                    f"{name} declared for {col!r}, which is not a column of this frame"
+                    f"{close_names(col, schema)}: a typo would leave the intended column "
+                    "undeclared; pass strict=False to keep declarations for other columns")
 
 
 def positive_int(value: object) -> bool:

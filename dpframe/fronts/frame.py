@@ -20,8 +20,10 @@ import pandas as pd
 
 from ..backends.base import Backend
 from ..core.aggregates import NAMES
+from ..core.aggregates.histogram import histogram_edges
 from ..core.apply import CoreRelease
 from ..core.memo import IdentityCache, RecentCache
+from ..core.names import close_names
 from ..core.numbers import to_fraction
 from ..core.plan import exact_fingerprint
 from ..core.query import (
@@ -35,6 +37,7 @@ from ..errors import KeysError, ValidationError
 from .aggregation import agg_columns, agg_pairs, weights_by_label
 from .arguments import (
     check_accuracy_args,
+    check_declared_columns,
     check_unit,
     declarations,
     exponential_only,
@@ -50,6 +53,7 @@ from .docs import (
     RETURNS_SUM,
     documented,
 )
+from .idioms import sort_by_labels
 from .results import DPFloat, DPInt
 
 if TYPE_CHECKING:
@@ -88,6 +92,7 @@ class PrivateFrame:
         privacy_unit: str | None = None,
         max_rows_per_unit: int | None = None,
         max_groups_per_unit: int | None = None,
+        strict: bool = True,
     ) -> None:
         from ..engine.session import Session
 
@@ -95,6 +100,10 @@ class PrivateFrame:
             raise ValidationError("the first argument must be a dpframe Session")
         self._backend = backend
         self._session = session
+        if strict is not True and strict is not False:
+            raise ValidationError("strict must be True or False")
+        if strict:
+            check_declared_columns(backend.schema(), bounds, keys)
         b, k = declarations(bounds, keys, schema)
         self._bounds = b
         self._keys = normalise_keys(k)  # checks the key lists (a string is not a key list)
@@ -555,15 +564,18 @@ class PrivateFrame:
                              delta=delta)
 
     @documented(RETURNS_HIST)
-    def histogram(self, column: str, bins: Sequence[float], *, epsilon: float | None = None,
-                  delta: float = 0.0, mechanism: str | None = None, right: bool = True,
-                  include_lowest: bool = False, ci: float | None = None,
+    def histogram(self, column: str, bins: Sequence[float] | int, *,
+                  epsilon: float | None = None, delta: float = 0.0,
+                  mechanism: str | None = None, right: bool = True,
+                  include_lowest: bool | None = None, ci: float | None = None,
                   dry_run: bool = False, accuracy: float | None = None) -> Any:
         """Noisy counts per public bin, exactly as ``pd.cut(x, bins, right=right,
         include_lowest=include_lowest).value_counts(sort=False)`` counts them, indexed by the
         same intervals (the declared edges; with ``include_lowest`` the first interval's left
         end is lowered as pandas lowers it, so every label holds what it counts). Rows outside
-        the bins are dropped.
+        the bins are dropped. The outer edges may be ``-inf`` and ``inf``. ``bins=10`` spreads
+        ten equal bins over the column's declared bounds (not the data's range, which is
+        private), the lowest bound included (``include_lowest`` defaults to True then).
 
         Example:
             >>> import dpframe as dpf, pandas as pd, warnings
@@ -574,14 +586,8 @@ class PrivateFrame:
             >>> priv.histogram("x", [0, 2, 4], epsilon=1e6).tolist()
             [50, 50]
         """
-        try:
-            edges = tuple(float(b) for b in bins)
-        except (TypeError, ValueError):
-            raise ValidationError("bins must be a list of numbers") from None
-        if not isinstance(right, bool) or not isinstance(include_lowest, bool):
-            raise ValidationError("right and include_lowest must be True or False")
-        meas = Measure("histogram", column, edges=edges, right=right,
-                       include_lowest=include_lowest)
+        meas = self._histogram_measure(column, bins, right, include_lowest)
+        edges, include_lowest = meas.edges or (), meas.include_lowest
         r = self._run(self._query([meas], epsilon, delta, mechanism=mechanism, ci=ci,
                                   description=f"histogram({column})", accuracy=accuracy),
                       dry_run)
@@ -599,6 +605,25 @@ class PrivateFrame:
         out.attrs["dp"] = r.provenance
         return out
 
+    def _histogram_measure(self, column: str, bins: Sequence[float] | int, right: bool,
+                           include_lowest: bool | None) -> Measure:
+        """The histogram measure of ``bins`` (edges, or a number of equal bins over the
+        column's declared bounds, the lowest included unless ``include_lowest=False``)."""
+        if isinstance(bins, int | np.integer) and not isinstance(bins, bool):
+            edges = histogram_edges(int(bins), self._bounds.get(column), column)
+            include_lowest = True if include_lowest is None else include_lowest
+        else:
+            try:
+                edges = tuple(float(b) for b in bins)  # type: ignore[union-attr]
+            except (TypeError, ValueError):
+                raise ValidationError("bins must be a list of numbers or a number of bins"
+                                      ) from None
+        include_lowest = False if include_lowest is None else include_lowest
+        if not isinstance(right, bool) or not isinstance(include_lowest, bool):
+            raise ValidationError("right and include_lowest must be True or False")
+        return Measure("histogram", column, edges=edges, right=right,
+                       include_lowest=include_lowest)
+
     def __getitem__(self, column: str) -> PrivateSelection:
         """Column selection, as in pandas: ``priv["income"].mean(epsilon=0.2)``."""
         if not isinstance(column, str):
@@ -606,12 +631,45 @@ class PrivateFrame:
                                   "columns is for group-bys: priv.groupby(...)[['a', 'b']])")
         return PrivateSelection(self, column)
 
+    def __getattr__(self, name: str) -> PrivateSelection:
+        """Attribute access to a column, as in pandas: ``priv.income.mean(epsilon=0.2)``."""
+        return PrivateSelection(self, _column_attribute(self, name))
+
+    def __dir__(self) -> list[str]:
+        return [*super().__dir__(), *_identifiers(self._backend.schema())]
+
+    def describe(self, *, epsilon: float, columns: Sequence[str] | None = None,
+                 percentiles: Sequence[float] = (0.25, 0.5, 0.75), delta: float = 0.0,
+                 resolution: int = DEFAULT_GRID, dry_run: bool = False) -> Any:
+        """Count, mean, std and quartiles (``percentiles``) of each numeric column with
+        declared bounds (or ``columns``), like ``DataFrame.describe()``, in one release and one
+        charge: ``epsilon`` is split equally over every statistic of every column, and the split
+        is stated in ``.attrs["dp"]["budget_split"]``.
+
+        Example:
+            >>> import dpframe as dpf, pandas as pd, warnings
+            >>> warnings.simplefilter("ignore")  # seeded: insecure, docs only
+            >>> df = pd.DataFrame({"x": [1.0, 2.0, 3.0, 4.0] * 250})
+            >>> out = df.dp(dpf.Session(1e9, seed=1), bounds={"x": (0, 5)}).describe(
+            ...     epsilon=1e6)
+            >>> list(out.index), round(float(out.loc["mean", "x"]), 3)
+            (['count', 'mean', 'std', '25%', '50%', '75%'], 2.5)
+        """
+        from .idioms import describe
+
+        return describe(self, epsilon, columns, percentiles, resolution, delta, dry_run)
+
     def pipe(self, func: Any, *args: Any, **kwargs: Any) -> Any:
         """``func(self, *args, **kwargs)``, as ``DataFrame.pipe``: chains of reusable steps."""
         return _pipe(self, func, args, kwargs)
 
-    def groupby(self, by: str | Sequence[str], keys: str | None = None) -> PrivateGroupBy:
-        """Group by public keys (declared, pandera isin, or Categorical) or ``keys="private"``."""
+    def groupby(self, by: str | Sequence[str], keys: str | None = None, *,
+                sort: bool = False) -> PrivateGroupBy:
+        """Group by public keys (declared, pandera isin, or Categorical) or ``keys="private"``.
+
+        Results come in declared-key order (public keys) or the core's total order (private
+        keys); ``sort=True`` sorts them by label as ``df.groupby(sort=True)`` does, so they line
+        up with pandas' own group-bys (post-processing of released labels)."""
         try:
             cols = (by,) if isinstance(by, str) else tuple(by)
         except TypeError:
@@ -622,7 +680,9 @@ class PrivateFrame:
             raise ValidationError("groupby columns are named by strings")
         if keys not in (None, "public", "private"):
             raise ValidationError("keys must be 'private' (DP key selection) or omitted")
-        return PrivateGroupBy(self, cols, keys == "private")
+        if not isinstance(sort, bool):
+            raise ValidationError("sort must be True or False")
+        return PrivateGroupBy(self, cols, keys == "private", sort)
 
 
 _INDEX_DTYPES = {"int": "int64", "float": "float64", "bool": "bool"}
@@ -700,13 +760,31 @@ def _grid(resolution: object) -> int:
     return int(resolution)
 
 
+def _column_attribute(frame: PrivateFrame, name: str) -> str:
+    """``name`` when it is a column of ``frame`` (attribute access as in pandas); an
+    AttributeError with close names otherwise. Private names (``_x``) are never columns, so
+    copying and pickling see ordinary attribute errors."""
+    if name.startswith("_"):
+        raise AttributeError(name)
+    columns = list(frame._backend.schema())
+    if name in columns:
+        return name
+    raise AttributeError(f"no method or column {name!r}{close_names(name, columns)}")
+
+
+def _identifiers(schema: Mapping[str, object]) -> list[str]:
+    return [c for c in schema if isinstance(c, str) and c.isidentifier()]
+
+
 class PrivateGroupBy:
     """Grouped aggregates: one charge per release (parallel composition over disjoint groups)."""
 
-    def __init__(self, frame: PrivateFrame, by: tuple[str, ...], private: bool) -> None:
+    def __init__(self, frame: PrivateFrame, by: tuple[str, ...], private: bool,
+                 sort: bool = False) -> None:
         self._frame = frame
         self._by = by
         self._private = private
+        self._sort = sort
 
     def _release(self, measures: list[Measure], epsilon: object, delta: object, *,
                  mechanism: str | None, ci: float | None, dry_run: bool, description: str,
@@ -742,7 +820,7 @@ class PrivateGroupBy:
             assert m.lower is not None and m.upper is not None
             out = pd.DataFrame({name: m.values, "lower": m.lower, "upper": m.upper}, index=idx)
         out.attrs["dp"] = r.provenance
-        return out
+        return sort_by_labels(out) if self._sort else out
 
     def _one(self, meas: Measure, name: str, epsilon: object, delta: object,
              mechanism: str | None, ci: float | None, dry_run: bool,
@@ -962,6 +1040,50 @@ class PrivateGroupBy:
         return self._one(meas, column, epsilon, delta, None, None, dry_run, selection_share,
                          accuracy)
 
+    def histogram(self, column: str, bins: Sequence[float] | int, *,
+                  epsilon: float | None = None, delta: float = 0.0,
+                  mechanism: str | None = None, right: bool = True,
+                  include_lowest: bool | None = None, ci: float | None = None,
+                  dry_run: bool = False, selection_share: float | None = None,
+                  accuracy: float | None = None) -> Any:
+        """Noisy counts per group and public bin (a DP crosstab of the groups against
+        ``pd.cut(column, bins)``): a Series indexed by (group keys..., interval), ``count``
+        (with ``lower``/``upper`` columns under ``ci=``). Bins as for
+        :meth:`PrivateFrame.histogram`; one release and one charge (the cells are disjoint).
+        ``.unstack()`` gives the crosstab's shape.
+
+        Example:
+            >>> import dpframe as dpf, pandas as pd, warnings
+            >>> warnings.simplefilter("ignore")  # seeded: insecure, docs only
+            >>> df = pd.DataFrame({"g": ["a", "b"] * 50, "x": [1.0, 3.0] * 50})
+            >>> priv = df.dp(dpf.Session(1e9, seed=1), bounds={"x": (0, 4)},
+            ...              keys={"g": ["a", "b"]})
+            >>> priv.groupby("g").histogram("x", [0, 2, 4], epsilon=1e6).unstack().values.tolist()
+            [[50, 0], [0, 50]]
+        """
+        meas = self._frame._histogram_measure(column, bins, right, include_lowest)
+        q, r = self._release([meas], epsilon, delta, mechanism=mechanism, ci=ci,
+                             dry_run=dry_run,
+                             description=f"groupby({','.join(self._by)}).histogram({column})",
+                             selection_share=selection_share, accuracy=accuracy)
+        if isinstance(r, dict):
+            return r
+        m = r.measures[0]
+        groups = self._index(q, r)
+        bins_index = histogram_index(meas.edges or (), right, meas.include_lowest, column)
+        labels = [g if isinstance(groups, pd.MultiIndex) else (g,) for g in groups]
+        index = pd.MultiIndex.from_tuples([(*g, b) for g in labels for b in bins_index],
+                                          names=[*groups.names, column])
+        if ci is None:
+            out: pd.Series | pd.DataFrame = pd.Series(m.values.reshape(-1), index=index,
+                                                      name="count")
+        else:
+            assert m.lower is not None and m.upper is not None
+            out = pd.DataFrame({"count": m.values.reshape(-1), "lower": m.lower.reshape(-1),
+                                "upper": m.upper.reshape(-1)}, index=index)
+        out.attrs["dp"] = r.provenance
+        return sort_by_labels(out) if self._sort else out
+
     @documented(RETURNS_AGG)
     def agg(self, spec: Mapping[str, str | Sequence[str]] | None = None, *,
             epsilon: float | None = None, delta: float = 0.0, mechanism: str | None = None,
@@ -1004,7 +1126,14 @@ class PrivateGroupBy:
         if names is None:
             out.columns = pd.MultiIndex.from_tuples(list(data))
         out.attrs["dp"] = r.provenance
-        return out
+        return sort_by_labels(out) if self._sort else out
+
+    def __getattr__(self, name: str) -> PrivateSelection:
+        """Attribute access to a column, as in pandas: ``priv.groupby("g").wage.mean(...)``."""
+        return PrivateSelection(self, _column_attribute(self._frame, name))
+
+    def __dir__(self) -> list[str]:
+        return [*super().__dir__(), *_identifiers(self._frame._backend.schema())]
 
     def __getitem__(self, columns: str | Sequence[str]) -> PrivateSelection:
         """Column selection, as in pandas: ``priv.groupby("g")["x"].sum(epsilon=...)`` (a
@@ -1095,10 +1224,10 @@ class PrivateSelection:
             raise ValidationError("quantile of several columns: select one column")
         return self._target.quantile(self._columns[0], q, **kw)
 
-    def histogram(self, bins: Sequence[float], **kw: Any) -> Any:
-        """Histogram of one column of a frame."""
-        if not self._single or not isinstance(self._target, PrivateFrame):
-            raise ValidationError("histogram: select one column of a frame")
+    def histogram(self, bins: Sequence[float] | int, **kw: Any) -> Any:
+        """Histogram of one column (per group, for a group-by)."""
+        if not self._single:
+            raise ValidationError("histogram: select one column")
         return self._target.histogram(self._columns[0], bins, **kw)
 
     def agg(self, func: str | Sequence[str], **kw: Any) -> Any:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib.util
 import math
 import os
 import sys
@@ -248,7 +249,10 @@ class ArrowBackend:
     def _bar(self, total: int | None, desc: str, unit: str) -> Any:
         """A progress bar showing a percentage and times only: never a count of rows (the
         size of the data is private, PRIVACY.md), so none without a known total."""
-        from tqdm.auto import tqdm
+        if importlib.util.find_spec("ipywidgets") is not None:
+            from tqdm.auto import tqdm  # a widget in notebooks, text elsewhere
+        else:  # tqdm.auto in a notebook without ipywidgets warns (TqdmWarning): plain text
+            from tqdm.std import tqdm
 
         enabled = self.progress if self.progress is not None else sys.stderr.isatty()
         shown = ("{desc}: {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}]" if total

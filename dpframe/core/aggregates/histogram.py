@@ -1,8 +1,15 @@
 """``histogram``: counts per bin, with ``pd.cut`` semantics (``right``, ``include_lowest``).
 
+Edges are declared: a list (the outer ones may be -inf and +inf, as ``pd.cut`` takes them), or
+a number of equal-width bins over the column's declared bounds (:func:`histogram_edges`), never
+read from the data (``pd.cut(x, 10)`` spreads its bins over the data's range).
+
 Privacy: bins partition the rows, so one unit's ``R`` rows move at most ``R`` bin counts by one
 each (add/remove; see :func:`~dpframe.core.sensitivity.histogram_sensitivity`): geometric or
-discrete Gaussian noise on every declared bin, empty or not.
+discrete Gaussian noise on every declared bin, empty or not. Grouped (a crosstab), the
+(group, bin) cells partition the rows too, and a unit touches at most its ``k`` groups' cells
+with ``R`` rows each: the grouped count's sensitivity
+(:func:`~dpframe.core.sensitivity.count_sensitivity`).
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ from ...errors import ValidationError
 from ..compute import AggregateRequest
 from ..measure import AdditiveCount, MeasurePlan, MeasureRelease, PlanContext, Rows
 from ..rng import RandomSource
-from ..sensitivity import histogram_sensitivity
+from ..sensitivity import count_sensitivity, histogram_sensitivity
 
 if TYPE_CHECKING:
     from ..query import Measure, Query
@@ -30,16 +37,22 @@ class Histogram(AdditiveCount):
 
     def check(self, m: Measure, query: Query) -> None:
         edges = m.edges or ()
-        if len(edges) < 2 or any(not math.isfinite(e) for e in edges) or any(
-                b <= a for a, b in itertools.pairwise(edges)):
-            raise ValidationError("histogram bins must be >= 2 finite, increasing edges")
+        inner = edges[1:-1]
+        if len(edges) < 2 or any(math.isnan(e) for e in edges) or any(
+                not math.isfinite(e) for e in inner) or edges[0] == math.inf or \
+                edges[-1] == -math.inf or any(b <= a for a, b in itertools.pairwise(edges)):
+            raise ValidationError("histogram bins must be >= 2 increasing edges, finite but "
+                                  "for a first edge -inf and a last edge +inf")
 
     def cells(self, m: Measure) -> int:
         return len(m.edges or ())
 
     def plan(self, ctx: PlanContext, m: Measure, eps: Fraction, delta: Fraction,
              rho: Fraction | None) -> MeasurePlan:
-        s = histogram_sensitivity(ctx.relation, ctx.contribution)
+        # grouped, the bins of all groups are the cells of one count (a unit's rows land in at
+        # most its groups' cells): the grouped count's sensitivity; ungrouped, the bins alone
+        s = (count_sensitivity(ctx.relation, ctx.contribution, True) if ctx.grouped
+             else histogram_sensitivity(ctx.relation, ctx.contribution))
         assert m.edges is not None
         req = AggregateRequest("bins", m.column, edges=tuple(m.edges), right=m.right,
                                include_lowest=m.include_lowest)
@@ -54,3 +67,24 @@ class Histogram(AdditiveCount):
 
 
 HISTOGRAM = Histogram()
+
+#: Most bins ``bins=<int>`` may ask for (a release holds at most MAX_CELLS counters anyway).
+MAX_EQUAL_BINS = 100_000
+
+
+def histogram_edges(bins: int, bounds: tuple[float, float] | None, column: str
+                    ) -> tuple[float, ...]:
+    """``bins`` equal-width bins over the declared ``bounds`` of ``column``: ``bins + 1``
+    edges from the lower to the upper bound (public: the bounds are declared). Raises
+    :class:`~dpframe.errors.BoundsError` without declared bounds."""
+    from ...errors import BoundsError
+
+    if isinstance(bins, bool) or not 1 <= bins <= MAX_EQUAL_BINS:
+        raise ValidationError(f"bins must be a list of edges or a number of bins in "
+                              f"[1, {MAX_EQUAL_BINS:,}]")
+    if bounds is None:
+        raise BoundsError(f"bins={bins} spreads the bins over the declared bounds of "
+                          f"{column!r}: declare bounds={{{column!r}: (lo, hi)}} or pass edges")
+    lo, hi = float(bounds[0]), float(bounds[1])
+    step = (hi - lo) / bins
+    return (lo, *(lo + i * step for i in range(1, bins)), hi)

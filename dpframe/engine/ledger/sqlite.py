@@ -349,7 +349,8 @@ class SqliteLedger:
                 f"ledger {self.path} has budget epsilon={format_number(stored[0])}, "
                 f"delta={format_number(stored[1])}; this session asks for "
                 f"epsilon={format_number(want[0])}, delta={format_number(want[1])}. "
-                "Pass allow_budget_change=True to change it (the change is recorded)"
+                "Pass allow_budget_change=True (the CLI: dpframe run --allow-budget-change) to "
+                "change it (the change is recorded)"
             )
         if not verified:  # never extend a chain that does not verify
             self._verify(conn)

@@ -1,0 +1,51 @@
+"""Hints read from released (noisy) values alone: post-processing, so they cost no privacy.
+
+:func:`near_zero_hint` warns when every value of a grouped release over public keys is within
+its noise of zero: the typical sign of declared keys spelled otherwise than in the data
+(``"Northeast"`` against ``"northeast"``), which spends a budget on counts of nothing. The
+test reads only the noisy values and public plan parameters (noise specs, the number of keys),
+so whether it fires is a function of the release, like any post-processing (Dwork and Roth
+2014, Proposition 2.1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .measure import MeasurePlan, MeasureRelease
+
+#: Additive aggregates whose value is zero where a key has no row.
+ZERO_WHEN_EMPTY = frozenset({"count", "sum", "count_distinct"})
+
+#: Chance that the hint stays silent when every true value is zero (Bonferroni over the keys).
+MISS_RATE = 0.05
+
+
+def near_zero_hint(plans: Sequence[MeasurePlan], released: Sequence[MeasureRelease],
+                   keys: int, by: Sequence[str]) -> str | None:
+    """A warning text when every released value of every count, sum and distinct count of a
+    grouped release over ``keys`` public keys lies within the noise's two-sided
+    ``1 - MISS_RATE / keys`` half-width of zero (so with all true values zero it fires with
+    probability >= 95%, whatever the number of keys); None otherwise."""
+    if keys == 0 or not by:
+        return None
+    level = 1.0 - MISS_RATE / keys
+    checked = 0
+    for mp, m in zip(plans, released, strict=True):
+        if mp.measure.op not in ZERO_WHEN_EMPTY or mp.noise is None or mp.count_noise is not None:
+            continue
+        values = np.asarray(m.values, dtype=np.float64)
+        if values.size and np.max(np.abs(values)) > mp.noise.half_width(level):
+            return None
+        checked += 1
+    if not checked:
+        return None
+    names = ", ".join(repr(b) for b in by)
+    return (f"every released value of this grouped result is within its noise of zero: are "
+            f"the declared keys of {names} spelled as in the data (case, spaces, types)? This "
+            "check reads only the noisy values; it costs no privacy")
+
+
+__all__ = ["MISS_RATE", "ZERO_WHEN_EMPTY", "near_zero_hint"]

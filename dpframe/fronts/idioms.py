@@ -1,0 +1,84 @@
+"""pandas idioms on private frames that are compositions of the ordinary releases: ``describe``,
+``sort=`` of group-bys, attribute access to columns with close-name suggestions. Nothing here
+computes a sensitivity or touches data: each builds Measures and wraps released values."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from ..core.names import close_names
+from ..core.query import DEFAULT_GRID, Measure
+from ..core.values import NUMERIC_KINDS, sorted_order
+from ..errors import ValidationError
+
+if TYPE_CHECKING:
+    from .frame import PrivateFrame
+
+#: What ``describe`` releases per column, in its rows' order (pandas' describe without min/max).
+DESCRIBE_STATS = ("count", "mean", "std")
+
+
+def sort_by_labels(out: pd.Series | pd.DataFrame) -> pd.Series | pd.DataFrame:
+    """A grouped result sorted by its labels as ``df.groupby(sort=True)`` sorts them; labels
+    pandas cannot compare (mixed types) in the core's total order instead. Post-processing of
+    released (public or DP-selected) labels: it reads no data."""
+    attrs = dict(out.attrs)
+    try:
+        result = out.sort_index()
+    except TypeError:
+        labels = [k if isinstance(k, tuple) else (k,) for k in out.index]
+        result = out.iloc[sorted_order(labels)]
+    result.attrs.update(attrs)
+    return result
+
+
+def describe(priv: PrivateFrame, epsilon: object, columns: Sequence[str] | None,
+             percentiles: Sequence[float], resolution: int = DEFAULT_GRID, delta: object = 0.0,
+             dry_run: bool = False) -> Any:
+    """Count, mean, std and the ``percentiles`` of each bounded numeric column in ONE release
+    and one charge, ``epsilon`` split equally over every statistic of every column (the split
+    is stated in ``attrs["dp"]["budget_split"]`` and each measure's provenance). Sequential
+    composition of the measures (each is epsilon_i-DP; the release is sum epsilon_i = epsilon).
+    """
+    kinds = priv._backend.schema()
+    bounded = [c for c in priv._bounds if c in kinds and kinds[c] in NUMERIC_KINDS]
+    cols = bounded if columns is None else list(columns)
+    if not cols:
+        raise ValidationError("describe needs at least one numeric column with declared "
+                              "bounds (bounds={'x': (lo, hi)})")
+    levels = _levels(percentiles)
+    measures: list[Measure] = []
+    rows: list[str] = [*DESCRIBE_STATS, *(f"{100 * q:g}%" for q in levels)]
+    from .frame import _quantile_measure
+
+    for c in cols:
+        measures += [Measure(op, c, label=op) for op in DESCRIBE_STATS]  # type: ignore[arg-type]
+        measures += [_quantile_measure(c, "quantile", q, resolution) for q in levels]
+    q = priv._query(measures, epsilon, delta, description=f"describe({cols})")
+    r = priv._run(q, dry_run)
+    if isinstance(r, dict):
+        return r
+    per = len(rows)
+    data = {c: [float(m.values[0]) for m in r.measures[i * per:(i + 1) * per]]
+            for i, c in enumerate(cols)}
+    out = pd.DataFrame(data, index=rows)
+    names = [f"{c}.{stat}" for c in cols for stat in rows]
+    split = {n: m.description["epsilon"] for n, m in zip(names, r.measures, strict=True)}
+    out.attrs["dp"] = {**r.provenance, "budget_split": split}
+    return out
+
+
+def _levels(percentiles: Sequence[float]) -> list[float]:
+    try:
+        levels = sorted({float(p) for p in percentiles})
+    except (TypeError, ValueError):
+        raise ValidationError("percentiles must be numbers in [0, 1]") from None
+    if any(not 0 <= p <= 1 for p in levels):
+        raise ValidationError("percentiles must be numbers in [0, 1]")
+    return levels
+
+
+__all__ = ["DESCRIBE_STATS", "close_names", "describe", "sort_by_labels"]
