@@ -102,9 +102,9 @@ MISMATCH = "mismatch"
 NO_HEAD = "no head"
 
 
-def _against(led: SqliteLedger, ledger_id: str, rows: int, source: str) -> tuple[str, str]:
-    """Whether the chain head in the provenance of the release file ``source`` is a row of
-    this ledger's (verified) chain: ``("ok" | MISMATCH | NO_HEAD, message)``."""
+def _release_head(source: str) -> dict[str, Any] | None:
+    """The ``ledger_head`` of the release file ``source`` (None if it has none);
+    ``ValidationError`` if it is not a readable dpframe release."""
     from ..export import read_provenance
 
     try:
@@ -114,6 +114,15 @@ def _against(led: SqliteLedger, ledger_id: str, rows: int, source: str) -> tuple
             raise ValidationError(f"{source}: {exc}") from None
         raise ValidationError(f"{source} is not a readable dpframe release file") from None
     if not isinstance(head, dict) or not {"ledger_id", "seq", "hash"} <= set(head):
+        return None
+    return head
+
+
+def _against(led: SqliteLedger, ledger_id: str, rows: int, source: str) -> tuple[str, str]:
+    """Whether the chain head in the provenance of the release file ``source`` is a row of
+    this ledger's (verified) chain: ``("ok" | MISMATCH | NO_HEAD, message)``."""
+    head = _release_head(source)
+    if head is None:
         return NO_HEAD, (f"{source}: its provenance carries no ledger chain head (released "
                          "with an in-memory ledger, or by an older dpframe)")
     seq = head["seq"]

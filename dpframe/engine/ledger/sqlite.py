@@ -105,7 +105,10 @@ class LedgerSnapshot:
 class SqliteLedger:
     """A durable ledger in an embedded SQLite file (no server).
 
-    ``SqliteLedger(path, epsilon, delta)`` creates the file (its folder must exist) or opens it.
+    ``SqliteLedger(path, epsilon, delta)`` creates the file atomically (its folder must exist;
+    :mod:`.files`) or opens it; a path that is not a non-empty regular file (after following
+    links) is refused before SQLite touches it, and a schema-1 ledger is refused until
+    :meth:`migrate` (``dpframe ledger migrate``) has migrated it.
     An existing ledger keeps its budget: opening it with a different total raises
     :class:`~dpframe.errors.LedgerError` unless ``allow_budget_change=True`` (the change is then
     recorded in the ``budget`` table). ``epsilon=None`` opens an existing ledger with its stored
