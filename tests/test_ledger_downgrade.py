@@ -12,6 +12,7 @@ stated version is refused as tampered with; and every export carries the ledger'
 from __future__ import annotations
 
 import sqlite3
+from fractions import Fraction
 from pathlib import Path
 
 import pandas as pd
@@ -21,6 +22,7 @@ from typer.testing import CliRunner
 import dpframe as dpf
 from dpframe.cli.commands import app
 from dpframe.cli.ledger import show_ledger
+from dpframe.core.accounting import PrivacyCost
 from dpframe.engine.ledger import SqliteLedger
 from tests.test_ledger_interrupts import make_schema_1_ledger
 
@@ -179,7 +181,8 @@ def _restore(src: bytes, path: Path) -> None:
     path.write_bytes(src)
 
 
-@pytest.mark.parametrize("how", ["rolled back", "replaced", "downgraded and migrated"])
+@pytest.mark.parametrize("how", ["rolled back", "rolled back and charged again", "replaced",
+                                 "downgraded and migrated"])
 def test_verify_against_shows_a_rolled_back_or_replaced_ledger(tmp_path: Path, how: str) -> None:
     path = tmp_path / "budget.sqlite"
     SqliteLedger(path, 1).close()
@@ -192,8 +195,14 @@ def test_verify_against_shows_a_rolled_back_or_replaced_ledger(tmp_path: Path, h
     dpf.to_parquet(DF.dp(s).count(epsilon=1), release, provenance=dpf.last_release(s))
     del s
     assert _verify(path, release)[0] == 0
-    if how == "rolled back":  # the copy taken before the release, restored
+    if how.startswith("rolled back"):  # the copy taken before the release, restored
         _restore(fresh, path)
+        if how.endswith("again"):  # and charged until the chain is as long as before
+            led = SqliteLedger(path, 1)
+            for _ in range(3):
+                led.charge(PrivacyCost(Fraction(1, 10)), {"query": "q", "columns": [],
+                                                          "mechanism": "laplace"})
+            led.close()
     elif how == "replaced":  # a new ledger with the same budget under the same name
         for suffix in ("", "-wal", "-shm"):
             Path(str(path) + suffix).unlink(missing_ok=True)
@@ -206,7 +215,7 @@ def test_verify_against_shows_a_rolled_back_or_replaced_ledger(tmp_path: Path, h
         assert SqliteLedger(path, readonly=True).spent() == (0, 0)
     code, out = _verify(path, release)
     assert code == 5, out
-    assert ("rolled back" if how == "rolled back" else "replaced") in out
+    assert ("rolled back" if how.startswith("rolled back") else "replaced") in out
 
 
 def test_verify_refuses_a_tampered_ledger_and_a_foreign_file(tmp_path: Path) -> None:

@@ -190,3 +190,28 @@ def test_a_process_killed_while_creating_leaves_no_ledger(tmp_path: Path) -> Non
     led = SqliteLedger(path, 1)
     assert led.verify()["rows"] == 1 and led.spent() == (0, 0)
     led.close()
+
+
+def test_a_busy_answer_while_connecting_is_waited_for(tmp_path: Path) -> None:
+    """SQLite may answer BUSY while a new connection reads the schema (another connection
+    holds the file, or is recovering the WAL index): the open waits, interruptibly, as for any
+    lock. 0.2 reported it at once as "locked for more than 60 s" (one of the 31.6 failures)."""
+    import threading
+
+    path = tmp_path / "budget.sqlite"
+    SqliteLedger(path, 1).close()
+    con = sqlite3.connect(path, isolation_level=None)
+    con.execute("PRAGMA journal_mode = DELETE")  # a copy made with a tool, say
+    con.close()
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN EXCLUSIVE")
+    timer = threading.Timer(0.3, lambda: holder.execute("ROLLBACK"))
+    timer.start()
+    try:
+        led = SqliteLedger(path, 1, timeout=30)
+        led.charge(COST, META)
+        led.close()
+    finally:
+        timer.join()
+        holder.close()
+    assert SqliteLedger(path, readonly=True).spent() == (Fraction(1, 100), 0)

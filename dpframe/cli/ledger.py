@@ -138,7 +138,8 @@ def _against(led: SqliteLedger, ledger_id: str, rows: int, source: str) -> tuple
                           "or truncated) since that release")
     if led.link_at(seq) != head["hash"]:
         return MISMATCH, (f"{source}: row {seq} of this ledger's chain is not the one the "
-                          "release was charged at: the chain was rewritten since that release")
+                          "release was charged at: since that release, the ledger was rolled "
+                          "back and charged again, or its chain was rewritten")
     return "ok", f"{source}: charged at row {seq} of this ledger's chain (hash matches)"
 
 

@@ -31,6 +31,11 @@ _BUSY_SLICE_MS = 5  # SQLite's own wait per attempt; the rest of the wait is int
 _BUSY = object()
 
 
+class _BusyOnOpen(Exception):
+    """SQLite answered BUSY while a new connection was being set up (another connection was
+    initialising or recovering the WAL index): retried like any other wait."""
+
+
 class LedgerConnection:
     """The connection of this process to the ledger file at ``path`` (reopened after a fork).
 
@@ -77,6 +82,8 @@ class LedgerConnection:
                 conn.close()
                 raise
         except sqlite3.Error as exc:
+            if is_busy(exc):  # e.g. SQLITE_BUSY_RECOVERY: another connection builds the -shm
+                raise _BusyOnOpen from exc
             raise self.diagnose(exc, "nothing was read or written") from exc
         self._conn = conn
         self._pid = os.getpid()
@@ -122,12 +129,16 @@ class LedgerConnection:
         pause = 0.001
         with self._lock:
             while True:
-                conn = self._connect()
-                if write:
-                    with signals_held():
-                        outcome = self._attempt(conn, fn, stmt, nothing)
+                try:
+                    conn = self._connect()
+                except _BusyOnOpen:
+                    outcome: object = _BUSY
                 else:
-                    outcome = self._attempt(conn, fn, stmt, nothing)
+                    if write:
+                        with signals_held():
+                            outcome = self._attempt(conn, fn, stmt, nothing)
+                    else:
+                        outcome = self._attempt(conn, fn, stmt, nothing)
                 if outcome is not _BUSY:
                     return outcome  # type: ignore[return-value]
                 left = deadline - time.monotonic()
