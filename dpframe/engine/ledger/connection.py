@@ -129,16 +129,7 @@ class LedgerConnection:
         pause = 0.001
         with self._lock:
             while True:
-                try:
-                    conn = self._connect()
-                except _BusyOnOpen:
-                    outcome: object = _BUSY
-                else:
-                    if write:
-                        with signals_held():
-                            outcome = self._attempt(conn, fn, stmt, nothing)
-                    else:
-                        outcome = self._attempt(conn, fn, stmt, nothing)
+                outcome = self._once(fn, stmt, nothing, write)
                 if outcome is not _BUSY:
                     return outcome  # type: ignore[return-value]
                 left = deadline - time.monotonic()
@@ -146,6 +137,20 @@ class LedgerConnection:
                     raise locked(self.path, self.timeout, nothing)
                 time.sleep(min(left, pause * (0.5 + random.random())))
                 pause = min(pause * 2, 0.05)
+
+    def _once(
+        self, fn: Callable[[sqlite3.Connection], _T], stmt: str, nothing: str, write: bool
+    ) -> _T | object:
+        """One attempt, on this process's connection (set up first if need be); ``_BUSY`` if
+        SQLite answered BUSY, even while the connection was being set up."""
+        try:
+            conn = self._connect()
+        except _BusyOnOpen:
+            return _BUSY
+        if write:
+            with signals_held():
+                return self._attempt(conn, fn, stmt, nothing)
+        return self._attempt(conn, fn, stmt, nothing)
 
     def _attempt(
         self, conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], _T], stmt: str,
