@@ -88,6 +88,11 @@ def test_run_dry_run_and_rerun(visits: Path, tmp_path: Path) -> None:
         doc = dpf.read_provenance(tmp_path / "out" / f"{name}.parquet")
         assert doc["privacy_unit"] == "person_id" and doc["session"] == "nightly"
         assert doc["ledger_entry"] in {i for i, _, _ in got}
+        assert doc["ledger_head"]["seq"] >= 2  # the chain head after the charge (31.3)
+    against = [a for n in ("visits", "cost_by_region", "ages", "cities")
+               for a in ("--against", tmp_path / "out" / f"{n}.parquet")]
+    code, out = inproc("ledger", "verify", ledger, *against)
+    assert code == 0 and out.count("charged at row") == 4, out
     t = pq.read_table(tmp_path / "out" / "cost_by_region.parquet")
     assert t.column("region").to_pylist() == ["Northeast", "Midwest", "South", "West"]
     assert {"cost", "lower", "upper"} <= set(t.column_names)

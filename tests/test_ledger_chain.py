@@ -254,9 +254,10 @@ def test_the_first_release_fixes_the_unit_of_a_new_ledger(tmp_path: Path) -> Non
     assert other.privacy_unit == "rows"
 
 
-def test_a_schema_1_ledger_is_upgraded_and_then_verified(tmp_path: Path) -> None:
-    """A ledger written by 0.1 (no chain) is read as it is read-only, chained in place on its
-    first writable open, and from then on a deleted row is refused."""
+def test_a_schema_1_ledger_is_migrated_and_then_verified(tmp_path: Path) -> None:
+    """A ledger written by 0.1 (no chain) is read as it is read-only, chained in place by an
+    explicit migration (never silently: tests/test_ledger_downgrade.py), and from then on a
+    deleted row is refused."""
     from tests.test_ledger_interrupts import make_schema_1_ledger
 
     path = tmp_path / "old.sqlite"
@@ -266,6 +267,7 @@ def test_a_schema_1_ledger_is_upgraded_and_then_verified(tmp_path: Path) -> None
     with pytest.raises(dpf.LedgerError, match="schema 1"):
         old.verify()
     old.close()
+    SqliteLedger.migrate(path)
     led = SqliteLedger(path)
     assert led.spent() == spent
     report = led.verify()

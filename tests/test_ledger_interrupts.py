@@ -509,12 +509,17 @@ def test_interrupt_after_any_statement_of_opening(
             elif what == "budget change":
                 SqliteLedger(path, 2, allow_budget_change=True).close()
             else:
-                SqliteLedger(path).close()
+                SqliteLedger.migrate(path)
             finished = True
         except KeyboardInterrupt:
             finished = False
         monkeypatch.setattr(ledger_module.sqlite3, "connect", real_connect)
-        assert _can_write_now(path), (what, at)
+        # creation is atomic: no ledger, or a whole one; no temporary file is left behind
+        assert not list(tmp_path.glob(".*.creating*")), (what, at)
+        assert path.exists() or (what == "create" and not finished), (what, at)
+        assert not path.exists() or _can_write_now(path), (what, at)
+        if what == "upgrade" and not finished:  # interrupted: schema 1 intact, migrate again
+            SqliteLedger.migrate(path)
         led = SqliteLedger(path, 2, allow_budget_change=True) if what == "budget change" \
             else SqliteLedger(path, 1)
         led.verify()

@@ -7,7 +7,10 @@ Exit codes (docs/cli.md):
   unexpected error;
 * 2 - usage or spec error (unknown column, missing bounds, malformed spec): nothing spent;
 * 3 - budget exceeded: nothing spent (checked for the whole run before the first query);
-* 4 - ledger error (missing or corrupt ledger, budget mismatch): nothing spent;
+* 4 - ledger error (missing or corrupt ledger, budget mismatch, a schema-1 ledger to migrate,
+  a ledger that fails verification): nothing spent;
+* 5 - ``ledger verify --against``: a release's chain head is not in this ledger (it was rolled
+  back or replaced since);
 * 130 - interrupted (SIGINT): a release in progress is marked failed, its charge stands, and
   no partial output file is left.
 """
@@ -37,6 +40,7 @@ EXIT_FAILED = 1
 EXIT_SPEC = 2
 EXIT_BUDGET = 3
 EXIT_LEDGER = 4
+EXIT_MISMATCH = 5
 EXIT_INTERRUPTED = 130
 
 app = typer.Typer(
@@ -44,13 +48,15 @@ app = typer.Typer(
     help="Differentially private releases from tables: a demo, declarative release specs "
     "(dpframe run), and the privacy ledger.",
     epilog="Exit codes: 0 ok; 1 a release failed after its charge; 2 spec or usage error "
-    "(nothing spent); 3 budget exceeded (nothing spent); 4 ledger error; 130 interrupted. "
+    "(nothing spent); 3 budget exceeded (nothing spent); 4 ledger error; 5 a release is not in "
+    "the ledger (ledger verify --against); 130 interrupted. "
     "See docs/cli.md.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,  # tracebacks with local variables could print data
 )
-ledger_app = typer.Typer(help="Inspect a durable privacy ledger.", no_args_is_help=True)
+ledger_app = typer.Typer(help="Inspect, verify or migrate a durable privacy ledger.",
+                         no_args_is_help=True)
 app.add_typer(ledger_app, name="ledger")
 
 
@@ -304,6 +310,57 @@ def ledger_show(
             raise
         raise _error_exit(exc, debug=False, as_json=as_json) from None
     sys.stdout.write(text)
+
+
+def _ledger_command(body: Callable[[], int]) -> None:
+    """Run a ``ledger`` subcommand; errors map to their exit codes (no traceback)."""
+    try:
+        code = body()
+    except BaseException as exc:
+        if isinstance(exc, SystemExit | typer.Exit):
+            raise
+        raise _error_exit(exc, debug=False) from None
+    if code:
+        raise typer.Exit(code)
+
+
+@ledger_app.command("migrate")
+def ledger_migrate(
+    path: Annotated[Path, typer.Argument(help="The SQLite ledger file (schema 1, dpframe 0.1).")],
+) -> None:
+    """Migrate a dpframe 0.1 (schema 1) ledger to the current schema, explicitly: its rows are
+    chained as they are and the migration is recorded in the ledger (its budget history). Exit
+    4, nothing changed, if the file shows remains of a newer ledger (a downgrade)."""
+
+    def body() -> int:
+        from .ledger import migrate_ledger
+
+        sys.stdout.write(migrate_ledger(path))
+        return EXIT_OK
+
+    _ledger_command(body)
+
+
+@ledger_app.command("verify")
+def ledger_verify(
+    path: Annotated[Path, typer.Argument(help="The SQLite ledger file.")],
+    against: Annotated[list[Path] | None, typer.Option(
+        "--against", help="A release file (Parquet or Arrow IPC) whose provenance names the "
+                          "ledger's chain head at its release; repeatable.")] = None,
+) -> None:
+    """Verify a ledger read-only (SQLite integrity, hash chain, accounting) and, with
+    --against, that each release was charged in this ledger's chain. Exit 0 ok; 4 the ledger
+    fails verification; 5 a release's chain head is not in this ledger (rolled back or
+    replaced); 2 a release carries no chain head (in-memory ledger) or is not a release."""
+
+    def body() -> int:
+        from .ledger import MISMATCH, NO_HEAD, verify_ledger
+
+        worst, text = verify_ledger(path, [str(a) for a in against or []])
+        sys.stdout.write(text)
+        return {MISMATCH: EXIT_MISMATCH, NO_HEAD: EXIT_SPEC}.get(worst, EXIT_OK)
+
+    _ledger_command(body)
 
 
 def main() -> None:

@@ -1,5 +1,7 @@
 """``dpframe ledger show PATH [--verify]``: render a SQLite ledger as tables (budget history,
-entries) without writing to it."""
+entries) without writing to it; ``dpframe ledger migrate PATH``: migrate a schema-1 ledger
+explicitly; ``dpframe ledger verify PATH --against RELEASE``: check that releases were charged
+in this ledger's chain (a rolled-back or replaced ledger fails)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.accounting import posterior_bound
 from ..display.text import budget_table, entries_summary, entries_table, num
 from ..engine.ledger import SqliteLedger
-from ..errors import LedgerError
+from ..errors import LedgerError, ValidationError
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -93,4 +95,89 @@ def _history_table(history: list[dict[str, Any]]) -> Table:
     return table
 
 
-__all__ = ["ledger_json", "show_ledger"]
+def migrate_ledger(path: str | os.PathLike[str]) -> str:
+    """``dpframe ledger migrate PATH``: migrate a schema-1 (dpframe 0.1) ledger explicitly
+    (:meth:`SqliteLedger.migrate`); the migration is recorded in the ledger as a chained budget
+    row. ``LedgerError`` (nothing changed) for a downgraded or damaged file."""
+    report = SqliteLedger.migrate(path, session="dpframe ledger migrate")
+    if not report["migrated"]:
+        return (f"ledger {os.fspath(path)} is already at schema {report['schema_version']}: "
+                "nothing to migrate, nothing changed\n")
+    return (f"Migrated ledger {os.fspath(path)} to schema {report['schema_version']} (new "
+            f"ledger id {report['ledger_id']}); the migration is recorded in its budget history. "
+            f"Hash chain of {report['rows']} rows; head {report['head']}\n")
+
+
+#: ``verify --against``: the release's chain head is not in this ledger.
+MISMATCH = "mismatch"
+#: ``verify --against``: the release carries no chain head to check.
+NO_HEAD = "no head"
+
+
+def _release_head(source: str) -> dict[str, Any] | None:
+    """The ``ledger_head`` of the release file ``source`` (None if it has none);
+    ``ValidationError`` if it is not a readable dpframe release."""
+    from ..export import read_provenance
+
+    try:
+        head = read_provenance(source).get("ledger_head")
+    except (OSError, ValueError) as exc:  # pyarrow's errors are ValueErrors
+        if isinstance(exc, ValidationError):
+            raise ValidationError(f"{source}: {exc}") from None
+        raise ValidationError(f"{source} is not a readable dpframe release file") from None
+    if not isinstance(head, dict) or not {"ledger_id", "seq", "hash"} <= set(head):
+        return None
+    return head
+
+
+def _against(led: SqliteLedger, ledger_id: str, rows: int, source: str) -> tuple[str, str]:
+    """Whether the chain head in the provenance of the release file ``source`` is a row of
+    this ledger's (verified) chain: ``("ok" | MISMATCH | NO_HEAD, message)``."""
+    head = _release_head(source)
+    if head is None:
+        return NO_HEAD, (f"{source}: its provenance carries no ledger chain head (released "
+                         "with an in-memory ledger, or by an older dpframe)")
+    seq = head["seq"]
+    if head["ledger_id"] != ledger_id:
+        return MISMATCH, (f"{source}: released from a ledger with another identity: this "
+                          "ledger was replaced (or re-created, or migrated) since that release, "
+                          "or the release did not come from it")
+    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
+        return MISMATCH, f"{source}: its ledger chain head is malformed"
+    if seq > rows:
+        return MISMATCH, (f"{source}: charged at row {seq} of the chain, but this ledger has "
+                          f"only {rows} rows: it was rolled back (restored from an older copy "
+                          "or truncated) since that release")
+    if led.link_at(seq) != head["hash"]:
+        return MISMATCH, (f"{source}: row {seq} of this ledger's chain is not the one the "
+                          "release was charged at: since that release, the ledger was rolled "
+                          "back and charged again, or its chain was rewritten")
+    return "ok", f"{source}: charged at row {seq} of this ledger's chain (hash matches)"
+
+
+def verify_ledger(path: str | os.PathLike[str], against: list[str]) -> tuple[str, str]:
+    """``dpframe ledger verify PATH [--against RELEASE]...``: verify the ledger read-only
+    (SQLite integrity check, whole hash chain, accounting) and check that every release file's
+    chain head is a row of its chain. Returns the worst outcome (``"ok"``, :data:`MISMATCH`,
+    :data:`NO_HEAD`) and the text to print; ``LedgerError`` if the ledger fails verification."""
+    if not os.path.exists(os.fspath(path)):
+        raise LedgerError(f"no ledger at {os.fspath(path)}")
+    led = SqliteLedger(path, readonly=True)
+    try:
+        report = led.verify(integrity=True)
+        lines = [f"Verified ledger {led.path}: SQLite integrity check ok; hash chain of "
+                 f"{report['rows']} rows intact (schema {report['schema_version']}, ledger id "
+                 f"{report['ledger_id']}); head {report['head']}"]
+        worst = "ok"
+        for source in against:
+            outcome, text = _against(led, report["ledger_id"], report["rows"], source)
+            lines.append(("ok: " if outcome == "ok" else "FAILED: ") + text)
+            if outcome == MISMATCH or (outcome == NO_HEAD and worst == "ok"):
+                worst = outcome
+    finally:
+        led.close()
+    return worst, "\n".join(lines) + "\n"
+
+
+__all__ = ["MISMATCH", "NO_HEAD", "ledger_json", "migrate_ledger", "show_ledger",
+           "verify_ledger"]

@@ -98,8 +98,8 @@ def run_release(session: Session, query: Query, backend: Backend) -> CoreRelease
         "plan": release.provenance,
     })
     release.provenance.update(
-        ledger_entry=entry, session=session.name, seeded=session.seed is not None,
-        library_version=__version__, query=query.description,
+        ledger_entry=entry, ledger_head=session.ledger_head(entry), session=session.name,
+        seeded=session.seed is not None, library_version=__version__, query=query.description,
     )
     _LAST[session] = release
     for hint in cast(list[str], release.provenance.get("warnings", [])):

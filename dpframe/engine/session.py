@@ -238,6 +238,13 @@ class Session:
             meta["privacy_unit"] = unit_code(privacy_unit)
         return self._store.charge(cost, meta)
 
+    def ledger_head(self, entry_id: int) -> dict[str, Any] | None:
+        """The ledger's chain head right after charge ``entry_id`` (``ledger_id``, ``seq``,
+        ``hash``), for a release's provenance; None for an in-memory ledger (no chain: its
+        exports cannot be checked against a ledger file) or a ledger without one."""
+        head_of = getattr(self._store, "chain_head_of", None)
+        return None if head_of is None else head_of(entry_id)
+
     def record(self, entry_id: int, *, status: str, details: Mapping[str, Any]) -> None:
         """Record a charged entry's outcome: ``"released"`` or ``"failed"``.
 

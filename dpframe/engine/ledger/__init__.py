@@ -41,9 +41,17 @@ bound) and every charge is the difference of two consecutive spends, so charges 
 negative (:mod:`.charges`). A charge is O(1): it reads the sealed running totals of
 ``chain_head``, never the entries.
 
-Schema 2 (dpframe 0.2) adds the chain to schema 1 (dpframe 0.1). A schema-1 ledger is upgraded
-in place the first time it is opened with write access (:mod:`.legacy`); opened read-only, it is
-read as it is, without a chain to verify.
+- **Atomic creation, regular files only** (:mod:`.files`). A new ledger is built whole in a
+  temporary file and hard-linked to its name (another process that created it first wins, and
+  its ledger is opened); a path is checked before SQLite touches it: links are followed, and
+  anything but a non-empty regular file is refused.
+- **No downgrade** (:mod:`.legacy`). Schema 2 (dpframe 0.2) adds the chain to schema 1 (dpframe
+  0.1). A schema-1 ledger is read as it is read-only, refused by writable opens, and migrated
+  only by ``dpframe ledger migrate`` (:meth:`SqliteLedger.migrate`), which records the
+  migration as a chained budget row; a schema-1 claim with remains of a newer ledger is refused
+  as tampered with. Every charge's chain head (:meth:`SqliteLedger.chain_head_of`) goes into
+  the release's provenance, so ``dpframe ledger verify --against`` shows a ledger rolled back
+  or replaced since.
 """
 
 from __future__ import annotations

@@ -31,6 +31,11 @@ _BUSY_SLICE_MS = 5  # SQLite's own wait per attempt; the rest of the wait is int
 _BUSY = object()
 
 
+class _BusyOnOpen(Exception):
+    """SQLite answered BUSY while a new connection was being set up (another connection was
+    initialising or recovering the WAL index): retried like any other wait."""
+
+
 class LedgerConnection:
     """The connection of this process to the ledger file at ``path`` (reopened after a fork).
 
@@ -77,6 +82,8 @@ class LedgerConnection:
                 conn.close()
                 raise
         except sqlite3.Error as exc:
+            if is_busy(exc):  # e.g. SQLITE_BUSY_RECOVERY: another connection builds the -shm
+                raise _BusyOnOpen from exc
             raise self.diagnose(exc, "nothing was read or written") from exc
         self._conn = conn
         self._pid = os.getpid()
@@ -122,12 +129,7 @@ class LedgerConnection:
         pause = 0.001
         with self._lock:
             while True:
-                conn = self._connect()
-                if write:
-                    with signals_held():
-                        outcome = self._attempt(conn, fn, stmt, nothing)
-                else:
-                    outcome = self._attempt(conn, fn, stmt, nothing)
+                outcome = self._once(fn, stmt, nothing, write)
                 if outcome is not _BUSY:
                     return outcome  # type: ignore[return-value]
                 left = deadline - time.monotonic()
@@ -135,6 +137,20 @@ class LedgerConnection:
                     raise locked(self.path, self.timeout, nothing)
                 time.sleep(min(left, pause * (0.5 + random.random())))
                 pause = min(pause * 2, 0.05)
+
+    def _once(
+        self, fn: Callable[[sqlite3.Connection], _T], stmt: str, nothing: str, write: bool
+    ) -> _T | object:
+        """One attempt, on this process's connection (set up first if need be); ``_BUSY`` if
+        SQLite answered BUSY, even while the connection was being set up."""
+        try:
+            conn = self._connect()
+        except _BusyOnOpen:
+            return _BUSY
+        if write:
+            with signals_held():
+                return self._attempt(conn, fn, stmt, nothing)
+        return self._attempt(conn, fn, stmt, nothing)
 
     def _attempt(
         self, conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], _T], stmt: str,

@@ -1,6 +1,19 @@
-"""Schema-1 ledgers (dpframe 0.1, no hash chain): read as they are when opened read-only, and
-upgraded in place to schema 2 the first time they are opened with write access (the chain is
-computed over their rows as they are then, once their accounting has been checked)."""
+"""Schema-1 ledgers (dpframe 0.1, no hash chain): read as they are when opened read-only,
+refused by every writable open, and migrated to schema 2 only by an explicit
+``dpframe ledger migrate PATH`` (:func:`migrate`), which records the migration as a chained
+budget row (shown by ``dpframe ledger show``).
+
+No silent migration: a schema-1 file has no chain, so anyone can edit it with plain SQL; one that
+was a chained ledger and was *downgraded* (chain dropped, version set to 1, rows deleted) would
+otherwise be re-chained and vouched for with a smaller spend (issue 31.3). Before a schema-1
+ledger is read or migrated, :func:`legacy_remains` looks for what a genuine one never has: the
+mark dpframe >= 0.2 writes in SQLite's header, tables, columns, indexes, views or triggers of a
+newer schema, more than one schema row, and gaps in the row numbering (dpframe 0.1 never deleted
+a row, so AUTOINCREMENT's counter equals the number of rows). Any of these refuses the file as
+tampered with. What it cannot see: a file rebuilt by hand to match 0.1 exactly (columns dropped,
+``sqlite_sequence`` and the header pragmas reset, rows renumbered) is indistinguishable from a
+genuine 0.1 ledger. That is why migration is explicit and recorded (it gives the ledger a new
+identity), and why exports carry the chain head (``dpframe ledger verify --against``)."""
 
 from __future__ import annotations
 
@@ -16,14 +29,18 @@ from ...core.accounting import PrivacyCost, SpendTotals, session_spend
 from ...errors import LedgerError
 from .chain import Head, append, genesis, link, write_head
 from .charges import now
+from .diagnose import tampered
 from .schema import (
     CHAINED,
+    LEGACY_COLUMNS,
     SCHEMA_2,
     SCHEMA_VERSION,
     STATUSES,
     UPGRADE_1_TO_2,
+    frac_text,
     parse_frac,
     run_script,
+    stamp_header,
 )
 
 
@@ -123,7 +140,7 @@ def _chain_entry(conn: sqlite3.Connection, head: Head, rid: int, when: str) -> H
 _CHAIN_ROW = {"budget": _chain_budget, "entries": _chain_entry}
 
 
-def upgrade(conn: sqlite3.Connection, path: Path) -> None:
+def upgrade(conn: sqlite3.Connection, path: Path) -> Head:
     """Schema 1 -> 2 in place (in the open's write transaction): add the chain columns and
     tables, and chain the existing rows as they are (budget rows and entries in time order,
     each entry's recorded outcome right after it)."""
@@ -151,4 +168,84 @@ def upgrade(conn: sqlite3.Connection, path: Path) -> None:
         head = _CHAIN_ROW[table](conn, head, rid, when)
     if head.spent != last:
         raise LedgerError(f"ledger {path}: its spend does not add up; it is corrupt")
-    write_head(conn, replace(head, totals=totals), insert=True)
+    head = replace(head, totals=totals)
+    write_head(conn, head, insert=True)
+    return head
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> tuple[str, ...]:
+    return tuple(str(r[1]) for r in conn.execute(f"PRAGMA table_info({table})"))
+
+
+def _numbering_gap(conn: sqlite3.Connection) -> bool:
+    """Whether a table's ids are not ``1..n`` or AUTOINCREMENT's counter is not ``n`` (a row
+    was deleted: dpframe 0.1 never deleted one)."""
+    counters = dict(conn.execute("SELECT name, seq FROM sqlite_sequence").fetchall())
+    if set(counters) - {"budget", "entries"}:
+        return True
+    for table in ("budget", "entries"):
+        n, low, high = conn.execute(f"SELECT count(*), min(id), max(id) FROM {table}").fetchone()
+        if n and (low != 1 or high != n):
+            return True
+        if counters.get(table, 0) != n:
+            return True
+    return False
+
+
+def legacy_remains(conn: sqlite3.Connection) -> str | None:
+    """What, in a file that says it is schema 1, a genuine dpframe 0.1 ledger never has (None
+    if nothing): the remains of a newer, chained ledger that was downgraded."""
+    header = (conn.execute("PRAGMA application_id").fetchone()[0],
+              conn.execute("PRAGMA user_version").fetchone()[0])
+    if header != (0, 0):
+        return "its SQLite header carries the mark of a newer, chained ledger"
+    objects = conn.execute(
+        "SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'").fetchall()
+    if {t for t, _ in objects} != {"table"}:
+        return "it holds indexes, views or triggers that a schema-1 ledger never had"
+    if {n for _, n in objects} != set(LEGACY_COLUMNS):
+        return "it holds tables that a schema-1 ledger never had"
+    if any(_columns(conn, t) != cols for t, cols in LEGACY_COLUMNS.items()):
+        return "its tables have columns of a newer, chained ledger"
+    if conn.execute("SELECT count(*) FROM dpframe_schema").fetchone()[0] != 1:
+        return "its schema row is missing or duplicated"
+    if _numbering_gap(conn):
+        return "its row numbering shows deleted rows (dpframe 0.1 never deleted one)"
+    return None
+
+
+def check_legacy(conn: sqlite3.Connection, path: Path) -> None:
+    """Refuse (as tampered with) a schema-1 file with the remains of a newer ledger."""
+    what = legacy_remains(conn)
+    if what is not None:
+        raise tampered(path, f"it says it is a schema-1 (dpframe 0.1) ledger but {what} "
+                             "(a downgraded ledger)")
+
+
+def needs_migration(path: Path) -> LedgerError:
+    """A writable open of a schema-1 ledger: refused, nothing changed."""
+    return LedgerError(
+        f"ledger {path} was written by dpframe 0.1 (schema 1, no hash chain) and is not "
+        "migrated silently; nothing was changed. Check that it is the ledger you expect, then "
+        f"run `dpframe ledger migrate {path}` (the migration is recorded in the ledger)"
+    )
+
+
+MIGRATION_NOTE = (
+    "migrated from schema 1 by `dpframe ledger migrate`: the rows before this one are chained "
+    "as the schema-1 file held them, which had no hash chain to verify"
+)
+
+
+def migrate(conn: sqlite3.Connection, path: Path, session: str | None) -> None:
+    """Schema 1 -> 2, explicitly (in one write transaction): refuse a downgraded file
+    (:func:`check_legacy`), chain the rows (:func:`upgrade`), then record the migration as a
+    chained budget row (same budget, note :data:`MIGRATION_NOTE`) and mark the header."""
+    check_legacy(conn, path)
+    head = upgrade(conn, path)
+    head, _ = append(conn, head, "budget", {
+        "time": now(), "epsilon": frac_text(head.budget[0]),
+        "delta": frac_text(head.budget[1]), "session": session, "note": MIGRATION_NOTE,
+    })
+    write_head(conn, head)
+    stamp_header(conn)

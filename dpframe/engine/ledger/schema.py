@@ -19,6 +19,21 @@ APP_ID = "dpframe-ledger"
 STATUSES = ("charged", "released", "failed")
 NEIGHBOURING = ("add_remove", "change_one")
 SQLITE_MAGIC = b"SQLite format 3\x00"
+#: Written in the SQLite header (``PRAGMA application_id``) of every ledger of schema 2 or
+#: later, with ``PRAGMA user_version = SCHEMA_VERSION``; dpframe 0.1 (schema 1) set neither.
+HEADER_APP_ID = 0x44504652  # "DPFR"
+
+#: The exact tables and columns of a schema-1 ledger (dpframe 0.1), which had no index, view
+#: or trigger: anything else in a file that says it is schema 1 is a remain of a newer ledger.
+LEGACY_COLUMNS: dict[str, tuple[str, ...]] = {
+    "dpframe_schema": ("app", "version", "created", "neighbouring"),
+    "budget": ("id", "time", "epsilon", "delta", "session", "note"),
+    "entries": (
+        "id", "time", "session", "query", "columns", "mechanism", "requested_epsilon",
+        "requested_delta", "rho", "epsilon", "delta", "spent_epsilon", "spent_delta", "seeded",
+        "status", "details", "pid",
+    ),
+}
 
 SCHEMA = """
 CREATE TABLE dpframe_schema (
@@ -146,6 +161,13 @@ def run_script(conn: sqlite3.Connection, script: str) -> None:
     for stmt in script.split(";"):
         if stmt.strip():
             conn.execute(stmt)
+
+
+def stamp_header(conn: sqlite3.Connection) -> None:
+    """Mark the file as a ledger of this schema in SQLite's header (in the caller's write
+    transaction): a later downgrade to schema 1 must also erase this mark."""
+    conn.execute(f"PRAGMA application_id = {HEADER_APP_ID}")
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
 def table_names(conn: sqlite3.Connection) -> set[str]:

@@ -28,9 +28,18 @@ from .chain import Head, append, genesis, read_head, verify_chain, write_head
 from .charges import check_cost, check_status, exceeded, meta_fields, now, plan_charge
 from .connection import LedgerConnection
 from .diagnose import SQLITE_CANTOPEN, SQLITE_READONLY, corrupt, sqlite_code, tampered
-from .legacy import legacy_costs, legacy_spent, legacy_total, upgrade
+from .files import create_atomically, ledger_file
+from .legacy import (
+    check_legacy,
+    legacy_costs,
+    legacy_spent,
+    legacy_total,
+    migrate,
+    needs_migration,
+)
 from .schema import (
     APP_ID,
+    CHAINED,
     NEIGHBOURING,
     SCHEMA,
     SCHEMA_2,
@@ -40,6 +49,7 @@ from .schema import (
     read_budget_history,
     read_entries,
     run_script,
+    stamp_header,
     table_names,
 )
 from .units import check_unit, meta_unit, unit_refused
@@ -95,7 +105,10 @@ class LedgerSnapshot:
 class SqliteLedger:
     """A durable ledger in an embedded SQLite file (no server).
 
-    ``SqliteLedger(path, epsilon, delta)`` creates the file (its folder must exist) or opens it.
+    ``SqliteLedger(path, epsilon, delta)`` creates the file atomically (its folder must exist;
+    :mod:`.files`) or opens it; a path that is not a non-empty regular file (after following
+    links) is refused before SQLite touches it, and a schema-1 ledger is refused until
+    :meth:`migrate` (``dpframe ledger migrate``) has migrated it.
     An existing ledger keeps its budget: opening it with a different total raises
     :class:`~dpframe.errors.LedgerError` unless ``allow_budget_change=True`` (the change is then
     recorded in the ``budget`` table). ``epsilon=None`` opens an existing ledger with its stored
@@ -129,6 +142,9 @@ class SqliteLedger:
         self._setup(name, readonly, timeout,
                     needs_file=readonly or not create or eps_total is None)
         try:
+            if not self.readonly and not self.path.exists():
+                assert eps_total is not None
+                self._create_file(eps_total, delta_total, neighbouring or "add_remove")
             if self.readonly:
                 self._open_readonly(self._verify_chain)
             else:
@@ -140,9 +156,13 @@ class SqliteLedger:
     def _setup(self, name: str | None, readonly: bool, timeout: float, *,
                needs_file: bool) -> None:
         self._name = name
-        self._db = LedgerConnection(self.path, readonly=bool(readonly), timeout=float(timeout))
         self._legacy = False  # a schema-1 ledger opened read-only (no chain)
-        self._check_file(needs_file=needs_file)
+        self._wal = True
+        self._links: dict[int, dict[str, Any]] = {}  # entry id -> chain head after its charge
+        self.path = ledger_file(self.path, must_exist=needs_file)
+        self._db = LedgerConnection(self.path, readonly=bool(readonly), timeout=float(timeout))
+        if self.path.exists():
+            self._check_header()
 
     @classmethod
     def read_snapshot(
@@ -161,6 +181,37 @@ class SqliteLedger:
         finally:
             ledger.close()
 
+    @classmethod
+    def migrate(cls, path: str | os.PathLike[str], *, session: str | None = None,
+                timeout: float = 60.0) -> dict[str, Any]:
+        """Migrate the schema-1 (dpframe 0.1) ledger at ``path`` to the current schema, in one
+        transaction: refuse it if it shows remains of a newer ledger (a downgrade,
+        :func:`~.legacy.legacy_remains`), chain its rows as they are, and record the migration
+        as a chained budget row (``dpframe ledger show`` lists it). Returns :meth:`verify`'s
+        report plus ``migrated`` (False: the ledger was already current, nothing written).
+        ``LedgerError`` otherwise, nothing changed."""
+        ledger = cls.__new__(cls)
+        ledger.path = _checked_path(path).absolute()
+        ledger._setup(session, False, timeout, needs_file=True)
+        nothing = "nothing was changed"
+        try:
+            ledger._prepare_writable(nothing)
+
+            def go(conn: sqlite3.Connection) -> bool:
+                row = conn.execute("SELECT app, version FROM dpframe_schema").fetchone()
+                if row is None or row[0] != APP_ID:
+                    raise LedgerError(f"{ledger.path} is not a dpframe ledger")
+                ledger._check_version(row[1])
+                if int(row[1]) >= SCHEMA_VERSION:
+                    return False
+                migrate(conn, ledger.path, session)
+                return True
+
+            migrated = ledger._db.transaction(go, write=True, nothing=nothing)
+            return {**ledger.verify(), "migrated": migrated}
+        finally:
+            ledger.close()
+
     # -- connection --------------------------------------------------------------------------
 
     @property
@@ -168,28 +219,24 @@ class SqliteLedger:
         """True when the ledger was opened read-only (every write raises ``LedgerError``)."""
         return self._db.readonly
 
-    def _check_file(self, *, needs_file: bool) -> None:
-        """Refuse a missing folder, a folder, a file that is not an SQLite database, and (with
-        ``needs_file``) a missing or empty file."""
-        if not self.path.parent.is_dir():
-            raise LedgerError(
-                f"cannot create ledger {self.path}: folder {self.path.parent} does not exist"
-            )
-        if self.path.is_dir():
-            raise LedgerError(f"ledger path {self.path} is a folder, not a file")
-        if self.path.exists() and self.path.stat().st_size > 0:
-            self._check_header()
-        elif needs_file:
-            raise LedgerError(f"no ledger at {self.path} (a new ledger needs a budget)")
-
     def _check_header(self) -> None:
         try:
             with open(self.path, "rb") as fh:
-                head = fh.read(16)
+                head = fh.read(20)
         except OSError as exc:
             raise LedgerError(f"cannot read ledger {self.path}: {exc.strerror}") from exc
-        if head != SQLITE_MAGIC:
+        if head[:16] != SQLITE_MAGIC:
             raise LedgerError(f"{self.path} is not a dpframe ledger (not an SQLite database)")
+        self._wal = head[18:20] == b"\x02\x02"  # already in WAL mode (every dpframe ledger)
+
+    def _create_file(self, epsilon: Fraction, delta: Fraction, rel: str) -> None:
+        """Create the ledger atomically (:mod:`.files`): built whole in a temporary file, then
+        linked to its name; if another process created it first, its ledger is opened."""
+        create_atomically(
+            self.path, lambda conn: self._create(conn, set(), epsilon, delta, rel)
+        )
+        self.path = ledger_file(self.path, must_exist=True)  # ours, or the winner's
+        self._check_header()
 
     def close(self) -> None:
         """Close the connection (the ledger reopens it when used again)."""
@@ -209,13 +256,26 @@ class SqliteLedger:
         allow_budget_change: bool,
     ) -> None:
         nothing = "nothing was changed"
+        self._prepare_writable(nothing)
+        verified = self._db.transaction(
+            lambda conn: self._init_or_check(
+                conn, epsilon, delta, neighbouring, allow_budget_change
+            ),
+            write=True,
+            nothing=nothing,
+        )
+        if not verified:
+            self._db.read(self._verify)
+
+    def _prepare_writable(self, nothing: str) -> None:
+        """Refuse a foreign or corrupt file before anything writes, then make sure the ledger
+        is in WAL mode (every ledger dpframe creates already is)."""
 
         def inspect(conn: sqlite3.Connection) -> set[str]:
             tables = table_names(conn)
-            if tables and "dpframe_schema" not in tables:
+            if "dpframe_schema" not in tables:
                 raise LedgerError(f"{self.path} is an SQLite database but not a dpframe ledger")
-            if tables:
-                self._quick_check(conn)
+            self._quick_check(conn)
             return tables
 
         # Before anything writes (WAL mode changes the header): refuse foreign or corrupt files.
@@ -226,17 +286,8 @@ class SqliteLedger:
             if not mode or str(mode[0]).lower() != "wal":
                 raise LedgerError(f"ledger {self.path}: cannot enable WAL mode")
 
-        self._db.transaction(wal, write=True, nothing=nothing, begin="")
-
-        verified = self._db.transaction(
-            lambda conn: self._init_or_check(
-                conn, epsilon, delta, neighbouring, allow_budget_change
-            ),
-            write=True,
-            nothing=nothing,
-        )
-        if not verified:
-            self._db.read(self._verify)
+        if not self._wal:  # every ledger dpframe creates is in WAL mode already
+            self._db.transaction(wal, write=True, nothing=nothing, begin="")
 
     def _open_readonly(self, read: Callable[[sqlite3.Connection], _T]) -> _T:
         """Open read-only: refuse what is not a sound dpframe ledger, then ``read(conn)`` in
@@ -252,6 +303,7 @@ class SqliteLedger:
                 raise LedgerError(f"{self.path} is not a dpframe ledger")
             self._check_version(row[1])
             if int(row[1]) < 2:
+                check_legacy(conn, self.path)
                 self._legacy = True
                 legacy_total(conn)
             return read(conn)
@@ -300,12 +352,10 @@ class SqliteLedger:
         neighbouring: str | None,
         allow_budget_change: bool,
     ) -> bool:
-        """Create, upgrade or check the ledger (in the open's write transaction). True when the
+        """Check the ledger and its budget (in the open's write transaction). True when the
         whole chain was verified here."""
-        tables = table_names(conn)
-        if "dpframe_schema" not in tables:
-            self._create(conn, tables, epsilon, delta, neighbouring or "add_remove")
-            return True
+        if "dpframe_schema" not in table_names(conn):  # created whole, never here (.files)
+            raise LedgerError(f"{self.path} is an SQLite database but not a dpframe ledger")
         verified = self._check_schema(conn, neighbouring)
         head = self._head(conn, check_last=True)
         if epsilon is None:
@@ -317,21 +367,23 @@ class SqliteLedger:
         return True
 
     def _check_schema(self, conn: sqlite3.Connection, neighbouring: str | None) -> bool:
-        """Check the schema row (upgrading a schema-1 ledger) and the neighbouring relation.
-        True when the ledger was upgraded (its chain is then new, so verified)."""
+        """Check the schema row (refusing a schema-1 ledger: ``dpframe ledger migrate``) and
+        the neighbouring relation. False: the chain is still to be verified."""
         row = conn.execute("SELECT app, version, neighbouring FROM dpframe_schema").fetchone()
         if row is None or row[0] != APP_ID:
             raise LedgerError(f"{self.path} is not a dpframe ledger")
         self._check_version(row[1])
-        upgraded = int(row[1]) < 2
-        if upgraded:
-            upgrade(conn, self.path)
+        if int(row[1]) < 2:  # never migrated silently (legacy.py): refused, nothing changed
+            check_legacy(conn, self.path)
+            raise needs_migration(self.path)
+        if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+            stamp_header(conn)  # a schema-2 ledger created before the header was marked
         if neighbouring is not None and row[2] != neighbouring:
             raise LedgerError(
                 f"ledger {self.path} accounts under neighbouring={row[2]!r}, not "
                 f"{neighbouring!r}: epsilons under different relations do not add up"
             )
-        return upgraded
+        return False
 
     def _change_budget(
         self,
@@ -382,6 +434,7 @@ class SqliteLedger:
         head = Head.first(genesis(APP_ID, created, rel, ledger_id), (epsilon, delta))
         head, _ = append(conn, head, "budget", self._budget_values(epsilon, delta, "created"))
         write_head(conn, head, insert=True)
+        stamp_header(conn)
 
     def _budget_values(self, eps: Fraction, delta: Fraction, note: str) -> dict[str, Any]:
         return {
@@ -412,8 +465,8 @@ class SqliteLedger:
     def _has_no_chain(self) -> LedgerError:
         return LedgerError(
             f"ledger {self.path} was written by dpframe 0.1 (schema 1) and has no hash "
-            "chain to verify; open it once with write access (any session) to upgrade "
-            "it in place"
+            f"chain to verify; run `dpframe ledger migrate {self.path}` to migrate it (the "
+            "migration is recorded in the ledger)"
         )
 
     def _total(self, conn: sqlite3.Connection) -> tuple[Fraction, Fraction]:
@@ -515,7 +568,7 @@ class SqliteLedger:
         if fields["session"] is None:
             fields["session"] = self._name
 
-        def go(conn: sqlite3.Connection) -> int:
+        def go(conn: sqlite3.Connection) -> tuple[int, dict[str, Any]]:
             head = self._head(conn, check_last=True)
             if unit is not None and head.unit is not None and unit != head.unit:
                 raise unit_refused(head.unit, unit)
@@ -548,9 +601,34 @@ class SqliteLedger:
                 extra={"status": "charged", "details": "{}"},
             )
             write_head(conn, replace(head, spent=new, totals=head.totals.add(cost)))
-            return entry_id
+            ledger_id = conn.execute("SELECT ledger_id FROM dpframe_schema").fetchone()[0]
+            return entry_id, {"ledger_id": ledger_id, "seq": head.rows, "hash": head.hash}
 
-        return self._db.transaction(go, write=True, nothing="nothing was charged")
+        entry_id, link = self._db.transaction(go, write=True, nothing="nothing was charged")
+        self._links[entry_id] = link
+        return entry_id
+
+    def chain_head_of(self, entry_id: int) -> dict[str, Any] | None:
+        """The chain head right after the charge ``entry_id`` was committed: ``ledger_id``,
+        ``seq`` (its position in the hash chain) and ``hash`` (its row hash), as exports'
+        provenance carries it (``dpframe ledger verify --against`` finds it again in the
+        ledger). None for an entry this object did not charge."""
+        link = self._links.get(entry_id)
+        return None if link is None else dict(link)
+
+    def link_at(self, seq: int) -> str | None:
+        """The row hash at position ``seq`` of the hash chain (None if the chain is shorter).
+        Only meaningful once :meth:`verify` has passed."""
+
+        def go(conn: sqlite3.Connection) -> str | None:
+            for table in CHAINED:
+                row = conn.execute(f"SELECT row_hash FROM {table} WHERE seq = ?",
+                                   (int(seq),)).fetchone()
+                if row is not None:
+                    return str(row[0])
+            return None
+
+        return None if self._legacy else self._db.read(go)
 
     def record(self, entry_id: int, status: str, details: Mapping[str, Any]) -> None:
         """Mark a charged entry ``"released"`` or ``"failed"`` (once): appends a chained
