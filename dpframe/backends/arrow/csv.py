@@ -119,39 +119,50 @@ def declare(dataset: ds.Dataset, leaves: Iterable[ds.Dataset], types: Mapping[st
     paths is not); it is declared by ``types`` or by the ``column_types`` of every CSV format
     of the dataset. A CSV column that is not declared is text in the schema (no type is
     inferred from the values: the first block's values set nothing) and a query that reads it
-    is refused (:meth:`DatasetSource.check_declared`). ``types`` may only name columns of the
-    dataset, and only a dataset of CSV files (one file system dataset: a union's children
-    declare theirs in their formats)."""
+    is refused (:meth:`DatasetSource.check_declared`)."""
     csv = [d for d in leaves if _is_csv(d)]
-    names = dataset.schema.names
+    _check_declaration(dataset, csv, types)
     if not csv:
-        if types:
-            raise ValidationError("column types are declared for CSV files only: Parquet "
-                                  "and IPC files and tables carry their own types")
         return dataset, frozenset()
-    unknown = [c for c in types if c not in names]
+    read = {name for header in headers for name in header}
+    declared = set(types).union(set.intersection(*(_format_declared(d) for d in csv)))
+    undeclared = frozenset(c for c in dataset.schema.names if c in read and c not in declared)
+    if not isinstance(dataset, ds.FileSystemDataset):
+        return dataset, undeclared
+    return _retyped(dataset, types, undeclared), undeclared
+
+
+def _check_declaration(dataset: ds.Dataset, csv: list[ds.Dataset],
+                       types: Mapping[str, pa.DataType]) -> None:
+    """Refuse ``types`` for a dataset without CSV files, for a union (its children declare
+    theirs in their formats), and for columns the dataset does not have."""
+    if not types:
+        return
+    if not csv:
+        raise ValidationError("column types are declared for CSV files only: Parquet and IPC "
+                              "files and tables carry their own types")
+    if not isinstance(dataset, ds.FileSystemDataset):
+        raise ValidationError("types= declares the columns of CSV files or of one CSV "
+                              "dataset: declare a union's in each child's "
+                              "CsvFileFormat(convert_options=ConvertOptions("
+                              "column_types=...))")
+    unknown = [c for c in types if c not in dataset.schema.names]
     if unknown:
         raise ValidationError(f"a type is declared for {unknown[0]!r}, which is not a "
                               "column of the CSV files")
-    read = {name for header in headers for name in header}
-    by_format = set.intersection(*(_format_declared(d) for d in csv))
-    undeclared = frozenset(c for c in names if c in read and c not in by_format
-                           and c not in types)
-    if not isinstance(dataset, ds.FileSystemDataset):
-        if types:
-            raise ValidationError("types= declares the columns of CSV files or of one CSV "
-                                  "dataset: declare a union's in each child's "
-                                  "CsvFileFormat(convert_options=ConvertOptions("
-                                  "column_types=...))")
-        return dataset, undeclared
+
+
+def _retyped(dataset: ds.FileSystemDataset, types: Mapping[str, pa.DataType],
+             undeclared: frozenset[str]) -> ds.FileSystemDataset:
+    """``dataset`` with the columns of ``types`` in their declared types and the
+    ``undeclared`` ones text (its files, format and partitions unchanged)."""
     schema = pa.schema([f.with_type(types[f.name]) if f.name in types
                         else f.with_type(pa.string()) if f.name in undeclared else f
                         for f in dataset.schema])
     if schema.equals(dataset.schema):
-        return dataset, undeclared
+        return dataset
     return ds.FileSystemDataset(list(dataset.get_fragments()), schema, dataset.format,
-                                dataset.filesystem,
-                                root_partition=dataset.partition_expression), undeclared
+                                dataset.filesystem, root_partition=dataset.partition_expression)
 
 
 def undeclared_message(columns: Iterable[str]) -> str:
