@@ -433,8 +433,9 @@ def _open_csv(source: Any, fmt: Any, partitioning: Any) -> ds.Dataset:
     larger blocks). The first file is read as the scan reads it (:func:`_csv_reader`: a line
     whose quoting does not balance is dropped alone), and the partitioning's keys follow its
     columns. A column inferred as binary or as null (blank in the first block) is text
-    (a CSV holds text; Arrow infers binary from one value that is not UTF-8): its type never
-    depends on one row."""
+    (a CSV holds text; Arrow infers binary from one value that is not UTF-8). No inferred type
+    outlives the opening: :func:`~dpframe.backends.arrow.csv.declare` then makes every CSV
+    column that no declaration types text, and refuses queries that read one."""
     declared = dict(fmt.default_fragment_scan_options.convert_options.column_types) \
         if isinstance(fmt, ds.CsvFileFormat) else {}
     files, keys = _csv_listing(source, fmt, partitioning)
