@@ -167,9 +167,9 @@ def test_a_csv_integer_at_the_int64_limit_is_read_exactly(tmp_path: Path) -> Non
     """CSV integers are parsed as integers: int64's largest value is itself (through float64
     it rounded to 2**63 and was missing), and is clamped like any value."""
     path = tmp_path / "x.csv"
-    path.write_text("x\n1\n9223372036854775807\n2\n")  # inferred int64
+    path.write_text("x\n1\n9223372036854775807\n2\n")
     got = _outcome(lambda t, s: t.dp(s, bounds={"x": (0, 10)}).sum("x", epsilon=50.0),
-                   dpf.scan(str(path)))
+                   dpf.scan(str(path), types={"x": "int64"}))
     assert got[0] == pytest.approx(13.0, abs=0.5)  # 1 + 10 (clamped) + 2
 
 
@@ -181,13 +181,14 @@ def test_a_malformed_csv_date_past_the_first_block_is_missing(tmp_path: Path) ->
                     + "2020-13-45,2020-01-01 99:00:00\n,\nNA,null\n"
                     + "2020-01-02,2020-01-02T11:00:00\n")
     fmt = ds.CsvFileFormat(read_options=pacsv.ReadOptions(block_size=4096))
+    types = {"d": "date32", "t": "timestamp[s]"}
     for col in ("d", "t"):
         got = _outcome(lambda t, s, c=col: t.dp(s).count(c, epsilon=100.0),  # type: ignore[misc]
-                       dpf.scan(str(path), format=fmt))
+                       dpf.scan(str(path), format=fmt, types=types))
         assert got[0] == pytest.approx(2001, abs=0.5), col
     keys = [dt.date(2020, 1, 1), dt.date(2020, 1, 2)]
     got = _outcome(lambda t, s: t.dp(s, keys={"d": keys}).groupby("d").count(epsilon=100.0),
-                   dpf.scan(str(path), format=fmt))
+                   dpf.scan(str(path), format=fmt, types=types))
     assert got[2] == pytest.approx([2000, 1], abs=0.5)
 
 
@@ -259,11 +260,12 @@ def test_a_csv_value_that_is_not_utf8_is_missing_alone(tmp_path: Path, pinned: b
         files[name] = str(path)
     fmt = ds.CsvFileFormat(convert_options=pacsv.ConvertOptions(
         column_types={"state": pa.string(), "x": pa.float64()})) if pinned else None
+    types = None if pinned else {"state": "string"}  # declared by the format, or by types=
 
     def release(path: str) -> tuple[Any, ...]:
         return _outcome(lambda t, s: t.dp(s, bounds={"x": (0, 10)},
                                           keys={"state": ["CA", "NY", "TX"]}).groupby(
-            "state").count(epsilon=100.0), dpf.scan(path, format=fmt))
+            "state").count(epsilon=100.0), dpf.scan(path, format=fmt, types=types))
 
     a, b = release(files["d"]), release(files["d2"])
     assert a[:2] == b[:2] and a[3] == b[3]  # labels, index dtype and charge

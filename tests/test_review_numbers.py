@@ -168,10 +168,11 @@ def test_pinned_csv_counts_and_sums_equal_pandas(tmp_path: Path, t: str) -> None
 
     expect = agg(ref.dp(_session(), **opts))
     fmt = ds.CsvFileFormat(convert_options=pacsv.ConvertOptions(
-        column_types={"u": pa.from_numpy_dtype(np.dtype(t))}))
+        column_types={"u": pa.from_numpy_dtype(np.dtype(t)), "g": pa.int64()}))
     assert agg(dpf.scan(path, format=fmt).dp(_session(), **opts)) == expect
     schema = pa.schema([("u", pa.from_numpy_dtype(np.dtype(t))), ("g", pa.int64())])
-    pinned = dpf.scan(ds.dataset(path, format="csv", schema=schema))
+    pinned = dpf.scan(ds.dataset(path, format="csv", schema=schema),  # a dataset's schema
+                      types={"u": t, "g": "int64"})  # is no declaration: types= is
     assert agg(pinned.dp(_session(), **opts)) == expect
 
 
@@ -186,7 +187,8 @@ def test_hex_text_does_not_depend_on_its_neighbours() -> None:
 def test_adding_a_blank_row_to_a_csv_moves_a_sum_by_its_own_value_only(tmp_path: Path) -> None:
     def total(text: str) -> int:
         (tmp_path / "x.csv").write_text(text)
-        f = dpf.scan(tmp_path / "x.csv").dp(_session(), bounds={"v": (0, 100)})
+        f = dpf.scan(tmp_path / "x.csv", types={"v": "int64"}).dp(_session(),
+                                                                 bounds={"v": (0, 100)})
         return round(float(f.sum("v", epsilon=1e9)))
 
     assert total("v,w\n0x10,a\n1,b\n") == total("v,w\n0x10,a\n1,b\n,c\n")

@@ -209,6 +209,7 @@ def test_integer_units_of_every_width_equal_pandas(dtype: str, data: st.DataObje
     with tempfile.TemporaryDirectory() as tmp:
         src: Any = table
         ref = df
+        types = None
         if source == "parquet":
             src = Path(tmp) / "u.parquet"
             pq.write_table(table, src, row_group_size=data.draw(st.integers(2, 30)))
@@ -219,7 +220,8 @@ def test_integer_units_of_every_width_equal_pandas(dtype: str, data: st.DataObje
             src = Path(tmp) / "u.csv"
             df.to_csv(src, index=False)
             ref = df.assign(u=df["u"].astype("Int64"))  # CSV integers are int64
-        backend = ArrowBackend(DatasetSource(src), **_scan_kw(parts, batch_size))
+            types = {"u": "int64", "state": "string", "x": "float64"}  # declared
+        backend = ArrowBackend(DatasetSource(src, types=types), **_scan_kw(parts, batch_size))
         n = backend.n_partitions()
         assert n == parts if parts is not None else n & (n - 1) == 0
         for name, (opts, call) in _queries(ids, dtype).items():
@@ -333,7 +335,7 @@ def test_csv_integer_ids_past_2_53_stay_distinct(tmp_path: Path, parts: int) -> 
     ids = [2**53, 2**53 + 1, 2**63 - 1, 2**63 - 2, -(2**63), 0]
     (tmp_path / "u.csv").write_text("u\n" + "".join(f"{i}\n" for i in ids))
     s = dpf.Session(1e9, 1e-3, seed=1)
-    n = dpf.scan(tmp_path / "u.csv", partitions=parts).dp(
+    n = dpf.scan(tmp_path / "u.csv", partitions=parts, types={"u": "int64"}).dp(
         s, privacy_unit="u", max_rows_per_unit=1).count(epsilon=1e6)
     assert n == len(ids)
 

@@ -119,8 +119,9 @@ def test_a_csv_column_blank_in_the_first_file_is_text(tmp_path: Path) -> None:
     (tmp_path / "b.csv").write_text("k,x\n" + "1,1\n" * 20)
     (tmp_path / "c.csv").write_text("k,x\n" + "2,1\n" * 5 + "z,1\n")
     glob = str(tmp_path / "*.csv")
-    assert dpf.scan(glob).schema.field("k").type == pa.string()
-    units = dpf.scan(glob).dp(_session(), privacy_unit="k", max_rows_per_unit=1)
+    assert dpf.scan(glob).schema.field("k").type == pa.string()  # undeclared: text
+    units = dpf.scan(glob, types={"k": "string"}).dp(_session(), privacy_unit="k",
+                                                     max_rows_per_unit=1)
     assert int(units.count(epsilon=1e6)) == 4  # "", "1", "2", "z"
 
 
@@ -140,8 +141,9 @@ def test_a_malformed_time_of_day_is_missing_alone(tmp_path: Path) -> None:
     (tmp_path / "a.csv").write_text("t,x\n01:00:00,1\n02:00:00,1\n")
     (tmp_path / "b.csv").write_text("t,x\n" + "03:00:00,1\n" * 20 + "25:99:00,1\n")
     glob = str(tmp_path / "*.csv")
-    assert dpf.scan(glob).schema.field("t").type == pa.time32("s")
-    assert _count(glob, "t") == 22
+    declared = {"t": "time32[s]"}
+    assert dpf.scan(glob, types=declared).schema.field("t").type == pa.time32("s")
+    assert _count(glob, "t", types=declared) == 22
     pinned = ds.CsvFileFormat(convert_options=pacsv.ConvertOptions(
         column_types={"t": pa.time64("us"), "x": pa.int64()}))
     (tmp_path / "c.txt").write_text("t,x\n" + "12:00:00,3\n" * 5 + "secret,3\n")
@@ -182,8 +184,8 @@ def test_the_formats_spellings_of_booleans_and_the_decimal_point(tmp_path: Path)
     path.write_text("b,x\n" + "yes,1\n" * 10 + "no,2\n" * 10)
     fmt = ds.CsvFileFormat(convert_options=pacsv.ConvertOptions(true_values=["yes"],
                                                                 false_values=["no"]))
-    assert dpf.scan(path, format=fmt).schema.field("b").type == pa.bool_()
-    priv = dpf.scan(path, format=fmt).dp(_session(), bounds={"b": (0, 1)})
+    assert dpf.scan(path, format=fmt, types={"b": "bool"}).schema.field("b").type == pa.bool_()
+    priv = dpf.scan(path, format=fmt, types={"b": "bool"}).dp(_session(), bounds={"b": (0, 1)})
     assert int(priv.count("b", epsilon=1e6)) == 20
     assert round(float(priv.sum("b", epsilon=1e6))) == 10
     with path.open("a") as f:
@@ -195,8 +197,8 @@ def test_the_formats_spellings_of_booleans_and_the_decimal_point(tmp_path: Path)
     comma.write_text("x;y\n" + "1,5;1\n" * 10)
     fmt = ds.CsvFileFormat(convert_options=pacsv.ConvertOptions(decimal_point=","),
                            parse_options=pacsv.ParseOptions(delimiter=";"))
-    priv = dpf.scan(comma, format=fmt).dp(_session(), bounds={"x": (0, 10)})
-    assert dpf.scan(comma, format=fmt).schema.field("x").type == pa.float64()
+    priv = dpf.scan(comma, format=fmt, types={"x": "float64"}).dp(_session(),
+                                                                 bounds={"x": (0, 10)})
     assert int(priv.count("x", epsilon=1e6)) == 10
     assert abs(float(priv.sum("x", epsilon=1e6)) - 15.0) < 1e-3
     with comma.open("a") as f:
@@ -247,7 +249,8 @@ def test_a_blank_csv_file_is_a_file_of_no_rows(tmp_path: Path, blank: bytes) -> 
     glob = str(tmp_path / "*.csv")
     assert dpf.scan(glob).columns == ["k", "x"]
     assert _count(glob) == 2
-    units = dpf.scan(glob).dp(_session(), privacy_unit="k", max_rows_per_unit=1)
+    units = dpf.scan(glob, types={"k": "int64"}).dp(_session(), privacy_unit="k",
+                                                    max_rows_per_unit=1)
     assert int(units.count(epsilon=1e6)) == 2
     assert _count(str(tmp_path)) == 2  # the folder
 
@@ -262,7 +265,8 @@ def test_a_field_longer_than_the_block_is_read(tmp_path: Path) -> None:
     later = tmp_path / "later.csv"  # past blocks already read: they are not read twice
     later.write_bytes(b"g,x\n" + b"b,1\n" * 600 + b"a" * 3000 + b",3\n" + b"b,1\n" * 7)
     assert _count(later, format=small) == 608
-    priv = dpf.scan(later, format=small).dp(_session(), bounds={"x": (0, 5)})
+    priv = dpf.scan(later, format=small, types={"x": "int64"}).dp(_session(),
+                                                                  bounds={"x": (0, 5)})
     assert round(float(priv.sum("x", epsilon=1e6))) == 610
     both = tmp_path / "both"  # the long row as the second file's first row
     both.mkdir()
@@ -307,7 +311,7 @@ def test_an_unbalanced_quote_is_one_malformed_row(tmp_path: Path, newline: bytes
         path.write_bytes(b"u,x" + newline + newline.join(rows) + trail)
         assert _count(path) == 400
         assert _count(path, format=small) == 400
-        assert _count(path, "x", format=small) == 400
+        assert _count(path, "x", format=small, types={"x": "string"}) == 400
     from dpframe.backends.arrow.source import DatasetSource
 
     values = [v for b in DatasetSource(path).batches(["x"], 100) for v in b.column(0).to_pylist()]
@@ -334,7 +338,8 @@ def test_unbalanced_quotes_in_other_dialects_and_files(tmp_path: Path) -> None:
     assert dpf.scan(folder, format="csv", partitioning="hive").columns == ["u", "x", "k"]
     probe = tmp_path / "probe.csv"  # the open quote in the first block made u text
     probe.write_bytes(b'u,x\n"1,2\n' + b"3,4\n" * 20)
-    assert dpf.scan(probe).schema.field("u").type == pa.int64()
+    priv = dpf.scan(probe, types={"u": "int64"}).dp(_session(), bounds={"u": (0, 5)})
+    assert int(priv.sum("u", epsilon=1e6)) == 60
 
 
 def test_values_on_several_lines_keep_arrows_reading(tmp_path: Path) -> None:

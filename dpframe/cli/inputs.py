@@ -24,13 +24,15 @@ def input_source(spec: ReleaseSpec) -> Any:
 
 
 def csv_column_types(spec: ReleaseSpec) -> dict[str, Any]:
-    """``[input] types`` as Arrow types; a SpecError for a name Arrow does not know."""
-    import pyarrow as pa
+    """``[input] types`` as Arrow types, read as ``dpf.scan(types=...)`` reads them
+    (:func:`dpframe.backends.arrow.csv.csv_types`: one vocabulary, Arrow's type names); a
+    SpecError for a name Arrow does not know."""
+    from ..backends.arrow.csv import csv_types
 
     try:
-        return {c: pa.type_for_alias(t) for c, t in spec.csv_types.items()}
-    except (ValueError, KeyError):
-        raise SpecError("[input] types: unknown Arrow type name") from None
+        return csv_types(spec.csv_types)
+    except ValidationError as exc:
+        raise SpecError(f"[input] types: {exc}") from None
 
 
 def _toml_key(column: str) -> str:
@@ -54,16 +56,15 @@ def types_line(schema: Any) -> str:
 
 
 def input_format(spec: ReleaseSpec) -> Any:
-    """The pyarrow file format for the spec's input (CSV options applied)."""
+    """The pyarrow file format for the spec's input (the CSV delimiter applied; the column
+    types are ``dpf.scan``'s ``types=``, :func:`open_input`)."""
     fmt = spec.input_format
     if fmt == "csv" or (fmt is None and (spec.csv_types or spec.delimiter)):
         import pyarrow.csv as pacsv
         import pyarrow.dataset as ds
 
-        types = csv_column_types(spec)
         parse = pacsv.ParseOptions(delimiter=spec.delimiter) if spec.delimiter else None
-        return ds.CsvFileFormat(parse_options=parse,
-                                convert_options=pacsv.ConvertOptions(column_types=types))
+        return ds.CsvFileFormat(parse_options=parse)
     if fmt in ("arrow", "feather"):
         return "ipc"
     return fmt
@@ -116,9 +117,11 @@ def open_input(spec: ReleaseSpec, progress: bool | None = None) -> Scan:
     given = (("partitions", spec.partitions), ("partition_rows", spec.partition_rows),
              ("spill_dir", spec.spill_dir))
     tuning: dict[str, Any] = {k: v for k, v in given if v is not None}
+    types = spec.csv_types if reads_csv(spec) else None  # the one rule of dpf.scan
     try:
-        return scan(input_source(spec), columns=spec.input_columns, format=input_format(spec),
-                    batch_size=spec.batch_size, progress=progress, **tuning)
+        return scan(input_source(spec), types=types, columns=spec.input_columns,
+                    format=input_format(spec), batch_size=spec.batch_size, progress=progress,
+                    **tuning)
     except (pa.ArrowException, OSError) as exc:
         raise ValidationError(f"cannot open the input ({type(exc).__name__})") from None
 

@@ -207,7 +207,7 @@ class PrivateFrame:
         # the query, its schema and its validation do not depend on epsilon: built once, only
         # the plan is made again for each epsilon tried
         base = self._query(measures, Fraction(1), delta, **kw)
-        schema = self._backend.schema()
+        schema = self._backend.schema(base.columns)  # the release's columns, as it checks them
         base.validate(schema)
         kinds: dict[str, str] = dict(schema)
         relation = self.session.neighbouring

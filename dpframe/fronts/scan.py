@@ -13,7 +13,7 @@ front, :mod:`dpframe.fronts.polars`): record batches from a factory, with a know
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Generator, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -123,7 +123,8 @@ class Scan:
 
 
 def scan(source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | ds.Dataset
-         | pa.Table | Any, *, columns: Sequence[str] | None = None,
+         | pa.Table | Any, *, types: Mapping[str, Any] | Any = None,
+         columns: Sequence[str] | None = None,
          format: str | ds.FileFormat | None = None, batch_size: int = DEFAULT_BATCH_SIZE,
          progress: bool | None = None, partition_rows: int = DEFAULT_PARTITION_ROWS,
          partitions: int | None = None, spill_dir: str | os.PathLike[str] | None = None,
@@ -131,15 +132,35 @@ def scan(source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | ds.
     """Scan Parquet, CSV or Arrow IPC files (a path, a glob, a folder or a list), a
     ``pyarrow.dataset.Dataset`` or a ``pyarrow.Table``, batch by batch.
 
+    ``types`` declares the types of CSV columns: ``{"income": "float64", "state": "string"}``
+    (Arrow type names, as a release spec's ``[input] types``; or ``pyarrow`` types, numpy or
+    pandas dtypes), or a pandera ``DataFrameSchema`` (its columns' dtypes). A CSV holds text:
+    every CSV column a query reads must be declared (here, or by a ``CsvFileFormat``'s
+    ``column_types``), or the query is refused with a ValidationError before any charge, since
+    a type inferred from the values would let one row decide whether it is answered and by
+    which mechanism. A value that does not spell its declared type is missing, as in the CLI
+    (docs/scan.md). Parquet and IPC files carry their types (``types`` is refused there).
+
     ``columns`` restricts the visible columns; ``format`` overrides the format inferred from
     file names; ``batch_size`` is rows per record batch; ``progress`` shows a progress bar on
     stderr (default: only on a terminal); ``partition_rows`` / ``partitions`` / ``spill_dir``
     tune the two-pass plan of privacy-unit queries (docs/scan.md); ``partitioning`` is passed to
     ``pyarrow.dataset.dataset`` for a folder (e.g. ``"hive"``).
     """
-    src = DatasetSource(source, format=format, columns=columns, partitioning=partitioning)
+    src = DatasetSource(source, format=format, columns=columns, partitioning=partitioning,
+                        types=_declared_types(types))
     return Scan(src, batch_size=batch_size, progress=progress, partition_rows=partition_rows,
                 partitions=partitions, spill_dir=spill_dir)
+
+
+def _declared_types(types: Any) -> Mapping[str, Any] | None:
+    """``types=`` as a mapping column -> declared type: a pandera ``DataFrameSchema`` gives
+    the dtypes of its columns that have one (its other columns stay undeclared)."""
+    columns = getattr(types, "columns", None)
+    if types is None or isinstance(types, Mapping) or not isinstance(columns, Mapping):
+        return types
+    return {name: getattr(col.dtype, "type", col.dtype) for name, col in columns.items()
+            if getattr(col, "dtype", None) is not None}
 
 
 __all__ = ["BatchSource", "Scan", "scan"]

@@ -62,6 +62,10 @@ from .findings_scan import (
     finding_scan_uint64_ids,
     finding_scan_union_dataset,
 )
+from .findings_scan2 import (
+    finding_scan_csv_fraction_switches_mechanism,
+    finding_scan_csv_text_refuses_sum,
+)
 from .grouped import (
     enforced,
     grouped_agg,
@@ -327,6 +331,13 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("finding 52: local RR, categories from a Categorical's levels", "61 answers "
              "a/b made a Categorical vs the last 'a' answered 'Smallville' (statistic: the "
              "reports' number of categories)", finding_local_categorical_levels(),
+             FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 53: scan, CSV text in a numeric column", "200 rows '1,3' vs one more "
+             "row '1,abc' (sum without a declared type, then with one; statistic: refused or "
+             "released)", finding_scan_csv_text_refuses_sum(), FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 54: scan, a CSV fraction in an integer column", "200 rows '1,3' vs one "
+             "more row '1,1.5' (sum without a declared type, then with one; statistic: an "
+             "integer result or not)", finding_scan_csv_fraction_switches_mechanism(),
              FINDING_TRIALS, FINDING_FAST),
     # deliberately broken: the audit must find a violation
     Scenario("BROKEN: geometric with half the noise", "0 vs 1, sensitivity 1",

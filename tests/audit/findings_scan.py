@@ -63,7 +63,8 @@ def finding_scan_null_column() -> Callable[[int], Built]:
     """S2. Three CSV files whose unit column is blank in the first (Arrow infers the null
     type), integers in the second, and in the third integers or, with one more row, ``z``:
     other files' values were not conformed, and the unit plan raised on the mixed types after
-    the charge (statistic: count at one row per unit)."""
+    the charge (statistic: count at one row per unit). Since finding 53 the unit column is
+    declared int64, as every CSV column a query reads must be."""
 
     def frames() -> tuple[str, str]:
         head = {"a.csv": b"k,x\n,1\n,1\n", "b.csv": b"k,x\n" + b"1,1\n" * 20}
@@ -71,7 +72,8 @@ def finding_scan_null_column() -> Callable[[int], Built]:
                 _csv_files({**head, "c.csv": b"k,x\n" + b"2,1\n" * 5 + b"z,1\n"}))
 
     def rel(glob: str, s: dpf.Session) -> list[float]:
-        priv = dpf.scan(glob).dp(s, privacy_unit="k", max_rows_per_unit=1)
+        priv = dpf.scan(glob, types={"k": "int64"}).dp(s, privacy_unit="k",
+                                                       max_rows_per_unit=1)
         return [float(priv.count(epsilon=1.0))]
 
     return finding(frames, rel)
@@ -80,7 +82,8 @@ def finding_scan_null_column() -> Callable[[int], Built]:
 def finding_scan_csv_time() -> Callable[[int], Built]:
     """S3. Two CSV files with a time-of-day column (left to Arrow's CSV parser): one more row
     with a malformed time ``25:99:00`` made its file's column text, where every time was
-    missing (statistic: count of the column)."""
+    missing (statistic: count of the column). Since finding 53 the column is declared
+    ``time32[s]``, as every CSV column a query reads must be."""
 
     def frames() -> tuple[str, str]:
         a = {"a.csv": b"t,x\n01:00:00,1\n02:00:00,1\n"}
@@ -88,7 +91,7 @@ def finding_scan_csv_time() -> Callable[[int], Built]:
         return _csv_files({**a, "b.csv": rows}), _csv_files({**a, "b.csv": rows + b"25:99:00,1\n"})
 
     def rel(glob: str, s: dpf.Session) -> list[float]:
-        return [float(dpf.scan(glob).dp(s).count("t", epsilon=1.0))]
+        return [float(dpf.scan(glob, types={"t": "time32[s]"}).dp(s).count("t", epsilon=1.0))]
 
     return finding(frames, rel)
 

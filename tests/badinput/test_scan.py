@@ -87,7 +87,8 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return d
 
 
-TYPES = {"x": pa.float64(), "n": pa.int64(), "k": pa.int64()}
+TYPES = {"x": pa.float64(), "n": pa.int64(), "k": pa.int64(), "u": pa.string(),
+         "g": pa.string()}
 
 
 def _typed_format() -> ds.CsvFileFormat:
@@ -177,6 +178,36 @@ SCAN_CASES: list[tuple[str, ScanRun, type[BaseException]]] = [
      V),
     ("csv-typed-missing-bounds",
      lambda s, d: typed_csv(d / "typed.csv").dp(s).sum("x", epsilon=1), dpf.BoundsError),
+    # a CSV column a query reads has a declared type (here none), whatever the values
+    ("csv-undeclared-sum",
+     lambda s, d: dpf.scan(d / "two").dp(s, bounds=BOUNDS).sum("x", epsilon=1), V),
+    ("csv-undeclared-sum-dry-run",
+     lambda s, d: dpf.scan(d / "two").dp(s, bounds=BOUNDS).sum("x", epsilon=1, dry_run=True),
+     V),
+    ("csv-undeclared-sum-accuracy",
+     lambda s, d: dpf.scan(d / "two").dp(s, bounds=BOUNDS).sum("x", accuracy=5), V),
+    ("csv-undeclared-count-of-column",
+     lambda s, d: dpf.scan(d / "two").dp(s).count("x", epsilon=1), V),
+    ("csv-undeclared-group-key",
+     lambda s, d: dpf.scan(d / "two", types={"x": "float64"}).dp(
+         s, bounds=BOUNDS, keys={"g": ["a", "b"]}).groupby("g").sum("x", epsilon=1), V),
+    ("csv-undeclared-private-keys",
+     lambda s, d: dpf.scan(d / "two").dp(s).groupby("g", keys="private").count(
+         epsilon=1, delta=1e-6), V),
+    ("csv-undeclared-unit",
+     lambda s, d: dpf.scan(d / "typed.csv", types={"x": "float64"}).dp(
+         s, privacy_unit="u", max_rows_per_unit=2).count(epsilon=1), V),
+    ("csv-types-unknown-name",
+     lambda s, d: dpf.scan(d / "two", types={"x": "float65"}).dp(s).count(epsilon=1), V),
+    ("csv-types-no-csv-type",
+     lambda s, d: dpf.scan(d / "two", types={"x": "null"}).dp(s).count(epsilon=1), V),
+    ("csv-types-unknown-column",
+     lambda s, d: dpf.scan(d / "two", types={"nope": "int64"}).dp(s).count(epsilon=1), V),
+    ("csv-types-not-a-mapping",
+     lambda s, d: dpf.scan(d / "two", types=["x"]).dp(s).count(epsilon=1), V),
+    ("parquet-types",
+     lambda s, d: dpf.scan(d / "people.parquet", types={"x": "float64"}).dp(s).count(
+         epsilon=1), V),
     ("csv-typed-budget-exceeded",
      lambda s, d: typed_csv(d / "typed.csv").dp(s, bounds=BOUNDS).sum("x", epsilon=6),
      dpf.BudgetExceededError),
@@ -229,8 +260,8 @@ RELEASES: list[tuple[str, ReleaseRun, float | list[float]]] = [
                                                  max_rows_per_unit=5).sum("x", epsilon=E),
      17.0),
     ("csv-text-in-second-file",
-     lambda s, d: dpf.scan(d / "two", format="csv").dp(s, bounds=BOUNDS).sum("x", epsilon=E),
-     18.0),
+     lambda s, d: dpf.scan(d / "two", format="csv", types={"x": "float64"}).dp(
+         s, bounds=BOUNDS).sum("x", epsilon=E), 18.0),
     ("csv-malformed-row-skipped",
      lambda s, d: dpf.scan(d / "malformed.csv").dp(s).count(epsilon=E), 2),
     ("csv-header-only", lambda s, d: dpf.scan(d / "header.csv").dp(s).count(epsilon=E), 0),

@@ -27,7 +27,8 @@ Adding is correct because blocks hold disjoint privacy units:
   error or interrupt. See docs/scan.md.
 
 Modules: ``columns`` (Arrow column kinds, numbers, factorization, key and unit codes),
-``conform`` (data conformed to the public schema), ``words`` (columns as words of the core's one
+``conform`` (data conformed to the public schema), ``csv`` (CSV column types: declared, never
+inferred from the values), ``words`` (columns as words of the core's one
 hash, :mod:`dpframe.core.hashing`), ``prefetch`` (a bounded read-ahead thread), ``source``
 (``DatasetSource``: discovery, format inference, metadata, batches), ``totals`` (adding blocks'
 aggregates exactly), ``spill`` (the partition files), ``carried`` (heavy units' pre-selection)

@@ -223,6 +223,11 @@ class ArrowBackend:
         return self
 
     def schema(self, columns: Sequence[str] | None = None) -> dict[str, ColumnKind]:
+        """The public kinds; a release's ``columns`` are checked first: a CSV column no
+        declaration types is refused (ValidationError, before any charge), whatever its
+        values (:mod:`dpframe.backends.arrow.csv`)."""
+        if columns is not None:
+            self.source.check_declared(columns)
         kinds = {f.name: arrow_kind(f.type) for f in self.source.arrow_schema}
         return kinds if columns is None else only_columns(kinds, columns)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import glob
 import os
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeAlias, TypeVar
@@ -25,6 +25,7 @@ import pyarrow.fs as pafs
 from ...errors import ValidationError
 from .columns import is_bytes
 from .conform import TextOptions, conform_batch, public_schema
+from .csv import csv_types, declare, undeclared_message
 from .prefetch import PREFETCH, prefetch
 
 #: Read-ahead of pyarrow's scanner: batches within a file, files at once. pyarrow's defaults
@@ -432,8 +433,9 @@ def _open_csv(source: Any, fmt: Any, partitioning: Any) -> ds.Dataset:
     larger blocks). The first file is read as the scan reads it (:func:`_csv_reader`: a line
     whose quoting does not balance is dropped alone), and the partitioning's keys follow its
     columns. A column inferred as binary or as null (blank in the first block) is text
-    (a CSV holds text; Arrow infers binary from one value that is not UTF-8): its type never
-    depends on one row."""
+    (a CSV holds text; Arrow infers binary from one value that is not UTF-8). No inferred type
+    outlives the opening: :func:`~dpframe.backends.arrow.csv.declare` then makes every CSV
+    column that no declaration types text, and refuses queries that read one."""
     declared = dict(fmt.default_fragment_scan_options.convert_options.column_types) \
         if isinstance(fmt, ds.CsvFileFormat) else {}
     files, keys = _csv_listing(source, fmt, partitioning)
@@ -712,24 +714,41 @@ class DatasetSource:
 
     ``source`` is a path, a glob (``events/*.parquet``, ``**`` allowed), a folder, a list of
     paths, a ``pyarrow.dataset.Dataset`` or a ``pyarrow.Table``. ``format`` is inferred from
-    the file names unless given (a name or a ``pyarrow.dataset.FileFormat``).
+    the file names unless given (a name or a ``pyarrow.dataset.FileFormat``). ``types``
+    declares the types of CSV columns (column -> Arrow type name or type,
+    :func:`~dpframe.backends.arrow.csv.csv_type`): a CSV column no declaration types is text,
+    and a query reading it is refused (:meth:`check_declared`).
     """
 
     #: Whether string columns grouped by *public* keys are best read as Arrow dictionaries:
     #: true for files (Parquet stores them so: no hashing), false for sources that would have
     #: to hash every row to build one (a plain string column is looked up directly instead).
     dictionary_public_keys = True
+    #: The visible CSV columns no declaration types (:mod:`dpframe.backends.arrow.csv`).
+    _undeclared: frozenset[str] = frozenset()
 
     def __init__(self, source: Any, *, format: Format | None = None,
                  columns: Sequence[str] | None = None,
-                 partitioning: Any = None) -> None:
+                 partitioning: Any = None,
+                 types: Mapping[str, object] | None = None) -> None:
+        declared = csv_types(types) if types is not None else {}  # before any file is read
         opened = _open(source, format, partitioning)
-        self._dataset = opened.dataset
         self._files = opened.files
         self._format = opened.format
-        self._columns = _visible(self._dataset.schema.names, columns)
-        self._checked = _check_files(self._dataset)
+        self._columns = _visible(opened.dataset.schema.names, columns)
+        self._checked = _check_files(opened.dataset)
+        self._dataset, undeclared = declare(opened.dataset, list(_leaves(opened.dataset)),
+                                            declared, self._checked.names.values())
+        visible = self._columns
+        self._undeclared = frozenset(c for c in undeclared if visible is None or c in visible)
         self._text = _text_options(self._dataset)
+
+    def check_declared(self, columns: Sequence[object]) -> None:
+        """Refuse (ValidationError) a read of CSV columns that no declaration types: the
+        decision depends on the declaration and the column names only."""
+        missing = [c for c in columns if isinstance(c, str) and c in self._undeclared]
+        if missing:
+            raise ValidationError(undeclared_message(dict.fromkeys(missing)))
 
     @property
     def arrow_schema(self) -> pa.Schema:
