@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..core.names import close_names
 from ..errors import ValidationError
 from .spec import ReleaseSpec
 from .spec_errors import SpecError
@@ -85,15 +87,20 @@ def reads_csv(spec: ReleaseSpec) -> bool:
     return inferred_format(spec.input_paths) == "csv"  # None: the scan refuses the paths
 
 
-def check_csv_types(spec: ReleaseSpec) -> None:
-    """Refuse, before any file is opened, a CSV input whose ``[input] types`` does not declare
-    every column the queries read: a type inferred from the values would let one row decide
-    whether a query is answered and the dtypes and labels of its output. The message names
-    the columns, never a value."""
+def check_csv_types(spec: ReleaseSpec, header: Sequence[str] | None = None) -> None:
+    """Refuse a CSV input whose ``[input] types`` does not declare every column the queries
+    read: a type inferred from the values would let one row decide whether a query is answered
+    and the dtypes and labels of its output. With the files' ``header`` (column names: public
+    schema), a column that is not in it is named as a likely typo, with close names, rather
+    than asked a type for. The message names the columns, never a value."""
     if not reads_csv(spec):
         return
     csv_column_types(spec)  # an unknown type name first: it is what the spec says wrong
     missing = [c for c in spec.columns_read() if c not in spec.csv_types]
+    absent = [c for c in missing if header is not None and c not in header]
+    if absent:
+        raise SpecError(f"column {absent[0]!r} read by the queries is not in the CSV header"
+                        f"{close_names(absent[0], header or [])}")
     if missing:
         example = ", ".join(f'{_toml_key(c)} = "<type>"' for c in missing)
         raise SpecError(
@@ -112,18 +119,37 @@ def open_input(spec: ReleaseSpec, progress: bool | None = None) -> Scan:
 
     from ..fronts.scan import scan
 
-    check_csv_types(spec)
+    try:
+        check_csv_types(spec)  # before any file is opened
+    except SpecError:
+        header = _header(spec)
+        if header is not None:  # a column the files lack: named as a likely typo
+            check_csv_types(spec, header)
+        raise
 
     given = (("partitions", spec.partitions), ("partition_rows", spec.partition_rows),
              ("spill_dir", spec.spill_dir))
     tuning: dict[str, Any] = {k: v for k, v in given if v is not None}
     types = spec.csv_types if reads_csv(spec) else None  # the one rule of dpf.scan
     try:
-        return scan(input_source(spec), types=types, columns=spec.input_columns,
-                    format=input_format(spec), batch_size=spec.batch_size, progress=progress,
-                    **tuning)
+        opened = scan(input_source(spec), types=types, columns=spec.input_columns,
+                      format=input_format(spec), batch_size=spec.batch_size,
+                      progress=progress, **tuning)
     except (pa.ArrowException, OSError) as exc:
         raise ValidationError(f"cannot open the input ({type(exc).__name__})") from None
+    return opened
+
+
+def _header(spec: ReleaseSpec) -> list[str] | None:
+    """The column names of the spec's CSV input (its header: public schema, no value), or None
+    when it cannot be opened (the refusal of the undeclared types then stands)."""
+    from ..fronts.scan import scan
+
+    try:
+        return list(scan(input_source(spec), columns=spec.input_columns,
+                         format=input_format(spec), progress=False).columns)
+    except Exception:  # any failure: no header to compare with
+        return None
 
 
 __all__ = ["check_csv_types", "csv_column_types", "input_format", "input_source", "open_input",
