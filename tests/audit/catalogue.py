@@ -50,6 +50,7 @@ from .findings_dask2 import (
     finding_dask_span_after_charge,
     finding_dask_time_unit_words,
 )
+from .findings_gaussian import finding_analytic_gaussian, two_percent_less_sigma
 from .findings_local import finding_local_invalid_value, finding_local_spelling
 from .findings_scan import (
     finding_scan_csv_time,
@@ -323,6 +324,13 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("finding 51: scan, a byte the CSV's encoding does not define", "a cp1252 file "
              "of 20 rows vs one more row holding the byte 0x81 (count)",
              finding_scan_encoding_byte(), FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 56: Gaussian sum calibrated analytically at (1, 1e-5)", "the stated "
+             "(epsilon, delta) against the exact profile of the discrete Gaussian drawn (one "
+             "more row at the bound of an integer column)", None, 1, 1,
+             exact=finding_analytic_gaussian),
+    Scenario("BROKEN: analytic Gaussian sum with 2% less sigma", "as finding 56", None, 1, 1,
+             expect_violation=True, exact=finding_analytic_gaussian,
+             patch=two_percent_less_sigma),
     # deliberately broken: the audit must find a violation
     Scenario("BROKEN: geometric with half the noise", "0 vs 1, sensitivity 1",
              core_noise(half_noise_spec, True), 2_000_000, 200_000, expect_violation=True),
