@@ -80,8 +80,9 @@ def _pi() -> Decimal:
     """pi to 70 digits (the recipe of the decimal module's documentation)."""
     with decimal.localcontext(_ctx()) as ctx:
         ctx.prec = _PREC + 10
-        three = Decimal(3)
-        lasts, t, s, n, na, d, da = 0, three, 3, 1, 0, 0, 24
+        t = s = Decimal(3)
+        lasts = Decimal(0)
+        n, na, d, da = 1, 0, 0, 24
         while s != lasts:
             lasts = s
             n, na = n + na, na + 8

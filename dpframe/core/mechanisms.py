@@ -241,25 +241,32 @@ def noise_spec(
                          integer=integer)
     if delta <= 0:
         raise ValueError("the Gaussian mechanism needs delta > 0")
-    if rho is None:
-        # the least sigma of two proofs: zCDP (rho_for) or the analytic curve (Theorem C of
-        # core/gaussian, checked in conservative arithmetic); either way the noise is
-        # rho-zCDP for the rho recorded (Delta^2 / (2 sigma^2), rounded up)
-        rho = rho_for(epsilon, delta)
-        sigma2 = _round_up(int_sens * int_sens / (2 * rho))
-        analytic = analytic_sigma2(epsilon, delta, int_sens)
-        if analytic is not None and analytic < sigma2:
-            sigma2 = analytic
-            rho = round_up(int_sens * int_sens / (2 * sigma2))
-    else:
-        # sigma^2 rounded up: the achieved rho = Delta^2 / (2 sigma^2) is at most the planned one
-        sigma2 = _round_up(int_sens * int_sens / (2 * rho))
+    rho, sigma2 = _gaussian_variance(int_sens, epsilon, delta, rho)
     if math.isqrt(sigma2.numerator // sigma2.denominator) + 1 > MAX_FAST_DEN:
         raise ValidationError(
             "epsilon or delta is too small for this sensitivity: the Gaussian noise exceeds what "
             "the exact sampler supports")
     return NoiseSpec("gaussian", epsilon, delta, sensitivity, g, int_sens, int_sigma2=sigma2,
                      rho=rho, integer=integer)
+
+
+def _gaussian_variance(int_sens: Fraction, epsilon: Fraction, delta: Fraction,
+                       rho: Fraction | None) -> tuple[Fraction, Fraction]:
+    """(rho, sigma^2) of a Gaussian release, sigma^2 in lattice units.
+
+    With ``rho`` given (a share of a query's block), sigma^2 = Delta^2 / (2 rho) rounded up: the
+    achieved rho is at most the planned one. Without, the least sigma of two proofs for
+    (epsilon, delta): zCDP (:func:`rho_for`) or the analytic curve (Theorem C of
+    :mod:`dpframe.core.gaussian`, checked in conservative arithmetic); either way the noise is
+    rho-zCDP for the rho returned (Delta^2 / (2 sigma^2), rounded up)."""
+    if rho is not None:
+        return rho, _round_up(int_sens * int_sens / (2 * rho))
+    rho = rho_for(epsilon, delta)
+    sigma2 = _round_up(int_sens * int_sens / (2 * rho))
+    analytic = analytic_sigma2(epsilon, delta, int_sens)
+    if analytic is not None and analytic < sigma2:
+        return round_up(int_sens * int_sens / (2 * analytic)), analytic
+    return rho, sigma2
 
 
 def gaussian_parts(specs: list[NoiseSpec | None]) -> list[Part]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import pickle
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from fractions import Fraction
@@ -250,17 +250,13 @@ def _analytic_block(ctx: PlanContext, eps: Fraction,
     measures = ctx.query.measures
     total = sum((m.weight for m in measures), Fraction(0))
     w_g = sum((m.weight for m in measures if not aggregate(m.op).exponential), Fraction(0))
-    if w_g == 0:
-        return None
     eps_g = eps * w_g / total
-    mu = analytic_mu(float(eps_g), float(delta))
+    mu = analytic_mu(float(eps_g), float(delta)) if w_g > 0 else 0.0
     if mu <= 0:
         return None
 
     def attempt(slack: float, stated: bool = False) -> tuple[Budgets, list[MeasurePlan]] | None:
         rho = round_up(Fraction(mu * mu / 2 * (1 - slack)))
-        if rho <= 0:
-            return None
         b = _measure_budgets(measures, eps, delta, True, rho_g=rho, stated=stated)
         try:
             return b, _plan_measures(ctx, b)
@@ -272,6 +268,24 @@ def _analytic_block(ctx: PlanContext, eps: Fraction,
         return tried is not None and delta_float(float(eps_g), _block_parts(tried[1])) <= float(
             delta) * (1 - 1e-9)
 
+    def proven(slack: float) -> bool:
+        tried = attempt(slack)
+        return tried is not None and satisfies(eps_g, delta, _block_parts(tried[1]))
+
+    slack = _least_slack(fits, proven)
+    if slack is None:
+        return None
+    # more noise than the zCDP plan's iff this rho's zCDP conversion fits eps_g
+    rho_a = round_up(Fraction(mu * mu / 2 * (1 - slack)))
+    if slack > _SURE_SLACK and zcdp_to_approx_dp(rho_a, delta) <= eps_g:
+        return None
+    final = attempt(slack, stated=True)
+    return None if final is None else _state_epsilons(final, eps_g)
+
+
+def _least_slack(fits: Callable[[float], bool], proven: Callable[[float], bool]) -> float | None:
+    """The least slack of :data:`_SLACKS` (refined by bisection) that ``fits`` in floats and is
+    then ``proven``; None when none is."""
     passing = next((i for i, sl in enumerate(_SLACKS) if fits(sl)), None)
     if passing is None:
         return None
@@ -281,17 +295,7 @@ def _analytic_block(ctx: PlanContext, eps: Fraction,
         for _ in range(8):
             mid = (lo + hi) / 2
             lo, hi = (lo, mid) if fits(mid) else (mid, hi)
-    for bump in (0.0, 1e-9, 1e-6, 1e-4):
-        tried = attempt(hi + bump)
-        if tried is not None and satisfies(eps_g, delta, _block_parts(tried[1])):
-            rho_a = round_up(Fraction(mu * mu / 2 * (1 - hi - bump)))
-            # more noise than the zCDP plan's iff rho_a's zCDP conversion fits eps_g
-            if hi + bump > _SURE_SLACK and zcdp_to_approx_dp(rho_a, delta) <= eps_g:
-                return None
-            final = attempt(hi + bump, stated=True)
-            assert final is not None
-            return _state_epsilons(final, eps_g)
-    return None  # pragma: no cover - the float search is far more accurate than this
+    return next((hi + b for b in (0.0, 1e-9, 1e-6, 1e-4) if proven(hi + b)), None)
 
 
 def _state_epsilons(planned: tuple[Budgets, list[MeasurePlan]],
