@@ -40,7 +40,7 @@ swapped. [] The loss to the continuous curve is tiny: with t^2 = 4, tau < 1e-34.
 
 Arithmetic. Calibration searches run in floats; every claim is then *checked* with
 :func:`discrete_delta_bound`, an upper bound computed in 60-digit decimal arithmetic: Phi from
-its power series (|z| <= 3 sqrt 2, with a proven tail bound) or from Laplace's continued
+its power series (|z| <= 4 sqrt 2, with a proven tail bound) or from Laplace's continued
 fraction for erfc (whose successive convergents bracket the value: all its elements are
 positive), every input widened in the safe direction by a margin far above the rounding error.
 Standard library only (no scipy at run time). This module does not know pandas.
@@ -104,7 +104,7 @@ def _dec(x: Fraction) -> Decimal:
 
 
 def _erfc_series(x: Decimal) -> tuple[Decimal, Decimal]:
-    """Bounds on erfc(x) for 0 <= x <= 4.3: erf(x) = 2 e^(-x^2) / sqrt(pi) * sum_n T_n with
+    """Bounds on erfc(x) for 0 <= x <= 4: erf(x) = 2 e^(-x^2) / sqrt(pi) * sum_n T_n with
     T_0 = x, T_(n+1) = T_n 2 x^2 / (2n + 3) (positive terms); once the ratio q < 1 it only
     falls, so the tail after T_N is at most T_N q / (1 - q)."""
     with decimal.localcontext(_ctx()):
