@@ -252,3 +252,14 @@ def test_session_never_below_dp_accounting_composition() -> None:
         acc = dpa.pld.PLDAccountant()
         acc.compose(dpa.GaussianDpEvent(noise_multiplier=spec.scale / 100.0), k)
         assert float(ours.epsilon) >= acc.get_epsilon(float(ours.delta))
+
+
+def test_phi_bounds_bracket_a_100_digit_reference() -> None:
+    """The conservative Phi against mpmath at 100 digits, on 150 points of [-40, 12]."""
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.dps = 100
+    rng = np.random.default_rng(56)
+    for z in rng.uniform(-40.0, 12.0, 150):
+        ref = Decimal(mpmath.nstr(mpmath.ncdf(mpmath.mpf(repr(float(z)))), 90))
+        lo, hi = phi_lower(Decimal(repr(float(z)))), phi_upper(Decimal(repr(float(z))))
+        assert lo <= ref <= hi
