@@ -18,18 +18,19 @@ from __future__ import annotations
 
 import math
 import pickle
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from fractions import Fraction
 from functools import cached_property
 
 from ..errors import ValidationError
-from .accounting import PrivacyCost, poisson_subsampling, zcdp_to_approx_dp
+from .accounting import PrivacyCost, poisson_subsampling, round_up, zcdp_to_approx_dp
 from .aggregates import aggregate
 from .compute import AggregateRequest, ComputeRequest
+from .gaussian import analytic_mu, delta_float, discrete_epsilon, satisfies
 from .measure import MeasurePlan, PlanContext
-from .mechanisms import NoiseSpec, noise_spec, rho_for
+from .mechanisms import NoiseSpec, gaussian_parts, noise_spec, rho_for
 from .memo import RecentCache
 from .query import Measure, Query
 from .sensitivity import Contribution, Relation, key_selection_sensitivity
@@ -114,10 +115,13 @@ def plan_query(query: Query, relation: Relation, column_kinds: dict[str, str]) -
         eps_measures, delta_measures = query.epsilon - eps_sel, query.delta - delta_sel
         selection = _plan_selection(relation, contrib, eps_sel, delta_sel)
 
-    budgets = _measure_budgets(query.measures, eps_measures, delta_measures, gaussian)
     ctx = PlanContext(query, relation, contrib, column_kinds)
-    plans = [aggregate(m.op).plan(ctx, m, eps_m, delta_m, rho_m)
-             for m, (eps_m, delta_m, rho_m) in zip(query.measures, budgets, strict=True)]
+    analytic = _analytic_block(ctx, eps_measures, delta_measures) if gaussian else None
+    if analytic is not None:
+        budgets, plans = analytic
+    else:
+        budgets = _measure_budgets(query.measures, eps_measures, delta_measures, gaussian)
+        plans = _plan_measures(ctx, budgets)
     rho_total = sum((r for _, _, r in budgets if r is not None), Fraction(0))
     pure_gaussian = gaussian and selection is None and all(mp.em is None for mp in plans)
     cost = _cost(query, relation, rho_total if pure_gaussian else None)
@@ -208,8 +212,113 @@ def _cost(query: Query, relation: Relation, rho: Fraction | None) -> PrivacyCost
     return PrivacyCost(query.epsilon, query.delta, rho=rho)
 
 
+Budgets = list[tuple[Fraction, Fraction, Fraction | None]]
+
+
+def _plan_measures(ctx: PlanContext, budgets: Budgets) -> list[MeasurePlan]:
+    return [aggregate(m.op).plan(ctx, m, eps_m, delta_m, rho_m)
+            for m, (eps_m, delta_m, rho_m) in zip(ctx.query.measures, budgets, strict=True)]
+
+
+def _block_parts(plans: list[MeasurePlan]) -> list[tuple[Fraction, Fraction]]:
+    """Every Gaussian noise of a query's measures, as Theorem C's parts."""
+    return gaussian_parts([s for mp in plans
+                           for s in (mp.noise, mp.count_noise, mp.square_noise)])
+
+
+#: Slacks tried (fractions of the analytic block's rho given up to the discrete correction).
+_SLACKS = (0.0, 1e-12, 1e-9, 1e-6, 1e-4, 1e-3, 0.003, 0.01, 0.02, 0.04, 0.07, 0.1, 0.15, 0.2,
+           0.3, 0.45)
+#: Below this slack the analytic block is kept without computing the zCDP plan: on (epsilon,
+#: delta) in [1e-4, 100] x [1e-15, 0.3] the zCDP route's rho is at most 0.966 of the analytic
+#: one (both plans are valid: this only saves the zCDP calibration's time).
+_SURE_SLACK = 1e-3
+
+
+def _analytic_block(ctx: PlanContext, eps: Fraction,
+                    delta: Fraction) -> tuple[Budgets, list[MeasurePlan]] | None:
+    """The Gaussian block calibrated on the analytic curve, or None (then the zCDP plan).
+
+    The block's measures are independent discrete Gaussians; :mod:`dpframe.core.gaussian`'s
+    Theorem C bounds their joint (eps_g, delta) from mu^2 = sum Delta^2 / sigma^2 (Gaussian DP
+    composes exactly). Its rho_g = mu^2 / 2, less the least slack (a float search) that covers
+    the discrete correction, is shared by weight as the zCDP rho is; the planned noise is then
+    *checked* in conservative arithmetic, and anything unproven falls back to the zCDP plan
+    (valid by Canonne, Kamath and Steinke 2020). Either way each measure's noise is
+    rho_m-zCDP for the rho recorded, so the session's zCDP composition stays sound.
+    """
+    measures = ctx.query.measures
+    total = sum((m.weight for m in measures), Fraction(0))
+    w_g = sum((m.weight for m in measures if not aggregate(m.op).exponential), Fraction(0))
+    eps_g = eps * w_g / total
+    mu = analytic_mu(float(eps_g), float(delta)) if w_g > 0 else 0.0
+    if mu <= 0:
+        return None
+
+    def attempt(slack: float, stated: bool = False) -> tuple[Budgets, list[MeasurePlan]] | None:
+        rho = round_up(Fraction(mu * mu / 2 * (1 - slack)))
+        b = _measure_budgets(measures, eps, delta, True, rho_g=rho, stated=stated)
+        try:
+            return b, _plan_measures(ctx, b)
+        except ValidationError:  # noise beyond the sampler's range: the zCDP plan decides
+            return None
+
+    def fits(slack: float) -> bool:
+        tried = attempt(slack)
+        return tried is not None and delta_float(float(eps_g), _block_parts(tried[1])) <= float(
+            delta) * (1 - 1e-9)
+
+    def proven(slack: float) -> bool:
+        tried = attempt(slack)
+        return tried is not None and satisfies(eps_g, delta, _block_parts(tried[1]))
+
+    slack = _least_slack(fits, proven)
+    if slack is None:
+        return None
+    # more noise than the zCDP plan's iff this rho's zCDP conversion fits eps_g
+    rho_a = round_up(Fraction(mu * mu / 2 * (1 - slack)))
+    if slack > _SURE_SLACK and zcdp_to_approx_dp(rho_a, delta) <= eps_g:
+        return None
+    final = attempt(slack, stated=True)
+    return None if final is None else _state_epsilons(final, eps_g)
+
+
+def _least_slack(fits: Callable[[float], bool], proven: Callable[[float], bool]) -> float | None:
+    """The least slack of :data:`_SLACKS` (refined by bisection) that ``fits`` in floats and is
+    then ``proven``; None when none is."""
+    passing = next((i for i, sl in enumerate(_SLACKS) if fits(sl)), None)
+    if passing is None:
+        return None
+    hi = _SLACKS[passing]
+    if passing > 0:
+        lo = _SLACKS[passing - 1]
+        for _ in range(8):
+            mid = (lo + hi) / 2
+            lo, hi = (lo, mid) if fits(mid) else (mid, hi)
+    return next((hi + b for b in (0.0, 1e-9, 1e-6, 1e-4) if proven(hi + b)), None)
+
+
+def _state_epsilons(planned: tuple[Budgets, list[MeasurePlan]],
+                    eps_g: Fraction) -> tuple[Budgets, list[MeasurePlan]]:
+    """Each Gaussian measure's stated epsilon: the whole block's when it is alone in it, else
+    the smaller of its rho's zCDP conversion and Theorem C for its own noise at its delta."""
+    budgets, plans = planned
+    gauss = [i for i, (_, _, r) in enumerate(budgets) if r is not None]
+    out_b, out_p = list(budgets), list(plans)
+    for i in gauss:
+        e, d, r = budgets[i]
+        stated = eps_g if len(gauss) == 1 else e
+        if len(gauss) > 1:
+            own = discrete_epsilon(_block_parts([plans[i]]), d)
+            stated = min(e, own) if own is not None else e
+        out_b[i] = (stated, d, r)
+        out_p[i] = replace(plans[i], epsilon=stated)
+    return out_b, out_p
+
+
 def _measure_budgets(measures: tuple[Measure, ...], eps: Fraction, delta: Fraction,
-                     gaussian: bool) -> list[tuple[Fraction, Fraction, Fraction | None]]:
+                     gaussian: bool, rho_g: Fraction | None = None,
+                     stated: bool = True) -> Budgets:
     """Each measure's (epsilon, delta, rho) from the query's measure budget (eps, delta).
 
     Pure-DP measures (every measure without Gaussian noise, and exponential-mechanism measures
@@ -220,12 +329,15 @@ def _measure_budgets(measures: tuple[Measure, ...], eps: Fraction, delta: Fracti
     (zCDP composes additively). Basic composition of the block and the pure measures gives
     (eps, delta) for the query. A Gaussian measure's stated budget is what its own rho gives:
     (zcdp_to_approx_dp(rho_m, delta_m), delta_m) with ``delta_m = delta * w / W_g``, true of
-    its noise (a share of rho is *not* the same share of epsilon).
+    its noise (a share of rho is *not* the same share of epsilon). ``rho_g`` overrides the
+    block's rho (:func:`_analytic_block`); ``stated=False`` skips the zCDP conversion of each
+    share (a placeholder epsilon, during searches whose plans are never released).
     """
     total = sum((m.weight for m in measures), Fraction(0))
     additive = [m for m in measures if not aggregate(m.op).exponential]
     w_g = sum((m.weight for m in additive), Fraction(0))
-    rho_g = rho_for(eps * w_g / total, delta) if gaussian and w_g > 0 else None
+    if rho_g is None:
+        rho_g = rho_for(eps * w_g / total, delta) if gaussian and w_g > 0 else None
     out: list[tuple[Fraction, Fraction, Fraction | None]] = []
     for m in measures:
         if rho_g is None or aggregate(m.op).exponential:
@@ -234,7 +346,8 @@ def _measure_budgets(measures: tuple[Measure, ...], eps: Fraction, delta: Fracti
             continue
         rho_m = rho_g * m.weight / w_g
         delta_m = delta * m.weight / w_g
-        out.append((zcdp_to_approx_dp(rho_m, delta_m), delta_m, rho_m))
+        e_m = zcdp_to_approx_dp(rho_m, delta_m) if stated else eps * m.weight / total
+        out.append((e_m, delta_m, rho_m))
     return out
 
 

@@ -50,6 +50,7 @@ from .findings_dask2 import (
     finding_dask_span_after_charge,
     finding_dask_time_unit_words,
 )
+from .findings_gaussian import finding_analytic_gaussian, two_percent_less_sigma
 from .findings_local import finding_local_invalid_value, finding_local_spelling
 from .findings_local2 import finding_local_categorical_levels
 from .findings_scan import (
@@ -339,6 +340,13 @@ SCENARIOS: tuple[Scenario, ...] = (
              "more row '1,1.5' (sum without a declared type, then with one; statistic: an "
              "integer result or not)", finding_scan_csv_fraction_switches_mechanism(),
              FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 56: Gaussian sum calibrated analytically at (1, 1e-5)", "the stated "
+             "(epsilon, delta) against the exact profile of the discrete Gaussian drawn (one "
+             "more row at the bound of an integer column)", None, 1, 1,
+             exact=finding_analytic_gaussian),
+    Scenario("BROKEN: analytic Gaussian sum with 2% less sigma", "as finding 56", None, 1, 1,
+             expect_violation=True, exact=finding_analytic_gaussian,
+             patch=two_percent_less_sigma),
     # deliberately broken: the audit must find a violation
     Scenario("BROKEN: geometric with half the noise", "0 vs 1, sensitivity 1",
              core_noise(half_noise_spec, True), 2_000_000, 200_000, expect_violation=True),

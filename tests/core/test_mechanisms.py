@@ -95,14 +95,18 @@ def test_laplace_half_width_is_exact_quantile() -> None:
 
 
 def test_gaussian_calibration_meets_epsilon_delta() -> None:
-    from dpframe.core.accounting import zcdp_to_approx_dp
+    from dpframe.core.gaussian import satisfies
+    from dpframe.core.mechanisms import gaussian_parts, rho_for
 
     spec = noise_spec("gaussian", Fraction(1), Fraction(1, 2), Fraction(1, 10**6))
     assert spec.rho is not None
-    assert zcdp_to_approx_dp(spec.rho, Fraction(1, 10**6)) <= Fraction(1, 2)
-    # the noise actually used is at least the calibrated sigma: achieved rho <= planned rho
+    # proven (1/2, 1e-6)-DP for the discrete Gaussian drawn (core/gaussian.py, Theorem C)
+    assert satisfies(Fraction(1, 2), Fraction(1, 10**6), gaussian_parts([spec]))
+    # the rho recorded is the noise's own (rounded up): the session's zCDP sum stays sound
     achieved = spec.int_sensitivity**2 / (2 * spec.int_sigma2)
     assert achieved <= spec.rho
+    # and less noise than the zCDP route's
+    assert spec.rho > rho_for(Fraction(1, 2), Fraction(1, 10**6))
 
 
 def test_exponential_mechanism_error_bound_and_inverse() -> None:
