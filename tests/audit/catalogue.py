@@ -61,6 +61,7 @@ from .findings_scan import (
     finding_scan_uint64_ids,
     finding_scan_union_dataset,
 )
+from .findings_selection import finding_row_level_thresholded_count
 from .grouped import (
     enforced,
     grouped_agg,
@@ -323,6 +324,12 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("finding 51: scan, a byte the CSV's encoding does not define", "a cp1252 file "
              "of 20 rows vs one more row holding the byte 0x81 (count)",
              finding_scan_encoding_byte(), FINDING_TRIALS, FINDING_FAST),
+    Scenario("finding 57: private keys at row level, one count released and thresholded "
+             "(delta 1e-3)", "key with 1 row vs absent",
+             finding_row_level_thresholded_count(1, 0), 500_000, 50_000),
+    Scenario("finding 57: private keys at row level, one count released and thresholded "
+             "(delta 1e-3), near the threshold", "13 vs 14 rows per key",
+             finding_row_level_thresholded_count(13, 14), 500_000, 50_000),
     # deliberately broken: the audit must find a violation
     Scenario("BROKEN: geometric with half the noise", "0 vs 1, sensitivity 1",
              core_noise(half_noise_spec, True), 2_000_000, 200_000, expect_violation=True),
