@@ -8,6 +8,7 @@ aggregate (:mod:`dpframe.core.aggregates`) to add its planned noise.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 import numpy as np
 
 from .aggregates import aggregate

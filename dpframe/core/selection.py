@@ -43,6 +43,7 @@ geometric threshold of scale ``k' / eps`` with ``d`` per key is.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -247,10 +248,10 @@ def truncated_geometric_table(epsilon: Fraction, delta: Fraction) -> tuple[int, 
 def truncated_geometric_delta(table: tuple[int, ...], epsilon: Fraction) -> Fraction:
     """The smallest d for which the table satisfies the four (epsilon, d) inequalities between
     consecutive counts, computed exactly with ``e^epsilon`` bounded from below (for tests)."""
-    e_lo, e_hi = _enclose_exp_neg(epsilon)
+    e_hi = _enclose_exp_neg(epsilon)[1]
     r = 1 / e_hi
     pis = [Fraction(m, _ONE) for m in table] + [Fraction(1)]
     worst = Fraction(0)
-    for a, b in zip(pis, pis[1:], strict=False):
+    for a, b in itertools.pairwise(pis):
         worst = max(worst, b - r * a, (1 - a) - r * (1 - b), a - r * b, (1 - b) - r * (1 - a))
     return worst
