@@ -38,29 +38,33 @@ def apply_plan(plan: ReleasePlan, exact: ExactAggregates, rng: RandomSource) -> 
     observed but not released cannot move them (PRIVACY.md, "One canonical value model").
     """
     keys = exact.keys
-    keep = np.arange(len(keys))
-    noisy: np.ndarray | None = None
-    sel = plan.selection
-    if sel is not None:
-        if sel.released_count:  # one count (rows = units): the released one is thresholded
-            counts = exact.values[plan.measures[0].requests[0].key]
-        else:
-            assert exact.unit_counts is not None
-            counts = exact.unit_counts
-        keep, noisy = sel.select(counts, rng)
+    keep, noisy = _select(plan, exact, rng)
     if plan.query.private_keys:
         keep = keep[sorted_order([keys[i] for i in keep])]
         keys = [keys[i] for i in keep]
     level = plan.query.ci or 0.95
-    rows = Rows(exact, keep)
-    if sel is not None and sel.released_count:
-        assert noisy is not None
+    if noisy is not None:  # the released count is the thresholded one
         out = [_thresholded_count(plan.measures[0], noisy[keep], level)]
     else:
+        rows = Rows(exact, keep)
         out = [aggregate(mp.measure.op).release(mp, rows, rng, level, plan.query.ci is not None)
                for mp in plan.measures]
     prov = plan.describe()
     return CoreRelease(keys, plan.query.by, out, prov)
+
+
+def _select(plan: ReleasePlan, exact: ExactAggregates, rng: RandomSource
+            ) -> tuple[np.ndarray, np.ndarray | None]:
+    """The observed keys' indices to release (all without selection) and, when the released
+    count is the thresholded one, every key's noisy count (None otherwise)."""
+    sel = plan.selection
+    if sel is None:
+        return np.arange(len(exact.keys)), None
+    if sel.released_count:  # one count (rows = units): the released one is thresholded
+        keep, noisy = sel.select(exact.values[plan.measures[0].requests[0].key], rng)
+        return keep, noisy
+    assert exact.unit_counts is not None
+    return sel.select(exact.unit_counts, rng)[0], None
 
 
 def _thresholded_count(mp: MeasurePlan, noisy: np.ndarray, level: float) -> MeasureRelease:

@@ -95,15 +95,9 @@ def plan_query(query: Query, relation: Relation, column_kinds: dict[str, str]) -
         raise ValidationError("neighbouring must be 'add_remove' or 'change_one'")
     contrib = _contribution(query)
     gaussian = query.mechanism == "gaussian"
-    selection: SelectionPlan | None = None
-    eps_measures, delta_measures = query.epsilon, query.delta
     one_count = query.private_keys and _one_count(query, contrib)
-    if query.private_keys and not one_count:
-        eps_sel = query.epsilon * query.selection_share
-        delta_sel = query.delta / 2 if gaussian else query.delta
-        eps_measures, delta_measures = query.epsilon - eps_sel, query.delta - delta_sel
-        selection = _plan_selection(relation, contrib, eps_sel, delta_sel)
-
+    selection, eps_measures, delta_measures = _split_selection(query, relation, contrib,
+                                                               one_count)
     budgets = _measure_budgets(query.measures, eps_measures, delta_measures, gaussian)
     ctx = PlanContext(query, relation, contrib, column_kinds)
     plans = [aggregate(m.op).plan(ctx, m, eps_m, delta_m, rho_m)
@@ -229,6 +223,18 @@ def _measure_budgets(measures: tuple[Measure, ...], eps: Fraction, delta: Fracti
         delta_m = delta * m.weight / w_g
         out.append((zcdp_to_approx_dp(rho_m, delta_m), delta_m, rho_m))
     return out
+
+
+def _split_selection(query: Query, relation: Relation, contrib: Contribution,
+                     one_count: bool) -> tuple[SelectionPlan | None, Fraction, Fraction]:
+    """A separate selection's plan and the (epsilon, delta) left for the measures: the whole
+    budget when there is no selection or the released count is thresholded (``one_count``)."""
+    if not query.private_keys or one_count:
+        return None, query.epsilon, query.delta
+    eps_sel = query.epsilon * query.selection_share
+    delta_sel = query.delta / 2 if query.mechanism == "gaussian" else query.delta
+    return (_plan_selection(relation, contrib, eps_sel, delta_sel),
+            query.epsilon - eps_sel, query.delta - delta_sel)
 
 
 def _one_count(query: Query, contrib: Contribution) -> bool:
