@@ -10,7 +10,8 @@ Synthetic data (seed 0): 10,000 keys whose sizes follow a Zipf law (exponent 1.5
 * ``row``: a row unit, ``groupby("g", keys="private").count()``.
 * ``user-rows``: a privacy unit with 1 + Geometric(1/2) rows in its one key;
   ``max_rows_per_unit=1, max_groups_per_unit=1``: the count of units per key.
-* ``user-k3``: 100,000 units, each in 3 distinct keys drawn by a Zipf(1.1) weight over the keys;
+* ``user-k3``: 100,000 units, each with 3 rows whose keys are drawn by a Zipf(1.1) weight
+  (so in at most 3 keys);
   ``max_groups_per_unit=3, max_rows_per_unit=1``.
 * ``row-sum``: a row-level sum (a separate selection is needed): recall only.
 
@@ -77,7 +78,7 @@ def make_case(case: str) -> tuple[pd.DataFrame, dict[str, Any]]:
     w = 1.0 / np.arange(1, NKEYS + 1) ** 1.1
     w /= w.sum()
     n_units = 100_000
-    keys = np.stack([rng.choice(NKEYS, 3, replace=False, p=w) for _ in range(n_units)])
+    keys = rng.choice(NKEYS, (n_units, 3), p=w)  # a unit's repeated key is one key
     df = pd.DataFrame({"g": keys.reshape(-1), "u": np.repeat(np.arange(n_units), 3)})
     return df, {"privacy_unit": "u", "max_rows_per_unit": 1, "max_groups_per_unit": 3}
 
