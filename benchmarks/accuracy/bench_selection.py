@@ -265,7 +265,7 @@ def exact_rows(case: str) -> list[tuple[str, str, Expected]]:
         rows.append((OPENDP_FIXED, f"count >= {tau}", expect_stability(n, k / EPS, tau, 0.0)))
         p = math.exp(-EPS / k)
         true_delta = k * p ** (tau - 2) / (1 + p)
-        rows.append((OPENDP_AS_RUN, f"count >= {tau - 1} (true delta {true_delta:.2g})",
+        rows.append((OPENDP_AS_RUN, f"count >= {tau - 1} (true delta {true_delta:.3g})",
                      expect_stability(n, k / EPS, tau - 1, 0.0)))
     pipe = truncated_geometric(EPS / 2 / k, DELTA / k)
     rows.append(("PipelineDP truncated geometric (re-impl.)",
