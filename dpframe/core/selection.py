@@ -164,6 +164,7 @@ class _Geometric:
 
     @classmethod
     def of(cls, scale: Fraction) -> _Geometric:
+        """Bounds of ``p = e^(-1/scale)``."""
         lo, hi = _enclose_exp_neg(1 / scale)
         return cls(lo, min(hi, Fraction(1)))
 
@@ -220,26 +221,34 @@ def stability_threshold(noise: NoiseSpec, delta: Fraction, reach: int, keys: int
 
 
 def truncated_geometric_table(epsilon: Fraction, delta: Fraction) -> tuple[int, ...] | None:
-    """``floor(2**64 pi_n)`` for ``n = 0 .. N - 1``, where ``pi_N`` is the first equal to 1, of
-    the truncated-geometric rule at per-key budget ``(epsilon, delta)`` (module docstring), or
-    None when the table would exceed :data:`MAX_TABLE` entries."""
-    e_lo, e_hi = _enclose_exp_neg(epsilon)  # e^(-eps) in [e_lo, e_hi]
-    if e_lo <= 0:  # epsilon huge: r = 2**256 bounds e^eps from below
-        e_hi = max(e_hi, Fraction(1, 1 << _ENCLOSURE_BITS))
-    r = 1 / e_hi                              # r <= e^eps, and 1 / r = e_hi >= e^(-eps)
+    """``floor(2**64 pi_n)`` (or less) for ``n = 0 .. N - 1``, where ``pi_N`` is the first equal
+    to 1, of the truncated-geometric rule at per-key budget ``(epsilon, delta)`` (module
+    docstring), or None when the table would exceed :data:`MAX_TABLE` entries (or delta is
+    below 2**-64).
+
+    Integer arithmetic on ``W = 256``-bit fixed point, every step a lower bound of the exact
+    recurrence's value (which keeps all four DP inequalities, see the module docstring):
+    ``r = R / 2**W <= e^eps`` and ``1 / r`` replaced by ``E / 2**W >= e^(-eps)``; sums and
+    products are floored, the subtracted term ceiled. The sequence increases strictly (each
+    step adds at least ``floor(2**64 delta) >= 1``), so the loop ends."""
+    w = _ENCLOSURE_BITS
+    d = math.floor(delta * _ONE)  # 2**64 delta, rounded down
+    if d < 1 or 2 * math.log(1 / float(delta)) / float(epsilon) > 2 * MAX_TABLE:
+        return None
+    hi = exp_neg_fixed(epsilon, w)[1]  # 2**w e^(-eps) <= hi
+    big = (1 << (2 * w)) // max(hi, 1)  # R = floor(2**(2w) / hi) <= 2**w e^eps
+    e_up = hi  # E = hi >= 2**w e^(-eps)
     probs: list[int] = []
     m = 0
     while m < _ONE:
         probs.append(m)
         if len(probs) > MAX_TABLE:
             return None
-        pi = Fraction(m, _ONE)
-        bound = min(Fraction(1), r * pi + delta)
-        rest = 1 - pi - delta
+        nxt = min(_ONE, ((big * m) >> w) + d)
+        rest = _ONE - m - d  # >= 2**64 (1 - pi - delta)
         if rest > 0:
-            bound = min(bound, 1 - rest / r)
-        nxt = math.floor(bound * _ONE)
-        if nxt <= m:  # cannot happen (the minimum exceeds pi); guards the loop regardless
+            nxt = min(nxt, _ONE - (-((-e_up * rest) >> w)))
+        if nxt <= m:  # cannot happen (see above); guards the loop regardless
             raise ArithmeticError("truncated geometric sequence stalled")
         m = nxt
     return tuple(probs)
