@@ -198,13 +198,11 @@ def stability_threshold(noise: NoiseSpec, delta: Fraction, reach: int, keys: int
     ``(tau, boundary, delta_used)``."""
     g = _Geometric.of(noise.int_scale)
     budget = delta / keys
-    p = float(g.p_hi)
-    t = 1
-    if 0.0 < p < 1.0:  # float guess, then exact steps (the guess only saves steps)
-        guess = math.log(max(float(budget), 1e-300) * (1 + p)) / math.log(p)
-        t = max(1, math.floor(guess) - 2)
-    elif p >= 1.0:
+    if g.p_hi >= 1:
         raise ValueError("noise scale too large for key selection")
+    # float guess (ln p = -1/scale exactly), then exact steps: the guess only saves steps
+    guess = -float(noise.int_scale) * math.log(max(float(budget), 1e-300) * (1 + float(g.p_hi)))
+    t = max(1, math.floor(guess) - 2)
     while t > 1 and g.tail_up(t - 1) <= budget:
         t -= 1
     while g.tail_up(t) > budget:
