@@ -65,7 +65,7 @@ def decimal_delta(sel: SelectionPlan, keys: int, threshold: int, boundary: int) 
 @pytest.mark.parametrize(("eps", "delta", "relation", "k", "keys"), [
     ("1", "1/1000000", "add_remove", 1, 1), ("1", "1/1000000", "change_one", 1, 2),
     ("1/2", "1/1000000000", "add_remove", 3, 3), ("3", "1/1000", "add_remove", 1, 1),
-    ("1/10", "1/100000", "change_one", 2, 4)])
+    ("1/10", "1/100000", "change_one", 2, 4), ("1/1000000", "1/1000000", "add_remove", 1, 1)])
 def test_stability_delta_is_exact_and_within_the_declared_delta(
         eps: str, delta: str, relation: str, k: int, keys: int) -> None:
     """The one-count rule's delta, recomputed from the discrete Laplace's tail, is <= delta,
