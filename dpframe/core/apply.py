@@ -8,14 +8,13 @@ aggregate (:mod:`dpframe.core.aggregates`) to add its planned noise.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
 
 import numpy as np
 
 from .aggregates import aggregate
 from .compute import ExactAggregates
 from .hints import near_zero_hint
-from .measure import MeasureRelease, Rows
+from .measure import MeasurePlan, MeasureRelease, Rows
 from .plan import ReleasePlan
 from .rng import RandomSource
 from .values import sorted_order
@@ -34,27 +33,51 @@ class CoreRelease:
 def apply_plan(plan: ReleasePlan, exact: ExactAggregates, rng: RandomSource) -> CoreRelease:
     """Add noise to exact aggregates as planned. The only place noise meets data.
 
-    Private keys are selected first (noisy distinct-unit counts over the threshold), and only
-    then sorted, by the total order of :mod:`dpframe.core.values` on their canonical labels:
+    Private keys are selected first (:meth:`~dpframe.core.selection.SelectionPlan.select`), and
+    only then sorted, by the total order of :mod:`dpframe.core.values` on their canonical labels:
     the order of the released keys is a function of the released set alone, so a key that was
     observed but not released cannot move them (PRIVACY.md, "One canonical value model").
     """
     keys = exact.keys
-    keep = np.arange(len(keys))
-    if plan.selection is not None:
-        assert exact.unit_counts is not None
-        noisy = plan.selection.noise.add_noise(exact.unit_counts, Fraction(1), rng)
-        keep = np.flatnonzero(noisy >= plan.selection.threshold)
+    keep, noisy = _select(plan, exact, rng)
     if plan.query.private_keys:
         keep = keep[sorted_order([keys[i] for i in keep])]
         keys = [keys[i] for i in keep]
     level = plan.query.ci or 0.95
-    rows = Rows(exact, keep)
-    out = [aggregate(mp.measure.op).release(mp, rows, rng, level, plan.query.ci is not None)
-           for mp in plan.measures]
+    if noisy is not None:  # the released count is the thresholded one
+        out = [_thresholded_count(plan.measures[0], noisy[keep], level)]
+    else:
+        rows = Rows(exact, keep)
+        out = [aggregate(mp.measure.op).release(mp, rows, rng, level, plan.query.ci is not None)
+               for mp in plan.measures]
     prov = plan.describe()
     if not plan.query.private_keys:  # post-processing of the noisy values (core/hints.py)
         hint = near_zero_hint(plan.measures, out, len(keys), plan.query.by)
         if hint is not None:
             prov["warnings"] = [hint]
     return CoreRelease(keys, plan.query.by, out, prov)
+
+
+def _select(plan: ReleasePlan, exact: ExactAggregates, rng: RandomSource
+            ) -> tuple[np.ndarray, np.ndarray | None]:
+    """The observed keys' indices to release (all without selection) and, when the released
+    count is the thresholded one, every key's noisy count (None otherwise)."""
+    sel = plan.selection
+    if sel is None:
+        return np.arange(len(exact.keys)), None
+    if sel.released_count:  # one count (rows = units): the released one is thresholded
+        keep, noisy = sel.select(exact.values[plan.measures[0].requests[0].key], rng)
+        return keep, noisy
+    assert exact.unit_counts is not None
+    return sel.select(exact.unit_counts, rng)[0], None
+
+
+def _thresholded_count(mp: MeasurePlan, noisy: np.ndarray, level: float) -> MeasureRelease:
+    """The count measure of a stability histogram: the selection's noisy counts of the released
+    keys, as :class:`~dpframe.core.measure.AdditiveCount` would have released them (the same
+    noise spec, interval and description), without a second draw."""
+    assert mp.noise is not None
+    hw = mp.noise.half_width(level)
+    m = mp.measure
+    return MeasureRelease(m.name, m.column, noisy, noisy - hw, noisy + hw,
+                          aggregate(m.op).describe(mp, level))

@@ -7,8 +7,11 @@ Budget split rules (documented in docs/privacy.md):
 * ``agg`` with several aggregates: epsilon (and delta, and rho for Gaussian noise) is split in
   proportion to the aggregates' weights (equal by default): sequential composition.
 * ``mean``: half of its share for the noisy count, half for the noisy shifted sum.
-* ``keys="private"``: ``selection_share`` (1/2 by default) of epsilon for DP key selection, the
-  rest for the aggregates; delta goes to key selection unless Gaussian noise needs half of it.
+* ``keys="private"``: where the only aggregate is a count of units (a row unit, or one row per
+  unit and key), the count is released thresholded (stability histogram): the whole budget is
+  spent once. Otherwise ``selection_share`` (1/2 by default) of epsilon goes to a separate
+  selection (truncated geometric rule), the rest to the aggregates; delta goes to key
+  selection unless Gaussian noise needs half of it (:mod:`dpframe.core.selection`).
 * groupby over disjoint groups: one charge (parallel composition), with sensitivities scaled by
   ``max_groups_per_unit`` (additive noise) or epsilon divided among the groups a unit can touch
   (per-group exponential mechanism).
@@ -16,7 +19,6 @@ Budget split rules (documented in docs/privacy.md):
 
 from __future__ import annotations
 
-import math
 import pickle
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -33,23 +35,9 @@ from .measure import MeasurePlan, PlanContext
 from .mechanisms import NoiseSpec, gaussian_parts, noise_spec, rho_for
 from .memo import RecentCache
 from .query import Measure, Query
+from .selection import SelectionPlan, stability_threshold, truncated_geometric_table
 from .sensitivity import Contribution, Relation, key_selection_sensitivity
 from .values import ColumnKind
-
-
-@dataclass(frozen=True)
-class SelectionPlan:
-    """DP key selection: noisy distinct-unit counts per key, released above a threshold."""
-
-    noise: NoiseSpec
-    threshold: int
-    epsilon: Fraction
-    delta: Fraction
-
-    def describe(self) -> dict[str, object]:
-        return {"mechanism": "geometric key selection", "epsilon": float(self.epsilon),
-                "delta": float(self.delta), "noise_scale": self.noise.scale,
-                "threshold": self.threshold}
 
 
 @dataclass(frozen=True)
@@ -79,7 +67,8 @@ class ReleasePlan:
         q = self.query
         return ComputeRequest(tuple(self.requests), q.by, q.keys, q.private_keys,
                               q.privacy_unit, self.contribution.rows, self.contribution.groups,
-                              q.sample_rate, self.selection is not None)
+                              q.sample_rate,
+                              self.selection is not None and not self.selection.released_count)
 
     @property
     def mechanism(self) -> str:
@@ -107,14 +96,9 @@ def plan_query(query: Query, relation: Relation, column_kinds: dict[str, str]) -
         raise ValidationError("neighbouring must be 'add_remove' or 'change_one'")
     contrib = _contribution(query)
     gaussian = query.mechanism == "gaussian"
-    selection: SelectionPlan | None = None
-    eps_measures, delta_measures = query.epsilon, query.delta
-    if query.private_keys:
-        eps_sel = query.epsilon * query.selection_share
-        delta_sel = query.delta / 2 if gaussian else query.delta
-        eps_measures, delta_measures = query.epsilon - eps_sel, query.delta - delta_sel
-        selection = _plan_selection(relation, contrib, eps_sel, delta_sel)
-
+    one_count = query.private_keys and _one_count(query, contrib)
+    selection, eps_measures, delta_measures = _split_selection(query, relation, contrib,
+                                                               one_count)
     ctx = PlanContext(query, relation, contrib, column_kinds)
     analytic = _analytic_block(ctx, eps_measures, delta_measures) if gaussian else None
     if analytic is not None:
@@ -122,6 +106,9 @@ def plan_query(query: Query, relation: Relation, column_kinds: dict[str, str]) -
     else:
         budgets = _measure_budgets(query.measures, eps_measures, delta_measures, gaussian)
         plans = _plan_measures(ctx, budgets)
+    if one_count:  # the count's own noise, thresholded: the whole budget spent once
+        selection = _plan_selection(relation, contrib, query.epsilon, query.delta,
+                                    plans[0].noise)
     rho_total = sum((r for _, _, r in budgets if r is not None), Fraction(0))
     pure_gaussian = gaussian and selection is None and all(mp.em is None for mp in plans)
     cost = _cost(query, relation, rho_total if pure_gaussian else None)
@@ -351,29 +338,53 @@ def _measure_budgets(measures: tuple[Measure, ...], eps: Fraction, delta: Fracti
     return out
 
 
+def _split_selection(query: Query, relation: Relation, contrib: Contribution,
+                     one_count: bool) -> tuple[SelectionPlan | None, Fraction, Fraction]:
+    """A separate selection's plan and the (epsilon, delta) left for the measures: the whole
+    budget when there is no selection or the released count is thresholded (``one_count``)."""
+    if not query.private_keys or one_count:
+        return None, query.epsilon, query.delta
+    eps_sel = query.epsilon * query.selection_share
+    delta_sel = query.delta / 2 if query.mechanism == "gaussian" else query.delta
+    return (_plan_selection(relation, contrib, eps_sel, delta_sel),
+            query.epsilon - eps_sel, query.delta - delta_sel)
+
+
+def _one_count(query: Query, contrib: Contribution) -> bool:
+    """Whether one noisy count serves as both the selection and the release: the query's only
+    aggregate is a row count with pure-DP noise, and each unit has at most one row per key
+    (``max_rows_per_unit == 1`` or a row unit), so rows per key are units per key. Any
+    ``max_groups_per_unit`` qualifies: the stability histogram with sensitivity ``k`` beats a
+    split budget (docs/benchmarks/accuracy.md)."""
+    m = query.measures
+    return (len(m) == 1 and m[0].op == "count" and m[0].column is None
+            and contrib.rows == 1 and query.mechanism != "gaussian")
+
+
 def _plan_selection(relation: Relation, contrib: Contribution, eps: Fraction,
-                    delta: Fraction) -> SelectionPlan:
-    """Threshold for key selection with geometric noise on distinct-unit counts.
+                    delta: Fraction, count_noise: NoiseSpec | None = None) -> SelectionPlan:
+    """The key-selection rule at budget (eps, delta) (proofs: :mod:`dpframe.core.selection`).
 
-    A key present only because of one unit has true count <= 1 in one neighbour and is absent
-    from the other; the unit touches at most k keys (k = groups_affected). With noise Z of
-    scale b = L1 / eps, P(1 + Z >= tau) = p^(tau-1) / (1 + p), p = exp(-1/b), so requiring
-    k p^(tau-1) / (1 + p) <= delta makes the release (eps, delta)-DP (Korolova et al. 2009;
-    Wilson et al. 2020). Keys never appear merely because they occur in the data.
+    With ``count_noise`` (the released count's own geometric noise, :func:`_one_count`): the
+    stability histogram, whose released counts are the thresholded ones. Otherwise a separate
+    selection on distinct-unit counts: the truncated-geometric rule at per-key budget
+    ``(eps / k', delta / k')``, ``k'`` the keys one neighbour can touch (``k``, or ``2k``
+    under change_one); for a per-key epsilon so small that its table would be huge, the
+    geometric threshold of scale ``k' / eps`` (the same guarantee, slightly fewer keys).
+    Keys never appear merely because they occur in the data.
     """
-    sens = key_selection_sensitivity(relation, contrib)
-    noise = noise_spec("laplace", sens.l1, eps, integer=True)
-    b = float(noise.int_scale)
-    p = math.exp(-1.0 / b)
-    if p == 0.0:  # the noise is 0 except with probability < 1e-300: a singleton key stays below 2
-        return SelectionPlan(noise, 2, eps, delta)
-    k = sens.changed
-    tau = 1 + math.ceil(math.log(delta_float_guard(delta) * (1 + p) / k) / math.log(p))
-    return SelectionPlan(noise, max(tau, 2), eps, delta)
-
-
-def delta_float_guard(delta: Fraction) -> float:
-    d = float(delta)
-    if d <= 0:
+    if delta <= 0:
         raise ValidationError("keys='private' needs delta > 0")
-    return d
+    sens = key_selection_sensitivity(relation, contrib)
+    keys = sens.changed
+    if count_noise is not None:
+        tau, boundary, used = stability_threshold(count_noise, delta, contrib.rows, keys)
+        return SelectionPlan(count_noise, tau, eps, delta, "stability histogram", boundary,
+                             True, used)
+    table = truncated_geometric_table(eps / keys, delta / keys)
+    if table is not None:
+        return SelectionPlan(None, len(table), eps, delta, "truncated geometric",
+                             delta_used=delta, probs=table)
+    noise = noise_spec("laplace", sens.l1, eps, integer=True)
+    tau, boundary, used = stability_threshold(noise, delta, 1, keys)
+    return SelectionPlan(noise, tau, eps, delta, "stability histogram", boundary, False, used)

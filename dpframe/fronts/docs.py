@@ -29,8 +29,9 @@ COMMON_PARAMS = {
                 "over (the number itself is private)",
     "resolution": "the number of candidates of the exponential mechanism, evenly spaced "
                   "over the column's bounds",
-    "selection_share": "with ``keys='private'``: the share of epsilon spent on selecting keys "
-                       "(default 0.5)",
+    "selection_share": "with ``keys='private'``: the share of epsilon spent on a separate key "
+                       "selection (default 0.5); unused where the released count of units is "
+                       "itself thresholded (one count, the whole budget)",
     "dry_run": "plan only: return the mechanisms, noise scales, intervals and cost as a dict; "
                "nothing is computed or charged",
     "bins": "the histogram's edges (at least 2, increasing): public, declared like keys",

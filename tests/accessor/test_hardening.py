@@ -21,6 +21,9 @@ import dpframe as dpf
 from dpframe.core.accounting import zcdp_to_approx_dp
 
 HUGE = 1e6  # geometric noise of scale <= 1e-5: zero except with probability ~e^-1e5
+#: A key of one unit is released with probability about delta whatever epsilon (the threshold's
+#: boundary coin, or pi_1 = delta): private keys here use a delta that makes it negligible.
+TINY = 1e-12
 
 
 def session(epsilon: float = 1e9, delta: float = 0.5, **kw: Any) -> dpf.Session:
@@ -48,7 +51,7 @@ def test_scan_merges_equal_dictionary_entries(dictionary, want):
     table = _dict_table(dictionary, [0, 0, 1, 2])
     s = session()
     private = dpf.scan(table).dp(s).groupby("k", keys="private").count(epsilon=HUGE,
-                                                                       delta=0.5)
+                                                                       delta=TINY)
     public = dpf.scan(table).dp(s, keys={"k": list(want)}).groupby("k").count(epsilon=HUGE)
     assert public.to_dict() == want
     # private keys: selection at huge epsilon keeps keys with >= 2 units
@@ -61,7 +64,7 @@ def test_scan_blocks_mapping_to_one_key_add_up():
     table = pa.concat_tables(parts)
     s = session()
     out = dpf.scan(table, batch_size=2).dp(s).groupby("k", keys="private").count(
-        epsilon=HUGE, delta=0.5)
+        epsilon=HUGE, delta=TINY)
     assert out.to_dict() == {"a": 4}
 
 
@@ -78,7 +81,7 @@ def test_private_float_keys_are_released_as_canonical_zero():
     for df in (first_negative, first_positive):
         for front in (df, scan_of(df)):
             out = front.dp(session()).groupby("k", keys="private").count(epsilon=HUGE,
-                                                                          delta=0.5)
+                                                                          delta=TINY)
             assert math.copysign(1.0, out.index[0]) == 1.0
             outs.append(_labels(out))
     assert all(o == outs[0] for o in outs)
@@ -86,7 +89,7 @@ def test_private_float_keys_are_released_as_canonical_zero():
 
 def test_private_object_keys_true_and_one_are_one_key_labelled_one():
     df = pd.DataFrame({"k": pd.Series([True, 1, 1.0, "a", "a"], dtype=object)})
-    out = df.dp(session()).groupby("k", keys="private").count(epsilon=HUGE, delta=0.5)
+    out = df.dp(session()).groupby("k", keys="private").count(epsilon=HUGE, delta=TINY)
     assert _labels(out) == [(int, "1"), (str, "'a'")]
     assert out.index.dtype == object
     assert out.tolist() == [3, 2]
@@ -109,7 +112,7 @@ def test_an_unreleased_key_cannot_reorder_the_released_ones():
     base = pd.DataFrame({"k": pd.Series([1] * 5 + [2] * 5 + [10] * 5, dtype=object)})
     with_z = pd.concat([base, pd.DataFrame({"k": pd.Series(["z"], dtype=object)})],
                        ignore_index=True)
-    outs = [df.dp(session()).groupby("k", keys="private").count(epsilon=HUGE, delta=0.5)
+    outs = [df.dp(session()).groupby("k", keys="private").count(epsilon=HUGE, delta=TINY)
             for df in (base, with_z)]
     assert [list(o.index) for o in outs] == [[1, 2, 10], [1, 2, 10]]  # "z" has one unit
 
@@ -234,7 +237,7 @@ def test_lists_and_dicts_in_key_and_unit_columns_count_as_missing():
     p = df.dp(s, keys={"k": ["a", "b"]}, privacy_unit="u", max_rows_per_unit=1)
     assert p.groupby("k").count(epsilon=HUGE).to_dict() == {"a": 2, "b": 0}
     assert p.count(epsilon=HUGE) == 4
-    out = df.dp(session()).groupby("k", keys="private").count(epsilon=HUGE, delta=0.5)
+    out = df.dp(session()).groupby("k", keys="private").count(epsilon=HUGE, delta=TINY)
     assert out.to_dict() == {"a": 2}
 
 

@@ -194,20 +194,24 @@ def test_quantile_plans(relation, agg, q, add, change, unit, rows, groups):
 
 @pytest.mark.parametrize("relation", RELATIONS)
 def test_private_key_selection_plan(relation):
-    """Key selection: noisy distinct-unit counts with L1 = k (add_remove) or 2k (change_one),
-    half of epsilon by default, and a threshold that makes a one-unit key's release <= delta."""
+    """Key selection of a count of rows (3 rows per unit: not the unit count): a separate
+    truncated-geometric selection at per-key budget (eps_sel / k', delta / k'), k' = k
+    (add_remove) or 2k (change_one), half of epsilon by default; its probabilities reach 1
+    where the recurrence of Desfontaines et al. (2022) does."""
     s, p = priv(relation, "uid", 3, 2, (0.0, 10.0))
     plan = p.groupby("g", keys="private").count(epsilon=1.0, delta=1e-6, dry_run=True)
     sel = plan["key_selection"]
     k = 2 if relation == "add_remove" else 4
     assert sel["epsilon"] == 0.5
-    assert sel["noise_scale"] == k / 0.5
-    tau = sel["threshold"]
-    pp = math.exp(-0.5 / k)
-    # a key only one unit holds has true count 1: P(1 + Z >= tau) = p**(tau-1) / (1+p), and the
-    # unit can create up to k such keys
-    assert k * pp ** (tau - 1) / (1 + pp) <= 1e-6
-    assert k * pp ** (tau - 2) / (1 + pp) > 1e-6  # the smallest such threshold
+    assert sel["mechanism"] == "truncated geometric key selection"
+    assert sel["released_count_is_thresholded"] is False
+    eps, d = 0.5 / k, 1e-6 / k
+    pi, n = 0.0, 0
+    while pi < 1.0:
+        rest = 1 - pi - d
+        pi = min(1.0, math.exp(eps) * pi + d, 1 - math.exp(-eps) * rest if rest > 0 else 1.0)
+        n += 1
+    assert abs(sel["threshold"] - n) <= 1
     m = _measure(plan)
     cnt, _ = oracle("groupby_count", relation, rows=3, groups=2)
     assert m["noise_scale"] == cnt / 0.5

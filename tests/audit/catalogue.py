@@ -67,6 +67,7 @@ from .findings_scan2 import (
     finding_scan_csv_fraction_switches_mechanism,
     finding_scan_csv_text_refuses_sum,
 )
+from .findings_selection import finding_row_level_thresholded_count
 from .grouped import (
     enforced,
     grouped_agg,
@@ -347,6 +348,12 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("BROKEN: analytic Gaussian sum with 2% less sigma", "as finding 56", None, 1, 1,
              expect_violation=True, exact=finding_analytic_gaussian,
              patch=two_percent_less_sigma),
+    Scenario("finding 57: private keys at row level, one count released and thresholded "
+             "(delta 1e-3)", "key with 1 row vs absent",
+             finding_row_level_thresholded_count(1, 0), 500_000, 50_000),
+    Scenario("finding 57: private keys at row level, one count released and thresholded "
+             "(delta 1e-3), near the threshold", "13 vs 14 rows per key",
+             finding_row_level_thresholded_count(13, 14), 500_000, 50_000),
     # deliberately broken: the audit must find a violation
     Scenario("BROKEN: geometric with half the noise", "0 vs 1, sensitivity 1",
              core_noise(half_noise_spec, True), 2_000_000, 200_000, expect_violation=True),

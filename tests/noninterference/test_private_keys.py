@@ -60,7 +60,10 @@ def expected_keys(out: Outcome, spec: Spec) -> list[object] | None:
     bounding binds, so which units count is random)."""
     if out.error is not None or spec.bounding_binds(grouped=True):
         return None
-    threshold = out.result.attrs["dp"]["key_selection"]["threshold"]
+    sel = out.result.attrs["dp"]["key_selection"]
+    # the truncated-geometric rule keeps a key of n units with probability pi_n: at a huge
+    # epsilon pi_1 = delta and pi_n is within 2**-64 of 1 from the half-probability count on
+    threshold = sel.get("half_probability_count", sel["threshold"])
     keys = [k for k, c in spec.units_per_key().items() if c >= threshold]
     return sorted(keys, key=order_key)
 

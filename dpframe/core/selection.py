@@ -1,0 +1,264 @@
+"""DP key selection (``keys="private"``): the rules, their exact delta, and the selection.
+
+Two rules, each with its proof; the planner (:mod:`dpframe.core.plan`) picks one per query from
+public information only.
+
+**Stability histogram** (Korolova et al. 2009; Wilson et al. 2020; OpenDP's ``make_count_by``
+then a threshold). The released aggregate is the count of units per key: noisy counts
+``c + Z`` with ``Z`` discrete Laplace of scale ``b = L1 / epsilon`` (L1 = ``k'``, the keys one
+neighbour can touch), released when ``c + Z >= tau``, and when ``c + Z = tau - 1`` with
+probability ``q`` (an exact 64-bit coin, spending the slack the integer threshold leaves).
+The released value *is* the thresholded count: the budget is spent once.
+*Proof.* Split the keys into common ones (in both neighbours) and the keys only one neighbour
+has (at most ``k'`` in all, each of count ``<= reach`` there and absent, i.e. never released,
+from the other). The common part is a geometric mechanism with L1 sensitivity ``<= k'`` at
+scale ``k' / epsilon``: epsilon-DP; releasing a noisy value or not is a function of that value
+and an independent coin (post-processing). Each one-sided key is released with probability
+``P[reach + Z >= tau] + q P[reach + Z = tau - 1]`` (the most a count ``<= reach`` gives),
+and not at all in the other neighbour: that part is (0, sum of those)-DP both ways. The parts
+use independent noise on disjoint keys, so basic composition gives (epsilon, delta_used) with
+``delta_used = k' (T(tau - reach) + q M(tau - reach - 1))``, ``T(t) = p^t / (1 + p)`` the tail
+``P[Z >= t]`` and ``M(s) = (1 - p) p^s / (1 + p)`` the mass ``P[Z = s]``, ``p = e^(-1/b)``.
+``delta_used`` is computed with exact rationals from a rigorous enclosure of ``p``
+(:func:`~dpframe.core.samplers.exp_neg_fixed`), rounding every bound up: ``delta_used <=
+delta``, and ``tau`` is the smallest integer for which it holds with ``q = 0``.
+
+**Truncated geometric** (Desfontaines, Voss, Gipson and Mandayam 2022, Thm. 1). Where the
+released aggregate is not the unit count (sums, means, several aggregates, a unit with several
+rows in a key), a separate selection is needed: a key with ``n`` distinct units is kept with
+probability ``pi_n``, independently, where ``pi_0 = 0`` and
+``pi_n = min(r pi_(n-1) + d, 1 - (1 - pi_(n-1) - d) / r, 1)`` with ``d = delta_sel / k'`` and
+``r <= e^(epsilon_sel / k')`` rational, each ``pi_n`` rounded down to a multiple of 2**-64.
+*Proof.* The four (epsilon/k', d)-DP inequalities between counts ``n - 1`` and ``n`` (for the
+events kept / dropped, both ways) hold: the first two by construction (rounding down only
+lowers ``pi_n``; ``r <= e^(eps/k')``), the other two because the sequence is nondecreasing
+(the unrounded minimum exceeds ``pi_(n-1)``, a grid point, when ``pi_(n-1) < 1``). A key
+absent from a neighbour has count 0 there and ``pi_0 = 0``. One neighbour moves at most ``k'``
+keys' unit counts by one, so composing the ``k'`` independent per-key mechanisms gives
+(epsilon_sel, delta_sel)-DP. Without the rounding this is the optimal per-key rule (the paper
+shows no (eps, d)-DP per-key rule keeps any count with higher probability), so it dominates
+a Laplace/geometric threshold with the same per-key budget ``(eps/k', d)``, which is what a
+geometric threshold of scale ``k' / eps`` with ``d`` per key is.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from .mechanisms import NoiseSpec
+from .rng import RandomSource
+from .samplers import exp_neg_fixed
+
+#: Selection probabilities and boundary coins are multiples of 2**-PROB_BITS (one 64-bit word).
+PROB_BITS = 64
+_ONE = 1 << PROB_BITS
+#: Bits of the enclosures of ``p = e^(-1/b)`` and ``e^(-eps)`` (rigorous, rounded outward).
+_ENCLOSURE_BITS = 256
+#: Longest truncated-geometric table: beyond it (tiny per-key epsilon), the geometric threshold
+#: rule is used instead (same guarantee, a few percent fewer keys).
+MAX_TABLE = 1 << 16
+
+Rule = Literal["stability histogram", "truncated geometric"]
+
+
+@dataclass(frozen=True)
+class SelectionPlan:
+    """How private keys are selected (public: shown by dry runs, recorded in provenance).
+
+    ``rule == "stability histogram"``: keys whose noisy count (``noise``) is ``>= threshold``
+    are released, those at ``threshold - 1`` with probability ``boundary / 2**64``; when
+    ``released_count`` the released count measure is that same noisy count (the budget is spent
+    once). ``rule == "truncated geometric"``: a key with ``n < threshold`` distinct units is
+    kept with probability ``probs[n] / 2**64``, one with ``n >= threshold`` always.
+    ``delta_used`` is the exact delta the rule spends (``<= delta``)."""
+
+    noise: NoiseSpec | None
+    threshold: int
+    epsilon: Fraction
+    delta: Fraction
+    rule: Rule = "stability histogram"
+    boundary: int = 0
+    released_count: bool = False
+    delta_used: Fraction = Fraction(0)
+    probs: tuple[int, ...] = field(default=(), repr=False)
+
+    def describe(self) -> dict[str, object]:
+        d: dict[str, object] = {
+            "mechanism": ("stability histogram key selection (thresholded geometric count)"
+                          if self.rule == "stability histogram" else
+                          "truncated geometric key selection"),
+            "epsilon": float(self.epsilon), "delta": float(self.delta),
+            "delta_used": float(self.delta_used), "threshold": self.threshold,
+            "released_count_is_thresholded": self.released_count}
+        if self.noise is not None:
+            d["noise_scale"] = self.noise.scale
+            d["boundary_probability"] = self.boundary / _ONE
+        else:  # the count of units from which a key is kept with probability >= 1/2
+            d["half_probability_count"] = next(
+                (n for n, m in enumerate(self.probs) if 2 * m >= _ONE), self.threshold)
+        return d
+
+    def select(self, counts: npt.ArrayLike, rng: RandomSource
+               ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.int64] | None]:
+        """Indices of the released keys, and (stability histogram) all the noisy counts.
+
+        ``counts`` are exact distinct-unit counts per observed key (row counts where one row
+        is one unit). The only place a key's release is decided."""
+        c = np.asarray(counts, dtype=np.int64).reshape(-1)
+        if self.noise is not None:
+            noisy = np.asarray(self.noise.add_noise(c, Fraction(1), rng), dtype=np.int64)
+            keep = noisy >= self.threshold
+            edge = np.flatnonzero(noisy == self.threshold - 1)
+            if edge.size and self.boundary:
+                keep[edge] = rng.words(edge.size) < np.uint64(self.boundary)
+            return np.flatnonzero(keep), noisy
+        keep = c >= self.threshold
+        low = np.flatnonzero(~keep & (c > 0))
+        if low.size:
+            table = np.asarray(self.probs, dtype=np.uint64)
+            keep[low] = rng.words(low.size) < table[c[low]]
+        return np.flatnonzero(keep), None
+
+
+# -- exact arithmetic ---------------------------------------------------------------------------
+
+
+def _enclose_exp_neg(x: Fraction) -> tuple[Fraction, Fraction]:
+    """Rationals ``lo <= e^(-x) <= hi`` (x >= 0)."""
+    lo, hi = exp_neg_fixed(x, _ENCLOSURE_BITS)
+    den = 1 << _ENCLOSURE_BITS
+    return Fraction(lo, den), Fraction(hi, den)
+
+
+def _pow_up(p: Fraction, t: int) -> Fraction:
+    """An upper bound of ``p**t`` (0 <= p <= 1, t >= 0) with a bounded denominator: every
+    product is rounded up to a multiple of 2**-_ENCLOSURE_BITS (rounding up keeps a bound)."""
+    den = 1 << _ENCLOSURE_BITS
+
+    def up(v: Fraction) -> Fraction:
+        return Fraction(-((-v.numerator * den) // v.denominator), den)
+
+    result, base = Fraction(1), up(p)
+    while t:
+        if t & 1:
+            result = up(result * base)
+        t >>= 1
+        if t:
+            base = up(base * base)
+    return result
+
+
+@dataclass(frozen=True)
+class _Geometric:
+    """Rigorous bounds on the discrete Laplace of integer scale ``b``: ``p = e^(-1/b)``."""
+
+    p_lo: Fraction
+    p_hi: Fraction
+
+    @classmethod
+    def of(cls, scale: Fraction) -> _Geometric:
+        """Bounds of ``p = e^(-1/scale)``."""
+        lo, hi = _enclose_exp_neg(1 / scale)
+        return cls(lo, min(hi, Fraction(1)))
+
+    def tail_up(self, t: int) -> Fraction:
+        """Upper bound of ``P[Z >= t] = p^t / (1 + p)`` (t >= 0; increasing in p)."""
+        return _pow_up(self.p_hi, t) / (1 + self.p_hi)
+
+    def mass_up(self, s: int) -> Fraction:
+        """Upper bound of ``P[Z = s] = (1 - p) p^s / (1 + p)`` (s >= 0): ``(1 - p)/(1 + p)``
+        decreases in p, ``p^s`` increases."""
+        return (1 - self.p_lo) / (1 + self.p_lo) * _pow_up(self.p_hi, s)
+
+
+def stability_delta(noise: NoiseSpec, threshold: int, boundary: int, reach: int,
+                    keys: int) -> Fraction:
+    """The exact (rounded up) delta of the stability histogram: ``keys`` one-sided keys of
+    count ``<= reach``, each released with ``P[reach + Z >= threshold] + q P[reach + Z =
+    threshold - 1]``, ``q = boundary / 2**64`` (module docstring)."""
+    g = _Geometric.of(noise.int_scale)
+    t = threshold - reach
+    if t <= 0:
+        return Fraction(1)
+    per_key = g.tail_up(t) + Fraction(boundary, _ONE) * g.mass_up(t - 1)
+    return min(Fraction(1), keys * per_key)
+
+
+def stability_threshold(noise: NoiseSpec, delta: Fraction, reach: int, keys: int
+                        ) -> tuple[int, int, Fraction]:
+    """The smallest threshold ``tau >= reach + 1`` with ``stability_delta(tau, q=0) <=
+    delta``, then the largest boundary coin ``q`` (in units of 2**-64) keeping it so:
+    ``(tau, boundary, delta_used)``."""
+    g = _Geometric.of(noise.int_scale)
+    budget = delta / keys
+    if g.p_hi >= 1:
+        raise ValueError("noise scale too large for key selection")
+    # float guess (ln p = -1/scale exactly), then exact steps: the guess only saves steps
+    guess = -float(noise.int_scale) * math.log(max(float(budget), 1e-300) * (1 + float(g.p_hi)))
+    t = max(1, math.floor(guess) - 2)
+    while t > 1 and g.tail_up(t - 1) <= budget:
+        t -= 1
+    while g.tail_up(t) > budget:
+        t += 1
+    slack = budget - g.tail_up(t)
+    boundary = 0
+    mass = g.mass_up(t - 1)
+    if mass > 0:
+        boundary = min(_ONE - 1, math.floor(slack / mass * _ONE))
+    threshold = reach + t
+    used = stability_delta(noise, threshold, boundary, reach, keys)
+    assert used <= delta
+    return threshold, boundary, used
+
+
+def truncated_geometric_table(epsilon: Fraction, delta: Fraction) -> tuple[int, ...] | None:
+    """``floor(2**64 pi_n)`` (or less) for ``n = 0 .. N - 1``, where ``pi_N`` is the first equal
+    to 1, of the truncated-geometric rule at per-key budget ``(epsilon, delta)`` (module
+    docstring), or None when the table would exceed :data:`MAX_TABLE` entries (or delta is
+    below 2**-64).
+
+    Integer arithmetic on ``W = 256``-bit fixed point, every step a lower bound of the exact
+    recurrence's value (which keeps all four DP inequalities, see the module docstring):
+    ``r = R / 2**W <= e^eps`` and ``1 / r`` replaced by ``E / 2**W >= e^(-eps)``; sums and
+    products are floored, the subtracted term ceiled. The sequence increases strictly (each
+    step adds at least ``floor(2**64 delta) >= 1``), so the loop ends."""
+    w = _ENCLOSURE_BITS
+    d = math.floor(delta * _ONE)  # 2**64 delta, rounded down
+    if d < 1 or 2 * math.log(1 / float(delta)) / float(epsilon) > 2 * MAX_TABLE:
+        return None
+    hi = exp_neg_fixed(epsilon, w)[1]  # 2**w e^(-eps) <= hi
+    big = (1 << (2 * w)) // max(hi, 1)  # R = floor(2**(2w) / hi) <= 2**w e^eps
+    e_up = hi  # E = hi >= 2**w e^(-eps)
+    probs: list[int] = []
+    m = 0
+    while m < _ONE:
+        probs.append(m)
+        if len(probs) > MAX_TABLE:
+            return None
+        nxt = min(_ONE, ((big * m) >> w) + d)
+        rest = _ONE - m - d  # >= 2**64 (1 - pi - delta)
+        if rest > 0:
+            nxt = min(nxt, _ONE - (-((-e_up * rest) >> w)))
+        if nxt <= m:  # cannot happen (see above); guards the loop regardless
+            raise ArithmeticError("truncated geometric sequence stalled")
+        m = nxt
+    return tuple(probs)
+
+
+def truncated_geometric_delta(table: tuple[int, ...], epsilon: Fraction) -> Fraction:
+    """The smallest d for which the table satisfies the four (epsilon, d) inequalities between
+    consecutive counts, computed exactly with ``e^epsilon`` bounded from below (for tests)."""
+    e_hi = _enclose_exp_neg(epsilon)[1]
+    r = 1 / e_hi
+    pis = [Fraction(m, _ONE) for m in table] + [Fraction(1)]
+    worst = Fraction(0)
+    for a, b in itertools.pairwise(pis):
+        worst = max(worst, b - r * a, (1 - a) - r * (1 - b), a - r * b, (1 - b) - r * (1 - a))
+    return worst

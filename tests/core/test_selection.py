@@ -1,0 +1,205 @@
+"""Private-key selection (``dpframe.core.selection``): exact deltas, the rules' selection
+probabilities, and the budget spent once where one count serves (issue 32, item c).
+
+Deltas are recomputed independently with 60-digit decimals and must not exceed the declared
+delta; each statistical check (fixed seed, 5 binomial standard errors) has a companion run
+against a wrong rule (threshold one lower) that must reject.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from decimal import Decimal, localcontext
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpframe as dpf
+from dpframe.core.plan import plan_query
+from dpframe.core.query import Measure, Query
+from dpframe.core.rng import InsecureSeedWarning, RandomSource
+from dpframe.core.selection import (
+    SelectionPlan,
+    truncated_geometric_delta,
+    truncated_geometric_table,
+)
+
+pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+
+KINDS = {"g": "int", "x": "float", "u": "int"}
+TWO64 = 1 << 64
+
+
+def seeded(seed: int) -> RandomSource:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InsecureSeedWarning)
+        return RandomSource(seed=seed)
+
+
+def count_plan(eps: str, delta: str, relation: str = "add_remove", unit: str | None = None,
+               k: int = 1, op: str = "count") -> SelectionPlan:
+    col = None if op == "count" else "x"
+    q = Query((Measure(op, col),), Fraction(eps), Fraction(delta), bounds={"x": (0.0, 1.0)},
+              by=("g",), private_keys=True, privacy_unit=unit, max_groups_per_unit=k)
+    plan = plan_query(q, relation, KINDS)  # type: ignore[arg-type]
+    assert plan.selection is not None
+    return plan.selection
+
+
+def decimal_delta(sel: SelectionPlan, keys: int, threshold: int, boundary: int) -> Decimal:
+    """``keys (P[Z >= t] + q P[Z = t - 1])``, t = threshold - 1 (a one-row key), 60 digits."""
+    assert sel.noise is not None
+    with localcontext() as ctx:
+        ctx.prec = 60
+        b = Decimal(sel.noise.int_scale.numerator) / Decimal(sel.noise.int_scale.denominator)
+        p = (-1 / b).exp()
+        t = threshold - 1
+        tail = p ** t / (1 + p)
+        mass = (1 - p) / (1 + p) * p ** (t - 1)
+        return keys * (tail + Decimal(boundary) / TWO64 * mass)
+
+
+@pytest.mark.parametrize(("eps", "delta", "relation", "k", "keys"), [
+    ("1", "1/1000000", "add_remove", 1, 1), ("1", "1/1000000", "change_one", 1, 2),
+    ("1/2", "1/1000000000", "add_remove", 3, 3), ("3", "1/1000", "add_remove", 1, 1),
+    ("1/10", "1/100000", "change_one", 2, 4), ("1/1000000", "1/1000000", "add_remove", 1, 1)])
+def test_stability_delta_is_exact_and_within_the_declared_delta(
+        eps: str, delta: str, relation: str, k: int, keys: int) -> None:
+    """The one-count rule's delta, recomputed from the discrete Laplace's tail, is <= delta,
+    the threshold is the smallest that is (without the boundary coin), and the coin spends
+    the slack: the delta used is within 1e-12 (relative) of the declared one."""
+    sel = count_plan(eps, delta, relation, "u" if k > 1 else None, k)
+    assert sel.rule == "stability histogram" and sel.released_count
+    d = Decimal(Fraction(delta).numerator) / Decimal(Fraction(delta).denominator)
+    used = decimal_delta(sel, keys, sel.threshold, sel.boundary)
+    assert used <= d
+    assert used >= d * (1 - Decimal("1e-12"))
+    assert float(sel.delta_used) == pytest.approx(float(used), rel=1e-15)
+    assert sel.delta_used <= Fraction(delta)
+    assert decimal_delta(sel, keys, sel.threshold - 1, 0) > d  # the threshold is the smallest
+
+
+@pytest.mark.parametrize(("eps", "delta"), [("1/2", "1/1000000"), ("1/6", "1/3000000"),
+                                            ("2", "1/10"), ("1", "1/1000000000")])
+def test_truncated_geometric_table_is_exactly_dp(eps: str, delta: str) -> None:
+    """Every consecutive pair of the table satisfies the four (eps, d) inequalities with
+    d <= delta (exact rationals), and the table is the paper's recurrence (float check)."""
+    e, d = Fraction(eps), Fraction(delta)
+    table = truncated_geometric_table(e, d)
+    assert table is not None and table[0] == 0
+    assert truncated_geometric_delta(table, e) <= d
+    pi, ref = 0.0, [0.0]
+    while pi < 1.0:
+        rest = 1 - pi - float(d)
+        pi = min(1.0, math.exp(float(e)) * pi + float(d),
+                 1 - math.exp(-float(e)) * rest if rest > 0 else 1.0)
+        ref.append(pi)
+    got = [m / TWO64 for m in table]
+    assert abs(len(got) - (len(ref) - 1)) <= 1
+    np.testing.assert_allclose(got[:len(ref) - 2], ref[:min(len(got), len(ref) - 2)],
+                               rtol=1e-9, atol=1e-15)
+
+
+def release_rates(sel: SelectionPlan, counts: np.ndarray, trials: int, seed: int
+                  ) -> np.ndarray:
+    """Empirical release frequency of each count, ``trials`` keys per count."""
+    rng = seeded(seed)
+    c = np.repeat(counts, trials)
+    keep, _ = sel.select(c, rng)
+    hit = np.zeros(c.size, dtype=bool)
+    hit[keep] = True
+    return hit.reshape(len(counts), trials).mean(axis=1)
+
+
+def stability_probability(sel: SelectionPlan, c: int) -> float:
+    """P[c + Z >= tau] + q P[c + Z = tau - 1] for the discrete Laplace of the plan."""
+    assert sel.noise is not None
+    p = math.exp(-1 / float(sel.noise.int_scale))
+
+    def tail(t: int) -> float:  # P[Z >= t]
+        return p ** t / (1 + p) if t >= 0 else 1 - p ** (1 - t) / (1 + p)
+
+    mass = (1 - p) / (1 + p) * p ** abs(sel.threshold - 1 - c)
+    return tail(sel.threshold - c) + sel.boundary / TWO64 * mass
+
+
+def within(rates: np.ndarray, probs: np.ndarray, trials: int) -> bool:
+    se = np.sqrt(np.maximum(probs * (1 - probs), 1e-12) / trials)
+    return bool(np.all(np.abs(rates - probs) <= 5 * se + 1e-12))
+
+
+def test_stability_selection_matches_its_rule_and_a_wrong_threshold_fails() -> None:
+    """Row level, epsilon 1, delta 1e-6: release frequencies of counts 8..22 match
+    P[c + Z >= 15] + q P[c + Z = 14]; the same draws reject the rule with threshold 14."""
+    sel = count_plan("1", "1/1000000")
+    assert sel.threshold == 15
+    counts = np.arange(8, 23)
+    trials = 40_000
+    rates = release_rates(sel, counts, trials, seed=3)
+    probs = np.array([stability_probability(sel, int(c)) for c in counts])
+    assert within(rates, probs, trials)
+    wrong = SelectionPlan(sel.noise, sel.threshold - 1, sel.epsilon, sel.delta,
+                          boundary=sel.boundary)
+    probs_wrong = np.array([stability_probability(wrong, int(c)) for c in counts])
+    assert not within(rates, probs_wrong, trials)
+
+
+def test_truncated_geometric_selection_matches_its_rule_and_a_wrong_threshold_fails() -> None:
+    """A sum at row level (separate selection at epsilon 1/2, delta 1e-6): frequencies match
+    pi_n for every n below the threshold; a table shifted by one count rejects."""
+    sel = count_plan("1", "1/1000000", op="sum")
+    assert sel.rule == "truncated geometric" and not sel.released_count
+    counts = np.arange(1, sel.threshold + 2)
+    trials = 20_000
+    rates = release_rates(sel, counts, trials, seed=5)
+    table = [*sel.probs, TWO64]
+    probs = np.array([table[min(int(c), len(table) - 1)] / TWO64 for c in counts])
+    assert within(rates, probs, trials)
+    shifted = np.array([table[min(int(c) + 1, len(table) - 1)] / TWO64 for c in counts])
+    assert not within(rates, shifted, trials)
+
+
+def test_row_level_count_spends_the_budget_once() -> None:
+    """One noisy count is the selection and the release (fails on the split of 0.1: a
+    selection at half epsilon with threshold 28 and a second count of scale 2)."""
+    df = pd.DataFrame({"g": np.arange(10)})
+    s = dpf.Session(10, 1e-3, seed=1)
+    plan = df.dp(s).groupby("g", keys="private").count(epsilon=1, delta=1e-6, dry_run=True)
+    sel = plan["key_selection"]
+    assert sel["released_count_is_thresholded"] is True
+    assert sel["epsilon"] == 1.0 and sel["delta"] == 1e-6
+    assert sel["threshold"] == 15  # was 28 with half of epsilon
+    (m,) = plan["measures"]
+    assert m["epsilon"] == 1.0 and m["noise_scale"] == 1.0  # was 0.5 and 2
+    assert plan["charge_epsilon"] == 1.0
+
+
+def test_released_counts_are_the_thresholded_counts() -> None:
+    """Keys of 12 to 18 rows: every released count is >= threshold - 1 (a released key is one
+    whose noisy count cleared the threshold); with a separate second count, as before, about
+    a third of the released keys show a count below it."""
+    sizes = np.repeat(np.arange(12, 19), 300)
+    df = pd.DataFrame({"g": np.repeat(np.arange(sizes.size), sizes)})
+    s = dpf.Session(10, 1e-3, seed=7)
+    res = df.dp(s).groupby("g", keys="private").count(epsilon=1, delta=1e-6)
+    tau = res.attrs["dp"]["key_selection"]["threshold"]
+    assert len(res) > 500
+    assert int(res.min()) >= tau - 1
+    led = s.ledger
+    assert len(led) == 1
+
+
+def test_user_level_sum_keeps_a_split_with_the_truncated_geometric_rule() -> None:
+    """Sums still need a separate selection: half of epsilon, the truncated-geometric rule."""
+    df = pd.DataFrame({"g": np.arange(10), "x": 1.0, "u": np.arange(10)})
+    s = dpf.Session(10, 1e-3, seed=1)
+    plan = df.dp(s, privacy_unit="u", max_rows_per_unit=1, max_groups_per_unit=2,
+                 bounds={"x": (0, 1)}).groupby("g", keys="private").sum(
+        "x", epsilon=1, delta=1e-6, dry_run=True)
+    sel = plan["key_selection"]
+    assert sel["mechanism"] == "truncated geometric key selection"
+    assert sel["epsilon"] == 0.5 and sel["released_count_is_thresholded"] is False
+    assert plan["measures"][0]["epsilon"] == 0.5
