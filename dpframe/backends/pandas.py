@@ -158,7 +158,7 @@ def _canonical_object(v: object) -> object:
 
 
 def _object_values(values: npt.NDArray[np.object_]) -> npt.NDArray[np.object_]:
-    """An object column's values ready for factorizing: as they are when pandas merges their
+    """An object column's values ready for factorizing: as they are where pandas merges their
     equal values as the canonical value model does, else each in its canonical form first.
 
     ``pd.factorize`` merges values by ``==`` and hash and keeps the first row's spelling of
@@ -166,17 +166,62 @@ def _object_values(values: npt.NDArray[np.object_]) -> npt.NDArray[np.object_]:
     missing; an ``np.datetime64`` first would spell a ``Timestamp`` key (its label, type and
     order rank from one row); a ``Timestamp`` and an equal ``np.datetime64`` with nanoseconds
     hash differently and would be two units. Mapping each value first leaves pandas only
-    canonical values, of one spelling per class, to merge."""
+    canonical values, of one spelling per class, to merge.
+
+    Which rows are mapped is decided range by range (:func:`_settled`): a range pandas merges
+    as the model does stays as it is, and only the ranges that hold another value are cut
+    down, to :data:`_LEAF` rows mapped one by one. One person's odd value among a million text
+    keys costs one leaf, never a pass over every row (docs/privacy.md, "Timing")."""
+    out: list[npt.NDArray[np.object_]] = []  # the copy, made at the first leaf mapped
+    for a in range(0, values.size, _SEGMENT):
+        _settle(values, a, min(a + _SEGMENT, values.size), out)
+    return out[0] if out else values
+
+
+#: Rows whose kind one ``infer_dtype`` call reads, and rows mapped one by one where a range
+#: holds values pandas would not merge as the model does: an odd value costs at most a leaf.
+_SEGMENT, _LEAF = 1 << 14, 1 << 8
+
+
+def _merged_as_canonical(part: npt.NDArray[np.object_]) -> bool:
+    """Whether pandas merges the equal values of ``part`` (a range of an object column) as the
+    canonical value model does (:data:`_MERGED_AS_CANONICAL`), and can hash them all: a
+    signalling NaN ``Decimal`` raises when hashed or compared."""
     try:
-        if pd.api.types.infer_dtype(values, skipna=True) in _MERGED_AS_CANONICAL:
-            return values
-    except Exception:  # a value infer_dtype cannot inspect: each one in canonical form
-        pass
+        kind = pd.api.types.infer_dtype(part, skipna=True)
+        if kind == "decimal":  # every value a Decimal or missing: none signalling
+            return not any(isinstance(v, decimal.Decimal) and v.is_snan() for v in part)
+        return kind in _MERGED_AS_CANONICAL
+    except Exception:  # a value infer_dtype cannot inspect: mapped value by value
+        return False
+
+
+def _settle(values: npt.NDArray[np.object_], a: int, b: int,
+            out: list[npt.NDArray[np.object_]]) -> None:
+    """Rows ``a:b`` of ``values`` as :func:`_object_values` needs them: left as they are where
+    pandas merges them as the model does, else halved down to leaves of :data:`_LEAF` rows,
+    each value of which is written in canonical form into ``out`` (a copy of ``values``,
+    made the first time)."""
+    part = values[a:b]
+    if _merged_as_canonical(part):
+        return
+    if b - a > _LEAF:
+        mid = (a + b) // 2
+        _settle(values, a, mid, out)
+        _settle(values, mid, b, out)
+        return
+    if not out:
+        out.append(values.copy())
+    out[0][a:b] = _canonical_values(part)
+
+
+def _canonical_values(part: npt.NDArray[np.object_]) -> npt.NDArray[np.object_]:
+    """Each value of ``part`` in canonical form (:func:`_canonical_object`; None: missing)."""
     # a value of a plain type maps as every equal value of its type does: each distinct one
     # is canonicalized once (a date-time is not plain: equal ones may differ by ``fold``)
     memo: dict[tuple[type, object], object] = {}
     canonical_of = []
-    for v in values:
+    for v in part:
         c: object = memo
         if type(v) in _PLAIN_TYPES:
             key = (type(v), v)
@@ -187,7 +232,7 @@ def _object_values(values: npt.NDArray[np.object_]) -> npt.NDArray[np.object_]:
             except Exception:
                 c = memo
         canonical_of.append(_canonical_object(v) if c is memo else c)
-    out = np.empty(values.size, dtype=object)
+    out = np.empty(part.size, dtype=object)
     out[:] = canonical_of
     return out
 
