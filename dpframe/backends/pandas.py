@@ -492,8 +492,13 @@ class PandasBackend:
         if request.privacy_unit:
             units = unit_codes(self.column(request.privacy_unit))
         agg = compute_exact(request, codes, keys, units, self.numbers, gen,
-                            lambda c: value_hashes(self.column(c)))
+                            self.distinct_hashes)
         return agg
+
+    def distinct_hashes(self, name: str) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
+        """The hashes of the column ``name``'s values a distinct count counts, and whether
+        each row has one (:func:`value_hashes`)."""
+        return value_hashes(self.column(name))
 
     def numbers(self, name: str) -> tuple[np.ndarray, npt.NDArray[np.bool_] | None]:
         """The column ``name`` read as numbers (:func:`numeric_column`), as the aggregates
