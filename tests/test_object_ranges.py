@@ -35,6 +35,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpframe.backends import pandas as backend
+from dpframe.core.values import canonicalize
 
 
 class Colour(str, enum.Enum):  # noqa: UP042 (a StrEnum's str() is its text already)
@@ -164,16 +165,43 @@ def _rows(values: list[object], segment: int, leaf: int) -> list[Any]:
     return [None if c < 0 else (type(labels[c]), repr(labels[c])) for c in codes]
 
 
+def _every_value(values: list[object]) -> list[Any]:
+    """The model's label of each row, by its definition: every value mapped to canonical form
+    (None: missing), then classes of equal canonical values, each labelled canonically."""
+    arr = np.empty(len(values), dtype=object)
+    arr[:] = values
+    codes, uniques = pd.factorize(backend._canonical_values(arr), use_na_sentinel=True)
+    remap, labels = canonicalize(list(uniques), "other")
+    rows = [-1 if c < 0 else int(remap[c]) for c in codes]
+    return [None if c < 0 else (type(labels[c]), repr(labels[c])) for c in rows]
+
+
+SIZES = st.sampled_from([(4, 1), (8, 2), (16, 4), (3, 3), (10**9, 10**9)])
+
+
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(_POOL), min_size=1, max_size=40),
-       st.sampled_from([(4, 1), (8, 2), (16, 4), (3, 3)]))
+@given(st.lists(st.sampled_from(_POOL), min_size=1, max_size=40), SIZES)
 def test_ranges_map_as_every_value_would(values: list[object], sizes: tuple[int, int]) -> None:
-    """Every row gets the label (type and value) it gets when the whole column is one range
-    (what the code did before: every value of a mixed column mapped), whatever pandas would
-    merge across ranges (``complex(1, 0)`` and 1, ``Decimal('0.10')`` and ``Decimal('0.1')``,
-    a Timestamp and an equal datetime64, a str Enum and its text)."""
-    whole = _rows(values, 10**9, 10**9)
-    assert _rows(values, *sizes) == whole
+    """Every row gets the label (type and value) mapping every value gives (what the code did
+    for a mixed column before), whatever pandas would merge across ranges (``complex(1, 0)``
+    and 1, ``Decimal('0.10')`` and ``Decimal('0.1')``, a Timestamp and an equal datetime64, a
+    str Enum and its text)."""
+    assert _rows(values, *sizes) == _every_value(values)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["a", "b", "red", "k01", "1"]), min_size=4, max_size=60),
+       st.lists(st.tuples(st.integers(0, 59), st.sampled_from(_POOL)), max_size=5), SIZES)
+def test_text_hashed_apart_from_other_values(text: list[object],
+                                             odd: list[tuple[int, object]],
+                                             sizes: tuple[int, int]) -> None:
+    """Mostly text with a few other values: the text is factorized alone (pandas' string
+    table) and the other values apart; every row still gets the model's label (a str Enum or
+    ``np.str_`` equal to a text key is that key; ``"1"`` is never the number 1)."""
+    values = list(text)
+    for at, v in odd:
+        values.insert(at % (len(values) + 1), v)
+    assert _rows(values, *sizes) == _every_value(values)
 
 
 def test_first_spelling_never_labels_across_ranges() -> None:
