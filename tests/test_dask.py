@@ -707,8 +707,9 @@ def test_distinct_values_of_mixed_dtypes_stay_apart() -> None:
     """A unit-level ``count_distinct``: the counted column is gathered in the buckets exactly
     (its values' hashes are read), so int64 values 2**53 + k beside a float64 partition stay 6
     values, not 3 (finding 24 of docs/audit.md). The values it counts are identities, as keys
-    are: the 1.5 is counted as the value it is (as pandas counts it), in every partition
-    alike, never made missing in one partition and counted in another."""
+    are, but only those that conform to the schema (int64, the meta's) count: the 1.5 is
+    missing, as ``count("v")`` and sums read it, in every partition alike (finding 55; it was
+    counted as one more value)."""
     import dask
 
     ddf = _parts(pd.DataFrame({"u": np.arange(6), "v": 2**53 + np.arange(6, dtype=np.int64)}),
@@ -718,7 +719,7 @@ def test_distinct_values_of_mixed_dtypes_stay_apart() -> None:
     with dask.config.set(scheduler="sync"):
         agg = _exact(ddf, _session(), q)
     _groups, hashes = next(iter(agg.distinct.values()))
-    assert len(hashes) == 7  # six ints apart, and 1.5
+    assert len(hashes) == 6  # six ints apart; 1.5 is no int: missing (finding 55)
 
 
 @pytest.mark.parametrize("unit", [None, "u"])
@@ -966,7 +967,8 @@ def test_distinct_values_of_an_object_partition_stay_exact(unit: str | None) -> 
     """A ``count_distinct`` of an int64 column (the meta's) whose values pass 2**53, one
     partition typed object by one person's text: its values are counted exactly (they were
     replaced by their float64 numbers, so odd ones vanished: 30 of 40), row-level and
-    unit-level alike; the text is one more value."""
+    unit-level alike; the text is no int: missing, as every aggregate reads it (it was one
+    more value until finding 55)."""
     import dask
 
     v = [2**53 + i for i in range(40)]
@@ -977,7 +979,7 @@ def test_distinct_values_of_an_object_partition_stay_exact(unit: str | None) -> 
     with dask.config.set(scheduler="sync"):
         agg = _exact(_parts(p0, odd), _session(), q)
     _groups, hashes = next(iter(agg.distinct.values()))
-    assert len(hashes) == 41
+    assert len(hashes) == 40
 
 
 @pytest.mark.parametrize("unit", [None, "u"])
@@ -1082,3 +1084,42 @@ def test_keys_of_a_bool_schema_that_are_not_bools_keep_their_labels() -> None:
             epsilon=1e6, delta=1e-4)
     assert [(type(k).__name__, k) for k in out.index] == [("bool", True), ("int", 2),
                                                           ("str", "x")]
+
+
+#: One person's value that is no float, in a column the schema types float64.
+_NOT_FLOATS = {"text": "zzz", "Timestamp": pd.Timestamp("2020-01-01"), "list": [1, 2],
+               "Decimal": Decimal("1.5"), "bytes": b"x", "complex": complex(1, 0)}
+
+
+@pytest.mark.parametrize("unit", [None, "u"])
+@pytest.mark.parametrize("odd", list(_NOT_FLOATS))
+def test_count_distinct_reads_the_schemas_values_on_every_backend(unit: str | None,
+                                                                 odd: str) -> None:
+    """Finding 55: under a float64 meta, one person's ``"zzz"`` typing the second partition
+    object was one more distinct value (3 -> 4), while ``count("v")`` and the keys read it as
+    missing. A value that does not conform to the schema is missing for every aggregate: the
+    distinct count and the count of the column are those of pandas, an Arrow scan and Polars
+    on the float column without the odd row (noise 0 at this epsilon)."""
+    import polars as pl
+    import pyarrow as pa
+
+    values = [1.0, 2.0, 3.0, 2.0, math.nan, -0.0, 0.0]
+    typed = pd.DataFrame({"u": np.arange(len(values)), "v": values})
+    odd_part = pd.DataFrame({"u": np.arange(100, 104),
+                             "v": pd.Series([3.0, 1.0, _NOT_FLOATS[odd], None], dtype=object)})
+    opts: dict[str, Any] = {"privacy_unit": unit, "max_rows_per_unit": 1} if unit else {}
+
+    def both(f: Any) -> tuple[float, float]:
+        return (float(f.count_distinct("v", epsilon=1e7)), float(f.count("v", epsilon=1e7)))
+
+    with dask.config.set({"scheduler": "sync", "dataframe.convert-string": False}):
+        got = both(_parts(typed, odd_part).dp(dpf.Session(1e9, seed=3), **opts))
+    whole = pd.concat([typed, odd_part.iloc[:2].astype({"v": float})], ignore_index=True)
+    table = pa.Table.from_pandas(whole, preserve_index=False)
+    expected = {
+        "pandas": both(whole.dp(dpf.Session(1e9, seed=3), **opts)),
+        "arrow": both(dpf.scan(table).dp(dpf.Session(1e9, seed=3), **opts)),
+        "polars": both(pl.from_pandas(whole).dp(dpf.Session(1e9, seed=3), **opts)),
+    }
+    assert expected == dict.fromkeys(expected, (4.0, 8.0))  # 0.0 and -0.0 are one value
+    assert got == (4.0, 8.0)

@@ -74,7 +74,6 @@ from .pandas import (
     column_labels,
     factorize,
     unit_codes,
-    value_hashes,
 )
 
 #: Reserved (the column of the unit hash when rows were shuffled by it, before 2026-11-26).
@@ -310,6 +309,24 @@ class _BlockBackend(PandasBackend):
 
     def numbers(self, name: str) -> tuple[np.ndarray, npt.NDArray[np.bool_] | None]:
         return super().numbers(self._apart.get(name, name))
+
+    def distinct_hashes(self, name: str) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
+        """The value hashes of a distinct count's column, where the public schema says it is
+        numeric (its numbers read apart): only of the values that are numbers of its kind, the
+        rows :meth:`numbers` reads (PRIVACY.md: a value that does not conform to the schema is
+        missing, for every aggregate). Text typing one partition object under a float64 meta
+        was one more distinct value there, while ``count`` of the column, sums and the keys
+        read it as missing (finding 55). Values keep their identity: only which rows count
+        follows the numbers (ints past 2**53 stay apart, finding 45)."""
+        hashes, present = super().distinct_hashes(name)
+        if name not in self._apart:  # not numeric in the schema: every value it holds counts
+            return hashes, present
+        x, valid = self.numbers(name)
+        conform = ~np.isnan(x) if valid is None else valid
+        if bool(conform.all()):
+            return hashes, present
+        present = present & conform
+        return np.where(present, hashes, np.uint64(0)), present
 
     def group_codes(self, request: ComputeRequest, dtype: npt.DTypeLike = np.int64
                     ) -> tuple[npt.NDArray[np.signedinteger[Any]], list[tuple[object, ...]]]:
@@ -594,7 +611,7 @@ def _select_and_aggregate(part: pd.DataFrame, apart: dict[str, str], request: Co
     rows_backend = _BlockBackend(kept, apart)
     bounded = dataclasses.replace(request, privacy_unit=None)
     return compute_exact(bounded, codes[keep], keys, None, rows_backend.numbers,
-                         np.random.default_rng(0), lambda c: value_hashes(rows_backend.column(c)))
+                         np.random.default_rng(0), rows_backend.distinct_hashes)
 
 
 def _drawing_for(carried: Any, seed: int) -> DrawPriorities:

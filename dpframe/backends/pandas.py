@@ -158,25 +158,120 @@ def _canonical_object(v: object) -> object:
 
 
 def _object_values(values: npt.NDArray[np.object_]) -> npt.NDArray[np.object_]:
-    """An object column's values ready for factorizing: as they are when pandas merges their
-    equal values as the canonical value model does, else each in its canonical form first.
+    """An object column's values ready for factorizing (:func:`_mapped_objects`)."""
+    return _mapped_objects(values)[0]
+
+
+def _mapped_objects(values: npt.NDArray[np.object_]
+                    ) -> tuple[npt.NDArray[np.object_], list[npt.NDArray[np.intp]]]:
+    """An object column's values ready for factorizing: as they are where pandas merges their
+    equal values as the canonical value model does, else each in its canonical form first;
+    and the positions of the values that are not text (in order).
 
     ``pd.factorize`` merges values by ``==`` and hash and keeps the first row's spelling of
     each: a ``complex(1, 0)`` first (equal to 1, conforming to nothing) would make every 1
     missing; an ``np.datetime64`` first would spell a ``Timestamp`` key (its label, type and
     order rank from one row); a ``Timestamp`` and an equal ``np.datetime64`` with nanoseconds
     hash differently and would be two units. Mapping each value first leaves pandas only
-    canonical values, of one spelling per class, to merge."""
+    canonical values, of one spelling per class, to merge.
+
+    Which rows are mapped is decided range by range (:func:`_settle`): a range pandas merges
+    as the model does stays as it is, and only the ranges that hold another value are cut
+    down, to :data:`_LEAF` rows mapped one by one. One person's odd value among a million text
+    keys costs one leaf, never a pass over every row (docs/privacy.md, "Timing")."""
+    out: list[npt.NDArray[np.object_]] = []  # the copy, made at the first leaf mapped
+    rest: list[npt.NDArray[np.intp]] = []
+    for a in range(0, values.size, _SEGMENT):
+        _settle(values, a, min(a + _SEGMENT, values.size), out, rest)
+    return (out[0] if out else values), rest
+
+
+#: Rows whose kind one ``infer_dtype`` call reads, and rows mapped one by one where a range
+#: holds values pandas would not merge as the model does: an odd value costs at most a leaf.
+_SEGMENT, _LEAF = 1 << 14, 1 << 8
+
+
+def _kind_merged_as_canonical(part: npt.NDArray[np.object_]) -> str | None:
+    """The ``infer_dtype`` kind of ``part`` (a range of an object column, missing values
+    skipped) when pandas merges its equal values as the canonical value model does
+    (:data:`_MERGED_AS_CANONICAL`) and can hash them all (a signalling NaN ``Decimal`` raises
+    when hashed or compared); None otherwise."""
     try:
-        if pd.api.types.infer_dtype(values, skipna=True) in _MERGED_AS_CANONICAL:
-            return values
-    except Exception:  # a value infer_dtype cannot inspect: each one in canonical form
+        kind = pd.api.types.infer_dtype(part, skipna=True)
+        if kind == "decimal":  # every value a Decimal or missing: none signalling
+            snan = any(isinstance(v, decimal.Decimal) and v.is_snan() for v in part)
+            return None if snan else kind
+        return kind if kind in _MERGED_AS_CANONICAL else None
+    except Exception:  # a value infer_dtype cannot inspect: mapped value by value
+        return None
+
+
+def _settle(values: npt.NDArray[np.object_], a: int, b: int,
+            out: list[npt.NDArray[np.object_]], rest: list[npt.NDArray[np.intp]]) -> None:
+    """Rows ``a:b`` of ``values`` as :func:`_mapped_objects` needs them: left as they are where
+    pandas merges them as the model does, else halved down to leaves of :data:`_LEAF` rows,
+    each value of which is written in canonical form into ``out`` (a copy of ``values``,
+    made the first time). The positions of the rows that are not text (missing values,
+    numbers, bytes, mapped values that are not ``str``) are appended to ``rest``."""
+    part = values[a:b]
+    try:  # text without a missing value: the usual range, read once
+        if pd.api.types.infer_dtype(part, skipna=False) == "string":
+            return
+    except Exception:  # a value infer_dtype cannot inspect: read below
         pass
+    kind = _kind_merged_as_canonical(part)
+    if kind in ("string", "empty"):  # text and missing values: the missing are apart
+        rest.append(a + np.flatnonzero(pd.isna(part)))
+        return
+    if kind is not None:  # numbers or bytes: none is text
+        rest.append(np.arange(a, b))
+        return
+    if b - a > _LEAF:
+        mid = (a + b) // 2
+        _settle(values, a, mid, out, rest)
+        _settle(values, mid, b, out, rest)
+        return
+    if not out:
+        out.append(values.copy())
+    mapped = _canonical_values(part)
+    out[0][a:b] = mapped
+    rest.append(a + np.array([i for i, c in enumerate(mapped) if type(c) is not str],
+                             dtype=np.intp))
+
+
+def _factorize_objects(values: npt.NDArray[np.object_]) -> tuple[Any, Any]:
+    """``pd.factorize`` of an object column's values by canonical value
+    (:func:`_mapped_objects`), with the text and the other values hashed apart.
+
+    pandas hashes an object array with its string table only when every value is a ``str``,
+    else with its object table, which is about 1.3 times slower on text: one person's
+    ``None`` or number among a million text keys would slow the whole column. So the text is
+    factorized alone (the other rows given a text value of the column, then their codes
+    replaced) and the other values apart: no value that is not a ``str`` equals one, so no
+    class spans the two. Codes of the other values follow the text's."""
+    mapped, rest = _mapped_objects(values)
+    others = np.concatenate(rest) if rest else np.zeros(0, dtype=np.intp)
+    if others.size == 0 or 2 * others.size > mapped.size:  # text alone, or mostly other
+        return pd.factorize(mapped, use_na_sentinel=True)
+    other_values = mapped[others]
+    text = mapped.copy() if mapped is values else mapped
+    is_other = np.zeros(mapped.size, dtype=bool)
+    is_other[others] = True
+    text[others] = text[int(np.argmin(is_other))]  # a text value of the column
+    codes, uniques = pd.factorize(text, use_na_sentinel=True)
+    other_codes, other_uniques = pd.factorize(other_values, use_na_sentinel=True)
+    codes[others] = np.where(other_codes >= 0, other_codes + len(uniques), -1)
+    return codes, np.concatenate([np.asarray(uniques, dtype=object),
+                                  np.asarray(other_uniques, dtype=object)])
+
+
+def _canonical_values(part: npt.NDArray[np.object_]) -> npt.NDArray[np.object_]:
+    """Each value of ``part`` in canonical form (:func:`_canonical_object`; None: missing)."""
     # a value of a plain type maps as every equal value of its type does: each distinct one
     # is canonicalized once (a date-time is not plain: equal ones may differ by ``fold``)
     memo: dict[tuple[type, object], object] = {}
     canonical_of = []
-    for v in values:
+    for v in part:
         c: object = memo
         if type(v) in _PLAIN_TYPES:
             key = (type(v), v)
@@ -187,7 +282,7 @@ def _object_values(values: npt.NDArray[np.object_]) -> npt.NDArray[np.object_]:
             except Exception:
                 c = memo
         canonical_of.append(_canonical_object(v) if c is memo else c)
-    out = np.empty(values.size, dtype=object)
+    out = np.empty(part.size, dtype=object)
     out[:] = canonical_of
     return out
 
@@ -201,17 +296,17 @@ _PLAIN_TYPES = frozenset({int, float, str, bytes, bool, decimal.Decimal, np.int6
 def _factorize_raw(s: pd.Series) -> tuple[npt.NDArray[np.int64], list[object]]:
     """``pd.factorize`` that never raises on data: unhashable values (a list in an object
     column) are missing, as PRIVACY.md says of values that do not conform to the schema.
-    Object columns are factorized by canonical value (:func:`_object_values`); date-times and
+    Object columns are factorized by canonical value (:func:`_factorize_objects`); date-times and
     spans are labelled in their one spelling (:func:`~dpframe.backends.base.one_time_spelling`)."""
     # an object column factorizes as its array (the same hash table, without the Index), its
     # values in canonical form first where pandas would merge them otherwise
-    values = _object_values(s.to_numpy()) if s.dtype == object else s
     try:
-        codes, uniques = pd.factorize(values, use_na_sentinel=True)
+        codes, uniques = (_factorize_objects(s.to_numpy()) if s.dtype == object else
+                          pd.factorize(s, use_na_sentinel=True))
     except Exception:  # unhashable values, or hashes and comparisons that raise: those are
         # missing, the others as they were (an object column's still in canonical form: a
         # value that raises must not bring back the raw spellings for the whole column)
-        raw = values if s.dtype == object else s.to_numpy(dtype=object)
+        raw = _object_values(s.to_numpy()) if s.dtype == object else s.to_numpy(dtype=object)
         clean = np.empty(len(raw), dtype=object)
         clean[:] = [_hashable_or_none(v) for v in raw]
         codes, uniques = pd.factorize(clean, use_na_sentinel=True)
@@ -447,8 +542,13 @@ class PandasBackend:
         if request.privacy_unit:
             units = unit_codes(self.column(request.privacy_unit))
         agg = compute_exact(request, codes, keys, units, self.numbers, gen,
-                            lambda c: value_hashes(self.column(c)))
+                            self.distinct_hashes)
         return agg
+
+    def distinct_hashes(self, name: str) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
+        """The hashes of the column ``name``'s values a distinct count counts, and whether
+        each row has one (:func:`value_hashes`)."""
+        return value_hashes(self.column(name))
 
     def numbers(self, name: str) -> tuple[np.ndarray, npt.NDArray[np.bool_] | None]:
         """The column ``name`` read as numbers (:func:`numeric_column`), as the aggregates

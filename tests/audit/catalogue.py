@@ -50,6 +50,7 @@ from .findings_dask2 import (
     finding_dask_span_after_charge,
     finding_dask_time_unit_words,
 )
+from .findings_dask3 import finding_dask_distinct_nonconforming
 from .findings_gaussian import finding_analytic_gaussian, two_percent_less_sigma
 from .findings_local import finding_local_invalid_value, finding_local_spelling
 from .findings_local2 import finding_local_categorical_levels
@@ -354,6 +355,10 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("finding 57: private keys at row level, one count released and thresholded "
              "(delta 1e-3), near the threshold", "13 vs 14 rows per key",
              finding_row_level_thresholded_count(13, 14), 500_000, 50_000),
+    Scenario("finding 55: Dask, count_distinct of a non-conforming value", "float64 meta, "
+             "two partitions of 3 distinct floats vs one more row 'zzz' typing the second "
+             "object (count_distinct; claim: epsilon 0, the row is missing under the schema)",
+             finding_dask_distinct_nonconforming(), FINDING_TRIALS, FINDING_FAST // 2),
     # deliberately broken: the audit must find a violation
     Scenario("BROKEN: geometric with half the noise", "0 vs 1, sensitivity 1",
              core_noise(half_noise_spec, True), 2_000_000, 200_000, expect_violation=True),
