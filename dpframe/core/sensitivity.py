@@ -10,9 +10,11 @@ With T, per-group contributions a_g (rows of the unit in group g) satisfy a_g <=
 sum a_g <= T and at most k of them are nonzero, so ``sum a_g`` is at most T (L1) and
 ``sum a_g**2`` at most q * R**2 + r**2 with T = q * R + r (fill groups with R rows each: the
 sum of squares of numbers in [0, R] with a fixed sum is largest when they are extreme), which
-is <= min(T, sqrt(k) * R)**2: the L2 bound of PRIVACY.md, sharpened. Each function returns the L1, L2 and L-infinity sensitivities and ``changed``, the
-number of output coordinates a neighbour can move (used for the rounding slack of granular
-noise). Nothing here is hard-coded per relation: every value follows from the two moves.
+is <= min(T, sqrt(k) * R)**2: the L2 bound of PRIVACY.md, sharpened.
+
+Each function returns the L1, L2 and L-infinity sensitivities and ``changed``, the number of
+output coordinates a neighbour can move (used for the rounding slack of granular noise).
+Nothing here is hard-coded per relation: every value follows from the two moves.
 """
 
 from __future__ import annotations

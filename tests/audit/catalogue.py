@@ -40,6 +40,7 @@ from .findings import (
     finding_unsigned_dictionary,
     finding_zoneless_time_label,
 )
+from .findings_bounds import finding_rows_per_group, finding_total_across_groups
 from .findings_cli import finding_cli_csv_inferred_types
 from .findings_csvquote import finding_scan_unbalanced_quote
 from .findings_dask2 import (
@@ -61,7 +62,6 @@ from .findings_scan import (
     finding_scan_uint64_ids,
     finding_scan_union_dataset,
 )
-from .findings_bounds import finding_rows_per_group, finding_total_across_groups
 from .grouped import (
     enforced,
     grouped_agg,
