@@ -171,6 +171,17 @@ def quantile_utility_sensitivity(relation: Relation, q: Fraction, c: Contributio
     return per * c.rows
 
 
+def quantile_group_share(relation: Relation, c: Contribution) -> Fraction:
+    """The share of epsilon each group's exponential mechanism gets in a grouped quantile,
+    whose utility sensitivity is per-row * R (:func:`quantile_utility_sensitivity`). A unit
+    with a_g rows in group g costs that group ``eps_g * a_g / R`` (add_remove); summed over
+    groups, ``eps_g * T / R`` with T = min(T, k R): so ``eps_g = eps * R / T``, which is
+    ``eps / k`` when T = k R. Under change_one a group's utility moves by at most d * (a_g +
+    b_g) for a_g rows out and b_g in, 2T in all: ``eps * R / (2T)``."""
+    share = Fraction(c.rows, c.cap)
+    return share if relation == "add_remove" else share / 2
+
+
 def groups_affected(relation: Relation, c: Contribution) -> int:
     """How many groups one neighbour can touch (for per-group mechanisms composed in parallel)."""
     return c.groups if relation == "add_remove" else 2 * c.groups

@@ -24,6 +24,7 @@ from dpframe.core.sensitivity import (
     contribution,
     count_sensitivity,
     key_selection_sensitivity,
+    quantile_group_share,
     quantile_utility_sensitivity,
     sum_sensitivity,
 )
@@ -91,6 +92,10 @@ def test_count_key_and_quantile_sensitivity_table(tkr, ungrouped, add, change, k
     assert key_selection_sensitivity("change_one", g).l1 == 2 * keys
     assert quantile_utility_sensitivity("add_remove", F(1, 2), g) == qrows
     assert quantile_utility_sensitivity("add_remove", F(1, 2), u) == ungrouped
+    # grouped quantiles: each group's exponential mechanism gets eps * R / T (eps / k when
+    # T = k R, as before T existed), half that under change_one
+    assert quantile_group_share("add_remove", g) == F(g.rows, add[0])
+    assert quantile_group_share("change_one", g) == F(g.rows, 2 * add[0])
 
 
 def test_contribution_needs_a_rows_bound() -> None:
@@ -234,6 +239,11 @@ def test_worst_case_unit_moves_aggregates_within_sensitivity(tkr, x, y, vals, se
                 assert np.abs(dc).sum() <= float(cs.l1) + 1e-9
                 assert math.sqrt((dc ** 2).sum()) <= float(cs.l2) + 1e-9
                 assert np.count_nonzero(ds) <= s.changed
+                # grouped quantiles: per group eps * share, utility moved by <= a_g rows (of
+                # R per unit of sensitivity): the losses add up to at most eps
+                moved = cx if relation == "add_remove" else np.abs(dc) + 2 * np.minimum(
+                    cx, dc + cx)
+                assert quantile_group_share(relation, c) * F(int(moved.sum()), c.rows) <= 1
 
 
 def test_total_step_is_the_same_law_in_every_selection() -> None:
