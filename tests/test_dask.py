@@ -180,7 +180,7 @@ def test_user_bounds_hold_when_a_unit_spans_all_partitions(client: Any) -> None:
     keys = {"g": ("a", "b")}
     for seed, (rows, groups) in enumerate([(1, 1), (3, 1), (5, 2)]):
         q = Query((Measure("count"), Measure("sum", "x")), Fraction(1), by=("g",), keys=keys,
-                  bounds={"x": (0, 1)}, privacy_unit="u", max_rows_per_unit=rows,
+                  bounds={"x": (0, 1)}, privacy_unit="u", max_rows_per_group=rows,
                   max_groups_per_unit=groups)
         agg = _exact(ddf, s, q, seed)
         counts = next(v for k, v in agg.values.items() if k[0] == "rows")
@@ -224,7 +224,7 @@ def test_pre_selection_chooses_a_units_groups_uniformly() -> None:
     ddf = dd.from_pandas(df, npartitions=2, sort=False)
     assert ddf.map_partitions(len).compute().tolist() == [3, 3]
     q = Query((Measure("count"),), Fraction(1), by=("g",), keys={"g": ("a", "b", "c", "d")},
-              privacy_unit="u", max_rows_per_unit=1, max_groups_per_unit=1)
+              privacy_unit="u", max_rows_per_group=1, max_groups_per_unit=1)
     backend = DaskBackend(ddf)
     compute = prepare(_session(), q, backend).compute
     gen = np.random.default_rng(3)
@@ -781,7 +781,7 @@ def test_private_keys_choose_a_units_groups_uniformly() -> None:
     """Private keys through pre-selection: a unit with 990 rows under "a" and 10 under "b",
     spread over 4 partitions, keeps one group (max_groups_per_unit=1) chosen uniformly among
     its distinct keys: "b" in half of the releases (4.5 sigma), whatever the row counts; its
-    kept rows stay within max_rows_per_unit."""
+    kept rows stay within max_rows_per_group."""
     import dask
 
     rng = np.random.default_rng(6)
@@ -789,7 +789,7 @@ def test_private_keys_choose_a_units_groups_uniformly() -> None:
     df = pd.DataFrame({"u": np.zeros(1000, dtype=np.int64), "g": g, "x": np.ones(1000)})
     ddf = dd.from_pandas(df, npartitions=4, sort=False)
     q = Query((Measure("count"),), Fraction(1), by=("g",), keys={}, private_keys=True,
-              delta=Fraction(1, 10**6), bounds={}, privacy_unit="u", max_rows_per_unit=2)
+              delta=Fraction(1, 10**6), bounds={}, privacy_unit="u", max_rows_per_group=2)
     trials, picks_b = 200, 0
     with dask.config.set(scheduler="sync"):
         for seed in range(trials):

@@ -129,7 +129,7 @@ def test_unit_level_without_bounding_equals_pandas(frame: pd.DataFrame, parquet_
                                                    partitions: int) -> None:
     """With bounds no unit exceeds, bounding keeps everything: sums and private-key unit
     counts match pandas exactly."""
-    opts = {"bounds": BOUNDS, "keys": KEYS, "privacy_unit": "uid", "max_rows_per_unit": 10_000,
+    opts = {"bounds": BOUNDS, "keys": KEYS, "privacy_unit": "uid", "max_rows_per_unit": 100_000,
             "max_groups_per_unit": 60}
     scan = dpf.scan(parquet_dir, batch_size=3000, partitions=partitions)
     for call in (lambda p: p.groupby("state").agg({"income": "sum", "age": "mean"}, epsilon=1),

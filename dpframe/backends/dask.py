@@ -408,7 +408,9 @@ def _preselect_buckets(part: pd.DataFrame, request: ComputeRequest, key: tuple[i
     split into ``buckets`` by the keyed hash of their unit (a unit's rows from every partition
     meet in one bucket: the exchange moves only pre-selected rows): per unit, its
     ``max_groups`` pairs of smallest keyed priority here and in each its ``max_rows`` rows of
-    smallest fresh random priority, with the unit's exact id and the group code
+    smallest fresh random priority (and its ``max_total`` of those when there is no group
+    step: :attr:`~dpframe.core.compute.ComputeRequest.preselect_total`), with the unit's
+    exact id and the group code
     (:func:`~dpframe.core.transform.select_by_priority`: selecting again over every
     partition's pre-selection is bounding over all rows). Row priorities are drawn only for
     the rows of pairs holding more than ``max_rows`` rows here, the only ones read; the kept
@@ -437,7 +439,7 @@ def _preselect_buckets(part: pd.DataFrame, request: ComputeRequest, key: tuple[i
         # uniform 64-bit row priorities, drawn for the rows read only (full-range draws are
         # the generator's raw words)
         chosen = select_drawing(units, g, pair, _drawing(seed), request.max_groups,
-                                request.max_rows)
+                                request.max_rows, request.preselect_total)
         keep = np.flatnonzero(chosen.keep)
         carried = _carried(keep, chosen)  # in the order of keep
         # the kept rows in bucket order, each column gathered once; a bucket is a slice
@@ -599,7 +601,7 @@ def _select_and_aggregate(part: pd.DataFrame, apart: dict[str, str], request: Co
     h = unit_hash_by_codes(part[UNIT_ID_COLUMN], dense, key)
     pair = pair_priorities(h.view(np.int64), codes, key_words, salt)
     keep = select_by_priority(dense, codes, pair, _drawing_for(carried, seed),
-                              request.max_groups, request.max_rows)
+                              request.max_groups, request.max_rows, request.max_total)
     # the columns the aggregation reads, of the kept rows only (the carried priorities and
     # group codes are done; so are the ids, unless the pandas backend reads them next)
     done = [GROUP_COLUMN, ROW_PRIORITY_COLUMN, *(() if _general(request) else (UNIT_ID_COLUMN,))]

@@ -157,17 +157,22 @@ class PrivacyTable(_Table):
     """``[privacy]``: the privacy unit and its contribution bounds."""
 
     unit: _Text | None = None
-    max_rows_per_unit: _Count | None = None
-    max_groups_per_unit: _Count | None = None  # default 1, with a unit
+    max_rows_per_unit: _Count | None = None    # T: a unit's rows in the whole release
+    max_groups_per_unit: _Count | None = None  # k (default: T, or 1 without T)
+    max_rows_per_group: _Count | None = None   # R: a unit's rows in one group
 
     @model_validator(mode="after")
     def _bounded(self) -> PrivacyTable:
-        if self.unit is not None and self.max_rows_per_unit is None:
-            raise ValueError("unit needs max_rows_per_unit (a contribution bound)")
+        if (self.unit is not None and self.max_rows_per_unit is None
+                and self.max_rows_per_group is None):
+            raise ValueError("unit needs max_rows_per_unit or max_rows_per_group (a "
+                             "contribution bound)")
         if self.unit is None and (self.max_rows_per_unit is not None
-                                  or self.max_groups_per_unit is not None):
-            raise ValueError("max_rows_per_unit and max_groups_per_unit bound the rows of a "
-                             "unit: they need unit (each row is its own unit otherwise)")
+                                  or self.max_groups_per_unit is not None
+                                  or self.max_rows_per_group is not None):
+            raise ValueError("max_rows_per_unit, max_groups_per_unit and max_rows_per_group "
+                             "bound the rows of a unit: they need unit (each row is its own "
+                             "unit otherwise)")
         return self
 
 

@@ -87,6 +87,7 @@ class ReleaseSpec:
     privacy_unit: str | None
     max_rows_per_unit: int | None
     max_groups_per_unit: int | None
+    max_rows_per_group: int | None
     bounds: dict[str, tuple[float, float]]
     keys: dict[str, list[object]]
     output_dir: str
@@ -127,7 +128,8 @@ class ReleaseSpec:
         """The declarations of the private frame the queries run on (as for ``df.dp``)."""
         return {"bounds": self.bounds, "keys": self.keys, "privacy_unit": self.privacy_unit,
                 "max_rows_per_unit": self.max_rows_per_unit,
-                "max_groups_per_unit": self.max_groups_per_unit}
+                "max_groups_per_unit": self.max_groups_per_unit,
+                "max_rows_per_group": self.max_rows_per_group}
 
 
 def load_spec(path: str | os.PathLike[str]) -> ReleaseSpec:
@@ -196,7 +198,8 @@ def parse_spec(raw: Mapping[str, Any], path: Path) -> ReleaseSpec:
         csv_types=dict(inp.types), delimiter=inp.delimiter, partitions=inp.partitions,
         partition_rows=inp.partition_rows, spill_dir=resolve(inp.spill_dir),
         privacy_unit=m.privacy.unit, max_rows_per_unit=m.privacy.max_rows_per_unit,
-        max_groups_per_unit=m.privacy.max_groups_per_unit, bounds=dict(m.bounds),
+        max_groups_per_unit=m.privacy.max_groups_per_unit,
+        max_rows_per_group=m.privacy.max_rows_per_group, bounds=dict(m.bounds),
         keys={k: list(v) for k, v in m.keys.items()}, output_dir=m.output.dir,
         output_format=m.output.format,
         queries=[_query_spec(q, i) for i, q in enumerate(m.query)])

@@ -111,14 +111,19 @@ def square_request(column: str, lo: Fraction, hi: Fraction) -> AggregateRequest:
                             ilo, ihi, center=float(mid))
 
 
+#: ``max_groups`` of a request with no group step (no k declared, or k >= T).
+NO_GROUP_LIMIT = 1 << 62
+
+
 @dataclass(frozen=True)
 class ComputeRequest:
     """Everything a backend needs to compute a release's exact aggregates, and nothing else.
 
     ``by`` and ``keys`` (public keys, when ``private_keys`` is false) give the groups;
-    ``privacy_unit`` with ``max_rows`` / ``max_groups`` the contribution bounds a backend
-    enforces (:func:`dpframe.core.transform.bound_contributions`); ``sample_rate`` Poisson
-    sampling of units; ``unit_counts``: whether key selection needs distinct units per group.
+    ``privacy_unit`` with ``max_rows`` (per group) / ``max_groups`` / ``max_total`` the
+    contribution bounds a backend enforces (:func:`dpframe.core.transform.bound_contributions`);
+    ``sample_rate`` Poisson sampling of units; ``unit_counts``: whether key selection needs
+    distinct units per group.
     """
 
     requests: tuple[AggregateRequest, ...]
@@ -130,6 +135,15 @@ class ComputeRequest:
     max_groups: int = 1
     sample_rate: Fraction | None = None
     unit_counts: bool = False
+    #: T: a unit's rows over every group, when that step binds (None: it cannot)
+    max_total: int | None = None
+
+    @property
+    def preselect_total(self) -> int | None:
+        """The total bound a block may apply when pre-selecting: T without a group step (the
+        per-group and total steps compose over unions of blocks), else None (with a group
+        step a block may keep groups the union drops, so T is applied once, at the end)."""
+        return self.max_total if self.max_groups >= NO_GROUP_LIMIT else None
 
     @property
     def columns(self) -> list[str]:

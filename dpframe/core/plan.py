@@ -29,14 +29,14 @@ from functools import cached_property
 from ..errors import ValidationError
 from .accounting import PrivacyCost, poisson_subsampling, round_up, zcdp_to_approx_dp
 from .aggregates import aggregate
-from .compute import AggregateRequest, ComputeRequest
+from .compute import NO_GROUP_LIMIT, AggregateRequest, ComputeRequest
 from .gaussian import analytic_mu, delta_float, discrete_epsilon, satisfies
 from .measure import MeasurePlan, PlanContext
 from .mechanisms import NoiseSpec, gaussian_parts, noise_spec, rho_for
 from .memo import RecentCache
 from .query import Measure, Query
 from .selection import SelectionPlan, stability_threshold, truncated_geometric_table
-from .sensitivity import Contribution, Relation, key_selection_sensitivity
+from .sensitivity import Contribution, Relation, contribution, key_selection_sensitivity
 from .values import ColumnKind
 
 
@@ -65,10 +65,11 @@ class ReleasePlan:
     def compute(self) -> ComputeRequest:
         """The data-only request a backend receives (no noise, no budget)."""
         q = self.query
+        rows, groups, total = enforced_bounds(q, self.contribution)
         return ComputeRequest(tuple(self.requests), q.by, q.keys, q.private_keys,
-                              q.privacy_unit, self.contribution.rows, self.contribution.groups,
-                              q.sample_rate,
-                              self.selection is not None and not self.selection.released_count)
+                              q.privacy_unit, rows, groups, q.sample_rate,
+                              self.selection is not None and not self.selection.released_count,
+                              total)
 
     @property
     def mechanism(self) -> str:
@@ -82,8 +83,9 @@ class ReleasePlan:
             "charge_epsilon": float(self.cost.epsilon), "charge_delta": float(self.cost.delta),
             "privacy_unit": self.query.privacy_unit,
             "sample_rate": float(self.query.sample_rate) if self.query.sample_rate else None,
-            "max_rows_per_unit": self.contribution.rows,
+            "max_rows_per_unit": self.contribution.cap,
             "max_groups_per_unit": self.contribution.groups,
+            "max_rows_per_group": self.contribution.rows,
             "measures": [aggregate(mp.measure.op).describe(mp, level)
                          for mp in self.measures],
             "key_selection": self.selection.describe() if self.selection else None,
@@ -182,10 +184,25 @@ def plan_release(query: Query, relation: Relation,
 
 def _contribution(query: Query) -> Contribution:
     """How many rows, in how many groups, one privacy unit may contribute (1 and 1 when each
-    row is its own unit; ungrouped releases have one group)."""
+    row is its own unit; ungrouped releases have one group): :func:`contribution`."""
     if not query.privacy_unit:
         return Contribution(1, 1)
-    return Contribution(query.max_rows_per_unit, query.max_groups_per_unit if query.by else 1)
+    return contribution(*query.contribution_bounds, grouped=bool(query.by))
+
+
+def enforced_bounds(query: Query, c: Contribution) -> tuple[int, int, int | None]:
+    """The bounds a backend enforces, (rows per group, groups, total rows or None), for the
+    normalized ``c``: a group step unless T implies it (k >= T, or k not declared
+    with T declared), a total step only when T binds (T < k * R). Leaving a step out that
+    cannot bind changes no distribution; leaving the group step out lets blocks pre-select by
+    T too (:func:`~dpframe.core.transform.select_by_priority`)."""
+    if not query.privacy_unit or not query.by:
+        return c.rows, c.groups, None
+    t = query.max_rows_per_unit
+    groups = c.groups if t is None or c.groups < t else NO_GROUP_LIMIT
+    binds = groups >= NO_GROUP_LIMIT or c.cap < groups * c.rows
+    total = c.cap if t is not None and binds else None
+    return c.rows, groups, total
 
 
 def _cost(query: Query, relation: Relation, rho: Fraction | None) -> PrivacyCost:

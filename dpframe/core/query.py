@@ -37,6 +37,11 @@ MAX_CI = 1 - 1e-12
 MAX_CELLS = 1 << 25
 
 
+def _bound_ok(b: object) -> bool:
+    """A contribution bound: not declared (None), or an integer >= 1 (not a bool)."""
+    return b is None or (isinstance(b, int) and not isinstance(b, bool) and b >= 1)
+
+
 def _is_level(ci: object) -> bool:
     """None (no interval) or an interval level in (0, MAX_CI]."""
     return ci is None or (not isinstance(ci, bool) and isinstance(ci, numbers.Real | Decimal)
@@ -76,8 +81,9 @@ class Query:
     keys: Mapping[str, tuple[object, ...]] = field(default_factory=dict)
     private_keys: bool = False
     privacy_unit: str | None = None
-    max_rows_per_unit: int = 1
-    max_groups_per_unit: int = 1
+    max_rows_per_unit: int | None = None     # T: a unit's rows in the whole release
+    max_groups_per_unit: int | None = None   # k: a unit's groups
+    max_rows_per_group: int | None = None    # R: a unit's rows in one group
     mechanism: MechanismName | None = None
     ci: float | None = None
     selection_share: Fraction = Fraction(1, 2)
@@ -119,14 +125,25 @@ class Query:
              "keys='private' needs delta > 0 (key selection is (eps, delta)-DP)"),
             (not _is_level(self.ci),
              "ci must be a level in (0, 1), e.g. 0.95 (at most 1 - 1e-12)"),
-            (self.max_rows_per_unit < 1 or self.max_groups_per_unit < 1,
-             "max_rows_per_unit and max_groups_per_unit must be >= 1"),
+            (any(not _bound_ok(b) for b in self.contribution_bounds),
+             "max_rows_per_unit, max_groups_per_unit and max_rows_per_group must be "
+             "integers >= 1"),
+            (self.privacy_unit is not None and self.max_rows_per_unit is None
+             and self.max_rows_per_group is None,
+             "privacy_unit needs max_rows_per_unit or max_rows_per_group (a contribution "
+             "bound)"),
             (not (0 < self.selection_share < 1), "selection_share must be in (0, 1)"),
             (len(set(self.by)) != len(self.by),
              "a column is grouped by twice: name each grouping column once"),
         ):
             if failed:
                 raise ValidationError(message)
+
+    @property
+    def contribution_bounds(self) -> tuple[int | None, int | None, int | None]:
+        """The declared (T, k, R): ``max_rows_per_unit``, ``max_groups_per_unit``,
+        ``max_rows_per_group``."""
+        return self.max_rows_per_unit, self.max_groups_per_unit, self.max_rows_per_group
 
     def _check_public_keys(self, col: str, kind: ColumnKind) -> None:
         """Declared keys of a grouping column: present, not empty, of the column's kind."""

@@ -1,11 +1,20 @@
 """Sensitivities per query, neighbouring relation and contribution bound (PRIVACY.md table).
 
-A privacy unit contributes at most ``rows`` rows to each group and to at most ``groups`` groups
-(ungrouped queries have one group). Under ``add_remove`` a neighbour adds or removes one unit's
-rows; under ``change_one`` it replaces them, so a unit can leave ``groups`` groups and join as
-many others. Each function returns the L1, L2 and L-infinity sensitivities and ``changed``, the
-number of output coordinates a neighbour can move (used for the rounding slack of granular
-noise). Nothing here is hard-coded per relation: every value follows from the two moves.
+A privacy unit contributes at most ``rows`` rows (R) to each group, to at most ``groups``
+groups (k), and at most ``total`` rows (T) to the whole release (ungrouped queries have one
+group). :func:`contribution` normalizes the declared bounds so that R <= T, k <= T and
+T <= k * R. Under ``add_remove`` a neighbour adds or removes one unit's rows; under
+``change_one`` it replaces them, so a unit can leave ``groups`` groups and join as many others.
+
+With T, per-group contributions a_g (rows of the unit in group g) satisfy a_g <= R,
+sum a_g <= T and at most k of them are nonzero, so ``sum a_g`` is at most T (L1) and
+``sum a_g**2`` at most q * R**2 + r**2 with T = q * R + r (fill groups with R rows each: the
+sum of squares of numbers in [0, R] with a fixed sum is largest when they are extreme), which
+is <= min(T, sqrt(k) * R)**2: the L2 bound of PRIVACY.md, sharpened.
+
+Each function returns the L1, L2 and L-infinity sensitivities and ``changed``, the number of
+output coordinates a neighbour can move (used for the rounding slack of granular noise).
+Nothing here is hard-coded per relation: every value follows from the two moves.
 """
 
 from __future__ import annotations
@@ -21,10 +30,55 @@ RELATIONS: tuple[Relation, ...] = ("add_remove", "change_one")
 
 @dataclass(frozen=True)
 class Contribution:
-    """Contribution bounds of one privacy unit (1, 1 at row level)."""
+    """Contribution bounds of one privacy unit (1, 1 at row level): ``rows`` per group (R),
+    ``groups`` (k) and ``total`` rows in the whole release (T; None: ``rows * groups``).
+    Built normalized by :func:`contribution`."""
 
     rows: int = 1
     groups: int = 1
+    total: int | None = None
+
+    @property
+    def cap(self) -> int:
+        """T: the most rows one unit contributes to the release, ``min(T, k * R)``."""
+        kr = self.rows * self.groups
+        return kr if self.total is None else min(self.total, kr)
+
+    @property
+    def square_rows(self) -> Fraction:
+        """The largest ``sum a_g**2`` over per-group row counts 0 <= a_g <= R, at most k of
+        them nonzero, summing to at most T: q * R**2 + r**2 for T = q * R + r (module doc)."""
+        q, r = divmod(self.cap, self.rows)
+        return Fraction(q * self.rows * self.rows + r * r)
+
+
+def contribution(total: int | None, groups: int | None, rows: int | None,
+                 grouped: bool) -> Contribution:
+    """The normalized bounds of declared ``max_rows_per_unit`` (T), ``max_groups_per_unit``
+    (k) and ``max_rows_per_group`` (R), any of them None (not declared; T or R is always
+    declared: validation). Ungrouped releases have one group: min(T, R) rows. Grouped: R
+    defaults to T; k to T when T is declared (a unit with T rows is in at most T groups), else
+    to 1 (the default before T existed); then R <= T, k <= T and T <= k * R."""
+    declared = [b for b in (total, rows) if b is not None]
+    if not declared:
+        raise ValueError("a privacy unit needs max_rows_per_unit or max_rows_per_group")
+    if not grouped:
+        r = min(declared)
+        return Contribution(r, 1, r)
+    r = min(declared)
+    k = groups if groups is not None else (total if total is not None else 1)
+    if total is not None:
+        k = min(k, total)
+    t = k * r if total is None else min(total, k * r)
+    return Contribution(r, k, t)
+
+
+def _l2_rows(c: Contribution) -> Fraction:
+    """sqrt(max sum a_g**2) rounded up: ``sqrt(k) * R`` exactly as before when T = k * R."""
+    q, rem = divmod(c.cap, c.rows)
+    if rem == 0:
+        return _sqrt_up(Fraction(q)) * c.rows
+    return _sqrt_up(c.square_rows)
 
 
 @dataclass(frozen=True)
@@ -53,8 +107,15 @@ def count_sensitivity(relation: Relation, c: Contribution, grouped: bool) -> Sen
     r = Fraction(c.rows)
     if not grouped:
         return Sensitivity(r, r, r, 1)
-    k = c.groups if relation == "add_remove" else 2 * c.groups
-    return Sensitivity(k * r, _sqrt_up(Fraction(k)) * r, r, k)
+    t = Fraction(c.cap)
+    if relation == "add_remove":  # per-group changes a_g (module doc)
+        return Sensitivity(t, _l2_rows(c), r, c.groups)
+    # replace: a group moves by |b_g - a_g| <= max(a_g, b_g); sum |b_g - a_g| <= sum a_g +
+    # sum b_g <= 2T, and (b_g - a_g)**2 <= a_g**2 + b_g**2, so L2**2 <= 2 * (q R**2 + r**2)
+    q, rem = divmod(c.cap, c.rows)
+    l2 = (_sqrt_up(Fraction(2 * q)) * r if rem == 0
+          else _sqrt_up(2 * c.square_rows))
+    return Sensitivity(2 * t, l2, r, 2 * c.groups)
 
 
 def sum_sensitivity(relation: Relation, lo: Fraction, hi: Fraction, c: Contribution,
@@ -74,12 +135,20 @@ def sum_sensitivity(relation: Relation, lo: Fraction, hi: Fraction, c: Contribut
         total = r * m if relation == "add_remove" else r * max(width, m)
         return Sensitivity(total, total, total, 1)
     k = c.groups
-    if relation == "add_remove":
-        return Sensitivity(k * r * m, _sqrt_up(Fraction(k)) * r * m, r * m, k)
-    # replace: the unit either stays in a group (moves it by <= width) or leaves one group and
-    # joins another (moves two coordinates by <= M each)
-    l1 = k * r * max(width, 2 * m)
-    l2 = r * _sqrt_up(k * max(width * width, 2 * m * m))
+    t = Fraction(c.cap)
+    if relation == "add_remove":  # a_g rows of at most M each per group (module doc)
+        return Sensitivity(t * m, _l2_rows(c) * m, r * m, k)
+    # replace: a group holding a_g old and b_g new rows moves by at most
+    # min(a_g, b_g) * width + |a_g - b_g| * M <= (a_g + b_g) * c, c = max(width / 2, M)
+    # (pair min(a, b) old rows with new ones: width each; the rest M each). Summed: L1 <=
+    # (sum a_g + sum b_g) * c <= 2T * c = T * max(width, 2M). Squared: s_g = a_g + b_g <= 2R
+    # summing to <= 2T gives sum s_g**2 <= 4 (q R**2 + r**2), L2 <= max(width, 2M) *
+    # sqrt(q R**2 + r**2). Without T (k groups of R rows each side): the unit either stays
+    # in a group (moves it by <= R * width) or leaves one group and joins another (two
+    # coordinates, R * M each): L2 <= R * sqrt(k * max(width**2, 2 M**2)). Both hold: the min.
+    l1 = t * max(width, 2 * m)
+    l2_k = r * _sqrt_up(k * max(width * width, 2 * m * m))
+    l2 = min(l2_k, max(width, 2 * m) * _l2_rows(c))
     return Sensitivity(l1, l2, r * max(width, m), 2 * k)
 
 
@@ -100,6 +169,17 @@ def quantile_utility_sensitivity(relation: Relation, q: Fraction, c: Contributio
     qn = q.numerator
     per = max(qn, d - qn) if relation == "add_remove" else d
     return per * c.rows
+
+
+def quantile_group_share(relation: Relation, c: Contribution) -> Fraction:
+    """The share of epsilon each group's exponential mechanism gets in a grouped quantile,
+    whose utility sensitivity is per-row * R (:func:`quantile_utility_sensitivity`). A unit
+    with a_g rows in group g costs that group ``eps_g * a_g / R`` (add_remove); summed over
+    groups, ``eps_g * T / R`` with T = min(T, k R): so ``eps_g = eps * R / T``, which is
+    ``eps / k`` when T = k R. Under change_one a group's utility moves by at most d * (a_g +
+    b_g) for a_g rows out and b_g in, 2T in all: ``eps * R / (2T)``."""
+    share = Fraction(c.rows, c.cap)
+    return share if relation == "add_remove" else share / 2
 
 
 def groups_affected(relation: Relation, c: Contribution) -> int:

@@ -188,15 +188,25 @@ _UMAX = np.uint64(np.iinfo(np.uint64).max)
 
 
 def _select_rows(key: I64, rows: npt.NDArray[np.intp], max_rows: int,
-                 gen: np.random.Generator) -> npt.NDArray[np.intp]:
+                 gen: np.random.Generator, units: I64 | None = None,
+                 max_total: int | None = None) -> npt.NDArray[np.intp]:
     """Among ``rows``, whose pair keys are ``key``, keep at most ``max_rows`` per pair, a
-    uniform random subset."""
+    uniform random subset; with ``max_total``, then at most ``max_total`` per unit
+    (``units``, one per row) among those. Both steps rank the rows by one uniform random
+    order (a permutation): the law of :func:`select_drawing`'s uniform row priorities."""
     if rows.size == 0:
         return rows
+    perm = gen.permutation(rows.size)
     _, dense = np.unique(key, return_inverse=True)
-    order = np.argsort(dense.astype(np.int64) * rows.size + gen.permutation(rows.size))
+    order = np.argsort(dense.astype(np.int64) * rows.size + perm)
     rank = _rank_in_runs(dense[order].astype(np.int64))
-    return rows[order[rank < max_rows]]
+    kept = order[rank < max_rows]
+    if max_total is None or units is None:
+        return rows[kept]
+    _, unit_of = np.unique(units[kept], return_inverse=True)
+    by_unit = np.argsort(unit_of.astype(np.int64) * rows.size + perm[kept])
+    rank = _rank_in_runs(unit_of[by_unit].astype(np.int64))
+    return rows[kept[by_unit[rank < max_total]]]
 
 
 #: A pair's order: the top 24 bits of its keyed priority, then its group. Every layout of the
@@ -444,7 +454,7 @@ class Selection(NamedTuple):
 def select_by_priority(units: I64, groups: I64,
                        pair_priority: npt.NDArray[np.uint64] | KeyedPairs,
                        row_priority: npt.NDArray[np.uint64] | DrawPriorities, max_groups: int,
-                       max_rows: int) -> Bools:
+                       max_rows: int, max_total: int | None = None) -> Bools:
     """Contribution bounding by carried priorities: each unit keeps its ``max_groups`` pairs
     (its rows of one group) of least order key (:func:`pair_keys`: the top 24 bits of
     ``pair_priority``, then the group), and in each its ``max_rows`` rows of smallest
@@ -476,18 +486,27 @@ def select_by_priority(units: I64, groups: I64,
     in block B, ``max_rows`` 10, must keep B's row with probability 10/21; fresh draws for
     the 11 rows that meet would keep it with probability 10/11 (A's 10 survivors are the
     least of 20 draws, not 10 fresh ones).
+
+    ``max_total`` (T): then each unit keeps, among the rows left, its ``max_total`` rows of
+    smallest row priority (the same priorities: rank a unit's rows once, keep per pair the
+    first R, then the first T of those). The per-pair and total steps compose over unions of
+    blocks (a row's rank among its unit's survivors in its block is no larger: a pair's
+    survivors below it in the block are survivors below it in the union, or the pair has R
+    survivors below it in the union), but the group step does not with T (a block may keep a
+    group the union drops, whose rows then push a row out): blocks pre-select by T only when
+    there is no group step (:attr:`~dpframe.core.compute.ComputeRequest.preselect_total`).
     """
     return select_drawing(units, groups, pair_priority, row_priority, max_groups,
-                          max_rows).keep
+                          max_rows, max_total).keep
 
 
 def select_drawing(units: I64, groups: I64,
                    pair_priority: npt.NDArray[np.uint64] | KeyedPairs,
                    row_priority: npt.NDArray[np.uint64] | DrawPriorities, max_groups: int,
-                   max_rows: int) -> Selection:
+                   max_rows: int, max_total: int | None = None) -> Selection:
     """:func:`select_by_priority`, with the row priorities it read: a callable
     ``row_priority`` is called once, with the rows of :attr:`Selection.examined` (never when
-    no pair holds more than ``max_rows`` rows)."""
+    no pair holds more than ``max_rows`` rows and no unit more than ``max_total``)."""
     n = units.size
     none = np.zeros(0, dtype=np.intp)
     if n == 0:
@@ -498,19 +517,23 @@ def select_drawing(units: I64, groups: I64,
     # with no more rows than groups kept keeps them all, so the choice may be skipped
     if n > nu * max_groups or bool((np.bincount(units, minlength=nu) > max_groups).any()):
         keep = _smallest_pairs(units, pair_priority, groups, nu, max_groups)
-    if max_rows >= n:  # no pair can hold more rows than the bound
+    if max_rows >= n and (max_total is None or max_total >= n):  # no bound can bind
         return Selection(keep, none, np.zeros(0, dtype=np.uint64))
     width = int(groups.max()) + 1  # pair ids: unit * width + group
     kept = np.flatnonzero(keep)
+    kept_units = units[kept]
     if max_groups == 1:  # one pair left per unit: its size is the unit's kept rows (no sort)
-        kept_units = units[kept]
         sizes = np.bincount(kept_units, minlength=nu)
         heavy = (kept[sizes[kept_units] > max_rows] if int(sizes.max()) > max_rows
                  else kept[:0])  # no pair past the bound: no per-row look-up
     else:
-        pairs = units[kept].astype(np.int64) * width + groups[kept]
+        pairs = kept_units.astype(np.int64) * width + groups[kept]
         _, dense, sizes = np.unique(pairs, return_inverse=True, return_counts=True)
         heavy = kept[sizes[dense] > max_rows]
+    if max_total is not None:  # and every row of a unit holding more than T rows
+        per_unit = np.bincount(kept_units, minlength=nu)
+        if int(per_unit.max()) > max_total:
+            heavy = np.union1d(heavy, kept[per_unit[kept_units] > max_total])
     if not heavy.size:  # no priority read (none drawn)
         return Selection(keep, none, np.zeros(0, dtype=np.uint64))
     priority = (np.asarray(row_priority[heavy], dtype=np.uint64)
@@ -519,6 +542,12 @@ def select_drawing(units: I64, groups: I64,
     order = np.lexsort((priority, pairs))
     rank = _rank_in_runs(pairs[order])
     keep[heavy[order[rank >= max_rows]]] = False
+    if max_total is not None:  # the first T of a unit's rows left, by the same priorities
+        left = order[rank < max_rows]
+        left_units = units[heavy[left]].astype(np.int64)
+        by_unit = np.lexsort((priority[left], left_units))
+        rank = _rank_in_runs(left_units[by_unit])
+        keep[heavy[left[by_unit[rank >= max_total]]]] = False
     return Selection(keep, heavy, priority)
 
 
@@ -529,7 +558,7 @@ CHOOSE_WITHOUT_COUNT = 2
 
 
 def bound_contributions(units: I64, groups: I64 | None, max_rows: int, max_groups: int,
-                        gen: np.random.Generator) -> Bools:
+                        gen: np.random.Generator, max_total: int | None = None) -> Bools:
     """Mask keeping at most ``max_groups`` groups per unit and ``max_rows`` rows per
     (unit, group), chosen at random (never by row order).
 
@@ -541,12 +570,18 @@ def bound_contributions(units: I64, groups: I64 | None, max_rows: int, max_group
     transformation is stable. Vectorized and O(n) except where a bound binds: only units with
     more than ``max_groups`` rows enter the group step, and only units with more than
     ``max_rows`` kept rows are sorted.
+
+    ``max_total`` (T): then at most T rows per unit over every group, the first T of its rows
+    left by the random order that chose the rows in each pair (:func:`_select_rows`; the law
+    of :func:`select_by_priority`'s). The selection of a unit still depends only on its own
+    rows and fresh randomness.
     """
-    return _bound(units, groups, max_rows, max_groups, gen)[0]
+    return _bound(units, groups, max_rows, max_groups, gen, max_total)[0]
 
 
 def _bound(units: I64, groups: I64 | None, max_rows: int, max_groups: int,
-           gen: np.random.Generator) -> tuple[Bools, npt.NDArray[np.intp] | None]:
+           gen: np.random.Generator, max_total: int | None = None
+           ) -> tuple[Bools, npt.NDArray[np.intp] | None]:
     """:func:`bound_contributions`: its mask, and the kept rows' indices when it listed them
     on the way (None: not listed), so that the caller need not list them again."""
     n = units.size
@@ -562,6 +597,7 @@ def _bound(units: I64, groups: I64 | None, max_rows: int, max_groups: int,
             keep &= groups >= 0
     nu = int(units.max()) + 2  # one spare code for dropped rows
     u = units if all_valid else np.where(keep, units, nu - 1)
+    limit = max_rows if max_total is None else min(max_rows, max_total)
     choose = code_range is not None and max_groups < code_range[1] + 1
     if choose and n >= CHOOSE_WITHOUT_COUNT * nu * max_groups:
         # many more rows than units can keep pairs: choose among every unit's
@@ -586,7 +622,7 @@ def _bound(units: I64, groups: I64 | None, max_rows: int, max_groups: int,
                 idx = np.flatnonzero(busy_unit[u])
                 keep[idx[~_choose_groups(u[idx], groups[idx], nu, max_groups, gen,
                                          code_range)]] = False
-        if int(per_unit.max(initial=0)) <= max_rows:  # no unit has more rows than the bound
+        if int(per_unit.max(initial=0)) <= limit:  # no unit has more rows than the bounds
             return keep, None
     # rows per (unit, group): with groups, pairs are identified by (unit, group)
     # few rows kept (one group of many): only those are read; else one pass over all rows
@@ -598,7 +634,7 @@ def _bound(units: I64, groups: I64 | None, max_rows: int, max_groups: int,
     else:  # dropped rows counted in the spare last unit, never heavy
         kept_u = np.where(keep, u, nu - 1)
     per_unit = np.bincount(kept_u, minlength=nu)
-    heavy_unit = per_unit > max_rows
+    heavy_unit = per_unit > limit
     heavy_unit[nu - 1] = False
     if not heavy_unit.any():
         return keep, few
@@ -607,7 +643,7 @@ def _bound(units: I64, groups: I64 | None, max_rows: int, max_groups: int,
     ng = code_range[1] + 1 if code_range is not None else 1
     # the pair of each heavy row only (not of every row: a pass and an array per row)
     pairs = units[idx] if groups is None else units[idx].astype(np.int64) * ng + groups[idx]
-    kept = _select_rows(pairs, idx, max_rows, gen)
+    kept = _select_rows(pairs, idx, max_rows, gen, units[idx], max_total)
     keep[idx] = False
     keep[kept] = True
     return keep, None
@@ -847,7 +883,7 @@ def _bounded_rows(request: ComputeRequest, group_codes: I64, unit_codes: I64 | N
         return bucket_codes(group_codes, ng), None
     assert unit_codes is not None
     mask, rows = _bound(unit_codes, group_codes if request.by else None, request.max_rows,
-                        request.max_groups, gen)
+                        request.max_groups, gen, request.max_total if request.by else None)
     if rows is None:
         if np.count_nonzero(mask) * 2 > mask.size:
             return bucket_codes(group_codes, ng, mask), None

@@ -110,9 +110,12 @@ def frame_html(declared: Mapping[str, Any], max_keys: int = 8) -> str:
             for col, kind in declared["columns"].items()]
     head = "".join(f"<th>{h}</th>" for h in ("column", "kind", "bounds", "public keys", ""))
     unit = declared["privacy_unit"]
+    declared_bounds = [f"{n} {what}" for n, what in (
+        (declared.get("max_rows_per_unit"), "rows"),
+        (declared.get("max_groups_per_unit"), "groups"),
+        (declared.get("max_rows_per_group"), "rows per group")) if n is not None]
     protects = "each row" if unit is None else (
-        f"<code>{escape(str(unit))}</code>: at most {declared['max_rows_per_unit']} rows and "
-        f"{declared['max_groups_per_unit']} groups per unit")
+        f"<code>{escape(str(unit))}</code>: at most {', '.join(declared_bounds)} per unit")
     rate = declared.get("sample_rate")
     sample = "" if rate is None else f" · Poisson sample at rate {_num(rate, 4)}"
     return (f'<div style="{_STYLE}"><b>PrivateFrame</b> <small>protects {protects}{sample}'

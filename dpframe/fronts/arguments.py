@@ -126,26 +126,31 @@ def positive_int(value: object) -> bool:
 
 
 def check_unit(schema: Mapping[str, object], privacy_unit: object, max_rows: object,
-                max_groups: object) -> None:
+                max_groups: object, max_rows_per_group: object = None) -> None:
     """The privacy unit and its contribution bounds (public declarations)."""
     if privacy_unit is not None and not isinstance(privacy_unit, str):
         raise ValidationError("privacy_unit must be a column name (a string)")
     if privacy_unit is not None and privacy_unit not in schema:
         raise ValidationError(f"unknown privacy_unit column {privacy_unit!r}")
-    _check_contribution(privacy_unit, max_rows, max_groups)
+    _check_contribution(privacy_unit, max_rows, max_groups, max_rows_per_group)
 
 
-def _check_contribution(privacy_unit: object, max_rows: object, max_groups: object) -> None:
-    """Contribution bounds: positive integers, and only (and always) with a privacy unit."""
-    for name, val in (("max_rows_per_unit", max_rows), ("max_groups_per_unit", max_groups)):
+def _check_contribution(privacy_unit: object, max_rows: object, max_groups: object,
+                        per_group: object) -> None:
+    """Contribution bounds: positive integers, and only with a privacy unit, which needs a
+    bound on its rows: ``max_rows_per_unit`` (T, in the whole release) or
+    ``max_rows_per_group`` (R, in one group)."""
+    for name, val in (("max_rows_per_unit", max_rows), ("max_groups_per_unit", max_groups),
+                      ("max_rows_per_group", per_group)):
         if val is not None and not positive_int(val):
             raise ValidationError(f"{name} must be a positive integer")
-    if privacy_unit is not None and max_rows is None:
-        raise ValidationError("privacy_unit needs max_rows_per_unit (a contribution bound)")
-    if privacy_unit is None and (max_rows is not None or max_groups is not None):
-        raise ValidationError("max_rows_per_unit and max_groups_per_unit bound a privacy "
-                              "unit's rows: pass privacy_unit= too (each row is its own unit "
-                              "otherwise)")
+    if privacy_unit is not None and max_rows is None and per_group is None:
+        raise ValidationError("privacy_unit needs max_rows_per_unit (rows of a unit in the "
+                              "whole release) or max_rows_per_group (a contribution bound)")
+    if privacy_unit is None and any(v is not None for v in (max_rows, max_groups, per_group)):
+        raise ValidationError("max_rows_per_unit, max_groups_per_unit and max_rows_per_group "
+                              "bound a privacy unit's rows: pass privacy_unit= too (each row "
+                              "is its own unit otherwise)")
 
 
 def check_accuracy_args(epsilon: object, accuracy: object, n_measures: int,

@@ -33,9 +33,9 @@ def private_frame(ddf: dd.DataFrame, session: Session | None = None, *,
     """A :class:`PrivateFrame` over a Dask DataFrame (what ``ddf.dp(...)`` returns).
 
     ``options`` are the pandas accessor's (bounds, keys, schema, privacy_unit,
-    max_rows_per_unit, max_groups_per_unit); ``split_every`` is the merge tree's fan-in;
-    ``shuffle_method`` is accepted and has no effect (deprecated: dpframe exchanges a unit's
-    rows itself).
+    max_rows_per_unit, max_groups_per_unit, max_rows_per_group); ``split_every`` is the merge
+    tree's fan-in; ``shuffle_method`` is accepted and has no effect (deprecated: dpframe
+    exchanges a unit's rows itself).
     """
     backend = DaskBackend(ddf, split_every=split_every, shuffle_method=shuffle_method)
     return PrivateFrame(backend, session, **options)

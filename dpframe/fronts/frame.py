@@ -92,6 +92,7 @@ class PrivateFrame:
         privacy_unit: str | None = None,
         max_rows_per_unit: int | None = None,
         max_groups_per_unit: int | None = None,
+        max_rows_per_group: int | None = None,
         strict: bool = True,
     ) -> None:
         from ..engine.session import Session
@@ -107,10 +108,12 @@ class PrivateFrame:
         b, k = declarations(bounds, keys, schema)
         self._bounds = b
         self._keys = normalise_keys(k)  # checks the key lists (a string is not a key list)
-        check_unit(backend.schema(), privacy_unit, max_rows_per_unit, max_groups_per_unit)
+        check_unit(backend.schema(), privacy_unit, max_rows_per_unit, max_groups_per_unit,
+                   max_rows_per_group)
         self._unit = privacy_unit
-        self._max_rows = int(max_rows_per_unit or 1)
-        self._max_groups = int(max_groups_per_unit or 1)
+        # T, k, R as declared (None: not declared; sensitivity.contribution normalizes them)
+        self._bounds_tkr = tuple(None if b is None else int(b) for b in (
+            max_rows_per_unit, max_groups_per_unit, max_rows_per_group))
         self._sample_rate: Fraction | None = None
         self._captured: list[Query] | None = None  # set by query(): keep, never run
 
@@ -136,8 +139,9 @@ class PrivateFrame:
             "bounds": dict(self._bounds),
             "keys": {k: list(v) if isinstance(v, tuple) else v for k, v in self._keys.items()},
             "privacy_unit": self._unit,
-            "max_rows_per_unit": self._max_rows if self._unit is not None else None,
-            "max_groups_per_unit": self._max_groups if self._unit is not None else None,
+            "max_rows_per_unit": self._bounds_tkr[0],
+            "max_groups_per_unit": self._bounds_tkr[1],
+            "max_rows_per_group": self._bounds_tkr[2],
             "sample_rate": None if self._sample_rate is None else float(self._sample_rate),
             "columns": dict(self._backend.schema()),
         }
@@ -146,7 +150,8 @@ class PrivateFrame:
         d = self.declared()
         unit = "rows" if d["privacy_unit"] is None else (
             f"{d['privacy_unit']!r} (max_rows_per_unit={d['max_rows_per_unit']}, "
-            f"max_groups_per_unit={d['max_groups_per_unit']})")
+            f"max_groups_per_unit={d['max_groups_per_unit']}, "
+            f"max_rows_per_group={d['max_rows_per_group']})")
         return (f"PrivateFrame(columns={list(d['columns'])}, bounds={d['bounds']}, "
                 f"keys={sorted(d['keys'])}, privacy_unit={unit})")
 
@@ -187,7 +192,9 @@ class PrivateFrame:
             selection_share, "selection_share", positive=True)
         return Query(tuple(measures), eps, dlt, bounds=self._bounds, by=by, keys=keys,
                      private_keys=private, privacy_unit=self._unit,
-                     max_rows_per_unit=self._max_rows, max_groups_per_unit=self._max_groups,
+                     max_rows_per_unit=self._bounds_tkr[0],
+                     max_groups_per_unit=self._bounds_tkr[1],
+                     max_rows_per_group=self._bounds_tkr[2],
                      mechanism=mech,  # type: ignore[arg-type]
                      ci=ci, selection_share=share, sample_rate=self._sample_rate,
                      description=description)

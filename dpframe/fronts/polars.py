@@ -184,8 +184,9 @@ def private_frame(frame: pl.DataFrame | pl.LazyFrame, session: Session | None = 
     returns).
 
     ``options`` are the pandas accessor's (bounds, keys, schema, privacy_unit,
-    max_rows_per_unit, max_groups_per_unit); ``batch_size``, ``progress``, ``partition_rows``,
-    ``partitions`` and ``spill_dir`` tune the engine as for ``dpf.scan`` (docs/scan.md).
+    max_rows_per_unit, max_groups_per_unit, max_rows_per_group); ``batch_size``,
+    ``progress``, ``partition_rows``, ``partitions`` and ``spill_dir`` tune the engine as for
+    ``dpf.scan`` (docs/scan.md).
     """
     backend = PolarsBackend(frame, batch_size=batch_size, progress=progress,
                             partition_rows=partition_rows, partitions=partitions,

@@ -123,6 +123,11 @@ def test_grouped_histogram_sensitivity_counts_groups() -> None:
     # a unit in k = 3 groups with R = 2 rows each moves 6 cells: L1 sensitivity k * R
     df = pd.DataFrame({"u": [1] * 6, "g": ["a", "b", "c"] * 2, "x": [1.0] * 6})
     priv = df.dp(session(), bounds={"x": (0, 10)}, keys={"g": ["a", "b", "c"]},
-                 privacy_unit="u", max_rows_per_unit=2, max_groups_per_unit=3)
+                 privacy_unit="u", max_rows_per_group=2, max_groups_per_unit=3)
     out = priv.groupby("g").histogram("x", [0, 5, 10], epsilon=1.0)
     assert out.attrs["dp"]["measures"][0]["sensitivity"] == 6.0
+    # a total bound T = 4 caps the cells a unit moves: min(T, k R)
+    capped = df.dp(session(), bounds={"x": (0, 10)}, keys={"g": ["a", "b", "c"]},
+                   privacy_unit="u", max_rows_per_unit=4, max_rows_per_group=2,
+                   max_groups_per_unit=3).groupby("g").histogram("x", [0, 5, 10], epsilon=1.0)
+    assert capped.attrs["dp"]["measures"][0]["sensitivity"] == 4.0

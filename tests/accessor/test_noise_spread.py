@@ -179,7 +179,7 @@ def multi_group_frame() -> pd.DataFrame:
 def test_groupby_count_two_groups_per_unit(relation):
     """max_groups_per_unit = 2: grouped L1 x2."""
     noise = grouped_noise(multi_group_frame(), relation, None, seed=8, privacy_unit="uid",
-                          max_rows_per_unit=1, max_groups_per_unit=2)
+                          max_rows_per_group=1, max_groups_per_unit=2)
     exp = {k: 2 * v for k, v in GROUPED_COUNT_SENS.items()}
     check_spread(noise, EPS, exp[relation], integer=True,
                  wrong=[GROUPED_COUNT_SENS[relation], *wrong(exp, relation)])
@@ -188,7 +188,7 @@ def test_groupby_count_two_groups_per_unit(relation):
 @pytest.mark.parametrize("relation", RELATIONS)
 def test_groupby_sum_two_groups_per_unit(relation):
     noise = grouped_noise(multi_group_frame(), relation, "x", seed=9, privacy_unit="uid",
-                          max_rows_per_unit=1, max_groups_per_unit=2)
+                          max_rows_per_group=1, max_groups_per_unit=2)
     exp = {k: 2 * v for k, v in GROUPED_SUM_SENS.items()}
     check_spread(noise, EPS, exp[relation], integer=False,
                  wrong=[GROUPED_SUM_SENS[relation], *wrong(exp, relation)])
@@ -196,11 +196,11 @@ def test_groupby_sum_two_groups_per_unit(relation):
 
 @pytest.mark.parametrize("relation", RELATIONS)
 def test_groupby_count_rows_and_groups_per_unit(relation):
-    """max_rows_per_unit = 3 and max_groups_per_unit = 2: grouped count L1 x6."""
+    """max_rows_per_group = 3 and max_groups_per_unit = 2: grouped count L1 x6."""
     base = multi_group_frame()
     df = pd.concat([base, base.iloc[::2], base.iloc[::3]], ignore_index=True)  # <= 3 rows/pair
     noise = grouped_noise(df, relation, None, seed=10, privacy_unit="uid",
-                          max_rows_per_unit=3, max_groups_per_unit=2)
+                          max_rows_per_group=3, max_groups_per_unit=2)
     exp = {k: 6 * v for k, v in GROUPED_COUNT_SENS.items()}
     check_spread(noise, EPS, exp[relation], integer=True, wrong=wrong(exp, relation))
 

@@ -62,7 +62,7 @@ def frame() -> pd.DataFrame:
 
 def priv(relation: str, unit: str | None, rows: int, groups: int, bounds: tuple[float, float]):
     s = session(neighbouring=relation)
-    kw = {} if unit is None else {"privacy_unit": unit, "max_rows_per_unit": rows,
+    kw = {} if unit is None else {"privacy_unit": unit, "max_rows_per_group": rows,
                                    "max_groups_per_unit": groups}
     return s, frame().dp(s, bounds={"x": bounds, "n": (-8, 8)},
                          keys={"g": ["a", "b", "c", "d"]}, **kw)

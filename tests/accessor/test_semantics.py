@@ -208,7 +208,7 @@ def test_one_unit_in_many_groups_is_limited_to_k_groups_of_r_rows():
     keys = [f"k{i}" for i in range(10)]
 
     def release(s):
-        return df.dp(s, keys={"g": keys}, privacy_unit="uid", max_rows_per_unit=3,
+        return df.dp(s, keys={"g": keys}, privacy_unit="uid", max_rows_per_group=3,
                      max_groups_per_unit=2).groupby("g").count(epsilon=HUGE)
 
     outs = repeat(40, release, seed=9)

@@ -40,6 +40,7 @@ from .findings import (
     finding_unsigned_dictionary,
     finding_zoneless_time_label,
 )
+from .findings_bounds import finding_rows_per_group, finding_total_across_groups
 from .findings_cli import finding_cli_csv_inferred_types
 from .findings_csvquote import finding_scan_unbalanced_quote
 from .findings_dask2 import (
@@ -127,7 +128,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("groupby count, unit in 3 groups", "one unit in 3 groups, max_groups_per_unit=3",
              multi_group("count", 3, 1), 330_000, 33_000),
     Scenario("groupby sum, unit with 2 rows in 2 groups",
-             "2 rows at U in 2 groups, max_rows_per_unit=2, max_groups_per_unit=2",
+             "2 rows at U in 2 groups, max_rows_per_group=2, max_groups_per_unit=2",
              multi_group("sum", 2, 2), 500_000, 50_000),
     Scenario("groupby sum, Gaussian (delta 1e-5)", "one more row at U = 10, bounds [-10, 10]",
              grouped_sum("add_remove", "gaussian"), 500_000, 50_000),
@@ -141,13 +142,15 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("private keys: count near the threshold (delta 1e-3)",
              "13 vs 14 units per key", selection(13, 14, 1e-3), 500_000, 50_000),
     Scenario("private keys: unit alone in 5 keys (delta 0.1)",
-             "a unit alone in 5 keys vs absent, max_groups_per_unit=5", selection(1, 0, 0.1, 5),
+             "a unit alone in 5 keys vs absent, max_groups_per_unit=5, max_rows_per_group=1",
+             selection(1, 0, 0.1, 5),
              100_000, 10_000),
     Scenario("max_rows_per_unit enforced (groupby sum)",
              "a unit with 10 rows at U = 10, max_rows_per_unit=2", enforced("rows"),
              500_000, 50_000),
     Scenario("max_groups_per_unit enforced (groupby count)",
-             "a unit in 5 groups, max_groups_per_unit=1", enforced("groups"), 100_000, 10_000),
+             "a unit in 5 groups, max_groups_per_unit=1, max_rows_per_group=1",
+             enforced("groups"), 100_000, 10_000),
     Scenario("Poisson sample (rate 1/4) + groupby count", "empty group vs one row",
              sampled_count(), 500_000, 50_000),
     # end to end, ungrouped (one draw per release: full audit only)
@@ -359,6 +362,12 @@ SCENARIOS: tuple[Scenario, ...] = (
              "two partitions of 3 distinct floats vs one more row 'zzz' typing the second "
              "object (count_distinct; claim: epsilon 0, the row is missing under the schema)",
              finding_dask_distinct_nonconforming(), FINDING_TRIALS, FINDING_FAST // 2),
+    Scenario("finding 58: max_rows_per_unit=T enforced across groups (grouped sum)",
+             "a unit with 10 rows spread over 5 groups at U, T=2 (max_groups_per_unit=5)",
+             finding_total_across_groups(), 500_000, 50_000),
+    Scenario("finding 58: max_rows_per_group=R enforced (grouped sum)",
+             "a unit with 10 rows at U in one group, R=2", finding_rows_per_group(),
+             500_000, 50_000),
     # deliberately broken: the audit must find a violation
     Scenario("BROKEN: geometric with half the noise", "0 vs 1, sensitivity 1",
              core_noise(half_noise_spec, True), 2_000_000, 200_000, expect_violation=True),

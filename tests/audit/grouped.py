@@ -148,7 +148,7 @@ def grouped_count_distinct() -> Callable[[int], Built]:
 
 def multi_group(measure: str, k: int, rows: int) -> Callable[[int], Built]:
     """One unit with ``rows`` rows at the bound in each of ``k`` groups of a block
-    (``max_groups_per_unit=k``, ``max_rows_per_unit=rows``); the statistic is the block
+    (``max_groups_per_unit=k``, ``max_rows_per_group=rows``); the statistic is the block
     minimum of the per-group shifts."""
     nblocks = NKEYS // k
 
@@ -163,7 +163,7 @@ def multi_group(measure: str, k: int, rows: int) -> Callable[[int], Built]:
 
     def rel(df: pd.DataFrame, s: dpf.Session) -> FloatArray:
         pf = dp(df, s, keys=public(nblocks * k), bounds={"x": B}, privacy_unit="u",
-                max_rows_per_unit=rows, max_groups_per_unit=k).groupby("g")
+                max_rows_per_group=rows, max_groups_per_unit=k).groupby("g")
         y = pf.count(epsilon=1.0) if measure == "count" else pf.sum("x", epsilon=1.0)
         return block_min(np.asarray(y) / shift, k, [1.0 / shift] * k, [1.0] * k)
 
@@ -172,7 +172,8 @@ def multi_group(measure: str, k: int, rows: int) -> Callable[[int], Built]:
 
 def enforced(kind: str) -> Callable[[int], Built]:
     """Contribution bounds are enforced, not assumed: a unit that exceeds them (10 rows at U
-    with ``max_rows_per_unit=2``; 1 row in each of 5 groups with ``max_groups_per_unit=1``)
+    with ``max_rows_per_unit=2``; 1 row in each of 5 groups with ``max_groups_per_unit=1``,
+    ``max_rows_per_group=1``)
     must cost no more than the bound. The statistic sums the shifts over the unit's groups."""
     if kind == "rows":
         def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -196,7 +197,7 @@ def enforced(kind: str) -> Callable[[int], Built]:
         return d, concat(d, extra)
 
     def rel_g(df: pd.DataFrame, s: dpf.Session) -> FloatArray:
-        y = np.asarray(dp(df, s, keys=public(), privacy_unit="u", max_rows_per_unit=1,
+        y = np.asarray(dp(df, s, keys=public(), privacy_unit="u", max_rows_per_group=1,
                           max_groups_per_unit=1).groupby("g").count(epsilon=1.0))
         return (y.reshape(-1, k) - 1.0).sum(axis=1)
 
@@ -244,7 +245,7 @@ def selection(units_d: int, units_d2: int, delta: float, k: int = 1) -> Callable
         return with_units(units_d), with_units(units_d2)
 
     def rel(df: pd.DataFrame, s: dpf.Session) -> FloatArray:
-        y = dp(df, s, privacy_unit="u", max_rows_per_unit=1, max_groups_per_unit=k) \
+        y = dp(df, s, privacy_unit="u", max_rows_per_group=1, max_groups_per_unit=k) \
             .groupby("g", keys="private").count(epsilon=1.0, delta=delta)
         out = y.reindex(range(NKEYS)).to_numpy(dtype=np.float64, na_value=np.nan)
         out = np.where(np.isnan(out), -np.inf, out)

@@ -123,11 +123,14 @@ def preselect(block: pa.RecordBatch, request: ComputeRequest, unit_column: str,
     """The rows of ``block`` (one batch's slice of one partition) that can survive bounding,
     each with a fresh uniform row priority (:data:`ROW_PRIORITY`): per unit its ``max_groups``
     pairs of least keyed priority here, and in each its ``max_rows`` rows of smallest row
-    priority (:func:`_pairs` gives the units, groups and pair priorities)."""
+    priority, and its ``max_total`` of those when there is no group step
+    (:attr:`~dpframe.core.compute.ComputeRequest.preselect_total`: T is otherwise applied in
+    pass 2 only) (:func:`_pairs` gives the units, groups and pair priorities)."""
     p = _pairs(block, request, unit_column, group_column, salt)
     row = gen.integers(0, 2**64, p.rows.size, dtype=np.uint64)
     kept = np.flatnonzero(select_by_priority(p.units, p.groups, p.priority, row,
-                                             request.max_groups, request.max_rows))
+                                             request.max_groups, request.max_rows,
+                                             request.preselect_total))
     rows = block.take(pa.array(p.rows[kept]))
     return rows.append_column(ROW_PRIORITY, pa.array(row[kept], pa.uint64()))
 
@@ -147,5 +150,5 @@ def bound_by_priority(block: pa.Table, request: ComputeRequest, unit_column: str
         row = row.copy()  # (a view of the table's buffer is read-only)
         row[fresh] = gen.integers(0, 2**64, fresh.size, dtype=np.uint64)
     keep = select_by_priority(p.units, p.groups, p.priority, row[p.rows], request.max_groups,
-                              request.max_rows)
+                              request.max_rows, request.max_total)
     return p.rows[keep]

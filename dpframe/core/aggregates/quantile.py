@@ -20,7 +20,7 @@ from ..compute import AggregateRequest
 from ..measure import Aggregate, MeasurePlan, MeasureRelease, PlanContext, Rows
 from ..mechanisms import ExponentialSpec
 from ..rng import RandomSource
-from ..sensitivity import groups_affected, quantile_utility_sensitivity
+from ..sensitivity import quantile_group_share, quantile_utility_sensitivity
 
 if TYPE_CHECKING:
     from ..query import Measure, Query
@@ -75,7 +75,7 @@ class Quantile(Aggregate):
         req = AggregateRequest("grid", m.column, float(lo), float(hi),
                                edges=tuple(cands.tolist()))
         usens = quantile_utility_sensitivity(ctx.relation, m.q, ctx.contribution)
-        per_group_eps = (eps / groups_affected(ctx.relation, ctx.contribution)
+        per_group_eps = (eps * quantile_group_share(ctx.relation, ctx.contribution)
                          if ctx.grouped else eps)
         em = ExponentialSpec(per_group_eps, usens, m.grid)
         return MeasurePlan(m, eps, delta, [req], em=em, candidates=cands,
