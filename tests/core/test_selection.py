@@ -43,7 +43,8 @@ def count_plan(eps: str, delta: str, relation: str = "add_remove", unit: str | N
                k: int = 1, op: str = "count") -> SelectionPlan:
     col = None if op == "count" else "x"
     q = Query((Measure(op, col),), Fraction(eps), Fraction(delta), bounds={"x": (0.0, 1.0)},
-              by=("g",), private_keys=True, privacy_unit=unit, max_groups_per_unit=k)
+              by=("g",), private_keys=True, privacy_unit=unit, max_groups_per_unit=k,
+              max_rows_per_group=1 if unit else None)
     plan = plan_query(q, relation, KINDS)  # type: ignore[arg-type]
     assert plan.selection is not None
     return plan.selection
