@@ -17,11 +17,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
-from ..engine.release import run_release
+from ..engine.ledger.signals import signals_held
+from ..engine.release import Computed, add_noise, charge_all, compute_exact, publish
 from ..engine.session import Session
-from ..errors import BudgetExceededError, LedgerError, PrivacyUnitError, ValidationError
+from ..errors import (
+    BudgetExceededError,
+    LedgerError,
+    OutputError,
+    PrivacyUnitError,
+    ValidationError,
+)
 from ..export import to_ipc, to_parquet
 from .inputs import open_input
 from .outputs import check_output_targets
@@ -204,29 +211,71 @@ class PricedRun:
                             dry_run=True)
 
     def release(self, log: RunLog) -> RunReport:
-        """Release and write each query in order, noting each charge and file in ``log``."""
+        """Release the run, noting each charge and file in ``log``: first every query's exact
+        half (nothing charged: an operational fault such as a corrupt or changed input
+        refuses the whole run), then the whole run's cost reserved in one ledger transaction
+        (``BudgetExceededError`` with nothing charged when another run took the budget
+        meanwhile), then each query's noise, file and ledger outcome in order. Whatever
+        stops the run after the reservation, every entry it charged gets an outcome."""
         name = self.job.name
         earlier = sum(1 for e in self.session.ledger_store.entries() if e.get("session") == name)
         log.folder = self.job.folder
         try:
-            results = [self._release(p, ex, log)
-                       for p, ex in zip(self.queries, self.plan.explains, strict=True)]
+            computed = [self._compute(p, log) for p in self.queries]
             log.current = None
+            entries = self._reserve(computed, log)
+            results = [self._release(p, c, entry, ex, log) for p, c, entry, ex in
+                       zip(self.queries, computed, entries, self.plan.explains, strict=True)]
+            log.current = None
+            _raise_defect(self.queries, computed, log)
         except BaseException:
+            _abandon(self.session, log)
             log.snapshot(self.session)
             raise
         ce, cd = charged_by(self.session, log.charged)
         return self._report(results, dry_run=False, charged=(float(ce), float(cd)),
                             earlier=earlier)
 
-    def _release(self, p: PricedQuery, explain: Mapping[str, Any], log: RunLog) -> QueryResult:
+    def _compute(self, p: PricedQuery, log: RunLog) -> Computed:
         log.current = p.spec.name
-        release = run_release(self.session, p.query, self.job.backend)
-        entry = cast(int, release.provenance["ledger_entry"])
-        log.released.append(entry)
-        self.job.folder.mkdir(parents=True, exist_ok=True)
-        path = _WRITERS[self.job.output_format](release, self.job.output(p.spec))
-        log.written.append(path)
+        return compute_exact(self.session, p.query, self.job.backend)
+
+    def _reserve(self, computed: list[Computed], log: RunLog) -> list[int]:
+        """Charge the whole run in one transaction; an interrupt meanwhile is held until the
+        entries are noted in ``log`` (so they get an outcome)."""
+        log.charging = "(the whole run)"
+        with signals_held():
+            try:
+                entries = charge_all(self.session, computed)
+            except (BudgetExceededError, PrivacyUnitError):  # refused: nothing was charged
+                log.charging = None
+                raise
+            log.charged.extend(entries)
+            log.charging = None
+        return entries
+
+    def _release(self, p: PricedQuery, c: Computed, entry: int, explain: Mapping[str, Any],
+                 log: RunLog) -> QueryResult:
+        """Noise, file, then the ``released`` outcome; ``failed`` (charge kept) if the exact
+        half had a defect or the file cannot be written (:class:`OutputError`)."""
+        log.current = p.spec.name
+        if c.defect is not None:  # raised once every other query is released
+            self.session.record(entry, status="failed", details={})
+            return QueryResult(p.spec.name, p.spec.epsilon, "failed", explain, entry)
+        release, details = add_noise(self.session, c, entry)
+        with signals_held():  # the file and its outcome together: an interrupt waits for both
+            try:
+                self.job.folder.mkdir(parents=True, exist_ok=True)
+                path = _WRITERS[self.job.output_format](release, self.job.output(p.spec))
+            except BaseException as exc:
+                self.session.record(entry, status="failed", details={})
+                if isinstance(exc, OSError) and not isinstance(exc, OutputError):
+                    raise OutputError(f"cannot create the output folder {self.job.folder} "
+                                      f"({type(exc).__name__})") from None
+                raise
+            publish(self.session, entry, release, details)
+            log.released.append(entry)
+            log.written.append(path)
         return QueryResult(p.spec.name, p.spec.epsilon, "released", explain, entry, path,
                            release)
 
@@ -236,6 +285,31 @@ class PricedRun:
         return RunReport(self.job.name, dry_run, self.job.ledger, self.job.folder, results,
                          self.plan, charged, s.spent, s.remaining, (s.epsilon, s.delta),
                          earlier)
+
+
+def _raise_defect(queries: list[PricedQuery], computed: list[Computed], log: RunLog) -> None:
+    """Raise the first defect of an exact half (its entry is recorded failed, the other
+    queries were released), naming its query in ``log``."""
+    for p, c in zip(queries, computed, strict=True):
+        if c.defect is not None:
+            log.current = p.spec.name
+            raise c.defect
+
+
+def _abandon(session: Session, log: RunLog) -> None:
+    """Record ``failed`` every entry this run charged that has no outcome yet (its charge
+    stands; no value of it left the process), with interrupts held until done. Best effort:
+    an unreadable ledger leaves them ``charged`` (the status message says so)."""
+    if not log.charged:
+        return
+    mine = set(log.charged)
+    try:
+        with signals_held():
+            for e in session.ledger_store.entries():
+                if e["id"] in mine and e["status"] == "charged":
+                    session.record(int(e["id"]), status="failed", details={})
+    except BaseException:  # the run's own error is what the caller reports
+        pass
 
 
 def price_run(job: ReleaseJob, log: RunLog, *, dry_run: bool) -> PricedRun:
