@@ -1,11 +1,14 @@
 """Running a release spec from Python (``run_spec``): the engine behind ``dpframe run``.
 
 A run checks everything that can be checked without spending (the spec, the output folder, the
-input's schema, every query, the whole run's cost against the ledger's remaining budget) and
-only then releases the queries in order, each through the ordinary release path (charge,
-compute, noise, ledger record), writing each one atomically with its provenance. Nothing is
-charged or written when a check fails. Messages (errors, the log records of
-``dpframe.cli.runner``) name fields, columns and files, never data values.
+input's schema, every query, the whole run's cost against the ledger's remaining budget), then
+computes every query's exact half from one pinned snapshot of the input (an operational fault:
+``InputError``, nothing spent), then reserves the whole run's cost in one ledger transaction
+(all entries or none), and only then, query by query, draws the noise, writes the file
+atomically with its provenance and records the entry ``released`` (``failed`` when its file
+cannot be written: ``OutputError``). Whatever stops a run after its reservation, every entry it
+charged gets an outcome. Messages (errors, the log records of ``dpframe.cli.runner``) name
+fields, columns and files, never data values.
 """
 
 from __future__ import annotations
@@ -149,12 +152,16 @@ def run_spec(spec: ReleaseSpec | str | os.PathLike[str], *,
     ``log`` is filled as the run goes, so that after an exception it tells what was charged
     and written.
 
-    Everything is checked before the first charge; a failure then raises
-    :class:`~dpframe.errors.ValidationError` (a spec or input error),
-    :class:`~dpframe.errors.BudgetExceededError` (the whole run does not fit) or
-    :class:`~dpframe.errors.LedgerError`, with nothing charged or written. After the first
-    charge, an error (or an interrupt) leaves every earlier query released and written, marks
-    the failing query's ledger entry failed (its charge stands) and leaves no partial file.
+    Everything is checked, and every query's exact half computed, before the run's one
+    reservation of its whole cost; a failure then raises
+    :class:`~dpframe.errors.ValidationError` (a spec or input error;
+    :class:`~dpframe.errors.InputError` for an input that cannot be read or changed during the
+    run), :class:`~dpframe.errors.BudgetExceededError` (the whole run does not fit, checked
+    before reading and again by the reservation) or :class:`~dpframe.errors.LedgerError`, with
+    nothing charged or written. After the reservation, an error (an
+    :class:`~dpframe.errors.OutputError`, a defect) or an interrupt leaves every earlier query
+    released and written, records every other entry of the run failed (its charge stands) and
+    leaves no partial file.
     """
     s = spec if isinstance(spec, ReleaseSpec) else load_spec(spec)
     ledger_path, folder = _targets(s, ledger, out_dir, dry_run)

@@ -1,9 +1,11 @@
 """Sessions: a privacy budget, its ledger, and the randomness of the releases made under it.
 
-A release follows one order (see :meth:`Session.release`): validate everything, then
-:meth:`Session.charge` the ledger (``BudgetExceededError`` if it does not fit: nothing computed,
-nothing charged), then compute, then :meth:`Session.record` the outcome. A release that fails
-after its charge keeps the charge and is recorded as failed.
+A release follows one order (:mod:`dpframe.engine.release`): validate everything, check that
+the cost fits (:meth:`Session.require`, before any data is read), compute the exact half, then
+:meth:`Session.charge` the ledger (``BudgetExceededError`` if it no longer fits: nothing
+charged), and only then draw the noise and :meth:`Session.record` the outcome. A release that
+fails after its charge keeps the charge and is recorded as failed. :meth:`Session.charge_many`
+charges a whole run at once, all or none.
 
 This module does not need pandas except to build :attr:`Session.ledger`.
 """
