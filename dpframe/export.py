@@ -420,11 +420,13 @@ def to_parquet(result: Result, path: str | os.PathLike[str], *,
                provenance: Mapping[str, Any] | CoreRelease | None = None,
                compression: str = "snappy") -> Path:
     """Write a release to a Parquet file atomically (provenance in the key-value metadata
-    under ``dpframe``); returns the absolute path."""
+    under ``dpframe``, a CRC checksum on every page); returns the absolute path. A file that
+    cannot be written (a full disk) raises :class:`~dpframe.errors.OutputError`."""
     import pyarrow.parquet as pq
 
     table = to_arrow(result, provenance=provenance)
-    return atomic_write(path, lambda tmp: pq.write_table(table, tmp, compression=compression))
+    return atomic_write(path, lambda tmp: pq.write_table(table, tmp, compression=compression,
+                                                         write_page_checksum=True))
 
 
 def to_ipc(result: Result, path: str | os.PathLike[str], *,

@@ -144,6 +144,29 @@ def test_corrupt_input_refuses_with_nothing_spent(tmp_path: Path) -> None:
     assert entries(tmp_path / "run" / "budget.sqlite") == []
 
 
+def test_garbage_in_a_checksummed_page_is_refused_not_released(tmp_path: Path) -> None:
+    """Bytes overwritten among a data page's values, which decode without error (an
+    uncompressed page): a file written with page checksums (as ``dpframe generate`` and
+    ``dpf.to_parquet`` write them) is verified as it is read, so the run refuses with nothing
+    spent instead of releasing statistics of garbage."""
+    data = tmp_path / "data"
+    data.mkdir()
+    ev = visit_events(3000, seed=1, first_id=1)
+    path = data / "part-0.parquet"
+    pq.write_table(pa.Table.from_pandas(ev, preserve_index=False), path, compression="none",
+                   use_dictionary=False, write_page_checksum=True)
+    meta = pq.ParquetFile(path).metadata
+    col = meta.row_group(0).column(meta.schema.names.index("cost"))
+    with open(path, "r+b") as f:  # among the values, past the page header
+        f.seek(col.data_page_offset + col.total_compressed_size // 2)
+        f.write(b"\xff" * 32)
+    spec = write_spec(tmp_path / "run", data)
+    code, out = inproc("run", spec, "--no-progress")
+    assert code == 2, out
+    assert "cannot read the input" in out and "nothing was charged" in out
+    assert entries(tmp_path / "run" / "budget.sqlite") == []
+
+
 # -- 2. a full output disk ---------------------------------------------------------------------
 
 FULL_DISK_RUN = """

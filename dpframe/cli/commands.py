@@ -201,7 +201,7 @@ def _generate(kind: str, out: Path, rows: int, files: int, seed: int, fmt: str) 
             if csv:
                 pacsv.write_csv(t, tmp)
             else:
-                pq.write_table(t, tmp)
+                pq.write_table(t, tmp, write_page_checksum=True)  # verified when scanned
 
         atomic_write(target, write)
     console().print(f"wrote {len(targets)} file(s) of synthetic {kind} ({rows:,} people) to "

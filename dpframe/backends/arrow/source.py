@@ -569,6 +569,22 @@ def _check_csv_options(fmt: Any) -> None:
                               "first (ReadOptions(encoding=...) is not supported)")
 
 
+#: Parquet pages written with a CRC checksum (``dpframe generate``, ``dpf.to_parquet``,
+#: ``pq.write_table(..., write_page_checksum=True)``) are verified as they are read: a corrupt
+#: page is an :class:`~dpframe.errors.InputError`, not values decoded from garbage.
+_VERIFY = ds.ParquetFragmentScanOptions(page_checksum_verification=True)
+
+
+def _verifying(fmt: Any, read_options: Any = None) -> Any:
+    """``fmt`` as a Parquet format that verifies page checksums when it is ``"parquet"``;
+    any other format (a format object passed by the caller included) as it is."""
+    if fmt != "parquet":
+        return fmt
+    if read_options is None:
+        return ds.ParquetFileFormat(default_fragment_scan_options=_VERIFY)
+    return ds.ParquetFileFormat(read_options=read_options, default_fragment_scan_options=_VERIFY)
+
+
 def _open_dataset(source: Any, fmt: Any, partitioning: Any = None) -> ds.Dataset:
     """``ds.dataset(source, format=fmt)`` with typed errors that quote no value; CSV read
     options no data may turn against a row are refused first (:func:`_check_csv_options`)."""
@@ -576,7 +592,7 @@ def _open_dataset(source: Any, fmt: Any, partitioning: Any = None) -> ds.Dataset
     try:
         if _is_csv(fmt):
             return _open_csv(source, fmt, partitioning)
-        return ds.dataset(source, format=fmt, partitioning=partitioning)
+        return ds.dataset(source, format=_verifying(fmt), partitioning=partitioning)
     except (pa.ArrowException, OSError, ValueError, TypeError) as exc:  # may quote a value
         name = "CSV" if _is_csv(fmt) else str(getattr(fmt, "default_extname", fmt))
         raise ValidationError(_REFUSED.format(name, type(exc).__name__)) from None
@@ -807,7 +823,7 @@ class DatasetSource:
                      ) -> Generator[pa.RecordBatch, None, None]:
         dataset = self._dataset
         if dictionary and self._files is not None and self._format == "parquet":
-            fmt = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(
+            fmt = _verifying("parquet", ds.ParquetReadOptions(
                 dictionary_columns=set(dictionary)))
             dataset = ds.dataset(self._files, format=fmt)
         if isinstance(dataset, ds.InMemoryDataset):  # tables of the dataset's one schema
