@@ -107,8 +107,8 @@ def compute_exact(session: Session, query: Query, backend: Backend) -> Computed:
     except InputError:
         raise
     except OSError as exc:  # its message may quote a path or a value: name its type only
-        raise InputError(f"cannot read the input ({type(exc).__name__}); nothing was "
-                         "charged") from None
+        raise InputError(f"cannot read the input or write a temporary file "
+                         f"({type(exc).__name__}); nothing was charged") from None
     except Exception as exc:  # a defect: charged and recorded failed, as after a charge
         return Computed(query, plan, defect=exc)
     return Computed(query, plan, exact)

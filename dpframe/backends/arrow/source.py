@@ -748,6 +748,8 @@ class DatasetSource:
         self._format = opened.format
         self._columns = _visible(self._dataset.schema.names, columns)
         self._pinned = _pin(self._dataset)
+        self._csv = any(isinstance(getattr(d, "format", None), ds.CsvFileFormat)
+                        for d in _leaves(self._dataset))
         self._checked = _check_files(self._dataset)
         self._text = _text_options(self._dataset)
         self.check_unchanged()
@@ -812,6 +814,8 @@ class DatasetSource:
                     break
                 except (pa.ArrowException, OSError) as exc:  # may quote a value: type only
                     self.check_unchanged()
+                    if self._csv and not isinstance(exc, OSError):
+                        raise  # a CSV row past MAX_CSV_BLOCK: the data's doing, not a fault
                     raise InputError(f"cannot read the input ({type(exc).__name__}): a file "
                                      "is unreadable, truncated or corrupt") from None
                 yield conform_batch(batch, expected, self._text)
