@@ -35,6 +35,17 @@ class PrivacyUnitError(ValidationError):
     """A release under another privacy unit than the one its session (and ledger) protects."""
 
 
+class InputError(ValidationError):
+    """The input could not be read as one consistent snapshot (an I/O error, a corrupt file, a
+    file changed or replaced during the release): an operational fault, raised before any
+    charge, so nothing is spent. The message names the file, never a value from it."""
+
+
+class OutputError(DPError, OSError):
+    """A release file could not be written (a full disk, a file-size limit, an I/O error); the
+    temporary file is removed and the target left as it was. Also an ``OSError``."""
+
+
 class BudgetExceededError(DPError):
     """The query does not fit the remaining budget: nothing computed, nothing charged."""
 
@@ -57,9 +68,11 @@ __all__ = [
     "BudgetExceededError",
     "DPError",
     "DPWarning",
+    "InputError",
     "KeysError",
     "LedgerError",
     "NearZeroWarning",
+    "OutputError",
     "PrivacyUnitError",
     "UnknownColumnError",
     "ValidationError",

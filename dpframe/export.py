@@ -27,7 +27,7 @@ import pyarrow as pa
 from ._json import jsonable
 from .core.apply import CoreRelease
 from .core.measure import MeasureRelease
-from .errors import ValidationError
+from .errors import OutputError, ValidationError
 
 PROVENANCE_KEY = b"dpframe"
 FORMAT = "dpframe.release"
@@ -386,7 +386,8 @@ def _fsync_dir(folder: Path) -> None:
 def atomic_write(path: str | os.PathLike[str], write: Callable[[str], None]) -> Path:
     """Call ``write(tmp)`` on a temporary name in ``path``'s folder, fsync it, and rename it
     over ``path``; on any error or interrupt the temporary file is removed and ``path`` is left
-    as it was."""
+    as it was. An OS error (a full disk, a file-size limit) is raised as
+    :class:`~dpframe.errors.OutputError`."""
     target = Path(os.fspath(path)).expanduser().absolute()
     folder = target.parent
     if not folder.is_dir():
@@ -399,23 +400,35 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[str], None]) -> 
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             tmp.unlink()
+        if isinstance(exc, OSError) and not isinstance(exc, OutputError):
+            raise OutputError(_write_failure(target, exc)) from None
         raise
     _fsync_dir(folder)
     return target
+
+
+def _write_failure(target: Path, exc: OSError) -> str:
+    """Why ``target`` could not be written: the OS's reason (a full disk, a file-size limit),
+    never the file's content."""
+    reason = os.strerror(exc.errno) if exc.errno else type(exc).__name__
+    return (f"cannot write {target} ({reason}): the temporary file was removed and "
+            f"{target.name} left as it was")
 
 
 def to_parquet(result: Result, path: str | os.PathLike[str], *,
                provenance: Mapping[str, Any] | CoreRelease | None = None,
                compression: str = "snappy") -> Path:
     """Write a release to a Parquet file atomically (provenance in the key-value metadata
-    under ``dpframe``); returns the absolute path."""
+    under ``dpframe``, a CRC checksum on every page); returns the absolute path. A file that
+    cannot be written (a full disk) raises :class:`~dpframe.errors.OutputError`."""
     import pyarrow.parquet as pq
 
     table = to_arrow(result, provenance=provenance)
-    return atomic_write(path, lambda tmp: pq.write_table(table, tmp, compression=compression))
+    return atomic_write(path, lambda tmp: pq.write_table(table, tmp, compression=compression,
+                                                         write_page_checksum=True))
 
 
 def to_ipc(result: Result, path: str | os.PathLike[str], *,

@@ -159,8 +159,8 @@ def test_usage_errors(visits: Path, tmp_path: Path) -> None:
 
 
 def test_sigint_mid_scan(tmp_path: Path) -> None:
-    """SIGINT during a scan: exit 130, the ledger says failed (charge kept), no partial file,
-    spill files removed."""
+    """SIGINT during a scan: exit 130, nothing charged (the run's reservation follows its
+    reads), no partial file, spill files removed."""
     data = tmp_path / "big"
     data.mkdir()
     for i in range(8):
@@ -193,9 +193,7 @@ def test_sigint_mid_scan(tmp_path: Path) -> None:
     assert proc.returncode == 130, (out, err)
     assert "interrupted" in err and "terminate called" not in err and "Traceback" not in err
     got = entries(ledger)
-    assert got, "the interrupted query was charged before its scan"
-    assert got[-1][1] == "failed"
-    assert all(s in ("released", "failed") for _, s, _ in got)
+    assert got == []  # interrupted while reading: a run reserves its cost after its reads
     out_dir = tmp_path / "run" / "out"
     written = sorted(p.name for p in out_dir.iterdir()) if out_dir.exists() else []
     assert not [n for n in written if n.endswith(".tmp") or n.startswith(".")]

@@ -202,20 +202,23 @@ def test_demo_over_budget_spends_and_writes_nothing(tmp_path: Path) -> None:
 
 
 def _real_run_failing_at(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, visits: Path,
-                         fail: Any) -> tuple[int, str, Path]:
-    """Run a 3-query spec whose second query meets ``fail(session)`` just before it runs."""
+                         fail: Any, at: str = "compute_exact", call: int = 2
+                         ) -> tuple[int, str, Path]:
+    """Run a 3-query spec whose ``call``-th call of the runner's ``at`` step (``compute_exact``:
+    before any charge; ``add_noise``: after the run's reservation) meets ``fail(session)``
+    just before it runs."""
     import dpframe.cli.runner as runner_mod
 
-    original = runner_mod.run_release
+    original = getattr(runner_mod, at)
     calls = {"n": 0}
 
-    def run_release(session: Any, query: Any, backend: Any) -> Any:
+    def step(session: Any, *args: Any) -> Any:
         calls["n"] += 1
-        if calls["n"] == 2:
+        if calls["n"] == call:
             fail(session)
-        return original(session, query, backend)
+        return original(session, *args)
 
-    monkeypatch.setattr(runner_mod, "run_release", run_release)
+    monkeypatch.setattr(runner_mod, at, step)
     spec = tmp_path / "release.toml"
     spec.write_text(spec_text(visits, epsilon=1.0))
     code, out = inproc("run", spec, "--no-progress")
@@ -224,8 +227,9 @@ def _real_run_failing_at(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, visits
 
 def test_budget_spent_by_another_process_mid_run(monkeypatch: pytest.MonkeyPatch,
                                                  tmp_path: Path, visits: Path) -> None:
-    """The whole run fits when checked; another process spends the rest before the second
-    query: exit 3, and the message says truly what this run charged and wrote."""
+    """The whole run fits when checked; another process spends the rest while the run reads
+    its input: the run's reservation of its whole cost is refused, exit 3 with nothing charged
+    and nothing written (it used to release its first query, then run out)."""
     def spend_the_rest(session: Any) -> None:
         other = dpf.Session(1.0, 1e-5, name="other", ledger=str(tmp_path / "budget.sqlite"))
         other.charge(PrivacyCost(other.remaining_exact[0], 0), query="x", columns=[],
@@ -234,22 +238,26 @@ def test_budget_spent_by_another_process_mid_run(monkeypatch: pytest.MonkeyPatch
 
     code, out, ledger = _real_run_failing_at(monkeypatch, tmp_path, visits, spend_the_rest)
     assert code == 3, out
-    assert "query 'cost_by_region'" in out and "budget exceeded" in out
-    assert "this run charged 1 ledger entry (#1): #1 released" in out
-    assert "1 release file written" in out
+    assert "budget exceeded" in out and "nothing was charged" in out
+    assert "1 release file" not in out
     got = entries(ledger)
-    assert [(i, s) for i, s, _ in got] == [(1, "released"), (2, "charged")]  # #2: other's
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["visits.parquet"]
+    assert [(i, s) for i, s, _ in got] == [(1, "charged")]  # #1: the other process's
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
 
 
-def test_failure_after_charge_is_reported_truly(monkeypatch: pytest.MonkeyPatch,
-                                                tmp_path: Path, visits: Path) -> None:
-    """A release that fails after its charge: exit 1, the entry marked failed, and the message
-    lists what was charged (the failed entry's charge stands) and written."""
+def test_defect_of_an_exact_half_is_charged_and_reported_truly(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, visits: Path) -> None:
+    """A backend failure that is not an operational fault (a defect: it might depend on the
+    data) is charged like any other query and recorded failed, so that whether a query is
+    answered never depends on the data: exit 1, the other queries released, and the message
+    lists what was charged and written without the exception's text."""
     import dpframe.backends.arrow as arrow
 
     def break_the_backend(session: Any) -> None:
+        original = arrow.ArrowBackend.exact
+
         def boom(*args: Any, **kwargs: Any) -> Any:
+            monkeypatch.setattr(arrow.ArrowBackend, "exact", original)
             raise RuntimeError(SECRET)
 
         monkeypatch.setattr(arrow.ArrowBackend, "exact", boom)
@@ -257,14 +265,18 @@ def test_failure_after_charge_is_reported_truly(monkeypatch: pytest.MonkeyPatch,
     code, out, ledger = _real_run_failing_at(monkeypatch, tmp_path, visits, break_the_backend)
     assert code == 1, out
     assert "query 'cost_by_region': unexpected RuntimeError" in out and SECRET not in out
-    assert "this run charged 2 ledger entries (#1, #2): #1 released; #2 failed" in out
-    assert "a failed entry's charge stands" in out and "1 release file written" in out
-    assert [s for _, s, _ in entries(ledger)] == ["released", "failed"]
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["visits.parquet"]
+    assert "this run charged 3 ledger entries (#1, #2, #3)" in out
+    assert "#1, #3 released; #2 failed" in out and "a failed entry's charge stands" in out
+    assert "2 release files written" in out
+    assert [s for _, s, _ in entries(ledger)] == ["released", "failed", "released"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["mean_cost.parquet",
+                                                                    "visits.parquet"]
 
 
-def test_interrupt_mid_run_is_reported_truly(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                                             visits: Path) -> None:
+def test_interrupt_before_the_reservation_charges_nothing(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, visits: Path) -> None:
+    """Ctrl-C while the run reads its input (before its reservation): exit 130, nothing
+    charged, nothing written."""
     import dpframe.backends.arrow as arrow
 
     def interrupt(session: Any) -> None:
@@ -276,8 +288,25 @@ def test_interrupt_mid_run_is_reported_truly(monkeypatch: pytest.MonkeyPatch, tm
     code, out, ledger = _real_run_failing_at(monkeypatch, tmp_path, visits, interrupt)
     assert code == 130, out
     assert "interrupted during query 'cost_by_region'" in out
-    assert "#1 released; #2 failed" in out and "1 release file written" in out
-    assert [s for _, s, _ in entries(ledger)] == ["released", "failed"]
+    assert "nothing was charged and no release file was written" in out
+    assert entries(ledger) == []
+
+
+def test_interrupt_after_the_reservation_gives_every_entry_an_outcome(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, visits: Path) -> None:
+    """Ctrl-C after the run reserved its cost, before its second query's noise: exit 130, the
+    first query released and written, the others recorded failed (their charge stands), no
+    entry left ``charged``."""
+    def interrupt(session: Any) -> None:
+        raise KeyboardInterrupt
+
+    code, out, ledger = _real_run_failing_at(monkeypatch, tmp_path, visits, interrupt,
+                                             at="add_noise")
+    assert code == 130, out
+    assert "interrupted during query 'cost_by_region'" in out
+    assert "#1 released; #2, #3 failed" in out and "1 release file written" in out
+    assert [s for _, s, _ in entries(ledger)] == ["released", "failed", "failed"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["visits.parquet"]
 
 
 def test_run_messages_are_true_on_success(tmp_path: Path, visits: Path) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,8 @@ import pytest
 
 import dpframe as dpf
 from dpframe.export import PROVENANCE_KEY
+
+from ._cli_support import ENV
 
 #: The documented top-level fields of the provenance document (docs/export.md).
 DOCUMENTED = {
@@ -233,3 +237,37 @@ def test_a_column_grouped_by_twice_is_refused_before_the_charge() -> None:
     with pytest.raises(dpf.ValidationError, match="twice"):
         df.dp(s, keys={"k": ["a", "b"]}).groupby(["k", "k"]).count(epsilon=1)
     assert s.spent == (0.0, 0.0)
+
+
+TO_PARQUET_ON_A_FULL_DISK = """
+import resource, signal, sys
+import pandas as pd
+import dpframe as dpf
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+target = sys.argv[1]
+with open(target, "w") as f:
+    f.write("old")
+s = dpf.Session(1.0)
+df = pd.DataFrame({"x": [1.0] * 50})
+result = df.dp(s).count(epsilon=0.5)
+soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+resource.setrlimit(resource.RLIMIT_FSIZE, (64, hard))  # the disk is full
+try:
+    dpf.to_parquet(result, target)
+except dpf.OutputError as exc:
+    assert isinstance(exc, dpf.DPError) and isinstance(exc, OSError)
+    print("OutputError:", exc)
+"""
+
+
+def test_to_parquet_on_a_full_disk_raises_output_error(tmp_path: Path) -> None:
+    """A write that fails for want of space (RLIMIT_FSIZE: a real EFBIG from the OS) raises
+    ``dpf.OutputError`` (a DPError and an OSError), removes the temporary file and leaves the
+    target as it was."""
+    target = tmp_path / "release.parquet"
+    r = subprocess.run([sys.executable, "-c", TO_PARQUET_ON_A_FULL_DISK, str(target)],
+                       env=ENV, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "OutputError: cannot write" in r.stdout and "File too large" in r.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["release.parquet"]
+    assert target.read_text() == "old"

@@ -214,7 +214,7 @@ def test_verify_against_shows_a_rolled_back_or_replaced_ledger(tmp_path: Path, h
         assert SqliteLedger.migrate(path)["migrated"]
         assert SqliteLedger(path, readonly=True).spent() == (0, 0)
     code, out = _verify(path, release)
-    assert code == 5, out
+    assert code == 6, out
     assert ("rolled back" if how.startswith("rolled back") else "replaced") in out
 
 

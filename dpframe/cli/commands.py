@@ -9,25 +9,29 @@ Exit codes (docs/cli.md):
 * 3 - budget exceeded: nothing spent (checked for the whole run before the first query);
 * 4 - ledger error (missing or corrupt ledger, budget mismatch, a schema-1 ledger to migrate,
   a ledger that fails verification): nothing spent;
-* 5 - ``ledger verify --against``: a release's chain head is not in this ledger (it was rolled
+* 5 - a release file could not be written (a full disk): its ledger entry is marked failed,
+  its charge stands, no partial file is left;
+* 6 - ``ledger verify --against``: a release's chain head is not in this ledger (it was rolled
   back or replaced since);
-* 130 - interrupted (SIGINT): a release in progress is marked failed, its charge stands, and
-  no partial output file is left.
+* 130 - interrupted (SIGINT); 143 - terminated (SIGTERM, as a service stop or ``timeout``
+  sends it): handled alike: every entry the run charged gets an outcome (failed unless its
+  file was written), and no partial output file is left.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import signal
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from .._version import __version__
-from ..errors import BudgetExceededError, LedgerError, ValidationError
+from ..errors import BudgetExceededError, LedgerError, OutputError, ValidationError
 from . import runner
 from .demo import run_demo
 from .outputs import check_output_targets
@@ -40,17 +44,42 @@ EXIT_FAILED = 1
 EXIT_SPEC = 2
 EXIT_BUDGET = 3
 EXIT_LEDGER = 4
-EXIT_MISMATCH = 5
+EXIT_OUTPUT = 5
+EXIT_MISMATCH = 6
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread like Ctrl-C so that it unwinds the same way (ledger
+    transactions hold it back until they end, outcomes are recorded, temporary files
+    removed)."""
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM raises :class:`Terminated` in the main thread."""
+    def handler(signum: int, frame: Any) -> None:
+        raise Terminated
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave SIGTERM as it is
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 app = typer.Typer(
     name="dpframe",
     help="Differentially private releases from tables: a demo, declarative release specs "
     "(dpframe run), and the privacy ledger.",
-    epilog="Exit codes: 0 ok; 1 a release failed after its charge; 2 spec or usage error "
-    "(nothing spent); 3 budget exceeded (nothing spent); 4 ledger error; 5 a release is not in "
-    "the ledger (ledger verify --against); 130 interrupted. "
-    "See docs/cli.md.",
+    epilog="Exit codes: 0 ok; 1 a release failed after its charge; 2 spec, usage or input error "
+    "(nothing spent); 3 budget exceeded (nothing spent); 4 ledger error; 5 an output file "
+    "could not be written; 6 a release is not in the ledger (ledger verify --against); "
+    "130 interrupted; 143 terminated. See docs/cli.md.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,  # tracebacks with local variables could print data
@@ -94,8 +123,13 @@ def _error_exit(exc: BaseException, debug: bool, log: RunLog | None = None,
     tail = "" if log is None else f". Status: {run_status(log)}."
     where = "" if log is None or log.current is None else f"query {log.current!r}: "
     if isinstance(exc, KeyboardInterrupt):
-        code, message = EXIT_INTERRUPTED, (f"interrupted{' during ' + where[:-2] if where else ''}"
-                                           f"; no partial output file is left{tail}")
+        term = isinstance(exc, Terminated)
+        code = EXIT_TERMINATED if term else EXIT_INTERRUPTED
+        message = (f"{'terminated (SIGTERM)' if term else 'interrupted'}"
+                   f"{' during ' + where[:-2] if where else ''}"
+                   f"; no partial output file is left{tail}")
+    elif isinstance(exc, OutputError):
+        code, message = EXIT_OUTPUT, f"{where}{exc}{tail}"
     elif isinstance(exc, BudgetExceededError):
         code, message = EXIT_BUDGET, f"{where}{exc}{tail}"
     elif isinstance(exc, LedgerError):
@@ -116,7 +150,8 @@ def _guarded(fn: Callable[[RunLog], None], *, debug: bool = False, log: bool = T
     """Run a command body; map every error to its exit code (nothing escapes as a traceback)."""
     run_log = RunLog()
     try:
-        fn(run_log)
+        with _sigterm_as_interrupt():
+            fn(run_log)
     except typer.Exit:
         raise
     except BaseException as exc:
@@ -199,7 +234,7 @@ def _generate(kind: str, out: Path, rows: int, files: int, seed: int, fmt: str) 
             if csv:
                 pacsv.write_csv(t, tmp)
             else:
-                pq.write_table(t, tmp)
+                pq.write_table(t, tmp, write_page_checksum=True)  # verified when scanned
 
         atomic_write(target, write)
     console().print(f"wrote {len(targets)} file(s) of synthetic {kind} ({rows:,} people) to "

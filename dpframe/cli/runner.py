@@ -1,11 +1,14 @@
 """Running a release spec from Python (``run_spec``): the engine behind ``dpframe run``.
 
 A run checks everything that can be checked without spending (the spec, the output folder, the
-input's schema, every query, the whole run's cost against the ledger's remaining budget) and
-only then releases the queries in order, each through the ordinary release path (charge,
-compute, noise, ledger record), writing each one atomically with its provenance. Nothing is
-charged or written when a check fails. Messages (errors, the log records of
-``dpframe.cli.runner``) name fields, columns and files, never data values.
+input's schema, every query, the whole run's cost against the ledger's remaining budget), then
+computes every query's exact half from one pinned snapshot of the input (an operational fault:
+``InputError``, nothing spent), then reserves the whole run's cost in one ledger transaction
+(all entries or none), and only then, query by query, draws the noise, writes the file
+atomically with its provenance and records the entry ``released`` (``failed`` when its file
+cannot be written: ``OutputError``). Whatever stops a run after its reservation, every entry it
+charged gets an outcome. Messages (errors, the log records of ``dpframe.cli.runner``) name
+fields, columns and files, never data values.
 """
 
 from __future__ import annotations
@@ -19,12 +22,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, cast
 
-from ..engine.release import run_release
+from ..engine.ledger.signals import signals_held
+from ..engine.release import Computed, add_noise, charge_all, compute_exact, publish
 from ..engine.session import Session
 from ..errors import (
     BudgetExceededError,
     LedgerError,
-    NearZeroWarning,
+    OutputError,
     PrivacyUnitError,
     ValidationError,
 )
@@ -151,12 +155,16 @@ def run_spec(spec: ReleaseSpec | str | os.PathLike[str], *,
     and written. ``allow_budget_change=True`` (``--allow-budget-change``) lets the spec's
     budget replace a durable ledger's total; the change is recorded in the ledger.
 
-    Everything is checked before the first charge; a failure then raises
-    :class:`~dpframe.errors.ValidationError` (a spec or input error),
-    :class:`~dpframe.errors.BudgetExceededError` (the whole run does not fit) or
-    :class:`~dpframe.errors.LedgerError`, with nothing charged or written. After the first
-    charge, an error (or an interrupt) leaves every earlier query released and written, marks
-    the failing query's ledger entry failed (its charge stands) and leaves no partial file.
+    Everything is checked, and every query's exact half computed, before the run's one
+    reservation of its whole cost; a failure then raises
+    :class:`~dpframe.errors.ValidationError` (a spec or input error;
+    :class:`~dpframe.errors.InputError` for an input that cannot be read or changed during the
+    run), :class:`~dpframe.errors.BudgetExceededError` (the whole run does not fit, checked
+    before reading and again by the reservation) or :class:`~dpframe.errors.LedgerError`, with
+    nothing charged or written. After the reservation, an error (an
+    :class:`~dpframe.errors.OutputError`, a defect) or an interrupt leaves every earlier query
+    released and written, records every other entry of the run failed (its charge stands) and
+    leaves no partial file.
     """
     s = spec if isinstance(spec, ReleaseSpec) else load_spec(spec)
     ledger_path, folder = _targets(s, ledger, out_dir, dry_run)
@@ -213,33 +221,73 @@ class PricedRun:
                             dry_run=True)
 
     def release(self, log: RunLog) -> RunReport:
-        """Release and write each query in order, noting each charge and file in ``log``."""
+        """Release the run, noting each charge and file in ``log``: first every query's exact
+        half (nothing charged: an operational fault such as a corrupt or changed input
+        refuses the whole run), then the whole run's cost reserved in one ledger transaction
+        (``BudgetExceededError`` with nothing charged when another run took the budget
+        meanwhile), then each query's noise, file and ledger outcome in order. Whatever
+        stops the run after the reservation, every entry it charged gets an outcome."""
         name = self.job.name
         earlier = sum(1 for e in self.session.ledger_store.entries() if e.get("session") == name)
         log.folder = self.job.folder
         try:
-            results = [self._release(p, ex, log)
-                       for p, ex in zip(self.queries, self.plan.explains, strict=True)]
+            computed = [self._compute(p, log) for p in self.queries]
             log.current = None
+            entries = self._reserve(computed, log)
+            results = [self._release(p, c, entry, ex, log) for p, c, entry, ex in
+                       zip(self.queries, computed, entries, self.plan.explains, strict=True)]
+            log.current = None
+            _raise_defect(self.queries, computed, log)
         except BaseException:
+            _abandon(self.session, log)
             log.snapshot(self.session)
             raise
         ce, cd = charged_by(self.session, log.charged)
         return self._report(results, dry_run=False, charged=(float(ce), float(cd)),
                             earlier=earlier)
 
-    def _release(self, p: PricedQuery, explain: Mapping[str, Any], log: RunLog) -> QueryResult:
+    def _compute(self, p: PricedQuery, log: RunLog) -> Computed:
         log.current = p.spec.name
-        with warnings.catch_warnings():  # said once below, as a notice naming the query
-            warnings.simplefilter("ignore", NearZeroWarning)
-            release = run_release(self.session, p.query, self.job.backend)
+        return compute_exact(self.session, p.query, self.job.backend)
+
+    def _reserve(self, computed: list[Computed], log: RunLog) -> list[int]:
+        """Charge the whole run in one transaction; an interrupt meanwhile is held until the
+        entries are noted in ``log`` (so they get an outcome)."""
+        log.charging = "(the whole run)"
+        with signals_held():
+            try:
+                entries = charge_all(self.session, computed)
+            except (BudgetExceededError, PrivacyUnitError):  # refused: nothing was charged
+                log.charging = None
+                raise
+            log.charged.extend(entries)
+            log.charging = None
+        return entries
+
+    def _release(self, p: PricedQuery, c: Computed, entry: int, explain: Mapping[str, Any],
+                 log: RunLog) -> QueryResult:
+        """Noise, file, then the ``released`` outcome; ``failed`` (charge kept) if the exact
+        half had a defect or the file cannot be written (:class:`OutputError`)."""
+        log.current = p.spec.name
+        if c.defect is not None:  # raised once every other query is released
+            self.session.record(entry, status="failed", details={})
+            return QueryResult(p.spec.name, p.spec.epsilon, "failed", explain, entry)
+        release, details = add_noise(self.session, c, entry)
         for hint in cast(list[str], release.provenance.get("warnings", [])):
-            logger.warning("query %r: %s", p.spec.name, hint)
-        entry = cast(int, release.provenance["ledger_entry"])
-        log.released.append(entry)
-        self.job.folder.mkdir(parents=True, exist_ok=True)
-        path = _WRITERS[self.job.output_format](release, self.job.output(p.spec))
-        log.written.append(path)
+            logger.warning("query %r: %s", p.spec.name, hint)  # read from the noisy values
+        with signals_held():  # the file and its outcome together: an interrupt waits for both
+            try:
+                self.job.folder.mkdir(parents=True, exist_ok=True)
+                path = _WRITERS[self.job.output_format](release, self.job.output(p.spec))
+            except BaseException as exc:
+                self.session.record(entry, status="failed", details={})
+                if isinstance(exc, OSError) and not isinstance(exc, OutputError):
+                    raise OutputError(f"cannot create the output folder {self.job.folder} "
+                                      f"({type(exc).__name__})") from None
+                raise
+            publish(self.session, entry, release, details)
+            log.released.append(entry)
+            log.written.append(path)
         return QueryResult(p.spec.name, p.spec.epsilon, "released", explain, entry, path,
                            release)
 
@@ -249,6 +297,31 @@ class PricedRun:
         return RunReport(self.job.name, dry_run, self.job.ledger, self.job.folder, results,
                          self.plan, charged, s.spent, s.remaining, (s.epsilon, s.delta),
                          earlier)
+
+
+def _raise_defect(queries: list[PricedQuery], computed: list[Computed], log: RunLog) -> None:
+    """Raise the first defect of an exact half (its entry is recorded failed, the other
+    queries were released), naming its query in ``log``."""
+    for p, c in zip(queries, computed, strict=True):
+        if c.defect is not None:
+            log.current = p.spec.name
+            raise c.defect
+
+
+def _abandon(session: Session, log: RunLog) -> None:
+    """Record ``failed`` every entry this run charged that has no outcome yet (its charge
+    stands; no value of it left the process), with interrupts held until done. Best effort:
+    an unreadable ledger leaves them ``charged`` (the status message says so)."""
+    if not log.charged:
+        return
+    mine = set(log.charged)
+    try:
+        with signals_held():
+            for e in session.ledger_store.entries():
+                if e["id"] in mine and e["status"] == "charged":
+                    session.record(int(e["id"]), status="failed", details={})
+    except BaseException:  # the run's own error is what the caller reports
+        pass
 
 
 def price_run(job: ReleaseJob, log: RunLog, *, dry_run: bool) -> PricedRun:

@@ -1,9 +1,11 @@
 """Sessions: a privacy budget, its ledger, and the randomness of the releases made under it.
 
-A release follows one order (see :meth:`Session.release`): validate everything, then
-:meth:`Session.charge` the ledger (``BudgetExceededError`` if it does not fit: nothing computed,
-nothing charged), then compute, then :meth:`Session.record` the outcome. A release that fails
-after its charge keeps the charge and is recorded as failed.
+A release follows one order (:mod:`dpframe.engine.release`): validate everything, check that
+the cost fits (:meth:`Session.require`, before any data is read), compute the exact half, then
+:meth:`Session.charge` the ledger (``BudgetExceededError`` if it no longer fits: nothing
+charged), and only then draw the noise and :meth:`Session.record` the outcome. A release that
+fails after its charge keeps the charge and is recorded as failed. :meth:`Session.charge_many`
+charges a whole run at once, all or none.
 
 This module does not need pandas except to build :attr:`Session.ledger`.
 """
@@ -14,7 +16,7 @@ import contextvars
 import io
 import numbers
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -225,9 +227,16 @@ class Session:
         """
         if not isinstance(cost, PrivacyCost):
             raise ValidationError(f"cost must be a PrivacyCost, not {type(cost).__name__}")
+        return self._store.charge(cost, self._meta(query=query, columns=columns,
+                                                    mechanism=mechanism,
+                                                    privacy_unit=privacy_unit))
+
+    def _meta(self, *, query: str, columns: list[str] | str, mechanism: str,
+              privacy_unit: str | Literal[False] | None = False) -> dict[str, Any]:
+        """A charge's ledger metadata (see :meth:`charge`)."""
         if isinstance(columns, str):
             columns = [columns]
-        meta = {
+        meta: dict[str, Any] = {
             "session": self.name,
             "query": str(query),
             "columns": [str(c) for c in (columns or [])],
@@ -236,7 +245,40 @@ class Session:
         }
         if privacy_unit is not False:
             meta["privacy_unit"] = unit_code(privacy_unit)
-        return self._store.charge(cost, meta)
+        return meta
+
+    def charge_many(self, charges: Sequence[tuple[PrivacyCost, Mapping[str, Any]]]
+                    ) -> list[int]:
+        """Charge several releases at once, all or none, in one ledger transaction; their
+        entry ids in order. Each ``(cost, meta)`` takes the keyword arguments of
+        :meth:`charge` (``query``, ``columns``, ``mechanism``, ``privacy_unit``) as ``meta``.
+
+        A run reserves its whole cost so: two runs sharing a ledger never both pass the budget
+        check and then run out half-way. ``BudgetExceededError`` (nothing charged) when the
+        whole batch does not fit; ``LedgerError`` for a ledger store without ``charge_many``.
+        """
+        many = getattr(self._store, "charge_many", None)
+        if not callable(many):
+            raise LedgerError(f"{type(self._store).__name__} cannot charge several releases "
+                              "in one transaction")
+        batch = []
+        for cost, meta in charges:
+            if not isinstance(cost, PrivacyCost):
+                raise ValidationError(f"cost must be a PrivacyCost, not {type(cost).__name__}")
+            batch.append((cost, self._meta(**meta)))
+        return cast(list[int], many(batch))
+
+    def require(self, cost: PrivacyCost) -> None:
+        """``BudgetExceededError`` unless ``cost`` fits the remaining budget now (no side
+        effect): checked before any data is read; the charge checks again, atomically."""
+        if self.fits(cost):
+            return
+        from .ledger.charges import exceeded, fold, plan_charge
+
+        costs = fold(PrivacyCost(e["requested_epsilon"], e["requested_delta"], e.get("rho"))
+                     for e in self._store.entries())
+        old, new, _ = plan_charge(self.total_exact, costs, self.spent_exact, cost)
+        raise exceeded(self.total_exact, old, new)
 
     def ledger_head(self, entry_id: int) -> dict[str, Any] | None:
         """The ledger's chain head right after charge ``entry_id`` (``ledger_id``, ``seq``,

@@ -2,7 +2,10 @@
 
 Opening never quotes a value in an error (a malformed file's message may hold one), and
 reading never raises on one: every batch is conformed to the public schema
-(:mod:`dpframe.backends.arrow.conform`).
+(:mod:`dpframe.backends.arrow.conform`). Local files are pinned when opened (inode, size,
+times): a read of a file changed since, or a file that cannot be read or decoded, raises
+:class:`~dpframe.errors.InputError`, an operational fault the release path refuses before any
+charge.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import pyarrow.csv as pacsv
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
-from ...errors import ValidationError
+from ...errors import InputError, ValidationError
 from .columns import is_bytes
 from .conform import TextOptions, conform_batch, public_schema
 from .csv import csv_types, declare, undeclared_message
@@ -568,6 +571,22 @@ def _check_csv_options(fmt: Any) -> None:
                               "first (ReadOptions(encoding=...) is not supported)")
 
 
+#: Parquet pages written with a CRC checksum (``dpframe generate``, ``dpf.to_parquet``,
+#: ``pq.write_table(..., write_page_checksum=True)``) are verified as they are read: a corrupt
+#: page is an :class:`~dpframe.errors.InputError`, not values decoded from garbage.
+_VERIFY = ds.ParquetFragmentScanOptions(page_checksum_verification=True)
+
+
+def _verifying(fmt: Any, read_options: Any = None) -> Any:
+    """``fmt`` as a Parquet format that verifies page checksums when it is ``"parquet"``;
+    any other format (a format object passed by the caller included) as it is."""
+    if fmt != "parquet":
+        return fmt
+    if read_options is None:
+        return ds.ParquetFileFormat(default_fragment_scan_options=_VERIFY)
+    return ds.ParquetFileFormat(read_options=read_options, default_fragment_scan_options=_VERIFY)
+
+
 def _open_dataset(source: Any, fmt: Any, partitioning: Any = None) -> ds.Dataset:
     """``ds.dataset(source, format=fmt)`` with typed errors that quote no value; CSV read
     options no data may turn against a row are refused first (:func:`_check_csv_options`)."""
@@ -575,7 +594,7 @@ def _open_dataset(source: Any, fmt: Any, partitioning: Any = None) -> ds.Dataset
     try:
         if _is_csv(fmt):
             return _open_csv(source, fmt, partitioning)
-        return ds.dataset(source, format=fmt, partitioning=partitioning)
+        return ds.dataset(source, format=_verifying(fmt), partitioning=partitioning)
     except (pa.ArrowException, OSError, ValueError, TypeError) as exc:  # may quote a value
         name = "CSV" if _is_csv(fmt) else str(getattr(fmt, "default_extname", fmt))
         raise ValidationError(_REFUSED.format(name, type(exc).__name__)) from None
@@ -736,12 +755,26 @@ class DatasetSource:
         self._files = opened.files
         self._format = opened.format
         self._columns = _visible(opened.dataset.schema.names, columns)
+        self._pinned = _pin(opened.dataset)
+        self._csv = any(isinstance(getattr(d, "format", None), ds.CsvFileFormat)
+                        for d in _leaves(opened.dataset))
         self._checked = _check_files(opened.dataset)
         self._dataset, undeclared = declare(opened.dataset, list(_leaves(opened.dataset)),
                                             declared, self._checked.names.values())
         visible = self._columns
         self._undeclared = frozenset(c for c in undeclared if visible is None or c in visible)
         self._text = _text_options(self._dataset)
+        self.check_unchanged()
+
+    def check_unchanged(self) -> None:
+        """:class:`~dpframe.errors.InputError` if a local file of the source changed since it
+        was opened (replaced, truncated, rewritten: its inode, size, modification or change
+        time differ) or is gone: every read of the source reads the snapshot it opened."""
+        for path, was in self._pinned.items():
+            if _stat_of(path) != was:
+                raise InputError(f"input file {path} changed or was replaced since it was "
+                                 "opened: its data is not the snapshot the release started "
+                                 "from")
 
     def check_declared(self, columns: Sequence[object]) -> None:
         """Refuse (ValidationError) a read of CSV columns that no declaration types: the
@@ -779,7 +812,9 @@ class DatasetSource:
         file, a malformed CSV field) is missing, a column a file lacks is all missing. CSV
         columns are read as bytes and converted there (:func:`_read_as_bytes`), a blank CSV
         file is no rows, and a CSV row longer than the read block makes its file read again
-        with larger blocks. Nothing is raised on values, and no error quotes one.
+        with larger blocks. Nothing is raised on values, and no error quotes one; a file that
+        cannot be read or decoded, or that changed since the source opened it (checked before
+        and after the read), raises :class:`~dpframe.errors.InputError`.
 
         Parquet is read one row group at a time by a background thread that stays at most
         ``PREFETCH`` batches ahead, so memory is bounded however slow the consumer is (pyarrow's
@@ -788,14 +823,30 @@ class DatasetSource:
         """
         cols = list(columns)
         expected = public_schema(pa.schema([self._dataset.schema.field(c) for c in cols]))
-        for batch in self._raw_batches(cols, batch_size, dictionary):
-            yield conform_batch(batch, expected, self._text)
+        self.check_unchanged()
+        raw = self._raw_batches(cols, batch_size, dictionary)
+        try:
+            while True:
+                try:
+                    batch = next(raw)
+                except StopIteration:
+                    break
+                except (pa.ArrowException, OSError) as exc:  # may quote a value: type only
+                    self.check_unchanged()
+                    if self._csv and not isinstance(exc, OSError):
+                        raise  # a CSV row past MAX_CSV_BLOCK: the data's doing, not a fault
+                    raise InputError(f"cannot read the input ({type(exc).__name__}): a file "
+                                     "is unreadable, truncated or corrupt") from None
+                yield conform_batch(batch, expected, self._text)
+        finally:
+            raw.close()
+        self.check_unchanged()  # the whole read was of the opened snapshot
 
     def _raw_batches(self, cols: list[str], batch_size: int, dictionary: Sequence[str]
                      ) -> Generator[pa.RecordBatch, None, None]:
         dataset = self._dataset
         if dictionary and self._files is not None and self._format == "parquet":
-            fmt = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(
+            fmt = _verifying("parquet", ds.ParquetReadOptions(
                 dictionary_columns=set(dictionary)))
             dataset = ds.dataset(self._files, format=fmt)
         if isinstance(dataset, ds.InMemoryDataset):  # tables of the dataset's one schema
@@ -822,6 +873,31 @@ class DatasetSource:
             return sum(os.path.getsize(f) for f in self._files)
         except OSError:
             return None
+
+
+Stat: TypeAlias = tuple[int, int, int, int, int] | None
+
+
+def _stat_of(path: str) -> Stat:
+    """What tells a local file's version apart: device, inode, size, modification and
+    change times (ns); None when it is gone or unreadable."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def _pin(dataset: ds.Dataset) -> dict[str, Stat]:
+    """The version of every local file of ``dataset``, as opened (see
+    :meth:`DatasetSource.check_unchanged`); files on other file systems are not pinned."""
+    pinned: dict[str, Stat] = {}
+    for d in _leaves(dataset):
+        if isinstance(d, ds.FileSystemDataset) and isinstance(d.filesystem,
+                                                                pafs.LocalFileSystem):
+            for path in d.files:
+                pinned[path] = _stat_of(path)
+    return pinned
 
 
 def _dataset_batches(dataset: ds.Dataset, cols: list[str], batch_size: int,

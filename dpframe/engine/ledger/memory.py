@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -72,41 +72,56 @@ class MemoryLedger:
     def charge(self, cost: PrivacyCost, meta: Mapping[str, Any]) -> int:
         """Check and record ``cost`` atomically; ``BudgetExceededError`` if it does not fit,
         ``PrivacyUnitError`` if ``meta["privacy_unit"]`` is not the ledger's unit."""
-        cost = check_cost(cost)
+        return self.charge_many([(cost, meta)])[0]
+
+    def charge_many(self, charges: Sequence[tuple[PrivacyCost, Mapping[str, Any]]]
+                    ) -> list[int]:
+        """Charge each ``(cost, meta)`` in order, all or none, under one lock; the state changes
+        by one ``list.extend`` (an interrupt finds all of them made or none)."""
+        rows = [(check_cost(c), meta_fields(m), meta_unit(m)) for c, m in charges]
         if os.getpid() != self._pid:  # a forked copy would spend the same budget again
             raise LedgerError("an in-memory budget belongs to the process that made it: a "
                               "forked process cannot spend it (share a budget between "
                               "processes with ledger='budget.sqlite')")
-        fields = meta_fields(meta)
-        unit = meta_unit(meta)
         with self._lock:
-            if unit is not None and self._unit is not None and unit != self._unit:
-                raise unit_refused(self._unit, unit)
-            totals = self._totals.add(cost)
-            old, new, ok = plan_charge(self._total, self._totals, self._last_spent(), cost,
-                                       totals)
-            if not ok:
-                raise exceeded(self._total, old, new)
-            entry_id = len(self._log) + 1
-            row = {
-                "id": entry_id,
-                "time": now(),
-                **fields,
-                "requested_epsilon": cost.epsilon,
-                "requested_delta": cost.delta,
-                "rho": cost.rho,
-                "epsilon": new[0] - old[0],
-                "delta": new[1] - old[1],
-                "spent_epsilon": new[0],
-                "spent_delta": new[1],
-                "status": "charged",
-                "details": {},
-                "privacy_unit": unit,
-            }
-            if unit is not None and self._unit is None:
-                self._unit = unit
-            self._log.append((row, totals))  # the one change a charge makes
-            return entry_id
+            bound = self._unit
+            made: list[tuple[dict[str, Any], SpendTotals]] = []
+            totals, spent = self._totals, self._last_spent()
+            start = spent
+            for cost, fields, unit in rows:
+                if unit is not None and bound is not None and unit != bound:
+                    raise unit_refused(bound, unit)
+                bound = unit if bound is None else bound
+                after = totals.add(cost)
+                old, new, _ = plan_charge(self._total, totals, spent, cost, after)
+                made.append((self._row(len(self._log) + len(made) + 1, cost, fields, unit,
+                                       old, new), after))
+                totals, spent = after, new
+            if not (spent[0] <= self._total[0] and spent[1] <= self._total[1]):
+                raise exceeded(self._total, start, spent)
+            self._unit = bound
+            self._log.extend(made)  # the one change a charge makes
+            return [row["id"] for row, _ in made]
+
+    @staticmethod
+    def _row(entry_id: int, cost: PrivacyCost, fields: dict[str, Any], unit: str | None,
+             old: tuple[Fraction, Fraction], new: tuple[Fraction, Fraction]) -> dict[str, Any]:
+        """A charged entry taking the spend from ``old`` to ``new``."""
+        return {
+            "id": entry_id,
+            "time": now(),
+            **fields,
+            "requested_epsilon": cost.epsilon,
+            "requested_delta": cost.delta,
+            "rho": cost.rho,
+            "epsilon": new[0] - old[0],
+            "delta": new[1] - old[1],
+            "spent_epsilon": new[0],
+            "spent_delta": new[1],
+            "status": "charged",
+            "details": {},
+            "privacy_unit": unit,
+        }
 
     def record(self, entry_id: int, status: str, details: Mapping[str, Any]) -> None:
         """Mark entry ``entry_id`` as ``"released"`` or ``"failed"``."""

@@ -14,7 +14,7 @@ import json
 import os
 import sqlite3
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
@@ -562,51 +562,38 @@ class SqliteLedger:
         ledger protects; the first charge naming a unit records it. When this returns, the
         charge is committed to the file. O(1): reads the sealed running totals, not the entries.
         """
-        cost = check_cost(cost)
-        fields = meta_fields(meta)
-        unit = meta_unit(meta)
-        if fields["session"] is None:
-            fields["session"] = self._name
+        return self.charge_many([(cost, meta)])[0]
 
-        def go(conn: sqlite3.Connection) -> tuple[int, dict[str, Any]]:
+    def charge_many(self, charges: Sequence[tuple[PrivacyCost, Mapping[str, Any]]]
+                    ) -> list[int]:
+        """Charge each ``(cost, meta)`` in order, all in one ``BEGIN IMMEDIATE`` transaction:
+        every entry is committed (status ``charged``) or, when the last spend would not fit or
+        a unit differs, none is (``BudgetExceededError`` / ``PrivacyUnitError`` naming the whole
+        batch's need). A run reserves its whole cost so: concurrent runs never interleave. Each
+        entry's chain head (for exports' provenance) is kept: :meth:`chain_head_of`."""
+        rows = [(check_cost(c), meta_fields(m), meta_unit(m)) for c, m in charges]
+        for _, fields, _ in rows:
+            if fields["session"] is None:
+                fields["session"] = self._name
+
+        def go(conn: sqlite3.Connection) -> list[tuple[int, dict[str, Any]]]:
             head = self._head(conn, check_last=True)
-            if unit is not None and head.unit is not None and unit != head.unit:
-                raise unit_refused(head.unit, unit)
-            old, new, ok = plan_charge(head.budget, head.totals, head.spent, cost)
-            if not ok:
-                raise exceeded(head.budget, old, new)
-            if unit is not None and head.unit is None:
-                head, _ = append(conn, head, "units",
-                                 {"time": now(), "unit": unit, "session": fields["session"]})
-                head = replace(head, unit=unit)
-            head, entry_id = append(
-                conn, head, "entries",
-                {
-                    "time": now(),
-                    "session": fields["session"],
-                    "query": fields["query"],
-                    "columns": json.dumps(fields["columns"]),
-                    "mechanism": fields["mechanism"],
-                    "requested_epsilon": frac_text(cost.epsilon),
-                    "requested_delta": frac_text(cost.delta),
-                    "rho": None if cost.rho is None else frac_text(cost.rho),
-                    "epsilon": frac_text(new[0] - old[0]),
-                    "delta": frac_text(new[1] - old[1]),
-                    "spent_epsilon": frac_text(new[0]),
-                    "spent_delta": frac_text(new[1]),
-                    "seeded": int(fields["seeded"]),
-                    "pid": os.getpid(),
-                    "privacy_unit": unit,
-                },
-                extra={"status": "charged", "details": "{}"},
-            )
-            write_head(conn, replace(head, spent=new, totals=head.totals.add(cost)))
             ledger_id = conn.execute("SELECT ledger_id FROM dpframe_schema").fetchone()[0]
-            return entry_id, {"ledger_id": ledger_id, "seq": head.rows, "hash": head.hash}
+            start_spent, charged = head.spent, []
+            for cost, fields, unit in rows:
+                head, entry_id = self._charge_row(conn, head, cost, fields, unit)
+                charged.append((entry_id, {"ledger_id": ledger_id, "seq": head.rows,
+                                           "hash": head.hash}))
+            ok = head.spent[0] <= head.budget[0] and head.spent[1] <= head.budget[1]
+            if not ok:
+                raise exceeded(head.budget, start_spent, head.spent)
+            write_head(conn, head)
+            return charged
 
-        entry_id, link = self._db.transaction(go, write=True, nothing="nothing was charged")
-        self._links[entry_id] = link
-        return entry_id
+        charged = self._db.transaction(go, write=True, nothing="nothing was charged")
+        for entry_id, link in charged:
+            self._links[entry_id] = link
+        return [entry_id for entry_id, _ in charged]
 
     def chain_head_of(self, entry_id: int) -> dict[str, Any] | None:
         """The chain head right after the charge ``entry_id`` was committed: ``ledger_id``,
@@ -629,6 +616,40 @@ class SqliteLedger:
             return None
 
         return None if self._legacy else self._db.read(go)
+
+    def _charge_row(self, conn: sqlite3.Connection, head: Head, cost: PrivacyCost,
+                    fields: dict[str, Any], unit: str | None) -> tuple[Head, int]:
+        """Append one charged entry (and a first unit binding) after ``head``; the new head
+        (not yet written) and the entry's id. The caller checks the budget."""
+        if unit is not None and head.unit is not None and unit != head.unit:
+            raise unit_refused(head.unit, unit)
+        old, new, _ = plan_charge(head.budget, head.totals, head.spent, cost)
+        if unit is not None and head.unit is None:
+            head, _ = append(conn, head, "units",
+                             {"time": now(), "unit": unit, "session": fields["session"]})
+            head = replace(head, unit=unit)
+        head, entry_id = append(
+            conn, head, "entries",
+            {
+                "time": now(),
+                "session": fields["session"],
+                "query": fields["query"],
+                "columns": json.dumps(fields["columns"]),
+                "mechanism": fields["mechanism"],
+                "requested_epsilon": frac_text(cost.epsilon),
+                "requested_delta": frac_text(cost.delta),
+                "rho": None if cost.rho is None else frac_text(cost.rho),
+                "epsilon": frac_text(new[0] - old[0]),
+                "delta": frac_text(new[1] - old[1]),
+                "spent_epsilon": frac_text(new[0]),
+                "spent_delta": frac_text(new[1]),
+                "seeded": int(fields["seeded"]),
+                "pid": os.getpid(),
+                "privacy_unit": unit,
+            },
+            extra={"status": "charged", "details": "{}"},
+        )
+        return replace(head, spent=new, totals=head.totals.add(cost)), entry_id
 
     def record(self, entry_id: int, status: str, details: Mapping[str, Any]) -> None:
         """Mark a charged entry ``"released"`` or ``"failed"`` (once): appends a chained
