@@ -113,7 +113,7 @@ def check_declared_columns(schema: Mapping[str, object], bounds: object, keys: o
         if not isinstance(given, Mapping):
             continue  # not a mapping: declarations() refuses it
         for col in given:
-            if col not in schema:
+            if isinstance(col, str) and col not in schema:  # not a string: refused elsewhere
                 raise ValidationError(
                     f"{name} declared for {col!r}, which is not a column of this frame"
                     f"{close_names(col, schema)}: a typo would leave the intended column "

@@ -560,8 +560,10 @@ def _freeze(v: object) -> object:
     return v
 
 
-#: Provenance entries that identify a ledger row rather than describe the release.
-_LEDGER_FIELDS = ("ledger_entry",)
+#: Provenance entries that identify a ledger row rather than describe the release, and the
+#: hints read from the noisy values (core/hints.py: post-processing, as data-dependent as the
+#: noisy values themselves, and as private).
+_LEDGER_FIELDS = ("ledger_entry", "ledger_head", "warnings")
 
 
 def _freeze_provenance(dp: object) -> object:
