@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from ..core.names import close_names
-from ..core.query import DEFAULT_GRID, Measure
+from ..core.query import DEFAULT_GRID, Measure, quantile_level
 from ..core.values import NUMERIC_KINDS, sorted_order
 from ..errors import ValidationError
 
@@ -52,11 +52,10 @@ def describe(priv: PrivateFrame, epsilon: object, columns: Sequence[str] | None,
     levels = _levels(percentiles)
     measures: list[Measure] = []
     rows: list[str] = [*DESCRIBE_STATS, *(f"{100 * q:g}%" for q in levels)]
-    from .frame import _quantile_measure
-
     for c in cols:
         measures += [Measure(op, c, label=op) for op in DESCRIBE_STATS]  # type: ignore[arg-type]
-        measures += [_quantile_measure(c, "quantile", q, resolution) for q in levels]
+        measures += [Measure("quantile", c, label="quantile", q=quantile_level(q),
+                             grid=resolution) for q in levels]
     q = priv._query(measures, epsilon, delta, description=f"describe({cols})")
     r = priv._run(q, dry_run)
     if isinstance(r, dict):
