@@ -422,6 +422,8 @@ def test_the_query_a_front_builds_is_refused_by_the_engine_alike() -> None:
     priv = df.dp(s, bounds=BOUNDS, keys=KEYS)
     with pytest.raises(ValidationError, match="ci= is not available"):
         priv.median("x", epsilon=1, ci=0.9)
+    with pytest.raises(ValidationError, match="ci= is not available"):
+        priv.query("median", "x", epsilon=1, ci=0.9)  # the Query a front builds, checked
     query = dataclasses.replace(priv.query("median", "x", epsilon=1), ci=0.9)
     for run in (engine.explain, engine.run_release):
         with pytest.raises(ValidationError, match="ci= is not available"):

@@ -85,13 +85,17 @@ def validate_accuracy(epsilon: object, accuracy: object, n_measures: int,
                               "target half-width of the interval, in the result's units)")
     if n_measures != 1:
         raise ValidationError("accuracy= applies to one aggregate; use epsilon= for agg")
-    if min_rows is not None and (isinstance(min_rows, bool) or not isinstance(
-            min_rows, numbers.Integral) or int(min_rows) < 1):
+    if min_rows is not None and not _positive(min_rows, numbers.Integral):
         raise ValidationError("min_rows must be a positive integer")
-    if isinstance(accuracy, bool) or not isinstance(accuracy, numbers.Real) or not (
-            math.isfinite(float(accuracy)) and float(accuracy) > 0):
+    if not _positive(accuracy, numbers.Real):
         raise ValidationError("accuracy must be a positive number: the target half-width of "
                               "the interval, in the result's units")
+
+
+def _positive(x: object, kind: type) -> bool:
+    """A finite positive number of ``kind`` (``numbers.Integral`` or ``Real``), not a bool."""
+    return not isinstance(x, bool) and isinstance(x, kind) and math.isfinite(
+        float(x)) and float(x) > 0  # type: ignore[arg-type]
 
 
 def measure_half_width(mp: MeasurePlan, level: float, min_rows: int | None) -> float:

@@ -56,7 +56,7 @@ def _exact(value: object, name: str, *, positive: bool = False) -> Fraction:
 
 def check_numbers(query: Query) -> None:
     """The budget (epsilon > 0, delta in [0, 1)), weights, shares and rates: exact finite
-    numbers; the contribution bounds: positive integers, only with a privacy unit."""
+    numbers; then :func:`check_contribution`."""
     _exact(query.epsilon, "epsilon", positive=True)
     if _exact(query.delta, "delta") >= 1:
         raise ValidationError("delta must be in [0, 1)")
@@ -65,6 +65,12 @@ def check_numbers(query: Query) -> None:
         raise ValidationError("rate must be in (0, 1]")
     for m in query.measures:
         _exact(m.weight, "weight", positive=True)
+    check_contribution(query)
+
+
+def check_contribution(query: Query) -> None:
+    """``max_rows_per_unit`` and ``max_groups_per_unit``: positive integers (a bound on a
+    unit's rows and groups, read by the sensitivities), other than 1 only with a unit."""
     for name in ("max_rows_per_unit", "max_groups_per_unit"):
         value = getattr(query, name)
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
@@ -117,4 +123,5 @@ def check_declared_keys(query: Query) -> None:
                             "value (keys are numbers, strings, bytes or dates)")
 
 
-__all__ = ["check_declared_keys", "check_exponential_only", "check_numbers", "check_query"]
+__all__ = ["check_contribution", "check_declared_keys", "check_exponential_only",
+           "check_numbers", "check_query"]

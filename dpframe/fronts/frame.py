@@ -33,6 +33,7 @@ from ..core.query import (
     normalise_keys,
     quantile_level,
 )
+from ..core.validate import check_query
 from ..errors import KeysError, ValidationError
 from .aggregation import agg_columns, agg_pairs, weights_by_label
 from .arguments import (
@@ -227,8 +228,8 @@ class PrivateFrame:
     def query(self, aggregate: str, *args: Any, by: str | Sequence[str] | None = None,
               keys: str | None = None, **kwargs: Any) -> Query:
         """The Query that ``self[.groupby(by, keys=keys)].<aggregate>(*args, **kwargs)`` would
-        release, after the same argument checks (the same typed errors), with nothing planned,
-        charged or run: for pipelines that price, store or run queries later
+        release, after the same checks (the same typed errors: core/validate.py), with
+        nothing planned, charged or run: for pipelines that price, store or run queries later
         (``dpframe.engine.release.prepare`` / ``run_release``).
 
         Example:
@@ -251,8 +252,9 @@ class PrivateFrame:
     def _run(self, query: Query, dry_run: bool) -> CoreRelease | dict[str, Any]:
         from ..engine.release import explain, run_release
 
-        if self._captured is not None:  # query(): the Query is the result
-            self._captured.append(query)
+        if self._captured is not None:  # query(): the Query is the result, checked as a
+            # release checks it (core/validate.py), nothing planned or charged
+            self._captured.append(check_query(query, self._backend.schema(query.columns)))
             return {}
         if dry_run:
             return explain(self.session, query, self._backend)
