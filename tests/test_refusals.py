@@ -32,9 +32,9 @@ from dpframe.cli.runner import run_spec
 from dpframe.cli.spec_errors import SpecError
 from dpframe.core.query import Measure, Query
 from dpframe.engine import release as engine
-from dpframe.errors import BoundsError, DPError, KeysError, ValidationError
+from dpframe.errors import BoundsError, DPError, KeysError, UnknownColumnError, ValidationError
 
-V, B, K = ValidationError, BoundsError, KeysError
+V, B, K, U = ValidationError, BoundsError, KeysError, UnknownColumnError
 NAN, INF = float("nan"), float("inf")
 E = Fraction(1)
 BOUNDS: dict[str, tuple[float, float]] = {"x": (0.0, 10.0), "n": (0.0, 100.0)}
@@ -166,7 +166,7 @@ CASES = [
          {"measures": (Measure("sum", "n"),), "bounds": {}},
          {"aggregate": "sum", "column": "n", "epsilon": 1.0},
          declare={"bounds": {}}, sections={"bounds": {}}),
-    Case("unknown-column", V, lambda p, **kw: p.sum("nope", epsilon=1, **kw),
+    Case("unknown-column", U, lambda p, **kw: p.sum("nope", epsilon=1, **kw),
          {"measures": (Measure("sum", "nope"),)}, sumq(column="nope")),
     Case("sum-of-text", V, lambda p, **kw: p.sum("s", epsilon=1, **kw),
          {"measures": (Measure("sum", "s"),)}, sumq(column="s")),
@@ -217,7 +217,7 @@ CASES = [
          {"measures": (Measure("count"),), "max_rows_per_unit": 3},
          {"aggregate": "count", "epsilon": 1.0},
          declare={"max_rows_per_unit": 3}, sections={"privacy": {"max_rows_per_unit": 3}}),
-    Case("unknown-unit", V, lambda p, **kw: p.count(epsilon=1, **kw),
+    Case("unknown-unit", U, lambda p, **kw: p.count(epsilon=1, **kw),
          {"measures": (Measure("count"),), "privacy_unit": "nobody", "max_rows_per_unit": 2},
          {"aggregate": "count", "epsilon": 1.0},
          declare={"privacy_unit": "nobody", "max_rows_per_unit": 2},
@@ -442,6 +442,7 @@ def test_every_case_is_spelled_for_at_least_two_entry_points() -> None:
     assert len(IDS) == len(set(IDS))
 
 
+@pytest.mark.filterwarnings("ignore::dpframe.errors.NearZeroWarning")  # 20 rows a group
 def test_ci_and_mechanism_still_apply_to_the_additive_measures_of_an_agg() -> None:
     """The exponential-only rule refuses ``ci=``/``mechanism=`` only when no measure uses
     them: an agg of a sum and a median keeps its interval and Gaussian noise on the sum."""

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..core.names import close_names
 from ..core.numbers import to_fraction
-from ..errors import ValidationError
+from ..errors import UnknownColumnError, ValidationError
 
 #: pandera checks that declare bounds: check name -> (statistic of the lower bound, of the upper)
 RANGE_CHECKS: dict[str, tuple[str | None, str | None]] = {
@@ -133,8 +133,9 @@ def check_unit(schema: Mapping[str, object], privacy_unit: object, max_rows: obj
     """The privacy unit and its contribution bounds (public declarations)."""
     if privacy_unit is not None and not isinstance(privacy_unit, str):
         raise ValidationError("privacy_unit must be a column name (a string)")
-    if privacy_unit is not None and privacy_unit not in schema:
-        raise ValidationError(f"unknown privacy_unit column {privacy_unit!r}")
+    if privacy_unit is not None and privacy_unit not in schema:  # Query.validate's rule, early
+        raise UnknownColumnError(f"unknown privacy_unit column {privacy_unit!r}"
+                                 f"{close_names(privacy_unit, schema)}", privacy_unit)
     _check_contribution(privacy_unit, max_rows, max_groups, max_rows_per_group)
 
 
