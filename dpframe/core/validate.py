@@ -15,7 +15,6 @@ and a refused query is never charged. Messages name arguments and columns, never
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Mapping
 from fractions import Fraction
 
@@ -69,17 +68,14 @@ def check_numbers(query: Query) -> None:
 
 
 def check_contribution(query: Query) -> None:
-    """``max_rows_per_unit`` and ``max_groups_per_unit``: positive integers (a bound on a
-    unit's rows and groups, read by the sensitivities), other than 1 only with a unit."""
-    for name in ("max_rows_per_unit", "max_groups_per_unit"):
-        value = getattr(query, name)
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-            raise ValidationError(f"{name} must be a positive integer")
-    if query.privacy_unit is None and (query.max_rows_per_unit != 1
-                                       or query.max_groups_per_unit != 1):
-        raise ValidationError("max_rows_per_unit and max_groups_per_unit bound a privacy "
-                              "unit's rows: pass privacy_unit= too (each row is its own unit "
-                              "otherwise)")
+    """Contribution bounds (``max_rows_per_unit``, ``max_groups_per_unit``,
+    ``max_rows_per_group``) bound a privacy unit: declared only with one (each row is its own
+    unit otherwise). That they are integers >= 1, and that a unit has a bound on its rows, is
+    :meth:`Query.validate`'s rule."""
+    if query.privacy_unit is None and any(b is not None for b in query.contribution_bounds):
+        raise ValidationError("max_rows_per_unit, max_groups_per_unit and max_rows_per_group "
+                              "bound a privacy unit's rows: pass privacy_unit= too (each row "
+                              "is its own unit otherwise)")
 
 
 def check_exponential_only(query: Query) -> None:
