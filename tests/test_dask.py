@@ -659,7 +659,8 @@ def test_text_in_a_numeric_partition_is_missing_not_the_whole_column(client: Any
     ddf = dd.from_delayed([dask.delayed(p1), dask.delayed(p2)], meta=p1.iloc[:0],
                           verify_meta=False)
     q = Query((Measure("sum", "x"), Measure("count", "x")), Fraction(1), bounds={"x": (0, 10)},
-              privacy_unit=unit, max_rows_per_unit=1)
+              privacy_unit=unit,
+              max_rows_per_unit=1 if unit else None)
     agg = _exact(ddf, _session(), q)
     key = next(k for k in agg.values if k[0] == "fixed_sum")
     assert float(agg.values[key][0] * key[5]) == pytest.approx(15.0, abs=1e-6)
@@ -733,7 +734,8 @@ def test_text_in_a_measured_key_keeps_the_partitions_numbers(unit: str | None) -
     ddf = _parts(pd.DataFrame({"u": [1, 2, 3], "k": np.full(3, 5.0)}),
                  pd.DataFrame({"u": [4, 5, 6], "k": pd.Series([5.0, 5.0, "abc"], dtype=object)}))
     q = Query((Measure("sum", "k"), Measure("count", "k")), Fraction(1), by=("k",),
-              keys={"k": (5.0,)}, bounds={"k": (0, 10)}, privacy_unit=unit, max_rows_per_unit=1)
+              keys={"k": (5.0,)}, bounds={"k": (0, 10)}, privacy_unit=unit,
+              max_rows_per_unit=1 if unit else None)
     with dask.config.set(scheduler="sync"):
         agg = _exact(ddf, _session(), q)
     key = next(k for k in agg.values if k[0] == "fixed_sum")
@@ -918,7 +920,8 @@ def test_big_integers_of_an_object_partition_are_read_as_in_an_int_partition(
     p0 = pd.DataFrame({"u": np.arange(20), "x": big})
     odd = pd.DataFrame({"u": np.arange(20, 41), "x": pd.Series([*big, "abc"], dtype=object)})
     q = Query((Measure("sum", "x"), Measure("count", "x")), Fraction(1),
-              bounds={"x": (0, 10)}, privacy_unit=unit, max_rows_per_unit=1)
+              bounds={"x": (0, 10)}, privacy_unit=unit,
+              max_rows_per_unit=1 if unit else None)
     with dask.config.set(scheduler="sync"):
         agg = _exact(_parts(p0, odd), _session(), q)
     key = next(k for k in agg.values if k[0] == "fixed_sum")
@@ -975,7 +978,7 @@ def test_distinct_values_of_an_object_partition_stay_exact(unit: str | None) -> 
     p0 = pd.DataFrame({"u": np.arange(20), "v": pd.Series(v[:20], dtype=np.int64)})
     odd = pd.DataFrame({"u": np.arange(20, 41), "v": pd.Series([*v[20:], "abc"], dtype=object)})
     q = Query((Measure("count_distinct", "v"),), Fraction(1), bounds={}, privacy_unit=unit,
-              max_rows_per_unit=1)
+              max_rows_per_unit=1 if unit else None)
     with dask.config.set(scheduler="sync"):
         agg = _exact(_parts(p0, odd), _session(), q)
     _groups, hashes = next(iter(agg.distinct.values()))
@@ -1003,7 +1006,8 @@ def test_private_key_labels_follow_the_schema_not_the_partitions(
         parts = [p.assign(u=np.arange(len(p)) + 1000 * i) for i, p in enumerate(parts)]
         obj = obj.assign(u=np.zeros(1, dtype=np.int64))  # the meta's columns
     q = Query((Measure("count"),), Fraction(1), by=("k",), keys={}, private_keys=True,
-              delta=Fraction(1, 10**6), bounds={}, privacy_unit=unit, max_rows_per_unit=1)
+              delta=Fraction(1, 10**6), bounds={}, privacy_unit=unit,
+              max_rows_per_unit=1 if unit else None)
     with dask.config.set({"scheduler": "sync", "dataframe.convert-string": False}):
         ddf = dd.from_delayed([dask.delayed(p) for p in parts], meta=obj.iloc[:0],
                               verify_meta=False)  # the object partition's meta

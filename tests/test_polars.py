@@ -215,16 +215,16 @@ def test_unit_level_truncation_matches_pandas(frames: tuple[pd.DataFrame, Any],
 
 
 ERRORS: list[tuple[dict[str, Any], Callable[[PrivateFrame], Any], type[Exception]]] = [
-    ({"bounds": BOUNDS}, lambda f: f.sum("nope", epsilon=1), dpf.ValidationError),
+    ({"bounds": BOUNDS}, lambda f: f.sum("nope", epsilon=1), dpf.UnknownColumnError),
     ({"bounds": {"nope": (0, 1)}}, lambda f: f.sum("nope", epsilon=1), dpf.ValidationError),
     ({}, lambda f: f.sum("x", epsilon=1), dpf.BoundsError),
     ({"bounds": BOUNDS}, lambda f: f.groupby("g").sum("x", epsilon=1), dpf.KeysError),
     ({"bounds": BOUNDS}, lambda f: f.groupby("e").count(epsilon=1), dpf.KeysError),
     ({"keys": {"g": "categories"}}, lambda f: f.groupby("g").count(epsilon=1), dpf.KeysError),
     ({"bounds": BOUNDS}, lambda f: f.groupby("nope", keys="private").count(
-        epsilon=1, delta=1e-6), dpf.ValidationError),
+        epsilon=1, delta=1e-6), dpf.UnknownColumnError),
     ({"privacy_unit": "nope", "max_rows_per_unit": 2}, lambda f: f.count(epsilon=1),
-     dpf.ValidationError),
+     dpf.UnknownColumnError),
     ({"bounds": BOUNDS}, lambda f: f.sum("x", epsilon=2e9), dpf.BudgetExceededError),
 ]
 

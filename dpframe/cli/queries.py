@@ -6,29 +6,18 @@ same Query, the same typed errors."""
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from ..core.query import Query
-from ..fronts.frame import PrivateFrame
+from ..fronts.frame import PrivateFrame, PrivateGroupBy
 from .spec import QuerySpec
 
-#: The spec options each aggregate's front method takes (passed when set; others are ignored).
-_TAKES: dict[str, frozenset[str]] = {
-    "count": frozenset({"delta", "mechanism", "ci"}),
-    "count_distinct": frozenset({"delta", "mechanism"}),
-    "sum": frozenset({"delta", "mechanism", "ci"}),
-    "mean": frozenset({"delta", "mechanism", "ci"}),
-    "var": frozenset({"delta", "mechanism"}),
-    "std": frozenset({"delta", "mechanism"}),
-    "max": frozenset({"resolution"}),
-    "min": frozenset({"resolution"}),
-    "median": frozenset({"resolution"}),
-    "quantile": frozenset({"resolution"}),
-    "histogram": frozenset({"delta", "mechanism", "ci", "right", "include_lowest"}),
-    "agg": frozenset({"delta", "mechanism", "ci", "resolution", "weights"}),
-}
-#: What grouped queries take besides (private keys: the share of epsilon for key selection).
-_GROUPED = frozenset({"delta", "selection_share"})
+#: The spec options a front method may take: each is passed when set and the method takes it
+#: (read from its signature, so the spec cannot drift from the front). An option the method
+#: does not take is one that aggregate has no use for.
+_OPTIONS = ("delta", "mechanism", "ci", "resolution", "weights", "right", "include_lowest",
+            "selection_share")
 #: The positional arguments of each front method (default: the column).
 _ARGUMENTS = {"quantile": ("column", "q"), "histogram": ("column", "bins"),
               "agg": ("aggregates",)}
@@ -37,13 +26,15 @@ _ARGUMENTS = {"quantile": ("column", "q"), "histogram": ("column", "bins"),
 def front_call(q: QuerySpec) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
     """The front method releasing ``q``, with its positional and keyword arguments (the
     grouping aside)."""
-    options = _TAKES[q.aggregate] | (_GROUPED if q.by else frozenset())
-    kwargs = {k: getattr(q, k) for k in sorted(options) if getattr(q, k) is not None}
-    kwargs["epsilon"] = q.epsilon
+    method, args = q.aggregate, tuple(getattr(q, f)
+                                      for f in _ARGUMENTS.get(q.aggregate, ("column",)))
     if q.aggregate == "median" and q.by:  # grouped median: the 0.5 quantile
-        return "quantile", (q.column, 0.5), kwargs
-    return q.aggregate, tuple(getattr(q, f) for f in _ARGUMENTS.get(q.aggregate, ("column",))), \
-        kwargs
+        method, args = "quantile", (q.column, 0.5)
+    takes = inspect.signature(getattr(PrivateGroupBy if q.by else PrivateFrame,
+                                      method)).parameters
+    kwargs = {k: getattr(q, k) for k in _OPTIONS if k in takes and getattr(q, k) is not None}
+    kwargs["epsilon"] = q.epsilon
+    return method, args, kwargs
 
 
 def build_query(frame: PrivateFrame, q: QuerySpec) -> Query:

@@ -15,6 +15,7 @@ for the epsilon actually charged.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 from fractions import Fraction
 
@@ -71,6 +72,32 @@ def epsilon_for_accuracy(half_width: Callable[[Fraction], float], target: float)
     return eps
 
 
+def validate_accuracy(epsilon: object, accuracy: object, n_measures: int,
+                      min_rows: object) -> None:
+    """The refusals of ``accuracy=`` (every front and :func:`dpframe.engine.release.epsilon_for`
+    run them): ``epsilon=`` or ``accuracy=``, not both and not neither; one aggregate; a
+    positive finite target; ``min_rows`` a positive integer when given. The aggregate's own
+    support (its ``half_width``) is checked when the plan is made."""
+    if epsilon is not None and accuracy is not None:
+        raise ValidationError("pass epsilon= or accuracy=, not both")
+    if accuracy is None:
+        raise ValidationError("pass epsilon= (the budget to spend) or accuracy= (the "
+                              "target half-width of the interval, in the result's units)")
+    if n_measures != 1:
+        raise ValidationError("accuracy= applies to one aggregate; use epsilon= for agg")
+    if min_rows is not None and not _positive(min_rows, numbers.Integral):
+        raise ValidationError("min_rows must be a positive integer")
+    if not _positive(accuracy, numbers.Real):
+        raise ValidationError("accuracy must be a positive number: the target half-width of "
+                              "the interval, in the result's units")
+
+
+def _positive(x: object, kind: type) -> bool:
+    """A finite positive number of ``kind`` (``numbers.Integral`` or ``Real``), not a bool."""
+    return not isinstance(x, bool) and isinstance(x, kind) and math.isfinite(
+        float(x)) and float(x) > 0  # type: ignore[arg-type]
+
+
 def measure_half_width(mp: MeasurePlan, level: float, min_rows: int | None) -> float:
     """The half-width of a planned measure's ``level`` interval in the result's units, when it
     does not depend on the data (its aggregate's :meth:`~dpframe.core.measure.Aggregate.half_width`:
@@ -79,4 +106,5 @@ def measure_half_width(mp: MeasurePlan, level: float, min_rows: int | None) -> f
     return aggregate(mp.measure.op).half_width(mp, level, min_rows)
 
 
-__all__ = ["EPS_MAX", "EPS_MIN", "epsilon_for_accuracy", "measure_half_width"]
+__all__ = ["EPS_MAX", "EPS_MIN", "epsilon_for_accuracy", "measure_half_width",
+           "validate_accuracy"]

@@ -37,6 +37,7 @@ from .memo import RecentCache
 from .query import Measure, Query
 from .selection import SelectionPlan, stability_threshold, truncated_geometric_table
 from .sensitivity import Contribution, Relation, contribution, key_selection_sensitivity
+from .validate import check_query
 from .values import ColumnKind
 
 
@@ -167,7 +168,7 @@ def _plan_key(query: Query, relation: str,
 
 def plan_release(query: Query, relation: Relation,
                  column_kinds: Mapping[str, ColumnKind]) -> ReleasePlan:
-    """Validate ``query`` against the schema and plan it: :meth:`Query.validate` then
+    """Validate ``query`` against the schema and plan it: :func:`check_query` then
     :func:`plan_query`, remembered for the last :data:`PLAN_CACHE_SIZE` distinct inputs.
 
     Both are pure functions of public information (the query, the relation, the column
@@ -176,7 +177,7 @@ def plan_release(query: Query, relation: Relation,
     key = _plan_key(query, relation, column_kinds)
     plan = _PLANS.get(key)
     if plan is None:
-        query.validate(column_kinds)
+        check_query(query, column_kinds)  # every refusal (core/validate.py)
         plan = plan_query(query, relation, dict(column_kinds))
         _PLANS.put(key, plan)
     return plan

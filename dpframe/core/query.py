@@ -118,7 +118,8 @@ class Query:
             (self.epsilon <= 0, "epsilon must be positive"),
             (not (0 <= self.delta < 1), "delta must be in [0, 1)"),
             (self.mechanism not in (None, "laplace", "gaussian"),
-             "mechanism must be 'laplace' or 'gaussian'"),
+             "mechanism must be 'laplace' or 'gaussian' (the fronts also read 'geometric' "
+             "as 'laplace')"),
             (self.mechanism == "gaussian" and self.delta <= 0,
              "mechanism='gaussian' needs delta > 0"),
             (self.private_keys and self.delta <= 0,

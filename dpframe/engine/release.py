@@ -31,13 +31,15 @@ import sys
 import warnings
 import weakref
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any, cast
 
 from ..backends.base import Backend
+from ..core.accuracy import epsilon_for_accuracy, measure_half_width, validate_accuracy
 from ..core.apply import CoreRelease, apply_plan
 from ..core.names import close_names
-from ..core.plan import ReleasePlan, plan_release
+from ..core.plan import ReleasePlan, plan_query, plan_release
 from ..core.query import Query
 from ..errors import InputError, NearZeroWarning, UnknownColumnError
 
@@ -88,6 +90,29 @@ def explain(session: Session, query: Query, backend: Backend) -> dict[str, Any]:
     d["fits_budget"] = session.fits(plan.cost)
     d["remaining"] = session.remaining
     return d
+
+
+def epsilon_for(session: Session, query: Query, backend: Backend, accuracy: object,
+                min_rows: object = None) -> Fraction:
+    """Accuracy-first: the smallest epsilon (three significant digits, rounded up) whose
+    ``query.ci`` interval (95% by default) has at most the half-width ``accuracy``, in the
+    result's units (core/accuracy.py); ``query.epsilon`` is ignored. Nothing is charged.
+
+    The same refusals as a release (``query`` is validated as :func:`prepare` does) and those
+    of ``accuracy=`` (:func:`~dpframe.core.accuracy.validate_accuracy`). The answer depends
+    on the arguments and the public schema only, never on the data."""
+    validate_accuracy(None, accuracy, len(query.measures), min_rows)
+    base = replace(query, epsilon=Fraction(1))
+    plan, bound = _prepared(session, base, backend)  # every refusal, before the search
+    level = float(query.ci or 0.95)
+    rows = None if min_rows is None else int(min_rows)  # type: ignore[call-overload]
+    kinds: dict[str, str] = dict(bound.schema(query.columns))
+
+    def half_width(eps: Fraction) -> float:
+        p = plan_query(replace(base, epsilon=eps), plan.relation, kinds)
+        return measure_half_width(p.measures[0], level, rows)
+
+    return epsilon_for_accuracy(half_width, float(accuracy))  # type: ignore[arg-type]
 
 
 @dataclass

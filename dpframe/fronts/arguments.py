@@ -1,7 +1,10 @@
-"""What a front checks before it builds a Query: declarations (bounds and public keys, from
+"""What a front parses before it builds a Query: declarations (bounds and public keys, from
 arguments or a pandera schema: never from data), the privacy unit and its contribution bounds,
-``accuracy=`` arguments and aggregate weights. Public information only; every failure is a
-typed error before any budget is spent."""
+and aggregate weights. Public information only; every failure is a typed error before any
+budget is spent. The rules that refuse a query live in the core (core/validate.py, the
+registry), which every front, the CLI and the engine pass through; the checks here that
+refuse (a privacy unit without its bound, weights) parse arguments the Query has no place for,
+or repeat a core rule earlier, with the same typed error."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ import numpy as np
 
 from ..core.names import close_names
 from ..core.numbers import to_fraction
-from ..errors import ValidationError
+from ..errors import UnknownColumnError, ValidationError
 
 #: pandera checks that declare bounds: check name -> (statistic of the lower bound, of the upper)
 RANGE_CHECKS: dict[str, tuple[str | None, str | None]] = {
@@ -130,8 +133,9 @@ def check_unit(schema: Mapping[str, object], privacy_unit: object, max_rows: obj
     """The privacy unit and its contribution bounds (public declarations)."""
     if privacy_unit is not None and not isinstance(privacy_unit, str):
         raise ValidationError("privacy_unit must be a column name (a string)")
-    if privacy_unit is not None and privacy_unit not in schema:
-        raise ValidationError(f"unknown privacy_unit column {privacy_unit!r}")
+    if privacy_unit is not None and privacy_unit not in schema:  # Query.validate's rule, early
+        raise UnknownColumnError(f"unknown privacy_unit column {privacy_unit!r}"
+                                 f"{close_names(privacy_unit, schema)}", privacy_unit)
     _check_contribution(privacy_unit, max_rows, max_groups, max_rows_per_group)
 
 
@@ -151,34 +155,6 @@ def _check_contribution(privacy_unit: object, max_rows: object, max_groups: obje
         raise ValidationError("max_rows_per_unit, max_groups_per_unit and max_rows_per_group "
                               "bound a privacy unit's rows: pass privacy_unit= too (each row "
                               "is its own unit otherwise)")
-
-
-def check_accuracy_args(epsilon: object, accuracy: object, n_measures: int,
-                         min_rows: object) -> None:
-    """``accuracy=`` instead of ``epsilon=``: one of them, one aggregate, a valid min_rows."""
-    if epsilon is not None and accuracy is not None:
-        raise ValidationError("pass epsilon= or accuracy=, not both")
-    if accuracy is None:
-        raise ValidationError("pass epsilon= (the budget to spend) or accuracy= (the "
-                              "target half-width of the interval, in the result's units)")
-    if n_measures != 1:
-        raise ValidationError("accuracy= applies to one aggregate; use epsilon= for agg")
-    if min_rows is not None and not positive_int(min_rows):
-        raise ValidationError("min_rows must be a positive integer")
-
-
-def exponential_only(aggregate: str, ci: object, mechanism: object) -> None:
-    """``ValidationError`` for ``ci=`` or ``mechanism=`` on an aggregate of the exponential
-    mechanism (quantiles, medians, maxima, minima): it has no other mechanism, and its error
-    is a rank among the candidates, not an interval of values that holds whatever the data
-    (``dry_run=True`` shows its ``rank_error``)."""
-    if mechanism is not None:
-        raise ValidationError(f"mechanism= is not available for {aggregate}: it is released by "
-                              "the exponential mechanism only")
-    if ci is not None:
-        raise ValidationError(f"ci= is not available for {aggregate}: the exponential "
-                              "mechanism's error is a rank, not an interval of values (dry_run="
-                              "True shows its rank_error); use a mean or sum for an interval")
 
 
 def fraction_weights(weights: Mapping[str, float] | Sequence[float] | None, n: int,

@@ -11,7 +11,6 @@ import copy
 import math
 import numbers
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..backends.base import Backend
+from ..core.accuracy import validate_accuracy
 from ..core.aggregates import NAMES
 from ..core.aggregates.histogram import histogram_edges
 from ..core.apply import CoreRelease
@@ -33,14 +33,13 @@ from ..core.query import (
     normalise_keys,
     quantile_level,
 )
+from ..core.validate import check_query
 from ..errors import KeysError, ValidationError
 from .aggregation import agg_columns, agg_pairs, weights_by_label
 from .arguments import (
-    check_accuracy_args,
     check_declared_columns,
     check_unit,
     declarations,
-    exponential_only,
     fraction_weights,
 )
 from .docs import (
@@ -62,9 +61,10 @@ if TYPE_CHECKING:
 
 
 def _ddof(ddof: object) -> int:
-    if isinstance(ddof, bool) or not isinstance(ddof, int | np.integer) or not 0 <= ddof <= 1:
-        raise ValidationError("ddof must be 0 (population) or 1 (sample, pandas' default)")
-    return int(ddof)
+    """``ddof`` as an int (numpy integers converted); the Variance aggregate refuses others."""
+    if isinstance(ddof, np.integer):
+        return int(ddof)
+    return ddof  # type: ignore[return-value]
 
 
 def _pipe(obj: Any, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -180,12 +180,10 @@ class PrivateFrame:
                                         mechanism=mechanism, ci=ci, description=description,
                                         selection_share=selection_share, accuracy=accuracy,
                                         min_rows=min_rows)
+        # parsing only: numbers to exact fractions, the 'geometric' alias to its name; every
+        # refusal is the core's (core/validate.py), on the path all fronts share
         eps = to_fraction(epsilon, "epsilon", positive=True)
         dlt = to_fraction(delta, "delta")
-        if dlt >= 1:
-            raise ValidationError("delta must be in [0, 1)")
-        if mechanism is not None and mechanism not in ("laplace", "gaussian", "geometric"):
-            raise ValidationError("mechanism must be 'laplace' or 'gaussian'")
         mech = "laplace" if mechanism == "geometric" else mechanism
         keys = self._resolved_keys(by if not private else ())
         share = Fraction(1, 2) if selection_share is None else to_fraction(
@@ -205,28 +203,12 @@ class PrivateFrame:
         rounded up) whose ``ci`` half-width (level 0.95 by default) is at most ``accuracy`` in
         the result's units (core/accuracy.py). Depends on the arguments and the public schema
         only, never on the data."""
-        from ..core.accuracy import epsilon_for_accuracy, measure_half_width
-        from ..core.plan import plan_query
+        from ..engine.release import epsilon_for
 
-        check_accuracy_args(epsilon, accuracy, len(measures), min_rows)
-        level = float(kw.get("ci") or 0.95)
-        rows = None if min_rows is None else int(min_rows)  # type: ignore[call-overload]
-        # the query, its schema and its validation do not depend on epsilon: built once, only
-        # the plan is made again for each epsilon tried
+        validate_accuracy(epsilon, accuracy, len(measures), min_rows)  # only a front knows
+        # whether epsilon= was given; the engine runs the rest of the rules again
         base = self._query(measures, Fraction(1), delta, **kw)
-        schema = self._backend.schema(base.columns)  # the release's columns, as it checks them
-        base.validate(schema)
-        kinds: dict[str, str] = dict(schema)
-        relation = self.session.neighbouring
-
-        def half_width(eps: Fraction) -> float:
-            plan = plan_query(replace(base, epsilon=eps), relation, kinds)
-            return measure_half_width(plan.measures[0], level, rows)
-
-        if isinstance(accuracy, bool) or not isinstance(accuracy, numbers.Real):
-            raise ValidationError("accuracy must be a positive number: the target half-width "
-                                  "of the interval, in the result's units")
-        return epsilon_for_accuracy(half_width, float(accuracy))
+        return epsilon_for(self.session, base, self._backend, accuracy, min_rows)
 
     def _resolved_keys(self, by: tuple[str, ...]) -> dict[str, tuple[object, ...]]:
         """Declared key lists, with ``"categories"`` resolved from the dtype of a Categorical
@@ -246,8 +228,8 @@ class PrivateFrame:
     def query(self, aggregate: str, *args: Any, by: str | Sequence[str] | None = None,
               keys: str | None = None, **kwargs: Any) -> Query:
         """The Query that ``self[.groupby(by, keys=keys)].<aggregate>(*args, **kwargs)`` would
-        release, after the same argument checks (the same typed errors), with nothing planned,
-        charged or run: for pipelines that price, store or run queries later
+        release, after the same checks (the same typed errors: core/validate.py), with
+        nothing planned, charged or run: for pipelines that price, store or run queries later
         (``dpframe.engine.release.prepare`` / ``run_release``).
 
         Example:
@@ -270,8 +252,9 @@ class PrivateFrame:
     def _run(self, query: Query, dry_run: bool) -> CoreRelease | dict[str, Any]:
         from ..engine.release import explain, run_release
 
-        if self._captured is not None:  # query(): the Query is the result
-            self._captured.append(query)
+        if self._captured is not None:  # query(): the Query is the result, checked as a
+            # release checks it (core/validate.py), nothing planned or charged
+            self._captured.append(check_query(query, self._backend.schema(query.columns)))
             return {}
         if dry_run:
             return explain(self.session, query, self._backend)
@@ -487,10 +470,9 @@ class PrivateFrame:
     def _quantile(self, column: str, label: str, q: object, epsilon: float | None,
                   resolution: int, dry_run: bool, description: str, ci: float | None,
                   accuracy: float | None, mechanism: str | None, delta: float) -> Any:
-        exponential_only(label, ci, mechanism)
         meas = _quantile_measure(column, label, q, resolution)
         r = self._run(self._query([meas], epsilon, delta, description=description,
-                                  accuracy=accuracy), dry_run)
+                                  accuracy=accuracy, ci=ci, mechanism=mechanism), dry_run)
         return r if isinstance(r, dict) else self._scalar(r, False)
 
     @documented(RETURNS_FLOAT)
@@ -626,8 +608,6 @@ class PrivateFrame:
                 raise ValidationError("bins must be a list of numbers or a number of bins"
                                       ) from None
         include_lowest = False if include_lowest is None else include_lowest
-        if not isinstance(right, bool) or not isinstance(include_lowest, bool):
-            raise ValidationError("right and include_lowest must be True or False")
         return Measure("histogram", column, edges=edges, right=right,
                        include_lowest=include_lowest)
 
@@ -761,10 +741,11 @@ def _quantile_measure(column: str, label: str, q: object, resolution: object,
 
 
 def _grid(resolution: object) -> int:
-    if isinstance(resolution, bool) or not isinstance(resolution, int | np.integer) or \
-            not 2 <= int(resolution) <= 1_000_000:
-        raise ValidationError("resolution must be an integer between 2 and 1e6")
-    return int(resolution)
+    """``resolution`` as an int (numpy integers converted); the Quantile aggregate refuses
+    others (core/aggregates/quantile.py)."""
+    if isinstance(resolution, np.integer):
+        return int(resolution)
+    return resolution  # type: ignore[return-value]
 
 
 def _column_attribute(frame: PrivateFrame, name: str) -> str:
@@ -978,10 +959,9 @@ class PrivateGroupBy:
             >>> bool(1.0 <= out["a"] <= 5.0 and 3.0 <= out["b"] <= 5.0)
             True
         """
-        exponential_only("max", ci, mechanism)
         meas = _quantile_measure(column, "max", None, resolution)
-        return self._one(meas, column, epsilon, delta, None, None, dry_run, selection_share,
-                         accuracy)
+        return self._one(meas, column, epsilon, delta, mechanism, ci, dry_run,
+                         selection_share, accuracy)
 
     @documented(RETURNS_SERIES)
     def min(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
@@ -1000,10 +980,9 @@ class PrivateGroupBy:
             >>> bool(0.0 <= out["a"] <= 1.0 and 0.0 <= out["b"] <= 3.0)
             True
         """
-        exponential_only("min", ci, mechanism)
         meas = _quantile_measure(column, "min", None, resolution)
-        return self._one(meas, column, epsilon, delta, None, None, dry_run, selection_share,
-                         accuracy)
+        return self._one(meas, column, epsilon, delta, mechanism, ci, dry_run,
+                         selection_share, accuracy)
 
     @documented(RETURNS_SERIES)
     def quantile(self, column: str, q: float = 0.5, *, epsilon: float | None = None,
@@ -1021,10 +1000,9 @@ class PrivateGroupBy:
             >>> priv.groupby("g").quantile("x", 0.5, epsilon=1e6, resolution=6).to_dict()
             {'a': 1.0, 'b': 3.0}
         """
-        exponential_only("quantile", ci, mechanism)
         meas = _quantile_measure(column, "quantile", q, resolution)
-        return self._one(meas, column, epsilon, delta, None, None, dry_run, selection_share,
-                         accuracy)
+        return self._one(meas, column, epsilon, delta, mechanism, ci, dry_run,
+                         selection_share, accuracy)
 
     @documented(RETURNS_SERIES)
     def median(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
@@ -1042,10 +1020,9 @@ class PrivateGroupBy:
             >>> priv.groupby("g").median("x", epsilon=1e6, resolution=6).to_dict()
             {'a': 1.0, 'b': 3.0}
         """
-        exponential_only("median", ci, mechanism)
         meas = _quantile_measure(column, "median", None, resolution)
-        return self._one(meas, column, epsilon, delta, None, None, dry_run, selection_share,
-                         accuracy)
+        return self._one(meas, column, epsilon, delta, mechanism, ci, dry_run,
+                         selection_share, accuracy)
 
     def histogram(self, column: str, bins: Sequence[float] | int, *,
                   epsilon: float | None = None, delta: float = 0.0,

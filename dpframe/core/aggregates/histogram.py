@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
@@ -38,11 +39,17 @@ class Histogram(AdditiveCount):
     def check(self, m: Measure, query: Query) -> None:
         edges = m.edges or ()
         inner = edges[1:-1]
-        if len(edges) < 2 or any(math.isnan(e) for e in edges) or any(
+        if len(edges) < 2 or any(isinstance(e, bool) or not isinstance(e, numbers.Real)
+                                 for e in edges):
+            raise ValidationError("histogram bins must be >= 2 increasing edges, finite but "
+                                  "for a first edge -inf and a last edge +inf")
+        if any(math.isnan(e) for e in edges) or any(
                 not math.isfinite(e) for e in inner) or edges[0] == math.inf or \
                 edges[-1] == -math.inf or any(b <= a for a, b in itertools.pairwise(edges)):
             raise ValidationError("histogram bins must be >= 2 increasing edges, finite but "
                                   "for a first edge -inf and a last edge +inf")
+        if not isinstance(m.right, bool) or not isinstance(m.include_lowest, bool):
+            raise ValidationError("right and include_lowest must be True or False")
 
     def cells(self, m: Measure) -> int:
         return len(m.edges or ())

@@ -10,6 +10,7 @@ Bernoulli sampling is eps-DP (McKenna and Sheldon 2020). Grouped: each group is 
 
 from __future__ import annotations
 
+import numbers
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
@@ -27,6 +28,9 @@ if TYPE_CHECKING:
 
 #: Largest denominator of a quantile level (utilities stay exact integers).
 MAX_LEVEL_DENOMINATOR = 1000
+
+#: Most candidates of a quantile's grid (``resolution=``).
+MAX_GRID = 1_000_000
 
 #: Smallest magnitude of a log-spaced candidate grid, relative to its largest.
 LOG_GRID_RANGE = 1e-15
@@ -55,13 +59,16 @@ class Quantile(Aggregate):
 
     def check(self, m: Measure, query: Query) -> None:
         super().check(m, query)
-        if m.q is None or not (0 <= m.q <= 1):
-            raise ValidationError("quantile level q must be in [0, 1]")
+        if type(m.q) is not Fraction or not (0 <= m.q <= 1):
+            raise ValidationError("quantile level q must be in [0, 1] (a Fraction: use "
+                                  "quantile_level(q))")
         if m.q.denominator > MAX_LEVEL_DENOMINATOR:
             raise ValidationError("quantile level q must be a fraction with denominator "
                                   f"<= {MAX_LEVEL_DENOMINATOR} (use quantile_level(q))")
-        if m.grid < 2:
-            raise ValidationError("the candidate grid needs at least 2 points")
+        if isinstance(m.grid, bool) or not isinstance(m.grid, numbers.Integral) or not (
+                2 <= m.grid <= MAX_GRID):
+            raise ValidationError("resolution must be an integer between 2 and 1e6 (the "
+                                  "candidate grid's points)")
 
     def cells(self, m: Measure) -> int:
         return m.grid

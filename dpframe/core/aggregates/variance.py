@@ -9,24 +9,32 @@ standard deviation, and their intervals, are post-processing (:mod:`dpframe.core
 
 from __future__ import annotations
 
+import numbers
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ...errors import ValidationError
 from ..compute import fixed_point_request, square_request
 from ..intervals import variance_estimate, variance_interval
 from ..measure import Aggregate, MeasurePlan, MeasureRelease, PlanContext, Rows
 from ..rng import RandomSource
 
 if TYPE_CHECKING:
-    from ..query import Measure
+    from ..query import Measure, Query
 
 
 class Variance(Aggregate):
     op = "var"
     names = ("var",)
     summary = "variance of values clamped to the declared bounds (ddof as pandas)"
+
+    def check(self, m: Measure, query: Query) -> None:
+        super().check(m, query)
+        if isinstance(m.ddof, bool) or not isinstance(m.ddof, numbers.Integral) or (
+                m.ddof not in (0, 1)):
+            raise ValidationError("ddof must be 0 (population) or 1 (sample, pandas' default)")
 
     def plan(self, ctx: PlanContext, m: Measure, eps: Fraction, delta: Fraction,
              rho: Fraction | None) -> MeasurePlan:

@@ -1,0 +1,123 @@
+"""Every refusal of a query, in one place on the one path (docs/architecture.md, "Where refusals
+live").
+
+:func:`check_query` is what :func:`~dpframe.core.plan.plan_release` runs before planning, so
+the pandas, Arrow, Dask and Polars fronts, the CLI, dry runs, ``accuracy=`` and a Query built
+by hand and sent to ``dpframe.engine.release`` are refused by the same rules, with the same
+typed errors, before any charge. Fronts only *parse* (pandas-shaped arguments into a Query:
+numbers to exact fractions, names to measures); a rule that refuses a query lives here or in
+the registry (:meth:`Query.validate`, each aggregate's ``check``), never only in a front.
+
+Privacy: every check reads the query's arguments and the public schema (column names and
+kinds) only, never the data, so whether a query is refused reveals nothing about any person,
+and a refused query is never charged. Messages name arguments and columns, never values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from fractions import Fraction
+
+from ..errors import KeysError, ValidationError
+from .aggregates import aggregate
+from .numbers import to_fraction
+from .query import Query
+from .values import ColumnKind, canonical
+
+
+def check_query(query: Query, schema: Mapping[str, ColumnKind]) -> Query:
+    """Refuse ``query`` with a typed error unless every rule holds; return it unchanged.
+
+    Its numbers first (so nothing below compares a string or a NaN), then
+    :meth:`Query.validate` (columns, keys, bounds, each aggregate's own ``check``), then the
+    rules across fields: ``ci=`` and ``mechanism=`` need a measure that uses them, declared
+    key lists are lists, the contribution bounds are integers and bound a privacy unit."""
+    if not isinstance(query, Query):
+        raise ValidationError(f"expected a dpframe Query, not {type(query).__name__}")
+    check_numbers(query)
+    query.validate(schema)
+    check_exponential_only(query)
+    check_declared_keys(query)
+    return query
+
+
+def _exact(value: object, name: str, *, positive: bool = False) -> Fraction:
+    """``value`` as the one number rule reads it (``to_fraction``: no bool, NaN, infinity or
+    negative; ``positive``: no zero), and an exact int or Fraction as a Query holds it (fronts
+    convert with ``to_fraction``; a float would make the budget split inexact)."""
+    f = to_fraction(value, name, positive=positive)
+    if type(value) is not Fraction and type(value) is not int:
+        raise ValidationError(f"{name} must be an exact number in a Query (a Fraction or an "
+                              f"int, not {type(value).__name__}): dpframe.core.numbers."
+                              "to_fraction converts one")
+    return f
+
+
+def check_numbers(query: Query) -> None:
+    """The budget (epsilon > 0, delta in [0, 1)), weights, shares and rates: exact finite
+    numbers; then :func:`check_contribution`."""
+    _exact(query.epsilon, "epsilon", positive=True)
+    if _exact(query.delta, "delta") >= 1:
+        raise ValidationError("delta must be in [0, 1)")
+    _exact(query.selection_share, "selection_share", positive=True)
+    if query.sample_rate is not None and _exact(query.sample_rate, "rate", positive=True) > 1:
+        raise ValidationError("rate must be in (0, 1]")
+    for m in query.measures:
+        _exact(m.weight, "weight", positive=True)
+    check_contribution(query)
+
+
+def check_contribution(query: Query) -> None:
+    """Contribution bounds (``max_rows_per_unit``, ``max_groups_per_unit``,
+    ``max_rows_per_group``) bound a privacy unit: declared only with one (each row is its own
+    unit otherwise). That they are integers >= 1, and that a unit has a bound on its rows, is
+    :meth:`Query.validate`'s rule."""
+    if query.privacy_unit is None and any(b is not None for b in query.contribution_bounds):
+        raise ValidationError("max_rows_per_unit, max_groups_per_unit and max_rows_per_group "
+                              "bound a privacy unit's rows: pass privacy_unit= too (each row "
+                              "is its own unit otherwise)")
+
+
+def check_exponential_only(query: Query) -> None:
+    """``ci=`` and ``mechanism=`` refused when no measure of the query uses them: aggregates
+    of the exponential mechanism (quantiles, medians, maxima, minima) have no other mechanism,
+    and their error is a rank among the candidates, not an interval of values that holds
+    whatever the data (``dry_run=True`` shows its ``rank_error``). In an ``agg`` with an
+    additive measure they apply to that measure."""
+    if not all(aggregate(m.op).exponential for m in query.measures):
+        return
+    names = ", ".join(dict.fromkeys(m.name for m in query.measures))
+    if query.mechanism is not None:
+        raise ValidationError(f"mechanism= is not available for {names}: it is released by "
+                              "the exponential mechanism only")
+    if query.ci is not None:
+        raise ValidationError(f"ci= is not available for {names}: the exponential "
+                              "mechanism's error is a rank, not an interval of values (dry_run="
+                              "True shows its rank_error); use a mean or sum for an interval")
+
+
+def check_declared_keys(query: Query) -> None:
+    """The declared keys of each public grouping column: a list or tuple (released in its
+    order: not a string, a set or the unresolved ``'categories'`` marker), of hashable,
+    non-missing values, each once (one released row per key)."""
+    if query.private_keys:
+        return
+    for col in query.by:
+        keys = query.keys[col]
+        if not isinstance(keys, tuple | list):
+            raise KeysError(f"keys of {col!r} must be a list or tuple of values (resolve "
+                            "'categories' with normalise_keys; a set has no order)")
+        try:
+            distinct = len(dict.fromkeys(keys))
+        except TypeError:
+            raise KeysError(f"keys of {col!r} must be a list of hashable values") from None
+        if distinct != len(keys):
+            raise KeysError(f"the declared keys of {col!r} hold a value twice: declare each "
+                            "key once")
+        if any(canonical(k, "other") is None for k in keys):
+            raise KeysError(f"the declared keys of {col!r} contain a missing or unsupported "
+                            "value (keys are numbers, strings, bytes or dates)")
+
+
+__all__ = ["check_contribution", "check_declared_keys", "check_exponential_only",
+           "check_numbers", "check_query"]
