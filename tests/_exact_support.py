@@ -30,7 +30,7 @@ class _Capture(PrivateFrame):
 
 def plan(backend: Any, session: dpf.Session, opts: dict[str, Any], call: Call) -> Any:
     """The prepared plan of the last query ``call`` makes on ``backend`` (nothing charged)."""
-    f = _Capture(backend, session, **opts)
+    f = _Capture(backend, session, **{"strict": False, **opts})  # opts shared by frames
     f.captured = []
     call(f)
     return prepare(session, f.captured[-1], backend)

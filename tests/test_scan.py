@@ -250,8 +250,11 @@ def test_empty_and_all_missing_data_release_noise_and_bad_arguments_are_refused(
     assert s.spent == (3.0, 0.0)
     with pytest.raises(dpf.BoundsError):
         dpf.scan(tmp_path / "nulls.parquet").dp(s).sum("x", epsilon=1)
+    with pytest.raises(dpf.ValidationError, match="not a column of this frame"):
+        dpf.scan(tmp_path / "nulls.parquet").dp(s, bounds={"y": (0, 1)})
     with pytest.raises(dpf.ValidationError, match="unknown column"):
-        dpf.scan(tmp_path / "nulls.parquet").dp(s, bounds={"y": (0, 1)}).sum("y", epsilon=1)
+        dpf.scan(tmp_path / "nulls.parquet").dp(s, bounds={"y": (0, 1)}, strict=False).sum(
+            "y", epsilon=1)
     assert s.spent == (3.0, 0.0) and len(s.ledger) == 3
     with pytest.raises(dpf.ValidationError, match="no file matches"):
         dpf.scan(tmp_path / "*.csv")

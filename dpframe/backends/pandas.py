@@ -501,7 +501,11 @@ class PandasBackend:
             return {c: column_kind(self._bound[c].dtype) for c in columns
                     if isinstance(c, str) and c in self._bound}
         dtypes = list(self.df.dtypes)
-        kinds = {name: column_kind(dtypes[i]) for i, name in enumerate(self._labels)}
+        if len(dtypes) == len(self._labels):
+            kinds = {name: column_kind(dtypes[i]) for i, name in enumerate(self._labels)}
+        else:  # the frame changed after it was wrapped: its columns now (public schema)
+            kinds = {name: column_kind(self.df[label].dtype)
+                     for name, label in self._labels.items() if label in self.df.columns}
         return kinds if columns is None else only_columns(kinds, columns)
 
     def categories(self, column: str) -> tuple[object, ...] | None:

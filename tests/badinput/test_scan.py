@@ -40,6 +40,8 @@ from ._harness import (
 )
 
 V = dpf.ValidationError
+#: The shared bounds (of x and n) on frames that may lack n: not a typo (strict=False).
+LOOSE: dict[str, Any] = {"bounds": BOUNDS, "strict": False}
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +106,7 @@ def table() -> pa.Table:
 
 
 def tdp(s: dpf.Session, **kw: Any) -> Any:
-    opts: dict[str, Any] = {"bounds": BOUNDS, "keys": KEYS}
+    opts: dict[str, Any] = {**LOOSE, "keys": KEYS}
     opts.update(kw)
     return dpf.scan(table()).dp(s, **opts)
 
@@ -147,7 +149,7 @@ SCAN_CASES: list[tuple[str, ScanRun, type[BaseException]]] = [
     ("columns-unknown", lambda s, d: dpf.scan(table(), columns=["nope"]).dp(s).count(epsilon=1),
      V),
     ("columns-hide-queried",
-     lambda s, d: dpf.scan(table(), columns=["x"]).dp(s, bounds=BOUNDS).sum("n", epsilon=1), V),
+     lambda s, d: dpf.scan(table(), columns=["x"]).dp(s, **LOOSE).sum("n", epsilon=1), V),
     ("source-int", lambda s, d: dpf.scan(5).dp(s).count(epsilon=1), V),
     ("source-none", lambda s, d: dpf.scan(None).dp(s).count(epsilon=1), V),
     ("source-mixed-object-frame",
@@ -180,17 +182,17 @@ SCAN_CASES: list[tuple[str, ScanRun, type[BaseException]]] = [
      lambda s, d: typed_csv(d / "typed.csv").dp(s).sum("x", epsilon=1), dpf.BoundsError),
     # a CSV column a query reads has a declared type (here none), whatever the values
     ("csv-undeclared-sum",
-     lambda s, d: dpf.scan(d / "two").dp(s, bounds=BOUNDS).sum("x", epsilon=1), V),
+     lambda s, d: dpf.scan(d / "two").dp(s, **LOOSE).sum("x", epsilon=1), V),
     ("csv-undeclared-sum-dry-run",
-     lambda s, d: dpf.scan(d / "two").dp(s, bounds=BOUNDS).sum("x", epsilon=1, dry_run=True),
+     lambda s, d: dpf.scan(d / "two").dp(s, **LOOSE).sum("x", epsilon=1, dry_run=True),
      V),
     ("csv-undeclared-sum-accuracy",
-     lambda s, d: dpf.scan(d / "two").dp(s, bounds=BOUNDS).sum("x", accuracy=5), V),
+     lambda s, d: dpf.scan(d / "two").dp(s, **LOOSE).sum("x", accuracy=5), V),
     ("csv-undeclared-count-of-column",
      lambda s, d: dpf.scan(d / "two").dp(s).count("x", epsilon=1), V),
     ("csv-undeclared-group-key",
      lambda s, d: dpf.scan(d / "two", types={"x": "float64"}).dp(
-         s, bounds=BOUNDS, keys={"g": ["a", "b"]}).groupby("g").sum("x", epsilon=1), V),
+         s, **LOOSE, keys={"g": ["a", "b"]}).groupby("g").sum("x", epsilon=1), V),
     ("csv-undeclared-private-keys",
      lambda s, d: dpf.scan(d / "two").dp(s).groupby("g", keys="private").count(
          epsilon=1, delta=1e-6), V),
@@ -209,7 +211,7 @@ SCAN_CASES: list[tuple[str, ScanRun, type[BaseException]]] = [
      lambda s, d: dpf.scan(d / "people.parquet", types={"x": "float64"}).dp(s).count(
          epsilon=1), V),
     ("csv-typed-budget-exceeded",
-     lambda s, d: typed_csv(d / "typed.csv").dp(s, bounds=BOUNDS).sum("x", epsilon=6),
+     lambda s, d: typed_csv(d / "typed.csv").dp(s, **LOOSE).sum("x", epsilon=6),
      dpf.BudgetExceededError),
 ]
 
@@ -231,7 +233,7 @@ def test_scan_unit_mismatch(data: Path, tmp_path: Path, caplog: pytest.LogCaptur
                             capsys: pytest.CaptureFixture[str]) -> None:
     session = ledger_session(tmp_path, privacy_unit="u")
     case = Case("scan-unit-mismatch",
-                lambda s: typed_csv(data / "typed.csv").dp(s, bounds=BOUNDS).count(epsilon=1),
+                lambda s: typed_csv(data / "typed.csv").dp(s, **LOOSE).count(epsilon=1),
                 PrivacyUnitError)
     try:
         expect_refusal(case, session, tmp_path / "budget.sqlite", caplog, capsys)
@@ -246,7 +248,7 @@ ReleaseRun = Callable[[dpf.Session, Path], Any]
 RELEASES: list[tuple[str, ReleaseRun, float | list[float]]] = [
     # typed.csv: x = 1.5, text, 2.5, 3, SECRET_FLOAT (clamped to 10)
     ("csv-text-in-float-sum",
-     lambda s, d: typed_csv(d / "typed.csv").dp(s, bounds=BOUNDS).sum("x", epsilon=E), 17.0),
+     lambda s, d: typed_csv(d / "typed.csv").dp(s, **LOOSE).sum("x", epsilon=E), 17.0),
     ("csv-text-in-float-count",
      lambda s, d: typed_csv(d / "typed.csv").dp(s).count("x", epsilon=E), 4),
     # n = 1, 2, text, 4.5 (not an integer), SECRET_INT: 3 values
@@ -256,12 +258,12 @@ RELEASES: list[tuple[str, ReleaseRun, float | list[float]]] = [
      lambda s, d: typed_csv(d / "typed.csv").dp(s, keys={"k": [1, 2]}).groupby("k").count(
          epsilon=E).sum(), 4),
     ("csv-text-with-unit",
-     lambda s, d: typed_csv(d / "typed.csv").dp(s, bounds=BOUNDS, privacy_unit="u",
+     lambda s, d: typed_csv(d / "typed.csv").dp(s, **LOOSE, privacy_unit="u",
                                                  max_rows_per_unit=5).sum("x", epsilon=E),
      17.0),
     ("csv-text-in-second-file",
      lambda s, d: dpf.scan(d / "two", format="csv", types={"x": "float64"}).dp(
-         s, bounds=BOUNDS).sum("x", epsilon=E), 18.0),
+         s, **LOOSE).sum("x", epsilon=E), 18.0),
     ("csv-malformed-row-skipped",
      lambda s, d: dpf.scan(d / "malformed.csv").dp(s).count(epsilon=E), 2),
     ("csv-header-only", lambda s, d: dpf.scan(d / "header.csv").dp(s).count(epsilon=E), 0),
@@ -271,19 +273,20 @@ RELEASES: list[tuple[str, ReleaseRun, float | list[float]]] = [
     # 0.2 released 0 for every key): region n holds 1.5, 2.5; s holds text, 4, SECRET_FLOAT
     ("csv-hive-text-in-float-by-partition",
      lambda s, d: dpf.scan(d / "hive", format=_typed_format(), partitioning="hive").dp(
-         s, bounds=BOUNDS, keys={"region": ["n", "s"]}).groupby("region").sum(
+         s, **LOOSE, keys={"region": ["n", "s"]}).groupby("region").sum(
              "x", epsilon=E), [4.0, 14.0]),
     ("csv-hive-count-by-partition",
      lambda s, d: dpf.scan(d / "hive", format="csv", partitioning="hive").dp(
          s, keys={"region": ["n", "s"]}).groupby("region").count(epsilon=E), [2, 3]),
     ("parquet-hive-by-partition",
      lambda s, d: dpf.scan(d / "hivepq", partitioning="hive").dp(
-         s, bounds=BOUNDS, keys={"region": ["n", "s"]}).groupby("region").sum(
+         s, **LOOSE, keys={"region": ["n", "s"]}).groupby("region").sum(
              "x", epsilon=E), [2.0, 11.5]),
     ("parquet-text-in-second-file",
-     lambda s, d: dpf.scan(d / "mixed").dp(s, bounds=BOUNDS).sum("x", epsilon=E), 16.5),
+     lambda s, d: dpf.scan(d / "mixed").dp(s, **LOOSE).sum(
+         "x", epsilon=E), 16.5),
     ("parquet-text-in-second-file-grouped",
-     lambda s, d: dpf.scan(d / "mixed").dp(s, bounds=BOUNDS, keys={"g": ["a", "b"]}).groupby(
+     lambda s, d: dpf.scan(d / "mixed").dp(s, **LOOSE, keys={"g": ["a", "b"]}).groupby(
          "g").sum("x", epsilon=E).sum(), 16.5),
 ]
 
