@@ -28,8 +28,8 @@ from functools import lru_cache
 from typing import Any
 
 from ..errors import ValidationError
+from .numbers import bisect_floats, to_fraction, validate_delta, validate_epsilon
 from .numbers import format_number as _fmt
-from .numbers import to_fraction, validate_delta, validate_epsilon
 
 #: Irrational results are rounded up to this many significant decimal digits.
 SIGNIFICANT_DIGITS = 15
@@ -287,13 +287,7 @@ def zcdp_rho_for_epsilon(epsilon: Any, delta: Any) -> Fraction:
     lo, hi = 0.0, max(1.0, target)
     while _zcdp_eps_float(hi, lid) < target:
         hi *= 2.0
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        if _zcdp_eps_float(mid, lid) <= target:
-            lo = mid
-        else:
-            hi = mid
-    guess = lo
+    guess, _ = bisect_floats(lambda rho: _zcdp_eps_float(rho, lid) <= target, lo, hi, 200)
     step = 1e-12
     for _ in range(60):
         rho = _round_down_sig(Fraction(guess))

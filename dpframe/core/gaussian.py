@@ -56,6 +56,7 @@ from fractions import Fraction
 from functools import lru_cache
 
 from .accounting import round_up
+from .numbers import bisect_floats
 
 #: (integer L2 sensitivity Delta_i, variance s_i^2) of one part of a release, lattice units.
 Part = tuple[Fraction, Fraction]
@@ -302,13 +303,7 @@ def analytic_mu(eps: float, delta: float) -> float:
         lo, hi = hi, hi * 2
         if hi > 1e9:
             return lo
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        if analytic_delta_float(eps, mid) <= delta:
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    return bisect_floats(lambda mu: analytic_delta_float(eps, mu) <= delta, lo, hi, 200)[0]
 
 
 def _round_up16(x: Fraction) -> Fraction:
@@ -350,12 +345,7 @@ def discrete_epsilon(parts: Sequence[Part], delta: Fraction) -> Fraction | None:
         lo, hi = hi, hi * 2
         if hi > 1e6:
             return None
-    for _ in range(100):
-        mid = (lo + hi) / 2
-        if delta_float(mid, parts) <= dl:
-            hi = mid
-        else:
-            lo = mid
+    _, hi = bisect_floats(lambda e: delta_float(e, parts) > dl, lo, hi, 100)
     eps = round_up(Fraction(hi * (1 + 1e-12)))
     for _ in range(8):
         if satisfies(eps, delta, parts):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable
 from decimal import Decimal
 from fractions import Fraction
 from functools import lru_cache
@@ -122,3 +123,17 @@ def power_of_two_at_most(x: Fraction) -> Fraction:
     while p * 2 <= x:
         p *= 2
     return p
+
+
+def bisect_floats(below: Callable[[float], bool], lo: float, hi: float, steps: int
+                  ) -> tuple[float, float]:
+    """``[lo, hi]`` narrowed ``steps`` times around the point where the monotone predicate
+    ``below`` turns from true (at ``lo``) to false (at ``hi``): the calibration searches of
+    noise parameters, whose float guesses are then checked exactly."""
+    for _ in range(steps):
+        mid = (lo + hi) / 2
+        if below(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo, hi
