@@ -331,22 +331,22 @@ def price_run(job: ReleaseJob, log: RunLog, *, dry_run: bool) -> PricedRun:
     in-memory ledger (a bad spec leaves no ledger behind), and never by a dry run."""
     ledger = job.ledger
     if ledger is not None and ledger.exists():
-        return _priced_on(job, log, ledger)
+        return _priced_on(job, ledger)
     if ledger is not None and not ledger.parent.is_dir():
         # a real run would fail to create it: a dry run fails too
         raise LedgerError(f"cannot create ledger {ledger}: folder {ledger.parent} does not exist")
-    priced = _priced_on(job, log, None)
+    priced = _priced_on(job, None)
     if ledger is None or dry_run or not priced.plan.fits:
         return priced
     priced.session.close()
-    return _priced_on(job, log, ledger, priced.queries)
+    return _priced_on(job, ledger, priced.queries)
 
 
-def _priced_on(job: ReleaseJob, log: RunLog, ledger: Path | None,
+def _priced_on(job: ReleaseJob, ledger: Path | None,
                queries: list[PricedQuery] | None = None) -> PricedRun:
     """The run priced on a session over ``ledger`` (in memory if None); ``queries`` already
     built and planned are only composed with this ledger's charges."""
-    session = _tracked_session(job, log, ledger)
+    session = _run_session(job, ledger)
     try:
         if queries is None:
             queries = price_queries(session, job.backend, job.declarations, job.queries)
@@ -356,28 +356,15 @@ def _priced_on(job: ReleaseJob, log: RunLog, ledger: Path | None,
         raise
 
 
-def _tracked_session(job: ReleaseJob, log: RunLog, ledger: Path | None) -> Session:
-    """A Session whose charges are noted in ``log`` (quietly: a seeded run is warned about
-    once, by :func:`run_spec`)."""
-
-    class _TrackedSession(Session):
-        def charge(self, cost: Any, **kwargs: Any) -> int:
-            log.charging = log.current or "?"
-            try:
-                entry = super().charge(cost, **kwargs)
-            except (BudgetExceededError, PrivacyUnitError):  # refused: nothing was charged
-                log.charging = None
-                raise
-            log.charged.append(entry)
-            log.charging = None
-            return entry
-
+def _run_session(job: ReleaseJob, ledger: Path | None) -> Session:
+    """The run's Session (quietly: a seeded run is warned about once, by :func:`run_spec`).
+    Its charges are noted in the run's log where the run makes them, in one reservation
+    (:meth:`PricedRun._reserve`)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return _TrackedSession(job.epsilon, job.delta, neighbouring=job.neighbouring,
-                               name=job.name, seed=job.seed,
-                               ledger=None if ledger is None else str(ledger),
-                               allow_budget_change=job.allow_budget_change and ledger is not None)
+        return Session(job.epsilon, job.delta, neighbouring=job.neighbouring, name=job.name,
+                       seed=job.seed, ledger=None if ledger is None else str(ledger),
+                       allow_budget_change=job.allow_budget_change and ledger is not None)
 
 
 __all__ = ["SEED_WARNING", "PricedRun", "QueryResult", "ReleaseJob", "RunLog", "RunReport",
