@@ -75,19 +75,6 @@ def releases(g: pd.Series) -> dict[str, Callable[[], Any]]:
     }
 
 
-def best_cpu_of(fns: dict[Any, Callable[[], Any]], repeat: int) -> dict[Any, float]:
-    """:func:`_timing.best_of` with the process's CPU time (every thread's) as the clock."""
-    for fn in fns.values():
-        fn()
-    best = dict.fromkeys(fns, float("inf"))
-    for _ in range(repeat):
-        for name, fn in fns.items():
-            t0 = time.process_time()
-            fn()
-            best[name] = min(best[name], time.process_time() - t0)
-    return best
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rows", type=float, default=1e6)
@@ -100,7 +87,8 @@ def main() -> None:
     at = rows - 1 if args.at is None else int(args.at)
     warnings.simplefilter("ignore")
     fns = {(odd, q): fn for odd in ODD for q, fn in releases(column(rows, odd, at)).items()}
-    best = (best_of if args.clock == "wall" else best_cpu_of)(fns, args.repeat)
+    best = best_of(fns, args.repeat,
+                   clock=time.perf_counter if args.clock == "wall" else time.process_time)
     print(f"rows={rows:,}, object column of 50 text keys, odd value at row {at:,} "
           f"(best of {args.repeat}, interleaved, {args.clock} time)")
     queries = ("public keys", "private keys")
