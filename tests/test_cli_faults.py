@@ -83,6 +83,16 @@ def _on_exact(monkeypatch: pytest.MonkeyPatch, call: int, act: Any) -> None:
     monkeypatch.setattr(arrow.ArrowBackend, "exact", exact)
 
 
+
+def refused_with_nothing_spent(tmp_path: Path, data: Path, message: str) -> None:
+    """``dpframe run`` over ``data`` refuses with an input error (exit 2) saying ``message``
+    and that nothing was charged; the ledger holds no entry."""
+    spec = write_spec(tmp_path / "run", data)
+    code, out = inproc("run", spec, "--no-progress")
+    assert code == 2, out
+    assert message in out and "nothing was charged" in out
+    assert entries(tmp_path / "run" / "budget.sqlite") == []
+
 def test_input_replaced_between_queries_refuses_with_nothing_spent(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path, visits: Path) -> None:
     """A file replaced (``cp other new && mv new in.parquet``) after the first query read it:
@@ -116,11 +126,7 @@ def test_input_replaced_mid_read_refuses_with_nothing_spent(
             yield batch
 
     monkeypatch.setattr(DatasetSource, "_raw_batches", raw_batches)
-    spec = write_spec(tmp_path / "run", visits)
-    code, out = inproc("run", spec, "--no-progress")
-    assert code == 2, out
-    assert "changed or was replaced" in out and "nothing was charged" in out
-    assert entries(tmp_path / "run" / "budget.sqlite") == []
+    refused_with_nothing_spent(tmp_path, visits, "changed or was replaced")
 
 
 def test_corrupt_input_refuses_with_nothing_spent(tmp_path: Path) -> None:
@@ -137,11 +143,7 @@ def test_corrupt_input_refuses_with_nothing_spent(tmp_path: Path) -> None:
     with open(path, "r+b") as f:  # a page header and the start of its values
         f.seek(start)
         f.write(bytes(range(7, 7 + 64)))
-    spec = write_spec(tmp_path / "run", data)
-    code, out = inproc("run", spec, "--no-progress")
-    assert code == 2, out
-    assert "cannot read the input" in out and "nothing was charged" in out
-    assert entries(tmp_path / "run" / "budget.sqlite") == []
+    refused_with_nothing_spent(tmp_path, data, "cannot read the input")
 
 
 def test_garbage_in_a_checksummed_page_is_refused_not_released(tmp_path: Path) -> None:
@@ -160,11 +162,7 @@ def test_garbage_in_a_checksummed_page_is_refused_not_released(tmp_path: Path) -
     with open(path, "r+b") as f:  # among the values, past the page header
         f.seek(col.data_page_offset + col.total_compressed_size // 2)
         f.write(b"\xff" * 32)
-    spec = write_spec(tmp_path / "run", data)
-    code, out = inproc("run", spec, "--no-progress")
-    assert code == 2, out
-    assert "cannot read the input" in out and "nothing was charged" in out
-    assert entries(tmp_path / "run" / "budget.sqlite") == []
+    refused_with_nothing_spent(tmp_path, data, "cannot read the input")
 
 
 # -- 2. a full output disk ---------------------------------------------------------------------
