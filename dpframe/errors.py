@@ -54,6 +54,12 @@ class LedgerError(DPError):
     """The durable ledger is missing, corrupt, or disagrees with the session."""
 
 
+class OutcomeNotRecordedError(LedgerError):
+    """A release was charged (its budget is spent, committed in the ledger and counted from now
+    on) but its outcome could not be recorded (a full disk, an I/O error): the entry stays
+    ``charged``. Raised only after a charge; never means "nothing spent"."""
+
+
 class DPWarning(UserWarning):
     """Base class of dpframe's warnings (they never quote private data values)."""
 
@@ -72,6 +78,7 @@ __all__ = [
     "KeysError",
     "LedgerError",
     "NearZeroWarning",
+    "OutcomeNotRecordedError",
     "OutputError",
     "PrivacyUnitError",
     "UnknownColumnError",

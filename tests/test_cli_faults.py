@@ -1,7 +1,9 @@
 """``dpframe run`` under faults (issue 36): an input changed or corrupt during the run, a full
-output disk, SIGTERM, and concurrent runs on one ledger. Each refuses with nothing spent when
-it can (before the run's one reservation of its whole cost), and otherwise gives every entry it
-charged an outcome, leaves no partial or temporary file, and exits with the documented code.
+output disk, a full ledger disk between a charge and its outcome, SIGTERM, and concurrent runs
+on one ledger. Each refuses with nothing spent when it can (before the run's one reservation of
+its whole cost), and otherwise gives every entry it charged an outcome (or, when the ledger
+cannot record it, says that it was charged), leaves no partial or temporary file, and exits
+with the documented code.
 """
 
 from __future__ import annotations
@@ -205,6 +207,60 @@ def test_full_output_disk_marks_the_entry_failed(tmp_path: Path, visits: Path) -
     folder = tmp_path / "run" / "out"
     assert sorted(p.name for p in folder.iterdir()) == ["visits.parquet"]
     assert pq.read_table(folder / "visits.parquet").num_rows == 1
+
+
+# -- 3. a full ledger disk between a charge and its outcome ------------------------------------
+
+FULL_LEDGER_RUN = """
+import os, resource, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+from dpframe.cli import commands
+from dpframe.engine.ledger import SqliteLedger
+record, limit = SqliteLedger.record, sys.argv[2]
+def full(self, *args, **kwargs):
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    if soft == resource.RLIM_INFINITY:  # the disk fills up after the charge, before the outcome
+        wal = os.path.getsize(str(self.path) + "-wal")
+        resource.setrlimit(resource.RLIMIT_FSIZE, (wal if limit == "wal" else int(limit), hard))
+    return record(self, *args, **kwargs)
+SqliteLedger.record = full
+sys.argv = ["dpframe", "run", sys.argv[1], "--no-progress"]
+commands.main()
+"""
+
+
+def _run_on_full_ledger_disk(tmp_path: Path, visits: Path, limit: str
+                             ) -> tuple[subprocess.CompletedProcess[str], str]:
+    spec = write_spec(tmp_path / "run", visits)
+    r = subprocess.run([sys.executable, "-c", FULL_LEDGER_RUN, str(spec), limit], env=ENV,
+                       capture_output=True, text=True, timeout=120)
+    return r, " ".join((r.stdout + r.stderr).split())
+
+
+@pytest.mark.slow
+def test_full_ledger_disk_after_the_charge_records_every_outcome(
+        tmp_path: Path, visits: Path) -> None:
+    """The ledger's disk fills up between the run's reservation and its first outcome
+    (RLIMIT_FSIZE: no write past the end of the write-ahead log, a real EFBIG): every outcome
+    still fits in the room the reservation made, so the run succeeds (exit 0)."""
+    r, out = _run_on_full_ledger_disk(tmp_path, visits, "wal")
+    assert r.returncode == 0, out
+    assert [s for _, s, _ in entries(tmp_path / "run" / "budget.sqlite")] == ["released"] * 3
+    assert len(list((tmp_path / "run" / "out").iterdir())) == 3
+
+
+@pytest.mark.slow
+def test_full_ledger_disk_beyond_the_room_exits_7_charged(tmp_path: Path, visits: Path) -> None:
+    """When even the reserved room cannot be written (no write past 4 KiB of any file), the
+    run exits 7 "charged; outcome not recorded", never 4 ("nothing spent"): the entries stay
+    ``charged`` and the status names them and the file that was written."""
+    r, out = _run_on_full_ledger_disk(tmp_path, visits, "4096")
+    assert r.returncode == 7, out
+    assert "charged; outcome not recorded" in out and "its budget is spent" in out, out
+    assert "Traceback" not in out and "nothing was charged" not in out
+    assert "this run charged 3 ledger entries" in out and "1 release file written" in out, out
+    assert [s for _, s, _ in entries(tmp_path / "run" / "budget.sqlite")] == ["charged"] * 3
+    assert len(list((tmp_path / "run" / "out").iterdir())) == 1
 
 
 # -- 4. SIGTERM ----------------------------------------------------------------------------------

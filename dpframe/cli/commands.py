@@ -13,6 +13,8 @@ Exit codes (docs/cli.md):
   its charge stands, no partial file is left;
 * 6 - ``ledger verify --against``: a release's chain head is not in this ledger (it was rolled
   back or replaced since);
+* 7 - charged; outcome not recorded: a release's charge committed (its budget is spent) but
+  recording its outcome failed (a full ledger disk despite the room its charge reserved);
 * 130 - interrupted (SIGINT); 143 - terminated (SIGTERM, as a service stop or ``timeout``
   sends it): handled alike: every entry the run charged gets an outcome (failed unless its
   file was written), and no partial output file is left.
@@ -31,7 +33,13 @@ from typing import Annotated, Any
 import typer
 
 from .._version import __version__
-from ..errors import BudgetExceededError, LedgerError, OutputError, ValidationError
+from ..errors import (
+    BudgetExceededError,
+    LedgerError,
+    OutcomeNotRecordedError,
+    OutputError,
+    ValidationError,
+)
 from . import runner
 from .demo import run_demo
 from .outputs import check_output_targets
@@ -46,6 +54,7 @@ EXIT_BUDGET = 3
 EXIT_LEDGER = 4
 EXIT_OUTPUT = 5
 EXIT_MISMATCH = 6
+EXIT_UNRECORDED = 7
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
 
@@ -79,7 +88,8 @@ app = typer.Typer(
     epilog="Exit codes: 0 ok; 1 a release failed after its charge; 2 spec, usage or input error "
     "(nothing spent); 3 budget exceeded (nothing spent); 4 ledger error; 5 an output file "
     "could not be written; 6 a release is not in the ledger (ledger verify --against); "
-    "130 interrupted; 143 terminated. See docs/cli.md.",
+    "7 charged, outcome not recorded (the budget is spent); 130 interrupted; 143 terminated. "
+    "See docs/cli.md.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,  # tracebacks with local variables could print data
@@ -132,6 +142,8 @@ def _error_exit(exc: BaseException, debug: bool, log: RunLog | None = None,
         code, message = EXIT_OUTPUT, f"{where}{exc}{tail}"
     elif isinstance(exc, BudgetExceededError):
         code, message = EXIT_BUDGET, f"{where}{exc}{tail}"
+    elif isinstance(exc, OutcomeNotRecordedError):  # charged: never "nothing spent" (4)
+        code, message = EXIT_UNRECORDED, f"{where}charged; outcome not recorded: {exc}{tail}"
     elif isinstance(exc, LedgerError):
         code, message = EXIT_LEDGER, f"{where}{exc}{tail}"
     elif isinstance(exc, ValidationError):

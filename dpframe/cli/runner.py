@@ -285,9 +285,9 @@ class PricedRun:
                     raise OutputError(f"cannot create the output folder {self.job.folder} "
                                       f"({type(exc).__name__})") from None
                 raise
+            log.written.append(path)  # written, whether or not its outcome can be recorded
             publish(self.session, entry, release, details)
             log.released.append(entry)
-            log.written.append(path)
         return QueryResult(p.spec.name, p.spec.epsilon, "released", explain, entry, path,
                            release)
 

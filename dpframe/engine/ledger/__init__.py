@@ -27,6 +27,10 @@ Guarantees of the SQLite ledger (docs/cli.md, "The ledger's guarantees"):
   recording one appends and never rewrites a hashed row. The hash is not keyed: it detects
   edits made with ordinary tools, not a forger who recomputes the whole chain (compare the head
   printed by ``dpframe ledger show --verify`` with a copy kept elsewhere for that).
+- **Room for every outcome** (:mod:`.room`). A charge's transaction also reserves room for its
+  entry's outcome, which recording the outcome reuses: on a disk that filled up after the
+  charge it writes no byte past the end of any ledger file. When recording still fails,
+  :class:`~dpframe.errors.OutcomeNotRecordedError` says the budget was spent.
 - **Precise diagnoses** (:mod:`.diagnose`): locked, read-only, full disk, corrupt, not a ledger
   and tampered with are told apart, and no message quotes a value read from the ledger.
 - **One privacy unit** (:mod:`.units`). The ledger records the unit it protects (``"rows"`` or a

@@ -24,6 +24,7 @@ from urllib.parse import quote
 
 from ...errors import LedgerError
 from .diagnose import diagnose, is_busy, locked, opened_read_only
+from .room import checkpoint
 from .signals import signals_held
 
 _T = TypeVar("_T")
@@ -78,6 +79,10 @@ class LedgerConnection:
                 if not self.readonly:
                     # every commit is on disk before charge() returns (WAL: fsync per commit)
                     conn.execute("PRAGMA synchronous = FULL")
+                    # freed pages are not rewritten with zeros (Debian's SQLite does so by
+                    # default): recording an outcome then reuses its charge's room (.room)
+                    # without writing more than the charge did
+                    conn.execute("PRAGMA secure_delete = FAST")
             except BaseException:
                 conn.close()
                 raise
@@ -175,6 +180,18 @@ class LedgerConnection:
                     conn.execute("ROLLBACK")
                 if conn.in_transaction:  # could not roll back: closing the connection does
                     self._drop(conn)
+
+    def checkpoint(self) -> bool:
+        """Checkpoint the write-ahead log now, outside any transaction (:func:`.room.checkpoint`:
+        the next write restarts the log); False if it could not (best effort, never raises)."""
+        if self.readonly:
+            return False
+        with self._lock:
+            try:
+                conn = self._connect()
+            except (_BusyOnOpen, LedgerError):
+                return False
+            return not conn.in_transaction and checkpoint(conn)
 
     def read(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
         """Run ``fn(conn)`` in a read transaction (a consistent snapshot)."""

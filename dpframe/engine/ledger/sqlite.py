@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from ..._json import jsonable
 from ...core.accounting import Number, PrivacyCost
 from ...core.numbers import format_number, validate_delta, validate_epsilon
-from ...errors import LedgerError, ValidationError
+from ...errors import LedgerError, OutcomeNotRecordedError, ValidationError
 from .chain import Head, append, genesis, read_head, verify_chain, write_head
 from .charges import check_cost, check_status, exceeded, meta_fields, now, plan_charge
 from .connection import LedgerConnection
@@ -37,6 +37,7 @@ from .legacy import (
     migrate,
     needs_migration,
 )
+from .room import free, reserve
 from .schema import (
     APP_ID,
     CHAINED,
@@ -55,6 +56,10 @@ from .schema import (
 from .units import check_unit, meta_unit, unit_refused
 
 _T = TypeVar("_T")
+
+
+class _NotPending(LedgerError):
+    """:meth:`SqliteLedger.record` was asked for an entry that has no pending charge."""
 
 
 def _checked_path(path: Any) -> Path:
@@ -588,9 +593,11 @@ class SqliteLedger:
             if not ok:
                 raise exceeded(head.budget, start_spent, head.spent)
             write_head(conn, head)
+            reserve(conn, [entry_id for entry_id, _ in charged])  # room for the outcomes
             return charged
 
         charged = self._db.transaction(go, write=True, nothing="nothing was charged")
+        self._db.checkpoint()  # the outcomes will rewrite the log, not grow it (.room)
         for entry_id, link in charged:
             self._links[entry_id] = link
         return [entry_id for entry_id, _ in charged]
@@ -663,9 +670,10 @@ class SqliteLedger:
             head = self._head(conn, check_last=True)
             row = conn.execute("SELECT status FROM entries WHERE id = ?", (entry_id,)).fetchone()
             if row is None:
-                raise LedgerError(f"no ledger entry with id {entry_id!r}")
+                raise _NotPending(f"no ledger entry with id {entry_id!r}")
             if row[0] != "charged":
-                raise LedgerError(f"ledger entry {entry_id} is already {row[0]}")
+                raise _NotPending(f"ledger entry {entry_id} is already {row[0]}")
+            free(conn, entry_id)  # the pages reserved by the charge (.room)
             head, _ = append(conn, head, "outcomes",
                              {"entry_id": entry_id, "time": now(), "status": status,
                               "details": det})
@@ -673,7 +681,17 @@ class SqliteLedger:
                          (status, det, entry_id))
             write_head(conn, head)
 
-        self._db.transaction(go, write=True, nothing="the outcome was not recorded")
+        try:
+            self._db.transaction(go, write=True, nothing="its outcome was not recorded")
+        except _NotPending:
+            raise
+        except LedgerError as exc:
+            raise OutcomeNotRecordedError(
+                f"ledger entry {entry_id} was charged: its budget is spent, committed and "
+                f"counted, but recording its outcome ({status}) failed: {exc}. The entry stays "
+                "'charged' (dpframe ledger show lists it)"
+            ) from exc
+        self._db.checkpoint()  # the next outcome rewrites the log from its start (.room)
 
     def entries(self) -> list[dict[str, Any]]:
         """Every entry, oldest first. The whole chain is verified first (``LedgerError`` if it

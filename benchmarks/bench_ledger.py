@@ -1,0 +1,163 @@
+"""A ledger that stays fast for years (issue 36, item 7): a nightly job with 50 queries makes
+18k charges a year. Builds SQLite ledgers of 1k, 10k and 100k charges (each with its
+``released`` outcome) and times what a job and an auditor do with them:
+
+- open + one charge (+ its outcome) + close, as ``dpframe run`` does for each run;
+- ``dpframe ledger show`` (the last entries), ``show --all`` (every entry) and
+  ``show --verify`` (SQLite's integrity check and the whole hash chain), reported also as
+  chain rows verified per second.
+
+Ledgers are built quickly in batches of 1,000 charges per transaction, each charge through the
+ledger's own charge path (:meth:`SqliteLedger._charge_row`: the same chained rows, running
+totals and sealed head as :meth:`SqliteLedger.charge`) and its outcome through the same
+chained ``outcomes`` row :meth:`SqliteLedger.record` appends; the result verifies as any ledger.
+
+    python benchmarks/bench_ledger.py [--sizes 1000,10000,100000] [--repeat 5] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import inspect
+import io
+import json
+import sqlite3
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
+
+from dpframe.cli.ledger import show_ledger, verify_ledger
+from dpframe.core.accounting import PrivacyCost
+from dpframe.engine.ledger import SqliteLedger
+from dpframe.engine.ledger.chain import append, write_head
+from dpframe.engine.ledger.charges import meta_fields, now
+
+COST = PrivacyCost(0.001, 0)
+META = {"query": "count", "columns": ["age"], "mechanism": "geometric", "session": "nightly",
+        "privacy_unit": "rows"}
+DETAILS = {"noise_scale": 1000.0, "ci_half_width": 2995.7, "granularity": 1,
+           "plan": {"mechanism": "geometric", "epsilon": 0.001}}
+
+
+def build(path: Path, n: int, batch: int = 1000) -> None:
+    """A ledger of ``n`` charges, each with a ``released`` outcome (a valid chain)."""
+    led = SqliteLedger(path, 1e9, 0, name="bench")
+    det = json.dumps(DETAILS)
+    fields = meta_fields(META)
+    try:
+        done = 0
+        while done < n:
+            k = min(batch, n - done)
+
+            def go(conn: sqlite3.Connection, k: int = k) -> None:
+                head = led._head(conn, check_last=True)
+                for _ in range(k):
+                    head, eid = led._charge_row(conn, head, COST, dict(fields), "rows")
+                    head, _ = append(conn, head, "outcomes", {
+                        "entry_id": eid, "time": now(), "status": "released", "details": det})
+                    conn.execute("UPDATE entries SET status = 'released', details = ? "
+                                 "WHERE id = ?", (det, eid))
+                write_head(conn, head)
+
+            led._db.transaction(go, write=True, nothing="nothing was charged")
+            done += k
+    finally:
+        led.close()
+
+
+def open_charge(path: Path) -> None:
+    """What a run does with its ledger: open it, charge once, record the outcome, close."""
+    led = SqliteLedger(path, 1e9, 0, name="bench")
+    try:
+        eid = led.charge(COST, META)
+        led.record(eid, "released", DETAILS)
+    finally:
+        led.close()
+
+
+def best(fn: Callable[[], Any], repeat: int) -> float:
+    """The best of ``repeat`` timed calls (after one warm-up call when ``repeat`` > 1)."""
+    if repeat > 1:
+        fn()
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def measure(folder: Path, n: int, repeat: int) -> dict[str, float]:
+    path = folder / f"ledger-{n}.db"
+    t = time.perf_counter()
+    build(path, n)
+    built = time.perf_counter() - t
+    slow = repeat if n <= 10_000 else 1
+    has_all = "all" in inspect.signature(show_ledger).parameters
+    out = {
+        "build_s": built,
+        "open_charge_ms": 1e3 * best(lambda: open_charge(path), repeat),
+        "show_s": best(lambda: show_ledger(path), slow),
+        "show_all_s": best(lambda: show_ledger(path, all=True), slow) if has_all
+        else float("nan"),
+        "show_verify_s": best(lambda: show_ledger(path, verify=True), slow),
+        "verify_s": best(lambda: verify_ledger(path, []), slow),
+    }
+    rows = 2 * n + 1
+    out["verify_rows_per_s"] = rows / out["verify_s"]
+    return out
+
+
+def report(results: dict[int, dict[str, float]]) -> str:
+    sizes = sorted(results)
+    base = results[sizes[0]]
+    buf = io.StringIO()
+    w = buf.write
+    w("| charges | build (s) | open + charge (ms) | x at 1k | `ledger show` (s) | "
+      "`show --all` (s) | `show --verify` (s) | `ledger verify` (s) | verify (chain rows/s) |\n")
+    w("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+    for n in sizes:
+        r = results[n]
+        w(f"| {n:,} | {r['build_s']:.1f} | {r['open_charge_ms']:.1f} | "
+          f"{r['open_charge_ms'] / base['open_charge_ms']:.2f} | {r['show_s']:.3f} | "
+          f"{r['show_all_s']:.2f} | {r['show_verify_s']:.2f} | {r['verify_s']:.2f} | "
+          f"{r['verify_rows_per_s']:,.0f} |\n")
+    big = results[sizes[-1]]
+    ratio = big["open_charge_ms"] / base["open_charge_ms"]
+    w(f"\nTargets at {sizes[-1]:,} charges:\n\n")
+    w(f"- open + one charge within 2x of its time at {sizes[0]:,}: {ratio:.2f}x, "
+      f"{'met' if ratio <= 2 else 'NOT met'};\n")
+    w(f"- `ledger show` under 1 s: {big['show_s']:.3f} s, "
+      f"{'met' if big['show_s'] < 1 else 'NOT met'};\n")
+    w(f"- `--verify` at >= 100k entries per second: {big['verify_rows_per_s']:,.0f} chain rows "
+      f"per second ({big['verify_rows_per_s'] / 2:,.0f} entries, each with its outcome row), "
+      f"{'met' if big['verify_rows_per_s'] / 2 >= 100_000 else 'NOT met'}.\n")
+    return buf.getvalue()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--sizes", default="1000,10000,100000")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--out", default=None, help="also write the table to this file")
+    args = ap.parse_args()
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in (int(s) for s in args.sizes.split(",")):
+            with contextlib.redirect_stderr(io.StringIO()):
+                results[n] = measure(Path(tmp), n, args.repeat)
+            print(f"{n:,} charges: {results[n]}", file=sys.stderr, flush=True)
+    text = report(results)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text)
+
+
+if __name__ == "__main__":
+    main()
