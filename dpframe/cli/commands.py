@@ -343,15 +343,22 @@ def ledger_show(
         "--verify", help="Also run SQLite's full integrity check and print the hash chain's "
                          "length and head (compare it with a copy kept elsewhere).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document (format "
-                                          "dpframe.ledger/1) instead of tables.")] = False,
+                                          "dpframe.ledger/1, every entry) instead of "
+                                          "tables.")] = False,
+    show_all: Annotated[bool, typer.Option("--all", help="List every entry (by default the "
+                                           "last --last ones; the output says how many are "
+                                           "hidden).")] = False,
+    last: Annotated[int, typer.Option("--last", min=0, help="How many of the latest entries "
+                                      "to list.")] = 20,
 ) -> None:
-    """Print a ledger's budget, its history and every entry (read-only: never writes, works on
-    read-only media). Exit 4 if the ledger fails verification (a row deleted, edited, inserted
-    or reordered)."""
+    """Print a ledger's budget, its history and its latest entries (read-only: never writes,
+    creates no file beside it, works on read-only media). Exit 4 if the ledger fails
+    verification (a row deleted, edited, inserted or reordered)."""
     try:
         from .ledger import ledger_json, show_ledger
 
-        text = ledger_json(path, verify=verify) if as_json else show_ledger(path, verify=verify)
+        text = ledger_json(path, verify=verify) if as_json else show_ledger(
+            path, verify=verify, all=show_all, last=last)
     except BaseException as exc:
         if isinstance(exc, SystemExit | typer.Exit):
             raise

@@ -10,7 +10,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from ..core.accounting import posterior_bound
-from ..display.text import budget_table, entries_summary, entries_table, num
+from ..display.text import budget_table, entries_table, num
 from ..engine.ledger import SqliteLedger
 from ..errors import LedgerError, ValidationError
 
@@ -18,12 +18,19 @@ if TYPE_CHECKING:
     from rich.table import Table
 
 
-def show_ledger(path: str | os.PathLike[str], *, width: int = 160, verify: bool = False) -> str:
+#: How many of the latest entries ``dpframe ledger show`` lists by default.
+SHOW_LAST = 20
+
+
+def show_ledger(path: str | os.PathLike[str], *, width: int = 160, verify: bool = False,
+                all: bool = False, last: int = SHOW_LAST) -> str:
     """The ledger at ``path`` as plain-text tables, opened read-only (it works on read-only
-    media and never writes). Everything shown is read in one transaction in which the hash
-    chain is verified once; ``verify=True`` also runs SQLite's full integrity check and prints
-    the chain's length and head hash (keep a copy elsewhere: a forger who rewrites the whole
-    chain changes it).
+    media, never writes and creates no file beside the ledger). The budget, its history, the
+    count of entries by status and the ``last`` entries (every entry with ``all``; the output
+    says how many are hidden) are read in one transaction in which the hash chain is verified
+    since its checkpoint; ``verify=True`` verifies the whole chain instead, also runs SQLite's
+    full integrity check and prints the chain's length and head hash (keep a copy elsewhere: a
+    forger who rewrites the whole chain changes it).
 
     Entries still ``charged`` belong to a query that was interrupted (or is running): their
     budget is spent and counted in the total.
@@ -36,7 +43,7 @@ def show_ledger(path: str | os.PathLike[str], *, width: int = 160, verify: bool 
 
     if not os.path.exists(os.fspath(path)):
         raise LedgerError(f"no ledger at {os.fspath(path)}")
-    snap = SqliteLedger.read_snapshot(path, integrity=verify)
+    snap = SqliteLedger.read_snapshot(path, integrity=verify, last=None if all else last)
     (te, td), (se, sd) = snap.total, snap.spent
 
     buf = io.StringIO()
@@ -48,7 +55,12 @@ def show_ledger(path: str | os.PathLike[str], *, width: int = 160, verify: bool 
     console.print(budget_table((te, td), (se, sd)))
     if len(snap.budget_history) > 1:
         console.print(_history_table(snap.budget_history))
-    console.print(entries_table(snap.entries, entries_summary(snap.entries), with_session=True))
+    console.print(entries_table(snap.entries, _summary(snap.counts), with_session=True))
+    hidden = sum(snap.counts.values()) - len(snap.entries)
+    if hidden:
+        console.print(f"{hidden} earlier entr{'y is' if hidden == 1 else 'ies are'} hidden: "
+                      f"the last {len(snap.entries)} are listed (dpframe ledger show --all "
+                      "lists every entry).")
     console.print(
         f"At epsilon = {float(se):.4g} spent, a 50% prior belief about any one person can rise "
         f"to at most {100 * posterior_bound(float(se), 0.5):.3g}%."
@@ -61,6 +73,15 @@ def show_ledger(path: str | os.PathLike[str], *, width: int = 160, verify: bool 
             f"{report['head']}"
         )
     return buf.getvalue()
+
+
+def _summary(counts: dict[str, int]) -> str:
+    """What :func:`~dpframe.display.text.entries_summary` says of every entry, from the counts
+    by status."""
+    parts = [f"{counts.get('released', 0)} released", f"{counts.get('failed', 0)} failed"]
+    if counts.get("charged"):
+        parts.append(f"{counts['charged']} interrupted or running (charged, no outcome)")
+    return f"Entries: {sum(counts.values())} ({', '.join(parts)})"
 
 
 def ledger_json(path: str | os.PathLike[str], *, verify: bool = False) -> str:

@@ -207,8 +207,52 @@ class _Walk:
     totals: SpendTotals = field(default_factory=SpendTotals)
     unit: str | None = None
     last_entry: int = 0
+    entries: int = 0
     copies: dict[int, tuple[str, str]] = field(default_factory=dict)
     outcomes: dict[int, tuple[str, str]] = field(default_factory=dict)
+
+    def state(self) -> dict[str, Any]:
+        """What a verified checkpoint stores of this walk (the entries still without an
+        outcome by id; their status copies are read again from the entries when resumed)."""
+        t = self.totals
+        assert self.budget is not None
+        return {
+            "rows": self.rows, "hash": self.running,
+            "budget": [frac_text(self.budget[0]), frac_text(self.budget[1])],
+            "spent": [frac_text(self.spent[0]), frac_text(self.spent[1])],
+            "totals": [frac_text(x) for x in (t.pure_eps, t.all_delta, t.g_eps, t.g_delta,
+                                              t.g_rho)] + [int(t.any_g)],
+            "unit": self.unit, "last_entry": self.last_entry, "entries": self.entries,
+            "pending": sorted(e for e in self.copies if e not in self.outcomes),
+        }
+
+    @classmethod
+    def resume(cls, conn: sqlite3.Connection, path: Path, state: Mapping[str, Any]) -> _Walk:
+        """A walk continued after the checkpoint ``state`` (its pending entries' status copies
+        read again)."""
+        try:
+            f = [parse_frac(x) for x in (*state["budget"], *state["spent"], *state["totals"][:5])]
+            walk = cls(path, str(state["hash"]), rows=int(state["rows"]),
+                       unit=state["unit"], last_entry=int(state["last_entry"]),
+                       entries=int(state["entries"]))
+            pending = [int(e) for e in state["pending"]]
+        except (KeyError, TypeError, ValueError, LedgerError) as exc:
+            raise tampered(path, "its checkpoint is malformed") from exc
+        if any(x is None for x in f):
+            raise tampered(path, "its checkpoint is malformed")
+        g = [x for x in f if x is not None]
+        walk.budget, walk.spent = (g[0], g[1]), (g[2], g[3])
+        walk.totals = SpendTotals(pure_eps=g[4], all_delta=g[5], g_eps=g[6], g_delta=g[7],
+                                  g_rho=g[8], any_g=bool(state["totals"][5]))
+        for i in range(0, len(pending), 500):
+            chunk = pending[i:i + 500]
+            rows = conn.execute(
+                f"SELECT id, status, details FROM entries WHERE id IN "
+                f"({', '.join('?' for _ in chunk)})", chunk).fetchall()
+            walk.copies.update((r[0], (r[1], r[2])) for r in rows)
+        if len(walk.copies) != len(pending):
+            raise tampered(path, "an entry pending at its checkpoint is missing")
+        return walk
 
     def step(self, seq: int, table: str, r: _Row) -> None:
         """Check row ``r`` of ``table`` (``seq, id, prev_hash, row_hash, *values``), the
@@ -248,6 +292,7 @@ class _Walk:
         if unit is not None and unit != self.unit:
             raise tampered(self.path, f"entry #{rid} names another privacy unit")
         self.spent, self.last_entry = (s_e, s_d), rid
+        self.entries += 1
         self.totals = _with_request(self.totals, q_e, q_d, rho)
         self.copies[rid] = (r[-2], r[-1])
 
@@ -297,24 +342,35 @@ _CHECKS = {
 
 
 def _chained_rows(
-    conn: sqlite3.Connection, path: Path, table: str
+    conn: sqlite3.Connection, path: Path, table: str, *, after: int = 0
 ) -> Iterator[tuple[int, str, _Row]]:
-    """``(seq, table, row)`` for the rows of ``table`` in chain order; an entry's row ends with
-    its ``status`` and ``details`` copy."""
+    """``(seq, table, row)`` for the rows of ``table`` in chain order (those after position
+    ``after`` when it is not 0; every row else, a row without a position included); an entry's
+    row ends with its ``status`` and ``details`` copy."""
     cols = ", ".join(CHAINED[table])
     copy = ", status, details" if table == "entries" else ""
+    where = f" WHERE seq > {int(after)}" if after else ""
     for r in conn.execute(
-        f"SELECT seq, id, prev_hash, row_hash, {cols}{copy} FROM {table} ORDER BY seq"
+        f"SELECT seq, id, prev_hash, row_hash, {cols}{copy} FROM {table}{where} ORDER BY seq"
     ):
         if not isinstance(r[0], int):
             raise tampered(path, f"a row of {table} has no place in the hash chain")
         yield r[0], table, r
 
 
-def verify_chain(conn: sqlite3.Connection, path: Path) -> dict[str, Any]:
-    """Check the whole chain and every accounting invariant; O(rows). ``LedgerError`` on
-    the first violation. Returns ``rows``, ``head`` (last hash), ``entries``, ``ledger_id`` and
-    ``schema_version``."""
+def verify_chain(conn: sqlite3.Connection, path: Path, *, tail: bool = False,
+                 advance: bool = False) -> dict[str, Any]:
+    """Check the chain and every accounting invariant; ``LedgerError`` on the first violation.
+    Returns ``rows``, ``head`` (last hash), ``entries``, ``ledger_id``, ``schema_version`` and
+    ``checked`` (the rows walked).
+
+    By default the whole chain, O(rows). With ``tail``, only the rows after the verified
+    checkpoint (:data:`CHECKPOINT`), resumed from the state stored there, once the checkpoint's
+    seal and its row (same position, same hash) are checked: O(rows since). ``advance`` (in a
+    write transaction) then stores a new checkpoint at the head. The checkpoint vouches for the
+    rows before it only because they verified when it was written: a row before it edited
+    since is found by the whole-chain check (``--verify``), not by ``tail``.
+    """
     schema = conn.execute(
         "SELECT app, version, created, neighbouring, ledger_id FROM dpframe_schema"
     ).fetchall()
@@ -324,15 +380,94 @@ def verify_chain(conn: sqlite3.Connection, path: Path) -> dict[str, Any]:
     if relation not in NEIGHBOURING:
         raise tampered(path, "its neighbouring relation is malformed")
     head = read_head(conn, path, check_last=False)
-    walk = _Walk(path, genesis(app, created, relation, ledger_id))
-    rows = (_chained_rows(conn, path, t) for t in CHAINED)
+    state = read_checkpoint(conn, path) if tail else None
+    if state is None:
+        walk = _Walk(path, genesis(app, created, relation, ledger_id))
+    else:
+        _check_checkpoint_row(conn, path, state)
+        _check_positions(conn, path)
+        walk = _Walk.resume(conn, path, state)
+    start = walk.rows
+    rows = (_chained_rows(conn, path, t, after=start) for t in CHAINED)
     for seq, table, r in heapq.merge(*rows, key=lambda x: x[0]):
         walk.step(seq, table, r)
     walk.finish(head)
+    if advance and walk.rows > start:
+        write_checkpoint(conn, walk.state())
     return {
         "rows": walk.rows,
         "head": walk.running,
-        "entries": len(walk.copies),
+        "entries": walk.entries,
         "ledger_id": ledger_id,
         "schema_version": version,
+        "checked": walk.rows - start,
     }
+
+
+#: The verified checkpoint: a position of the chain, its row hash and the accounting up to it
+#: (``state``, JSON), sealed like the head. Written by a writable open after verifying the
+#: chain up to its head; outside the chain.
+CHECKPOINT = """CREATE TABLE IF NOT EXISTS chain_checkpoint (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    seq INTEGER NOT NULL,
+    hash TEXT NOT NULL,
+    state TEXT NOT NULL,
+    seal TEXT NOT NULL
+)"""
+
+
+def write_checkpoint(conn: sqlite3.Connection, state: Mapping[str, Any]) -> None:
+    """Store ``state`` (a verified walk's, :meth:`_Walk.state`) as the checkpoint."""
+    text = _canon([state])
+    conn.execute(CHECKPOINT)
+    conn.execute("INSERT OR REPLACE INTO chain_checkpoint (id, seq, hash, state, seal) "
+                 "VALUES (1, ?, ?, ?, ?)",
+                 (state["rows"], state["hash"], text, _seal([state["rows"], state["hash"], text])))
+
+
+def read_checkpoint(conn: sqlite3.Connection, path: Path) -> dict[str, Any] | None:
+    """The stored checkpoint's state (its seal checked); None when there is none (the whole
+    chain is then walked)."""
+    exists = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND "
+                          "name = 'chain_checkpoint'").fetchone()
+    if exists is None:
+        return None
+    row = conn.execute("SELECT seq, hash, state, seal FROM chain_checkpoint "
+                       "WHERE id = 1").fetchone()
+    if row is None:
+        return None
+    seq, digest, text, seal = row
+    if seal != _seal([seq, digest, text]):
+        raise tampered(path, "its checkpoint was edited")
+    try:
+        state = json.loads(text)[0]
+    except (TypeError, ValueError, IndexError, KeyError) as exc:
+        raise tampered(path, "its checkpoint is malformed") from exc
+    if not isinstance(state, dict) or (state.get("rows"), state.get("hash")) != (seq, digest):
+        raise tampered(path, "its checkpoint is malformed")
+    return state
+
+
+def _check_positions(conn: sqlite3.Connection, path: Path) -> None:
+    """No chained row lacks an integer position (O(log n) on the ``seq`` indexes): the rows a
+    walk after a checkpoint skips are only those before it."""
+    for table in CHAINED:
+        for cond in ("seq IS NULL", "seq >= ''"):  # SQLite sorts text and blobs after numbers
+            if conn.execute(f"SELECT 1 FROM {table} WHERE {cond} LIMIT 1").fetchone():
+                raise tampered(path, f"a row of {table} has no place in the hash chain")
+
+
+def _check_checkpoint_row(conn: sqlite3.Connection, path: Path, state: Mapping[str, Any]) -> None:
+    """The row at the checkpoint's position still has the hash it had (a chain rewritten up to
+    there, or cut before it, fails here)."""
+    seq = state["rows"]
+    if seq == 0:
+        return
+    for table in CHAINED:
+        row = conn.execute(f"SELECT row_hash FROM {table} WHERE seq = ?", (seq,)).fetchone()
+        if row is not None:
+            if row[0] == state["hash"]:
+                return
+            break
+    raise tampered(path, f"row {seq} of its hash chain is not the one verified at its "
+                   "checkpoint (the chain was rewritten or cut)")

@@ -37,6 +37,19 @@ class _BusyOnOpen(Exception):
     initialising or recovering the WAL index): retried like any other wait."""
 
 
+def _quiet_stamp(path: Path) -> tuple[int, int] | None:
+    """The ledger file's (size, mtime) when no write-ahead log, journal or WAL index lies beside
+    it (no writer has it open, nothing pending); None otherwise."""
+    for suffix in ("-wal", "-journal", "-shm"):
+        if os.path.exists(f"{path}{suffix}"):
+            return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
 class LedgerConnection:
     """The connection of this process to the ledger file at ``path`` (reopened after a fork).
 
@@ -49,6 +62,11 @@ class LedgerConnection:
         self.readonly = readonly
         self.timeout = timeout
         self.immutable = False
+        #: A read-only connection to a ledger with no write-ahead log or journal beside it opens
+        #: with ``immutable=1``: SQLite then creates no -wal/-shm file. The file's stamp is
+        #: checked after each read; a change (a writer came) retries with plain ``mode=ro``.
+        self._quiet: tuple[int, int] | None = None
+        self._loud = False  # set when quiet reads kept being disturbed
         self._conn: sqlite3.Connection | None = None
         self._pid = -1
         self._lock = threading.RLock()
@@ -65,7 +83,8 @@ class LedgerConnection:
         try:
             if self.readonly:
                 uri = "file:" + quote(str(self.path), safe="/") + "?mode=ro"
-                if self.immutable:
+                self._quiet = None if self.immutable or self._loud else _quiet_stamp(self.path)
+                if self.immutable or self._quiet is not None:
                     uri += "&immutable=1"
                 conn = sqlite3.connect(
                     uri, uri=True, timeout=0, isolation_level=None, check_same_thread=False
@@ -194,5 +213,26 @@ class LedgerConnection:
             return not conn.in_transaction and checkpoint(conn)
 
     def read(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
-        """Run ``fn(conn)`` in a read transaction (a consistent snapshot)."""
+        """Run ``fn(conn)`` in a read transaction (a consistent snapshot). On a quiet read-only
+        connection (``immutable=1``, no lock taken), the read counts only if the ledger was
+        not written meanwhile; otherwise it is done again with locks (``mode=ro``)."""
+        for _ in range(3):
+            try:
+                result = self.transaction(fn, write=False, nothing="nothing was changed")
+            except LedgerError:
+                if not self._disturbed():
+                    raise
+                continue  # a writer changed the file under a lock-free read: read again
+            if not self._disturbed():
+                return result
+        self._loud = True
         return self.transaction(fn, write=False, nothing="nothing was changed")
+
+    def _disturbed(self) -> bool:
+        """Whether a quiet read may have seen the ledger change (then reconnect, not quiet)."""
+        with self._lock:
+            if self._quiet is None or self._quiet == _quiet_stamp(self.path):
+                return False
+            if self._conn is not None:
+                self._drop(self._conn)
+            return True

@@ -192,12 +192,22 @@ def parse_frac(text: str | None) -> Fraction | None:
         raise LedgerError("ledger holds a malformed budget number; the file is corrupt") from exc
 
 
-def read_entries(conn: sqlite3.Connection, *, with_unit: bool) -> list[dict[str, Any]]:
-    """Every entry, oldest first, as dicts (Fractions for budget numbers). ``with_unit=False``
-    for schema-1 ledgers, whose entries name no privacy unit."""
+def status_counts(conn: sqlite3.Connection) -> dict[str, int]:
+    """How many entries have each status."""
+    return {str(st): int(n) for st, n in
+            conn.execute("SELECT status, count(*) FROM entries GROUP BY status")}
+
+
+def read_entries(conn: sqlite3.Connection, *, with_unit: bool,
+                 last: int | None = None) -> list[dict[str, Any]]:
+    """Every entry (or the ``last`` ones), oldest first, as dicts (Fractions for budget
+    numbers). ``with_unit=False`` for schema-1 ledgers, whose entries name no privacy unit."""
     unit_col = "privacy_unit" if with_unit else "NULL"
     out = []
-    for row in conn.execute(f"SELECT {_ENTRY_COLS}, {unit_col} FROM entries ORDER BY id"):
+    query = f"SELECT {_ENTRY_COLS}, {unit_col} FROM entries ORDER BY id"
+    if last is not None:
+        query = f"SELECT * FROM ({query} DESC LIMIT {max(int(last), 0)}) ORDER BY id"
+    for row in conn.execute(query):
         (i, t, sess, q, cols, mech, re_, rd, rho, e, d, se, sd, seeded, st, det, unit) = row
         try:
             columns = json.loads(cols)

@@ -51,6 +51,7 @@ from .schema import (
     read_entries,
     run_script,
     stamp_header,
+    status_counts,
     table_names,
 )
 from .units import check_unit, meta_unit, unit_refused
@@ -102,6 +103,8 @@ class LedgerSnapshot:
     spent: tuple[Fraction, Fraction]
     budget_history: list[dict[str, Any]]
     entries: list[dict[str, Any]]
+    #: How many entries the ledger holds with each status (``entries`` may be the last ones).
+    counts: dict[str, int]
     #: The chain's verification (as :meth:`SqliteLedger.verify` returns it); None for a
     #: schema-1 ledger, which has no chain.
     chain: dict[str, Any] | None
@@ -151,7 +154,7 @@ class SqliteLedger:
                 assert eps_total is not None
                 self._create_file(eps_total, delta_total, neighbouring or "add_remove")
             if self.readonly:
-                self._open_readonly(self._verify_chain)
+                self._open_readonly(self._verify_tail)
             else:
                 self._open_writable(eps_total, delta_total, neighbouring, allow_budget_change)
         except BaseException:
@@ -171,18 +174,19 @@ class SqliteLedger:
 
     @classmethod
     def read_snapshot(
-        cls, path: str | os.PathLike[str], *, integrity: bool = False
+        cls, path: str | os.PathLike[str], *, integrity: bool = False, last: int | None = None
     ) -> LedgerSnapshot:
-        """Open the ledger at ``path`` read-only, read it whole and close it: what
-        ``dpframe ledger show`` prints, from one transaction in which the hash chain is verified
-        once (the verification on open serves the read). ``integrity=True`` also runs SQLite's
-        full ``integrity_check`` (after the chain) and refuses a schema-1 ledger, which has no
-        chain, as :meth:`verify` does. ``LedgerError`` as opening read-only otherwise."""
+        """Open the ledger at ``path`` read-only, read it (every entry, or the ``last`` ones)
+        and close it: what ``dpframe ledger show`` prints, from one transaction in which the
+        hash chain is verified since its checkpoint (as on every open). ``integrity=True``
+        verifies the whole chain instead, also runs SQLite's full ``integrity_check`` (after
+        the chain) and refuses a schema-1 ledger, which has no chain, as :meth:`verify` does.
+        ``LedgerError`` as opening read-only otherwise."""
         ledger = cls.__new__(cls)
         ledger.path = _checked_path(path).absolute()
         ledger._setup(None, True, 60.0, needs_file=True)
         try:
-            return ledger._open_readonly(lambda conn: ledger._snapshot(conn, integrity))
+            return ledger._open_readonly(lambda conn: ledger._snapshot(conn, integrity, last))
         finally:
             ledger.close()
 
@@ -280,7 +284,6 @@ class SqliteLedger:
             tables = table_names(conn)
             if "dpframe_schema" not in tables:
                 raise LedgerError(f"{self.path} is an SQLite database but not a dpframe ledger")
-            self._quick_check(conn)
             return tables
 
         # Before anything writes (WAL mode changes the header): refuse foreign or corrupt files.
@@ -302,7 +305,6 @@ class SqliteLedger:
             tables = table_names(conn)
             if "dpframe_schema" not in tables:
                 raise LedgerError(f"{self.path} is an SQLite database but not a dpframe ledger")
-            self._quick_check(conn)
             row = conn.execute("SELECT app, version FROM dpframe_schema").fetchone()
             if row is None or row[0] != APP_ID:
                 raise LedgerError(f"{self.path} is not a dpframe ledger")
@@ -335,11 +337,6 @@ class SqliteLedger:
             self._db.immutable = True
             return self._db.read(inspect)
 
-    def _quick_check(self, conn: sqlite3.Connection) -> None:
-        ok = conn.execute("PRAGMA quick_check").fetchone()
-        if not ok or ok[0] != "ok":
-            raise corrupt(self.path)
-
     def _check_version(self, version: Any) -> None:
         if not isinstance(version, int):
             raise tampered(self.path, "its schema version is malformed")
@@ -361,8 +358,11 @@ class SqliteLedger:
         whole chain was verified here."""
         if "dpframe_schema" not in table_names(conn):  # created whole, never here (.files)
             raise LedgerError(f"{self.path} is an SQLite database but not a dpframe ledger")
-        verified = self._check_schema(conn, neighbouring)
+        self._check_schema(conn, neighbouring)
         head = self._head(conn, check_last=True)
+        # the rows since the verified checkpoint, then a new checkpoint at the head (O(tail))
+        verify_chain(conn, self.path, tail=True, advance=True)
+        verified = True
         if epsilon is None:
             return verified
         want = (Fraction(epsilon), Fraction(delta or 0))
@@ -462,6 +462,11 @@ class SqliteLedger:
         """Verify the chain, if the ledger has one (a schema-1 ledger read as it is has none)."""
         return None if self._legacy else self._verify(conn)
 
+    def _verify_tail(self, conn: sqlite3.Connection) -> dict[str, Any] | None:
+        """Verify the chain since its verified checkpoint (the whole chain if it has none), if
+        the ledger has a chain: what every open checks (``chain.verify_chain``)."""
+        return None if self._legacy else verify_chain(conn, self.path, tail=True)
+
     def _integrity_check(self, conn: sqlite3.Connection) -> None:
         bad = [r[0] for r in conn.execute("PRAGMA integrity_check")]
         if bad != ["ok"]:
@@ -488,8 +493,9 @@ class SqliteLedger:
     def _neighbouring(conn: sqlite3.Connection) -> str:
         return str(conn.execute("SELECT neighbouring FROM dpframe_schema").fetchone()[0])
 
-    def _snapshot(self, conn: sqlite3.Connection, integrity: bool) -> LedgerSnapshot:
-        chain = self._verify_chain(conn)
+    def _snapshot(self, conn: sqlite3.Connection, integrity: bool,
+                  last: int | None = None) -> LedgerSnapshot:
+        chain = self._verify_chain(conn) if integrity else self._verify_tail(conn)
         if integrity:
             self._integrity_check(conn)
             if chain is None:
@@ -500,7 +506,8 @@ class SqliteLedger:
             total=self._total(conn),
             spent=self._spent(conn),
             budget_history=read_budget_history(conn),
-            entries=read_entries(conn, with_unit=not self._legacy),
+            entries=read_entries(conn, with_unit=not self._legacy, last=last),
+            counts=status_counts(conn),
             chain=chain,
         )
 
