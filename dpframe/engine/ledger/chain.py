@@ -33,8 +33,11 @@ _HEAD_COLS = (
 )
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"))  # json.dumps's output
+
+
 def _canon(values: Iterable[Any]) -> str:
-    return json.dumps(list(values), ensure_ascii=True, separators=(",", ":"))
+    return _ENCODER.encode(list(values))
 
 
 def _sha(text: str) -> str:
@@ -186,9 +189,10 @@ def _with_request(
     """``t`` plus one requested cost, as :meth:`SpendTotals.add` adds it, from the numbers of a
     chained entry (no :class:`PrivacyCost` validation: a bad number fails as tampering)."""
     if rho is None:
-        return replace(t, pure_eps=t.pure_eps + epsilon, all_delta=t.all_delta + delta)
-    return replace(t, all_delta=t.all_delta + delta, g_eps=t.g_eps + epsilon,
-                   g_delta=t.g_delta + delta, g_rho=t.g_rho + rho, any_g=True)
+        return SpendTotals(t.pure_eps + epsilon, t.all_delta + delta, t.g_eps, t.g_delta,
+                           t.g_rho, t.any_g)
+    return SpendTotals(t.pure_eps, t.all_delta + delta, t.g_eps + epsilon, t.g_delta + delta,
+                       t.g_rho + rho, True)
 
 
 _Row = tuple[Any, ...]
@@ -210,6 +214,19 @@ class _Walk:
     entries: int = 0
     copies: dict[int, tuple[str, str]] = field(default_factory=dict)
     outcomes: dict[int, tuple[str, str]] = field(default_factory=dict)
+    #: Parsed numbers by their text (a nightly job charges the same few costs again and again)
+    memo: dict[Any, Fraction | None] = field(default_factory=dict)
+
+    def frac(self, text: Any) -> Fraction | None:
+        """:func:`parse_frac` of ``text``, remembered."""
+        try:
+            return self.memo[text]
+        except KeyError:
+            pass
+        value = parse_frac(text)
+        if len(self.memo) < 4096:
+            self.memo[text] = value
+        return value
 
     def state(self) -> dict[str, Any]:
         """What a verified checkpoint stores of this walk (the entries still without an
@@ -278,7 +295,8 @@ class _Walk:
 
     def _entry_numbers(self, rid: int, values: _Row) -> list[Fraction]:
         """Requested, charged and cumulative (epsilon, delta) of an entry, in this order."""
-        nums = [parse_frac(values[i]) for i in (5, 6, 8, 9, 10, 11)]
+        frac = self.frac
+        nums = [frac(values[i]) for i in (5, 6, 8, 9, 10, 11)]
         found = [x for x in nums if x is not None]
         if len(found) != len(nums) or rid <= self.last_entry:
             raise tampered(self.path, f"entry #{rid} is malformed")
@@ -286,7 +304,7 @@ class _Walk:
 
     def _entry_row(self, rid: int, values: _Row, r: _Row) -> None:
         q_e, q_d, c_e, c_d, s_e, s_d = self._entry_numbers(rid, values)
-        rho, unit = parse_frac(values[7]), values[14]
+        rho, unit = self.frac(values[7]), values[14]
         if c_e < 0 or c_d < 0 or (s_e, s_d) != (self.spent[0] + c_e, self.spent[1] + c_d):
             raise tampered(self.path, f"entry #{rid} does not add up with the entries before")
         if unit is not None and unit != self.unit:
@@ -380,8 +398,11 @@ def verify_chain(conn: sqlite3.Connection, path: Path, *, tail: bool = False,
     if relation not in NEIGHBOURING:
         raise tampered(path, "its neighbouring relation is malformed")
     head = read_head(conn, path, check_last=False)
-    state = read_checkpoint(conn, path) if tail else None
+    stored = read_checkpoint(conn, path)
+    state = stored if tail else None
     if state is None:
+        if stored is not None:  # the whole chain must still pass through the checkpoint
+            _check_checkpoint_row(conn, path, stored)
         walk = _Walk(path, genesis(app, created, relation, ledger_id))
     else:
         _check_checkpoint_row(conn, path, state)
