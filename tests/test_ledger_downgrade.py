@@ -58,7 +58,8 @@ def _downgrade(path: Path, *, keep: str | None = None) -> None:
         for table in CHAIN_TABLES:
             if keep != "table" or table != "units":
                 con.execute(f"DROP TABLE {table}")
-        con.execute("DROP TABLE IF EXISTS outcome_room")  # the room charges reserve (0.2)
+        for extra in ("outcome_room", "chain_checkpoint"):  # outside the chain (0.2)
+            con.execute(f"DROP TABLE IF EXISTS {extra}")
         for table, cols in CHAIN_COLUMNS.items():
             for col in cols:
                 if (keep, col) not in (("column", "row_hash"), ("index", "seq")):

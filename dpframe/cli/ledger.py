@@ -58,9 +58,7 @@ def show_ledger(path: str | os.PathLike[str], *, width: int = 160, verify: bool 
     console.print(entries_table(snap.entries, _summary(snap.counts), with_session=True))
     hidden = sum(snap.counts.values()) - len(snap.entries)
     if hidden:
-        console.print(f"{hidden} earlier entr{'y is' if hidden == 1 else 'ies are'} hidden: "
-                      f"the last {len(snap.entries)} are listed (dpframe ledger show --all "
-                      "lists every entry).")
+        console.print(_hidden(hidden, len(snap.entries)))
     console.print(
         f"At epsilon = {float(se):.4g} spent, a 50% prior belief about any one person can rise "
         f"to at most {100 * posterior_bound(float(se), 0.5):.3g}%."
@@ -73,6 +71,11 @@ def show_ledger(path: str | os.PathLike[str], *, width: int = 160, verify: bool 
             f"{report['head']}"
         )
     return buf.getvalue()
+
+
+def _hidden(hidden: int, shown: int) -> str:
+    return (f"{hidden} earlier entr{'y is' if hidden == 1 else 'ies are'} hidden: the last "
+            f"{shown} are listed (dpframe ledger show --all lists every entry).")
 
 
 def _summary(counts: dict[str, int]) -> str:

@@ -20,9 +20,12 @@ Guarantees of the SQLite ledger (docs/cli.md, "The ledger's guarantees"):
   still open is rolled back. An interrupt never leaves the ledger locked nor wedges the session.
 - **Tamper evidence** (:mod:`.chain`). Every accounting row (budget rows, entries, outcomes, the
   privacy-unit binding) is a link of one SHA-256 hash chain whose head and running totals are
-  sealed in the ``chain_head`` row. The chain is verified on open and on every full read
-  (:meth:`SqliteLedger.entries`, :meth:`SqliteLedger.verify`): a deleted (even the last),
-  edited, inserted or reordered row raises :class:`~dpframe.errors.LedgerError`; it is never
+  sealed in the ``chain_head`` row. Every open verifies the rows since a sealed, verified
+  checkpoint (position, row hash, accounting state; moved to the head by writable opens), and
+  every full read the whole chain (:meth:`SqliteLedger.entries`, :meth:`SqliteLedger.verify`):
+  a deleted (even the last), edited, inserted or reordered row (before the checkpoint: found
+  by the whole chain, or on open when the hashes after it were recomputed) raises
+  :class:`~dpframe.errors.LedgerError`; it is never
   read as a smaller spend. Outcomes (released / failed) are their own chained rows, so
   recording one appends and never rewrites a hashed row. The hash is not keyed: it detects
   edits made with ordinary tools, not a forger who recomputes the whole chain (compare the head

@@ -216,6 +216,18 @@ class _Walk:
     outcomes: dict[int, tuple[str, str]] = field(default_factory=dict)
     #: Parsed numbers by their text (a nightly job charges the same few costs again and again)
     memo: dict[Any, Fraction | None] = field(default_factory=dict)
+    #: How many entries requested each (epsilon, delta, rho), as texts: added to ``totals``
+    #: once at the end (:meth:`all_totals`), not one Fraction sum per entry
+    requests: dict[tuple[Any, Any, Any], int] = field(default_factory=dict)
+
+    def all_totals(self) -> SpendTotals:
+        """The running totals: those resumed from a checkpoint plus every request walked."""
+        t = self.totals
+        for (e, d, rho), n in self.requests.items():
+            eps, delta, r = self.frac(e), self.frac(d), self.frac(rho)
+            assert eps is not None and delta is not None
+            t = _with_request(t, n * eps, n * delta, None if r is None else n * r)
+        return t
 
     def frac(self, text: Any) -> Fraction | None:
         """:func:`parse_frac` of ``text``, remembered."""
@@ -231,7 +243,7 @@ class _Walk:
     def state(self) -> dict[str, Any]:
         """What a verified checkpoint stores of this walk (the entries still without an
         outcome by id; their status copies are read again from the entries when resumed)."""
-        t = self.totals
+        t = self.all_totals()
         assert self.budget is not None
         return {
             "rows": self.rows, "hash": self.running,
@@ -248,16 +260,13 @@ class _Walk:
         """A walk continued after the checkpoint ``state`` (its pending entries' status copies
         read again)."""
         try:
-            f = [parse_frac(x) for x in (*state["budget"], *state["spent"], *state["totals"][:5])]
             walk = cls(path, str(state["hash"]), rows=int(state["rows"]),
                        unit=state["unit"], last_entry=int(state["last_entry"]),
                        entries=int(state["entries"]))
             pending = [int(e) for e in state["pending"]]
+            g = _state_numbers(state, path)
         except (KeyError, TypeError, ValueError, LedgerError) as exc:
             raise tampered(path, "its checkpoint is malformed") from exc
-        if any(x is None for x in f):
-            raise tampered(path, "its checkpoint is malformed")
-        g = [x for x in f if x is not None]
         walk.budget, walk.spent = (g[0], g[1]), (g[2], g[3])
         walk.totals = SpendTotals(pure_eps=g[4], all_delta=g[5], g_eps=g[6], g_delta=g[7],
                                   g_rho=g[8], any_g=bool(state["totals"][5]))
@@ -293,26 +302,33 @@ class _Walk:
             raise tampered(self.path, f"budget #{rid} is malformed")
         self.budget = (be, bd)
 
-    def _entry_numbers(self, rid: int, values: _Row) -> list[Fraction]:
-        """Requested, charged and cumulative (epsilon, delta) of an entry, in this order."""
-        frac = self.frac
-        nums = [frac(values[i]) for i in (5, 6, 8, 9, 10, 11)]
-        found = [x for x in nums if x is not None]
-        if len(found) != len(nums) or rid <= self.last_entry:
-            raise tampered(self.path, f"entry #{rid} is malformed")
-        return found
-
     def _entry_row(self, rid: int, values: _Row, r: _Row) -> None:
-        q_e, q_d, c_e, c_d, s_e, s_d = self._entry_numbers(rid, values)
-        rho, unit = self.frac(values[7]), values[14]
-        if c_e < 0 or c_d < 0 or (s_e, s_d) != (self.spent[0] + c_e, self.spent[1] + c_d):
+        """Check an entry: its charge is not negative, its cumulative spend (as stored, text)
+        is the spend before it plus its charge, its unit is the ledger's; count its request."""
+        frac = self.frac
+        c_e, c_d = frac(values[8]), frac(values[9])
+        if (c_e is None or c_d is None or frac(values[5]) is None or frac(values[6]) is None
+                or rid <= self.last_entry):
+            raise tampered(self.path, f"entry #{rid} is malformed")
+        frac(values[7])  # a malformed rho fails here
+        s_e, s_d = self.spent[0] + c_e, self.spent[1] + c_d
+        if c_e < 0 or c_d < 0 or not self._is_spend(values[10], values[11], s_e, s_d):
             raise tampered(self.path, f"entry #{rid} does not add up with the entries before")
+        unit = values[14]
         if unit is not None and unit != self.unit:
             raise tampered(self.path, f"entry #{rid} names another privacy unit")
         self.spent, self.last_entry = (s_e, s_d), rid
         self.entries += 1
-        self.totals = _with_request(self.totals, q_e, q_d, rho)
+        key = (values[5], values[6], values[7])  # requested epsilon, delta, rho (texts)
+        self.requests[key] = self.requests.get(key, 0) + 1
         self.copies[rid] = (r[-2], r[-1])
+
+    def _is_spend(self, text_e: Any, text_d: Any, s_e: Fraction, s_d: Fraction) -> bool:
+        """Whether the stored cumulative spend is ``(s_e, s_d)``: compared as text first (what
+        dpframe writes), as numbers otherwise (a migrated schema-1 entry)."""
+        if (text_e, text_d) == (frac_text(s_e), frac_text(s_d)):
+            return True
+        return (parse_frac(text_e), parse_frac(text_d)) == (s_e, s_d)
 
     def _outcome_row(self, rid: int, values: _Row, r: _Row) -> None:
         entry_id, _, status, details = values
@@ -343,12 +359,22 @@ class _Walk:
                 raise tampered(self.path, f"the status of entry #{eid} disagrees with its outcome")
 
     def _agrees_with(self, head: Head) -> bool:
-        bound = self.totals.spend()
+        totals = self.all_totals()
+        bound = totals.spend()
         return (
-            (self.budget, self.spent, self.totals, self.unit)
+            (self.budget, self.spent, totals, self.unit)
             == (head.budget, head.spent, head.totals, head.unit)
             and self.spent[0] >= bound.epsilon and self.spent[1] >= bound.delta
         )
+
+
+def _state_numbers(state: Mapping[str, Any], path: Path) -> list[Fraction]:
+    """Budget, spent and running totals of a checkpoint's state, in this order."""
+    f = [parse_frac(x) for x in (*state["budget"], *state["spent"], *state["totals"][:5])]
+    g = [x for x in f if x is not None]
+    if len(g) != 9:
+        raise tampered(path, "its checkpoint is malformed")
+    return g
 
 
 _CHECKS = {
@@ -398,16 +424,7 @@ def verify_chain(conn: sqlite3.Connection, path: Path, *, tail: bool = False,
     if relation not in NEIGHBOURING:
         raise tampered(path, "its neighbouring relation is malformed")
     head = read_head(conn, path, check_last=False)
-    stored = read_checkpoint(conn, path)
-    state = stored if tail else None
-    if state is None:
-        if stored is not None:  # the whole chain must still pass through the checkpoint
-            _check_checkpoint_row(conn, path, stored)
-        walk = _Walk(path, genesis(app, created, relation, ledger_id))
-    else:
-        _check_checkpoint_row(conn, path, state)
-        _check_positions(conn, path)
-        walk = _Walk.resume(conn, path, state)
+    walk = _start(conn, path, genesis(app, created, relation, ledger_id), tail=tail)
     start = walk.rows
     rows = (_chained_rows(conn, path, t, after=start) for t in CHAINED)
     for seq, table, r in heapq.merge(*rows, key=lambda x: x[0]):
@@ -423,6 +440,18 @@ def verify_chain(conn: sqlite3.Connection, path: Path, *, tail: bool = False,
         "schema_version": version,
         "checked": walk.rows - start,
     }
+
+
+def _start(conn: sqlite3.Connection, path: Path, first: str, *, tail: bool) -> _Walk:
+    """The walk to run: from the genesis hash ``first``, or (``tail``) from the stored
+    checkpoint. Either way the checkpoint's row must still have the hash verified there."""
+    stored = read_checkpoint(conn, path)
+    if stored is not None:
+        _check_checkpoint_row(conn, path, stored)
+    if stored is None or not tail:
+        return _Walk(path, first)
+    _check_positions(conn, path)
+    return _Walk.resume(conn, path, stored)
 
 
 #: The verified checkpoint: a position of the chain, its row hash and the accounting up to it

@@ -82,12 +82,9 @@ class LedgerConnection:
         self._conn = None
         try:
             if self.readonly:
-                uri = "file:" + quote(str(self.path), safe="/") + "?mode=ro"
-                self._quiet = None if self.immutable or self._loud else _quiet_stamp(self.path)
-                if self.immutable or self._quiet is not None:
-                    uri += "&immutable=1"
                 conn = sqlite3.connect(
-                    uri, uri=True, timeout=0, isolation_level=None, check_same_thread=False
+                    self._uri(), uri=True, timeout=0, isolation_level=None,
+                    check_same_thread=False,
                 )
             else:
                 conn = sqlite3.connect(
@@ -112,6 +109,15 @@ class LedgerConnection:
         self._conn = conn
         self._pid = os.getpid()
         return conn
+
+    def _uri(self) -> str:
+        """The read-only URI: ``mode=ro``, and ``immutable=1`` on read-only media or while the
+        ledger is quiet (noted in :attr:`_quiet`)."""
+        uri = "file:" + quote(str(self.path), safe="/") + "?mode=ro"
+        self._quiet = None if self.immutable or self._loud else _quiet_stamp(self.path)
+        if self.immutable or self._quiet is not None:
+            uri += "&immutable=1"
+        return uri
 
     def close(self) -> None:
         """Close the connection (it is reopened when used again)."""

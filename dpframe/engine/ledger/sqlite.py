@@ -4,7 +4,8 @@ A charge is checked and inserted in one ``BEGIN IMMEDIATE`` transaction (one wri
 in WAL mode with ``synchronous=FULL``, and committed before :meth:`SqliteLedger.charge` returns:
 concurrent writers never overspend together, and a process killed at any instant either
 committed its charge or charged nothing. A charge is O(1): it reads the sealed running totals of
-the chain head, never the entries. The hash chain is verified on open and on every full read.
+the chain head, never the entries. The hash chain is verified on open since its verified
+checkpoint (:func:`.chain.verify_chain`), and whole on every full read and by :meth:`verify`.
 """
 
 from __future__ import annotations
