@@ -37,7 +37,7 @@ _ENCODER = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"))  # json.du
 
 
 def _canon(values: Iterable[Any]) -> str:
-    return _ENCODER.encode(list(values))
+    return _ENCODER.encode(values if isinstance(values, list) else list(values))
 
 
 def _sha(text: str) -> str:
@@ -196,6 +196,7 @@ def _with_request(
 
 
 _Row = tuple[Any, ...]
+_WIDTH = {table: 4 + len(cols) for table, cols in CHAINED.items()}  # where a row's values end
 
 
 @dataclass
@@ -288,7 +289,7 @@ class _Walk:
         if seq != n:
             raise tampered(self.path, f"row {n} of its hash chain is missing or duplicated")
         rid, prev, digest = r[1], r[2], r[3]
-        values = r[4 : 4 + len(CHAINED[table])]
+        values = r[4 : _WIDTH[table]]
         if prev != self.running or digest != row_hash(self.running, table, seq, rid, values):
             raise tampered(self.path, f"row {n} of its hash chain ({table} #{rid}) was changed")
         self.running = digest
@@ -427,7 +428,7 @@ def verify_chain(conn: sqlite3.Connection, path: Path, *, tail: bool = False,
     walk = _start(conn, path, genesis(app, created, relation, ledger_id), tail=tail)
     start = walk.rows
     rows = (_chained_rows(conn, path, t, after=start) for t in CHAINED)
-    for seq, table, r in heapq.merge(*rows, key=lambda x: x[0]):
+    for seq, table, r in heapq.merge(*rows):  # positions are unique: compared alone
         walk.step(seq, table, r)
     walk.finish(head)
     if advance and walk.rows > start:
