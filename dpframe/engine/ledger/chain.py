@@ -306,12 +306,7 @@ class _Walk:
     def _entry_row(self, rid: int, values: _Row, r: _Row) -> None:
         """Check an entry: its charge is not negative, its cumulative spend (as stored, text)
         is the spend before it plus its charge, its unit is the ledger's; count its request."""
-        frac = self.frac
-        c_e, c_d = frac(values[8]), frac(values[9])
-        if (c_e is None or c_d is None or frac(values[5]) is None or frac(values[6]) is None
-                or rid <= self.last_entry):
-            raise tampered(self.path, f"entry #{rid} is malformed")
-        frac(values[7])  # a malformed rho fails here
+        c_e, c_d = self._charged(rid, values)
         s_e, s_d = self.spent[0] + c_e, self.spent[1] + c_d
         if c_e < 0 or c_d < 0 or not self._is_spend(values[10], values[11], s_e, s_d):
             raise tampered(self.path, f"entry #{rid} does not add up with the entries before")
@@ -323,6 +318,17 @@ class _Walk:
         key = (values[5], values[6], values[7])  # requested epsilon, delta, rho (texts)
         self.requests[key] = self.requests.get(key, 0) + 1
         self.copies[rid] = (r[-2], r[-1])
+
+    def _charged(self, rid: int, values: _Row) -> tuple[Fraction, Fraction]:
+        """The charge (epsilon, delta) of entry ``rid``, once its numbers are well formed and
+        its id follows the last entry's."""
+        frac = self.frac
+        c_e, c_d = frac(values[8]), frac(values[9])
+        frac(values[7])  # a malformed rho fails here
+        if (c_e is None or c_d is None or frac(values[5]) is None or frac(values[6]) is None
+                or rid <= self.last_entry):
+            raise tampered(self.path, f"entry #{rid} is malformed")
+        return c_e, c_d
 
     def _is_spend(self, text_e: Any, text_d: Any, s_e: Fraction, s_d: Fraction) -> bool:
         """Whether the stored cumulative spend is ``(s_e, s_d)``: compared as text first (what
