@@ -186,11 +186,30 @@ class ChosenBounds:
     provenance: dict[str, Any]
 
 
+def noisy_histograms(request: BoundsRequest, exact: ExactAggregates, rng: RandomSource
+                     ) -> dict[str, npt.NDArray[np.int64]]:
+    """The mechanism (after the charge): each exact histogram with discrete Laplace noise of
+    scale ``sensitivity / share`` (module docstring: ``epsilon``-DP in all). Everything else
+    :func:`choose` does is post-processing of these."""
+    return add_histogram_noise(request, exact_histograms(request, exact), rng)
+
+
+def add_histogram_noise(request: BoundsRequest, hist: Mapping[str, npt.NDArray[np.int64]],
+                        rng: RandomSource) -> dict[str, npt.NDArray[np.int64]]:
+    """Independent discrete Laplace noise of scale ``sensitivity / share`` on every bin (any
+    array shape: the audit stacks many releases' histograms)."""
+    spec = _spec(request)
+    return {name: spec.add_noise(h, Fraction(1), rng) for name, h in hist.items()}
+
+
+def _spec(request: BoundsRequest) -> Any:
+    return noise_spec("laplace", Fraction(request.sensitivity), request.share, integer=True)
+
+
 def choose(request: BoundsRequest, exact: ExactAggregates, rng: RandomSource) -> ChosenBounds:
     """Release the noisy histograms (after the charge) and choose the bounds from them."""
-    hist = exact_histograms(request, exact)
-    spec = noise_spec("laplace", Fraction(request.sensitivity), request.share, integer=True)
-    noisy = {name: spec.add_noise(h, Fraction(1), rng) for name, h in hist.items()}
+    spec = _spec(request)
+    noisy = noisy_histograms(request, exact, rng)
     threshold = _tail_threshold(float(spec.int_scale), len(request.candidates) + 1)
     bounds, err = _best(request, {k: _denoised(v, threshold) for k, v in noisy.items()})
     provenance: dict[str, Any] = {
