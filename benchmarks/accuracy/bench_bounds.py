@@ -30,8 +30,9 @@ HERE = Path(__file__).resolve()
 sys.path.insert(0, os.environ.get("DPFRAME_BENCH_CHECKOUT", str(HERE.parents[2])))
 sys.path.insert(0, str(HERE.parent))
 
-import dpframe as dpf  # noqa: E402
 from bench_user_sum import EPS, FRAMES, M  # noqa: E402
+
+import dpframe as dpf  # noqa: E402
 
 CHOICE_EPS, RELEASE_EPS = 0.1, 0.9
 #: The issue-32 targets this section measured (filled by :func:`section`).

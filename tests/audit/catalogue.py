@@ -41,6 +41,7 @@ from .findings import (
     finding_zoneless_time_label,
 )
 from .findings_bounds import finding_rows_per_group, finding_total_across_groups
+from .findings_bounds_choice import finding_bound_choice, understated_sensitivity
 from .findings_cli import finding_cli_csv_inferred_types
 from .findings_csvquote import finding_scan_unbalanced_quote
 from .findings_dask2 import (
@@ -70,7 +71,6 @@ from .findings_scan2 import (
     finding_scan_csv_text_refuses_sum,
 )
 from .findings_selection import finding_row_level_thresholded_count
-from .findings_bounds_choice import finding_bound_choice, understated_sensitivity
 from .grouped import (
     enforced,
     grouped_agg,
