@@ -41,6 +41,7 @@ unit and are in no histogram (the release drops them too).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -258,42 +259,45 @@ def _drops(h: npt.NDArray[np.float64], mids: npt.NDArray[np.float64],
             for c in options]
 
 
+def _drop_tables(request: BoundsRequest, hist: Mapping[str, npt.NDArray[np.float64]],
+                 options: Sequence[int | None]) -> tuple[list[float], list[float], list[float]]:
+    """Estimated rows dropped by each option of T, of k and of R."""
+    mids = _midpoints(request.candidates)
+    drop_t = _drops(hist["rows"], mids, options)
+    if not request.by:
+        return drop_t, [0.0] * len(options), [0.0] * len(options)
+    pairs = float(np.sum(hist["groups"] * mids))
+    per_pair = max(float(np.sum(hist["rows"] * mids)) / pairs, 1.0) if pairs > 0 else 1.0
+    drop_k = [d * per_pair for d in _drops(hist["groups"], mids, options)]
+    return drop_t, drop_k, _drops(hist["max_rows"], mids, options)
+
+
+def _sensitivity(t: int | None, k: int | None, r: int | None) -> int | None:
+    """min(T, k R) (None: no finite bound)."""
+    finite = [x for x in (t, None if k is None or r is None else k * r) if x is not None]
+    return min(finite) if finite else None
+
+
 def _best(request: BoundsRequest, hist: Mapping[str, npt.NDArray[np.float64]]
           ) -> tuple[dict[str, int], float]:
     """The bounds minimising the estimated per-group RMSE (in units of M) of a Laplace
     grouped sum at ``release_epsilon``; ties go to the smaller sensitivity, then to fewer
-    bounds (the search order)."""
-    cands = request.candidates
-    mids = _midpoints(cands)
-    options: list[int | None] = [*cands, None]
-    g = _group_count(request)
-    e = float(request.release_epsilon)
-    drop_t = _drops(hist["rows"], mids, options)
-    if request.by:
-        pairs = float(np.sum(hist["groups"] * mids))
-        per_pair = max(float(np.sum(hist["rows"] * mids)) / pairs, 1.0) if pairs > 0 else 1.0
-        drop_k = [d * per_pair for d in _drops(hist["groups"], mids, options)]
-        drop_r = _drops(hist["max_rows"], mids, options)
-        grid = [(t, k, r) for t in range(len(options)) for k in range(len(options))
-                for r in range(len(options))]
-    else:
-        drop_k = drop_r = [0.0] * len(options)
-        grid = [(t, len(options) - 1, len(options) - 1) for t in range(len(cands))]
-    best: tuple[float, float, int] | None = None
-    chosen: tuple[int, int, int] = grid[0]
-    for t, k, r in grid:
-        tk = [options[t], None if options[k] is None or options[r] is None
-              else options[k] * options[r]]  # type: ignore[operator]
-        finite = [x for x in tk if x is not None]
-        if not finite:
+    bounds (the search order). Ungrouped: T alone."""
+    options: list[int | None] = [*request.candidates, None]
+    drops = _drop_tables(request, hist, options)
+    g, e = _group_count(request), float(request.release_epsilon)
+    n = len(options)
+    kr = range(n) if request.by else range(n - 1, n)
+    best: tuple[float, float, int, tuple[int, int, int]] | None = None
+    for t, k, r in itertools.product(range(n), kr, kr):
+        s = _sensitivity(options[t], options[k], options[r])
+        if s is None:
             continue
-        s = float(min(finite))
-        bias = (drop_t[t] + drop_k[k] + drop_r[r]) / (2 * g)
+        bias = (drops[0][t] + drops[1][k] + drops[2][r]) / (2 * g)
         err = math.sqrt(2 * (s / e) ** 2 + bias ** 2)
-        key = (err, s, sum(options[i] is not None for i in (t, k, r)))
-        if best is None or key < best:
-            best, chosen = key, (t, k, r)
+        key = (err, float(s), sum(options[i] is not None for i in (t, k, r)), (t, k, r))
+        best = key if best is None or key < best else best
     assert best is not None
     out = {name: int(options[i])  # type: ignore[arg-type]
-           for name, i in zip(BOUND_NAMES, chosen, strict=True) if options[i] is not None}
+           for name, i in zip(BOUND_NAMES, best[3], strict=True) if options[i] is not None}
     return out, best[0]
