@@ -3,7 +3,12 @@ neighbours, the findings of the 0.1 review, and the positive controls (broken on
 
 from __future__ import annotations
 
-from ._controls import half_noise_spec, halved_sum_sensitivity, low_selection_threshold
+from ._controls import (
+    half_noise_spec,
+    halved_sum_sensitivity,
+    low_selection_threshold,
+    understated_sensitivity,
+)
 from .findings import (
     FINDING_FAST,
     FINDING_TRIALS,
@@ -41,7 +46,7 @@ from .findings import (
     finding_zoneless_time_label,
 )
 from .findings_bounds import finding_rows_per_group, finding_total_across_groups
-from .findings_bounds_choice import finding_bound_choice, understated_sensitivity
+from .findings_bounds_choice import finding_bound_choice
 from .findings_cli import finding_cli_csv_inferred_types
 from .findings_csvquote import finding_scan_unbalanced_quote
 from .findings_dask2 import (

@@ -100,15 +100,3 @@ def finding_bound_choice(relation: str, grouped: bool = True) -> Callable[[int],
 def _probe() -> Iterator[dpf.Session]:
     s = dpf.Session(10.0, neighbouring="add_remove", seed=1)
     yield s
-
-
-@contextlib.contextmanager
-def understated_sensitivity() -> Iterator[None]:
-    """The broken control: each histogram calibrated to sensitivity 1 whatever the relation
-    (under change_one a unit leaves one bin and joins another: 2)."""
-    original = BoundsRequest.sensitivity
-    BoundsRequest.sensitivity = property(lambda self: 1)  # type: ignore[assignment,method-assign]
-    try:
-        yield
-    finally:
-        BoundsRequest.sensitivity = original  # type: ignore[method-assign]
