@@ -43,8 +43,10 @@ def session(eps: float = 1.0, seed: int | None = 3) -> dpf.Session:
 
 
 def test_ladder() -> None:
-    assert ladder(1000) == (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
-    assert ladder(30) == (1, 2, 5, 10, 20, 30)
+    assert ladder(1000) == (1, 2, 3, 5, 7, 10, 15, 20, 30, 50, 70, 100, 150, 200, 300, 500,
+                            700, 1000)
+    assert ladder(30) == (1, 2, 3, 5, 7, 10, 15, 20, 30)
+    assert ladder(4) == (1, 2, 3, 4)
     assert ladder(1) == (1,)
 
 
@@ -183,6 +185,20 @@ def test_declared_keys_leave_out_other_groups() -> None:
     exact = df.dp(session())._backend.exact(req.compute_request(), None)
     h = exact_histograms(req, exact)
     # unit 1: 2 rows in declared groups (bin (1, 2]), 2 groups, at most 1 in a group
-    assert h["rows"].tolist() == [1, 1, 0, 0]
-    assert h["groups"].tolist() == [1, 1, 0, 0]
-    assert h["max_rows"].tolist() == [2, 0, 0, 0]
+    assert h["rows"].tolist() == [1, 1, 0, 0, 0]
+    assert h["groups"].tolist() == [1, 1, 0, 0, 0]
+    assert h["max_rows"].tolist() == [2, 0, 0, 0, 0]
+
+
+@pytest.mark.parametrize("df", [
+    pd.DataFrame({"uid": pd.Series([], dtype="int64"), "g": pd.Series([], dtype="int64")}),
+    pd.DataFrame({"uid": [None, None], "g": [1, 2]}, dtype="float64"),
+])
+def test_empty_or_unitless_data_is_released_like_any_other(df) -> None:
+    """No refusal depends on the data: an empty frame, or one whose every unit is missing, is
+    charged and answered from the noise alone (PRIVACY.md)."""
+    s = session()
+    bounds = df.dp(s, privacy_unit="uid").contribution_bounds(epsilon=0.5, by="g")
+    assert s.spent == pytest.approx((0.5, 0.0))
+    assert set(bounds) <= {"max_rows_per_unit", "max_groups_per_unit", "max_rows_per_group"}
+    assert bounds and all(isinstance(v, int) and v >= 1 for v in bounds.values())

@@ -3,7 +3,7 @@ and R (``max_rows_per_group``) for the release a user is about to run.
 
 **Mechanism.** The backend computes, exactly, each privacy unit's number of rows in each group
 of the intended grouping (one private-key group-by over ``(unit, *by)``, no noise). From those
-the core builds up to three histograms over the candidate ladder (1, 2, 5, 10, 20, 50, ... up
+the core builds up to three histograms over the candidate ladder (1, 2, 3, 5, 7, 10, 15, 20, ... up
 to a declared ``cap``; bin i holds the units whose count n has ``c[i-1] < n <= c[i]``, a last
 bin those above the cap):
 
@@ -13,13 +13,15 @@ bin those above the cap):
 
 Each histogram is released with discrete Laplace (geometric) noise at an equal share of
 ``epsilon``. Everything after that is post-processing of the noisy histograms and public
-parameters: bins whose noisy count is below a tail threshold are read as empty, and the bounds
+parameters: bins above the highest bin whose noisy count passes a tail threshold are read as
+empty, and the bounds
 are the candidates that minimise the estimated per-group RMSE of the intended release, a
 Laplace grouped sum over ``groups`` groups at ``release_epsilon``: noise
 ``sqrt(2) * min(T, k R) * M / release_epsilon`` against the bias of the rows the bounds drop
 (each dropped row costing M/2, spread over the groups). Rows dropped by T are read from the
-``rows`` histogram, by R from ``max_rows`` (a lower bound), by k from ``groups`` times the
-average rows of a unit in a group; each bin's units are taken at the bin's midpoint.
+``rows`` histogram, by R from ``max_rows`` times the average number of groups of a unit (the
+largest group's excess in every group: an upper bound for each unit), by k from ``groups``
+times the average rows of a unit in a group; each bin's units are taken at the bin's midpoint.
 
 **Why a noisy histogram rather than the exponential mechanism.** A utility that counts dropped
 rows has sensitivity ``cap`` (one unit can hold ``cap`` rows), so at the budgets people spend
@@ -69,16 +71,22 @@ TAIL_PROBABILITY = 0.05
 _ROWS = AggregateRequest("rows")
 
 
+#: The candidates of one decade (times 1, 10, 100, ...): about 1.5x apart.
+DECADE = (1, 1.5, 2, 3, 5, 7)
+
+
 def ladder(cap: int) -> tuple[int, ...]:
-    """The candidates: 1, 2, 5, 10, 20, 50, ... below ``cap``, then ``cap`` itself."""
+    """The candidates: 1, 2, 3, 5, 7, 10, 15, 20, 30, 50, 70, 100, ... below ``cap``, then
+    ``cap`` itself (each at most about 1.5x the one before)."""
     out: list[int] = []
     decade = 1
     while True:
-        for m in (1, 2, 5):
-            c = m * decade
+        for m in DECADE:
+            c = int(m * decade)
             if c >= cap:
                 return (*out, cap)
-            out.append(c)
+            if not out or c > out[-1]:
+                out.append(c)
         decade *= 10
 
 
@@ -235,8 +243,15 @@ def _tail_threshold(scale: float, bins: int) -> float:
 
 
 def _denoised(h: np.ndarray, threshold: float) -> npt.NDArray[np.float64]:
-    out = np.asarray(h, dtype=np.float64)
-    return np.where(out >= threshold, out, 0.0)
+    """The noisy histogram read for the choice: bins above the highest bin whose count
+    reaches ``threshold`` are empty (their noise would pass for a tail of heavy units: an
+    empty bin passes the threshold with probability ``TAIL_PROBABILITY / bins``); the bins
+    below it keep their noisy counts, negative ones read as 0."""
+    out = np.maximum(np.asarray(h, dtype=np.float64), 0.0)
+    above = np.flatnonzero(out >= threshold)
+    top = int(above[-1]) if above.size else -1
+    out[top + 1:] = 0.0
+    return out
 
 
 def _group_count(request: BoundsRequest) -> int:
@@ -266,10 +281,15 @@ def _drop_tables(request: BoundsRequest, hist: Mapping[str, npt.NDArray[np.float
     drop_t = _drops(hist["rows"], mids, options)
     if not request.by:
         return drop_t, [0.0] * len(options), [0.0] * len(options)
+    units = float(np.sum(hist["groups"]))
     pairs = float(np.sum(hist["groups"] * mids))
     per_pair = max(float(np.sum(hist["rows"] * mids)) / pairs, 1.0) if pairs > 0 else 1.0
+    per_unit = max(pairs / units, 1.0) if units > 0 else 1.0
     drop_k = [d * per_pair for d in _drops(hist["groups"], mids, options)]
-    return drop_t, drop_k, _drops(hist["max_rows"], mids, options)
+    # R drops (n - R)+ in each of a unit's groups: at most its largest group's excess times
+    # its number of groups, estimated with the average number of groups per unit
+    drop_r = [d * per_unit for d in _drops(hist["max_rows"], mids, options)]
+    return drop_t, drop_k, drop_r
 
 
 def _sensitivity(t: int | None, k: int | None, r: int | None) -> int | None:

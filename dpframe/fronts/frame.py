@@ -475,7 +475,7 @@ class PrivateFrame:
         (ungrouped: T only); ``priv.groupby(by).contribution_bounds(...)`` is the same.
 
         Spends ``epsilon`` once (delta 0), like any release: noisy histograms of each unit's
-        rows, groups and largest group over the candidates 1, 2, 5, 10, ... up to ``cap``
+        rows, groups and largest group over the candidates 1, 2, 3, 5, 7, 10, 15, ... up to ``cap``
         (sensitivity 1 each: one unit is in one bin), then the bounds that minimise the
         estimated per-group RMSE of a Laplace grouped sum at ``release_epsilon`` over the
         declared keys' groups: noise against the bias of the rows the bounds drop
