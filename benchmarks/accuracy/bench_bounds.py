@@ -106,7 +106,7 @@ def section(quick: bool = False) -> str:
              "percent).", "",
              "| data | bounds chosen (trials) | rows left out | RMSE, choice + release (eps "
              "0.1 + 0.9) | Tumult MaxRowsPerID(T), eps 1 (analytic) | PipelineDP "
-             "max_contributions=T, eps 1 (measured) | ratio to the best peer |",
+             "max_contributions=T, eps 1 (measured) | ratio to the best peer (analytic) |",
              "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
     for name, make in FRAMES:
         df, b = make()
