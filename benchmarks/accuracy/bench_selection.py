@@ -286,13 +286,14 @@ def fmt(v: float | None) -> str:
     return "—" if v is None else f"{v:.4f}"
 
 
-def report(reps: int, before: str | None) -> None:
-    print(f"epsilon {EPS}, delta {DELTA:g}, {NKEYS} keys (Zipf 1.5 sizes), "
-          f"exact expectations; runs: mean of {reps}")
+def report(reps: int, before: str | None) -> str:
+    """The tables of every case (markdown)."""
+    out = [f"epsilon {EPS}, delta {DELTA:g}, {NKEYS} keys (Zipf 1.5 sizes), "
+           f"exact expectations; runs: mean of {reps}"]
     for case in ("row", "user-rows", "user-k3", "row-sum"):
-        print(f"\n### {case}\n")
-        print("| rule | parameters | recall (exact) | MAE (exact) | recall (runs) | MAE (runs) |")
-        print("| --- | --- | --- | --- | --- | --- |")
+        out += [f"\n### {case}\n",
+                "| rule | parameters | recall (exact) | MAE (exact) | recall (runs) | MAE (runs) |",
+                "| --- | --- | --- | --- | --- | --- |"]
         runs: dict[str, dict[str, float | None]] = {"dpframe (this branch)":
                                                     measure_runs(case, reps)}
         if before:
@@ -300,13 +301,60 @@ def report(reps: int, before: str | None) -> None:
         od = None if case == "row-sum" else opendp_runs(case, reps)
         if od is not None:
             runs[OPENDP_AS_RUN], runs[OPENDP_FIXED] = od[1], od[2]
-        for name, params, e in exact_rows(case):
+        rows = exact_rows(case)
+        for name, params, e in rows:
             r = runs.get(name, {})
-            print(f"| {name} | {params} | {e.recall:.4f} | {fmt(e.mae)} | "
-                  f"{fmt(r.get('recall'))} | {fmt(r.get('mae'))} |")
+            out.append(f"| {name} | {params} | {e.recall:.4f} | {fmt(e.mae)} | "
+                       f"{fmt(r.get('recall'))} | {fmt(r.get('mae'))} |")
         if od is not None:
-            print(f"\nOpenDP 0.16: smallest threshold its map accepts = {od[0]} (a key is "
-                  "released when its noisy count is >= the threshold).")
+            out.append(f"\nOpenDP 0.16: smallest threshold its map accepts = {od[0]} (a key "
+                       "is released when its noisy count is >= the threshold).")
+        if case == "row":
+            TARGETS.extend(_row_targets(rows))
+    return "\n".join(out)
+
+
+#: The issue-32 targets this section measured (filled by :func:`section`).
+TARGETS: list[dict[str, Any]] = []
+
+
+def _row_targets(rows: list[tuple[str, str, Expected]]) -> list[dict[str, Any]]:
+    """Item c at row level: recall >= the best peer's, released-count MAE <= the best peer's
+    (peers at a true delta <= 1e-6; exact expectations)."""
+    ours = next(e for n, _, e in rows if n == "dpframe (this branch)")
+    peers = [e for n, _, e in rows if n in (OPENDP_FIXED, "PipelineDP truncated geometric "
+                                                          "(re-impl.)")]
+    best_recall = max(e.recall for e in peers)
+    best_mae = min(e.mae for e in peers if e.mae is not None)
+    return [
+        {"item": "c", "target": "row-level key selection: recall >= best peer",
+         "measured": f"{ours.recall:.4f} vs {best_recall:.4f}",
+         "met": ours.recall >= best_recall},
+        {"item": "c", "target": "row-level key selection: released-count MAE <= best peer",
+         "measured": f"{ours.mae:.4f} vs {best_mae:.4f}",
+         "met": ours.mae is not None and ours.mae <= best_mae + 1e-9},
+    ]
+
+
+def section(quick: bool = False) -> str:
+    """The page's section (accuracy page convention): quick runs 1 release per case."""
+    TARGETS.clear()
+    reps = 1 if quick else 5
+    body = report(reps, None)
+    head = ("## Key selection (`keys=\"private\"`)\n\n"
+            f"`python benchmarks/accuracy/bench_selection.py --reps {reps}` (issue 32, item c). "
+            "Synthetic data (seed 0): 10,000 keys whose sizes follow a Zipf law (exponent "
+            "1.5, clipped at 5,000). **Recall** is the fraction of true keys released; **MAE** "
+            "the mean absolute error of the released counts (over the released keys). The "
+            "*exact* columns are expectations over the noise from each rule's release "
+            "probability per key size (no Monte Carlo error: the numbers to compare); the "
+            "*runs* columns average real releases (dpframe, and OpenDP when importable). "
+            "PipelineDP's truncated-geometric selection is re-implemented (its recurrence). "
+            "`--before <checkout of git main>` adds the runs of the old rule.\n")
+    lines = [f"* {t['target']}: {t['measured']} — **{'met' if t['met'] else 'not met'}**"
+             for t in TARGETS]
+    return f"{head}\n{body}\n\nTargets (item c, exact expectations):\n\n" + \
+        "\n".join(lines) + "\n"
 
 
 def main() -> None:
@@ -321,7 +369,7 @@ def main() -> None:
     if a.runs_json:
         print(json.dumps(measure_runs(a.runs_json, a.reps)))
         return
-    report(a.reps, a.before)
+    print(report(a.reps, a.before))
 
 
 if __name__ == "__main__":

@@ -141,16 +141,13 @@ def check_unit(schema: Mapping[str, object], privacy_unit: object, max_rows: obj
 
 def _check_contribution(privacy_unit: object, max_rows: object, max_groups: object,
                         per_group: object) -> None:
-    """Contribution bounds: positive integers, and only with a privacy unit, which needs a
-    bound on its rows: ``max_rows_per_unit`` (T, in the whole release) or
-    ``max_rows_per_group`` (R, in one group)."""
+    """Contribution bounds: positive integers, and only with a privacy unit. A unit without a
+    bound on its rows is accepted here (``priv.contribution_bounds()`` chooses them); every
+    aggregate release refuses it (the core's ``Query.validate``), nothing charged."""
     for name, val in (("max_rows_per_unit", max_rows), ("max_groups_per_unit", max_groups),
                       ("max_rows_per_group", per_group)):
         if val is not None and not positive_int(val):
             raise ValidationError(f"{name} must be a positive integer")
-    if privacy_unit is not None and max_rows is None and per_group is None:
-        raise ValidationError("privacy_unit needs max_rows_per_unit (rows of a unit in the "
-                              "whole release) or max_rows_per_group (a contribution bound)")
     if privacy_unit is None and any(v is not None for v in (max_rows, max_groups, per_group)):
         raise ValidationError("max_rows_per_unit, max_groups_per_unit and max_rows_per_group "
                               "bound a privacy unit's rows: pass privacy_unit= too (each row "

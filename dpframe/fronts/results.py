@@ -81,3 +81,25 @@ def _rebuild(cls: type, value: Any, provenance: Mapping[str, Any], lower: float 
 
 
 __all__ = ["DPFloat", "DPInt"]
+
+
+class ContributionBounds(dict[str, int]):
+    """A DP choice of contribution bounds (``priv.contribution_bounds(epsilon=)``): a plain dict
+    of ``max_rows_per_unit`` / ``max_groups_per_unit`` / ``max_rows_per_group`` that plugs into
+    ``df.dp(..., **bounds)``, with the release's provenance in ``.attrs["dp"]`` (and
+    ``.provenance``): the noisy histograms, the candidates, the ledger entry. Public: using it
+    is post-processing and costs nothing more."""
+
+    attrs: dict[str, Any]
+
+    def __init__(self, bounds: Mapping[str, int], provenance: Mapping[str, Any]) -> None:
+        super().__init__(bounds)
+        self.attrs = {"dp": dict(provenance)}
+
+    @property
+    def provenance(self) -> Mapping[str, Any]:
+        """The release's provenance (``.attrs["dp"]``)."""
+        return self.attrs["dp"]
+
+    def __reduce__(self) -> Any:
+        return (ContributionBounds, (dict(self), self.attrs["dp"]))

@@ -92,3 +92,17 @@ def half_noise_spec() -> NoiseSpec:
     """BROKEN on purpose: claims epsilon but adds the noise of 2 epsilon (half the scale)."""
     spec = geometric_spec()
     return dataclasses.replace(spec, int_scale=spec.int_scale / 2)
+
+
+#: A DP bound choice's histogram sensitivity (finding 59).
+BOUND_CHOICE_SENSITIVITY = "dpframe.core.choose_bounds.BoundsRequest.sensitivity"
+
+
+@contextlib.contextmanager
+def understated_sensitivity() -> Iterator[None]:
+    """The DP bound choice calibrated to sensitivity 1 whatever the relation (under
+    ``change_one`` a unit leaves one bin and joins another: 2)."""
+    module, cls, attr = BOUND_CHOICE_SENSITIVITY.rsplit(".", 2)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(getattr(importlib.import_module(module), cls), attr, property(lambda _: 1))
+        yield

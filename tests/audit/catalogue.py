@@ -3,7 +3,12 @@ neighbours, the findings of the 0.1 review, and the positive controls (broken on
 
 from __future__ import annotations
 
-from ._controls import half_noise_spec, halved_sum_sensitivity, low_selection_threshold
+from ._controls import (
+    half_noise_spec,
+    halved_sum_sensitivity,
+    low_selection_threshold,
+    understated_sensitivity,
+)
 from .findings import (
     FINDING_FAST,
     FINDING_TRIALS,
@@ -41,6 +46,7 @@ from .findings import (
     finding_zoneless_time_label,
 )
 from .findings_bounds import finding_rows_per_group, finding_total_across_groups
+from .findings_bounds_choice import finding_bound_choice
 from .findings_cli import finding_cli_csv_inferred_types
 from .findings_csvquote import finding_scan_unbalanced_quote
 from .findings_dask2 import (
@@ -368,7 +374,20 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("finding 58: max_rows_per_group=R enforced (grouped sum)",
              "a unit with 10 rows at U in one group, R=2", finding_rows_per_group(),
              500_000, 50_000),
+    Scenario("finding 59: DP choice of contribution bounds (add_remove)",
+             "5 units vs one more unit with 1 row (rows/groups/largest-group histograms; "
+             "statistic: the sum of the moved bins)", finding_bound_choice("add_remove"),
+             200_000, 40_000),
+    Scenario("finding 59: DP choice of contribution bounds (change_one)",
+             "a unit's 1 row vs 40 rows over 2 groups (every histogram moves two bins)",
+             finding_bound_choice("change_one"), 200_000, 40_000),
+    Scenario("finding 59: DP choice of contribution bounds (change_one, ungrouped)",
+             "a unit's 1 row vs 40 rows (the rows histogram moves two bins; statistic: old "
+             "bin minus new bin)", finding_bound_choice("change_one", False), 200_000, 40_000),
     # deliberately broken: the audit must find a violation
+    Scenario("BROKEN: bound choice with the histograms' sensitivity understated",
+             "as finding 59 (change_one, ungrouped)", finding_bound_choice("change_one", False),
+             200_000, 40_000, expect_violation=True, patch=understated_sensitivity),
     Scenario("BROKEN: geometric with half the noise", "0 vs 1, sensitivity 1",
              core_noise(half_noise_spec, True), 2_000_000, 200_000, expect_violation=True),
     Scenario("BROKEN: permute-and-flip run at 2 epsilon", "as core: permute-and-flip",
