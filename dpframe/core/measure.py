@@ -26,6 +26,7 @@ from .rng import RandomSource
 from .sensitivity import Contribution, Relation, Sensitivity, count_sensitivity, sum_sensitivity
 
 if TYPE_CHECKING:
+    from .aggregates.quantile import CellGrid, RankInterval
     from .query import Measure, Query
 
 
@@ -43,6 +44,8 @@ class MeasurePlan:
     em: ExponentialSpec | None = None       # quantiles
     candidates: npt.NDArray[np.float64] | None = None
     bounds: tuple[float, float] | None = None
+    cells: CellGrid | None = None           # quantiles: the public cells
+    interval: RankInterval | None = None    # quantiles with ci=: the two endpoint mechanisms
 
     @property
     def mechanism(self) -> str:
