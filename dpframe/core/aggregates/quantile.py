@@ -1,6 +1,6 @@
 """``quantile`` (and ``median``, ``max``, ``min``): the exponential mechanism over fine cells.
 
-Privacy. The candidates are the ``n`` equal cells of a public grid over the declared bounds
+Privacy: the candidates are the ``n`` equal cells of a public grid over the declared bounds
 ``[L, U]`` (``resolution=`` cells, 2**16 by default; an integer column whose integers in the
 bounds fit uses the integers themselves). Backends only count the clamped values per cell. For
 the level ``q = a/b``, the utility of cell ``c`` holding ``N`` values with ``B`` below and ``A``
