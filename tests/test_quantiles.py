@@ -139,7 +139,7 @@ def test_ci_on_every_quantile_front() -> None:
                  lambda **k: priv.max("x", **k), lambda **k: priv.min("x", **k)):
         r = call(epsilon=1, ci=0.95)
         assert r.lower is not None and r.lower <= float(r) <= r.upper
-        assert 0 <= r.lower and r.upper <= 100
+        assert r.lower >= 0 and r.upper <= 100
         m = call(epsilon=1, ci=0.95, dry_run=True)["measures"][0]
         assert m["ci_rank_offset"] >= 1 and m["estimate_epsilon"] == 0.5
     out = priv.groupby("g").median("x", epsilon=1, ci=0.9)
@@ -204,3 +204,24 @@ def test_interval_coverage_is_calibrated(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(plan_module, "_PLANS", RecentCache(plan_module.PLAN_CACHE_SIZE),
                         raising=False)
     assert _coverage(level, reps, 11) < level - tol
+
+
+def test_cli_median_with_ci_writes_its_interval(tmp_path: Path) -> None:
+    """A release spec's grouped median with ``ci = 0.9``: lower/upper columns in the output
+    (the spec refused ``ci=`` for medians before)."""
+    from tests._cli_support import SPEC_HEAD, cli, write_visits
+
+    (tmp_path / "data").mkdir()
+    data = write_visits(tmp_path / "data", 2, 2000)
+    spec = tmp_path / "release.toml"
+    spec.write_text(SPEC_HEAD.format(epsilon=5.0, data=data.as_posix(), out="out",
+                                     input_extra="", column="cost")
+                    + "\n[[query]]\nname = 'med'\naggregate = 'median'\ncolumn = 'cost'\n"
+                      "by = ['region']\nepsilon = 1\nci = 0.9\n")
+    r = cli("run", spec)
+    assert r.returncode == 0, r.stderr
+    t = pq.read_table(tmp_path / "out" / "med.parquet")
+    assert {"cost", "lower", "upper"} <= set(t.column_names)
+    lo, v, hi = (np.asarray(t.column(c).to_pylist(), dtype=float)
+                 for c in ("lower", "cost", "upper"))
+    assert (lo <= v).all() and (v <= hi).all()
