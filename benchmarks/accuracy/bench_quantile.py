@@ -14,7 +14,8 @@ MAE is the mean absolute error against the exact median of the clamped data, ove
 releases (and over groups). *Smith 2011* is this bench's own reference implementation of the
 continuous mechanism (an interval between sorted clamped values, weight length x
 exp(-epsilon |rank - n/2| / 2), then a uniform point): Tumult's mechanism, labelled as ours.
-Tumult itself runs when ``benchmarks/peers/.venvs/tumult`` exists (``peers/run.py --setup``).
+Tumult itself is not run by this bench (no peer is installed here; the issue's figures, on its
+own data, are shown beside).
 *dpframe before* is git main before the change (``--before``: a checkout; otherwise the
 figures the issue measured). The coverage column is the share of 95% intervals (``ci=0.95``)
 holding the empirical median; the ``ci=`` estimate itself gets half of epsilon.
