@@ -225,3 +225,18 @@ def test_cli_median_with_ci_writes_its_interval(tmp_path: Path) -> None:
     lo, v, hi = (np.asarray(t.column(c).to_pylist(), dtype=float)
                  for c in ("lower", "cost", "upper"))
     assert (lo <= v).all() and (v <= hi).all()
+
+
+def test_many_declared_keys_get_fewer_cells_not_a_refusal() -> None:
+    """At the default resolution, 2,000 declared keys get 2**14 cells each (2**25 counters in
+    all) instead of a refusal; an explicit resolution is kept (and refused when too large)."""
+    df = pd.DataFrame({"x": np.linspace(0, 1000, 4000), "g": np.arange(4000) % 2000})
+    s = _session()
+    priv = df.dp(s, bounds={"x": (0, 1000)}, keys={"g": list(range(2000))})
+    plan = priv.groupby("g").median("x", epsilon=1, dry_run=True)["measures"][0]
+    assert plan["cells"] == 1 << 14
+    assert priv.groupby("g").median("x", epsilon=1, resolution=500, dry_run=True)[
+        "measures"][0]["cells"] == 500
+    with pytest.raises(dpf.ValidationError, match="exact counters"):
+        priv.groupby("g").median("x", epsilon=1, resolution=1 << 15)
+    assert s.spent == (0.0, 0.0)

@@ -172,8 +172,9 @@ class Aggregate:
         assert m.column is not None
         query.bounds_of(m.column)  # raises BoundsError when missing or malformed
 
-    def cells(self, m: Measure) -> int:
-        """Exact counters each group needs (for the memory bound checked before a charge)."""
+    def cells(self, m: Measure, groups: int = 1) -> int:
+        """Exact counters each group needs (for the memory bound checked before a charge), in a
+        release over ``groups`` declared groups."""
         return 1
 
     def plan(self, ctx: PlanContext, m: Measure, eps: Fraction, delta: Fraction,

@@ -166,14 +166,20 @@ class Query:
             raise KeysError(f"column {col!r} holds text but its declared keys are not "
                             "all strings")
 
-    def _check_size(self) -> None:
-        """Refuse, before any charge, a release whose output would not fit in memory: the
-        declared key product times the cells each group needs (bins, candidates)."""
+    @property
+    def declared_groups(self) -> int:
+        """Groups of the declared key product (1 ungrouped or with private keys): public."""
         groups = 1
         if self.by and not self.private_keys:
             for col in self.by:
                 groups *= len(self.keys[col])
-        cells = max(aggregate(m.op).cells(m) for m in self.measures)
+        return groups
+
+    def _check_size(self) -> None:
+        """Refuse, before any charge, a release whose output would not fit in memory: the
+        declared key product times the cells each group needs (bins, candidates)."""
+        groups = self.declared_groups
+        cells = max(aggregate(m.op).cells(m, groups) for m in self.measures)
         if groups * cells > MAX_CELLS:
             raise ValidationError(
                 f"this release needs {groups} groups x {cells} cells per group, more than the "

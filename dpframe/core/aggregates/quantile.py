@@ -134,6 +134,19 @@ def cell_grid(lo: float, hi: float, resolution: int, integer_column: bool) -> Ce
     return CellGrid(lo, hi, resolution, False, (lo, hi))
 
 
+def grid_cells(m: Measure, groups: int) -> int:
+    """The cells of a quantile over ``groups`` declared groups: ``resolution=``; at the default
+    (2**16), fewer (a power of two) when the groups would need more than ``MAX_CELLS``
+    counters in all. A function of the query only (declared keys are public). With private
+    keys the groups are unknown: each holds ``resolution`` counters (lower it for many keys)."""
+    from ..query import DEFAULT_GRID, MAX_CELLS  # the query module imports this one
+
+    if m.log_grid or m.grid != DEFAULT_GRID:
+        return m.grid
+    fit = MAX_CELLS // max(1, groups)
+    return max(2, min(m.grid, 1 << max(0, fit.bit_length() - 1)))
+
+
 @dataclass(frozen=True)
 class RankInterval:
     """The interval's two mechanisms and the public rank offset ``t`` (also the padding)."""
@@ -188,8 +201,8 @@ class Quantile(Aggregate):
             raise ValidationError("resolution must be an integer between 2 and 1e6 (the "
                                   "candidate cells)")
 
-    def cells(self, m: Measure) -> int:
-        return m.grid
+    def cells(self, m: Measure, groups: int = 1) -> int:
+        return grid_cells(m, groups)
 
     def plan(self, ctx: PlanContext, m: Measure, eps: Fraction, delta: Fraction,
              rho: Fraction | None) -> MeasurePlan:
@@ -205,7 +218,7 @@ class Quantile(Aggregate):
             em = ExponentialSpec(per_group_eps, usens, m.grid)
             return MeasurePlan(m, eps, delta, [req], em=em, candidates=cands,
                                bounds=(float(lo), float(hi)))
-        grid = cell_grid(float(lo), float(hi), m.grid,
+        grid = cell_grid(float(lo), float(hi), grid_cells(m, ctx.query.declared_groups),
                          ctx.column_kinds.get(m.column) in ("int", "bool"))
         interval = None
         if ctx.query.ci is not None:
