@@ -320,16 +320,16 @@ def ages(n: int = 400, seed: int = 0) -> pd.DataFrame:
 
 def test_max_and_min_land_near_the_true_extremes():
     df = ages()
-    step = 120 / (1 << 16)
-    true_max, true_min = df["age"].max(), df["age"].min()
 
     def release(s):
         p = df.dp(s, bounds={"age": (0, 120)})
         return p.max("age", epsilon=1.0), p.min("age", epsilon=1.0)
 
     for mx, mn in repeat(40, release, seed=12):
-        assert true_max - 5 * step <= mx <= 120
-        assert 0 <= mn <= true_min + 5 * step
+        # within a few ranks of the extremes (a value above the max, or below the min, is
+        # chosen about 98% of the time; 10 ranks off has probability ~2e-4 a release)
+        assert int((df["age"] > mx).sum()) <= 10 and mx <= 120
+        assert int((df["age"] < mn).sum()) <= 10 and mn >= 0
 
 
 def test_median_and_quantiles_are_accurate():
