@@ -24,6 +24,14 @@ from .values import label_preference
 
 ACCUMULATION_BITS = 32
 
+#: Cells of a quantile's grid by default (2**16: far finer than the noise's rank error on
+#: most data; integer columns use their integers when they are fewer). Re-exported by
+#: :mod:`dpframe.core.query` as ``DEFAULT_GRID``.
+DEFAULT_QUANTILE_CELLS = 1 << 16
+#: Most exact counters one release may hold (groups x bins or candidates): 2**25 int64 cells,
+#: 256 MiB per aggregate. Checked from public information before any charge.
+MAX_CELLS = 1 << 25
+
 RequestKind = Literal["rows", "nonnull", "fixed_sum", "bins", "grid", "cells", "distinct"]
 
 

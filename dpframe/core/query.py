@@ -16,6 +16,7 @@ from typing import Literal
 
 from ..errors import BoundsError, KeysError, UnknownColumnError, ValidationError
 from .aggregates import MAX_LEVEL_DENOMINATOR, aggregate
+from .compute import DEFAULT_QUANTILE_CELLS, MAX_CELLS
 from .names import close_names
 from .numbers import format_number, to_fraction
 from .values import NUMERIC_KINDS, ColumnKind, canonical
@@ -26,17 +27,13 @@ MechanismName = Literal["laplace", "gaussian"]
 #: ``keys={"col": CATEGORIES}`` takes a Categorical's declared categories as public keys.
 CATEGORIES = "categories"
 
-#: Cells of a quantile's grid by default (2**16: far finer than the noise's rank error on
-#: most data; integer columns use their integers when they are fewer).
-DEFAULT_GRID = 1 << 16
+#: Cells of a quantile's grid by default (core/compute.py).
+DEFAULT_GRID = DEFAULT_QUANTILE_CELLS
 MAX_ABS_BOUND = 1 << 52
 #: Narrowest declared span hi - lo: the fixed-point unit of a narrower one underflows float64.
 MIN_BOUND_SPAN = Fraction(1, 1 << 900)
 #: Highest interval level: closer to 1, the split levels of a mean round to 1 in float64.
 MAX_CI = 1 - 1e-12
-#: Most exact counters one release may hold (groups x bins or candidates): 2**25 int64 cells,
-#: 256 MiB per aggregate. Checked from public information before any charge.
-MAX_CELLS = 1 << 25
 
 
 def _bound_ok(b: object) -> bool:

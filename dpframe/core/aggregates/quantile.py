@@ -39,7 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ...errors import ValidationError
-from ..compute import AggregateRequest
+from ..compute import DEFAULT_QUANTILE_CELLS, MAX_CELLS, AggregateRequest
 from ..measure import Aggregate, MeasurePlan, MeasureRelease, PlanContext, Rows
 from ..mechanisms import ExponentialSpec
 from ..rng import RandomSource
@@ -139,9 +139,7 @@ def grid_cells(m: Measure, groups: int) -> int:
     (2**16), fewer (a power of two) when the groups would need more than ``MAX_CELLS``
     counters in all. A function of the query only (declared keys are public). With private
     keys the groups are unknown: each holds ``resolution`` counters (lower it for many keys)."""
-    from ..query import DEFAULT_GRID, MAX_CELLS  # the query module imports this one
-
-    if m.log_grid or m.grid != DEFAULT_GRID:
+    if m.log_grid or m.grid != DEFAULT_QUANTILE_CELLS:
         return m.grid
     fit = MAX_CELLS // max(1, groups)
     return max(2, min(m.grid, 1 << max(0, fit.bit_length() - 1)))
