@@ -340,8 +340,8 @@ def plot_grouped(result: pd.Series | pd.DataFrame, ax: Axes | None = None, *,
     with ``lower`` / ``upper`` (the same with ``ci=0.95``), or an ``agg`` DataFrame, whose
     aggregate is chosen with ``column=("income", "mean")`` (default: the first). Error bars come
     from the interval columns; without them, counts and sums use the ``ci_half_width`` in
-    ``.attrs["dp"]``. A mean without ``ci=``, and max / min / quantiles (which have no
-    interval), are drawn without error bars. Tick labels stay readable: two-key groups read
+    ``.attrs["dp"]``. A mean, max, min or quantile without ``ci=`` (no interval then) is
+    drawn without error bars. Tick labels stay readable: two-key groups read
     ``"a, u"``, long or many labels turn, and past 15 bars only every k-th is labelled.
     ``reference=`` overlays known values (a Series or mapping by group label, or one value
     per bar) as markers, to validate a release against data you may look at.

@@ -24,7 +24,15 @@ from .values import label_preference
 
 ACCUMULATION_BITS = 32
 
-RequestKind = Literal["rows", "nonnull", "fixed_sum", "bins", "grid", "distinct"]
+#: Cells of a quantile's grid by default (2**16: far finer than the noise's rank error on
+#: most data; integer columns use their integers when they are fewer). Re-exported by
+#: :mod:`dpframe.core.query` as ``DEFAULT_GRID``.
+DEFAULT_QUANTILE_CELLS = 1 << 16
+#: Most exact counters one release may hold (groups x bins or candidates): 2**25 int64 cells,
+#: 256 MiB per aggregate. Checked from public information before any charge.
+MAX_CELLS = 1 << 25
+
+RequestKind = Literal["rows", "nonnull", "fixed_sum", "bins", "grid", "cells", "distinct"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +47,8 @@ class AggregateRequest:
     * ``bins``: counts per histogram bin (``edges``, ``right``, ``include_lowest``: exactly
       ``pd.cut``); values outside are dropped.
     * ``grid``: counts per candidate cell: a value goes to the first candidate >= clip(x).
+    * ``cells``: counts per cell of ``ncells`` equal cells over ``[lo, hi]``: a value goes to
+      cell ``floor((clip(x) - lo) * ncells / (hi - lo))`` (the last cell holds ``hi``).
     * ``distinct``: the set of (group, value hash) pairs of non-missing values (the backend's
       canonical hash: equal values hash equal in every block), whose size per group is the
       number of distinct values; blocks merge by union, not by sum.
@@ -58,6 +68,7 @@ class AggregateRequest:
     include_lowest: bool = False
     with_count: bool = False
     center: float | None = None
+    ncells: int = 0
 
     @functools.cached_property
     def scale(self) -> float:
@@ -76,7 +87,8 @@ class AggregateRequest:
     @property
     def key(self) -> tuple[object, ...]:
         return (self.kind, self.column, self.lo, self.hi, self.shift, self.unit, self.edges,
-                self.right, self.include_lowest, self.integer, self.with_count, self.center)
+                self.right, self.include_lowest, self.integer, self.with_count, self.center,
+                self.ncells)
 
 
 def fixed_point_request(column: str, lo: Fraction, hi: Fraction, shift: Fraction,

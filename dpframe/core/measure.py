@@ -26,6 +26,7 @@ from .rng import RandomSource
 from .sensitivity import Contribution, Relation, Sensitivity, count_sensitivity, sum_sensitivity
 
 if TYPE_CHECKING:
+    from .aggregates.quantile import CellGrid, RankInterval
     from .query import Measure, Query
 
 
@@ -43,6 +44,8 @@ class MeasurePlan:
     em: ExponentialSpec | None = None       # quantiles
     candidates: npt.NDArray[np.float64] | None = None
     bounds: tuple[float, float] | None = None
+    cells: CellGrid | None = None           # quantiles: the public cells
+    interval: RankInterval | None = None    # quantiles with ci=: the two endpoint mechanisms
 
     @property
     def mechanism(self) -> str:
@@ -169,8 +172,9 @@ class Aggregate:
         assert m.column is not None
         query.bounds_of(m.column)  # raises BoundsError when missing or malformed
 
-    def cells(self, m: Measure) -> int:
-        """Exact counters each group needs (for the memory bound checked before a charge)."""
+    def cells(self, m: Measure, groups: int = 1) -> int:
+        """Exact counters each group needs (for the memory bound checked before a charge), in a
+        release over ``groups`` declared groups."""
         return 1
 
     def plan(self, ctx: PlanContext, m: Measure, eps: Fraction, delta: Fraction,

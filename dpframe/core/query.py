@@ -16,6 +16,7 @@ from typing import Literal
 
 from ..errors import BoundsError, KeysError, UnknownColumnError, ValidationError
 from .aggregates import MAX_LEVEL_DENOMINATOR, aggregate
+from .compute import DEFAULT_QUANTILE_CELLS, MAX_CELLS
 from .names import close_names
 from .numbers import format_number, to_fraction
 from .values import NUMERIC_KINDS, ColumnKind, canonical
@@ -26,15 +27,13 @@ MechanismName = Literal["laplace", "gaussian"]
 #: ``keys={"col": CATEGORIES}`` takes a Categorical's declared categories as public keys.
 CATEGORIES = "categories"
 
-DEFAULT_GRID = 1001
+#: Cells of a quantile's grid by default (core/compute.py).
+DEFAULT_GRID = DEFAULT_QUANTILE_CELLS
 MAX_ABS_BOUND = 1 << 52
 #: Narrowest declared span hi - lo: the fixed-point unit of a narrower one underflows float64.
 MIN_BOUND_SPAN = Fraction(1, 1 << 900)
 #: Highest interval level: closer to 1, the split levels of a mean round to 1 in float64.
 MAX_CI = 1 - 1e-12
-#: Most exact counters one release may hold (groups x bins or candidates): 2**25 int64 cells,
-#: 256 MiB per aggregate. Checked from public information before any charge.
-MAX_CELLS = 1 << 25
 
 
 def _bound_ok(b: object) -> bool:
@@ -164,14 +163,20 @@ class Query:
             raise KeysError(f"column {col!r} holds text but its declared keys are not "
                             "all strings")
 
-    def _check_size(self) -> None:
-        """Refuse, before any charge, a release whose output would not fit in memory: the
-        declared key product times the cells each group needs (bins, candidates)."""
+    @property
+    def declared_groups(self) -> int:
+        """Groups of the declared key product (1 ungrouped or with private keys): public."""
         groups = 1
         if self.by and not self.private_keys:
             for col in self.by:
                 groups *= len(self.keys[col])
-        cells = max(aggregate(m.op).cells(m) for m in self.measures)
+        return groups
+
+    def _check_size(self) -> None:
+        """Refuse, before any charge, a release whose output would not fit in memory: the
+        declared key product times the cells each group needs (bins, candidates)."""
+        groups = self.declared_groups
+        cells = max(aggregate(m.op).cells(m, groups) for m in self.measures)
         if groups * cells > MAX_CELLS:
             raise ValidationError(
                 f"this release needs {groups} groups x {cells} cells per group, more than the "

@@ -757,3 +757,11 @@ def discrete_gaussian_pmf(y: npt.ArrayLike, sigma2: float) -> npt.NDArray[np.flo
     z = float(np.exp(-(support.astype(np.float64) ** 2) / (2 * sigma2)).sum())
     yy = np.asarray(y, dtype=np.float64)
     return np.exp(-(yy**2) / (2 * sigma2)) / z
+
+
+def uniform_unit(n: int, rng: RandomSource) -> npt.NDArray[np.float64]:
+    """``n`` independent uniform draws on the 2**-53 grid of ``[0, 1)`` (the top 53 bits of a
+    word: every multiple of 2**-53 below 1 with probability 2**-53, exactly). Used for the
+    position inside a quantile's chosen cell: post-processing of a DP choice, so its precision
+    is an accuracy matter only."""
+    return (rng.words(n) >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))

@@ -98,6 +98,18 @@ def grid_index(values: npt.ArrayLike, req: AggregateRequest) -> I64:
     return idx.astype(np.int64)
 
 
+def cell_index(values: npt.ArrayLike, req: AggregateRequest) -> I64:
+    """Cell of each clamped value among ``req.ncells`` equal cells over ``[lo, hi]``; -1 for
+    NaN. A function of the value and the public request only: each row lands in one cell."""
+    x = np.asarray(values, dtype=np.float64)
+    nan = np.isnan(x)
+    scale = req.ncells / (req.hi - req.lo)
+    pos = np.floor((np.clip(np.where(nan, req.lo, x), req.lo, req.hi) - req.lo) * scale)
+    idx = np.clip(pos, 0, req.ncells - 1).astype(np.int64)
+    idx[nan] = -1
+    return idx
+
+
 def bucket_codes(codes: I64, ngroups: int, mask: Bools | None = None) -> I64:
     """Group codes with every dropped row (code < 0 or masked out) sent to bucket ``ngroups``,
     so grouped reductions are plain bincounts whose last bin is discarded."""
@@ -911,6 +923,8 @@ def _column_aggregate(req: AggregateRequest, codes: I64, ng: int, raw: np.ndarra
     if req.kind == "bins":
         b = bin_index(raw, req.edges, req.right, req.include_lowest)
         return grouped_bin_counts(codes, b, ng, len(req.edges) - 1, valid), None
+    if req.kind == "cells":
+        return grouped_bin_counts(codes, cell_index(raw, req), ng, req.ncells, valid), None
     assert req.kind == "grid", req.kind
     return grouped_bin_counts(codes, grid_index(raw, req), ng, len(req.edges), valid), None
 

@@ -79,21 +79,19 @@ def check_contribution(query: Query) -> None:
 
 
 def check_exponential_only(query: Query) -> None:
-    """``ci=`` and ``mechanism=`` refused when no measure of the query uses them: aggregates
-    of the exponential mechanism (quantiles, medians, maxima, minima) have no other mechanism,
-    and their error is a rank among the candidates, not an interval of values that holds
-    whatever the data (``dry_run=True`` shows its ``rank_error``). In an ``agg`` with an
-    additive measure they apply to that measure."""
+    """``mechanism=`` refused when no measure of the query uses it: aggregates of the
+    exponential mechanism (quantiles, medians, maxima, minima) have no other mechanism. In an
+    ``agg`` with an additive measure it applies to that measure. ``ci=`` works for quantiles
+    (a rank-based interval, core/aggregates/quantile.py) but not for the log-spaced points of
+    bounds estimation."""
+    if any(m.log_grid for m in query.measures) and query.ci is not None:
+        raise ValidationError("ci= is not available for bounds estimation")
     if not all(aggregate(m.op).exponential for m in query.measures):
         return
     names = ", ".join(dict.fromkeys(m.name for m in query.measures))
     if query.mechanism is not None:
         raise ValidationError(f"mechanism= is not available for {names}: it is released by "
                               "the exponential mechanism only")
-    if query.ci is not None:
-        raise ValidationError(f"ci= is not available for {names}: the exponential "
-                              "mechanism's error is a rank, not an interval of values (dry_run="
-                              "True shows its rank_error); use a mean or sum for an interval")
 
 
 def check_declared_keys(query: Query) -> None:

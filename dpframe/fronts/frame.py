@@ -524,19 +524,23 @@ class PrivateFrame:
         meas = _quantile_measure(column, label, q, resolution)
         r = self._run(self._query([meas], epsilon, delta, description=description,
                                   accuracy=accuracy, ci=ci, mechanism=mechanism), dry_run)
-        return r if isinstance(r, dict) else self._scalar(r, False)
+        return r if isinstance(r, dict) else self._scalar(r, False, ci)
 
     @documented(RETURNS_FLOAT)
     def quantile(self, column: str, q: float = 0.5, *, epsilon: float | None = None,
                  resolution: int = DEFAULT_GRID, dry_run: bool = False,
                  ci: float | None = None, accuracy: float | None = None,
                  mechanism: str | None = None, delta: float = 0.0) -> Any:
-        """Quantile by the exponential mechanism over ``resolution`` grid points in the bounds.
+        """Quantile by the exponential mechanism over ``resolution`` equal cells of the bounds
+        (2**16 by default; the integers of the bounds for an integer column when they are
+        fewer), a uniform point of the chosen cell. ``ci=``: a rank-based interval from the
+        same charge (docs/mechanisms/quantiles.md); ``accuracy=`` is refused (the error is a
+        rank, its size in values depends on the data).
 
         Example:
             >>> import dpframe as dpf, pandas as pd, warnings
             >>> warnings.simplefilter("ignore")  # seeded: insecure, docs only
-            >>> df = pd.DataFrame({"g": ["a", "b"] * 50, "x": [1.0, 3.0] * 50})
+            >>> df = pd.DataFrame({"g": ["a", "b"] * 50, "x": [1, 3] * 50})
             >>> priv = df.dp(dpf.Session(1e9, seed=1), bounds={"x": (0, 5)},
             ...              keys={"g": ["a", "b"]})
             >>> float(priv.quantile("x", 0.25, epsilon=1e6, resolution=6))
@@ -593,7 +597,7 @@ class PrivateFrame:
         Example:
             >>> import dpframe as dpf, pandas as pd, warnings
             >>> warnings.simplefilter("ignore")  # seeded: insecure, docs only
-            >>> df = pd.DataFrame({"g": ["a", "b"] * 50, "x": [1.0, 3.0] * 50})
+            >>> df = pd.DataFrame({"g": ["a", "b"] * 50, "x": [1, 3] * 50})
             >>> priv = df.dp(dpf.Session(1e9, seed=1), bounds={"x": (0, 5)},
             ...              keys={"g": ["a", "b"]})
             >>> float(priv.median("x", epsilon=1e6, resolution=6)) in (1.0, 2.0, 3.0)
@@ -1010,7 +1014,7 @@ class PrivateGroupBy:
         Example:
             >>> import dpframe as dpf, pandas as pd, warnings
             >>> warnings.simplefilter("ignore")  # seeded: insecure, docs only
-            >>> df = pd.DataFrame({"g": ["a", "b"] * 50, "x": [1.0, 3.0] * 50})
+            >>> df = pd.DataFrame({"g": ["a", "b"] * 50, "x": [1, 3] * 50})
             >>> priv = df.dp(dpf.Session(1e9, seed=1), bounds={"x": (0, 5)},
             ...              keys={"g": ["a", "b"]})
             >>> out = priv.groupby("g").max("x", epsilon=1e6, resolution=6)
@@ -1031,7 +1035,7 @@ class PrivateGroupBy:
         Example:
             >>> import dpframe as dpf, pandas as pd, warnings
             >>> warnings.simplefilter("ignore")  # seeded: insecure, docs only
-            >>> df = pd.DataFrame({"g": ["a", "b"] * 50, "x": [1.0, 3.0] * 50})
+            >>> df = pd.DataFrame({"g": ["a", "b"] * 50, "x": [1, 3] * 50})
             >>> priv = df.dp(dpf.Session(1e9, seed=1), bounds={"x": (0, 5)},
             ...              keys={"g": ["a", "b"]})
             >>> out = priv.groupby("g").min("x", epsilon=1e6, resolution=6)
@@ -1052,7 +1056,7 @@ class PrivateGroupBy:
         Example:
             >>> import dpframe as dpf, pandas as pd, warnings
             >>> warnings.simplefilter("ignore")  # seeded: insecure, docs only
-            >>> df = pd.DataFrame({"g": ["a", "b"] * 50, "x": [1.0, 3.0] * 50})
+            >>> df = pd.DataFrame({"g": ["a", "b"] * 50, "x": [1, 3] * 50})
             >>> priv = df.dp(dpf.Session(1e9, seed=1), bounds={"x": (0, 5)},
             ...              keys={"g": ["a", "b"]})
             >>> priv.groupby("g").quantile("x", 0.5, epsilon=1e6, resolution=6).to_dict()
@@ -1072,7 +1076,7 @@ class PrivateGroupBy:
         Example:
             >>> import dpframe as dpf, pandas as pd, warnings
             >>> warnings.simplefilter("ignore")  # seeded: insecure, docs only
-            >>> df = pd.DataFrame({"g": ["a", "b"] * 50, "x": [1.0, 3.0] * 50})
+            >>> df = pd.DataFrame({"g": ["a", "b"] * 50, "x": [1, 3] * 50})
             >>> priv = df.dp(dpf.Session(1e9, seed=1), bounds={"x": (0, 5)},
             ...              keys={"g": ["a", "b"]})
             >>> priv.groupby("g").median("x", epsilon=1e6, resolution=6).to_dict()

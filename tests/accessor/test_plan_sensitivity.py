@@ -175,10 +175,12 @@ def test_mean_scales(relation, unit, rows, groups, bounds):
 ])
 @pytest.mark.parametrize(("unit", "rows", "groups"), UNITS)
 def test_quantile_plans(relation, agg, q, add, change, unit, rows, groups):
-    """Max / min / quantiles: exponential mechanism over the declared grid, never Laplace.
+    """Max / min / quantiles: exponential mechanism over 2**16 cells of the bounds, never
+    Laplace.
 
-    The utility -|(1-q) #below - q #above| (scaled by q's denominator d to stay integral) moves
-    by max(q_n, d - q_n) when a row is added or removed and by d when one is replaced.
+    The utility -max(0, d #below - q_n n, q_n n - d (#below + #in)) (minus the distance from
+    q n to a cell's ranks, scaled by q's denominator d to stay integral) moves by
+    max(q_n, d - q_n) when a row is added or removed and by d when one is replaced.
     """
     _, p = priv(relation, unit, rows, groups, (0.0, 120.0))
     call = {"max": lambda **kw: p.max("x", **kw), "min": lambda **kw: p.min("x", **kw),
@@ -187,7 +189,7 @@ def test_quantile_plans(relation, agg, q, add, change, unit, rows, groups):
     m = _measure(call(epsilon=EPS, dry_run=True))
     assert m["mechanism"].startswith("exponential")
     assert "noise_scale" not in m
-    assert m["candidates"] == 1001 and m["grid_step"] == pytest.approx(0.12)
+    assert m["candidates"] == 1 << 16 and m["grid_step"] == pytest.approx(120 / (1 << 16))
     per = add if relation == "add_remove" else change
     assert m["utility_sensitivity"] == per * rows
 

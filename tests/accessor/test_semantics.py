@@ -320,17 +320,16 @@ def ages(n: int = 400, seed: int = 0) -> pd.DataFrame:
 
 def test_max_and_min_land_near_the_true_extremes():
     df = ages()
-    step = 120 / 1000
-    true_max, true_min = df["age"].max(), df["age"].min()
 
     def release(s):
         p = df.dp(s, bounds={"age": (0, 120)})
         return p.max("age", epsilon=1.0), p.min("age", epsilon=1.0)
 
     for mx, mn in repeat(40, release, seed=12):
-        assert true_max - 5 * step <= mx <= 120
-        assert 0 <= mn <= true_min + 5 * step
-        assert round(mx / step, 6) == round(mx / step)   # a grid point
+        # within a few ranks of the extremes (a value above the max, or below the min, is
+        # chosen about 98% of the time; 10 ranks off has probability ~2e-4 a release)
+        assert int((df["age"] > mx).sum()) <= 10 and mx <= 120
+        assert int((df["age"] < mn).sum()) <= 10 and mn >= 0
 
 
 def test_median_and_quantiles_are_accurate():
@@ -351,13 +350,17 @@ def test_median_and_quantiles_are_accurate():
         assert truth[k] - 5 * 0.12 <= res[k] <= 120
 
 
-def test_max_is_a_grid_point_in_the_bounds():
-    """max is chosen on the candidate grid in the bounds; never outside, never a Laplace draw."""
+def test_max_is_in_the_bounds():
+    """max is a point of a cell of the bounds; never outside, never a Laplace draw (an
+    integer column's max is one of its integers)."""
     df = ages(50)
     outs = np.array(repeat(60, lambda s: df.dp(s, bounds={"age": (0, 120)})
                            .max("age", epsilon=0.1), seed=14))
     assert outs.min() >= 0 and outs.max() <= 120
-    assert np.allclose(outs / 0.12, np.round(outs / 0.12))
+    df["age"] = df["age"].round().astype(int)
+    outs = np.array(repeat(30, lambda s: df.dp(s, bounds={"age": (0, 120)})
+                           .max("age", epsilon=0.1), seed=15))
+    assert outs.min() >= 0 and outs.max() <= 120 and np.array_equal(outs, np.round(outs))
 
 
 

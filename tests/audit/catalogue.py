@@ -61,6 +61,7 @@ from .findings_dask3 import finding_dask_distinct_nonconforming
 from .findings_gaussian import finding_analytic_gaussian, two_percent_less_sigma
 from .findings_local import finding_local_invalid_value, finding_local_spelling
 from .findings_local2 import finding_local_categorical_levels
+from .findings_quant import finding_quantile_cells, halved_quantile_sensitivity
 from .findings_scan import (
     finding_scan_csv_time,
     finding_scan_empty_second_file,
@@ -141,7 +142,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("groupby max (exponential mechanism)", "[0, 0] vs [0, 0, 10], 11 candidates",
              grouped_quantile("max"), 500_000, 50_000),
     Scenario("groupby median (exponential mechanism)",
-             "[0, 0, 10] vs [0, 0, 10, 10], 3 candidates", grouped_quantile("median"),
+             "[0] vs [0, 8.5], 11 cells of [0, 10]", grouped_quantile("median"),
              500_000, 50_000),
     Scenario("private keys: key with one unit (delta 0.1)", "key with 1 unit vs absent",
              selection(1, 0, 0.1), 500_000, 50_000),
@@ -177,7 +178,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("mean", "[0] vs [0, 10], bounds [0, 10]", scalar_mean(), SCALAR_TRIALS),
     Scenario("max (exponential mechanism)", "[0, 0] vs [0, 0, 10], 2 candidates",
              scalar_quantile("max"), SCALAR_TRIALS),
-    Scenario("median (exponential mechanism)", "[0, 0, 10] vs [0, 0, 10, 10], 3 candidates",
+    Scenario("median (exponential mechanism)", "[0] vs [0, 8.5], 11 cells of [0, 10]",
              scalar_quantile("median"), SCALAR_TRIALS),
     # the findings of the attacker's review of 0.1 (each fails there: docs/audit.md)
     Scenario("finding 1: scan, repeated Arrow dictionary entry", "60 rows 'a' vs 60 + one "
@@ -384,6 +385,13 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("finding 59: DP choice of contribution bounds (change_one, ungrouped)",
              "a unit's 1 row vs 40 rows (the rows histogram moves two bins; statistic: old "
              "bin minus new bin)", finding_bound_choice("change_one", False), 200_000, 40_000),
+    Scenario("finding 60: quantiles over fine cells, with ci= (estimate and rank interval)",
+             "every dataset of up to 4 rows on 4 cells against one more row (two with "
+             "max_rows_per_unit=2; under change_one also a row moved): the exact laws of "
+             "median, quantile(0.25), max and min", None, 1, 1, exact=finding_quantile_cells),
+    Scenario("BROKEN: quantile with halved utility sensitivity", "as finding 60", None, 1, 1,
+             expect_violation=True, exact=finding_quantile_cells,
+             patch=halved_quantile_sensitivity),
     # deliberately broken: the audit must find a violation
     Scenario("BROKEN: bound choice with the histograms' sensitivity understated",
              "as finding 59 (change_one, ungrouped)", finding_bound_choice("change_one", False),

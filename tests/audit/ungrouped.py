@@ -81,6 +81,6 @@ def scalar_quantile(which: str) -> Callable[[int], Built]:
         return _scalar({"x": [0.0, 0.0]}, {"x": [0.0, 0.0, 10.0]},
                        lambda df, s: [dp(df, s, bounds={"x": (0.0, 10.0)})
                                       .max("x", epsilon=1.0, resolution=2)])
-    return _scalar({"x": [0.0, 0.0, 10.0]}, {"x": [0.0, 0.0, 10.0, 10.0]},
+    return _scalar({"x": [0.0]}, {"x": [0.0, 8.5]},  # 11 cells: as the grouped median
                    lambda df, s: [dp(df, s, bounds={"x": (0.0, 10.0)})
-                                  .median("x", epsilon=1.0, resolution=3)])
+                                  .median("x", epsilon=1.0, resolution=11)])

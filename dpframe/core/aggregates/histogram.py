@@ -51,7 +51,7 @@ class Histogram(AdditiveCount):
         if not isinstance(m.right, bool) or not isinstance(m.include_lowest, bool):
             raise ValidationError("right and include_lowest must be True or False")
 
-    def cells(self, m: Measure) -> int:
+    def cells(self, m: Measure, groups: int = 1) -> int:
         return len(m.edges or ())
 
     def plan(self, ctx: PlanContext, m: Measure, eps: Fraction, delta: Fraction,

@@ -1,30 +1,56 @@
-"""``quantile`` (and ``median``, ``max``, ``min``): the exponential mechanism on a public grid.
+"""``quantile`` (and ``median``, ``max``, ``min``): the exponential mechanism over fine cells.
 
-Privacy: candidates are a public grid over the declared bounds (linear, or log-spaced for
-bounds estimation). The utility of a candidate is minus the rank error of the quantile level
-``q = a/b``: ``-|(b - a) below - a above|``, whose sensitivity is
-:func:`~dpframe.core.sensitivity.quantile_utility_sensitivity`; permute-and-flip with exact
-Bernoulli sampling is eps-DP (McKenna and Sheldon 2020). Grouped: each group is released with
-``eps / k`` (``k`` the groups a unit can touch).
+Privacy: the candidates are the ``n`` equal cells of a public grid over the declared bounds
+``[L, U]`` (``resolution=`` cells, 2**16 by default; an integer column whose integers in the
+bounds fit uses the integers themselves). Backends only count the clamped values per cell. For
+the level ``q = a/b``, the utility of cell ``c`` holding ``N`` values with ``B`` below and ``A``
+above is minus the distance, in units of ``1/b`` rank, from ``q n`` to the ranks ``[B, B + N]``
+that a point of the cell can have: ``-max(0, b B - a n, a n - b (B + N))``. Adding or removing
+a row moves ``B`` or ``B + N`` by one and ``a n`` by ``a``: the sensitivity is ``max(a, b - a)``
+per row (:func:`~dpframe.core.sensitivity.quantile_utility_sensitivity`). Permute-and-flip over
+the cells, sampled exactly (McKenna and Sheldon 2020), is eps-DP; the released value is uniform
+inside the chosen cell (post-processing). With cells far narrower than the data's spacing this
+is Smith's (2011) continuous mechanism on the data rounded to the cells: every interval between
+two values weighted by its length (its number of cells), at twice Smith's rate for the median.
+Grouped: each group is released with ``eps * R / T`` (:func:`quantile_group_share`).
+
+Interval (``ci=``): from the same charge, the estimate gets ``eps/2`` and two more mechanisms,
+``eps/4`` each, target the ranks ``q n - t`` and ``q n + t`` of the data padded with ``t``
+public phantom rows at each end (so the targets are always attained; the padding is constant,
+the sensitivity unchanged). ``t`` (ranks) is public: ``(m + 2) exp(-rate b t) <= alpha / 2``,
+``m + 2`` the candidates, ``rate`` the acceptance rate actually sampled. Permute-and-flip
+outputs a candidate whose utility gap is ``g`` with probability at most ``exp(-rate g)``, so
+with probability ``>= 1 - alpha/2`` the lower cell has fewer than ``q n`` values below it, and
+its left edge is at most every empirical q-quantile of the clamped data; the same for the upper
+cell's right edge. The interval covers the clamped data's empirical quantile (the whole set of
+points with at most ``q n`` values below and at least ``q n`` at or below) with probability
+``>= 1 - alpha`` (up to float rounding of cell edges).
 """
 
 from __future__ import annotations
 
+import math
 import numbers
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from ...errors import ValidationError
-from ..compute import AggregateRequest
+from ..compute import DEFAULT_QUANTILE_CELLS, MAX_CELLS, AggregateRequest
 from ..measure import Aggregate, MeasurePlan, MeasureRelease, PlanContext, Rows
 from ..mechanisms import ExponentialSpec
 from ..rng import RandomSource
+from ..samplers import uniform_unit
 from ..sensitivity import quantile_group_share, quantile_utility_sensitivity
 
 if TYPE_CHECKING:
     from ..query import Measure, Query
+
+I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
 
 #: Largest denominator of a quantile level (utilities stay exact integers).
 MAX_LEVEL_DENOMINATOR = 1000
@@ -34,6 +60,9 @@ MAX_GRID = 1_000_000
 
 #: Smallest magnitude of a log-spaced candidate grid, relative to its largest.
 LOG_GRID_RANGE = 1e-15
+
+#: Shares of a quantile's epsilon when ``ci=`` is asked: the estimate, then each endpoint.
+CI_SPLIT = (Fraction(1, 2), Fraction(1, 4), Fraction(1, 4))
 
 
 def log_candidates(lo: float, hi: float, n: int) -> np.ndarray:
@@ -50,12 +79,112 @@ def log_candidates(lo: float, hi: float, n: int) -> np.ndarray:
     return np.concatenate([neg, [0.0], pos])
 
 
+@dataclass(frozen=True)
+class CellGrid:
+    """The public cells of a quantile: ``n`` equal cells over ``[lo, hi]``; for an integer
+    column (``integer``), one cell per integer ``first + i``, the cells spanning ``[first - 1/2,
+    first + n - 1/2]``. ``bounds`` are the declared bounds (the padding's values)."""
+
+    lo: float
+    hi: float
+    n: int
+    integer: bool
+    bounds: tuple[float, float]
+
+    @property
+    def width(self) -> float:
+        return (self.hi - self.lo) / self.n
+
+    def request(self, column: str) -> AggregateRequest:
+        return AggregateRequest("cells", column, self.lo, self.hi, ncells=self.n)
+
+    def _edge(self, idx: I64, right: bool) -> F64:
+        """Left (or right) edge of each cell ``idx``; ``-1`` and ``n`` (the padding) are the
+        declared bounds. An integer cell's edges are its integer."""
+        i = np.asarray(idx, dtype=np.int64)
+        inner = np.clip(i, 0, self.n - 1)
+        if self.integer:
+            e = self.lo + 0.5 + inner
+        else:
+            e = np.minimum(self.lo + (inner + (1 if right else 0)) * self.width, self.hi)
+        return np.where(i < 0, self.bounds[0], np.where(i >= self.n, self.bounds[1], e))
+
+    def lower_edge(self, idx: I64) -> F64:
+        return self._edge(idx, False)
+
+    def upper_edge(self, idx: I64) -> F64:
+        return self._edge(idx, True)
+
+    def value(self, idx: I64, rng: RandomSource) -> F64:
+        """The released value of each chosen cell: its integer, or a uniform point in it."""
+        i = np.asarray(idx, dtype=np.int64)
+        if self.integer:
+            return self.lo + 0.5 + i.astype(np.float64)
+        pos = self.lo + (i + uniform_unit(i.size, rng)) * self.width
+        return np.clip(pos, self.lo, self.hi)
+
+
+def cell_grid(lo: float, hi: float, resolution: int, integer_column: bool) -> CellGrid:
+    """The cells of a quantile over the declared ``[lo, hi]``: the integers when the column is
+    integral and they number at most ``resolution``, else ``resolution`` equal cells. Public: a
+    function of the bounds, the resolution and the column's dtype."""
+    first, last = math.ceil(lo), math.floor(hi)
+    if integer_column and first <= last and last - first + 1 <= resolution:
+        return CellGrid(first - 0.5, last + 0.5, last - first + 1, True, (lo, hi))
+    return CellGrid(lo, hi, resolution, False, (lo, hi))
+
+
+def grid_cells(m: Measure, groups: int) -> int:
+    """The cells of a quantile over ``groups`` declared groups: ``resolution=``; at the default
+    (2**16), fewer (a power of two) when the groups would need more than ``MAX_CELLS``
+    counters in all. A function of the query only (declared keys are public). With private
+    keys the groups are unknown: each holds ``resolution`` counters (lower it for many keys)."""
+    if m.log_grid or m.grid != DEFAULT_QUANTILE_CELLS:
+        return m.grid
+    fit = MAX_CELLS // max(1, groups)
+    return max(2, min(m.grid, 1 << max(0, fit.bit_length() - 1)))
+
+
+@dataclass(frozen=True)
+class RankInterval:
+    """The interval's two mechanisms and the public rank offset ``t`` (also the padding)."""
+
+    lower: ExponentialSpec
+    upper: ExponentialSpec
+    t: int
+
+
+def rank_offset(em: ExponentialSpec, b: int, level: float) -> int:
+    """The smallest ``t >= 1`` (ranks) with ``m exp(-rate b t) <= (1 - level) / 2``, ``m`` the
+    candidates and ``rate`` the acceptance rate ``em`` samples with (module docstring)."""
+    a, d = em.acceptance_rate()
+    rate_b = Fraction(a, d) * b
+    need = math.log(2 * em.n_candidates / (1 - level))
+    return max(1, math.ceil(need / float(rate_b) * (1 + 1e-12)))
+
+
+def rank_utilities(cells: I64, q: Fraction, pad: int = 0, shift: int = 0) -> I64:
+    """Integer utilities (scaled by ``b``) of each cell per group, for the target rank
+    ``pad + q n + shift`` of the data padded with ``pad`` rows before the first cell and after
+    the last (two extra candidates, first and last). ``-max(0, b B - target, target - b (B +
+    N))``: sensitivity ``max(a, b - a)`` per row whatever ``pad`` and ``shift``."""
+    a, b = q.numerator, q.denominator
+    c = np.atleast_2d(np.asarray(cells, dtype=np.int64))
+    if pad:
+        side = np.full((c.shape[0], 1), pad, dtype=np.int64)
+        c = np.concatenate([side, c, side], axis=1)
+    n = c.sum(axis=1, keepdims=True) - 2 * pad
+    below = np.cumsum(c, axis=1) - c
+    target = a * n + b * (pad + shift)
+    return -np.maximum(0, np.maximum(b * below - target, target - b * (below + c)))
+
+
 class Quantile(Aggregate):
     op = "quantile"
     names = ("quantile", "median", "max", "min")
-    summary = "a quantile of values clamped to the declared bounds, on a public grid"
+    summary = "a quantile of values clamped to the declared bounds, on fine public cells"
     exponential = True
-    mechanism_pages = ("exponential",)
+    mechanism_pages = ("exponential", "quantiles")
 
     def check(self, m: Measure, query: Query) -> None:
         super().check(m, query)
@@ -68,31 +197,65 @@ class Quantile(Aggregate):
         if isinstance(m.grid, bool) or not isinstance(m.grid, numbers.Integral) or not (
                 2 <= m.grid <= MAX_GRID):
             raise ValidationError("resolution must be an integer between 2 and 1e6 (the "
-                                  "candidate grid's points)")
+                                  "candidate cells)")
 
-    def cells(self, m: Measure) -> int:
-        return m.grid
+    def cells(self, m: Measure, groups: int = 1) -> int:
+        return grid_cells(m, groups)
 
     def plan(self, ctx: PlanContext, m: Measure, eps: Fraction, delta: Fraction,
              rho: Fraction | None) -> MeasurePlan:
         assert m.q is not None and m.column is not None
         lo, hi = ctx.query.bounds_of(m.column)
-        cands = (log_candidates(float(lo), float(hi), m.grid) if m.log_grid
-                 else np.linspace(float(lo), float(hi), m.grid))
-        req = AggregateRequest("grid", m.column, float(lo), float(hi),
-                               edges=tuple(cands.tolist()))
         usens = quantile_utility_sensitivity(ctx.relation, m.q, ctx.contribution)
         per_group_eps = (eps * quantile_group_share(ctx.relation, ctx.contribution)
                          if ctx.grouped else eps)
-        em = ExponentialSpec(per_group_eps, usens, m.grid)
-        return MeasurePlan(m, eps, delta, [req], em=em, candidates=cands,
-                           bounds=(float(lo), float(hi)))
+        if m.log_grid:  # bounds estimation: log-spaced candidate points
+            cands = log_candidates(float(lo), float(hi), m.grid)
+            req = AggregateRequest("grid", m.column, float(lo), float(hi),
+                                   edges=tuple(cands.tolist()))
+            em = ExponentialSpec(per_group_eps, usens, m.grid)
+            return MeasurePlan(m, eps, delta, [req], em=em, candidates=cands,
+                               bounds=(float(lo), float(hi)))
+        grid = cell_grid(float(lo), float(hi), grid_cells(m, ctx.query.declared_groups),
+                         ctx.column_kinds.get(m.column) in ("int", "bool"))
+        interval = None
+        if ctx.query.ci is not None:
+            est, low, up = (per_group_eps * s for s in CI_SPLIT)
+            em = ExponentialSpec(est, usens, grid.n)
+            lower = ExponentialSpec(low, usens, grid.n + 2)
+            upper = ExponentialSpec(up, usens, grid.n + 2)
+            t = max(rank_offset(lower, m.q.denominator, float(ctx.query.ci)),
+                    rank_offset(upper, m.q.denominator, float(ctx.query.ci)))
+            interval = RankInterval(lower, upper, t)
+        else:
+            em = ExponentialSpec(per_group_eps, usens, grid.n)
+        return MeasurePlan(m, eps, delta, [grid.request(m.column)], em=em,
+                           bounds=(float(lo), float(hi)), cells=grid, interval=interval)
 
     def release(self, mp: MeasurePlan, rows: Rows, rng: RandomSource, level: float,
                 want_ci: bool) -> MeasureRelease:
         m = mp.measure
-        assert mp.em is not None and mp.candidates is not None and m.q is not None
+        assert mp.em is not None and m.q is not None
         cells = rows.values(mp.requests[0])  # [groups, candidates]
+        if mp.cells is None:
+            return self._release_points(mp, cells, rng, level)
+        grid = mp.cells
+        vals = grid.value(mp.em.choose(rank_utilities(cells, m.q), rng), rng)
+        lower = upper = np.full(vals.shape, np.nan)
+        iv = mp.interval
+        if iv is not None:
+            lo_idx = iv.lower.choose(rank_utilities(cells, m.q, iv.t, -iv.t), rng) - 1
+            hi_idx = iv.upper.choose(rank_utilities(cells, m.q, iv.t, iv.t), rng) - 1
+            lower = np.minimum(grid.lower_edge(lo_idx), vals)
+            upper = np.maximum(grid.upper_edge(hi_idx), vals)
+        return MeasureRelease(m.name, m.column, vals, lower, upper, self.describe(mp, level))
+
+    def _release_points(self, mp: MeasurePlan, cells: I64, rng: RandomSource,
+                        level: float) -> MeasureRelease:
+        """The log-spaced candidate points of bounds estimation: a value counts at the first
+        candidate >= it; utility minus the rank error of the candidate."""
+        m = mp.measure
+        assert mp.em is not None and mp.candidates is not None and m.q is not None
         below = np.concatenate([np.zeros((cells.shape[0], 1), dtype=np.int64),
                                 np.cumsum(cells, axis=1)[:, :-1]], axis=1)
         above = cells.sum(axis=1, keepdims=True) - below - cells
@@ -103,15 +266,24 @@ class Quantile(Aggregate):
         return MeasureRelease(m.name, m.column, vals, nan, nan, self.describe(mp, level))
 
     def describe(self, mp: MeasurePlan, level: float) -> dict[str, object]:
-        """The grid and the rank error of the exponential mechanism at ``level``."""
+        """The cells, the estimate's rank error at ``level`` and the interval's rank offset."""
         m, em = mp.measure, mp.em
         assert em is not None and mp.bounds is not None
         d = mp.describe_common()
+        b = max(1, (m.q or Fraction(1)).denominator)
         d.update(candidates=em.n_candidates, utility_sensitivity=em.utility_sensitivity,
-                 rank_error=em.utility_error(level) / max(1, (m.q or Fraction(1)).denominator),
-                 grid_step=None if m.log_grid else
-                 float((mp.bounds[1] - mp.bounds[0]) / (em.n_candidates - 1)))
-        if m.log_grid and mp.candidates is not None:
+                 rank_error=em.utility_error(level) / b)
+        if mp.cells is not None:
+            g = mp.cells
+            d.update(grid="integers" if g.integer else "cells", cells=g.n,
+                     grid_step=1.0 if g.integer else g.width)
+            if mp.interval is not None:
+                d.update(ci_level=level, ci_rank_offset=mp.interval.t,
+                         estimate_epsilon=float(em.epsilon),
+                         ci_epsilon=float(mp.interval.lower.epsilon + mp.interval.upper.epsilon))
+            return d
+        d["grid_step"] = None
+        if mp.candidates is not None:
             pos = mp.candidates[mp.candidates > 0]
             d["grid"] = "log"
             d["grid_relative_step"] = float(pos[1] / pos[0] - 1) if pos.size > 1 else None
