@@ -121,7 +121,7 @@ class ComputeRequest:
 
     ``by`` and ``keys`` (public keys, when ``private_keys`` is false) give the groups;
     ``privacy_unit`` with ``max_rows`` (per group) / ``max_groups`` / ``max_total`` the
-    contribution bounds a backend enforces (:func:`dpframe.core.transform.bound_contributions`);
+    contribution bounds a backend enforces (:func:`dpframe.core.bounding.bound_contributions`);
     ``sample_rate`` Poisson sampling of units; ``unit_counts``: whether key selection needs
     distinct units per group.
     """

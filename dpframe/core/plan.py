@@ -196,7 +196,7 @@ def enforced_bounds(query: Query, c: Contribution) -> tuple[int, int, int | None
     normalized ``c``: a group step unless T implies it (k >= T, or k not declared
     with T declared), a total step only when T binds (T < k * R). Leaving a step out that
     cannot bind changes no distribution; leaving the group step out lets blocks pre-select by
-    T too (:func:`~dpframe.core.transform.select_by_priority`)."""
+    T too (:func:`~dpframe.core.bounding.select_by_priority`)."""
     if not query.privacy_unit or not query.by:
         return c.rows, c.groups, None
     t = query.max_rows_per_unit
