@@ -337,8 +337,8 @@ def compute_exact(
     q = request
     ng = len(keys)
     whole = not q.by and not q.draws_at_random and ng == 1
-    codes, rows = ((np.asarray(group_codes, dtype=np.int64), None) if whole
-                   else _bounded_rows(request, group_codes, unit_codes, ng, gen))
+    codes, rows, dropped = ((np.asarray(group_codes, dtype=np.int64), None, 0) if whole
+                            else _bounded_rows(request, group_codes, unit_codes, ng, gen))
 
     def take(a: np.ndarray) -> np.ndarray:  # a per-row array, on the rows left
         return a if rows is None else a[rows]
@@ -380,11 +380,46 @@ def compute_exact(
     if request.unit_counts:
         unit_counts = _unit_counts(request, None if unit_codes is None else take(unit_codes),
                                    codes, ng)
-    return ExactAggregates(list(keys), values, counts, unit_counts, distinct)
+    diagnostics = None
+    if request.diagnostics_cap is not None:
+        diagnostics = (clamped_rows(request, codes, ng, lambda name: take(column(name)[0])),
+                       dropped)
+    return ExactAggregates(list(keys), values, counts, unit_counts, distinct, diagnostics)
+
+
+def clamped_rows(request: ComputeRequest, codes: I64, ng: int,
+                 column: Callable[[str], np.ndarray]) -> int:
+    """Rows of the release (code < ``ng``) that clamping changed: a non-missing value of a
+    bounded column outside its bounds (a histogram's: outside its edges), counted once
+    however many of the row's columns were clamped (``diagnostics=``). One privacy unit holds
+    at most its kept rows of them."""
+    kept = codes < ng
+    hit = np.zeros(codes.size, dtype=bool)
+    for req in request.requests:
+        if req.column is None or req.kind not in ("fixed_sum", "grid", "bins"):
+            continue
+        with np.errstate(invalid="ignore"):
+            x = np.asarray(column(req.column), dtype=np.float64)
+            if req.kind == "bins":
+                hit |= (bin_index(x, req.edges, req.right, req.include_lowest) < 0) & ~np.isnan(x)
+            else:
+                hit |= (x < req.lo) | (x > req.hi)
+    return int(np.count_nonzero(hit & kept))
+
+
+def dropped_rows(units: I64, groups: I64, keep: Bools, cap: int) -> int:
+    """Rows with a unit and a group that contribution bounding dropped, each unit's counted
+    up to ``cap`` (``diagnostics=``): one unit changes the total by at most ``cap``."""
+    dropped = (units >= 0) & (groups >= 0) & ~keep
+    if not dropped.any():
+        return 0
+    per_unit = np.bincount(units[dropped].astype(np.int64))
+    return int(np.minimum(per_unit, cap).sum())
 
 
 def _bounded_rows(request: ComputeRequest, group_codes: I64, unit_codes: I64 | None, ng: int,
-                  gen: np.random.Generator | None) -> tuple[I64, npt.NDArray[np.intp] | None]:
+                  gen: np.random.Generator | None
+                  ) -> tuple[I64, npt.NDArray[np.intp] | None, int]:
     """Group codes after Poisson sampling of units and contribution bounding, and the rows
     they are for: every row (None), each dropped row sent to bucket ``ng``; or, when bounding
     kept at most half of the rows, the kept rows' indices and their codes alone (later passes
@@ -392,24 +427,27 @@ def _bounded_rows(request: ComputeRequest, group_codes: I64, unit_codes: I64 | N
     Both forms give the same aggregates. ``gen`` is None only when the request draws nothing
     at random (:attr:`ComputeRequest.draws_at_random`). Codes keep their signed type (a
     narrow one holds ``ng`` too: :func:`~dpframe.backends.base.group_code_dtype`); every
-    reduction reads them as they are, or widens the rows it multiplies."""
+    reduction reads them as they are, or widens the rows it multiplies. Third: the rows
+    bounding dropped, per unit up to ``request.diagnostics_cap`` (0 without diagnostics)."""
     group_codes = _signed_codes(group_codes)
     if not request.draws_at_random:
-        return bucket_codes(group_codes, ng), None
+        return bucket_codes(group_codes, ng), None, 0
     assert gen is not None, "sampling and bounding draw at random: the caller passes a generator"
     if request.sample_rate is not None:
         group_codes = np.where(poisson_sample(unit_codes, group_codes.size, request.sample_rate,
                                               gen), group_codes, -1)
     if not request.privacy_unit:
-        return bucket_codes(group_codes, ng), None
+        return bucket_codes(group_codes, ng), None, 0
     assert unit_codes is not None
     mask, rows = bound_rows(unit_codes, group_codes if request.by else None, request.max_rows,
-                        request.max_groups, gen, request.max_total if request.by else None)
+                            request.max_groups, gen, request.max_total if request.by else None)
+    dropped = (0 if request.diagnostics_cap is None
+               else dropped_rows(unit_codes, group_codes, mask, request.diagnostics_cap))
     if rows is None:
         if np.count_nonzero(mask) * 2 > mask.size:
-            return bucket_codes(group_codes, ng, mask), None
+            return bucket_codes(group_codes, ng, mask), None, dropped
         rows = np.flatnonzero(mask)
-    return bucket_codes(group_codes[rows], ng), rows
+    return bucket_codes(group_codes[rows], ng), rows, dropped
 
 
 def _signed_codes(codes: npt.ArrayLike) -> npt.NDArray[np.signedinteger[Any]]:

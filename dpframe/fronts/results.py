@@ -80,4 +80,17 @@ def _rebuild(cls: type, value: Any, provenance: Mapping[str, Any], lower: float 
     return cls(value, provenance=provenance, lower=lower, upper=upper)
 
 
-__all__ = ["DPFloat", "DPInt"]
+def diagnostics_as_numbers(provenance: dict[str, Any]) -> None:
+    """``provenance["diagnostics"]`` (the core's ``{name: {"value", "lower", "upper"}}``) as
+    ``{name: DPInt}`` with ``.lower`` / ``.upper``, in place (API.md)."""
+    released = provenance.get("diagnostics")
+    if not isinstance(released, Mapping):
+        return
+    provenance["diagnostics"] = {
+        name: v if isinstance(v, DPInt) else DPInt(
+            int(v["value"]), provenance={"diagnostics_of": provenance.get("query")},
+            lower=v["lower"], upper=v["upper"])
+        for name, v in released.items()}
+
+
+__all__ = ["DPFloat", "DPInt", "diagnostics_as_numbers"]
