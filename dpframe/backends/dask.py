@@ -55,7 +55,7 @@ from ..core.hashing import (
     value_words,
 )
 from ..core.parallel import one_thread
-from ..core.transform import compute_exact
+from ..core.transform import compute_exact, dropped_rows
 from ..core.values import NUMERIC_KINDS, ColumnKind, canonical, canonicalize
 from ..errors import DPError, ValidationError
 from .arrow.words import column_words
@@ -612,8 +612,12 @@ def _select_and_aggregate(part: pd.DataFrame, apart: dict[str, str], request: Co
                                                            np.random.default_rng([seed, 1]))
     rows_backend = _BlockBackend(kept, apart)
     bounded = dataclasses.replace(request, privacy_unit=None)
-    return compute_exact(bounded, codes[keep], keys, None, rows_backend.numbers,
-                         np.random.default_rng(0), rows_backend.distinct_hashes)
+    out = compute_exact(bounded, codes[keep], keys, None, rows_backend.numbers,
+                        np.random.default_rng(0), rows_backend.distinct_hashes)
+    if out.diagnostics is not None and request.diagnostics_cap is not None:  # (counting only)
+        out.diagnostics = (out.diagnostics[0],
+                           dropped_rows(dense, codes, keep, request.diagnostics_cap))
+    return out
 
 
 def _drawing_for(carried: Any, seed: int) -> DrawPriorities:

@@ -52,6 +52,7 @@ from .findings_dask2 import (
     finding_dask_time_unit_words,
 )
 from .findings_dask3 import finding_dask_distinct_nonconforming
+from .findings_diag import dropped_not_capped, finding_diagnostics_counts
 from .findings_gaussian import finding_analytic_gaussian, two_percent_less_sigma
 from .findings_local import finding_local_invalid_value, finding_local_spelling
 from .findings_local2 import finding_local_categorical_levels
@@ -368,6 +369,12 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("finding 58: max_rows_per_group=R enforced (grouped sum)",
              "a unit with 10 rows at U in one group, R=2", finding_rows_per_group(),
              500_000, 50_000),
+    Scenario("finding 61: diagnostics= counts of rows clamped and dropped (grouped sum, "
+             "T=3, k=2, R=2)", "one more unit with 60 rows above the bounds over 6 groups",
+             None, 1, 1, exact=finding_diagnostics_counts),
+    Scenario("BROKEN: diagnostics= with each unit's dropped rows not capped", "as finding 61",
+             None, 1, 1, expect_violation=True, exact=finding_diagnostics_counts,
+             patch=dropped_not_capped),
     # deliberately broken: the audit must find a violation
     Scenario("BROKEN: geometric with half the noise", "0 vs 1, sensitivity 1",
              core_noise(half_noise_spec, True), 2_000_000, 200_000, expect_violation=True),
