@@ -105,13 +105,13 @@ def laplace_difference_half_width(b1: FloatArray, b2: FloatArray, tail: float) -
 #: Points of the grid of candidate shifted means on which the pivot test is evaluated, and of
 #: the table of its half-widths (interpolated in between: the half-width is convex in ``|r|``,
 #: so the chords lie above it and the interval only widens).
-GRID = 257
+GRID = 129
 TABLE = 4097
 #: The share of a variance interval's error rate spent on its mean's pivot (the rest on the
 #: second moment's): the variance moves little with the mean, so a wide mean interval is cheap.
 MEAN_SHARE = 0.2
 #: Bisection steps that narrow each end of an inverted interval down to its boundary.
-REFINE = 48
+REFINE = 36
 
 
 def pivot_half_width(sum_noise: NoiseSpec, count_noise: NoiseSpec, r: FloatArray,
@@ -155,8 +155,9 @@ def inverted_interval(noisy_sum: FloatArray, noisy_count: FloatArray, sum_noise:
 
     ``S - r C = z_s - r z_c`` at the true ``r`` whatever the true count, so the true ``r`` is
     accepted with probability ``level``: the hull covers it at least that often. Where no ``r``
-    is accepted (the noise was extreme: an event of probability at most ``1 - level``), the
-    interval is the whole ``[-h, h]``: wide, never empty and never of zero width."""
+    is accepted (the noise was extreme: an event of probability at most ``1 - level``), or a
+    single point only, the interval is the whole ``[-h, h]``: wide, never empty and never of
+    zero width."""
     s = np.asarray(noisy_sum, dtype=np.float64).reshape(-1)
     c = np.asarray(noisy_count, dtype=np.float64).reshape(-1)
     a = _table(sum_noise, count_noise, h, level)
@@ -183,21 +184,37 @@ def inverted_interval(noisy_sum: FloatArray, noisy_count: FloatArray, sum_noise:
         above = np.minimum(h, np.ceil((hi + h) / step + 1e-9) * step - h)
         lower[sl] = np.where(found & (lo > -h), _refine(accepts, lo, below), lo)
         upper[sl] = np.where(found & (hi < h), _refine(accepts, hi, above), hi)
-    return lower, upper
+    point = upper <= lower  # only a point accepted (it touches the bounds): as none
+    return np.where(point, -h, lower), np.where(point, h, upper)
+
+
+def first_order_interval(noisy_sum: FloatArray, noisy_count: FloatArray,
+                         sum_noise: NoiseSpec, count_noise: NoiseSpec, h: float, level: float
+                         ) -> tuple[FloatArray, FloatArray]:
+    """The first-order interval of the shifted mean, ``S / C -+ a(S / C) / C`` (counts below 1
+    read as 1), clipped to ``[-h, h]``: cheap, indicative only (it under-covers small groups),
+    for releases that asked for no interval (``ci=None``). Never of zero width."""
+    s = np.asarray(noisy_sum, dtype=np.float64).reshape(-1)
+    c = np.maximum(np.asarray(noisy_count, dtype=np.float64).reshape(-1), 1.0)
+    r = np.clip(s / c, -h, h)
+    half = np.maximum(pivot_half_width(sum_noise, count_noise, r, level) / c, 1e-12 * h)
+    return np.clip(r - half, -h, h - 1e-12 * h), np.clip(r + half, -h + 1e-12 * h, h)
 
 
 def ratio_interval(noisy_sum: FloatArray, noisy_count: FloatArray, sum_noise: NoiseSpec,
                    count_noise: NoiseSpec, bounds: tuple[float, float],
-                   level: float) -> tuple[FloatArray, FloatArray]:
+                   level: float, exact: bool = True) -> tuple[FloatArray, FloatArray]:
     """Lower and upper ends of a ``level`` interval for the mean ``mid + s / c`` per group, by
     inverting the pivot ``S - r C`` (:func:`inverted_interval`), widened to hold the released
     estimate (:func:`mean_estimate`) where that lies outside. ``noisy_sum`` is the released
-    sum of values shifted by the bounds' midpoint. Never of zero width (bounds ``lo < hi``)."""
+    sum of values shifted by the bounds' midpoint. Never of zero width (bounds ``lo < hi``).
+    ``exact=False``: :func:`first_order_interval` instead (fast; releases without ``ci=``)."""
     lo, hi = bounds
     mid, h = (lo + hi) / 2, (hi - lo) / 2
     s = np.asarray(noisy_sum, dtype=np.float64)
-    lower, upper = inverted_interval(s, np.asarray(noisy_count, dtype=np.float64), sum_noise,
-                                     count_noise, h, level)
+    invert = inverted_interval if exact else first_order_interval
+    lower, upper = invert(s, np.asarray(noisy_count, dtype=np.float64), sum_noise,
+                          count_noise, h, level)
     est = mean_estimate(s, np.asarray(noisy_count, dtype=np.float64), bounds).reshape(-1)
     lower = np.clip(np.minimum(mid + lower, est), lo, hi)
     upper = np.clip(np.maximum(mid + upper, est), lo, hi)
@@ -294,7 +311,8 @@ def variance_interval(noisy_sum: FloatArray, noisy_count: FloatArray, noisy_squa
     for some candidate mean in that interval (union bound: the truth is accepted with
     probability at least ``level``). ``ddof`` scales the ends by ``C / (C - ddof)`` like the
     estimate. Where no variance is accepted (extreme noise) the interval is every variance
-    the bounds allow: never of zero width. The estimate is kept inside. Post-processing."""
+    the bounds allow, and so it is where a single point is accepted (a mean at a bound admits
+    the variance 0 only): never of zero width. The estimate is kept inside. Post-processing."""
     lo, hi = bounds
     h = (hi - lo) / 2
     alpha = 1.0 - level
@@ -329,6 +347,8 @@ def variance_interval(noisy_sum: FloatArray, noisy_count: FloatArray, noisy_squa
         above = np.minimum(np.ceil(vu / step + 1e-9) * step, h * h)
         lower[sl] = np.where(found & (vl > 0), _refine(accepts, vl, below), vl)
         upper[sl] = np.where(found & (vu < h * h), _refine(accepts, vu, above), vu)
+    point = upper <= lower  # only a point accepted (a mean at a bound admits variance 0 only)
+    lower, upper = np.where(point, 0.0, lower), np.where(point, h * h, upper)
     if ddof:
         scale = np.maximum(c, 1.0) / np.maximum(c - ddof, 1.0)
         lower, upper = lower * scale, upper * scale
@@ -339,6 +359,7 @@ def variance_interval(noisy_sum: FloatArray, noisy_count: FloatArray, noisy_squa
 
 
 __all__ = [
+    "first_order_interval",
     "inverted_interval",
     "laplace_difference_half_width",
     "laplace_scale",

@@ -58,7 +58,7 @@ class Mean(Aggregate):
         mean = mean_estimate(noisy_sum, noisy_cnt, mp.bounds)
         # calibrated interval by post-processing the public noise (the pivot test inverted)
         lower, upper = ratio_interval(noisy_sum, noisy_cnt, mp.noise, mp.count_noise,
-                                      mp.bounds, level)
+                                      mp.bounds, level, exact=want_ci)
         m = mp.measure
         return MeasureRelease(m.name, m.column, mean, lower.reshape(mean.shape),
                               upper.reshape(mean.shape), self.describe(mp, level))
