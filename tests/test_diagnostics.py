@@ -180,3 +180,25 @@ diagnostics = 0.1
     prov = dpf.read_provenance(tmp_path / "out" / "mean_cost.parquet")
     assert prov["charge_epsilon"] == pytest.approx(0.6)
     assert prov["diagnostics"] == q["diagnostics"]
+
+
+@pytest.mark.parametrize("call", ["median", "max", "quantile", "histogram", "agg", "selection",
+                                  "count", "var"])
+def test_every_aggregate_takes_diagnostics(call: str) -> None:
+    """``median`` and ``max`` go through ``quantile``, ``priv.groupby(g)[x]`` through the
+    group-by: each passes ``diagnostics=`` on. A count clamps nothing."""
+    df = data()
+    s = dpf.Session(1e12, seed=5)
+    p = df.dp(s, bounds=BOUNDS, keys={"g": KEYS})
+    kw = {"epsilon": HUGE, "diagnostics": HUGE}
+    r = {"median": lambda: p.median("x", **kw), "max": lambda: p.max("x", **kw),
+         "quantile": lambda: p.quantile("x", 0.9, **kw),
+         "histogram": lambda: p.histogram("x", bins=[0, 50, 100], **kw),
+         "agg": lambda: p.groupby("g").agg({"x": ["sum", "median"]}, **kw),
+         "selection": lambda: p.groupby("g")["x"].mean(**kw),
+         "count": lambda: p.count(**kw), "var": lambda: p.groupby("g").var("x", **kw)}[call]()
+    outside = int(((df["x"] < 0) | (df["x"] > 100)).sum())
+    d = r.attrs["dp"]["diagnostics"]
+    assert int(d["rows_clamped"]) == (0 if call == "count" else outside)
+    assert int(d["rows_dropped"]) == 0
+    assert s.spent_exact[0] == 2 * Fraction(HUGE)

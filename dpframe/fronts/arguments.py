@@ -185,11 +185,14 @@ _Method = TypeVar("_Method", bound=Callable[..., Any])
 def diagnosable(fn: _Method) -> _Method:
     """Give a query method the keyword ``diagnostics=eps`` (noisy counts of the rows clamping
     and bounding changed, ``core/diagnostics.py``), in its signature too (the CLI reads it).
-    The value is held for the call only (a context variable: threads and nested calls keep
-    their own) and parsed with every other number by the frame's query builder."""
+    The value is held for the call only (a context variable: each thread its own; a method
+    that calls another, ``median`` calling ``quantile``, passes it on) and parsed with every
+    other number by the frame's query builder."""
 
     @functools.wraps(fn)
     def method(self: Any, *args: Any, diagnostics: object = None, **kwargs: Any) -> Any:
+        if diagnostics is None:  # an outer method's, or none
+            return fn(self, *args, **kwargs)
         token = _DIAGNOSTICS.set(diagnostics)
         try:
             return fn(self, *args, **kwargs)
