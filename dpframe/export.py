@@ -95,8 +95,22 @@ def _document(prov: Mapping[str, Any], layout: _Layout, rows: int) -> dict[str, 
         "columns": layout.roles,
         "rows": rows,
     }
+    if prov.get("diagnostics"):
+        doc["diagnostics"] = diagnostics_document(prov["diagnostics"])
     doc.update(layout.extra)
     return jsonable(doc)
+
+
+def diagnostics_document(diagnostics: Mapping[str, Any]) -> dict[str, dict[str, int]]:
+    """``diagnostics=``'s noisy counts as ``{name: {"value", "lower", "upper"}}`` (from the
+    ``DPInt`` of ``.attrs["dp"]`` or the core's dicts alike): public, noisy, charged."""
+    out = {}
+    for name, v in diagnostics.items():
+        if isinstance(v, Mapping):
+            out[name] = {k: int(v[k]) for k in ("value", "lower", "upper")}
+        else:
+            out[name] = {"value": int(v), "lower": int(v.lower), "upper": int(v.upper)}
+    return out
 
 
 def _with_metadata(table: pa.Table, doc: dict[str, Any],

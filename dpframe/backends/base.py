@@ -20,8 +20,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..core.bounding import narrowest_signed
 from ..core.compute import ComputeRequest, ExactAggregates
-from ..core.transform import narrowest_signed
 from ..core.values import ColumnKind
 
 

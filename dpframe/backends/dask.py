@@ -38,6 +38,14 @@ import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
 
+from ..core.bounding import (
+    DrawPriorities,
+    Selection,
+    pair_priorities,
+    ranked_private_keys,
+    select_by_priority,
+    select_drawing,
+)
 from ..core.compute import ComputeRequest, ExactAggregates
 from ..core.hashing import (
     keyed,
@@ -47,15 +55,7 @@ from ..core.hashing import (
     value_words,
 )
 from ..core.parallel import one_thread
-from ..core.transform import (
-    DrawPriorities,
-    Selection,
-    compute_exact,
-    pair_priorities,
-    ranked_private_keys,
-    select_by_priority,
-    select_drawing,
-)
+from ..core.transform import compute_exact, dropped_rows
 from ..core.values import NUMERIC_KINDS, ColumnKind, canonical, canonicalize
 from ..errors import DPError, ValidationError
 from .arrow.words import column_words
@@ -411,7 +411,7 @@ def _preselect_buckets(part: pd.DataFrame, request: ComputeRequest, key: tuple[i
     smallest fresh random priority (and its ``max_total`` of those when there is no group
     step: :attr:`~dpframe.core.compute.ComputeRequest.preselect_total`), with the unit's
     exact id and the group code
-    (:func:`~dpframe.core.transform.select_by_priority`: selecting again over every
+    (:func:`~dpframe.core.bounding.select_by_priority`: selecting again over every
     partition's pre-selection is bounding over all rows). Row priorities are drawn only for
     the rows of pairs holding more than ``max_rows`` rows here, the only ones read; the kept
     rows among them carry theirs (:data:`ROW_PRIORITY_COLUMN`, shipped only when some kept row
@@ -477,7 +477,7 @@ def _ordered_codes(backend: PandasBackend, request: ComputeRequest
     """Each row's group code, ordered alike in every partition and bucket, and the words of
     private keys (None: public keys, or none, whose codes index the declared keys): private
     keys as ranks in the canonical order of the block's keys
-    (:func:`~dpframe.core.transform.ranked_private_keys`)."""
+    (:func:`~dpframe.core.bounding.ranked_private_keys`)."""
     if not (request.by and request.private_keys):
         return backend.group_codes(request, group_code_dtype(request))[0], None
     codes, keys = backend.group_codes(request)
@@ -612,8 +612,12 @@ def _select_and_aggregate(part: pd.DataFrame, apart: dict[str, str], request: Co
                                                            np.random.default_rng([seed, 1]))
     rows_backend = _BlockBackend(kept, apart)
     bounded = dataclasses.replace(request, privacy_unit=None)
-    return compute_exact(bounded, codes[keep], keys, None, rows_backend.numbers,
-                         np.random.default_rng(0), rows_backend.distinct_hashes)
+    out = compute_exact(bounded, codes[keep], keys, None, rows_backend.numbers,
+                        np.random.default_rng(0), rows_backend.distinct_hashes)
+    if out.diagnostics is not None and request.diagnostics_cap is not None:  # (counting only)
+        out.diagnostics = (out.diagnostics[0],
+                           dropped_rows(dense, codes, keep, request.diagnostics_cap))
+    return out
 
 
 def _drawing_for(carried: Any, seed: int) -> DrawPriorities:

@@ -30,9 +30,12 @@ def _budget(pair: tuple[Any, Any]) -> dict[str, float]:
 def _query(q: QueryResult) -> dict[str, Any]:
     rows = None if q.release is None else len(q.release.measures[0].values)
     hints = [] if q.release is None else q.release.provenance.get("warnings", [])
-    return {"name": q.name, "status": q.status, "epsilon": q.epsilon,
-            "ledger_entry": q.ledger_entry, "path": None if q.path is None else str(q.path),
-            "rows": rows, "plan": jsonable(q.plan), "warnings": jsonable(hints)}
+    doc = {"name": q.name, "status": q.status, "epsilon": q.epsilon,
+           "ledger_entry": q.ledger_entry, "path": None if q.path is None else str(q.path),
+           "rows": rows, "plan": jsonable(q.plan), "warnings": jsonable(hints)}
+    if q.release is not None and q.release.provenance.get("diagnostics"):
+        doc["diagnostics"] = jsonable(q.release.provenance["diagnostics"])
+    return doc
 
 
 def run_document(report: RunReport) -> dict[str, Any]:

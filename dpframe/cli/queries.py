@@ -17,7 +17,7 @@ from .spec import QuerySpec
 #: (read from its signature, so the spec cannot drift from the front). An option the method
 #: does not take is one that aggregate has no use for.
 _OPTIONS = ("delta", "mechanism", "ci", "resolution", "weights", "right", "include_lowest",
-            "selection_share")
+            "selection_share", "diagnostics")
 #: The positional arguments of each front method (default: the column).
 _ARGUMENTS = {"quantile": ("column", "q"), "histogram": ("column", "bins"),
               "agg": ("aggregates",)}

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..display.text import diagnostics_text
 from .runner import QueryResult, RunLog, RunReport
 
 if TYPE_CHECKING:
@@ -157,6 +158,11 @@ def _plan_rows(q: QueryResult) -> list[tuple[str, ...]]:
         rows.append(("", "key selection", str(sel.get("mechanism")), fmt(sel.get("epsilon")),
                      fmt(sel.get("delta")), fmt(sel.get("noise_scale")),
                      f"threshold {sel.get('threshold')}"))
+    diag = q.plan.get("diagnostics")
+    if diag:  # two geometric counts, each at half of its epsilon
+        rows.append(("", "diagnostics (rows clamped, dropped)", "geometric",
+                     fmt(diag.get("epsilon")), "0", fmt(diag.get("noise_scale")),
+                     fmt(diag.get("ci_half_width"))))
     return rows
 
 
@@ -185,8 +191,9 @@ def print_plan(con: Console, report: RunReport, suffix: str) -> None:
 def _release_row(q: QueryResult) -> tuple[str, ...]:
     assert q.release is not None and q.path is not None
     shown, _ = release_rows(q.release)
-    return (q.name, fmt(q.epsilon), str(len(shown)), shown[0][2] if shown else "—",
-            f"#{q.ledger_entry}", q.path.name)
+    diag = diagnostics_text(q.release.provenance.get("diagnostics"))
+    return (q.name + (f" ({diag})" if diag else ""), fmt(q.epsilon), str(len(shown)),
+            shown[0][2] if shown else "—", f"#{q.ledger_entry}", q.path.name)
 
 
 def print_release(con: Console, report: RunReport) -> None:

@@ -217,6 +217,7 @@ class QueryTable(_Table):
     aggregates: Annotated[dict[str, _Texts], Field(min_length=1)] | None = None
     weights: dict[str, _Number] | None = None
     selection_share: _Level | None = None
+    diagnostics: _Positive | None = None
 
     @model_validator(mode="after")
     def _complete(self) -> QueryTable:

@@ -48,6 +48,7 @@ class QuerySpec:
     aggregates: dict[str, list[str]] | None = None
     weights: dict[str, float] | None = None
     selection_share: float | None = None
+    diagnostics: float | None = None
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ import numpy as np
 
 from .aggregates import aggregate
 from .compute import ExactAggregates
+from .diagnostics import release_diagnostics
 from .hints import near_zero_hint
 from .measure import MeasurePlan, MeasureRelease, Rows
 from .plan import ReleasePlan
@@ -51,6 +52,9 @@ def apply_plan(plan: ReleasePlan, exact: ExactAggregates, rng: RandomSource) -> 
         out = [aggregate(mp.measure.op).release(mp, rows, rng, level, plan.query.ci is not None)
                for mp in plan.measures]
     prov = plan.describe()
+    if plan.diagnostics is not None:  # the noisy counts of diagnostics=, after the measures
+        prov["diagnostics"] = release_diagnostics(plan.diagnostics, exact.diagnostics, rng,
+                                                  level)
     if not plan.query.private_keys:  # post-processing of the noisy values (core/hints.py)
         hint = near_zero_hint(plan.measures, out, len(keys), plan.query.by)
         if hint is not None:

@@ -133,7 +133,7 @@ class ComputeRequest:
 
     ``by`` and ``keys`` (public keys, when ``private_keys`` is false) give the groups;
     ``privacy_unit`` with ``max_rows`` (per group) / ``max_groups`` / ``max_total`` the
-    contribution bounds a backend enforces (:func:`dpframe.core.transform.bound_contributions`);
+    contribution bounds a backend enforces (:func:`dpframe.core.bounding.bound_contributions`);
     ``sample_rate`` Poisson sampling of units; ``unit_counts``: whether key selection needs
     distinct units per group.
     """
@@ -149,6 +149,9 @@ class ComputeRequest:
     unit_counts: bool = False
     #: T: a unit's rows over every group, when that step binds (None: it cannot)
     max_total: int | None = None
+    #: count the rows clamping and bounding changed (``diagnostics=``): each unit's dropped
+    #: rows counted up to this cap (None: no diagnostics)
+    diagnostics_cap: int | None = None
 
     @property
     def preselect_total(self) -> int | None:
@@ -192,6 +195,8 @@ class ExactAggregates:
     #: ``distinct`` requests: unique (group, value hash) pairs, as two arrays
     distinct: dict[tuple[object, ...], tuple[np.ndarray, np.ndarray]] = field(
         default_factory=dict)
+    #: ``diagnostics_cap``: (rows clamped, rows dropped by bounding, each unit's capped)
+    diagnostics: tuple[int, int] | None = None
 
     def merge(self, other: ExactAggregates) -> ExactAggregates:
         """Sum of two blocks' aggregates (blocks must hold disjoint privacy units), aligning
@@ -223,7 +228,16 @@ class ExactAggregates:
         distinct = {k: union_pairs(self.distinct.get(k), ia, other.distinct.get(k), ib)
                     for k in {**self.distinct, **other.distinct}}
         return ExactAggregates(keys, values, counts,  # type: ignore[arg-type]
-                               add(self.unit_counts, other.unit_counts), distinct)
+                               add(self.unit_counts, other.unit_counts), distinct,
+                               add_diagnostics(self.diagnostics, other.diagnostics))
+
+
+def add_diagnostics(a: tuple[int, int] | None, b: tuple[int, int] | None
+                    ) -> tuple[int, int] | None:
+    """Two blocks' diagnostic counts added (blocks hold disjoint units: per-unit caps hold)."""
+    if a is None or b is None:
+        return a if b is None else b
+    return (a[0] + b[0], a[1] + b[1])
 
 
 def preferred_key(a: tuple[object, ...], b: tuple[object, ...]) -> tuple[object, ...]:

@@ -30,6 +30,7 @@ from ..errors import ValidationError
 from .accounting import PrivacyCost, poisson_subsampling, round_up, zcdp_to_approx_dp
 from .aggregates import aggregate
 from .compute import NO_GROUP_LIMIT, AggregateRequest, ComputeRequest
+from .diagnostics import DiagnosticsPlan, plan_diagnostics
 from .gaussian import analytic_mu, delta_float, discrete_epsilon, satisfies
 from .measure import MeasurePlan, PlanContext
 from .mechanisms import NoiseSpec, gaussian_parts, noise_spec, rho_for
@@ -52,6 +53,7 @@ class ReleasePlan:
     selection: SelectionPlan | None
     cost: PrivacyCost
     contribution: Contribution = field(default_factory=Contribution)
+    diagnostics: DiagnosticsPlan | None = None
 
     @cached_property
     def requests(self) -> list[AggregateRequest]:
@@ -70,7 +72,7 @@ class ReleasePlan:
         return ComputeRequest(tuple(self.requests), q.by, q.keys, q.private_keys,
                               q.privacy_unit, rows, groups, q.sample_rate,
                               self.selection is not None and not self.selection.released_count,
-                              total)
+                              total, self.diagnostics.cap if self.diagnostics else None)
 
     @property
     def mechanism(self) -> str:
@@ -90,6 +92,7 @@ class ReleasePlan:
             "measures": [aggregate(mp.measure.op).describe(mp, level)
                          for mp in self.measures],
             "key_selection": self.selection.describe() if self.selection else None,
+            **({"diagnostics": self.diagnostics.describe(level)} if self.diagnostics else {}),
         }
 
 
@@ -114,8 +117,10 @@ def plan_query(query: Query, relation: Relation, column_kinds: dict[str, str]) -
                                     plans[0].noise)
     rho_total = sum((r for _, _, r in budgets if r is not None), Fraction(0))
     pure_gaussian = gaussian and selection is None and all(mp.em is None for mp in plans)
-    cost = _cost(query, relation, rho_total if pure_gaussian else None)
-    return ReleasePlan(query, relation, tuple(plans), selection, cost, contrib)
+    diagnostics = (None if query.diagnostics is None
+                   else plan_diagnostics(query.diagnostics, contrib.cap))
+    cost = _cost(query, relation, rho_total if pure_gaussian and diagnostics is None else None)
+    return ReleasePlan(query, relation, tuple(plans), selection, cost, contrib, diagnostics)
 
 
 #: Types whose pickle is their value, exactly: ``-0.0`` and ``0.0``, ``True`` and ``1``, ``1``
@@ -196,7 +201,7 @@ def enforced_bounds(query: Query, c: Contribution) -> tuple[int, int, int | None
     normalized ``c``: a group step unless T implies it (k >= T, or k not declared
     with T declared), a total step only when T binds (T < k * R). Leaving a step out that
     cannot bind changes no distribution; leaving the group step out lets blocks pre-select by
-    T too (:func:`~dpframe.core.transform.select_by_priority`)."""
+    T too (:func:`~dpframe.core.bounding.select_by_priority`)."""
     if not query.privacy_unit or not query.by:
         return c.rows, c.groups, None
     t = query.max_rows_per_unit
@@ -207,14 +212,16 @@ def enforced_bounds(query: Query, c: Contribution) -> tuple[int, int, int | None
 
 
 def _cost(query: Query, relation: Relation, rho: Fraction | None) -> PrivacyCost:
-    """The charge: the query's (epsilon, delta), amplified by Poisson sampling of units when
-    it samples (add_remove neighbours only), with the zCDP rho of an all-Gaussian release."""
+    """The charge: the query's (epsilon, delta), plus ``diagnostics=`` epsilon (sequential
+    composition), amplified by Poisson sampling of units when it samples (add_remove
+    neighbours only), with the zCDP rho of an all-Gaussian release (none with diagnostics)."""
+    epsilon = query.epsilon + (query.diagnostics or 0)
     if query.sample_rate is not None:
         if relation != "add_remove":
             raise ValidationError("sample() amplification holds for neighbouring='add_remove' "
                                   "only")
-        return poisson_subsampling(query.epsilon, query.delta, query.sample_rate)
-    return PrivacyCost(query.epsilon, query.delta, rho=rho)
+        return poisson_subsampling(epsilon, query.delta, query.sample_rate)
+    return PrivacyCost(epsilon, query.delta, rho=rho)
 
 
 Budgets = list[tuple[Fraction, Fraction, Fraction | None]]

@@ -88,6 +88,8 @@ class Query:
     selection_share: Fraction = Fraction(1, 2)
     sample_rate: Fraction | None = None   # Poisson subsampling of units (exact dyadic rate)
     description: str = ""
+    #: epsilon for noisy counts of the rows clamping and bounding changed (None: none)
+    diagnostics: Fraction | None = None
 
     # -- validation ---------------------------------------------------------------------------
     def validate(self, schema: Mapping[str, ColumnKind]) -> Query:

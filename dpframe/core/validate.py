@@ -64,6 +64,8 @@ def check_numbers(query: Query) -> None:
         raise ValidationError("rate must be in (0, 1]")
     for m in query.measures:
         _exact(m.weight, "weight", positive=True)
+    if query.diagnostics is not None:
+        _exact(query.diagnostics, "diagnostics", positive=True)
     check_contribution(query)
 
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-from .text import ci_text
+from .text import ci_text, diagnostics_text
 
 _STYLE = ("font-family: var(--jp-ui-font-family, sans-serif); font-size: 13px; "
           "line-height: 1.4")
@@ -82,8 +82,10 @@ def scalar_html(value: float, provenance: Mapping[str, Any], lower: float | None
     if provenance.get("delta"):
         charge += f", δ={_num(provenance.get('delta'))}"
     seeded = " <b style='color:#c0392b'>seeded, insecure</b>" if provenance.get("seeded") else ""
+    diag = diagnostics_text(provenance.get("diagnostics"))
+    diag = f" · {escape(diag)}" if diag else ""
     return (f'<span style="{_STYLE}"><b>{_num(value, 8)}</b>{interval} '
-            f"<small>{what} · {mech} · {charge}{seeded}</small></span>")
+            f"<small>{what} · {mech} · {charge}{diag}{seeded}</small></span>")
 
 
 def _keys_cell(keys: object, max_keys: int) -> str:

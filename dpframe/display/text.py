@@ -37,6 +37,23 @@ def ci_text(details: dict[str, Any]) -> str:
     return num(details.get("ci_half_width"))
 
 
+def diagnostics_text(diagnostics: Any) -> str:
+    """``diagnostics=``'s noisy counts as ``"rows clamped ~N [lo, hi], rows dropped ~M [lo,
+    hi]"`` (empty when there are none): the bias an interval about the clamped value cannot
+    show. Reads ``{name: DPInt}`` or the core's ``{name: {"value", "lower", "upper"}}``."""
+    if not isinstance(diagnostics, dict):
+        return ""
+    parts = []
+    for name in ("rows_clamped", "rows_dropped"):
+        v = diagnostics.get(name)
+        if v is None:
+            continue
+        value, lo, hi = ((v["value"], v["lower"], v["upper"]) if isinstance(v, dict)
+                         else (int(v), getattr(v, "lower", None), getattr(v, "upper", None)))
+        parts.append(f"{name.replace('_', ' ')} ~{value} [{num(lo)}, {num(hi)}]")
+    return ", ".join(parts)
+
+
 def entries_summary(entries: Sequence[dict[str, Any]], label: str = "Entries") -> str:
     """``"<label>: N (a released, b failed, c interrupted)"``: every status is counted, so the
     parts add up to N. An entry still ``charged`` was charged by a query that has not recorded
@@ -60,7 +77,9 @@ def _entry_row(e: dict[str, Any], with_session: bool) -> list[str]:
     row = [str(e["id"]), str(e["time"])[:19].replace("T", " ")]
     if with_session:
         row.append(e.get("session") or "")
-    row += [str(e["query"]), ", ".join(e.get("columns") or []), str(e["mechanism"]),
+    diag = diagnostics_text((det.get("plan") or {}).get("diagnostics"))
+    row += [str(e["query"]) + (f" ({diag})" if diag else ""),
+            ", ".join(e.get("columns") or []), str(e["mechanism"]),
             num(e["epsilon"]), num(e["delta"]), num(det.get("noise_scale")),
             ci_text(det), str(e["status"])]
     if with_session:

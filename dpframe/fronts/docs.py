@@ -23,7 +23,12 @@ COMMON_PARAMS = {
     "mechanism": "``'laplace'`` (default; geometric for integer results) or ``'gaussian'`` "
                  "(discrete Gaussian, needs ``delta > 0``)",
     "ci": "a level in (0, 1), e.g. 0.95: adds the interval (``.lower`` / ``.upper`` on a "
-          "number, ``lower`` / ``upper`` columns on a grouped result); free (post-processing)",
+          "number, ``lower`` / ``upper`` columns on a grouped result); free (post-processing). "
+          "It covers the value clamped to the bounds, not the raw one",
+    "diagnostics": "an epsilon spent on top: noisy counts of the rows clamping and "
+                   "contribution bounding changed, ``.attrs['dp']['diagnostics']`` = "
+                   "``{'rows_clamped': DPInt, 'rows_dropped': DPInt}`` (each unit's dropped rows "
+                   "counted up to min(T, k R))",
     "ddof": "0 (population) or 1 (sample, pandas' default)",
     "min_rows": "with ``accuracy``: a lower bound you know on the number of rows a mean is "
                 "over (the number itself is private)",

@@ -40,7 +40,9 @@ from .arguments import (
     check_declared_columns,
     check_unit,
     declarations,
+    diagnosable,
     fraction_weights,
+    requested_diagnostics,
 )
 from .docs import (
     RETURNS_AGG,
@@ -53,7 +55,7 @@ from .docs import (
     documented,
 )
 from .idioms import sort_by_labels
-from .results import ContributionBounds, DPFloat, DPInt
+from .results import ContributionBounds, DPFloat, DPInt, diagnostics_as_numbers
 
 if TYPE_CHECKING:
     from ..engine.session import Session
@@ -188,6 +190,8 @@ class PrivateFrame:
         keys = self._resolved_keys(by if not private else ())
         share = Fraction(1, 2) if selection_share is None else to_fraction(
             selection_share, "selection_share", positive=True)
+        diag = requested_diagnostics()
+        diagnostics = None if diag is None else to_fraction(diag, "diagnostics", positive=True)
         return Query(tuple(measures), eps, dlt, bounds=self._bounds, by=by, keys=keys,
                      private_keys=private, privacy_unit=self._unit,
                      max_rows_per_unit=self._bounds_tkr[0],
@@ -195,7 +199,7 @@ class PrivateFrame:
                      max_rows_per_group=self._bounds_tkr[2],
                      mechanism=mech,  # type: ignore[arg-type]
                      ci=ci, selection_share=share, sample_rate=self._sample_rate,
-                     description=description)
+                     description=description, diagnostics=diagnostics)
 
     def _epsilon_for(self, measures: list[Measure], epsilon: object, delta: object,
                      accuracy: object, min_rows: object, **kw: Any) -> Fraction:
@@ -258,7 +262,9 @@ class PrivateFrame:
             return {}
         if dry_run:
             return explain(self.session, query, self._backend)
-        return run_release(self.session, query, self._backend)
+        release = run_release(self.session, query, self._backend)
+        diagnostics_as_numbers(release.provenance)
+        return release
 
     @staticmethod
     def _scalar(r: CoreRelease, integer: bool, ci: float | None = None) -> DPInt | DPFloat:
@@ -276,6 +282,7 @@ class PrivateFrame:
 
     # -- aggregates ------------------------------------------------------------------------------
     @documented(RETURNS_COUNT)
+    @diagnosable
     def count(self, column: str | None = None, *, epsilon: float | None = None,
               delta: float = 0.0, mechanism: str | None = None, ci: float | None = None,
               dry_run: bool = False, accuracy: float | None = None) -> Any:
@@ -299,6 +306,7 @@ class PrivateFrame:
         return r if isinstance(r, dict) else self._scalar(r, True, ci)
 
     @documented(RETURNS_COUNT)
+    @diagnosable
     def count_distinct(self, column: str, *, epsilon: float | None = None,
                        delta: float = 0.0, mechanism: str | None = None,
                        ci: float | None = None, dry_run: bool = False,
@@ -321,6 +329,7 @@ class PrivateFrame:
         return r if isinstance(r, dict) else self._scalar(r, True, ci)
 
     @documented(RETURNS_SUM)
+    @diagnosable
     def sum(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
             mechanism: str | None = None, ci: float | None = None,
             dry_run: bool = False, accuracy: float | None = None) -> Any:
@@ -344,6 +353,7 @@ class PrivateFrame:
         return self._scalar(r, r.measures[0].values.dtype.kind == "i", ci)
 
     @documented(RETURNS_FLOAT)
+    @diagnosable
     def mean(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
              mechanism: str | None = None, ci: float | None = None,
              dry_run: bool = False, accuracy: float | None = None,
@@ -371,6 +381,7 @@ class PrivateFrame:
         return r if isinstance(r, dict) else self._scalar(r, False, ci)
 
     @documented(RETURNS_FLOAT)
+    @diagnosable
     def var(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
             mechanism: str | None = None, ci: float | None = None, ddof: int = 1,
             dry_run: bool = False, accuracy: float | None = None) -> Any:
@@ -390,6 +401,7 @@ class PrivateFrame:
                             accuracy)
 
     @documented(RETURNS_FLOAT)
+    @diagnosable
     def std(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
             mechanism: str | None = None, ci: float | None = None, ddof: int = 1,
             dry_run: bool = False, accuracy: float | None = None) -> Any:
@@ -527,6 +539,7 @@ class PrivateFrame:
         return r if isinstance(r, dict) else self._scalar(r, False, ci)
 
     @documented(RETURNS_FLOAT)
+    @diagnosable
     def quantile(self, column: str, q: float = 0.5, *, epsilon: float | None = None,
                  resolution: int = DEFAULT_GRID, dry_run: bool = False,
                  ci: float | None = None, accuracy: float | None = None,
@@ -550,6 +563,7 @@ class PrivateFrame:
                               f"quantile({column}, {q})", ci, accuracy, mechanism, delta)
 
     @documented(RETURNS_FLOAT)
+    @diagnosable
     def max(self, column: str, *, epsilon: float | None = None,
             resolution: int = DEFAULT_GRID, dry_run: bool = False, ci: float | None = None,
             accuracy: float | None = None, mechanism: str | None = None,
@@ -569,6 +583,7 @@ class PrivateFrame:
                               f"max({column})", ci, accuracy, mechanism, delta)
 
     @documented(RETURNS_FLOAT)
+    @diagnosable
     def min(self, column: str, *, epsilon: float | None = None,
             resolution: int = DEFAULT_GRID, dry_run: bool = False, ci: float | None = None,
             accuracy: float | None = None, mechanism: str | None = None,
@@ -588,6 +603,7 @@ class PrivateFrame:
                               f"min({column})", ci, accuracy, mechanism, delta)
 
     @documented(RETURNS_FLOAT)
+    @diagnosable
     def median(self, column: str, *, epsilon: float | None = None,
                resolution: int = DEFAULT_GRID, dry_run: bool = False,
                ci: float | None = None, accuracy: float | None = None,
@@ -608,6 +624,7 @@ class PrivateFrame:
                              delta=delta)
 
     @documented(RETURNS_HIST)
+    @diagnosable
     def histogram(self, column: str, bins: Sequence[float] | int, *,
                   epsilon: float | None = None, delta: float = 0.0,
                   mechanism: str | None = None, right: bool = True,
@@ -885,6 +902,7 @@ class PrivateGroupBy:
                                                release_epsilon=release_epsilon)
 
     @documented(RETURNS_SERIES)
+    @diagnosable
     def count(self, column: str | None = None, *, epsilon: float | None = None,
               delta: float = 0.0, mechanism: str | None = None, ci: float | None = None,
               dry_run: bool = False, selection_share: float | None = None,
@@ -905,6 +923,7 @@ class PrivateGroupBy:
                          dry_run, selection_share, accuracy)
 
     @documented(RETURNS_SERIES)
+    @diagnosable
     def count_distinct(self, column: str, *, epsilon: float | None = None,
                        delta: float = 0.0, mechanism: str | None = None,
                        ci: float | None = None, dry_run: bool = False,
@@ -930,6 +949,7 @@ class PrivateGroupBy:
         return self.count(epsilon=epsilon, **kw)
 
     @documented(RETURNS_SERIES)
+    @diagnosable
     def sum(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
             mechanism: str | None = None, ci: float | None = None, dry_run: bool = False,
             selection_share: float | None = None, accuracy: float | None = None) -> Any:
@@ -948,6 +968,7 @@ class PrivateGroupBy:
                          selection_share, accuracy)
 
     @documented(RETURNS_SERIES)
+    @diagnosable
     def mean(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
              mechanism: str | None = None, ci: float | None = None, dry_run: bool = False,
              selection_share: float | None = None, accuracy: float | None = None,
@@ -967,6 +988,7 @@ class PrivateGroupBy:
                          dry_run, selection_share, accuracy, min_rows)
 
     @documented(RETURNS_SERIES)
+    @diagnosable
     def var(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
             mechanism: str | None = None, ci: float | None = None, ddof: int = 1,
             dry_run: bool = False, selection_share: float | None = None,
@@ -986,6 +1008,7 @@ class PrivateGroupBy:
                          mechanism, ci, dry_run, selection_share, accuracy)
 
     @documented(RETURNS_SERIES)
+    @diagnosable
     def std(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
             mechanism: str | None = None, ci: float | None = None, ddof: int = 1,
             dry_run: bool = False, selection_share: float | None = None,
@@ -1005,6 +1028,7 @@ class PrivateGroupBy:
                          mechanism, ci, dry_run, selection_share, accuracy)
 
     @documented(RETURNS_SERIES)
+    @diagnosable
     def max(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
             resolution: int = DEFAULT_GRID, dry_run: bool = False,
             selection_share: float | None = None, ci: float | None = None,
@@ -1026,6 +1050,7 @@ class PrivateGroupBy:
                          selection_share, accuracy)
 
     @documented(RETURNS_SERIES)
+    @diagnosable
     def min(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
             resolution: int = DEFAULT_GRID, dry_run: bool = False,
             selection_share: float | None = None, ci: float | None = None,
@@ -1047,6 +1072,7 @@ class PrivateGroupBy:
                          selection_share, accuracy)
 
     @documented(RETURNS_SERIES)
+    @diagnosable
     def quantile(self, column: str, q: float = 0.5, *, epsilon: float | None = None,
                  delta: float = 0.0, resolution: int = DEFAULT_GRID, dry_run: bool = False,
                  selection_share: float | None = None, ci: float | None = None,
@@ -1067,6 +1093,7 @@ class PrivateGroupBy:
                          selection_share, accuracy)
 
     @documented(RETURNS_SERIES)
+    @diagnosable
     def median(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
                resolution: int = DEFAULT_GRID, dry_run: bool = False,
                selection_share: float | None = None, ci: float | None = None,
@@ -1086,6 +1113,7 @@ class PrivateGroupBy:
         return self._one(meas, column, epsilon, delta, mechanism, ci, dry_run,
                          selection_share, accuracy)
 
+    @diagnosable
     def histogram(self, column: str, bins: Sequence[float] | int, *,
                   epsilon: float | None = None, delta: float = 0.0,
                   mechanism: str | None = None, right: bool = True,
@@ -1131,6 +1159,7 @@ class PrivateGroupBy:
         return sort_by_labels(out) if self._sort else out
 
     @documented(RETURNS_AGG)
+    @diagnosable
     def agg(self, spec: Mapping[str, str | Sequence[str]] | None = None, *,
             epsilon: float | None = None, delta: float = 0.0, mechanism: str | None = None,
             ci: float | None = None,

@@ -80,7 +80,18 @@ def _rebuild(cls: type, value: Any, provenance: Mapping[str, Any], lower: float 
     return cls(value, provenance=provenance, lower=lower, upper=upper)
 
 
-__all__ = ["DPFloat", "DPInt"]
+def diagnostics_as_numbers(provenance: dict[str, Any]) -> None:
+    """``provenance["diagnostics"]`` (the core's ``{name: {"value", "lower", "upper"}}``) as
+    ``{name: DPInt}`` with ``.lower`` / ``.upper``, in place (API.md)."""
+    released = provenance.get("diagnostics")
+    if not isinstance(released, Mapping):
+        return
+    provenance["diagnostics"] = {
+        name: v if isinstance(v, DPInt) else DPInt(
+            int(v["value"]), provenance={"diagnostics_of": provenance.get("query")},
+            lower=v["lower"], upper=v["upper"])
+        for name, v in released.items()}
+
 
 
 class ContributionBounds(dict[str, int]):
@@ -103,3 +114,6 @@ class ContributionBounds(dict[str, int]):
 
     def __reduce__(self) -> Any:
         return (ContributionBounds, (dict(self), self.attrs["dp"]))
+
+
+__all__ = ["ContributionBounds", "DPFloat", "DPInt", "diagnostics_as_numbers"]

@@ -58,6 +58,7 @@ from .findings_dask2 import (
     finding_dask_time_unit_words,
 )
 from .findings_dask3 import finding_dask_distinct_nonconforming
+from .findings_diag import dropped_not_capped, finding_diagnostics_counts
 from .findings_gaussian import finding_analytic_gaussian, two_percent_less_sigma
 from .findings_local import finding_local_invalid_value, finding_local_spelling
 from .findings_local2 import finding_local_categorical_levels
@@ -392,6 +393,12 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("BROKEN: quantile with halved utility sensitivity", "as finding 60", None, 1, 1,
              expect_violation=True, exact=finding_quantile_cells,
              patch=halved_quantile_sensitivity),
+    Scenario("finding 61: diagnostics= counts of rows clamped and dropped (grouped sum, "
+             "T=3, k=2, R=2)", "one more unit with 60 rows above the bounds over 6 groups",
+             None, 1, 1, exact=finding_diagnostics_counts),
+    Scenario("BROKEN: diagnostics= with each unit's dropped rows not capped", "as finding 61",
+             None, 1, 1, expect_violation=True, exact=finding_diagnostics_counts,
+             patch=dropped_not_capped),
     # deliberately broken: the audit must find a violation
     Scenario("BROKEN: bound choice with the histograms' sensitivity understated",
              "as finding 59 (change_one, ungrouped)", finding_bound_choice("change_one", False),

@@ -68,34 +68,34 @@ def finding_rows_per_group() -> Callable[[int], Built]:
 def total_not_enforced() -> Iterator[None]:
     """The bounding of 0.1 (rows per group and groups only: T ignored), with the new
     sensitivity: the release the scenarios must catch (tests/test_audit_bounds.py)."""
-    from dpframe.core import transform
+    from dpframe.core import bounding
 
-    bound = transform._bound
+    bound = bounding.bound_rows
 
     def old(units: Any, groups_: Any, max_rows: int, max_groups: int, gen: Any,
             max_total: int | None = None) -> Any:
         return bound(units, groups_, max_rows, max_groups, gen, None)
 
-    transform._bound = old  # type: ignore[assignment]
+    bounding.bound_rows = old  # type: ignore[assignment]
     try:
         yield
     finally:
-        transform._bound = bound  # type: ignore[assignment]
+        bounding.bound_rows = bound  # type: ignore[assignment]
 
 
 @contextlib.contextmanager
 def rows_per_group_not_enforced() -> Iterator[None]:
     """Bounding that ignores R (a unit keeps every row of its groups)."""
-    from dpframe.core import transform
+    from dpframe.core import bounding
 
-    bound = transform._bound
+    bound = bounding.bound_rows
 
     def loose(units: Any, groups_: Any, max_rows: int, max_groups: int, gen: Any,
               max_total: int | None = None) -> Any:
         return bound(units, groups_, 1 << 40, max_groups, gen, max_total)
 
-    transform._bound = loose  # type: ignore[assignment]
+    bounding.bound_rows = loose  # type: ignore[assignment]
     try:
         yield
     finally:
-        transform._bound = bound  # type: ignore[assignment]
+        bounding.bound_rows = bound  # type: ignore[assignment]

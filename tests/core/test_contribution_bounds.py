@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dpframe.core.bounding import bound_contributions, select_by_priority
 from dpframe.core.compute import NO_GROUP_LIMIT
 from dpframe.core.plan import enforced_bounds
 from dpframe.core.query import Measure, Query
@@ -28,7 +29,6 @@ from dpframe.core.sensitivity import (
     quantile_utility_sensitivity,
     sum_sensitivity,
 )
-from dpframe.core.transform import bound_contributions, select_by_priority
 
 F = Fraction
 LO, HI = F(0), F(10)  # M = 10, width = 10

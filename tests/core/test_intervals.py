@@ -45,12 +45,15 @@ def _coverage(kind: str, n: int, true_mean: float, shrink: float = 1.0) -> float
 
 
 @pytest.mark.parametrize("kind", ["laplace", "gaussian"])
-# n = 3 and 40 are simulated, 2000 and 50,000 use the first-order law
 @pytest.mark.parametrize("n", [3, 40, 2000, 50_000])
 def test_coverage_is_the_level(kind: str, n: int) -> None:
+    """At n = 3 the noise dwarfs the bounds: the inverted interval is mostly the whole bounds
+    (the truth lies in them), so it may cover more than the level, never less."""
     se = math.sqrt(LEVEL * (1 - LEVEL) / TRIALS)
     cov = _coverage(kind, n, 7.3)
-    assert abs(cov - LEVEL) <= 4 * se, f"coverage {cov:.4f}"
+    assert cov >= LEVEL - 4 * se, f"coverage {cov:.4f}"
+    if n >= 40:
+        assert cov <= LEVEL + 4 * se, f"coverage {cov:.4f}"
     # the same check fails intervals 30% too narrow or too wide (not at n = 3, where the
     # interval is mostly the clipped bounds and its width says little)
     if n >= 40:

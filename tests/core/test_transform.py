@@ -1,4 +1,5 @@
-"""The shared transformations: exact fixed-point sums, bounding by random sampling."""
+"""The shared transformations (core/transform.py, core/bounding.py): exact fixed-point sums,
+bounding by random sampling."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from dpframe.core.bounding import bound_contributions
 from dpframe.core.compute import ComputeRequest, fixed_point_request
 from dpframe.core.transform import (
-    bound_contributions,
     compute_exact,
     fixed_point,
     grouped_sum_exact,
@@ -388,8 +389,8 @@ def _select_reference(u: np.ndarray, g: np.ndarray, pp: np.ndarray, rp: np.ndarr
 
 @pytest.mark.parametrize("groups,rows", [(1, 1), (1, 3), (2, 2), (3, 1), (9, 2)])
 def test_select_by_priority_is_the_reference_and_pre_selects(groups: int, rows: int) -> None:
+    from dpframe.core.bounding import select_by_priority, select_drawing
     from dpframe.core.hashing import keyed_priority
-    from dpframe.core.transform import select_by_priority, select_drawing
 
     rng = np.random.default_rng(groups * 10 + rows)
     n = 3000
@@ -437,8 +438,8 @@ def test_select_by_priority_is_the_reference_and_pre_selects(groups: int, rows: 
 def test_select_by_priority_draws_no_row_priority_under_the_bound() -> None:
     """No pair holds more than ``max_rows`` rows (after the choice of groups): no row
     priority is read, so none is drawn; a pair past the bound is drawn for, its rows only."""
+    from dpframe.core.bounding import select_drawing
     from dpframe.core.hashing import keyed_priority
-    from dpframe.core.transform import select_drawing
 
     def never(idx: np.ndarray) -> np.ndarray:
         raise AssertionError("a row priority was drawn")
@@ -460,8 +461,8 @@ def test_select_by_priority_chooses_groups_and_rows_uniformly() -> None:
     """Keyed pair priorities with a fresh salt and uniform row priorities: each of a unit's four
     groups is kept with probability 1/4 and each of a pair's rows with probability 2/5
     (binomial tolerance, 5 standard deviations; a wrong rule fails it)."""
+    from dpframe.core.bounding import select_by_priority
     from dpframe.core.hashing import keyed_priority
-    from dpframe.core.transform import select_by_priority
 
     u = np.zeros(4 * 5, dtype=np.int64)
     g = np.repeat(np.arange(4), 5)
@@ -486,8 +487,8 @@ def test_each_unit_keeps_its_pairs_of_least_key(max_groups: int, huge_codes: boo
     beyond 32 bits all keep each unit's pairs of least (top 24 bits of priority, group),
     including units with fewer pairs than ``max_groups``, a group code of -1, and priorities
     that tie in their top 32 bits (the smaller group first)."""
+    from dpframe.core.bounding import _smallest_pairs
     from dpframe.core.hashing import keyed_priority
-    from dpframe.core.transform import _smallest_pairs
 
     rng = np.random.default_rng(max_groups)
     u = rng.integers(0, 300, 5000)
@@ -510,7 +511,7 @@ def test_each_unit_keeps_its_pairs_of_least_key(max_groups: int, huge_codes: boo
 
 
 def test_pair_keys_order_by_top_bits_then_group() -> None:
-    from dpframe.core.transform import pair_keys
+    from dpframe.core.bounding import pair_keys
 
     # the top 24 bits, then the group (-1 after every group); lower priority bits never count
     prio = np.array([5 << 40 | 7 << 32, 5 << 40 | 1, 4 << 40 | 9 << 35, 0], dtype=np.uint64)
@@ -526,7 +527,7 @@ def test_both_key_layouts_keep_the_same_pairs_even_on_ties() -> None:
     change. Both layouts must keep the same pairs for every other unit, also when priorities
     tie in their top 24 bits and differ below (an order on 32 bits broke those ties apart from
     the compact one, so one unit's row in group 300 moved other units' choices)."""
-    from dpframe.core.transform import _smallest_keys, pair_keys
+    from dpframe.core.bounding import _smallest_keys, pair_keys
 
     rng = np.random.default_rng(21)
     n = 6000
@@ -600,7 +601,7 @@ def test_choosing_without_a_row_count_is_the_same_selection(
     path makes from the same seed: same chosen pairs, same rows past ``max_rows``, busy and
     idle units, dropped rows. The test fails if either path draws differently or keeps a row
     the other drops."""
-    from dpframe.core import transform
+    from dpframe.core import bounding
 
     rng = np.random.default_rng(12)
     n = 60_000
@@ -611,7 +612,7 @@ def test_choosing_without_a_row_count_is_the_same_selection(
         units[rng.random(n) < 0.05] = -1
         groups[rng.random(n) < 0.05] = -1
     free = bound_contributions(units, groups, max_rows, max_groups, np.random.default_rng(4))
-    monkeypatch.setattr(transform, "CHOOSE_WITHOUT_COUNT", 10**9)  # always count first
+    monkeypatch.setattr(bounding, "CHOOSE_WITHOUT_COUNT", 10**9)  # always count first
     counted = bound_contributions(units, groups, max_rows, max_groups, np.random.default_rng(4))
     assert np.array_equal(free, counted)
     ok = (units >= 0) & (groups >= 0)
@@ -654,8 +655,8 @@ def test_fused_block_keys_are_pair_keys_of_keyed_priorities(dtype: type, compact
     buffers) writes exactly ``pair_keys(keyed_priority(u, g))``, for group codes of any
     signed width, -1 included (``pair_keys`` is the block function on a copy: the key bits
     themselves are pinned by ``test_pair_keys_order_by_top_bits_then_group``)."""
+    from dpframe.core.bounding import _pair_keys_into, pair_keys
     from dpframe.core.hashing import keyed_priority, priority_into
-    from dpframe.core.transform import _pair_keys_into, pair_keys
 
     rng = np.random.default_rng(5)
     u = rng.integers(0, 2**40, 5000)
@@ -677,14 +678,14 @@ def test_narrow_group_codes_bound_like_int64_and_rows_match_the_mask(
     """Scans and Dask hand bounding the group codes in their narrow travelling type (int8 up
     to 127 groups, int16 past: compact and 64-bit order keys): the same selection as int64
     codes; the kept rows bounding lists on the way are the mask's."""
-    from dpframe.core.transform import _bound
+    from dpframe.core.bounding import bound_rows
 
     rng = np.random.default_rng(8)
     units = rng.integers(0, 3000, 40_000)
     groups = rng.integers(-1, ngroups, 40_000)
     for seed in range(3):
-        wide, rows = _bound(units, groups, max_rows, max_groups, np.random.default_rng(seed))
-        narrow, rows8 = _bound(units, groups.astype(dtype), max_rows, max_groups,
+        wide, rows = bound_rows(units, groups, max_rows, max_groups, np.random.default_rng(seed))
+        narrow, rows8 = bound_rows(units, groups.astype(dtype), max_rows, max_groups,
                                np.random.default_rng(seed))
         assert np.array_equal(wide, narrow)
         for listed in (rows, rows8):
@@ -714,8 +715,8 @@ def test_keyed_pairs_select_as_their_priorities(top: int, max_groups: int, max_r
     """Dask hands ``select_by_priority`` the inputs of the pair priorities (KeyedPairs), whose
     order keys are computed block by block: the same selection as the priorities themselves,
     for compact, 64-bit and sorted key layouts."""
+    from dpframe.core.bounding import KeyedPairs, select_by_priority
     from dpframe.core.hashing import keyed_priority
-    from dpframe.core.transform import KeyedPairs, select_by_priority
 
     rng = np.random.default_rng(top)
     n = 20_000

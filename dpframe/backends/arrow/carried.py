@@ -8,7 +8,7 @@ its expected share) is pre-selected before it is spilled (:func:`preselect`): ea
 at most ``max_groups`` pairs and ``max_rows`` rows in each, chosen by
 
 * a **pair priority**, a keyed pseudo-random function of (unit word, group, release salt)
-  (:class:`~dpframe.core.transform.KeyedPairs`): the same for every row of a pair, in every
+  (:class:`~dpframe.core.bounding.KeyedPairs`): the same for every row of a pair, in every
   batch and in pass 2;
 * a **row priority**, a fresh uniform 64-bit draw, written beside the kept rows into the
   partition's *carried* file (:data:`ROW_PRIORITY`).
@@ -19,7 +19,7 @@ their row priority then. Two facts make this exactly the uniform bounding of pas
 
 1. *Pre-selection*: a row kept over a union of blocks is kept in its own block (its ranks
    there are no larger), so selecting again over the union of the blocks' selections is
-   selecting over all rows (:func:`~dpframe.core.transform.select_by_priority`).
+   selecting over all rows (:func:`~dpframe.core.bounding.select_by_priority`).
 2. *Deferred decisions*: a plainly spilled row's priority was never looked at in pass 1, so
    drawing it in pass 2 gives every row of the partition one independent uniform priority,
    drawn once. (Drawing the carried rows' priorities afresh in pass 2 would not: a light row
@@ -27,7 +27,7 @@ their row priority then. Two facts make this exactly the uniform bounding of pas
    not 1/2; tested.)
 
 A unit's groups are then a uniform choice among its distinct groups and its rows a uniform
-choice within each, as in :func:`~dpframe.core.transform.bound_contributions`; a unit's
+choice within each, as in :func:`~dpframe.core.bounding.bound_contributions`; a unit's
 selection depends on its own rows, the salt and fresh draws only, so the transformation stays
 stable. Which slices are pre-selected depends on the data, but the released distribution does
 not.
@@ -49,13 +49,13 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from ...core.compute import ComputeRequest
-from ...core.transform import (
+from ...core.bounding import (
     KeyedPairs,
     pair_priorities,
     ranked_private_keys,
     select_by_priority,
 )
+from ...core.compute import ComputeRequest
 from ..base import observed_key_codes
 from .columns import I64, factorize, unit_codes
 from .words import column_words
@@ -111,7 +111,7 @@ def _pairs(block: pa.RecordBatch | pa.Table, request: ComputeRequest, unit_colum
 def _private_pairs(block: pa.RecordBatch | pa.Table, by: tuple[str, ...]
                    ) -> tuple[I64, npt.NDArray[np.int64]]:
     """Each row's private key as its rank in the canonical order of the block's keys (-1:
-    missing) and each rank's word (:func:`~dpframe.core.transform.ranked_private_keys`)."""
+    missing) and each rank's word (:func:`~dpframe.core.bounding.ranked_private_keys`)."""
     found = [factorize(block.column(c)) for c in by]
     codes, keys = observed_key_codes([c for c, _ in found], [u for _, u in found])
     return ranked_private_keys(codes, keys)

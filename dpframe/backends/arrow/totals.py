@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from ...core.compute import ExactAggregates, union_pairs
+from ...core.compute import ExactAggregates, add_diagnostics, union_pairs
 
 I64 = npt.NDArray[np.int64]
 
@@ -69,6 +69,7 @@ class Totals:
         self.counts: dict[tuple[object, ...], np.ndarray] = {}
         self.unit_counts: np.ndarray | None = None
         self.distinct: dict[tuple[object, ...], tuple[np.ndarray, np.ndarray]] = {}
+        self.diagnostics: tuple[int, int] | None = None
         self.blocks = 0
 
     def add(self, agg: ExactAggregates, index: I64 | None, size: int) -> None:
@@ -82,6 +83,7 @@ class Totals:
             self.counts[k] = add_into(self.counts.get(k), v, index, size)
         if agg.unit_counts is not None:
             self.unit_counts = add_into(self.unit_counts, agg.unit_counts, index, size)
+        self.diagnostics = add_diagnostics(self.diagnostics, agg.diagnostics)
         self.blocks += 1
 
     def result(self, keys: list[tuple[object, ...]]) -> ExactAggregates:
@@ -98,4 +100,4 @@ class Totals:
         return ExactAggregates(list(keys), {k: fit(v) for k, v in self.values.items()},
                                {k: fit(v) for k, v in self.counts.items()},
                                None if self.unit_counts is None else fit(self.unit_counts),
-                               dict(self.distinct))
+                               dict(self.distinct), self.diagnostics)

@@ -56,10 +56,9 @@ class Mean(Aggregate):
         noisy_cnt = mp.count_noise.add_noise(rows.counts(req), Fraction(1),
                                              rng).astype(np.float64)
         mean = mean_estimate(noisy_sum, noisy_cnt, mp.bounds)
-        # calibrated interval by post-processing the public noise; the simulation of small
-        # groups only when an interval was asked for
+        # calibrated interval by post-processing the public noise (the pivot test inverted)
         lower, upper = ratio_interval(noisy_sum, noisy_cnt, mp.noise, mp.count_noise,
-                                      mp.bounds, level, simulate=want_ci)
+                                      mp.bounds, level, exact=want_ci)
         m = mp.measure
         return MeasureRelease(m.name, m.column, mean, lower.reshape(mean.shape),
                               upper.reshape(mean.shape), self.describe(mp, level))

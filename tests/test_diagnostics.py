@@ -1,0 +1,204 @@
+"""``diagnostics=eps`` (issue 32 f, API.md): noisy counts of the rows that clamping and
+contribution bounding changed, in ``.attrs["dp"]["diagnostics"]`` as ``DPInt`` with
+``.lower`` / ``.upper``, on every backend, charged with the query, refused before the charge
+when invalid, shown by the HTML repr, the report, exports and the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import warnings
+from fractions import Fraction
+from pathlib import Path
+
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import dpframe as dpf
+from dpframe.fronts.results import DPInt
+
+pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning",
+                                        "ignore::dpframe.errors.NearZeroWarning")
+
+KEYS = ["a", "b", "c"]
+BOUNDS = {"x": (0.0, 100.0)}
+T = 8
+HUGE = 1e7  # noise of scale cap / (HUGE / 2): zero, in practice
+
+
+def data() -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    n = 6000
+    return pd.DataFrame({"g": rng.choice(KEYS, n), "u": rng.integers(0, 500, n),
+                         "x": rng.normal(50, 35, n)})
+
+
+def truth_dropped(df: pd.DataFrame, cap: int) -> int:
+    """Each unit's rows past T, counted up to ``cap`` (T bounds the unit: any T rows kept)."""
+    extra = (df.groupby("u").size() - T).clip(lower=0)
+    return int(np.minimum(extra, cap).sum())
+
+
+def release(obj: object, **kw: object) -> pd.Series:
+    s = dpf.Session(1e12, privacy_unit="u", seed=4)
+    return obj.dp(s, bounds=BOUNDS, keys={"g": KEYS}, privacy_unit="u",  # type: ignore
+                  max_rows_per_unit=T).groupby("g").sum("x", epsilon=1.0, diagnostics=HUGE,
+                                                       **kw)
+
+
+def as_scan(df: pd.DataFrame, tmp: Path) -> object:
+    path = tmp / "d.parquet"
+    pq.write_table(pa.Table.from_pandas(df), path, row_group_size=1000)
+    return dpf.scan(path)
+
+
+@pytest.mark.parametrize("backend", ["pandas", "polars", "dask", "scan"])
+def test_counts_are_the_clamped_and_dropped_rows_on_every_backend(backend: str,
+                                                                  tmp_path: Path) -> None:
+    df = data()
+    obj = {"pandas": lambda: df, "polars": lambda: pl.from_pandas(df),
+           "dask": lambda: dd.from_pandas(df, npartitions=3),
+           "scan": lambda: as_scan(df, tmp_path)}[backend]()
+    r = release(obj)
+    diag = r.attrs["dp"]["diagnostics"]
+    assert set(diag) == {"rows_clamped", "rows_dropped"}
+    assert all(isinstance(v, DPInt) and v.lower <= v <= v.upper for v in diag.values())
+    # a unit keeps T rows, so about T/rows of its out-of-bounds rows stay
+    outside = (df["x"] < 0) | (df["x"] > 100)
+    kept_share = min(1.0, T * df["u"].nunique() / len(df))
+    assert abs(int(diag["rows_clamped"]) - outside.sum() * kept_share) < 0.1 * outside.sum()
+    exact_dropped = truth_dropped(df, cap=T)
+    if backend == "dask":  # pre-selection in partitions drops some rows uncounted: a bound
+        assert exact_dropped * 0.9 <= int(diag["rows_dropped"]) <= exact_dropped
+    else:
+        assert int(diag["rows_dropped"]) == exact_dropped
+
+
+def test_row_level_counts_clamped_rows_exactly_and_drops_none() -> None:
+    df = data()
+    s = dpf.Session(1e12, seed=1)
+    m = df.dp(s, bounds=BOUNDS).mean("x", epsilon=1.0, diagnostics=HUGE)
+    d = m.attrs["dp"]["diagnostics"]
+    assert int(d["rows_clamped"]) == int(((df["x"] < 0) | (df["x"] > 100)).sum())
+    assert int(d["rows_dropped"]) == 0
+    assert "rows clamped ~" in m._repr_html_()
+
+
+def test_it_is_charged_with_the_query_and_noised_by_the_cap() -> None:
+    df = data()
+    s = dpf.Session(10, privacy_unit="u", seed=2)
+    p = df.dp(s, bounds=BOUNDS, keys={"g": KEYS}, privacy_unit="u", max_rows_per_unit=T)
+    plan = p.groupby("g").mean("x", epsilon=0.5, diagnostics=0.25, dry_run=True)
+    assert plan["charge_epsilon"] == 0.75
+    assert plan["diagnostics"]["sensitivity"] == T  # min(T, k R) = T here
+    assert plan["diagnostics"]["noise_scale"] == pytest.approx(T / 0.125)
+    p.groupby("g").mean("x", epsilon=0.5, diagnostics=0.25)
+    assert s.spent_exact[0] == Fraction(3, 4)
+    assert "clamped" in s.report() and "dropped" in s.report()  # (wrapped in its cell)
+
+
+@pytest.mark.parametrize("bad", [0, -0.1, float("nan"), float("inf"), True, "0.1", [0.1]])
+def test_invalid_diagnostics_are_refused_before_the_charge(bad: object) -> None:
+    df = data()
+    s = dpf.Session(10, seed=3)
+    with pytest.raises(dpf.ValidationError, match="diagnostics"):
+        df.dp(s, bounds=BOUNDS).sum("x", epsilon=0.5, diagnostics=bad)
+    assert s.spent_exact == (0, 0)
+
+
+def test_the_counts_are_noisy_with_the_stated_scale() -> None:
+    """Geometric noise of scale 1 / (eps / 2) at row level: over 400 releases the counts'
+    spread matches it (variance 2 p / (1 - p)^2, p = e^(-eps/2)), within 5 standard errors."""
+    df = data().head(300)
+    true = int(((df["x"] < 0) | (df["x"] > 100)).sum())
+    s = dpf.Session(1e12, seed=9)
+    got = np.array([int(df.dp(s, bounds=BOUNDS).sum("x", epsilon=1.0, diagnostics=1.0)
+                        .attrs["dp"]["diagnostics"]["rows_clamped"]) for _ in range(400)])
+    p = np.exp(-0.5)
+    var = 2 * p / (1 - p) ** 2
+    z = (np.mean((got - true) ** 2) - var) / (np.sqrt(2 * var * var * 3) / np.sqrt(400))
+    assert abs(z) < 5, (np.mean((got - true) ** 2), var)
+    assert abs(np.mean(got) - true) < 5 * np.sqrt(var / 400)
+
+
+def test_exports_carry_the_counts(tmp_path: Path) -> None:
+    r = release(data())
+    doc = dpf.read_provenance(dpf.to_parquet(r, tmp_path / "r.parquet"))
+    d = r.attrs["dp"]["diagnostics"]
+    assert doc["diagnostics"]["rows_clamped"] == {"value": int(d["rows_clamped"]),
+                                                  "lower": int(d["rows_clamped"].lower),
+                                                  "upper": int(d["rows_clamped"].upper)}
+
+
+def test_the_cli_spec_takes_diagnostics(tmp_path: Path) -> None:
+    spec = tmp_path / "spec.toml"
+    spec.write_text(f"""
+[release]
+name = "diag"
+epsilon = 10.0
+seed = 1
+ledger = "{(tmp_path / 'l.sqlite').as_posix()}"
+
+[input]
+generate = {{ dataset = "visits", people = 500, seed = 1 }}
+
+[privacy]
+unit = "person_id"
+max_rows_per_unit = 3
+
+[bounds]
+cost = [0, 200]
+
+[keys]
+region = ["Northeast", "Midwest", "South", "West"]
+
+[output]
+dir = "{(tmp_path / 'out').as_posix()}"
+
+[[query]]
+name = "mean_cost"
+aggregate = "mean"
+column = "cost"
+by = ["region"]
+epsilon = 0.5
+diagnostics = 0.1
+""")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = subprocess.run([sys.executable, "-m", "dpframe", "run", str(spec), "--json"],
+                             capture_output=True, text=True, check=True)
+    doc = json.loads(out.stdout)
+    (q,) = doc["queries"]
+    assert set(q["diagnostics"]) == {"rows_clamped", "rows_dropped"}
+    assert q["plan"]["diagnostics"]["epsilon"] == 0.1
+    prov = dpf.read_provenance(tmp_path / "out" / "mean_cost.parquet")
+    assert prov["charge_epsilon"] == pytest.approx(0.6)
+    assert prov["diagnostics"] == q["diagnostics"]
+
+
+@pytest.mark.parametrize("call", ["median", "max", "quantile", "histogram", "agg", "selection",
+                                  "count", "var"])
+def test_every_aggregate_takes_diagnostics(call: str) -> None:
+    """``median`` and ``max`` go through ``quantile``, ``priv.groupby(g)[x]`` through the
+    group-by: each passes ``diagnostics=`` on. A count clamps nothing."""
+    df = data()
+    s = dpf.Session(1e12, seed=5)
+    p = df.dp(s, bounds=BOUNDS, keys={"g": KEYS})
+    kw = {"epsilon": HUGE, "diagnostics": HUGE}
+    r = {"median": lambda: p.median("x", **kw), "max": lambda: p.max("x", **kw),
+         "quantile": lambda: p.quantile("x", 0.9, **kw),
+         "histogram": lambda: p.histogram("x", bins=[0, 50, 100], **kw),
+         "agg": lambda: p.groupby("g").agg({"x": ["sum", "median"]}, **kw),
+         "selection": lambda: p.groupby("g")["x"].mean(**kw),
+         "count": lambda: p.count(**kw), "var": lambda: p.groupby("g").var("x", **kw)}[call]()
+    outside = int(((df["x"] < 0) | (df["x"] > 100)).sum())
+    d = r.attrs["dp"]["diagnostics"]
+    assert int(d["rows_clamped"]) == (0 if call == "count" else outside)
+    assert int(d["rows_dropped"]) == 0
+    assert s.spent_exact[0] == 2 * Fraction(HUGE)
