@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..backends.base import Backend
 from ..core.accuracy import validate_accuracy
-from ..core.aggregates import NAMES
+from ..core.aggregates import LEVELS, NAMES
 from ..core.aggregates.histogram import histogram_edges
 from ..core.apply import CoreRelease
 from ..core.memo import IdentityCache, RecentCache
@@ -728,7 +728,7 @@ def _declared_index(declared: tuple[tuple[object, ...], ...], by: tuple[str, ...
     return index.view()
 
 
-_QUANTILE_LEVELS = {"max": Fraction(1), "min": Fraction(0), "median": Fraction(1, 2)}
+_QUANTILE_LEVELS = LEVELS  # the fixed levels of max, min and median (core/aggregates/quantile.py)
 
 
 def _quantile_measure(column: str, label: str, q: object, resolution: object,

@@ -32,6 +32,9 @@ MAX_LEVEL_DENOMINATOR = 1000
 #: Most candidates of a quantile's grid (``resolution=``).
 MAX_GRID = 1_000_000
 
+#: The names whose level is fixed (the others take ``q``).
+LEVELS: dict[str, Fraction] = {"max": Fraction(1), "min": Fraction(0), "median": Fraction(1, 2)}
+
 #: Smallest magnitude of a log-spaced candidate grid, relative to its largest.
 LOG_GRID_RANGE = 1e-15
 
@@ -56,6 +59,9 @@ class Quantile(Aggregate):
     summary = "a quantile of values clamped to the declared bounds, on a public grid"
     exponential = True
     mechanism_pages = ("exponential",)
+
+    def arguments(self, name: str) -> tuple[str, ...]:
+        return () if name in LEVELS else ("q",)
 
     def check(self, m: Measure, query: Query) -> None:
         super().check(m, query)
