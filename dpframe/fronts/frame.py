@@ -79,7 +79,8 @@ def _pipe(obj: Any, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
 
 
 class PrivateFrame:
-    """Differentially private aggregates over declared bounds and keys (see API.md)."""
+    """Differentially private aggregates over declared bounds and keys
+    (docs/reference.md#queries-on-a-frame)."""
 
     def __init__(
         self,
@@ -212,7 +213,8 @@ class PrivateFrame:
 
     def _resolved_keys(self, by: tuple[str, ...]) -> dict[str, tuple[object, ...]]:
         """Declared key lists, with ``"categories"`` resolved from the dtype of a Categorical
-        (its declared categories: public by the analyst's explicit say-so, PRIVACY.md)."""
+        (its declared categories: public by the analyst's explicit say-so,
+        docs/privacy.md#group-keys)."""
         keys: dict[str, tuple[object, ...]] = {}
         for col, declared in self._keys.items():
             if not isinstance(declared, str):

@@ -130,7 +130,7 @@ def test_a_means_preview_is_in_its_own_units(df: pd.DataFrame) -> None:
 
 
 #: Every aggregate of the frame and of a group-by, with the arguments it needs besides the
-#: budget (API.md: "Every aggregate takes accuracy="; "ci=" adds an interval).
+#: budget (docs/reference.md: "Every aggregate takes accuracy="; "ci=" adds an interval).
 AGGREGATES = {
     "count": ((), {}), "count_distinct": (("n",), {}), "sum": (("x",), {}),
     "mean": (("x",), {"min_rows": 100}), "var": (("x",), {}), "std": (("x",), {}),
