@@ -19,8 +19,7 @@ import pandas as pd
 
 from ..backends.base import Backend
 from ..core.accuracy import validate_accuracy
-from ..core.aggregates import LEVELS, NAMES
-from ..core.aggregates.histogram import histogram_edges
+from ..core.aggregates import LEVELS, NAMES, histogram_edges
 from ..core.apply import CoreRelease
 from ..core.memo import IdentityCache, RecentCache
 from ..core.names import close_names

@@ -18,7 +18,7 @@ from ...errors import ValidationError
 from ..measure import Aggregate
 from .count import COUNT
 from .count_distinct import COUNT_DISTINCT
-from .histogram import HISTOGRAM
+from .histogram import HISTOGRAM, histogram_edges
 from .mean import MEAN
 from .quantile import LEVELS, LOG_GRID_RANGE, MAX_LEVEL_DENOMINATOR, QUANTILE, log_candidates
 from .sum import SUM
@@ -54,4 +54,5 @@ def aggregate(op: str) -> Aggregate:
 
 
 __all__ = ["AGGREGATES", "LEVELS", "LOG_GRID_RANGE", "MAX_LEVEL_DENOMINATOR", "NAMES",
-           "Aggregate", "agg_names", "aggregate", "log_candidates", "positional"]
+           "Aggregate", "agg_names", "aggregate", "histogram_edges", "log_candidates",
+           "positional"]
