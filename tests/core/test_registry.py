@@ -91,7 +91,9 @@ def test_the_cli_and_agg_tables_are_what_the_registry_derives() -> None:
     assert (*NAMES, "agg") == schema.AGGREGATES
     assert schema.needs(NAMES) == schema._NEEDS
     assert agg_names(NAMES) == aggregation.AGG_NAMES
-    # what they were when kept by hand
+    # what they were when kept by hand (the order too: the spec's messages list them)
+    assert schema.AGGREGATES == ("count", "count_distinct", "sum", "mean", "var", "std", "max",
+                                 "min", "median", "quantile", "histogram", "agg")
     assert schema._NEEDS["count"] == () and schema._NEEDS["quantile"] == ("column", "q")
     assert schema._NEEDS["histogram"] == ("column", "bins") and schema._NEEDS["median"] == (
         "column",)

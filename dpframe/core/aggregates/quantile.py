@@ -65,7 +65,7 @@ class Grid:
 
 class Quantile(Aggregate):
     op = "quantile"
-    names = ("quantile", "median", "max", "min")
+    names = ("max", "min", "median", "quantile")
     summary = "a quantile of values clamped to the declared bounds, on a public grid"
     exponential = True
     mechanism_pages = ("exponential",)
