@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -29,41 +29,40 @@ if TYPE_CHECKING:
     from .query import Measure, Query
 
 
-#: One named mechanism part of a measure: additive noise, or the exponential mechanism.
-Part = NoiseSpec | ExponentialSpec
-
-
 @dataclass(frozen=True)
 class MeasurePlan:
-    """How one measure is released (public: shown by dry runs, recorded in the ledger).
-
-    ``parts`` are its mechanisms by name (``"count"``, ``"sum"``, ``"squares"``: additive
-    noise; ``"choice"``: the exponential mechanism), in the order they are drawn; ``params``
-    are the aggregate's own public parameters (a mean's clamping bounds, a quantile's
-    candidates), which only its module reads."""
+    """How one measure is released (public: shown by dry runs, recorded in the ledger)."""
 
     measure: Measure
     epsilon: Fraction
     delta: Fraction
     requests: list[AggregateRequest]
-    parts: Mapping[str, Part]
-    params: Any = None
+    noise: NoiseSpec | None = None          # count, sum, histogram; the sum part of a mean
+    count_noise: NoiseSpec | None = None    # the count part of a mean, var or std
+    square_noise: NoiseSpec | None = None   # the sum of squares of a var or std
+    em: ExponentialSpec | None = None       # quantiles
+    candidates: npt.NDArray[np.float64] | None = None
+    bounds: tuple[float, float] | None = None
 
-    def additive(self, name: str) -> NoiseSpec:
-        """The additive noise part ``name``."""
-        part = self.parts[name]
-        assert isinstance(part, NoiseSpec), name
-        return part
-
-    @property
-    def noises(self) -> list[NoiseSpec]:
-        """Every additive noise part, in order."""
-        return [p for p in self.parts.values() if isinstance(p, NoiseSpec)]
-
-    @property
-    def exponential(self) -> bool:
-        """Whether a part is the exponential mechanism (pure DP, outside a Gaussian block)."""
-        return any(isinstance(p, ExponentialSpec) for p in self.parts.values())
+    def describe_noise(self, level: float) -> dict[str, object]:
+        """The additive noise: scale, granularity, sensitivity and the interval half-width."""
+        assert self.noise is not None
+        d: dict[str, object] = dict(
+            noise_scale=self.noise.scale, granularity=float(self.noise.granularity),
+            sensitivity=float(self.noise.sensitivity), ci_level=level,
+            ci_half_width=self.noise.half_width(level))
+        if self.count_noise is not None:
+            # a ratio's interval is in the result's units and depends on the private number of
+            # rows: only its bound is public; the sum's and count's own intervals stay
+            d.update(count_noise_scale=self.count_noise.scale,
+                     count_ci_half_width=self.count_noise.half_width(level),
+                     sum_ci_half_width=d["ci_half_width"], ci_half_width=None)
+        if self.square_noise is not None:
+            d.update(square_noise_scale=self.square_noise.scale,
+                     square_sensitivity=float(self.square_noise.sensitivity))
+        if self.noise.rho is not None:
+            d["rho"] = float(self.noise.rho)
+        return d
 
 
 @dataclass(frozen=True)
@@ -163,9 +162,6 @@ class Aggregate:
     in_agg: ClassVar[bool] = True
     mechanism_pages: ClassVar[tuple[str, ...]] = ("geometric", "granular-laplace",
                                                   "discrete-gaussian")
-    #: The part whose noise is the release's (its scale is ``noise_scale``); a ratio's other
-    #: additive parts are described beside it.
-    main: ClassVar[str] = "count"
 
     def arguments(self, name: str) -> tuple[str, ...]:
         """The arguments the front method and spec entry ``name`` need after the column (a
@@ -192,10 +188,10 @@ class Aggregate:
 
     def mechanism(self, mp: MeasurePlan) -> str:
         """The name of the mechanism releasing ``mp`` (dry runs, the ledger, provenance): by
-        default that of its main additive noise."""
-        noise = mp.additive(self.main)
-        return ("geometric" if noise.kind == "laplace" and noise.integer else
-                "granular laplace" if noise.kind == "laplace" else "discrete gaussian")
+        default that of its additive noise."""
+        assert mp.noise is not None
+        return ("geometric" if mp.noise.kind == "laplace" and mp.noise.integer else
+                "granular laplace" if mp.noise.kind == "laplace" else "discrete gaussian")
 
     def describe_common(self, mp: MeasurePlan) -> dict[str, object]:
         """What every measure's description holds."""
@@ -205,29 +201,7 @@ class Aggregate:
 
     def describe(self, mp: MeasurePlan, level: float) -> dict[str, object]:
         """Public description: mechanism, scale, granularity, interval half-width."""
-        return {**self.describe_common(mp), **self.describe_noise(mp, level)}
-
-    def describe_noise(self, mp: MeasurePlan, level: float) -> dict[str, object]:
-        """The additive noise: scale, granularity, sensitivity and the interval half-width."""
-        noise = mp.additive(self.main)
-        d: dict[str, object] = dict(
-            noise_scale=noise.scale, granularity=float(noise.granularity),
-            sensitivity=float(noise.sensitivity), ci_level=level,
-            ci_half_width=noise.half_width(level))
-        if self.main != "count" and "count" in mp.parts:
-            # a ratio's interval is in the result's units and depends on the private number of
-            # rows: only its bound is public; the sum's and count's own intervals stay
-            count = mp.additive("count")
-            d.update(count_noise_scale=count.scale,
-                     count_ci_half_width=count.half_width(level),
-                     sum_ci_half_width=d["ci_half_width"], ci_half_width=None)
-        if "squares" in mp.parts:
-            squares = mp.additive("squares")
-            d.update(square_noise_scale=squares.scale,
-                     square_sensitivity=float(squares.sensitivity))
-        if noise.rho is not None:
-            d["rho"] = float(noise.rho)
-        return d
+        return {**self.describe_common(mp), **mp.describe_noise(level)}
 
     def half_width(self, mp: MeasurePlan, level: float, min_rows: int | None) -> float:
         """The half-width of the ``level`` interval in the result's units, when it does not
@@ -245,9 +219,9 @@ class AdditiveCount(Aggregate):
 
     def release(self, mp: MeasurePlan, rows: Rows, rng: RandomSource, level: float,
                 want_ci: bool) -> MeasureRelease:
-        noise = mp.additive("count")
-        noisy = noise.add_noise(self.exact_counts(mp, rows), Fraction(1), rng)
-        hw = noise.half_width(level)
+        assert mp.noise is not None
+        noisy = mp.noise.add_noise(self.exact_counts(mp, rows), Fraction(1), rng)
+        hw = mp.noise.half_width(level)
         m = mp.measure
         return MeasureRelease(m.name, m.column, noisy, noisy - hw, noisy + hw,
                               self.describe(mp, level))
@@ -256,4 +230,5 @@ class AdditiveCount(Aggregate):
         return rows.values(mp.requests[0])
 
     def half_width(self, mp: MeasurePlan, level: float, min_rows: int | None) -> float:
-        return mp.additive(self.main).half_width(level)
+        assert mp.noise is not None
+        return mp.noise.half_width(level)

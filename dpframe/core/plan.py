@@ -112,9 +112,9 @@ def plan_query(query: Query, relation: Relation, column_kinds: dict[str, str]) -
         plans = _plan_measures(ctx, budgets)
     if one_count:  # the count's own noise, thresholded: the whole budget spent once
         selection = PLANNERS["key_selection"].plan(relation, contrib, query.epsilon,
-                                                   query.delta, plans[0].additive("count"))
+                                                   query.delta, plans[0].noise)
     rho_total = sum((r for _, _, r in budgets if r is not None), Fraction(0))
-    pure_gaussian = gaussian and selection is None and not any(mp.exponential for mp in plans)
+    pure_gaussian = gaussian and selection is None and all(mp.em is None for mp in plans)
     cost = _cost(query, relation, rho_total if pure_gaussian else None)
     return ReleasePlan(query, relation, tuple(plans), selection, cost, contrib)
 
@@ -232,7 +232,8 @@ def _plan_measures(ctx: PlanContext, budgets: Budgets) -> list[MeasurePlan]:
 
 def _block_parts(plans: list[MeasurePlan]) -> list[tuple[Fraction, Fraction]]:
     """Every Gaussian noise of a query's measures, as Theorem C's parts."""
-    return gaussian_parts([s for mp in plans for s in mp.noises])
+    return gaussian_parts([s for mp in plans
+                           for s in (mp.noise, mp.count_noise, mp.square_noise)])
 
 
 #: Slacks tried (fractions of the analytic block's rho given up to the discrete correction).

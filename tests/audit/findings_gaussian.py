@@ -22,8 +22,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpframe.core.mechanisms import NoiseSpec
-
 from .findings import dp, frame, session
 
 #: Where the analytic Gaussian block is planned (patched by the broken control only).
@@ -95,15 +93,12 @@ def two_percent_less_sigma() -> Iterator[None]:
             return None
         budgets, plans = out
         shrunk = []
-        for mp in plans:  # the main noise of each measure (a mean's sum, a count's count)
-            parts = dict(mp.parts)
-            main = "sum" if "sum" in parts else "count"
-            noise = parts.get(main)
-            if isinstance(noise, NoiseSpec) and noise.kind == "gaussian":
+        for mp in plans:
+            noise = mp.noise
+            if noise is not None and noise.kind == "gaussian":
                 noise = dataclasses.replace(noise, int_sigma2=noise.int_sigma2 * 49 / 50 * 49 / 50)
                 noise.__dict__.pop("scale", None)
-                parts[main] = noise
-            shrunk.append(dataclasses.replace(mp, parts=parts))
+            shrunk.append(dataclasses.replace(mp, noise=noise))
         return budgets, shrunk
 
     with pytest.MonkeyPatch.context() as mp:

@@ -33,7 +33,7 @@ class Count(AdditiveCount):
         s = ctx.count_sensitivity()
         req = (AggregateRequest("rows") if m.column is None
                else AggregateRequest("nonnull", m.column))
-        return MeasurePlan(m, eps, delta, [req], {"count": ctx.additive(s, eps, delta, rho, True)})
+        return MeasurePlan(m, eps, delta, [req], noise=ctx.additive(s, eps, delta, rho, True))
 
 
 COUNT = Count()

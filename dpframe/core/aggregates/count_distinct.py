@@ -32,7 +32,7 @@ class CountDistinct(AdditiveCount):
              rho: Fraction | None) -> MeasurePlan:
         s = ctx.count_sensitivity()
         return MeasurePlan(m, eps, delta, [AggregateRequest("distinct", m.column)],
-                           {"count": ctx.additive(s, eps, delta, rho, True)})
+                           noise=ctx.additive(s, eps, delta, rho, True))
 
     def exact_counts(self, mp: MeasurePlan, rows: Rows) -> np.ndarray:
         n = len(rows.exact.keys)

@@ -74,7 +74,7 @@ class Histogram(AdditiveCount):
         assert m.edges is not None
         req = AggregateRequest("bins", m.column, edges=tuple(m.edges), right=m.right,
                                include_lowest=m.include_lowest)
-        return MeasurePlan(m, eps, delta, [req], {"count": ctx.additive(s, eps, delta, rho, True)})
+        return MeasurePlan(m, eps, delta, [req], noise=ctx.additive(s, eps, delta, rho, True))
 
     def release(self, mp: MeasurePlan, rows: Rows, rng: RandomSource, level: float,
                 want_ci: bool) -> MeasureRelease:

@@ -33,7 +33,6 @@ class Mean(Aggregate):
     op = "mean"
     names = ("mean",)
     summary = "mean of values clamped to the declared bounds"
-    main = "sum"
 
     def plan(self, ctx: PlanContext, m: Measure, eps: Fraction, delta: Fraction,
              rho: Fraction | None) -> MeasurePlan:
@@ -45,22 +44,22 @@ class Mean(Aggregate):
         half_rho = rho / 2 if rho is not None else None
         return MeasurePlan(
             m, eps, delta, [req],
-            {"sum": ctx.additive(s_sum, eps / 2, delta, half_rho, False, req.unit),
-             "count": ctx.additive(s_cnt, eps / 2, delta, half_rho, True)},
-            params=(float(lo), float(hi)))  # the clamping bounds
+            noise=ctx.additive(s_sum, eps / 2, delta, half_rho, False, req.unit),
+            count_noise=ctx.additive(s_cnt, eps / 2, delta, half_rho, True),
+            bounds=(float(lo), float(hi)))
 
     def release(self, mp: MeasurePlan, rows: Rows, rng: RandomSource, level: float,
                 want_ci: bool) -> MeasureRelease:
-        noise, count_noise, bounds = mp.additive("sum"), mp.additive("count"), mp.params
+        assert mp.noise is not None and mp.count_noise is not None and mp.bounds is not None
         req = mp.requests[0]
-        noisy_sum = noise.add_noise(rows.values(req), req.unit, rng).astype(np.float64)
-        noisy_cnt = count_noise.add_noise(rows.counts(req), Fraction(1),
-                                          rng).astype(np.float64)
-        mean = mean_estimate(noisy_sum, noisy_cnt, bounds)
+        noisy_sum = mp.noise.add_noise(rows.values(req), req.unit, rng).astype(np.float64)
+        noisy_cnt = mp.count_noise.add_noise(rows.counts(req), Fraction(1),
+                                             rng).astype(np.float64)
+        mean = mean_estimate(noisy_sum, noisy_cnt, mp.bounds)
         # calibrated interval by post-processing the public noise; the simulation of small
         # groups only when an interval was asked for
-        lower, upper = ratio_interval(noisy_sum, noisy_cnt, noise, count_noise,
-                                      bounds, level, simulate=want_ci)
+        lower, upper = ratio_interval(noisy_sum, noisy_cnt, mp.noise, mp.count_noise,
+                                      mp.bounds, level, simulate=want_ci)
         m = mp.measure
         return MeasureRelease(m.name, m.column, mean, lower.reshape(mean.shape),
                               upper.reshape(mean.shape), self.describe(mp, level))
@@ -69,10 +68,10 @@ class Mean(Aggregate):
         """Adds ``ci_half_width_times_rows``: the interval's public bound over ``n`` rows (a
         mean's half-width is about this / n; the release carries its own interval)."""
         d = super().describe(mp, level)
-        noise, count_noise, bounds = mp.additive("sum"), mp.additive("count"), mp.params
+        assert mp.noise is not None and mp.count_noise is not None and mp.bounds is not None
         rho = d.pop("rho", None)  # keep the documented order of the description's fields
-        d["ci_half_width_times_rows"] = mean_half_width_numerator(noise, count_noise,
-                                                                  bounds, level)
+        d["ci_half_width_times_rows"] = mean_half_width_numerator(mp.noise, mp.count_noise,
+                                                                  mp.bounds, level)
         if rho is not None:
             d["rho"] = rho
         return d
@@ -83,8 +82,8 @@ class Mean(Aggregate):
                 "accuracy= for a mean needs min_rows=: the interval of a mean shrinks with its "
                 "number of rows, which is private; declare a lower bound you know (e.g. "
                 "min_rows=1000) and every group with at least that many rows meets the target")
-        noise, count_noise, bounds = mp.additive("sum"), mp.additive("count"), mp.params
-        return mean_half_width_bound(noise, count_noise, bounds, min_rows, level)
+        assert mp.noise is not None and mp.count_noise is not None and mp.bounds is not None
+        return mean_half_width_bound(mp.noise, mp.count_noise, mp.bounds, min_rows, level)
 
 
 MEAN = Mean()

@@ -11,12 +11,10 @@ Bernoulli sampling is eps-DP (McKenna and Sheldon 2020). Grouped: each group is 
 from __future__ import annotations
 
 import numbers
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
 import numpy as np
-import numpy.typing as npt
 
 from ...errors import ValidationError
 from ..compute import AggregateRequest
@@ -53,14 +51,6 @@ def log_candidates(lo: float, hi: float, n: int) -> np.ndarray:
     pos = np.geomspace(tiny, hi, side)
     neg = -np.geomspace(tiny, -lo, n - 1 - side)[::-1]
     return np.concatenate([neg, [0.0], pos])
-
-
-@dataclass(frozen=True)
-class Grid:
-    """A quantile's own plan parameters: its public candidates and the declared bounds."""
-
-    candidates: npt.NDArray[np.float64]
-    bounds: tuple[float, float]
 
 
 class Quantile(Aggregate):
@@ -101,44 +91,37 @@ class Quantile(Aggregate):
         per_group_eps = (eps * quantile_group_share(ctx.relation, ctx.contribution)
                          if ctx.grouped else eps)
         em = ExponentialSpec(per_group_eps, usens, m.grid)
-        return MeasurePlan(m, eps, delta, [req], {"choice": em},
-                           params=Grid(cands, (float(lo), float(hi))))
+        return MeasurePlan(m, eps, delta, [req], em=em, candidates=cands,
+                           bounds=(float(lo), float(hi)))
 
     def release(self, mp: MeasurePlan, rows: Rows, rng: RandomSource, level: float,
                 want_ci: bool) -> MeasureRelease:
         m = mp.measure
-        em, grid = self.choice(mp), mp.params
-        assert m.q is not None
+        assert mp.em is not None and mp.candidates is not None and m.q is not None
         cells = rows.values(mp.requests[0])  # [groups, candidates]
         below = np.concatenate([np.zeros((cells.shape[0], 1), dtype=np.int64),
                                 np.cumsum(cells, axis=1)[:, :-1]], axis=1)
         above = cells.sum(axis=1, keepdims=True) - below - cells
         qn, qd = m.q.numerator, m.q.denominator
-        idx = em.choose(-np.abs((qd - qn) * below - qn * above), rng)
-        vals = grid.candidates[idx]
+        idx = mp.em.choose(-np.abs((qd - qn) * below - qn * above), rng)
+        vals = mp.candidates[idx]
         nan = np.full(vals.shape, np.nan)
         return MeasureRelease(m.name, m.column, vals, nan, nan, self.describe(mp, level))
 
     def mechanism(self, mp: MeasurePlan) -> str:
         return "exponential (permute-and-flip)"
 
-    @staticmethod
-    def choice(mp: MeasurePlan) -> ExponentialSpec:
-        """The exponential mechanism choosing among the candidates."""
-        em = mp.parts["choice"]
-        assert isinstance(em, ExponentialSpec)
-        return em
-
     def describe(self, mp: MeasurePlan, level: float) -> dict[str, object]:
         """The grid and the rank error of the exponential mechanism at ``level``."""
-        m, em, grid = mp.measure, self.choice(mp), mp.params
+        m, em = mp.measure, mp.em
+        assert em is not None and mp.bounds is not None
         d = self.describe_common(mp)
         d.update(candidates=em.n_candidates, utility_sensitivity=em.utility_sensitivity,
                  rank_error=em.utility_error(level) / max(1, (m.q or Fraction(1)).denominator),
                  grid_step=None if m.log_grid else
-                 float((grid.bounds[1] - grid.bounds[0]) / (em.n_candidates - 1)))
-        if m.log_grid:
-            pos = grid.candidates[grid.candidates > 0]
+                 float((mp.bounds[1] - mp.bounds[0]) / (em.n_candidates - 1)))
+        if m.log_grid and mp.candidates is not None:
+            pos = mp.candidates[mp.candidates > 0]
             d["grid"] = "log"
             d["grid_relative_step"] = float(pos[1] / pos[0] - 1) if pos.size > 1 else None
         return d

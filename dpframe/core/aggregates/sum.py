@@ -25,7 +25,6 @@ class Sum(Aggregate):
     op = "sum"
     names = ("sum",)
     summary = "sum of values clamped to the declared bounds"
-    main = "sum"
 
     def plan(self, ctx: PlanContext, m: Measure, eps: Fraction, delta: Fraction,
              rho: Fraction | None) -> MeasurePlan:
@@ -35,20 +34,22 @@ class Sum(Aggregate):
         req = fixed_point_request(m.column, lo, hi, Fraction(0), is_int)
         s = ctx.sum_sensitivity(req)
         return MeasurePlan(m, eps, delta, [req],
-                           {"sum": ctx.additive(s, eps, delta, rho, req.integer, req.unit)})
+                           noise=ctx.additive(s, eps, delta, rho, req.integer, req.unit),
+                           bounds=(float(lo), float(hi)))
 
     def release(self, mp: MeasurePlan, rows: Rows, rng: RandomSource, level: float,
                 want_ci: bool) -> MeasureRelease:
-        noise = mp.additive("sum")
+        assert mp.noise is not None
         req = mp.requests[0]
-        noisy = noise.add_noise(rows.values(req), req.unit, rng)
-        hw = noise.half_width(level)
+        noisy = mp.noise.add_noise(rows.values(req), req.unit, rng)
+        hw = mp.noise.half_width(level)
         m = mp.measure
         return MeasureRelease(m.name, m.column, noisy, noisy - hw, noisy + hw,
                               self.describe(mp, level))
 
     def half_width(self, mp: MeasurePlan, level: float, min_rows: int | None) -> float:
-        return mp.additive("sum").half_width(level)
+        assert mp.noise is not None
+        return mp.noise.half_width(level)
 
 
 SUM = Sum()

@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 class Variance(Aggregate):
     op = "var"
     names = ("var",)
-    main = "sum"
     summary = "variance of values clamped to the declared bounds (ddof as pandas)"
 
     def check(self, m: Measure, query: Query) -> None:
@@ -49,25 +48,26 @@ class Variance(Aggregate):
         third = rho / 3 if rho is not None else None
         return MeasurePlan(
             m, eps, delta, [req, sq],
-            {"sum": ctx.additive(s_sum, eps / 3, delta, third, False, req.unit),
-             "count": ctx.additive(s_cnt, eps / 3, delta, third, True),
-             "squares": ctx.additive(s_sq, eps / 3, delta, third, False, sq.unit)},
-            params=(float(lo), float(hi)))  # the clamping bounds
+            noise=ctx.additive(s_sum, eps / 3, delta, third, False, req.unit),
+            count_noise=ctx.additive(s_cnt, eps / 3, delta, third, True),
+            square_noise=ctx.additive(s_sq, eps / 3, delta, third, False, sq.unit),
+            bounds=(float(lo), float(hi)))
 
     def release(self, mp: MeasurePlan, rows: Rows, rng: RandomSource, level: float,
                 want_ci: bool) -> MeasureRelease:
-        noise, count_noise = mp.additive("sum"), mp.additive("count")
-        square_noise, bounds = mp.additive("squares"), mp.params
+        assert mp.noise is not None and mp.count_noise is not None
+        assert mp.square_noise is not None and mp.bounds is not None
         req, sq = mp.requests
         m = mp.measure
-        noisy_sum = noise.add_noise(rows.values(req), req.unit, rng).astype(np.float64)
-        noisy_cnt = count_noise.add_noise(rows.counts(req), Fraction(1),
-                                          rng).astype(np.float64)
-        noisy_sq = square_noise.add_noise(rows.values(sq), sq.unit, rng).astype(np.float64)
-        est = variance_estimate(noisy_sum, noisy_cnt, noisy_sq, bounds, m.ddof)
+        noisy_sum = mp.noise.add_noise(rows.values(req), req.unit, rng).astype(np.float64)
+        noisy_cnt = mp.count_noise.add_noise(rows.counts(req), Fraction(1),
+                                             rng).astype(np.float64)
+        noisy_sq = mp.square_noise.add_noise(rows.values(sq), sq.unit, rng).astype(np.float64)
+        est = variance_estimate(noisy_sum, noisy_cnt, noisy_sq, mp.bounds, m.ddof)
         if want_ci:
-            lower, upper = variance_interval(noisy_sum, noisy_cnt, noisy_sq, noise,
-                                             count_noise, square_noise, bounds, m.ddof, level)
+            lower, upper = variance_interval(noisy_sum, noisy_cnt, noisy_sq, mp.noise,
+                                             mp.count_noise, mp.square_noise, mp.bounds,
+                                             m.ddof, level)
         else:
             lower = upper = np.full(est.shape, np.nan)
         est, lower, upper = self.finish(est), self.finish(lower), self.finish(upper)
