@@ -108,14 +108,11 @@ class Quantile(Aggregate):
         nan = np.full(vals.shape, np.nan)
         return MeasureRelease(m.name, m.column, vals, nan, nan, self.describe(mp, level))
 
-    def mechanism(self, mp: MeasurePlan) -> str:
-        return "exponential (permute-and-flip)"
-
     def describe(self, mp: MeasurePlan, level: float) -> dict[str, object]:
         """The grid and the rank error of the exponential mechanism at ``level``."""
         m, em = mp.measure, mp.em
         assert em is not None and mp.bounds is not None
-        d = self.describe_common(mp)
+        d = mp.describe_common()
         d.update(candidates=em.n_candidates, utility_sensitivity=em.utility_sensitivity,
                  rank_error=em.utility_error(level) / max(1, (m.q or Fraction(1)).denominator),
                  grid_step=None if m.log_grid else
