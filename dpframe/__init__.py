@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 from . import local
 from ._version import __version__
 from .core.accounting import posterior_bound
-from .engine.release import last_release
 from .engine.session import Session
 from .errors import (
     BoundsError,
@@ -27,6 +26,7 @@ from .errors import (
 )
 from .export import read_provenance, to_arrow, to_ipc, to_parquet
 from .fronts import accessor as _accessor  # noqa: F401  (registers the .dp accessor on DataFrames)
+from .fronts.frame import PrivateFrame, PrivateGroupBy
 from .fronts.hooks import register_dask_accessor as _register_dask_accessor
 from .fronts.hooks import register_polars_namespace as _register_polars_namespace
 from .fronts.results import DPFloat, DPInt
@@ -50,12 +50,13 @@ __all__ = [
     "OutcomeNotRecordedError",
     "OutputError",
     "PrivacyUnitError",
+    "PrivateFrame",
+    "PrivateGroupBy",
     "Scan",
     "Session",
     "UnknownColumnError",
     "ValidationError",
     "__version__",
-    "last_release",
     "local",
     "posterior_bound",
     "read_provenance",

@@ -364,18 +364,18 @@ def to_arrow(result: Result, *, provenance: Mapping[str, Any] | CoreRelease | No
 
     ``result`` is a scalar result (a number with ``.attrs["dp"]``, and ``.lower`` /
     ``.upper`` when asked with ``ci=``), a grouped result or histogram (pandas object with
-    ``.attrs["dp"]``), a release (``dpf.last_release(session)``), or a plain number together
-    with ``provenance=`` (the release it came from, or its provenance dict). Key columns come
-    first, then, for histograms, ``bin_left`` / ``bin_right``, then values (and ``lower`` /
-    ``upper`` interval bounds when known). See docs/export.md.
+    ``.attrs["dp"]``), a release (:class:`~dpframe.core.apply.CoreRelease`), or a plain
+    number together with ``provenance=`` (the release it came from, or its provenance dict).
+    Key columns come first, then, for histograms, ``bin_left`` / ``bin_right``, then values
+    (and ``lower`` / ``upper`` interval bounds when known). See docs/export.md.
     """
     if isinstance(result, CoreRelease):
         return _table_from_core(result)
     prov = _provenance_of(result, provenance)
     if prov is None:
         raise ValidationError(
-            "this result carries no provenance: export a grouped result (it keeps "
-            ".attrs['dp']), dpf.last_release(session), or pass provenance=")
+            "this result carries no provenance: export the result dpframe returned (it keeps "
+            ".attrs['dp']), or pass provenance=")
     if isinstance(result, pd.Series | pd.DataFrame):
         return _table_from_pandas(result, prov)
     if isinstance(result, bool) or not isinstance(result, int | float | np.integer

@@ -347,7 +347,7 @@ def test_private_keys_never_release_a_singleton(client: Any) -> None:
 
 
 def test_degenerate_data_is_released_like_any_other(client: Any, data: pd.DataFrame) -> None:
-    """No refusal depends on the data (PRIVACY.md): an empty frame, an all-missing column or
+    """No refusal depends on the data (docs/privacy.md): an empty frame, an all-missing column or
     empty first partitions are released with noise, with the same charge as any release."""
     s = _session()
     empty = dd.from_pandas(data.iloc[:0], npartitions=1)
@@ -650,7 +650,7 @@ def test_text_in_a_numeric_partition_is_missing_not_the_whole_column(client: Any
                                                                      unit: str | None) -> None:
     """A partition whose measured column is object because of one person's text (the meta
     says float64): that value is missing, the partition's numbers are read (4 + 5), as
-    PRIVACY.md says of a value that does not conform. Read as it came, the column was not
+    docs/privacy.md says of a value that does not conform. Read as it came, the column was not
     numeric and every value of the partition vanished (sum 6 instead of 15)."""
     import dask
 

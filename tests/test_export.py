@@ -19,6 +19,7 @@ import dpframe as dpf
 from dpframe.export import PROVENANCE_KEY
 
 from ._cli_support import ENV
+from ._releases import recording
 
 #: The documented top-level fields of the provenance document (docs/export.md).
 DOCUMENTED = {
@@ -56,7 +57,8 @@ def _doc(table: pa.Table) -> dict[str, Any]:
 
 
 def test_grouped_round_trip_parquet(priv: Any, session: dpf.Session, tmp_path: Path) -> None:
-    r = priv.groupby("state").sum("income", epsilon=1, ci=0.9)
+    with recording() as published:
+        r = priv.groupby("state").sum("income", epsilon=1, ci=0.9)
     path = dpf.to_parquet(r, tmp_path / "r.parquet")
     back = pq.read_table(path)
     assert back.column("state").to_pylist() == ["CA", "NY", "TX"]
@@ -84,7 +86,7 @@ def test_grouped_round_trip_parquet(priv: Any, session: dpf.Session, tmp_path: P
     assert field_doc["noise_scale"] == m["noise_scale"]
     assert dpf.read_provenance(path) == doc
     # the release's own export gives the same values and provenance fields
-    t2 = dpf.to_arrow(dpf.last_release(session))
+    t2 = dpf.to_arrow(published.last(session))
     assert t2.column("income").to_pylist() == back.column("income").to_pylist()
     d2 = _doc(t2)
     assert {k: v for k, v in d2.items() if k != "exported_at"} == \
@@ -92,13 +94,14 @@ def test_grouped_round_trip_parquet(priv: Any, session: dpf.Session, tmp_path: P
 
 
 def test_histogram_agg_private_and_ipc(priv: Any, session: dpf.Session, tmp_path: Path) -> None:
-    h = priv.histogram("age", [0, 18, 65, 100], epsilon=1)
+    with recording() as published:
+        h = priv.histogram("age", [0, 18, 65, 100], epsilon=1)
     t = dpf.to_arrow(h)
     assert t.column_names == ["bin_left", "bin_right", "count"]
     assert t.column("bin_left").to_pylist() == [0.0, 18.0, 65.0]
     assert t.column("count").to_pylist() == h.tolist()
     assert _doc(t)["bins_closed"] == "right"
-    core = dpf.to_arrow(dpf.last_release(session))
+    core = dpf.to_arrow(published.last(session))
     assert core.column("count").to_pylist() == h.tolist()
     assert {"lower", "upper"} <= set(core.column_names)
 
@@ -156,17 +159,20 @@ def test_scalar_results_of_concurrent_threads_keep_their_own_provenance(
 
 
 def test_scalars_need_provenance(priv: Any, session: dpf.Session, tmp_path: Path) -> None:
-    c = priv.count(epsilon=1)
+    with recording() as published:
+        c = priv.count(epsilon=1)
     assert dpf.to_arrow(c).column("count").to_pylist() == [c]  # a result owns its provenance
     with pytest.raises(dpf.ValidationError, match="provenance"):
         dpf.to_arrow(int(c))  # a plain number does not
-    t = dpf.to_arrow(int(c), provenance=dpf.last_release(session))
+    t = dpf.to_arrow(int(c), provenance=published.last(session))
     assert t.column("count").to_pylist() == [c]
     doc = _doc(t)
     assert doc["query"] == "count()" and doc["ci_half_width"] is not None
     assert t.column("upper").to_pylist()[0] - c == doc["ci_half_width"]
-    m = priv.mean("income", epsilon=1)
-    rel = dpf.last_release(session)
+    with recording() as published:
+        m = priv.mean("income", epsilon=1)
+    rel = published.last(session)
+    assert rel is not None
     t = dpf.to_arrow(rel)
     assert t.column("income").to_pylist() == [m]
     assert t.column("lower").to_pylist()[0] <= m <= t.column("upper").to_pylist()[0]

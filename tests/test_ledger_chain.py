@@ -1,5 +1,5 @@
 """The SQLite ledger is tamper-evident, opens read-only, names each failure precisely and
-protects one privacy unit (issue: reliability; PRIVACY.md, Budget and "One privacy unit per
+protects one privacy unit (issue: reliability; docs/privacy.md, Budget and "One privacy unit per
 session").
 
 0.1 read a ledger whose last row was deleted with ``sqlite3`` as a smaller spend, called locked,

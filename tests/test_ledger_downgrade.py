@@ -43,7 +43,7 @@ def _spent_ledger(tmp_path: Path) -> tuple[Path, Path]:
     res = DF.dp(s).count(epsilon=1)
     assert s.spent == (1.0, 0.0)
     release = tmp_path / "release.parquet"
-    dpf.to_parquet(res, release, provenance=dpf.last_release(s))
+    dpf.to_parquet(res, release, provenance=res.provenance)
     return path, release
 
 
@@ -147,9 +147,9 @@ def test_exports_carry_the_chain_head(tmp_path: Path) -> None:
     path = tmp_path / "budget.sqlite"
     s = dpf.Session(epsilon=1, ledger=str(path))
     res = DF.dp(s).count(epsilon=0.5)
-    table = dpf.to_arrow(res, provenance=dpf.last_release(s))
+    table = dpf.to_arrow(res, provenance=res.provenance)
     release = tmp_path / "release.parquet"
-    dpf.to_parquet(res, release, provenance=dpf.last_release(s))
+    dpf.to_parquet(res, release, provenance=res.provenance)
     prov = dpf.read_provenance(release)
     assert dpf.read_provenance(table)["ledger_head"] == prov["ledger_head"]
     led = SqliteLedger(path, readonly=True)
@@ -170,7 +170,7 @@ def test_in_memory_exports_carry_no_head(tmp_path: Path) -> None:
     s = dpf.Session(epsilon=1)
     res = DF.dp(s).count(epsilon=0.5)
     release = tmp_path / "mem.parquet"
-    dpf.to_parquet(res, release, provenance=dpf.last_release(s))
+    dpf.to_parquet(res, release, provenance=res.provenance)
     assert dpf.read_provenance(release)["ledger_head"] is None
     path, _ = _spent_ledger(tmp_path)
     code, out = _verify(path, release)
@@ -194,7 +194,8 @@ def test_verify_against_shows_a_rolled_back_or_replaced_ledger(tmp_path: Path, h
     fresh = path.read_bytes()
     s = dpf.Session(epsilon=1, ledger=str(path))
     release = tmp_path / "release.parquet"
-    dpf.to_parquet(DF.dp(s).count(epsilon=1), release, provenance=dpf.last_release(s))
+    res = DF.dp(s).count(epsilon=1)
+    dpf.to_parquet(res, release, provenance=res.provenance)
     del s
     assert _verify(path, release)[0] == 0
     if how.startswith("rolled back"):  # the copy taken before the release, restored

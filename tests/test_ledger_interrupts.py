@@ -1,7 +1,7 @@
 """The SQLite ledger under interrupts: real SIGINT and SIGKILL in subprocesses, and an
 exception injected after every SQL statement of every transaction.
 
-What must hold (PRIVACY.md, Budget): an interrupt at any point leaves the ledger unlocked and
+What must hold (docs/privacy.md, Budget): an interrupt at any point leaves the ledger unlocked and
 consistent (0 wedged sessions: the interrupted process's own next charge works; 0 blocked
 processes: another process can charge within a second), and a crash never loses a charge (no
 query is answered without its charge on disk).

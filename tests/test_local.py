@@ -570,7 +570,7 @@ def test_exported() -> None:
 
 
 # ------------------------------------------------------------------------------------------
-# Behaviour that does not depend on the values (PRIVACY.md): implied categories come from the
+# Behaviour that does not depend on the values (docs/privacy.md): implied categories come from the
 # dtype; a missing or undeclared value never refuses the batch, it reports uniformly
 # ------------------------------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from dpframe.fronts.frame import PrivateFrame
 
 from ._exact_support import plan as _plan
 from ._exact_support import same_exact as _same_exact
+from ._releases import recording
 
 BOUNDS = {"income": (0.0, 200_000.0), "age": (0, 100), "visits": (0, 20)}
 KEYS = {"state": ["CA", "NY", "TX", "WA", "ZZ"]}  # ZZ never occurs: released as noise on zero
@@ -221,17 +222,17 @@ def test_interrupt_mid_scan_cleans_up_and_charges_nothing(parquet_dir: Path, tmp
     monkeypatch.setattr(arrow_backend, "compute_exact", flaky)
     s = _session()
     scan = dpf.scan(parquet_dir, batch_size=2000, partitions=4, spill_dir=spill)
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt), recording() as published:
         scan.dp(s, bounds=BOUNDS, privacy_unit="uid", max_rows_per_unit=2).sum("age", epsilon=1)
     assert list(spill.iterdir()) == []
     # the data is read before the charge, the noise drawn after it: nothing was charged
     assert s.ledger.empty and s.spent[0] == 0.0
-    assert dpf.last_release(s) is None
+    assert published.last(s) is None
 
 
 def test_empty_and_all_missing_data_release_noise_and_bad_arguments_are_refused(
         tmp_path: Path) -> None:
-    """Whether a query is answered never depends on the data (PRIVACY.md): an empty dataset or
+    """Whether a query is answered never depends on the data (docs/privacy.md): an empty dataset or
     an all-null column is released with noise like any other; bad arguments are refused before
     any charge."""
     t = pa.table({"x": pa.array([], pa.float64()), "k": pa.array([], pa.string())})

@@ -1,5 +1,5 @@
 """``dpf.scan`` over CSV: the columns a query reads are typed by declaration, never inferred
-from the values (issue 31, item 2; audit findings 53 and 54; PRIVACY.md, threat model).
+from the values (issue 31, item 2; audit findings 53 and 54; docs/privacy.md, threat model).
 
 1. one added row ``abc`` or ``1.5`` changes neither whether a sum is answered nor its
    mechanism, dtype or provenance: undeclared, the sum is refused on both datasets before any

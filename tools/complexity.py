@@ -1,7 +1,7 @@
 """Complexity budget of the package, checked in CI: no block graded E or F by radon, and at most
-4% of blocks graded C or worse. Prints the offenders; exits 1 when the budget is exceeded.
+3% of blocks graded C or worse. Prints the offenders; exits 1 when the budget is exceeded.
 
-    python tools/complexity.py [--max-share 0.04]
+    python tools/complexity.py [--max-share 0.03]
 """
 
 from __future__ import annotations
@@ -16,18 +16,21 @@ ROOT = Path(__file__).resolve().parent.parent / "dpframe"
 
 
 def blocks(root: Path) -> list[tuple[str, str, int]]:
-    """(file, block name, complexity) of every function, method and class under ``root``."""
-    out = []
+    """(file, block name, complexity) of every function, method and class under ``root``; a
+    name defined several times in a file (``@overload`` stubs, then the implementation) is one
+    block, the most complex, so typing stubs do not dilute the share of complex blocks."""
+    out: dict[tuple[str, str], int] = {}
     for path in sorted(root.rglob("*.py")):
         for block in cc_visit(path.read_text(encoding="utf-8")):
-            out.append((str(path.relative_to(root.parent)), block.fullname, block.complexity))
-    return out
+            key = (str(path.relative_to(root.parent)), block.fullname)
+            out[key] = max(out.get(key, 0), block.complexity)
+    return [(f, n, c) for (f, n), c in out.items()]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--max-share", type=float, default=0.04,
-                        help="largest share of blocks graded C or worse (default 0.04)")
+    parser.add_argument("--max-share", type=float, default=0.03,
+                        help="largest share of blocks graded C or worse (default 0.03)")
     args = parser.parse_args(argv)
     every = blocks(ROOT)
     complex_ = [(f, n, c) for f, n, c in every if cc_rank(c) not in "AB"]

@@ -108,7 +108,7 @@ def python_objects(n: int, listed: Callable[[], list[Any]], one: Callable[[int],
                    ) -> list[object]:
     """The ``n`` values as Python objects: ``listed()`` (one call), or, when some value is one
     Python cannot hold, ``one(i)`` value by value with None (missing) for those. Never an
-    error, which could quote the value (PRIVACY.md)."""
+    error, which could quote the value (docs/privacy.md#what-never-leaks)."""
     try:
         return list(listed())
     except errors:
@@ -134,7 +134,7 @@ def one_time_spelling(v: object) -> object:
     zones) would be one key whose label, order rank and hash word came from whichever row came
     first, and some pairs hash differently though equal (``np.datetime64`` with nanoseconds).
     One spelling per equality class makes the label, the order and the words a function of
-    the class alone (PRIVACY.md: one canonical value model)."""
+    the class alone (docs/privacy.md#one-canonical-value-model-keys-and-units)."""
     try:
         if isinstance(v, datetime.datetime | np.datetime64):
             t = pd.Timestamp(v)

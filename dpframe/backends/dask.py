@@ -215,12 +215,12 @@ _INT_LOW, _INT_END = -(2**63), 2**64
 
 
 def _numbers_only(s: pd.Series, kind: ColumnKind) -> pd.Series:
-    """A column the public schema (the frame's meta) says holds ``kind`` numbers that one
-    partition typed otherwise (an object column, because of one person's text): its values of
-    that kind as float64, every other value missing (PRIVACY.md: a value that does not
-    conform counts as missing, never as another number). Read as it was, such a column would
-    not be numeric at all, and every other value of the partition would vanish with it. One
-    Python step per value: only non-conforming partitions take it.
+    """A column the public schema (the frame's meta) says holds ``kind`` numbers that one partition
+    typed otherwise (an object column, because of one person's text): its values of that kind as
+    float64, every other value missing (a value that does not conform counts as missing, never as
+    another number: docs/privacy.md#behaviour-that-does-not-depend-on-the-data). Read as it was,
+    such a column would not be numeric at all, and every other value of the partition would vanish
+    with it. One Python step per value: only non-conforming partitions take it.
 
     A value reads as the number a typed partition of the kind reads it as: an integer of the
     int kind by the float nearest it, however large, if an int64 or uint64 partition could hold
@@ -313,8 +313,9 @@ class _BlockBackend(PandasBackend):
     def distinct_hashes(self, name: str) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
         """The value hashes of a distinct count's column, where the public schema says it is
         numeric (its numbers read apart): only of the values that are numbers of its kind, the
-        rows :meth:`numbers` reads (PRIVACY.md: a value that does not conform to the schema is
-        missing, for every aggregate). Text typing one partition object under a float64 meta
+        rows :meth:`numbers` reads (a value that does not conform to the schema is missing, for
+        every aggregate: docs/privacy.md#behaviour-that-does-not-depend-on-the-data).
+        Text typing one partition object under a float64 meta
         was one more distinct value there, while ``count`` of the column, sums and the keys
         read it as missing (finding 55). Values keep their identity: only which rows count
         follows the numbers (ints past 2**53 stay apart, finding 45)."""

@@ -295,7 +295,8 @@ _PLAIN_TYPES = frozenset({int, float, str, bytes, bool, decimal.Decimal, np.int6
 
 def _factorize_raw(s: pd.Series) -> tuple[npt.NDArray[np.int64], list[object]]:
     """``pd.factorize`` that never raises on data: unhashable values (a list in an object
-    column) are missing, as PRIVACY.md says of values that do not conform to the schema.
+    column) are missing, as docs/privacy.md says of values that do not conform to the schema
+    (docs/privacy.md#behaviour-that-does-not-depend-on-the-data).
     Object columns are factorized by canonical value (:func:`_factorize_objects`); date-times and
     spans are labelled in their one spelling (:func:`~dpframe.backends.base.one_time_spelling`)."""
     # an object column factorizes as its array (the same hash table, without the Index), its

@@ -9,25 +9,31 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from ..core.aggregates import positional
 from ..core.query import Query
 from ..fronts.frame import PrivateFrame, PrivateGroupBy
+from .schema import QueryTable
 from .spec import QuerySpec
 
-#: The spec options a front method may take: each is passed when set and the method takes it
-#: (read from its signature, so the spec cannot drift from the front). An option the method
-#: does not take is one that aggregate has no use for.
-_OPTIONS = ("delta", "mechanism", "ci", "resolution", "weights", "right", "include_lowest",
-            "selection_share", "diagnostics")
-#: The positional arguments of each front method (default: the column).
-_ARGUMENTS = {"quantile": ("column", "q"), "histogram": ("column", "bins"),
-              "agg": ("aggregates",)}
+#: The spec fields that say what is released and how it is grouped; every other field of a
+#: ``[[query]]`` is an option, passed when set and the front method takes it (read from its
+#: signature, so the spec cannot drift from the front). An option the method does not take is
+#: one that aggregate has no use for.
+_STRUCTURE = frozenset({"aggregate", "epsilon", "name", "column", "by", "keys", "q", "bins",
+                        "aggregates"})
+_OPTIONS = tuple(f for f in QueryTable.model_fields if f not in _STRUCTURE)
+
+
+def arguments(aggregate: str) -> tuple[str, ...]:
+    """The positional arguments of the front method ``aggregate``, from the registry
+    (:func:`~dpframe.core.aggregates.positional`); ``agg`` takes its mapping."""
+    return ("aggregates",) if aggregate == "agg" else positional(aggregate)
 
 
 def front_call(q: QuerySpec) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
     """The front method releasing ``q``, with its positional and keyword arguments (the
     grouping aside)."""
-    method, args = q.aggregate, tuple(getattr(q, f)
-                                      for f in _ARGUMENTS.get(q.aggregate, ("column",)))
+    method, args = q.aggregate, tuple(getattr(q, f) for f in arguments(q.aggregate))
     if q.aggregate == "median" and q.by:  # grouped median: the 0.5 quantile
         method, args = "quantile", (q.column, 0.5)
     takes = inspect.signature(getattr(PrivateGroupBy if q.by else PrivateFrame,

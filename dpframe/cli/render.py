@@ -4,6 +4,7 @@ Everything shown is public: plans, released (noisy) values, ledger entries and f
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..core.numbers import format_number
 from ..display.text import diagnostics_text
 from .runner import QueryResult, RunLog, RunReport
 
@@ -45,21 +47,9 @@ def escape(text: object) -> str:
     return rich_escape(str(text))
 
 
-def fmt(v: float | int | None, digits: int = 4) -> str:
-    """A number for a table: grouped thousands, ``digits`` significant digits, "—" if none."""
-    if v is None:
-        return "—"
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return str(v)
-    if f != f:
-        return "—"
-    if isinstance(v, int) or (f.is_integer() and abs(f) < 1e15):
-        return f"{int(f):,}"
-    if abs(f) >= 1000:
-        return f"{f:,.0f}"
-    return f"{f:.{digits}g}"
+#: A number for a table (grouped thousands, 4 significant digits, "—" if none): the one
+#: formatter's ``table`` style.
+fmt = functools.partial(format_number, style="table")
 
 
 def table(title: str, columns: Sequence[tuple[str, str]]) -> Table:

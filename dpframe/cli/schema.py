@@ -8,6 +8,7 @@ failure into one message naming sections and fields, never values.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -20,10 +21,11 @@ from pydantic import (
     model_validator,
 )
 
+from ..core.aggregates import NAMES, Aggregate, positional
 from ..datasets import DATASETS
 
-AGGREGATES = ("count", "count_distinct", "sum", "mean", "var", "std", "max", "min", "median",
-              "quantile", "histogram", "agg")
+#: A query's aggregates: the registry's names (core/aggregates), and ``agg``.
+AGGREGATES = (*NAMES, "agg")
 OUTPUT_FORMATS = {"parquet": ".parquet", "arrow": ".arrow", "ipc": ".arrow"}
 #: pyarrow reads batches of at most 2**31 - 1 rows (a C int).
 MAX_BATCH_SIZE = (1 << 31) - 1
@@ -184,12 +186,15 @@ class OutputTable(_Table):
 
 
 #: What each aggregate needs (a field that is None or empty is missing), and what it refuses.
-_NEEDS: dict[str, tuple[str, ...]] = {
-    "count": (), "count_distinct": ("column",), "sum": ("column",), "mean": ("column",),
-    "var": ("column",), "std": ("column",), "max": ("column",),
-    "min": ("column",), "median": ("column",), "quantile": ("column", "q"),
-    "histogram": ("column", "bins"), "agg": ("aggregates", "by"),
-}
+def needs(names: Mapping[str, Aggregate] = NAMES) -> dict[str, tuple[str, ...]]:
+    """The fields each aggregate of a query needs, from the registry: a column unless the
+    aggregate goes without (``needs_column``), then its own arguments (``q``, ``bins``)."""
+    out = {name: positional(name, names)[0 if a.needs_column else 1:]
+           for name, a in names.items()}
+    return {**out, "agg": ("aggregates", "by")}
+
+
+_NEEDS = needs()
 _NEED_TEXT = {"column": "a column", "q": "q (a level in [0, 1])",
               "bins": "bins = [edges...] or a number of bins",
               "aggregates": "aggregates = {column = [ops]}",

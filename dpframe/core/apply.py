@@ -37,7 +37,8 @@ def apply_plan(plan: ReleasePlan, exact: ExactAggregates, rng: RandomSource) -> 
     Private keys are selected first (:meth:`~dpframe.core.selection.SelectionPlan.select`), and
     only then sorted, by the total order of :mod:`dpframe.core.values` on their canonical labels:
     the order of the released keys is a function of the released set alone, so a key that was
-    observed but not released cannot move them (PRIVACY.md, "One canonical value model").
+    observed but not released cannot move them
+    (docs/privacy.md#one-canonical-value-model-keys-and-units).
     """
     keys = exact.keys
     keep, noisy = _select(plan, exact, rng)

@@ -95,7 +95,7 @@ def fixed_point_request(column: str, lo: Fraction, hi: Fraction, shift: Fraction
                         integer: bool, with_count: bool = False) -> AggregateRequest:
     """Fixed-point accumulation of clamped values: exact integer sums whose per-row bound holds
     by construction (the integer value is clipped after rounding), so float rounding can never
-    push a sum past its sensitivity (PRIVACY.md)."""
+    push a sum past its sensitivity (docs/privacy.md#exact-accumulation)."""
     if integer and shift == 0:
         ilo, ihi = math.ceil(lo), math.floor(hi)
         if ilo > ihi:

@@ -154,8 +154,11 @@ class Aggregate:
     Class attributes state what fronts, specs and docs need: ``op`` (the Query's name),
     ``names`` (the front methods and spec aggregates that build it), ``needs_column``,
     ``numeric`` (its column must be numeric), ``exponential`` (released by the exponential
-    mechanism: pure DP, outside a Gaussian block) and ``mechanism_pages`` (the docs pages of
-    its mechanisms, under ``docs/mechanisms/``).
+    mechanism: pure DP, outside a Gaussian block), ``in_agg`` (``agg`` may release it, one value
+    per group beside others), :meth:`arguments` (what each name takes after the column) and
+    ``mechanism_pages`` (the docs pages of its mechanisms, under ``docs/mechanisms/``). The
+    CLI's tables, ``agg``'s names and the spec's positional arguments are derived from these
+    (:mod:`dpframe.core.aggregates`), never kept by hand.
     """
 
     op: ClassVar[str]
@@ -164,8 +167,14 @@ class Aggregate:
     needs_column: ClassVar[bool] = True
     numeric: ClassVar[bool] = True
     exponential: ClassVar[bool] = False
+    in_agg: ClassVar[bool] = True
     mechanism_pages: ClassVar[tuple[str, ...]] = ("geometric", "granular-laplace",
                                                   "discrete-gaussian")
+
+    def arguments(self, name: str) -> tuple[str, ...]:
+        """The arguments the front method and spec entry ``name`` need after the column (a
+        quantile's level ``q``, a histogram's ``bins``); public."""
+        return ()
 
     def check(self, m: Measure, query: Query) -> None:
         """Checks of the measure's own arguments (public); the column checks are generic."""

@@ -1,8 +1,8 @@
 """Noise-adding mechanisms on exact integer lattices, with accuracy both ways.
 
-Every real-valued release is *granular* (PRIVACY.md): the exact value is an integer count of a
-power-of-two unit ``u`` (the backends accumulate in fixed point); it is rounded to a coarser
-power-of-two granularity ``g`` and released as ``g * (round(x / g) + Z)`` with ``Z`` exact
+Every real-valued release is *granular* (docs/privacy.md#noise): the exact value is an integer
+count of a power-of-two unit ``u`` (the backends accumulate in fixed point); it is rounded to a
+coarser power-of-two granularity ``g`` and released as ``g * (round(x / g) + Z)`` with ``Z`` exact
 integer noise. Rounding moves each coordinate by less than one step of ``g``, so the integer
 sensitivity is ``floor(Delta / g) + c`` (L1) or ``Delta / g + sqrt(c)`` (L2), ``c`` being the
 number of coordinates a neighbour can change. The reachable outputs form the same lattice for

@@ -2,7 +2,7 @@
 
 Every user-supplied number that matters to privacy (epsilon, delta, bounds, weights, rates,
 levels) goes through :func:`to_fraction`, so a value means the same everywhere:
-``np.float32(0.1)`` is 1/10 in the budget, in the bounds and in the ledger (PRIVACY.md).
+``np.float32(0.1)`` is 1/10 in the budget, in the bounds and in the ledger (docs/privacy.md#budget).
 This module does not know pandas.
 """
 
@@ -14,7 +14,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
 from ..errors import ValidationError
 
@@ -34,7 +34,7 @@ def to_fraction(
     charged. Rejects bools, strings, None, complex numbers, NaN, infinities and negative values
     with :class:`~dpframe.errors.ValidationError`; with ``positive=True`` also zero, with
     ``below_one=True`` also values ``>= 1``; ``signed=True`` accepts negative values (bounds).
-    Messages name the argument, never data. This is the one number rule of PRIVACY.md
+    Messages name the argument, never data. This is the one number rule of docs/privacy.md#budget
     (epsilon, delta, bounds, weights, rates, levels): ``np.float32(0.1)`` is 1/10 everywhere.
     """
     f = x if type(x) is Fraction else _exact(_real(x, name), name)
@@ -107,9 +107,38 @@ def validate_delta(x: Any, name: str = "delta") -> Fraction:
     return to_fraction(x, name, below_one=True)
 
 
-def format_number(x: Fraction | float) -> str:
-    """Short human rendering of a budget number (for messages only)."""
-    return format(float(x), ".6g")
+#: How :func:`format_number` renders: ``message`` (error messages: 6 significant digits),
+#: ``display`` (notebook/terminal text: also "" for None, other values as text) and ``table``
+#: (CLI tables: thousands grouped, 4 significant digits, "—" for None or nan).
+NumberStyle = Literal["message", "display", "table"]
+_DIGITS: dict[str, int] = {"message": 6, "display": 6, "table": 4}
+
+
+def format_number(x: Any, digits: int | None = None, *, style: NumberStyle = "message") -> str:
+    """The one human rendering of a number (public values only: budgets, scales, released
+    values); ``digits`` significant digits (default by ``style``, see :data:`NumberStyle`)."""
+    d = _DIGITS[style] if digits is None else digits
+    if style == "message":
+        return format(float(x), f".{d}g")
+    if x is None:
+        return "" if style == "display" else "—"
+    try:
+        f = float(x)
+    except (TypeError, ValueError):
+        return str(x)
+    if style == "display":
+        return format(f, f".{d}g")
+    return _table_number(x, f, d)
+
+
+def _table_number(x: Any, f: float, digits: int) -> str:
+    if f != f:
+        return "—"
+    if isinstance(x, int) or (f.is_integer() and abs(f) < 1e15):
+        return f"{int(f):,}"
+    if abs(f) >= 1000:
+        return f"{f:,.0f}"
+    return f"{f:.{digits}g}"
 
 
 def power_of_two_at_most(x: Fraction) -> Fraction:

@@ -28,7 +28,7 @@ from functools import cached_property
 
 from ..errors import ValidationError
 from .accounting import PrivacyCost, poisson_subsampling, round_up, zcdp_to_approx_dp
-from .aggregates import aggregate
+from .aggregates import AGGREGATES, aggregate
 from .compute import NO_GROUP_LIMIT, AggregateRequest, ComputeRequest
 from .diagnostics import DiagnosticsPlan, plan_diagnostics
 from .gaussian import analytic_mu, delta_float, discrete_epsilon, satisfies
@@ -113,8 +113,8 @@ def plan_query(query: Query, relation: Relation, column_kinds: dict[str, str]) -
         budgets = _measure_budgets(query.measures, eps_measures, delta_measures, gaussian)
         plans = _plan_measures(ctx, budgets)
     if one_count:  # the count's own noise, thresholded: the whole budget spent once
-        selection = _plan_selection(relation, contrib, query.epsilon, query.delta,
-                                    plans[0].noise)
+        selection = PLANNERS["key_selection"].plan(relation, contrib, query.epsilon,
+                                                   query.delta, plans[0].noise)
     rho_total = sum((r for _, _, r in budgets if r is not None), Fraction(0))
     pure_gaussian = gaussian and selection is None and all(mp.em is None for mp in plans)
     diagnostics = (None if query.diagnostics is None
@@ -162,13 +162,17 @@ _PLANS: RecentCache[ReleasePlan] = RecentCache(PLAN_CACHE_SIZE)
 def _plan_key(query: Query, relation: str,
               column_kinds: Mapping[str, ColumnKind]) -> bytes | None:
     """The fingerprint of a plan's inputs (:func:`exact_fingerprint`), or None when declared
-    keys or bounds hold anything but plain values."""
+    keys or bounds hold anything but plain values. The planners that would plan it (the
+    measures' aggregates and :data:`PLANNERS`) are part of it, by identity: an aggregate or
+    planner swapped in (a test's broken control) never meets a plan another one made."""
     members: list[object] = []
     for values in (*query.keys.values(), *query.bounds.values()):
         if not isinstance(values, tuple | list):
             return None
         members.extend(values)
-    return exact_fingerprint((query, relation, sorted(column_kinds.items())), members)
+    planners = (tuple(id(AGGREGATES.get(m.op)) for m in query.measures),
+                tuple(id(p) for p in PLANNERS.values()))
+    return exact_fingerprint((query, relation, sorted(column_kinds.items()), planners), members)
 
 
 def plan_release(query: Query, relation: Relation,
@@ -371,7 +375,7 @@ def _split_selection(query: Query, relation: Relation, contrib: Contribution,
         return None, query.epsilon, query.delta
     eps_sel = query.epsilon * query.selection_share
     delta_sel = query.delta / 2 if query.mechanism == "gaussian" else query.delta
-    return (_plan_selection(relation, contrib, eps_sel, delta_sel),
+    return (PLANNERS["key_selection"].plan(relation, contrib, eps_sel, delta_sel),
             query.epsilon - eps_sel, query.delta - delta_sel)
 
 
@@ -386,30 +390,40 @@ def _one_count(query: Query, contrib: Contribution) -> bool:
             and contrib.rows == 1 and query.mechanism != "gaussian")
 
 
-def _plan_selection(relation: Relation, contrib: Contribution, eps: Fraction,
-                    delta: Fraction, count_noise: NoiseSpec | None = None) -> SelectionPlan:
-    """The key-selection rule at budget (eps, delta) (proofs: :mod:`dpframe.core.selection`).
+class KeySelection:
+    """The planner of private-key selection: a replaceable part, like an aggregate of the
+    registry (:data:`PLANNERS`; the audit injects a broken one to show it is caught)."""
 
-    With ``count_noise`` (the released count's own geometric noise, :func:`_one_count`): the
-    stability histogram, whose released counts are the thresholded ones. Otherwise a separate
-    selection on distinct-unit counts: the truncated-geometric rule at per-key budget
-    ``(eps / k', delta / k')``, ``k'`` the keys one neighbour can touch (``k``, or ``2k``
-    under change_one); for a per-key epsilon so small that its table would be huge, the
-    geometric threshold of scale ``k' / eps`` (the same guarantee, slightly fewer keys).
-    Keys never appear merely because they occur in the data.
-    """
-    if delta <= 0:
-        raise ValidationError("keys='private' needs delta > 0")
-    sens = key_selection_sensitivity(relation, contrib)
-    keys = sens.changed
-    if count_noise is not None:
-        tau, boundary, used = stability_threshold(count_noise, delta, contrib.rows, keys)
-        return SelectionPlan(count_noise, tau, eps, delta, "stability histogram", boundary,
-                             True, used)
-    table = truncated_geometric_table(eps / keys, delta / keys)
-    if table is not None:
-        return SelectionPlan(None, len(table), eps, delta, "truncated geometric",
-                             delta_used=delta, probs=table)
-    noise = noise_spec("laplace", sens.l1, eps, integer=True)
-    tau, boundary, used = stability_threshold(noise, delta, 1, keys)
-    return SelectionPlan(noise, tau, eps, delta, "stability histogram", boundary, False, used)
+    def plan(self, relation: Relation, contrib: Contribution, eps: Fraction, delta: Fraction,
+             count_noise: NoiseSpec | None = None) -> SelectionPlan:
+        """The key-selection rule at budget (eps, delta) (proofs: :mod:`dpframe.core.selection`).
+
+        With ``count_noise`` (the released count's own geometric noise, :func:`_one_count`): the
+        stability histogram, whose released counts are the thresholded ones. Otherwise a separate
+        selection on distinct-unit counts: the truncated-geometric rule at per-key budget
+        ``(eps / k', delta / k')``, ``k'`` the keys one neighbour can touch (``k``, or ``2k``
+        under change_one); for a per-key epsilon so small that its table would be huge, the
+        geometric threshold of scale ``k' / eps`` (the same guarantee, slightly fewer keys).
+        Keys never appear merely because they occur in the data.
+        """
+        if delta <= 0:
+            raise ValidationError("keys='private' needs delta > 0")
+        sens = key_selection_sensitivity(relation, contrib)
+        keys = sens.changed
+        if count_noise is not None:
+            tau, boundary, used = stability_threshold(count_noise, delta, contrib.rows, keys)
+            return SelectionPlan(count_noise, tau, eps, delta, "stability histogram", boundary,
+                                 True, used)
+        table = truncated_geometric_table(eps / keys, delta / keys)
+        if table is not None:
+            return SelectionPlan(None, len(table), eps, delta, "truncated geometric",
+                                 delta_used=delta, probs=table)
+        noise = noise_spec("laplace", sens.l1, eps, integer=True)
+        tau, boundary, used = stability_threshold(noise, delta, 1, keys)
+        return SelectionPlan(noise, tau, eps, delta, "stability histogram", boundary, False, used)
+
+
+#: The planners a release uses beside the aggregates' own, by name: replaceable entries, as
+#: :data:`~dpframe.core.aggregates.AGGREGATES` holds the aggregates (a test swaps one with
+#: ``monkeypatch.setitem``; the plan cache never serves one planner's plan to another).
+PLANNERS: dict[str, KeySelection] = {"key_selection": KeySelection()}

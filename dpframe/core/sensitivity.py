@@ -1,4 +1,5 @@
-"""Sensitivities per query, neighbouring relation and contribution bound (PRIVACY.md table).
+"""Sensitivities per query, neighbouring relation and contribution bound
+(docs/privacy.md#sensitivities).
 
 A privacy unit contributes at most ``rows`` rows (R) to each group, to at most ``groups``
 groups (k), and at most ``total`` rows (T) to the whole release (ungrouped queries have one
@@ -10,7 +11,7 @@ With T, per-group contributions a_g (rows of the unit in group g) satisfy a_g <=
 sum a_g <= T and at most k of them are nonzero, so ``sum a_g`` is at most T (L1) and
 ``sum a_g**2`` at most q * R**2 + r**2 with T = q * R + r (fill groups with R rows each: the
 sum of squares of numbers in [0, R] with a fixed sum is largest when they are extreme), which
-is <= min(T, sqrt(k) * R)**2: the L2 bound of PRIVACY.md, sharpened.
+is <= min(T, sqrt(k) * R)**2: the L2 bound of docs/privacy.md#sensitivities, sharpened.
 
 Each function returns the L1, L2 and L-infinity sensitivities and ``changed``, the number of
 output coordinates a neighbour can move (used for the rounding slack of granular noise).
@@ -102,7 +103,8 @@ def _sqrt_up(x: Fraction) -> Fraction:
 
 def count_sensitivity(relation: Relation, c: Contribution, grouped: bool) -> Sensitivity:
     """Row counts. Ungrouped: a unit moves the count by ``rows`` under both relations (under
-    change_one the frame size is not treated as public, PRIVACY.md). Grouped: add_remove moves
+    change_one the frame size is not treated as public, docs/privacy.md#sensitivities).
+    Grouped: add_remove moves
     ``groups`` coordinates by ``rows``; change_one moves up to 2 * groups of them."""
     r = Fraction(c.rows)
     if not grouped:
@@ -130,8 +132,9 @@ def sum_sensitivity(relation: Relation, lo: Fraction, hi: Fraction, c: Contribut
         # change_one: a unit's a rows are replaced by another unit's b rows, 0 <= a, b <= rows
         # (the frame may have been filtered, so a replaced unit can also enter or leave it, as
         # for the count): the sum moves by at most min(a, b) * width + |a - b| * M <=
-        # rows * max(width, M), PRIVACY.md's R * max(U - L, max(|L|, |U|)). With bounds
-        # [100, 101] a row entering a filtered frame moves the sum by 101, not U - L = 1.
+        # rows * max(width, M), docs/privacy.md#sensitivities: R * max(U - L, max(|L|, |U|)).
+        # With bounds [100, 101] a row entering a filtered frame moves the sum by 101, not
+        # U - L = 1.
         total = r * m if relation == "add_remove" else r * max(width, m)
         return Sensitivity(total, total, total, 1)
     k = c.groups

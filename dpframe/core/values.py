@@ -1,6 +1,7 @@
-"""The canonical value model for group keys and privacy units (PRIVACY.md, "One canonical value
-model"). Every backend maps the values it observes through this module, so that two rows naming
-the same key or unit are the same key or unit everywhere, whatever their spelling or row order.
+"""The canonical value model for group keys and privacy units
+(docs/privacy.md#one-canonical-value-model-keys-and-units). Every backend maps the values it
+observes through this module, so that two rows naming the same key or unit are the same key or unit
+everywhere, whatever their spelling or row order.
 
 * **Equality.** Values equal under Python ``==`` are one value: ``0.0`` and ``-0.0``;
   ``True``, ``1`` and ``1.0`` in an object column.

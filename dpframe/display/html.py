@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
+from ..core.numbers import format_number
 from .text import ci_text, diagnostics_text
 
 _STYLE = ("font-family: var(--jp-ui-font-family, sans-serif); font-size: 13px; "
@@ -17,12 +18,8 @@ _STYLE = ("font-family: var(--jp-ui-font-family, sans-serif); font-size: 13px; "
 
 
 def _num(x: Any, digits: int = 6) -> str:
-    if x is None:
-        return ""
-    try:
-        return format(float(x), f".{digits}g")
-    except (TypeError, ValueError):
-        return escape(str(x))
+    """:func:`~dpframe.core.numbers.format_number` (``display``), escaped for HTML."""
+    return escape(format_number(x, digits, style="display"))
 
 
 def budget_bar(spent: float, total: float, width_px: int = 240) -> str:

@@ -3,19 +3,16 @@ budgets, charges and the public parameters of each release)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
+from ..core.numbers import format_number
 
-def num(x: Any) -> str:
-    """A number for display (6 significant digits); empty for None."""
-    if x is None:
-        return ""
-    try:
-        return format(float(x), ".6g")
-    except (TypeError, ValueError):
-        return str(x)
+#: A number for display (6 significant digits; empty for None): the one formatter's
+#: ``display`` style.
+num = functools.partial(format_number, style="display")
 
 
 def budget_table(total: tuple[Fraction, Fraction], spent: tuple[Fraction, Fraction]) -> Any:

@@ -9,15 +9,16 @@
 5. charge the session's ledger (checks the budget again, atomically) -> BudgetExceededError
 6. the privacy core adds noise; the release is recorded in the ledger
 
-No noisy value exists without a committed charge (PRIVACY.md): the noise is drawn only after
-step 5 commits. The exact half runs before the charge so that an operational fault refuses with
-nothing spent; whether a query is answered still depends only on its arguments, the public
-schema and the budget, never on the data (PRIVACY.md): an empty frame or an all-missing column
-is released with noise like any other, so no backend refuses data, and any other failure of the
-exact half (a defect: it might depend on the data) is charged and recorded failed exactly as if
+No noisy value exists without a committed charge (docs/privacy.md#budget): the noise is drawn only
+after step 5 commits. The exact half runs before the charge so that an operational fault refuses
+with nothing spent; whether a query is answered still depends only on its arguments, the public
+schema and the budget, never on the data
+(docs/privacy.md#behaviour-that-does-not-depend-on-the-data): an empty frame or an all-missing
+column is released with noise like any other, so no backend refuses data, and any other failure of
+the exact half (a defect: it might depend on the data) is charged and recorded failed exactly as if
 it had happened after the charge. An interrupt before step 5 charges nothing (no value left the
-process). A failure after the charge is a defect; should one happen, it keeps the charge and
-marks the ledger entry failed.
+process). A failure after the charge is a defect; should one happen, it keeps the charge and marks
+the ledger entry failed.
 
 :func:`run_release` does all of this for one query; a ``dpframe run`` composes the same steps
 for a whole run (:func:`compute_exact` for every query, :func:`charge_all` in one ledger
@@ -29,7 +30,6 @@ from __future__ import annotations
 import os
 import sys
 import warnings
-import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -45,19 +45,6 @@ from ..errors import InputError, NearZeroWarning, UnknownColumnError
 
 if TYPE_CHECKING:
     from .session import Session
-
-#: The last release of each session (exports of scalar results read it: ``last_release``).
-_LAST: weakref.WeakKeyDictionary[Any, CoreRelease] = weakref.WeakKeyDictionary()
-
-
-def last_release(session: Session) -> CoreRelease | None:
-    """The last successful release of ``session`` (values and provenance), or None.
-
-    With several threads sharing a session this may be another thread's release: every result
-    carries its own provenance (``result.attrs["dp"]``, scalars included), which is what
-    exports and audits should read."""
-    return _LAST.get(session)
-
 
 def prepare(session: Session, query: Query, backend: Backend) -> ReleasePlan:
     """Steps 1-2: validate and plan, with no side effect."""
@@ -199,7 +186,6 @@ def publish(session: Session, entry: int, release: CoreRelease,
             details: Mapping[str, Any]) -> None:
     """Step 6b: record the release in the ledger (``released``)."""
     session.record(entry, status="released", details=details)
-    _LAST[session] = release
 
 
 def warn_hints(release: CoreRelease) -> None:

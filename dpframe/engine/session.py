@@ -200,7 +200,8 @@ class Session:
     def check_privacy_unit(self, unit: str | None) -> None:
         """Refuse (before any charge) a release under another privacy unit than the one this
         session protects: a budget spent at row level does not bound the loss of a person with
-        many rows, and one spent per user says nothing of rows (PRIVACY.md)."""
+        many rows, and one spent per user says nothing of rows
+        (docs/privacy.md#one-privacy-unit-per-session)."""
         code = self._store.privacy_unit()
         if code is not None and code != unit_code(unit):
             raise PrivacyUnitError(privacy_unit_message(code, unit_code(unit)))

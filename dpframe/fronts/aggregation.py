@@ -8,12 +8,13 @@ from typing import Any
 
 import numpy as np
 
-from ..core.aggregates import NAMES
+from ..core.aggregates import agg_names
 from ..core.apply import CoreRelease
 from ..errors import ValidationError
 
-#: What ``agg`` takes: every aggregate name but those needing more than a column (a level, bins)
-AGG_NAMES = {name for name in NAMES if name not in ("quantile", "histogram")}
+#: What ``agg`` takes, from the registry: every name of an ``in_agg`` aggregate that needs
+#: nothing beyond a column (not a level, not bins)
+AGG_NAMES = agg_names()
 
 
 def agg_name(op: object) -> str:

@@ -113,7 +113,8 @@ class Scan:
         return list(self.schema.names)
 
     def dp(self, session: Session | None = None, **options: Any) -> PrivateFrame:
-        """Private aggregates over the scan; same options as ``df.dp(...)`` (API.md)."""
+        """Private aggregates over the scan; same options as ``df.dp(...)``
+        (docs/reference.md#larger-than-memory-scans)."""
         return PrivateFrame(self.backend, session, **options)
 
     def __repr__(self) -> str:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
-from ..core.accounting import to_fraction
+from ..core.numbers import to_fraction
 from ..core.samplers import exp_neg_fixed
 from ..errors import ValidationError
 
@@ -80,7 +80,7 @@ class Design:
 
 
 def exact_epsilon(epsilon: object, name: str = "epsilon") -> Fraction:
-    """An epsilon > 0 by the one number rule (:func:`dpframe.core.accounting.to_fraction`)."""
+    """An epsilon > 0 by the one number rule (:func:`dpframe.core.numbers.to_fraction`)."""
     return to_fraction(epsilon, name, positive=True)
 
 

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 import dpframe as dpf
+from dpframe.core.aggregates import NAMES
 
 from ._support import session
 
@@ -130,7 +131,7 @@ def test_a_means_preview_is_in_its_own_units(df: pd.DataFrame) -> None:
 
 
 #: Every aggregate of the frame and of a group-by, with the arguments it needs besides the
-#: budget (API.md: "Every aggregate takes accuracy="; "ci=" adds an interval).
+#: budget (docs/reference.md: "Every aggregate takes accuracy="; "ci=" adds an interval).
 AGGREGATES = {
     "count": ((), {}), "count_distinct": (("n",), {}), "sum": (("x",), {}),
     "mean": (("x",), {"min_rows": 100}), "var": (("x",), {}), "std": (("x",), {}),
@@ -138,8 +139,14 @@ AGGREGATES = {
     "quantile": (("x", 0.25), {}), "histogram": (("x", [0, 50, 100]), {}),
     "agg": (({"x": "sum"},), {}),
 }
-#: Those released by the exponential mechanism: no interval, no other mechanism.
-EXPONENTIAL = {"max", "min", "median", "quantile"}
+#: Those released by the exponential mechanism: no interval, no other mechanism (from the
+#: registry).
+EXPONENTIAL = {name for name, a in NAMES.items() if a.exponential}
+
+
+def test_the_table_holds_every_aggregate_of_the_registry() -> None:
+    assert set(AGGREGATES) == {*NAMES, "agg"}
+    assert {"max", "min", "median", "quantile"} == EXPONENTIAL
 
 
 @pytest.mark.parametrize("grouped", [False, True])

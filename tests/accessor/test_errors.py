@@ -232,7 +232,7 @@ DEGENERATE: list[tuple[str, Callable[[dpf.Session], Any]]] = [
 
 @pytest.mark.parametrize(("name", "call"), DEGENERATE, ids=[c[0] for c in DEGENERATE])
 def test_degenerate_data_is_released_with_noise_not_refused(name, call):
-    """PRIVACY.md: whether a query is answered never depends on the data. An empty frame or an
+    """docs/privacy.md: whether a query is answered never depends on the data. An empty frame or an
     all-missing column is released like any other (0.1 refused them: a data-dependent refusal
     that one person's row could flip)."""
     s = new_session()

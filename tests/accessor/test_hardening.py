@@ -277,7 +277,7 @@ def test_uint64_values_beyond_int64_are_clamped_not_wrapped():
         assert front.dp(session(), bounds={"x": (0, 2500)}).sum("x", epsilon=HUGE) == 2650
 
 
-# -- one number rule (PRIVACY.md, Budget) ------------------------------------------------
+# -- one number rule (docs/privacy.md, Budget) ------------------------------------------------
 
 def test_numbers_are_read_by_one_rule_in_sessions_queries_and_bounds():
     """np.float32(0.1) is 1/10 in a Session and in a query alike (0.1 refused a 0.1 query with

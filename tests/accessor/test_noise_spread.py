@@ -1,4 +1,4 @@
-"""Every PRIVACY.md sensitivity, measured as the empirical spread of seeded releases.
+"""Every docs/privacy.md sensitivity, measured as the empirical spread of seeded releases.
 
 Each test releases one query many times on a fixed frame whose exact answer is known (values are
 exactly representable, and under user-level bounds no unit exceeds its row / group limits, so

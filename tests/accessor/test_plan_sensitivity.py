@@ -1,6 +1,6 @@
-"""Every PRIVACY.md sensitivity, read from dry-run plans under both neighbouring relations.
+"""Every docs/privacy.md sensitivity, read from dry-run plans under both neighbouring relations.
 
-The oracle below is written from the PRIVACY.md table, independently of
+The oracle below is written from the docs/privacy.md table, independently of
 ``dpframe.core.sensitivity``: row unit with bounds [L, U], M = max(|L|, |U|), W = U - L, scaled by
 the contribution bounds (R rows per unit and group, k groups per unit). A dry run charges
 nothing, so these checks are exact and cheap; ``test_noise_spread.py`` checks that the noise
@@ -28,7 +28,7 @@ UNITS = [(None, 1, 1), ("uid", 3, 1), ("uid", 3, 2), ("uid", 1, 2)]
 
 def oracle(op: str, relation: str, lo: float = 0.0, hi: float = 1.0, rows: int = 1,
            groups: int = 1) -> tuple[float, int]:
-    """(L1 sensitivity, coordinates a neighbour can move) from PRIVACY.md."""
+    """(L1 sensitivity, coordinates a neighbour can move) from docs/privacy.md."""
     m, w = max(abs(lo), abs(hi)), hi - lo
     add = relation == "add_remove"
     if op == "count":
@@ -39,7 +39,7 @@ def oracle(op: str, relation: str, lo: float = 0.0, hi: float = 1.0, rows: int =
     if op == "sum":
         if add:
             return rows * m, 1
-        # PRIVACY.md: R * max(U - L, max(|L|, |U|)). A replaced unit's rows may also enter or
+        # docs/privacy.md: R * max(U - L, max(|L|, |U|)). A replaced unit's rows may also enter or
         # leave a filtered frame (as for the count), so one row can move the sum by M > U - L
         # when the bounds exclude 0 ([100, 101]: 101, not 1).
         return rows * max(w, m), 1

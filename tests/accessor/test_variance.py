@@ -1,5 +1,5 @@
 """var and std: exact at a huge epsilon on every backend (pandas' ddof), the sensitivities of
-their three releases from PRIVACY.md under both relations, calibrated intervals, and typed
+their three releases from docs/privacy.md under both relations, calibrated intervals, and typed
 errors before any charge."""
 
 from __future__ import annotations

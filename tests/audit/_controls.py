@@ -1,11 +1,11 @@
 """Positive controls: releases broken on purpose, which the audit must catch (for the audit
 only, never in the library).
 
-Every patch target (a module global of the planner, an attribute of a plan or of a noise
-spec) is named in this module and nowhere else: when the planner moves, update the targets
-here. A target that no longer exists makes the patch raise (``MonkeyPatch.setattr``); one that
-exists but is no longer called makes the broken control pass the audit, which the audit tests
-report as "the audit missed a broken mechanism".
+Broken parts are injected where the library looks its parts up: an aggregate into the
+registry (:data:`dpframe.core.aggregates.AGGREGATES`), the key-selection planner into
+:data:`dpframe.core.plan.PLANNERS`, with ``monkeypatch.setitem``. No module variable is patched
+by name: when a module moves, nothing here changes. The plan cache keys plans by the planners
+that made them, so a broken part never meets an honest plan, nor leaves its plans behind.
 """
 
 from __future__ import annotations
@@ -14,62 +14,62 @@ import contextlib
 import dataclasses
 import importlib
 from collections.abc import Callable, Iterator
-from typing import Any
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from dpframe.core.aggregates import AGGREGATES
+from dpframe.core.aggregates.sum import Sum
+from dpframe.core.compute import AggregateRequest
+from dpframe.core.measure import MeasurePlan, PlanContext
 from dpframe.core.mechanisms import NoiseSpec
-from dpframe.core.memo import RecentCache
-from dpframe.core.plan import PLAN_CACHE_SIZE
+from dpframe.core.plan import PLANNERS, KeySelection
+from dpframe.core.selection import SelectionPlan
 from dpframe.core.sensitivity import Sensitivity
 
 from .mechanisms import geometric_spec
 
-#: The sum aggregate's sensitivity (its result: a ``Sensitivity``), looked up in the module
-#: that calls it.
-SUM_SENSITIVITY = "dpframe.core.measure.sum_sensitivity"
-#: The planner of private-key selection (its result has a ``threshold``).
-KEY_SELECTION = "dpframe.core.plan._plan_selection"
-#: The planner's cache of finished plans (``plan_release``): a patched planner starts from an
-#: empty one, and the plans it made are dropped with the patch.
-PLAN_CACHE = "dpframe.core.plan._PLANS"
+if TYPE_CHECKING:
+    from dpframe.core.query import Measure
 
 Patch = Callable[[pytest.MonkeyPatch], None]
 
 
-def _real(target: str) -> Callable[..., Any]:
-    module, name = target.rsplit(".", 1)
-    fn: Callable[..., Any] = getattr(importlib.import_module(module), name)
-    return fn
+@dataclasses.dataclass(frozen=True)
+class _HalvedSums(PlanContext):
+    """BROKEN on purpose: a planning context whose sums have half their true sensitivity."""
+
+    def sum_sensitivity(self, req: AggregateRequest) -> Sensitivity:
+        s = super().sum_sensitivity(req)
+        return Sensitivity(s.l1 / 2, s.l2 / 2, s.linf / 2, s.changed)
 
 
-def _forget_plans(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Plans made before the patch were made by the real planner: hide them while it holds."""
-    monkeypatch.setattr(PLAN_CACHE, RecentCache(PLAN_CACHE_SIZE))
+class HalvedSum(Sum):
+    """BROKEN on purpose: the sum aggregate, planned with half its sensitivity."""
+
+    def plan(self, ctx: PlanContext, m: Measure, eps: Fraction, delta: Fraction,
+             rho: Fraction | None) -> MeasurePlan:
+        halved = _HalvedSums(ctx.query, ctx.relation, ctx.contribution, ctx.column_kinds)
+        return super().plan(halved, m, eps, delta, rho)
+
+
+class LowThreshold(KeySelection):
+    """BROKEN on purpose: private keys released at one below the calibrated threshold."""
+
+    def plan(self, *args: Any, **kwargs: Any) -> SelectionPlan:
+        sp = super().plan(*args, **kwargs)
+        return dataclasses.replace(sp, threshold=sp.threshold - 1)
 
 
 def halve_sum_sensitivity(monkeypatch: pytest.MonkeyPatch) -> None:
-    """BROKEN on purpose: plan sums with half their true sensitivity."""
-    real = _real(SUM_SENSITIVITY)
-
-    def halved(*args: Any, **kwargs: Any) -> Sensitivity:
-        s = real(*args, **kwargs)
-        return Sensitivity(s.l1 / 2, s.l2 / 2, s.linf / 2, s.changed)
-
-    monkeypatch.setattr(SUM_SENSITIVITY, halved)
-    _forget_plans(monkeypatch)
+    """BROKEN on purpose: plan sums with half their true sensitivity (through the registry)."""
+    monkeypatch.setitem(AGGREGATES, "sum", HalvedSum())
 
 
 def lower_selection_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
     """BROKEN on purpose: release private keys at one below the calibrated threshold."""
-    real = _real(KEY_SELECTION)
-
-    def lowered(*args: Any, **kwargs: Any) -> Any:
-        sp = real(*args, **kwargs)
-        return dataclasses.replace(sp, threshold=sp.threshold - 1)
-
-    monkeypatch.setattr(KEY_SELECTION, lowered)
-    _forget_plans(monkeypatch)
+    monkeypatch.setitem(PLANNERS, "key_selection", LowThreshold())
 
 
 def patched(patch: Patch) -> Callable[[], contextlib.AbstractContextManager[None]]:

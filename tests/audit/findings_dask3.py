@@ -1,6 +1,6 @@
 """The Dask backend's value model for distinct counts (issue 31, item 5): one scenario.
 
-A value that does not conform to the public schema is missing for every aggregate (PRIVACY.md,
+A value that does not conform to the public schema is missing for every aggregate (docs/privacy.md,
 "Behaviour that does not depend on the data"). Under that rule the two datasets below are one
 dataset plus a row that every aggregate must read as missing: the release may not depend on it
 at all, so the claim audited for this pair is epsilon 0, as the non-interference tests claim

@@ -2,7 +2,7 @@
 
 Every case plants distinctive private values in the data it queries and runs one bad input
 through a public entry point (the pandas accessor, ``dpf.scan``, Dask, the CLI, a release spec,
-a ledger file). The harness then asserts what PRIVACY.md promises of every refusal:
+a ledger file). The harness then asserts what docs/privacy.md promises of every refusal:
 
 * the documented error: a :class:`dpframe.DPError` subclass (the CLI: its documented exit code);
 * nothing charged: the session's spend is what it was, and the ledger's rows are unchanged;
@@ -33,6 +33,8 @@ import pandas as pd
 import pytest
 
 import dpframe as dpf
+
+from .._releases import recording
 
 # -- the planted private values ------------------------------------------------------------------
 #
@@ -238,11 +240,11 @@ def expect_release(run: Callable[[], Any], session: dpf.Session, ledger: Path | 
                    ) -> Any:
     """Run a case that must release (malformed values count as missing): no error, no planted
     value in any channel, the ledger or the provenance. Returns the result."""
-    with channels(caplog, capsys) as ch:
+    with channels(caplog, capsys) as ch, recording() as published:
         result = run()
     ch.assert_clean()
     assert_clean(provenance_text(result), "the provenance")
-    last = dpf.last_release(session)
+    last = published.last(session)
     assert last is not None
     assert_clean(json.dumps(last.provenance, default=str), "the release's provenance")
     assert_clean(repr(result), "the released result")

@@ -1,7 +1,7 @@
 """Contribution bounds T (rows of a unit in the whole release), k (groups) and R (rows in one
 group): the sensitivities of every subset, and the bounding that enforces them.
 
-The table is written from PRIVACY.md by hand (grouped sum: L1 = min(T, k R) M, L2 <= min(T,
+The table is written from docs/privacy.md by hand (grouped sum: L1 = min(T, k R) M, L2 <= min(T,
 sqrt(k) R) M; change_one from the two moves). The property tests bound a worst-case unit
 (every row at the extreme value, spread over many groups) with each backend's selection and
 check that it never moves the exact aggregate by more than the planned sensitivity.
@@ -56,7 +56,7 @@ def test_grouped_sum_sensitivity_table(tkr, add, change) -> None:
     s = sum_sensitivity("change_one", LO, HI, c, True)
     assert float(s.l1) == change[0]
     assert float(s.l2) == pytest.approx(change[1], rel=1e-8) and float(s.l2) >= change[1] - 1e-9
-    # PRIVACY.md's bound holds (ours may be tighter): L2 <= min(T, sqrt(k) R) M
+    # docs/privacy.md's bound holds (ours may be tighter): L2 <= min(T, sqrt(k) R) M
     privacy_md = min(c.cap, math.sqrt(c.groups) * c.rows) * 10
     assert float(sum_sensitivity("add_remove", LO, HI, c, True).l2) <= privacy_md + 1e-6
 

@@ -9,10 +9,19 @@ from pathlib import Path
 
 import pytest
 
-from dpframe.cli import spec
+from dpframe.cli import queries, schema, spec
 from dpframe.core import query
-from dpframe.core.aggregates import AGGREGATES, NAMES, aggregate
+from dpframe.core.aggregates import (
+    AGGREGATES,
+    LEVELS,
+    NAMES,
+    Aggregate,
+    agg_names,
+    aggregate,
+    positional,
+)
 from dpframe.errors import ValidationError
+from dpframe.fronts import aggregation
 from dpframe.fronts.frame import PrivateFrame, PrivateGroupBy
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -53,3 +62,69 @@ def test_every_aggregate_states_its_privacy_argument(op: str) -> None:
 def test_an_unknown_aggregate_is_a_typed_error() -> None:
     with pytest.raises(ValidationError, match="unknown aggregate"):
         aggregate("mode")
+
+
+# -- the edge tables are derived from the registry (a new aggregate needs only its module) -----
+
+class _Toy(Aggregate):
+    """A registered toy: a level-taking aggregate (like ``quantile``) with a second name."""
+
+    op = "toy"
+    names = ("toy", "toy_half")
+    summary = "a toy"
+
+    def arguments(self, name: str) -> tuple[str, ...]:
+        return () if name == "toy_half" else ("q",)
+
+
+class _Columnless(_Toy):
+    op = "columnless"
+    names = ("columnless",)
+    needs_column = False
+    in_agg = False
+
+    def arguments(self, name: str) -> tuple[str, ...]:
+        return ()
+
+
+def test_the_cli_and_agg_tables_are_what_the_registry_derives() -> None:
+    assert (*NAMES, "agg") == schema.AGGREGATES
+    assert schema.needs(NAMES) == schema._NEEDS
+    assert agg_names(NAMES) == aggregation.AGG_NAMES
+    # what they were when kept by hand (the order too: the spec's messages list them)
+    assert schema.AGGREGATES == ("count", "count_distinct", "sum", "mean", "var", "std", "max",
+                                 "min", "median", "quantile", "histogram", "agg")
+    assert schema._NEEDS["count"] == () and schema._NEEDS["quantile"] == ("column", "q")
+    assert schema._NEEDS["histogram"] == ("column", "bins") and schema._NEEDS["median"] == (
+        "column",)
+    assert set(NAMES) - {"quantile", "histogram"} == aggregation.AGG_NAMES
+    assert {n: queries.arguments(n) for n in ("sum", "quantile", "histogram", "agg")} == {
+        "sum": ("column",), "quantile": ("column", "q"), "histogram": ("column", "bins"),
+        "agg": ("aggregates",)}
+
+
+def test_a_new_aggregate_reaches_every_table_from_its_module_alone() -> None:
+    names = {**NAMES, "toy": _Toy(), "toy_half": _Toy(), "columnless": _Columnless()}
+    needs = schema.needs(names)
+    assert needs["toy"] == ("column", "q") and needs["toy_half"] == ("column",)
+    assert needs["columnless"] == ()
+    assert {"toy_half"} <= agg_names(names) and not {"toy", "columnless"} & agg_names(names)
+    assert positional("toy", names) == ("column", "q")
+
+
+def test_the_spec_options_are_the_front_keywords() -> None:
+    # every option the CLI passes is a keyword of some front method (read by signature)
+    import inspect
+
+    takes = {p for cls in (PrivateFrame, PrivateGroupBy) for name in NAMES
+             if hasattr(cls, name)
+             for p in inspect.signature(getattr(cls, name)).parameters}
+    assert set(queries._OPTIONS) <= takes | {"weights"}
+    assert set(queries._OPTIONS) == set(schema.QueryTable.model_fields) - queries._STRUCTURE
+
+
+def test_fixed_quantile_levels_live_with_the_quantile() -> None:
+    from fractions import Fraction
+
+    assert {"max": Fraction(1), "min": Fraction(0), "median": Fraction(1, 2)} == LEVELS
+    assert set(LEVELS) < set(AGGREGATES["quantile"].names)

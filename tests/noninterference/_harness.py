@@ -1,4 +1,4 @@
-"""Shared machinery of the non-interference suite (PRIVACY.md, "Behaviour that does not depend
+"""Shared machinery of the non-interference suite (docs/privacy.md, "Behaviour that does not depend
 on the data" and "One canonical value model").
 
 * A :class:`Spec` is a small frame described backend-independently: a key column ``g``, an
@@ -41,6 +41,8 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 
 import dpframe as dpf
+
+from .._releases import recording
 
 #: A huge epsilon: geometric / granular noise of scale ~1e-9 is 0 except with probability
 #: about exp(-1e8); the exponential mechanism picks a best-utility candidate.
@@ -140,7 +142,7 @@ ALL_UNIT_KINDS = (*ARROW_UNIT_KINDS, "mixed")
 
 def canon(v: object, kind: str) -> object | None:
     """The canonical form of ``v`` in a column of public ``kind``; None when missing or
-    non-conforming (PRIVACY.md, "One canonical value model")."""
+    non-conforming (docs/privacy.md, "One canonical value model")."""
     if v is None or v is pd.NA or v is pd.NaT:
         return None
     if kind == "float":
@@ -509,7 +511,7 @@ class Outcome:
     result: Any = None
     error: BaseException | None = None
     spent: tuple[float, float] = (0.0, 0.0)
-    provenance: Any = None  # a scalar result's provenance (dpf.last_release)
+    provenance: Any = None  # a scalar result's provenance (the release published)
 
     @property
     def value(self) -> Any:
@@ -528,7 +530,7 @@ def run(backend: str, spec: Spec, query: Query, *, seed: int = SEED) -> Outcome:
     """Answer ``query`` on ``spec`` through ``backend``, in a fresh seeded session."""
     session = new_session(spec, seed)
     out = Outcome(backend, query.name)
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), recording() as published:
         warnings.simplefilter("ignore")
         with built(backend, spec) as frame:
             try:
@@ -538,8 +540,7 @@ def run(backend: str, spec: Spec, query: Query, *, seed: int = SEED) -> Outcome:
                 out.error = exc
     out.spent = session.spent
     if out.error is None and not isinstance(out.result, pd.Series | pd.DataFrame):
-        last = getattr(dpf, "last_release", None)
-        rel = last(session) if last is not None else None
+        rel = published.last(session)
         out.provenance = _freeze_provenance(getattr(rel, "provenance", None))
     return out
 
@@ -625,7 +626,7 @@ def same_number(a: object, b: object) -> bool:
 
 
 def check_invariants(out: Outcome) -> None:
-    """Every error is a DPError raised before the charge (PRIVACY.md, "Budget")."""
+    """Every error is a DPError raised before the charge (docs/privacy.md, "Budget")."""
     if out.error is not None:
         assert isinstance(out.error, dpf.DPError), (
             f"not a dpframe error: {out.describe()}")

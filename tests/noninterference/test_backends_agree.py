@@ -1,4 +1,4 @@
-"""One frame, four backends, one answer (PRIVACY.md, "One canonical value model": two rows that
+"""One frame, four backends, one answer (docs/privacy.md, "One canonical value model": two rows that
 name the same key or unit are the same key or unit in every backend, and their aggregates add
 up, never overwrite).
 

@@ -1,5 +1,5 @@
 """Degenerate and malformed data: answered like any other, never a failure after the charge
-(PRIVACY.md, "Behaviour that does not depend on the data" and "Budget").
+(docs/privacy.md, "Behaviour that does not depend on the data" and "Budget").
 
 Every catalogued aggregate (count, count(col), sum, mean with bounds symmetric about 0, max,
 min, median, quantile at q=1/3, histogram; grouped count/sum/mean/max/min/quantile/agg with

@@ -1,4 +1,4 @@
-"""Private keys at a huge epsilon (PRIVACY.md, "One canonical value model").
+"""Private keys at a huge epsilon (docs/privacy.md, "One canonical value model").
 
 With ``keys="private"`` the released *set* of keys may differ between D and a neighbour D' (DP
 key selection decides it), but nothing else may:

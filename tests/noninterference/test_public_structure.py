@@ -1,4 +1,4 @@
-"""Non-interference of everything but the noisy values, with public keys (PRIVACY.md,
+"""Non-interference of everything but the noisy values, with public keys (docs/privacy.md,
 "Behaviour that does not depend on the data").
 
 A frame D and a neighbour D' (one unit's rows added, removed or replaced, anywhere in the row

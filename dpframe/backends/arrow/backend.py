@@ -253,7 +253,8 @@ class ArrowBackend:
 
     def _bar(self, total: int | None, desc: str, unit: str) -> Any:
         """A progress bar showing a percentage and times only: never a count of rows (the
-        size of the data is private, PRIVACY.md), so none without a known total."""
+        size of the data is private,
+        docs/privacy.md#timing), so none without a known total."""
         if importlib.util.find_spec("ipywidgets") is not None:
             from tqdm.auto import tqdm  # a widget in notebooks, text elsewhere
         else:  # tqdm.auto in a notebook without ipywidgets warns (TqdmWarning): plain text

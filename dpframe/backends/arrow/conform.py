@@ -2,7 +2,8 @@
 
 Files of one dataset may disagree with its schema (text in a numeric column of one file, a
 column another file lacks, a fraction in an integer column). A value that does not conform is
-missing, never silently another number and never an error that could quote it (PRIVACY.md).
+missing, never silently another number and never an error that could quote it
+(docs/privacy.md#behaviour-that-does-not-depend-on-the-data).
 """
 
 from __future__ import annotations
@@ -96,7 +97,8 @@ def conform_array(arr: Column, t: pa.DataType, text: TextOptions = _PLAIN_TEXT) 
     """``arr`` in the type ``t`` of the public schema, never raising on values: a value that
     does not conform (text in a numeric column, a fraction in an integer column, a number out
     of the type's range or one its type cannot hold exactly, anything in a column of the null
-    type) is missing, never silently another number (PRIVACY.md). ``text``: how text spells
+    type) is missing, never silently another number
+    (docs/privacy.md#behaviour-that-does-not-depend-on-the-data). ``text``: how text spells
     values (a CSV format's options)."""
     a = flat(arr)
     want = value_type(t)

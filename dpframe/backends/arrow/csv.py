@@ -1,4 +1,5 @@
-"""CSV column types: declared, never inferred from the values (PRIVACY.md, threat model).
+"""CSV column types: declared, never inferred from the values
+(docs/privacy.md#behaviour-that-does-not-depend-on-the-data).
 
 A CSV file holds text. A type inferred from the values would let one person's row decide a
 query: one ``abc`` in a column of numbers made it text, and a sum over it was refused (a

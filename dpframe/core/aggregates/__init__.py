@@ -3,20 +3,24 @@
 
 To add an aggregate: write its module here (checks, plan with the sensitivity and its proof
 sketch, release, description), add it to :data:`AGGREGATES`, add the Query's op name to
-:data:`dpframe.core.query.Op`, a front method on ``PrivateFrame`` / ``PrivateGroupBy``, a spec
-entry and a docs page; ``tests/core/test_registry.py`` fails until all of them exist
-(CONTRIBUTING.md has the checklist).
+:data:`dpframe.core.query.Op`, a front method on ``PrivateFrame`` / ``PrivateGroupBy`` and a
+docs row; the CLI's tables and ``agg``'s names are derived from the registry
+(:func:`agg_names`, :func:`positional`), and ``tests/core/test_registry.py`` and the shared
+contract (``tests/core/aggregate_contract.py``) fail until the rest exists (CONTRIBUTING.md
+has the checklist).
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from ...errors import ValidationError
 from ..measure import Aggregate
 from .count import COUNT
 from .count_distinct import COUNT_DISTINCT
-from .histogram import HISTOGRAM
+from .histogram import HISTOGRAM, histogram_edges
 from .mean import MEAN
-from .quantile import LOG_GRID_RANGE, MAX_LEVEL_DENOMINATOR, QUANTILE, log_candidates
+from .quantile import LEVELS, LOG_GRID_RANGE, MAX_LEVEL_DENOMINATOR, QUANTILE, log_candidates
 from .sum import SUM
 from .variance import STD, VAR
 
@@ -28,6 +32,19 @@ AGGREGATES: dict[str, Aggregate] = {a.op: a for a in (
 NAMES: dict[str, Aggregate] = {name: a for a in AGGREGATES.values() for name in a.names}
 
 
+def agg_names(names: Mapping[str, Aggregate] | None = None) -> frozenset[str]:
+    """The names ``agg`` takes: those of aggregates with ``in_agg`` that need nothing beyond a
+    column (a level or bins cannot be given per column)."""
+    names = NAMES if names is None else names
+    return frozenset(n for n, a in names.items() if a.in_agg and not a.arguments(n))
+
+
+def positional(name: str, names: Mapping[str, Aggregate] | None = None) -> tuple[str, ...]:
+    """The positional arguments of the front method ``name``: the column, then what the
+    aggregate needs (:meth:`Aggregate.arguments`)."""
+    return ("column", *(NAMES if names is None else names)[name].arguments(name))
+
+
 def aggregate(op: str) -> Aggregate:
     """The aggregate of a Query op name (``ValidationError`` when there is none)."""
     try:
@@ -36,5 +53,6 @@ def aggregate(op: str) -> Aggregate:
         raise ValidationError(f"unknown aggregate {op!r}") from None
 
 
-__all__ = ["AGGREGATES", "LOG_GRID_RANGE", "MAX_LEVEL_DENOMINATOR", "NAMES", "Aggregate",
-           "aggregate", "log_candidates"]
+__all__ = ["AGGREGATES", "LEVELS", "LOG_GRID_RANGE", "MAX_LEVEL_DENOMINATOR", "NAMES",
+           "Aggregate", "agg_names", "aggregate", "histogram_edges", "log_candidates",
+           "positional"]

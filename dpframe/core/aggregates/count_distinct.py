@@ -2,8 +2,8 @@
 
 Privacy: one unit adds or removes at most its ``R`` rows' values in each of its ``k`` groups, so
 each group's number of distinct values moves by at most ``R`` whatever the other rows hold:
-the count's sensitivity (PRIVACY.md). Backends give canonical value hashes (equal values hash
-equal in every block); blocks merge by union of (group, hash) pairs.
+the count's sensitivity (docs/privacy.md#sensitivities). Backends give canonical value hashes
+(equal values hash equal in every block); blocks merge by union of (group, hash) pairs.
 """
 
 from __future__ import annotations

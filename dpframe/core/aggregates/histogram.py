@@ -35,6 +35,10 @@ class Histogram(AdditiveCount):
     names = ("histogram",)
     summary = "counts per declared bin, exactly pd.cut's bins"
     numeric = True
+    in_agg = False  # one count per bin, not one value per group
+
+    def arguments(self, name: str) -> tuple[str, ...]:
+        return ("bins",)
 
     def check(self, m: Measure, query: Query) -> None:
         edges = m.edges or ()

@@ -58,6 +58,9 @@ MAX_LEVEL_DENOMINATOR = 1000
 #: Most candidates of a quantile's grid (``resolution=``).
 MAX_GRID = 1_000_000
 
+#: The names whose level is fixed (the others take ``q``).
+LEVELS: dict[str, Fraction] = {"max": Fraction(1), "min": Fraction(0), "median": Fraction(1, 2)}
+
 #: Smallest magnitude of a log-spaced candidate grid, relative to its largest.
 LOG_GRID_RANGE = 1e-15
 
@@ -181,10 +184,13 @@ def rank_utilities(cells: I64, q: Fraction, pad: int = 0, shift: int = 0) -> I64
 
 class Quantile(Aggregate):
     op = "quantile"
-    names = ("quantile", "median", "max", "min")
+    names = ("max", "min", "median", "quantile")
     summary = "a quantile of values clamped to the declared bounds, on fine public cells"
     exponential = True
     mechanism_pages = ("exponential", "quantiles")
+
+    def arguments(self, name: str) -> tuple[str, ...]:
+        return () if name in LEVELS else ("q",)
 
     def check(self, m: Measure, query: Query) -> None:
         super().check(m, query)
