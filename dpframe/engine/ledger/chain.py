@@ -431,7 +431,10 @@ def verify_chain(conn: sqlite3.Connection, path: Path, *, tail: bool = False,
     if relation not in NEIGHBOURING:
         raise tampered(path, "its neighbouring relation is malformed")
     head = read_head(conn, path, check_last=False)
-    walk = _start(conn, path, genesis(app, created, relation, ledger_id), tail=tail)
+    first = genesis(app, created, relation, ledger_id)
+    if tail:
+        _check_budget_rows(conn, path, first)
+    walk = _start(conn, path, first, tail=tail)
     start = walk.rows
     rows = (_chained_rows(conn, path, t, after=start) for t in CHAINED)
     for seq, table, r in heapq.merge(*rows):  # positions are unique: compared alone
@@ -446,7 +449,37 @@ def verify_chain(conn: sqlite3.Connection, path: Path, *, tail: bool = False,
         "ledger_id": ledger_id,
         "schema_version": version,
         "checked": walk.rows - start,
+        "state": walk.state(),
     }
+
+
+def advance_checkpoint(conn: sqlite3.Connection, path: Path, state: Mapping[str, Any]) -> None:
+    """Store ``state`` (verified by :func:`verify_chain` at an open) as the checkpoint, in a
+    write transaction, unless the stored checkpoint is already at or past it: chained rows are
+    append-only, so the rows it vouches for are those that verified."""
+    stored = read_checkpoint(conn, path)
+    if stored is None or int(stored["rows"]) < int(state["rows"]):
+        write_checkpoint(conn, state)
+
+
+def _check_budget_rows(conn: sqlite3.Connection, path: Path, first: str) -> None:
+    """Every budget row (a handful: the first and one per budget change), wherever it sits in
+    the chain, against its own hash and its predecessor's: a tail walk covers only the rows
+    since the checkpoint, and a budget is what an edit would raise."""
+    for seq, table, r in _chained_rows(conn, path, "budget"):
+        rid, prev, digest = r[1], r[2], r[3]
+        before = first if seq == 1 else _hash_at(conn, seq - 1)
+        if prev != before or digest != row_hash(prev, table, seq, rid, r[4 : _WIDTH[table]]):
+            raise tampered(path, f"row {seq} of its hash chain ({table} #{rid}) was changed")
+
+
+def _hash_at(conn: sqlite3.Connection, seq: int) -> str | None:
+    """The row hash at chain position ``seq`` (None when no row holds it)."""
+    for table in CHAINED:
+        row = conn.execute(f"SELECT row_hash FROM {table} WHERE seq = ?", (seq,)).fetchone()
+        if row is not None:
+            return str(row[0])
+    return None
 
 
 def _start(conn: sqlite3.Connection, path: Path, first: str, *, tail: bool) -> _Walk:

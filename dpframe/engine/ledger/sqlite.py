@@ -25,7 +25,15 @@ from ..._json import jsonable
 from ...core.accounting import Number, PrivacyCost
 from ...core.numbers import format_number, validate_delta, validate_epsilon
 from ...errors import LedgerError, OutcomeNotRecordedError, ValidationError
-from .chain import Head, append, genesis, read_head, verify_chain, write_head
+from .chain import (
+    Head,
+    advance_checkpoint,
+    append,
+    genesis,
+    read_head,
+    verify_chain,
+    write_head,
+)
 from .charges import check_cost, check_status, exceeded, meta_fields, now, plan_charge
 from .connection import LedgerConnection
 from .diagnose import SQLITE_CANTOPEN, SQLITE_READONLY, corrupt, sqlite_code, tampered
@@ -166,6 +174,7 @@ class SqliteLedger:
                needs_file: bool) -> None:
         self._name = name
         self._legacy = False  # a schema-1 ledger opened read-only (no chain)
+        self._verified: dict[str, Any] | None = None  # the open's verified walk (a checkpoint)
         self._wal = True
         self._links: dict[int, dict[str, Any]] = {}  # entry id -> chain head after its charge
         self.path = ledger_file(self.path, must_exist=needs_file)
@@ -361,8 +370,11 @@ class SqliteLedger:
             raise LedgerError(f"{self.path} is an SQLite database but not a dpframe ledger")
         self._check_schema(conn, neighbouring)
         head = self._head(conn, check_last=True)
-        # the rows since the verified checkpoint, then a new checkpoint at the head (O(tail))
-        verify_chain(conn, self.path, tail=True, advance=True)
+        # the rows since the verified checkpoint (O(tail)); the checkpoint moves to the head
+        # verified here with this ledger's first charge, never by the open itself: a run refused
+        # after its open leaves the file as it was
+        checked = verify_chain(conn, self.path, tail=True)
+        self._verified = checked["state"] if checked["checked"] else None
         verified = True
         if epsilon is None:
             return verified
@@ -590,6 +602,8 @@ class SqliteLedger:
                 fields["session"] = self._name
 
         def go(conn: sqlite3.Connection) -> list[tuple[int, dict[str, Any]]]:
+            if self._verified is not None:  # the open's verified head: the new checkpoint
+                advance_checkpoint(conn, self.path, self._verified)
             head = self._head(conn, check_last=True)
             ledger_id = conn.execute("SELECT ledger_id FROM dpframe_schema").fetchone()[0]
             start_spent, charged = head.spent, []
@@ -605,6 +619,7 @@ class SqliteLedger:
             return charged
 
         charged = self._db.transaction(go, write=True, nothing="nothing was charged")
+        self._verified = None
         self._db.checkpoint()  # the outcomes will rewrite the log, not grow it (.room)
         for entry_id, link in charged:
             self._links[entry_id] = link
