@@ -21,6 +21,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..core.compute import ComputeRequest, ExactAggregates
+from ..core.primitives import Columns as Columns  # the column views every engine gives the
+
+# exact primitives (numbers, words, codes): pandas, Arrow scans and Polars, Dask, Spark
 from ..core.transform import narrowest_signed
 from ..core.values import ColumnKind
 

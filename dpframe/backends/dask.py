@@ -47,10 +47,10 @@ from ..core.hashing import (
     value_words,
 )
 from ..core.parallel import one_thread
+from ..core.primitives import compute_exact
 from ..core.transform import (
     DrawPriorities,
     Selection,
-    compute_exact,
     pair_priorities,
     ranked_private_keys,
     select_by_priority,
@@ -310,7 +310,7 @@ class _BlockBackend(PandasBackend):
     def numbers(self, name: str) -> tuple[np.ndarray, npt.NDArray[np.bool_] | None]:
         return super().numbers(self._apart.get(name, name))
 
-    def distinct_hashes(self, name: str) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
+    def words(self, name: str) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
         """The value hashes of a distinct count's column, where the public schema says it is
         numeric (its numbers read apart): only of the values that are numbers of its kind, the
         rows :meth:`numbers` reads (PRIVACY.md: a value that does not conform to the schema is
@@ -318,7 +318,7 @@ class _BlockBackend(PandasBackend):
         was one more distinct value there, while ``count`` of the column, sums and the keys
         read it as missing (finding 55). Values keep their identity: only which rows count
         follows the numbers (ints past 2**53 stay apart, finding 45)."""
-        hashes, present = super().distinct_hashes(name)
+        hashes, present = super().words(name)
         if name not in self._apart:  # not numeric in the schema: every value it holds counts
             return hashes, present
         x, valid = self.numbers(name)
@@ -612,8 +612,8 @@ def _select_and_aggregate(part: pd.DataFrame, apart: dict[str, str], request: Co
                                                            np.random.default_rng([seed, 1]))
     rows_backend = _BlockBackend(kept, apart)
     bounded = dataclasses.replace(request, privacy_unit=None)
-    return compute_exact(bounded, codes[keep], keys, None, rows_backend.numbers,
-                         np.random.default_rng(0), rows_backend.distinct_hashes)
+    return compute_exact(bounded, codes[keep], keys, None, rows_backend,
+                         np.random.default_rng(0))
 
 
 def _drawing_for(carried: Any, seed: int) -> DrawPriorities:
