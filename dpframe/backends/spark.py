@@ -20,7 +20,7 @@ per-group aggregates, and no row is ever collected to the driver. Two plans:
   primitives' merge (blocks holding disjoint units add up).
 
 Values: Spark's types map to dpframe's kinds from the schema alone (:func:`spark_kind`);
-decimals are numbers (exact in a block, as Python ``Decimal``), timestamps are read in the
+decimals are numbers (float64 in a block), timestamps are read in the
 session time zone, binary is bytes, NaN and null are both missing, ``-0.0`` is ``0``.
 Privacy: the plan chosen and every refusal depend on the schema, the request and the declared
 keys only; no job can fail on a value (no ANSI cast is made: values that do not conform are
@@ -175,8 +175,8 @@ def _default_parts(sdf: DataFrame) -> int:
 
 def _frame(table: pa.Table, kinds: dict[str, ColumnKind]) -> pd.DataFrame:
     """A partition as pandas, each column in a dtype of its public kind: integers and booleans
-    nullable (a null never turns an id or a key into a float), decimals exact Python
-    ``Decimal`` objects, timestamps in the session time zone Spark sent them in."""
+    nullable (a null never turns an id or a key into a float), decimals float64 numbers
+    (a value that is not one is missing), timestamps in the session time zone Spark sent them in."""
     mapper = {pa.int8(): pd.Int64Dtype(), pa.int16(): pd.Int64Dtype(),
               pa.int32(): pd.Int64Dtype(), pa.int64(): pd.Int64Dtype(),
               pa.bool_(): pd.BooleanDtype(), pa.string(): None, pa.large_string(): None}
