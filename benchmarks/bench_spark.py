@@ -9,7 +9,7 @@ users), starts one ``local[2]`` SparkSession (UI off) and times, interleaved aft
 
 * plain Spark: ``sdf.groupBy("g").agg(F.sum("x")).collect()``
 * dpframe, row level: ``sdf.dp(s, bounds=..., keys=...).groupby("g").sum("x", epsilon=1)``
-  (the Spark SQL plan: fixed-point integers summed as DECIMAL(38, 0));
+  (the Spark SQL plan: fixed-point integers summed exactly as two long halves);
 * dpframe, unit level: the same with ``privacy_unit="u", max_rows_per_unit=10``
   (blocks of whole units: an exchange by unit, then the primitives per partition).
 

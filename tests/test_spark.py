@@ -140,7 +140,7 @@ def test_an_unknown_column_is_refused_before_the_charge(frames: Any) -> None:
         priv.sum("nope", epsilon=0.5)
     with pytest.raises(dpf.DPError):
         priv.sum("g", epsilon=0.5)  # a text column has no sum: refused from the schema
-    priv.groupby("g", keys=KEYS).sum("x", epsilon=0.5, dry_run=True)  # planned, not run
+    priv.sum("x", epsilon=0.5, dry_run=True)  # planned, not run
     assert s.spent_exact == (0, 0)
 
 

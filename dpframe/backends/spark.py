@@ -8,8 +8,8 @@ per-group aggregates, and no row is ever collected to the driver. Two plans:
   equality, as :func:`~dpframe.backends.base.declared_positions`), each value's fixed-point
   integer the expression :func:`dpframe.core.transform.fixed_point` computes (clamp, centre,
   shift, exact power-of-two scaling, ``rint`` half-to-even, clip after rounding, missing ->
-  the integer nearest 0), summed as ``DECIMAL(38, 0)``: the same integers as pandas, exactly,
-  with no overflow and no cast that can fail.
+  the integer nearest 0), summed exactly in long arithmetic split at 2**26 (the driver adds
+  the halves as Python integers): the same integers as pandas, with no cast that can fail.
 * **Blocks of whole units** (everything else: privacy units and their T/k/R bounds, private
   keys, bins, grids, distinct counts): rows are hash-partitioned by their unit (all of a
   unit's rows meet in one partition), and each partition runs the exact primitives
@@ -56,6 +56,7 @@ from .pandas import PandasBackend
 _SQL_KINDS = frozenset({"rows", "nonnull", "fixed_sum"})
 _INTS = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 _FLOATS = (T.FloatType, T.DoubleType)
+_SPLIT = 26
 
 
 def spark_kind(t: T.DataType) -> ColumnKind:
@@ -128,7 +129,11 @@ class SparkBackend:
         values: dict[tuple[object, ...], np.ndarray] = {}
         counts: dict[tuple[object, ...], np.ndarray] = {}
         for r, name in names:
-            values[r.key] = _per_group(found, name, ng)
+            if r.kind == "fixed_sum":
+                hi, lo = _per_group(found, name + "_hi", ng), _per_group(found, name + "_lo", ng)
+                values[r.key] = _exact_sum(hi, lo)
+            else:
+                values[r.key] = _per_group(found, name, ng)
             if r.kind == "fixed_sum" and r.with_count:
                 counts[r.key] = _per_group(found, name + "_n", ng)
         return ExactAggregates(keys, values, counts, None)
@@ -198,12 +203,16 @@ def _declared_code(col: Column, kind: ColumnKind, declared: tuple[object, ...]) 
     """The position of each row's key among ``declared`` (-1: undeclared or missing), with
     Python equality: a text column matches declared text, a number column declared numbers
     (``True`` is ``1``), a boolean column declared booleans and 0/1. First match wins."""
-    code: Column = F.lit(-1)
-    for i in reversed(range(len(declared))):
-        lit = _literal(declared[i], kind)
-        if lit is not None:
-            code = F.when(col == F.lit(lit), F.lit(i)).otherwise(code)
-    return F.when(col.isNull(), F.lit(-1)).otherwise(code)
+    lits = [_literal(k, kind) for k in declared]
+    found = [(i, v) for i, v in enumerate(lits) if v is not None]
+    if not found:
+        return F.lit(-1)
+    spark_type = {"str": "string", "bool": "boolean"}.get(kind, "bigint")
+    values = F.array(*[F.lit(v).cast(spark_type) for _, v in found])
+    where = F.array(*[F.lit(i) for i, _ in found])
+    pos = F.array_position(values, col.cast(spark_type))  # 1-based, 0: not found
+    return F.when(col.isNull() | (pos == 0), F.lit(-1)).otherwise(
+        F.element_at(where, pos.cast("int")))
 
 
 def _literal(k: object, kind: ColumnKind) -> object | None:
@@ -231,7 +240,7 @@ def _fixed_point(col: Column, r: AggregateRequest, t: Any) -> Column:
     missing = float(min(max(0, r.ilo), r.ihi))
     if r.integer and isinstance(t, _INTS):
         v = F.least(F.greatest(col.cast("long"), F.lit(r.ilo)), F.lit(r.ihi))
-        return F.when(col.isNull(), F.lit(int(missing))).otherwise(v).cast("decimal(38,0)")
+        return F.when(col.isNull(), F.lit(int(missing))).otherwise(v)
     x = col.cast("double")
     v = F.least(F.greatest(x, F.lit(float(r.lo))), F.lit(float(r.hi)))
     if r.center is not None:
@@ -243,7 +252,7 @@ def _fixed_point(col: Column, r: AggregateRequest, t: Any) -> Column:
     if r.rounds_past_bounds:
         v = F.least(F.greatest(v, F.lit(float(r.ilo))), F.lit(float(r.ihi)))
     v = F.when(_missing(col, t), F.lit(missing)).otherwise(v)
-    return v.cast("long").cast("decimal(38,0)")  # |v| <= 2**53: the cast is exact
+    return v.cast("long")  # |v| <= 2**53: the cast is exact
 
 
 def _sql_aggregates(r: AggregateRequest, name: str, t: Any) -> list[Column]:
@@ -253,8 +262,22 @@ def _sql_aggregates(r: AggregateRequest, name: str, t: Any) -> list[Column]:
     present = F.sum(F.when(_missing(col, t), F.lit(0)).otherwise(F.lit(1)))
     if r.kind == "nonnull":
         return [present.alias(name)]
-    out = [F.sum(_fixed_point(col, r, t)).alias(name)]
+    v = _fixed_point(col, r, t)
+    # exact integer sums in long arithmetic: |v| <= 2**53 splits into v = hi * 2**26 + lo with
+    # |hi| <= 2**27 and 0 <= lo < 2**26, whose sums cannot overflow below 2**36 rows a group;
+    # the driver adds hi * 2**26 + lo as Python integers (as grouped_sum_exact does)
+    hi = F.shiftright(v, _SPLIT)
+    lo = v - F.shiftleft(hi, _SPLIT)
+    out = [F.sum(hi).alias(name + "_hi"), F.sum(lo).alias(name + "_lo")]
     return [*out, present.alias(name + "_n")] if r.with_count else out
+
+
+def _exact_sum(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
+    """``hi * 2**26 + lo`` per group, exactly (int64, or Python integers past it)."""
+    total = [int(h) * (1 << _SPLIT) + int(b) for h, b in zip(hi.tolist(), lo.tolist(),
+                                                               strict=True)]
+    big = any(abs(v) >= (1 << 62) for v in total)
+    return np.array(total, dtype=object if big else np.int64)
 
 
 def _per_group(found: list[Any], name: str, ng: int) -> np.ndarray:

@@ -152,8 +152,8 @@ class InputTable(_Table):
             raise ValueError('table names a Spark table: it needs engine = "spark"')
         if sum(x is not None for x in (self.path, self.generate, self.table)) != 1:
             raise ValueError("needs path (a CSV/Parquet/Arrow file, glob or folder) or "
-                             "generate (built-in synthetic data) or, with engine = \"spark\", "
-                             "table, one of them")
+                             "generate (built-in synthetic data), not both (with engine = "
+                             "\"spark\": or table, one of the three)")
         used = [f for f in FILE_ONLY if f in self.model_fields_set]
         if self.generate is not None and used:
             raise ValueError(f"{used[0]} applies to files: it cannot be used with generate")
