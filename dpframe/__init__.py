@@ -29,6 +29,7 @@ from .fronts import accessor as _accessor  # noqa: F401  (registers the .dp acce
 from .fronts.frame import PrivateFrame, PrivateGroupBy
 from .fronts.hooks import register_dask_accessor as _register_dask_accessor
 from .fronts.hooks import register_polars_namespace as _register_polars_namespace
+from .fronts.hooks import register_spark_accessor as _register_spark_accessor
 from .fronts.results import DPFloat, DPInt
 
 if TYPE_CHECKING:  # loaded on first use (see __getattr__): type checkers see them here
@@ -86,4 +87,5 @@ def __getattr__(name: str) -> object:
 # ddf.dp and pl_df.dp whatever the import order; import dpframe never imports Dask or Polars
 _register_dask_accessor()
 _register_polars_namespace()
+_register_spark_accessor()
 

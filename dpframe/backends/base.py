@@ -22,6 +22,10 @@ import pyarrow.compute as pc
 
 from ..core.bounding import narrowest_signed
 from ..core.compute import ComputeRequest, ExactAggregates
+
+# the column views every engine gives the exact primitives (numbers, words, codes): pandas,
+# Arrow scans and Polars, Dask, Spark
+from ..core.primitives import Columns as Columns
 from ..core.values import ColumnKind
 
 

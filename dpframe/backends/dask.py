@@ -55,7 +55,8 @@ from ..core.hashing import (
     value_words,
 )
 from ..core.parallel import one_thread
-from ..core.transform import compute_exact, dropped_rows
+from ..core.primitives import compute_exact
+from ..core.transform import dropped_rows
 from ..core.values import NUMERIC_KINDS, ColumnKind, canonical, canonicalize
 from ..errors import DPError, ValidationError
 from .arrow.words import column_words
@@ -310,7 +311,7 @@ class _BlockBackend(PandasBackend):
     def numbers(self, name: str) -> tuple[np.ndarray, npt.NDArray[np.bool_] | None]:
         return super().numbers(self._apart.get(name, name))
 
-    def distinct_hashes(self, name: str) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
+    def words(self, name: str) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
         """The value hashes of a distinct count's column, where the public schema says it is
         numeric (its numbers read apart): only of the values that are numbers of its kind, the
         rows :meth:`numbers` reads (a value that does not conform to the schema is missing, for
@@ -319,7 +320,7 @@ class _BlockBackend(PandasBackend):
         was one more distinct value there, while ``count`` of the column, sums and the keys
         read it as missing (finding 55). Values keep their identity: only which rows count
         follows the numbers (ints past 2**53 stay apart, finding 45)."""
-        hashes, present = super().distinct_hashes(name)
+        hashes, present = super().words(name)
         if name not in self._apart:  # not numeric in the schema: every value it holds counts
             return hashes, present
         x, valid = self.numbers(name)
@@ -613,8 +614,8 @@ def _select_and_aggregate(part: pd.DataFrame, apart: dict[str, str], request: Co
                                                            np.random.default_rng([seed, 1]))
     rows_backend = _BlockBackend(kept, apart)
     bounded = dataclasses.replace(request, privacy_unit=None)
-    out = compute_exact(bounded, codes[keep], keys, None, rows_backend.numbers,
-                        np.random.default_rng(0), rows_backend.distinct_hashes)
+    out = compute_exact(bounded, codes[keep], keys, None, rows_backend,
+                        np.random.default_rng(0))
     if out.diagnostics is not None and request.diagnostics_cap is not None:  # (counting only)
         out.diagnostics = (out.diagnostics[0],
                            dropped_rows(dense, codes, keep, request.diagnostics_cap))

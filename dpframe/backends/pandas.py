@@ -16,7 +16,8 @@ from ..core.compute import ComputeRequest, ExactAggregates
 from ..core.hashing import distinct_hash, value_words
 from ..core.memo import IdentityCache
 from ..core.parallel import map_ranges, row_ranges
-from ..core.transform import SMALL_GROUPED_ROWS, compute_exact
+from ..core.primitives import compute_exact
+from ..core.transform import SMALL_GROUPED_ROWS
 from ..core.values import NUMERIC_KINDS, ColumnKind, canonical, canonicalize, is_canonical
 from ..errors import ValidationError
 from .base import (
@@ -545,15 +546,18 @@ class PandasBackend:
                                        group_code_dtype(request) if narrow else np.int64)
         units = None
         if request.privacy_unit:
-            units = unit_codes(self.column(request.privacy_unit))
-        agg = compute_exact(request, codes, keys, units, self.numbers, gen,
-                            self.distinct_hashes)
-        return agg
+            units = self.codes(request.privacy_unit)
+        return compute_exact(request, codes, keys, units, self, gen)
 
-    def distinct_hashes(self, name: str) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
+    # -- the Columns protocol (dpframe.backends.base.Columns) -----------------------------------
+    def words(self, name: str) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
         """The hashes of the column ``name``'s values a distinct count counts, and whether
         each row has one (:func:`value_hashes`)."""
         return value_hashes(self.column(name))
+
+    def codes(self, name: str) -> npt.NDArray[np.int64]:
+        """Dense codes of the column ``name`` (privacy units: :func:`unit_codes`)."""
+        return unit_codes(self.column(name))
 
     def numbers(self, name: str) -> tuple[np.ndarray, npt.NDArray[np.bool_] | None]:
         """The column ``name`` read as numbers (:func:`numeric_column`), as the aggregates

@@ -46,6 +46,7 @@ from .outputs import check_output_targets
 from .render import console, escape, print_plan, print_release, run_status
 from .runner import RunLog, run_spec
 from .spec import load_spec
+from .spec_errors import SpecError
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -277,9 +278,13 @@ def run(
     allow_budget_change: Annotated[bool, typer.Option(
         "--allow-budget-change", help="Let the spec's budget replace the ledger's total (the "
                                       "change is recorded in the ledger).")] = False,
+    engine: Annotated[str | None, typer.Option(
+        "--engine", help="Read the input with 'arrow' (a scan, the default) or 'spark' "
+                         "(overrides the spec's [input] engine).")] = None,
 ) -> None:
     """Run a declarative release spec: check everything, then release and write each query."""
-    _guarded(lambda log: _run(spec, dry_run, ledger, progress, log, as_json, allow_budget_change),
+    _guarded(lambda log: _run(spec, dry_run, ledger, progress, log, as_json, allow_budget_change,
+                              engine),
              debug=debug, as_json=as_json)
 
 
@@ -313,12 +318,15 @@ def _notices(quiet_stdout: bool = False) -> Iterator[None]:
 
 
 def _run(spec_path: Path, dry_run: bool, ledger: Path | None, progress: bool | None,
-         log: RunLog, as_json: bool = False, allow_budget_change: bool = False) -> None:
+         log: RunLog, as_json: bool = False, allow_budget_change: bool = False,
+         engine: str | None = None) -> None:
     """Run the spec and print what it did (or, dry, would do)."""
     s = load_spec(spec_path)
+    if engine not in (None, "arrow", "spark"):
+        raise SpecError(f"--engine must be arrow or spark, not {engine!r}")
     with _notices(as_json):
         report = run_spec(s, ledger=ledger, dry_run=dry_run, progress=progress, log=log,
-                          allow_budget_change=allow_budget_change)
+                          allow_budget_change=allow_budget_change, engine=engine)
     if as_json:
         from .jsonout import emit, run_document
 

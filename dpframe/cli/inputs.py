@@ -152,5 +152,58 @@ def _header(spec: ReleaseSpec) -> list[str] | None:
         return None
 
 
+#: Arrow type names of ``[input] types`` as Spark SQL types (CSV read through Spark)
+_SPARK_TYPES = {"int8": "tinyint", "int16": "smallint", "int32": "int", "int64": "bigint",
+                "float": "float", "float32": "float", "double": "double", "float64": "double",
+                "string": "string", "str": "string", "utf8": "string", "large_string": "string",
+                "bool": "boolean", "boolean": "boolean", "date32": "date", "date32[day]": "date",
+                "binary": "binary"}
+
+
+def _spark_type(name: str) -> str:
+    """The Spark SQL type of a declared Arrow type name (a SpecError when it has none)."""
+    t = name.strip().lower()
+    if t in _SPARK_TYPES:
+        return _SPARK_TYPES[t]
+    if t.startswith("timestamp"):
+        return "timestamp"
+    if t.startswith("decimal"):
+        return t.replace("decimal128", "decimal").replace("decimal256", "decimal")
+    raise SpecError(f"[input] types: Spark cannot read {name!r} from CSV; use one of int64, "
+                    "float64, string, bool, date32, timestamp[us], decimal128(p, s)")
+
+
+def spark_input(spec: ReleaseSpec) -> Any:
+    """The spec's input read through Spark (the active SparkSession, e.g. spark-submit's):
+    a catalog table, Parquet files, or CSV files typed by ``[input] types`` (every column read
+    as text, then converted with ``try_cast``: a value that does not spell its declared type is
+    missing, never an error). The schema only is read here; no data."""
+    try:
+        from pyspark.sql import SparkSession
+        from pyspark.sql import functions as F
+
+        from ..backends.spark import SparkBackend
+    except ImportError:
+        raise SpecError('engine = "spark" needs pyspark: pip install "dpframe[spark]"') from None
+    spark = SparkSession.builder.getOrCreate()
+    if spec.input_table is not None:
+        sdf = spark.table(spec.input_table)
+    elif spec.input_generate is not None:
+        sdf = spark.createDataFrame(input_source(spec).to_pandas())
+    elif reads_csv(spec):
+        check_csv_types(spec)
+        sdf = spark.read.csv(spec.input_paths, header=True, inferSchema=False,
+                             sep=spec.delimiter or ",", mode="PERMISSIVE")
+        sdf = sdf.select(*[F.col(c).try_cast(_spark_type(spec.csv_types[c])).alias(c)
+                           if c in spec.csv_types else F.col(c) for c in sdf.columns])
+    elif spec.input_format in (None, "parquet"):
+        sdf = spark.read.parquet(*spec.input_paths)
+    else:
+        raise SpecError(f'engine = "spark" reads Parquet, CSV or a table, not {spec.input_format}')
+    if spec.input_columns:
+        sdf = sdf.select(*spec.input_columns)
+    return SparkBackend(sdf, spec.partitions)
+
+
 __all__ = ["check_csv_types", "csv_column_types", "input_format", "input_source", "open_input",
-           "reads_csv", "types_line"]
+           "reads_csv", "spark_input", "types_line"]

@@ -13,6 +13,7 @@ fields, columns and files, never data values.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import warnings
@@ -33,7 +34,7 @@ from ..errors import (
     ValidationError,
 )
 from ..export import to_ipc, to_parquet
-from .inputs import open_input
+from .inputs import open_input, spark_input
 from .outputs import check_output_targets
 from .pricing import PricedQuery, RunPlan, charged_by, plan_run, price_queries
 from .schema import OUTPUT_FORMATS
@@ -144,7 +145,7 @@ def run_spec(spec: ReleaseSpec | str | os.PathLike[str], *,
              ledger: str | os.PathLike[str] | None = None,
              out_dir: str | os.PathLike[str] | None = None, dry_run: bool = False,
              progress: bool | None = None, log: RunLog | None = None,
-             allow_budget_change: bool = False) -> RunReport:
+             allow_budget_change: bool = False, engine: str | None = None) -> RunReport:
     """Run a release spec (a :class:`ReleaseSpec` or the path of its TOML file).
 
     ``ledger`` overrides ``[release] ledger`` and ``out_dir`` the ``[output] dir`` (used as
@@ -172,7 +173,10 @@ def run_spec(spec: ReleaseSpec | str | os.PathLike[str], *,
         logger.warning(SEED_WARNING)
     if s.input_generate is not None:
         logger.info("Input: %s", s.input_generate.describe())
-    job = ReleaseJob(s.name, s.epsilon, s.delta, open_input(s, progress).backend,
+    if engine is not None:
+        s = dataclasses.replace(s, input_engine=engine)
+    backend = spark_input(s) if s.input_engine == "spark" else open_input(s, progress).backend
+    job = ReleaseJob(s.name, s.epsilon, s.delta, backend,
                      s.frame_options(), s.queries, folder, ledger_path, s.output_format,
                      s.neighbouring, s.seed, allow_budget_change)
     log = RunLog() if log is None else log

@@ -143,12 +143,19 @@ class InputTable(_Table):
     partitions: _Count | None = None
     partition_rows: _Count | None = None
     spill_dir: _PathText | None = None
+    #: ``"spark"``: read the input through Spark (dpframe.backends.spark) instead of a scan
+    engine: Literal["arrow", "spark"] = "arrow"
+    #: a table of the Spark catalog (``engine = "spark"`` only)
+    table: _Text | None = None
 
     @model_validator(mode="after")
     def _one_source(self) -> InputTable:
-        if (self.path is None) == (self.generate is None):
+        if self.table is not None and self.engine != "spark":
+            raise ValueError('table names a Spark table: it needs engine = "spark"')
+        if sum(x is not None for x in (self.path, self.generate, self.table)) != 1:
             raise ValueError("needs path (a CSV/Parquet/Arrow file, glob or folder) or "
-                             "generate (built-in synthetic data), not both")
+                             "generate (built-in synthetic data), not both (with engine = "
+                             "\"spark\": or table, one of the three)")
         used = [f for f in FILE_ONLY if f in self.model_fields_set]
         if self.generate is not None and used:
             raise ValueError(f"{used[0]} applies to files: it cannot be used with generate")

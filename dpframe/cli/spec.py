@@ -94,6 +94,9 @@ class ReleaseSpec:
     output_dir: str
     output_format: str
     queries: list[QuerySpec]
+    #: ``"arrow"`` (a scan) or ``"spark"`` (dpframe.backends.spark), and a Spark table
+    input_engine: str = "arrow"
+    input_table: str | None = None
 
     def output_folder(self, now: datetime | None = None) -> Path:
         """The output folder, with ``{date}``, ``{time}`` and ``{name}`` filled in."""
@@ -203,7 +206,8 @@ def parse_spec(raw: Mapping[str, Any], path: Path) -> ReleaseSpec:
         max_rows_per_group=m.privacy.max_rows_per_group, bounds=dict(m.bounds),
         keys={k: list(v) for k, v in m.keys.items()}, output_dir=m.output.dir,
         output_format=m.output.format,
-        queries=[_query_spec(q, i) for i, q in enumerate(m.query)])
+        queries=[_query_spec(q, i) for i, q in enumerate(m.query)],
+        input_engine=inp.engine, input_table=inp.table)
 
 
 def _query_spec(q: QueryTable, i: int) -> QuerySpec:

@@ -17,6 +17,7 @@ from fractions import Fraction
 from typing import Literal
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import ValidationError
 from .numbers import power_of_two_at_most
@@ -32,6 +33,7 @@ DEFAULT_QUANTILE_CELLS = 1 << 16
 #: 256 MiB per aggregate. Checked from public information before any charge.
 MAX_CELLS = 1 << 25
 
+#: the kinds of exact primitive (one class each: :data:`dpframe.core.primitives.PRIMITIVES`)
 RequestKind = Literal["rows", "nonnull", "fixed_sum", "bins", "grid", "cells", "distinct"]
 
 
@@ -209,17 +211,12 @@ class ExactAggregates:
         ib = np.array([pos[k] for k in other.keys], dtype=np.int64)
         for k, i in zip(other.keys, ib.tolist(), strict=True):
             keys[i] = preferred_key(keys[i], k)
+        n = len(keys)
 
         def add(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
             if a is None or b is None:
                 return a if b is None else b
-            big = any(x.dtype == object or (x.size and int(np.abs(x).max()) >= (1 << 61))
-                      for x in (a, b))
-            dtype = object if big else np.int64  # exact Python ints near the int64 limit
-            out = np.zeros((len(keys), *a.shape[1:]), dtype=dtype)
-            np.add.at(out, ia, a)
-            np.add.at(out, ib, b)
-            return out
+            return add_into(add_into(None, a, ia, n), b, ib, n)
 
         values = {k: add(self.values.get(k), other.values.get(k)) for k in
                   {**self.values, **other.values}}
@@ -238,6 +235,36 @@ def add_diagnostics(a: tuple[int, int] | None, b: tuple[int, int] | None
     if a is None or b is None:
         return a if b is None else b
     return (a[0] + b[0], a[1] + b[1])
+
+
+#: past this magnitude a sum of two int64 counts could overflow: exact Python integers then
+OVERFLOW_GUARD = 1 << 61
+
+
+def _near_overflow(a: np.ndarray) -> bool:
+    return bool(a.dtype == object or (a.size and int(np.abs(a).max()) >= OVERFLOW_GUARD))
+
+
+def add_into(acc: np.ndarray | None, new: np.ndarray, index: npt.NDArray[np.int64] | None,
+             size: int) -> np.ndarray:
+    """``acc + new`` over ``size`` groups (``new``'s rows scattered to ``index``; None: to its
+    own positions), exact: int64 while far from overflow, Python integers beyond. The one
+    merge of per-group counts and fixed-point sums (blocks, partitions, scan batches)."""
+    shape = (size, *new.shape[1:])
+    if acc is None:
+        acc = np.zeros(shape, dtype=np.int64)
+    elif acc.shape[0] < size:
+        grown = np.zeros(shape, dtype=acc.dtype)
+        grown[: acc.shape[0]] = acc
+        acc = grown
+    if _near_overflow(new) or _near_overflow(acc):
+        acc = acc.astype(object)
+        new = new.astype(object)
+    if index is None:
+        acc[: new.shape[0]] += new
+    else:  # add.at: rows mapped to one position add up (a plain ``acc[index] += new`` would
+        np.add.at(acc, index, new)  # keep only the last of them)
+    return acc
 
 
 def preferred_key(a: tuple[object, ...], b: tuple[object, ...]) -> tuple[object, ...]:

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .bounding import bound_rows
-from .compute import AggregateRequest, ComputeRequest, ExactAggregates, unique_pairs
+from .compute import AggregateRequest, ComputeRequest
 from .hashing import keyed_priority
 from .parallel import BLOCK_ROWS, map_ranges
 
@@ -322,81 +322,9 @@ def _grouped_fixed_point_blocks(codes: npt.NDArray[np.signedinteger[Any]], x: F6
     return sums, counts
 
 
-def _as_counts(total: int) -> np.ndarray:
+def as_counts(total: int) -> np.ndarray:
     """One group's exact total as grouped_sum_exact returns it (int64, or object if huge)."""
     return _int64_when_fits(np.array([total], dtype=object))
-
-
-def compute_exact(
-    request: ComputeRequest,
-    group_codes: I64,
-    keys: list[tuple[object, ...]],
-    unit_codes: I64 | None,
-    column: Callable[[str], tuple[np.ndarray, Bools | None]],
-    gen: np.random.Generator | None,
-    hashes: Callable[[str], tuple[np.ndarray, Bools]] | None = None,
-) -> ExactAggregates:
-    """Exact aggregates for one block of rows (a whole frame, a batch, or a partition).
-
-    ``group_codes`` index ``keys`` (-1: row dropped: undeclared or missing key), in any
-    signed integer type (bounding reads a narrow one as it is: fewer bytes per row);
-    ``unit_codes`` identify privacy units (-1: missing unit, dropped); ``column(name)`` returns
-    a column as a numpy array and its non-missing mask (None: the missing values are exactly
-    the array's NaNs). Results of blocks that hold disjoint units add up
-    (:meth:`ExactAggregates.merge`). A release with no grouping, unit or sampling keeps every
-    row in one group and takes one pass per column.
-    """
-    q = request
-    ng = len(keys)
-    whole = not q.by and not q.draws_at_random and ng == 1
-    codes, rows, dropped = ((np.asarray(group_codes, dtype=np.int64), None, 0) if whole
-                            else _bounded_rows(request, group_codes, unit_codes, ng, gen))
-
-    def take(a: np.ndarray) -> np.ndarray:  # a per-row array, on the rows left
-        return a if rows is None else a[rows]
-
-    values: dict[tuple[object, ...], np.ndarray] = {}
-    counts: dict[tuple[object, ...], np.ndarray] = {}
-    distinct: dict[tuple[object, ...], tuple[np.ndarray, np.ndarray]] = {}
-    for req in request.requests:
-        if req.kind == "rows":
-            values[req.key] = (np.array([codes.size], dtype=np.int64) if whole
-                               else grouped_count(codes, ng))
-        elif req.kind == "distinct":
-            assert hashes is not None and req.column is not None, "no value hashes"
-            h, ok = (take(a) for a in hashes(req.column))
-            sel = (codes < ng) & ok
-            distinct[req.key] = unique_pairs(codes[sel].astype(np.int64), h[sel])
-        else:
-            assert req.column is not None
-            raw, valid = column(req.column)
-            totals = fixed_point_total(raw, req) if whole and req.kind == "fixed_sum" else None
-            if totals is not None:
-                values[req.key] = _as_counts(totals[0])
-                if req.with_count:
-                    counts[req.key] = _as_counts(totals[1])
-                continue
-            raw = take(raw)
-            blocked = (grouped_fixed_point_total(codes, raw, req, ng)
-                       if req.kind == "fixed_sum" and valid is None else None)
-            if blocked is not None:  # missing values are the NaNs: one pass, no mask
-                values[req.key] = blocked[0]
-                if req.with_count:
-                    counts[req.key] = blocked[1]
-                continue
-            ok = ~np.isnan(raw) if valid is None else take(valid)
-            values[req.key], count = _column_aggregate(req, codes, ng, raw, ok)
-            if count is not None:
-                counts[req.key] = count
-    unit_counts = None
-    if request.unit_counts:
-        unit_counts = _unit_counts(request, None if unit_codes is None else take(unit_codes),
-                                   codes, ng)
-    diagnostics = None
-    if request.diagnostics_cap is not None:
-        diagnostics = (clamped_rows(request, codes, ng, lambda name: take(column(name)[0])),
-                       dropped)
-    return ExactAggregates(list(keys), values, counts, unit_counts, distinct, diagnostics)
 
 
 def clamped_rows(request: ComputeRequest, codes: I64, ng: int,
@@ -429,9 +357,9 @@ def dropped_rows(units: I64, groups: I64, keep: Bools, cap: int) -> int:
     return int(np.minimum(per_unit, cap).sum())
 
 
-def _bounded_rows(request: ComputeRequest, group_codes: I64, unit_codes: I64 | None, ng: int,
-                  gen: np.random.Generator | None
-                  ) -> tuple[I64, npt.NDArray[np.intp] | None, int]:
+def bounded_rows(request: ComputeRequest, group_codes: I64, unit_codes: I64 | None, ng: int,
+                 gen: np.random.Generator | None
+                 ) -> tuple[I64, npt.NDArray[np.intp] | None, int]:
     """Group codes after Poisson sampling of units and contribution bounding, and the rows
     they are for: every row (None), each dropped row sent to bucket ``ng``; or, when bounding
     kept at most half of the rows, the kept rows' indices and their codes alone (later passes
@@ -467,31 +395,3 @@ def _signed_codes(codes: npt.ArrayLike) -> npt.NDArray[np.signedinteger[Any]]:
     keys: an eighth of the bytes of every pass), else as int64."""
     a = np.asarray(codes)
     return a if a.dtype.kind == "i" else a.astype(np.int64)
-
-
-def _column_aggregate(req: AggregateRequest, codes: I64, ng: int, raw: np.ndarray,
-                      valid: Bools) -> tuple[np.ndarray, np.ndarray | None]:
-    """One request on one column, per group: its values, and its non-missing counts when the
-    request asks for them."""
-    if req.kind == "nonnull":
-        return grouped_count(codes, ng, valid), None
-    if req.kind == "fixed_sum":
-        total = grouped_sum_exact(codes, fixed_point(raw, req), ng, max(abs(req.ilo),
-                                                                         abs(req.ihi)))
-        return total, grouped_count(codes, ng, valid) if req.with_count else None
-    if req.kind == "bins":
-        b = bin_index(raw, req.edges, req.right, req.include_lowest)
-        return grouped_bin_counts(codes, b, ng, len(req.edges) - 1, valid), None
-    if req.kind == "cells":
-        return grouped_bin_counts(codes, cell_index(raw, req), ng, req.ncells, valid), None
-    assert req.kind == "grid", req.kind
-    return grouped_bin_counts(codes, grid_index(raw, req), ng, len(req.edges), valid), None
-
-
-def _unit_counts(request: ComputeRequest, unit_codes: I64 | None, codes: I64, ng: int) -> I64:
-    """Distinct privacy units per group (rows, when each row is its own unit), for key
-    selection."""
-    if request.privacy_unit:
-        assert unit_codes is not None
-        return distinct_units_per_group(unit_codes, codes, ng, codes < ng)
-    return grouped_count(codes, ng)

@@ -24,6 +24,7 @@ from typing import Any
 
 DASK_MODULE = "dask.dataframe"
 POLARS_MODULE = "polars"
+SPARK_MODULE = "pyspark.sql"
 
 
 class _ThenLoader(importlib.abc.Loader):
@@ -111,3 +112,9 @@ def register_polars_namespace() -> None:
     """Register ``pl_df.dp`` / ``lazy.dp`` now if polars is loaded, else when it is."""
     _when_imported(POLARS_MODULE,
                    _importer("dpframe.fronts.polars", "the .dp namespace on Polars frames"))
+
+
+def register_spark_accessor() -> None:
+    """Register ``spark_df.dp`` now if ``pyspark.sql`` is loaded, else when it is."""
+    _when_imported(SPARK_MODULE,
+                   _importer("dpframe.fronts.spark", "the .dp accessor on Spark frames"))

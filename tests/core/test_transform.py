@@ -12,8 +12,8 @@ from scipy import stats
 
 from dpframe.core.bounding import bound_contributions
 from dpframe.core.compute import ComputeRequest, fixed_point_request
+from dpframe.core.primitives import compute_exact
 from dpframe.core.transform import (
-    compute_exact,
     fixed_point,
     grouped_sum_exact,
     poisson_sample,
@@ -309,7 +309,7 @@ def test_the_grouped_release_takes_the_one_pass_sum(monkeypatch: pytest.MonkeyPa
     import pandas as pd
 
     from dpframe.backends.pandas import PandasBackend
-    from dpframe.core import transform
+    from dpframe.core import primitives as transform  # the fixed-sum primitive calls it
 
     rng = np.random.default_rng(5)
     n = 20_000  # past SMALL_GROUPED_ROWS: smaller frames take the general path
@@ -349,7 +349,7 @@ def test_the_ungrouped_release_takes_the_one_pass_sum(monkeypatch: pytest.Monkey
     import pandas as pd
 
     import dpframe as dpf
-    from dpframe.core import transform
+    from dpframe.core import primitives as transform  # the fixed-sum primitive calls it
 
     calls: list[tuple[int, int] | None] = []
     real = transform.fixed_point_total
@@ -624,6 +624,22 @@ def test_choosing_without_a_row_count_is_the_same_selection(
     assert np.bincount(units[kept] * 7 + groups[kept]).max() <= max_rows
 
 
+class _Numbers:
+    """One numeric column with no missing mask, as the primitives read columns."""
+
+    def __init__(self, x: np.ndarray) -> None:
+        self.x = x
+
+    def numbers(self, name: str) -> tuple[np.ndarray, None]:
+        return self.x, None
+
+    def words(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        raise AssertionError("no distinct count here")
+
+    def codes(self, name: str) -> np.ndarray:
+        raise AssertionError("no unit column here")
+
+
 def test_only_units_and_sampling_draw_at_random() -> None:
     """A release gets a sampling generator only when it bounds units or samples them
     (``draws_at_random``); without one the exact aggregates are the same, and a request that
@@ -637,15 +653,15 @@ def test_only_units_and_sampling_draw_at_random() -> None:
     codes = rng.integers(-1, 2, 1000)
     x = rng.uniform(-5, 15, 1000)
     keys: list[tuple[object, ...]] = [("a",), ("b",)]
-    without = compute_exact(plain, codes, keys, None, lambda c: (x, None), None)
-    with_gen = compute_exact(plain, codes, keys, None, lambda c: (x, None), rng)
+    without = compute_exact(plain, codes, keys, None, _Numbers(x), None)
+    with_gen = compute_exact(plain, codes, keys, None, _Numbers(x), rng)
     key = req.key
     assert without.values[key].tolist() == with_gen.values[key].tolist()
     expected = [int(fixed_point(x[codes == g], req).sum()) for g in (0, 1)]
     assert without.values[key].tolist() == expected
     units = ComputeRequest((req,), by=("g",), keys={"g": ("a", "b")}, privacy_unit="u")
     with pytest.raises(AssertionError):
-        compute_exact(units, codes, keys, np.arange(1000), lambda c: (x, None), None)
+        compute_exact(units, codes, keys, np.arange(1000), _Numbers(x), None)
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64])

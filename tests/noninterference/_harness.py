@@ -386,7 +386,7 @@ def built(backend: str, spec: Spec) -> Iterator[Any]:
         import dask
         import dask.dataframe as dd
 
-        import dpframe.fronts.dask  # noqa: F401  (registers ddf.dp)
+        import dpframe.fronts.dask
 
         # partitions typed apart from the frame's meta, as one person's value can type theirs
         # (dd.from_delayed, map_partitions): every other partition's columns are objects
@@ -397,6 +397,15 @@ def built(backend: str, spec: Spec) -> Iterator[Any]:
         with dask.config.set({"dataframe.convert-string": False, "scheduler": "threads"}):
             yield dd.from_delayed([dask.delayed(p) for p in parts], meta=whole.iloc[:0],
                                   verify_meta=False)
+    elif backend == "spark":  # the session the tests' ``spark`` fixture started
+        from pyspark.sql import SparkSession
+
+        import dpframe.fronts.spark  # noqa: F401  (adds sdf.dp)
+
+        t = to_arrow(spec)  # Spark has no dictionary type: its values, decoded
+        t = pa.table({n: c.cast(c.type.value_type) if pa.types.is_dictionary(c.type) else c
+                      for n, c in zip(t.column_names, t.columns, strict=True)})
+        yield SparkSession.builder.getOrCreate().createDataFrame(t)
     else:
         raise AssertionError(backend)
 

@@ -19,6 +19,7 @@ same seed at a huge epsilon (the noise is 0). Every backend must give:
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -120,6 +121,18 @@ def some_queries(k: int) -> st.SearchStrategy[list[Query]]:
 def test_all_backends_agree(spec: Spec, queries: list[Query]) -> None:
     for q in queries:
         check_agree(spec, q, {b: run(b, spec, q) for b in BACKENDS})
+
+
+@pytest.mark.spark
+@pytest.mark.xdist_group("spark")
+@hsettings(2, shrink=False)  # a Spark release costs about a second on local[2]: a subset
+@given(spec=specs(("str", "int", "float", "dict"), (None, "int", "str"), scan_layout=True),
+       queries=some_queries(4))
+def test_spark_agrees(spark: Any, spec: Spec, queries: list[Query]) -> None:
+    """Spark answers as pandas: the same refusals, structure, charges, provenance and (when
+    bounding does not bind) values, on a few drawn frames and queries."""
+    for q in queries:
+        check_agree(spec, q, {b: run(b, spec, q) for b in ("pandas", "spark")})
 
 
 @hsettings(40, shrink=False)  # every example runs 33 queries x 3 backends

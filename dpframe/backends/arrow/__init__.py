@@ -1,7 +1,7 @@
 """The Arrow batch backend: exact aggregates of a dataset read batch by batch, in bounded memory.
 
 Nothing here adds noise or computes a sensitivity: every block of rows is factorized and handed
-to :func:`dpframe.core.transform.compute_exact` (the one implementation of clamping, fixed-point
+to :func:`dpframe.core.primitives.compute_exact` (the one implementation of clamping, fixed-point
 accumulation, binning and contribution bounding); the blocks' exact aggregates are then added.
 Adding is correct because blocks hold disjoint privacy units:
 

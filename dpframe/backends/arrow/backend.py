@@ -1,6 +1,6 @@
 """``ArrowBackend``: exact aggregates of a dataset read batch by batch, in bounded memory.
 
-Every block of rows is factorized and handed to :func:`dpframe.core.transform.compute_exact`;
+Every block of rows is factorized and handed to :func:`dpframe.core.primitives.compute_exact`;
 the blocks' exact aggregates are then added (:mod:`dpframe.backends.arrow.totals`). Row-level
 queries stream once; privacy-unit queries make two passes over keyed partitions
 (:mod:`dpframe.backends.arrow.spill`). See the package docstring.
@@ -26,7 +26,7 @@ import pyarrow as pa
 from ...core.compute import ComputeRequest, ExactAggregates
 from ...core.hashing import BlockShifts, Key, block_partition, partition_of
 from ...core.parallel import in_order, one_thread
-from ...core.transform import compute_exact
+from ...core.primitives import compute_exact
 from ...core.values import ColumnKind
 from ...errors import ValidationError
 from ..base import (
@@ -96,15 +96,24 @@ def _public_keys(request: ComputeRequest) -> Keys:
     return public_key_list([tuple(q.keys[c]) for c in q.by])
 
 
-def _getter(block: Block) -> Callable[[str], tuple[np.ndarray, Bools | None]]:
-    cache: dict[str, tuple[np.ndarray, Bools | None]] = {}
+class BlockColumns:
+    """One Arrow block's columns as the exact primitives read them (the
+    :class:`~dpframe.backends.base.Columns` protocol; each column converted once)."""
 
-    def get(name: str) -> tuple[np.ndarray, Bools | None]:
-        if name not in cache:
-            cache[name] = numeric_array(block.column(name))
-        return cache[name]
+    def __init__(self, block: Block) -> None:
+        self.block = block
+        self._numbers: dict[str, tuple[np.ndarray, Bools | None]] = {}
 
-    return get
+    def numbers(self, name: str) -> tuple[np.ndarray, Bools | None]:
+        if name not in self._numbers:
+            self._numbers[name] = numeric_array(self.block.column(name))
+        return self._numbers[name]
+
+    def words(self, name: str) -> tuple[npt.NDArray[np.uint64], Bools]:
+        return value_hashes(self.block.column(name))
+
+    def codes(self, name: str) -> I64:
+        return unit_codes(self.block.column(name))
 
 
 def _public_codes(block: Block, q: ComputeRequest, dtype: npt.DTypeLike = np.int64
@@ -297,8 +306,7 @@ class ArrowBackend:
             codes = block.column(_GROUP_CODE).to_numpy(zero_copy_only=False)
         else:
             codes = _public_codes(block, q)
-        agg = compute_exact(q, codes, keys, units, _getter(block), run.gen,
-                            lambda name: value_hashes(block.column(name)))
+        agg = compute_exact(q, codes, keys, units, BlockColumns(block), run.gen)
         size = len(run.public_keys) if index is None else len(run.key_index.keys)
         return agg, index, size
 

@@ -10,15 +10,12 @@ charge.
 
 from __future__ import annotations
 
-import copy
 import glob
 import os
-from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias, TypeVar
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -28,7 +25,21 @@ import pyarrow.fs as pafs
 from ...errors import InputError, ValidationError
 from .columns import is_bytes
 from .conform import TextOptions, conform_batch, public_schema
-from .csv import csv_types, declare, undeclared_message
+from .csv import (
+    MAX_CSV_BLOCK,
+    _blank,
+    _block_size,
+    _check_csv_options,
+    _csv_reader,
+    _csv_schema,
+    _growing_blocks,
+    _lenient_csv_format,
+    _straddles,
+    _with_block_size,
+    csv_types,
+    declare,
+    undeclared_message,
+)
 from .prefetch import PREFETCH, prefetch
 
 #: Read-ahead of pyarrow's scanner: batches within a file, files at once. pyarrow's defaults
@@ -38,8 +49,6 @@ FRAGMENT_READAHEAD = 2
 _FORMATS = {".parquet": "parquet", ".pq": "parquet", ".parq": "parquet",
             ".csv": "csv", ".tsv": "csv", ".arrow": "ipc", ".feather": "ipc", ".ipc": "ipc"}
 _COMPRESSIONS = (".gz", ".bz2", ".zst", ".lz4")
-#: The largest CSV block a file is re-read with when one of its rows does not fit the block.
-MAX_CSV_BLOCK = 1 << 30
 
 Format: TypeAlias = str | ds.FileFormat
 _T = TypeVar("_T")
@@ -57,371 +66,6 @@ def _infer_format(paths: Sequence[str]) -> str:
         raise ValidationError("cannot tell the input format from the file names; pass "
                               "format='parquet', 'csv' or 'ipc'")
     return kinds.pop()
-
-
-def _lenient_csv_format(fmt: Any, text: Sequence[str]) -> ds.CsvFileFormat:
-    """``fmt`` (a CSV format or ``"csv"``) reading the columns ``text`` as raw bytes (conformed
-    to their public type batch by batch: text that is not UTF-8, or does not spell a value of
-    the type, is missing) and skipping rows with the wrong number of fields: reading it never
-    fails on a value, so no error can quote one."""
-    base = fmt if isinstance(fmt, ds.CsvFileFormat) else ds.CsvFileFormat()
-    opts = base.default_fragment_scan_options
-    conv = opts.convert_options
-    convert = pacsv.ConvertOptions(
-        column_types={**dict(conv.column_types), **{c: pa.binary() for c in text}},
-        null_values=conv.null_values, true_values=conv.true_values,
-        false_values=conv.false_values, strings_can_be_null=conv.strings_can_be_null,
-        check_utf8=conv.check_utf8, decimal_point=conv.decimal_point,
-        timestamp_parsers=conv.timestamp_parsers)
-    p = base.parse_options
-    parse = pacsv.ParseOptions(delimiter=p.delimiter, quote_char=p.quote_char,
-                               double_quote=p.double_quote, escape_char=p.escape_char,
-                               newlines_in_values=p.newlines_in_values,
-                               ignore_empty_lines=p.ignore_empty_lines,
-                               invalid_row_handler=lambda _row: "skip")
-    return ds.CsvFileFormat(parse_options=parse, convert_options=convert,
-                            read_options=opts.read_options)
-
-
-def _block_size(fmt: ds.CsvFileFormat) -> int:
-    return int(fmt.default_fragment_scan_options.read_options.block_size)
-
-
-def _with_block_size(fmt: ds.CsvFileFormat, size: int) -> ds.CsvFileFormat:
-    """``fmt`` reading blocks of ``size`` bytes."""
-    if size == _block_size(fmt):
-        return fmt
-    opts = fmt.default_fragment_scan_options
-    r = opts.read_options
-    read = pacsv.ReadOptions(use_threads=r.use_threads, block_size=size, skip_rows=r.skip_rows,
-                             skip_rows_after_names=r.skip_rows_after_names,
-                             column_names=r.column_names,
-                             autogenerate_column_names=r.autogenerate_column_names,
-                             encoding=r.encoding)
-    return ds.CsvFileFormat(parse_options=fmt.parse_options,
-                            convert_options=opts.convert_options, read_options=read)
-
-
-def _straddles(exc: BaseException) -> bool:
-    """Whether ``exc`` is Arrow's refusal of a CSV row longer than the read block."""
-    return isinstance(exc, pa.ArrowInvalid) and "straddl" in str(exc)
-
-
-# -- CSV lines whose quoting balances ---------------------------------------------------------
-
-_BOM = b"\xef\xbb\xbf"
-_NL, _CR = 10, 13
-#: Bytes read from a CSV file at a time by :class:`_BalancedLines`.
-_CHUNK = 1 << 20
-
-
-@dataclass(frozen=True)
-class _Quoting:
-    """How a CSV dialect quotes and escapes, as bytes (None: not at all)."""
-
-    delimiter: int
-    quote: int | None
-    double_quote: bool
-    escape: int | None
-
-    @classmethod
-    def of(cls, parse: pacsv.ParseOptions) -> _Quoting | None:
-        """The quoting of ``parse``; None when values may hold newlines (a quote then
-        legitimately continues a row on the next lines, as Arrow reads it)."""
-        if parse.newlines_in_values:
-            return None
-        q, e = parse.quote_char, parse.escape_char
-        return cls(ord(parse.delimiter), ord(q) if q else None, bool(parse.double_quote),
-                   ord(e) if e else None)
-
-
-def _escaped_positions(b: np.ndarray, escape: int) -> np.ndarray:
-    """The positions of the bytes of ``b`` an escape character makes literal: the byte after
-    each run of an odd number of escape characters (Arrow's parser reads escapes alike inside
-    and outside quotes)."""
-    esc = np.flatnonzero(b == escape)
-    if not esc.size:
-        return esc
-    ends = np.append(np.flatnonzero(np.diff(esc) != 1), esc.size - 1)
-    starts = np.insert(ends[:-1] + 1, 0, 0)
-    return np.asarray(esc[ends[(ends - starts) % 2 == 0]] + 1)
-
-
-def _unbalanced(b: np.ndarray, term: np.ndarray, q: _Quoting) -> np.ndarray:
-    """The indices of the lines of ``b`` (line ``k`` ends at ``term[k]``; the last may end at
-    the end of ``b``) that Arrow's parser would continue on the next line: a line ending
-    inside a quoted field, or whose newline is escaped.
-
-    Arrow's parser opens a quoted field only at the start of a field (the line's start or
-    after a delimiter) and closes it at a quote not doubled; after it, quotes are literal
-    until the next delimiter. So, over the runs of consecutive (unescaped) quotes of a line,
-    with doubled quotes: a run of even length leaves the state as it was; a run of odd length
-    at a field's start toggles it (opens a field, or closes the open one); elsewhere it closes
-    any open field. Without doubled quotes, a lone quote at a field's start toggles and any
-    other run closes. A line is unbalanced when an odd number of toggles follows its last
-    closing run."""
-    escaped = _escaped_positions(b, q.escape) if q.escape is not None else np.empty(0, np.int64)
-    bad = [np.searchsorted(term, np.intersect1d(term, escaped, assume_unique=True))]
-    if q.quote is not None:
-        quotes = np.flatnonzero(b == q.quote)
-        if escaped.size:
-            quotes = np.setdiff1d(quotes, escaped, assume_unique=True)
-        if quotes.size:
-            first = np.ones(quotes.size, bool)
-            first[1:] = np.diff(quotes) != 1
-            heads = np.flatnonzero(first)
-            length = np.diff(np.append(heads, quotes.size))
-            start = quotes[heads]
-            before = b[np.maximum(start - 1, 0)]
-            after_delimiter = before == q.delimiter
-            if escaped.size:
-                after_delimiter &= ~np.isin(start - 1, escaped)
-            at_field_start = (start == 0) | (before == _NL) | (before == _CR) | after_delimiter
-            odd = length % 2 == 1 if q.double_quote else length == 1
-            toggle = at_field_start & odd
-            close = ~toggle & (odd if q.double_quote else True)
-            line = np.searchsorted(term, start)
-            last = np.ones(line.size, bool)
-            last[:-1] = line[1:] != line[:-1]
-            anchor = close.copy()
-            anchor[0] = True
-            anchor[1:] |= line[1:] != line[:-1]
-            index = np.arange(line.size)
-            since = np.maximum.accumulate(np.where(anchor, index, -1))
-            toggles = np.cumsum(toggle)
-            count = toggles - toggles[since] + toggle[since]
-            bad.append(line[last & (count % 2 == 1)])
-    return bad[0] if len(bad) == 1 else np.unique(np.concatenate(bad))
-
-
-def _balanced_lines(data: bytes, q: _Quoting) -> bytes:
-    """``data`` (whole lines) without its lines whose quoting does not balance
-    (:func:`_unbalanced`), each with its newline (``\\r``, ``\\n`` or ``\\r\\n``): every other
-    line reads as one row, whatever the dropped ones held."""
-    if (q.quote is None or q.quote not in data) and (q.escape is None or q.escape not in data):
-        return data
-    b = np.frombuffer(data, np.uint8)
-    term = np.flatnonzero((b == _NL) | (b == _CR) if _CR in data else b == _NL)
-    lines = _unbalanced(b, term, q)
-    if not lines.size:
-        return data
-    n = b.size
-    bounds = np.append(term, n)
-    start = np.where(lines > 0, bounds[np.maximum(lines - 1, 0)] + 1, 0)
-    end = np.minimum(bounds[lines] + 1, n)
-    crlf = (end < n) & (b[end - 1] == _CR) & (b[np.minimum(end, n - 1)] == _NL)
-    end = end + crlf
-    delta = np.zeros(n + 1, np.int8)
-    delta[start] += 1
-    delta[end] -= 1
-    return b[np.cumsum(delta[:-1]) == 0].tobytes()
-
-
-class _ReadStream:
-    """The file protocol ``pyarrow.csv.open_csv`` needs of a Python stream, beside ``read``."""
-
-    closed = False
-
-    def readable(self) -> bool:
-        return True
-
-    def close(self) -> None:
-        self.closed = True
-
-
-class _BalancedLines(_ReadStream):
-    """A binary stream of the lines of ``raw`` whose quoting balances (the others dropped by
-    :func:`_balanced_lines`), read ``_CHUNK`` bytes at a time: memory holds a chunk and one
-    line. A line longer than ``limit`` bytes (no read block holds it) is dropped too, without
-    being held. ``read(n)`` gives ``n`` bytes until the end, as a file does."""
-
-    def __init__(self, raw: Any, quoting: _Quoting, limit: int) -> None:
-        self._raw = raw
-        self._quoting = quoting
-        self._limit = limit
-        self._line = bytearray()  # the start of a line not yet ended
-        self._out = bytearray()
-        self._skipping = False  # inside a line past the limit
-        self._end = False
-        self._head = True
-
-    def read(self, size: int = -1) -> bytes:
-        while not self._end and (size < 0 or len(self._out) < size):
-            self._fill()
-        take = len(self._out) if size < 0 else min(size, len(self._out))
-        got = bytes(self._out[:take])
-        del self._out[:take]
-        return got
-
-    def _fill(self) -> None:
-        chunk = self._raw.read(_CHUNK)
-        if self._head:
-            self._head = False
-            if chunk[:3] == _BOM:  # Arrow skips it: the first line starts after it
-                self._out += _BOM
-                chunk = chunk[3:]
-        if not chunk:
-            self._end = True
-            if self._line and not self._skipping:
-                self._out += _balanced_lines(bytes(self._line), self._quoting)
-            self._line.clear()
-            return
-        cut = max(chunk.rfind(b"\n"), chunk.rfind(b"\r", 0, len(chunk) - 1))
-        if cut < 0:  # no line ends in the chunk
-            self._hold(chunk)
-            return
-        first = min(i for i in (chunk.find(b"\n"), chunk.find(b"\r")) if i >= 0)
-        if self._skipping or len(self._line) + first + 1 > self._limit:  # drop the line
-            self._skipping = False
-            self._line.clear()
-            first += chunk[first: first + 2] == b"\r\n"
-            chunk, cut = chunk[first + 1:], cut - first - 1
-        whole = bytes(self._line) + chunk[: cut + 1] if self._line else chunk[: cut + 1]
-        self._line = bytearray(chunk[cut + 1:])
-        self._out += _balanced_lines(whole, self._quoting)
-
-    def _hold(self, chunk: bytes) -> None:
-        """Keep ``chunk`` (no line ends in it) as part of the current line, unless the line
-        is past the limit: then it is dropped."""
-        if self._skipping:
-            return
-        self._line += chunk
-        if len(self._line) > self._limit:
-            self._line.clear()
-            self._skipping = True
-
-
-class _Prefixed(_ReadStream):
-    """A binary stream of ``head`` then the rest of ``raw``."""
-
-    def __init__(self, head: bytes, raw: Any) -> None:
-        self._head = head
-        self._raw = raw
-
-    def read(self, size: int = -1) -> bytes:
-        if self._head and size < 0:
-            got, self._head = self._head + self._raw.read(), b""
-            return bytes(got)
-        if self._head:
-            take = size
-            got, self._head = self._head[:take], self._head[take:]
-            return bytes(got)
-        return bytes(self._raw.read() if size < 0 else self._raw.read(size))
-
-
-def _skip_lines(raw: Any, count: int) -> Any:
-    """``raw`` without its first ``count`` physical lines (ended by ``\\n``, ``\\r`` or
-    ``\\r\\n``, a byte order mark in the first), as Arrow's ``skip_rows`` counts them:
-    whatever their quotes hold."""
-    cr = False  # the last line skipped ended by \r: a \n right after it belongs to it
-    while True:
-        chunk = raw.read(_CHUNK)
-        if not chunk:
-            return _Prefixed(b"", raw)
-        i = 1 if cr and chunk[:1] == b"\n" else 0
-        cr = False
-        while count and i < len(chunk):
-            ends = [j for j in (chunk.find(b"\n", i), chunk.find(b"\r", i)) if j >= 0]
-            if not ends:
-                i = len(chunk)
-                break
-            j = min(ends)
-            if chunk[j] == _CR:
-                if j + 1 < len(chunk):
-                    j += chunk[j + 1] == _NL
-                else:
-                    cr = True
-            count -= 1
-            i = j + 1
-        if not count and i < len(chunk):
-            return _Prefixed(chunk[i:], raw)
-
-
-def _filtered(raw: Any, fmt: ds.CsvFileFormat) -> Any:
-    """The stream Arrow parses of the CSV bytes ``raw`` in the options of ``fmt``: in UTF-8,
-    without the ``skip_rows`` first physical lines and, unless values may hold newlines,
-    without every line whose quoting does not balance (:class:`_BalancedLines`)."""
-    read = fmt.default_fragment_scan_options.read_options
-    quoting = _Quoting.of(fmt.parse_options)
-    stream: Any = raw
-    if read.encoding != "utf8":
-        stream = pa.transcoding_input_stream(raw, read.encoding, "utf8")
-    if quoting is not None:
-        if read.skip_rows:
-            stream = _skip_lines(stream, read.skip_rows)
-        stream = _BalancedLines(stream, quoting, MAX_CSV_BLOCK)
-    return stream
-
-
-@contextmanager
-def _csv_reader(path: str, filesystem: Any, fmt: ds.CsvFileFormat,
-                include: Sequence[str] | None = None) -> Iterator[pacsv.CSVStreamingReader]:
-    """A streaming reader of the CSV file ``path`` in the options of ``fmt`` (its block size
-    too), of the columns ``include`` (all when None). A compressed file is decompressed (told
-    by its name), text in another encoding than UTF-8 transcoded, and unless values may hold
-    newlines, every line whose quoting does not balance is dropped before Arrow parses the
-    file (:class:`_BalancedLines`): each line is one row, and no row's quote swallows the
-    lines after it. The first block and the rest are read alike."""
-    opts = fmt.default_fragment_scan_options
-    read = copy.copy(opts.read_options)
-    convert = copy.copy(opts.convert_options)
-    if include is not None:
-        convert.include_columns = list(include)
-    with filesystem.open_input_stream(path, compression="detect") as raw:
-        stream = _filtered(raw, fmt)
-        read.encoding = "utf8"
-        if _Quoting.of(fmt.parse_options) is not None:
-            read.skip_rows = 0  # skipped by _filtered, before the quote filter
-        reader = pacsv.open_csv(stream, read_options=read, parse_options=fmt.parse_options,
-                                convert_options=convert)
-        try:
-            yield reader
-        finally:
-            reader.close()
-
-
-def _csv_schema(path: str, filesystem: Any) -> Callable[[ds.CsvFileFormat], pa.Schema]:
-    """Reading the first block of the CSV file ``path`` in a given format: its schema."""
-    def first_block(fmt: ds.CsvFileFormat) -> pa.Schema:
-        with _csv_reader(path, filesystem, fmt) as reader:
-            return reader.schema
-    return first_block
-
-
-def _growing_blocks(fmt: ds.CsvFileFormat, attempt: Callable[[ds.CsvFileFormat], _T]
-                    ) -> tuple[_T, int]:
-    """``attempt(fmt)``, retried with blocks twice as large while a row does not fit one (up
-    to :data:`MAX_CSV_BLOCK`), and the block size that worked: a long field is a value, and
-    its length must not decide whether a file reads."""
-    size = _block_size(fmt)
-    while True:
-        try:
-            return attempt(_with_block_size(fmt, size)), size
-        except pa.ArrowInvalid as exc:
-            if not _straddles(exc) or size >= MAX_CSV_BLOCK:
-                raise
-            size = min(2 * size, MAX_CSV_BLOCK)
-
-
-def _blank(path: str, filesystem: Any, fmt: Any) -> bool:
-    """Whether a CSV file, as Arrow parses it in the options of ``fmt`` (:func:`_filtered`:
-    the lines the quote filter drops or ``skip_rows`` skips are not there), holds nothing but
-    white space and a byte order mark (0 bytes, a lone newline, only lines the filter drops):
-    a file of no rows, like a header-only one (Arrow refuses it). A file that cannot be read
-    is not blank (opening refuses it)."""
-    try:
-        with filesystem.open_input_stream(path, compression="detect") as raw:
-            f = _filtered(raw, _lenient_csv_format(fmt, []))
-            head = True
-            while chunk := f.read(1 << 16):
-                if head and chunk.startswith(_BOM):
-                    chunk = chunk[3:]
-                head = False
-                if chunk.strip(b" \t\r\n"):
-                    return False
-    except (OSError, pa.ArrowException, ValueError):
-        return False
-    return True
 
 
 def _is_csv(fmt: Any) -> bool:
@@ -551,29 +195,6 @@ def _check_files(dataset: ds.Dataset) -> _Files:
     return _Files(blocks, names, frozenset(blank))
 
 
-_UTF8 = {"utf8", "utf-8"}
-
-
-def _check_csv_options(fmt: Any) -> None:
-    """Refuse, whatever the files hold, the CSV read options one person's row could turn
-    against the others: column names generated from the first line (that line's field count
-    sets the file's, every other row then malformed) and an encoding other than UTF-8 (the
-    dataset's format drops it, and a byte the codec refuses would refuse the scan)."""
-    if not isinstance(fmt, ds.CsvFileFormat):
-        return
-    read = fmt.default_fragment_scan_options.read_options
-    if read.autogenerate_column_names and not read.column_names:
-        raise ValidationError("ReadOptions(autogenerate_column_names=True) lets the first "
-                              "line set every row's number of fields: pass "
-                              "ReadOptions(column_names=[...]) instead")
-    if str(read.encoding).lower() not in _UTF8:
-        raise ValidationError("a CSV scan reads UTF-8 only: transcode the files to UTF-8 "
-                              "first (ReadOptions(encoding=...) is not supported)")
-
-
-#: Parquet pages written with a CRC checksum (``dpframe generate``, ``dpf.to_parquet``,
-#: ``pq.write_table(..., write_page_checksum=True)``) are verified as they are read: a corrupt
-#: page is an :class:`~dpframe.errors.InputError`, not values decoded from garbage.
 _VERIFY = ds.ParquetFragmentScanOptions(page_checksum_verification=True)
 
 

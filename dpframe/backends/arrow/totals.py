@@ -1,7 +1,8 @@
 """Adding the exact aggregates of blocks that hold disjoint privacy units, exactly.
 
-A scan computes each block's aggregates alone and adds them here: sums stay int64 while far
-from overflow and become Python integers beyond; observed private keys get one global position
+A scan computes each block's aggregates alone and adds them here with the primitives' own merge
+(:func:`~dpframe.core.compute.add_into`: sums stay int64 while far from overflow and become
+Python integers beyond); observed private keys get one global position
 however many blocks saw them; distinct-value sets are united, never added.
 """
 
@@ -10,11 +11,9 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from ...core.compute import ExactAggregates, add_diagnostics, union_pairs
+from ...core.compute import ExactAggregates, add_diagnostics, add_into, union_pairs
 
 I64 = npt.NDArray[np.int64]
-
-_OVERFLOW_GUARD = 1 << 61
 
 
 class KeyIndex:
@@ -34,31 +33,6 @@ class KeyIndex:
                 self.keys.append(k)
             out[i] = j
         return out
-
-
-def _near_overflow(a: np.ndarray) -> bool:
-    return bool(a.dtype == object or (a.size and int(np.abs(a).max()) >= _OVERFLOW_GUARD))
-
-
-def add_into(acc: np.ndarray | None, new: np.ndarray, index: I64 | None,
-             size: int) -> np.ndarray:
-    """``acc + new`` (``new``'s rows scattered to ``index``), exact: int64 while far from
-    overflow, Python integers beyond."""
-    shape = (size, *new.shape[1:])
-    if acc is None:
-        acc = np.zeros(shape, dtype=np.int64)
-    elif acc.shape[0] < size:
-        grown = np.zeros(shape, dtype=acc.dtype)
-        grown[: acc.shape[0]] = acc
-        acc = grown
-    if _near_overflow(new) or _near_overflow(acc):
-        acc = acc.astype(object)
-        new = new.astype(object)
-    if index is None:
-        acc[: new.shape[0]] += new
-    else:  # add.at: rows mapped to one position add up (a plain ``acc[index] += new`` would
-        np.add.at(acc, index, new)  # keep only the last of them)
-    return acc
 
 
 class Totals:

@@ -1,0 +1,96 @@
+"""DP groupby-sum on Spark vs plain Spark ``groupBy().agg(sum)``, on ``local[2]``.
+
+    .venv/bin/python benchmarks/bench_spark.py              # 1e7 rows
+    .venv/bin/python benchmarks/bench_spark.py --rows 1e6 --repeat 2
+
+Writes a Parquet file under ``/tmp/dpframe-bench-spark/`` (reused when present; never in the
+repository) with 50 string keys ``g``, a float column ``x`` and a user id ``u`` (1e7 rows: 1e6
+users), starts one ``local[2]`` SparkSession (UI off) and times, interleaved after a warm-up:
+
+* plain Spark: ``sdf.groupBy("g").agg(F.sum("x")).collect()``
+* dpframe, row level: ``sdf.dp(s, bounds=..., keys=...).groupby("g").sum("x", epsilon=1)``
+  (the Spark SQL plan: fixed-point integers summed exactly as two long halves);
+* dpframe, unit level: the same with ``privacy_unit="u", max_rows_per_unit=10``
+  (blocks of whole units: an exchange by unit, then the primitives per partition).
+
+Prints a Markdown table; asserts nothing. Figures are recorded in docs/benchmarks/spark.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _timing import best_of
+
+DATA = Path("/tmp/dpframe-bench-spark")
+
+
+def make_data(rows: int) -> Path:
+    path = DATA / f"rows-{rows}.parquet"
+    if path.exists():
+        return path
+    DATA.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    keys = np.array([f"k{i:02d}" for i in range(50)])
+    table = pa.table({"g": keys[rng.integers(0, 50, rows)],
+                      "x": rng.uniform(0, 100, rows),
+                      "u": rng.integers(0, max(rows // 10, 1), rows)})
+    pq.write_table(table, path)
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rows", type=float, default=1e7)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    rows = int(args.rows)
+    path = make_data(rows)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+
+    import dpframe as dpf
+
+    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+             .config("spark.sql.shuffle.partitions", "4").config("spark.driver.memory", "3g")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    sdf = spark.read.parquet(str(path)).cache()
+    sdf.count()
+    keys = {"g": [f"k{i:02d}" for i in range(50)]}
+    warnings.simplefilter("ignore")
+
+    def plain() -> object:
+        return sdf.groupBy("g").agg(F.sum("x")).collect()
+
+    def dp_rows() -> object:
+        priv = sdf.dp(dpf.Session(1e6), bounds={"x": (0, 100)}, keys=keys)
+        return priv.groupby("g").sum("x", epsilon=1)
+
+    def dp_units() -> object:
+        priv = sdf.dp(dpf.Session(1e6), bounds={"x": (0, 100)}, keys=keys, privacy_unit="u",
+                      max_rows_per_unit=10)
+        return priv.groupby("g").sum("x", epsilon=1)
+
+    best = best_of({"plain": plain, "rows": dp_rows, "units": dp_units}, args.repeat)
+    print(f"| {rows:.0e} rows, local[2] | best of {args.repeat} (s) | vs plain |")
+    print("| --- | --- | --- |")
+    for name, label in (("plain", "plain `groupBy().agg(sum)`"),
+                        ("rows", "dpframe groupby-sum, row level"),
+                        ("units", "dpframe groupby-sum, unit level (T = 10)")):
+        print(f"| {label} | {best[name]:.2f} | {best[name] / best['plain']:.2f}x |")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
