@@ -55,7 +55,7 @@ Bools = npt.NDArray[np.bool_]
 class Columns(Protocol):
     """The column views every engine gives the exact primitives (pandas, Arrow scans, Polars
     through Arrow, Dask partitions, Spark's per-group partials). Each is a function of the
-    column's public kind and of each value alone (the canonical value model, PRIVACY.md)."""
+    column's public kind and of each value alone (the canonical value model, docs/privacy.md)."""
 
     def numbers(self, name: str) -> tuple[np.ndarray, Bools | None]:
         """The column as float64 (or int64/uint64) numbers and its non-missing mask (None:

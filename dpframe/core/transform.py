@@ -336,7 +336,7 @@ def clamped_rows(request: ComputeRequest, codes: I64, ng: int,
     kept = codes < ng
     hit = np.zeros(codes.size, dtype=bool)
     for req in request.requests:
-        if req.column is None or req.kind not in ("fixed_sum", "grid", "bins"):
+        if req.column is None or req.kind not in ("fixed_sum", "grid", "cells", "bins"):
             continue
         with np.errstate(invalid="ignore"):
             x = np.asarray(column(req.column), dtype=np.float64)

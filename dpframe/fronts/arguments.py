@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextvars
 import functools
-import inspect
 from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any, TypeVar, cast
@@ -180,8 +179,9 @@ _Method = TypeVar("_Method", bound=Callable[..., Any])
 
 
 def diagnosable(fn: _Method) -> _Method:
-    """Give a query method the keyword ``diagnostics=eps`` (noisy counts of the rows clamping
-    and bounding changed, ``core/diagnostics.py``), in its signature too (the CLI reads it).
+    """Take a query method's keyword ``diagnostics=eps`` (noisy counts of the rows clamping
+    and bounding changed, ``core/diagnostics.py``; declared in the method's signature, which
+    the CLI and the overloads read).
     The value is held for the call only (a context variable: each thread its own; a method
     that calls another, ``median`` calling ``quantile``, passes it on) and parsed with every
     other number by the frame's query builder."""
@@ -196,12 +196,6 @@ def diagnosable(fn: _Method) -> _Method:
         finally:
             _DIAGNOSTICS.reset(token)
 
-    sig = inspect.signature(fn)
-    params = list(sig.parameters.values())
-    at = next((i for i, p in enumerate(params) if p.kind is p.VAR_KEYWORD), len(params))
-    params.insert(at, inspect.Parameter("diagnostics", inspect.Parameter.KEYWORD_ONLY,
-                                        default=None, annotation="float | None"))
-    method.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
     return method  # type: ignore[return-value]
 
 

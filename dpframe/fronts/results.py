@@ -82,7 +82,7 @@ def _rebuild(cls: type, value: Any, provenance: Mapping[str, Any], lower: float 
 
 def diagnostics_as_numbers(provenance: dict[str, Any]) -> None:
     """``provenance["diagnostics"]`` (the core's ``{name: {"value", "lower", "upper"}}``) as
-    ``{name: DPInt}`` with ``.lower`` / ``.upper``, in place (API.md)."""
+    ``{name: DPInt}`` with ``.lower`` / ``.upper``, in place (docs/reference.md)."""
     released = provenance.get("diagnostics")
     if not isinstance(released, Mapping):
         return

@@ -154,7 +154,7 @@ EXAMPLES: dict[str, Example] = {
     "quantile": Example(lambda p, **kw: p.quantile("x", Q[0] / Q[1], resolution=len(GRID),
                                                    **kw), True,
                         {"utility_sensitivity": (_utilities, "linf")}, None,
-                        ({"ci": 0.9},)),  # no interval: the exponential mechanism
+                        ({"accuracy": 5.0},)),  # a half-width in values: data-dependent
     "histogram": Example(lambda p, **kw: p.histogram("x", list(EDGES), **kw), False,
                          {"sensitivity": (_bins, "l1")},
                          lambda df: _bins(np.zeros(len(df), dtype=np.int64),
