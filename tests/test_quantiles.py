@@ -240,3 +240,20 @@ def test_many_declared_keys_get_fewer_cells_not_a_refusal() -> None:
     with pytest.raises(dpf.ValidationError, match="exact counters"):
         priv.groupby("g").median("x", epsilon=1, resolution=1 << 15)
     assert s.spent == (0.0, 0.0)
+
+
+def test_private_keys_get_fewer_cells_per_group_by_default() -> None:
+    """With private keys the groups are unknown before the data is read: at the default
+    resolution each group holds 2**11 counters (not 2**16: 512 KiB a key); an explicit
+    resolution is kept; public keys keep the fine default."""
+    df = pd.DataFrame({"x": np.linspace(0, 1000, 4000), "g": np.arange(4000) % 20})
+    s = _session()
+    priv = df.dp(s, bounds={"x": (0, 1000)}, keys={"g": list(range(20))})
+    private = priv.groupby("g", keys="private")
+    plan = private.median("x", epsilon=1, delta=1e-6, dry_run=True)["measures"][0]
+    assert plan["cells"] == 1 << 11
+    assert private.median("x", epsilon=1, delta=1e-6, resolution=1 << 14,
+                          dry_run=True)["measures"][0]["cells"] == 1 << 14
+    public = priv.groupby("g").median("x", epsilon=1, dry_run=True)["measures"][0]
+    assert public["cells"] == 1 << 16
+    assert s.spent == (0.0, 0.0)

@@ -174,11 +174,17 @@ class Query:
                 groups *= len(self.keys[col])
         return groups
 
+    @property
+    def cell_groups(self) -> int:
+        """The groups an aggregate sizes its per-group cells for: the declared ones, 0 with
+        private keys (unknown until the data is read). Public."""
+        return 0 if self.by and self.private_keys else self.declared_groups
+
     def _check_size(self) -> None:
         """Refuse, before any charge, a release whose output would not fit in memory: the
         declared key product times the cells each group needs (bins, candidates)."""
         groups = self.declared_groups
-        cells = max(aggregate(m.op).cells(m, groups) for m in self.measures)
+        cells = max(aggregate(m.op).cells(m, self.cell_groups) for m in self.measures)
         if groups * cells > MAX_CELLS:
             raise ValidationError(
                 f"this release needs {groups} groups x {cells} cells per group, more than the "

@@ -137,13 +137,21 @@ def cell_grid(lo: float, hi: float, resolution: int, integer_column: bool) -> Ce
     return CellGrid(lo, hi, resolution, False, (lo, hi))
 
 
+#: Cells per group of a quantile with private keys at the default resolution: their number
+#: is unknown before the data is read, so each group holds 2**11 counters (16 KiB), not 2**16
+#: (512 KiB): a release over 10,000 private keys stays within 160 MiB.
+PRIVATE_KEY_CELLS = 1 << 11
+
+
 def grid_cells(m: Measure, groups: int) -> int:
-    """The cells of a quantile over ``groups`` declared groups: ``resolution=``; at the default
-    (2**16), fewer (a power of two) when the groups would need more than ``MAX_CELLS``
-    counters in all. A function of the query only (declared keys are public). With private
-    keys the groups are unknown: each holds ``resolution`` counters (lower it for many keys)."""
+    """The cells of a quantile over ``groups`` declared groups (0: private keys, unknown):
+    ``resolution=``; at the default (2**16), fewer (a power of two) when the groups would need
+    more than ``MAX_CELLS`` counters in all, and :data:`PRIVATE_KEY_CELLS` with private keys.
+    A function of the query only (declared keys are public)."""
     if m.log_grid or m.grid != DEFAULT_QUANTILE_CELLS:
         return m.grid
+    if groups == 0:
+        return min(m.grid, PRIVATE_KEY_CELLS)
     fit = MAX_CELLS // max(1, groups)
     return max(2, min(m.grid, 1 << max(0, fit.bit_length() - 1)))
 
@@ -222,7 +230,7 @@ class Quantile(Aggregate):
             em = ExponentialSpec(per_group_eps, usens, m.grid)
             return MeasurePlan(m, eps, delta, [req], em=em, candidates=cands,
                                bounds=(float(lo), float(hi)))
-        grid = cell_grid(float(lo), float(hi), grid_cells(m, ctx.query.declared_groups),
+        grid = cell_grid(float(lo), float(hi), grid_cells(m, ctx.query.cell_groups),
                          ctx.column_kinds.get(m.column) in ("int", "bool"))
         interval = None
         if ctx.query.ci is not None:
