@@ -126,7 +126,7 @@ def section(quick: bool = False, before: str | None = None) -> str:
               "profiled over the mean's interval (a union bound: conservative, about 0.97-0.99 "
               "at these sizes). The issue's case (21 rows of U(0, 10) under bounds [0, 100], "
               "epsilon 1, `Session(seed=98)`, 1,000 releases through the API): `[0, 0]` in 0.8% "
-              "of releases before, none now (`tests/accessor/test_honest_intervals.py`).", "",
+              "of releases before, none now (`tests/fronts/test_honest_intervals.py`).", "",
               "`diagnostics=`: RMSE of a noisy count (per-unit cap D = min(T, k R), 1 at row "
               "level)", "",
               "| diagnostics epsilon | cap D | RMSE measured | RMSE exact |",

@@ -23,7 +23,7 @@ variances. The inverted pivot never has zero width (where no value is accepted, 
 probability at most ``1 - level``, the interval is the whole bounds) and covers at least the
 level; variances (:func:`variance_interval`) invert a pivot of their own, profiled over the
 mean's interval (conservative). Coverage is checked by seeded simulation
-(``tests/accessor/test_honest_intervals.py``, ``tests/core/test_intervals.py``).
+(``tests/fronts/test_honest_intervals.py``, ``tests/core/test_intervals.py``).
 """
 
 from __future__ import annotations

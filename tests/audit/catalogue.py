@@ -48,8 +48,8 @@ from .findings import (
 from .findings_bounds import finding_rows_per_group, finding_total_across_groups
 from .findings_bounds_choice import finding_bound_choice
 from .findings_cli import finding_cli_csv_inferred_types
-from .findings_csvquote import finding_scan_unbalanced_quote
-from .findings_dask2 import (
+from .findings_csv_quoting import finding_scan_unbalanced_quote
+from .findings_dask import (
     finding_dask_big_ints_in_object,
     finding_dask_bool_ones_in_object,
     finding_dask_distinct_conformed,
@@ -57,11 +57,11 @@ from .findings_dask2 import (
     finding_dask_span_after_charge,
     finding_dask_time_unit_words,
 )
-from .findings_dask3 import finding_dask_distinct_nonconforming
+from .findings_dask_distinct import finding_dask_distinct_nonconforming
 from .findings_diag import dropped_not_capped, finding_diagnostics_counts
 from .findings_gaussian import finding_analytic_gaussian, two_percent_less_sigma
 from .findings_local import finding_local_invalid_value, finding_local_spelling
-from .findings_local2 import finding_local_categorical_levels
+from .findings_local_categories import finding_local_categorical_levels
 from .findings_quant import finding_quantile_cells, halved_quantile_sensitivity
 from .findings_scan import (
     finding_scan_csv_time,
@@ -73,7 +73,7 @@ from .findings_scan import (
     finding_scan_uint64_ids,
     finding_scan_union_dataset,
 )
-from .findings_scan2 import (
+from .findings_csv_types import (
     finding_scan_csv_fraction_switches_mechanism,
     finding_scan_csv_text_refuses_sum,
 )

@@ -34,7 +34,7 @@ import pytest
 
 import dpframe as dpf
 
-from .._releases import recording
+from tests.engine._releases import recording
 
 # -- the planted private values ------------------------------------------------------------------
 #

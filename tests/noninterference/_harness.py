@@ -42,7 +42,7 @@ from hypothesis import strategies as st
 
 import dpframe as dpf
 
-from .._releases import recording
+from tests.engine._releases import recording
 
 #: A huge epsilon: geometric / granular noise of scale ~1e-9 is 0 except with probability
 #: about exp(-1e8); the exponential mechanism picks a best-utility candidate.

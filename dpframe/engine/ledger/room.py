@@ -11,7 +11,7 @@ writes frames past its end. After each charge and each outcome this connection c
 charge wrote at least as many frames as the outcomes of its entries will. Recording the outcome
 of an entry charged in this process (details up to ``MAX_DETAILS`` bytes of JSON) therefore
 writes no byte past the end of the ledger, its ``-wal`` or its ``-shm`` file: it succeeds on a
-full disk (tests/test_ledger_outcome_room.py checks the sizes and runs it under a file-size
+full disk (tests/engine/ledger/test_outcome_room.py checks the sizes and runs it under a file-size
 limit).
 
 What is not covered: a copy-on-write file system (btrfs, ZFS) needs new blocks even to

@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 import dpframe as dpf
 from dpframe.cli.commands import app
 
-from ._cli_support import entries, write_visits
-from .test_cli import write_spec
+from tests.cli._support import entries, write_visits
+from tests.cli.test_end_to_end import write_spec
 
 RUN_KEYS = {"format", "name", "dry_run", "fits", "ledger", "folder", "queries", "budget",
             "spent", "remaining", "charged", "earlier_releases"}

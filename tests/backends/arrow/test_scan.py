@@ -21,9 +21,9 @@ from dpframe.backends.arrow import backend as arrow_backend
 from dpframe.backends.pandas import PandasBackend
 from dpframe.fronts.frame import PrivateFrame
 
-from ._exact_support import plan as _plan
-from ._exact_support import same_exact as _same_exact
-from ._releases import recording
+from tests.backends._exact_support import plan as _plan
+from tests.backends._exact_support import same_exact as _same_exact
+from tests.engine._releases import recording
 
 BOUNDS = {"income": (0.0, 200_000.0), "age": (0, 100), "visits": (0, 20)}
 KEYS = {"state": ["CA", "NY", "TX", "WA", "ZZ"]}  # ZZ never occurs: released as noise on zero

@@ -18,7 +18,7 @@ from dpframe.engine.ledger.chain import _HEAD_COLS, _seal, genesis, row_hash
 from dpframe.engine.ledger.schema import CHAINED
 from dpframe.errors import LedgerError
 
-from ._cli_support import inproc
+from tests.cli._support import inproc
 
 COST = PrivacyCost(Fraction(1, 100))
 

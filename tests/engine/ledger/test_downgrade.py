@@ -24,7 +24,7 @@ from dpframe.cli.commands import app
 from dpframe.cli.ledger import show_ledger
 from dpframe.core.accounting import PrivacyCost
 from dpframe.engine.ledger import SqliteLedger
-from tests.test_ledger_interrupts import make_schema_1_ledger
+from tests.engine.ledger.test_interrupts import make_schema_1_ledger
 
 CHAIN_TABLES = ("chain_head", "outcomes", "units")
 CHAIN_INDEXES = ("budget_seq", "entries_seq", "outcomes_seq", "units_seq")

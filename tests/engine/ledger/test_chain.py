@@ -256,9 +256,9 @@ def test_the_first_release_fixes_the_unit_of_a_new_ledger(tmp_path: Path) -> Non
 
 def test_a_schema_1_ledger_is_migrated_and_then_verified(tmp_path: Path) -> None:
     """A ledger written by 0.1 (no chain) is read as it is read-only, chained in place by an
-    explicit migration (never silently: tests/test_ledger_downgrade.py), and from then on a
+    explicit migration (never silently: tests/engine/ledger/test_downgrade.py), and from then on a
     deleted row is refused."""
-    from tests.test_ledger_interrupts import make_schema_1_ledger
+    from tests.engine.ledger.test_interrupts import make_schema_1_ledger
 
     path = tmp_path / "old.sqlite"
     make_schema_1_ledger(path)

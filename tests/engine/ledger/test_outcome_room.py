@@ -21,7 +21,7 @@ import dpframe as dpf
 from dpframe.core.accounting import PrivacyCost
 from dpframe.engine.ledger import SqliteLedger
 
-from ._cli_support import ENV
+from tests.cli._support import ENV
 
 COST = PrivacyCost(0.01, 0)
 MAX_DETAILS = 16 * 1024  # dpframe.engine.ledger.room.MAX_DETAILS, the documented size

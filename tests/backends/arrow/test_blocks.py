@@ -40,8 +40,8 @@ from dpframe.backends.pandas import PandasBackend
 from dpframe.core.hashing import block_partition
 from dpframe.fronts.frame import PrivateFrame
 
-from ._exact_support import plan as _plan
-from ._exact_support import same_exact
+from tests.backends._exact_support import plan as _plan
+from tests.backends._exact_support import same_exact
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # seeded sessions warn
 

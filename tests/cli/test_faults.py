@@ -24,7 +24,7 @@ import pytest
 
 from dpframe.datasets import visit_events
 
-from ._cli_support import ENV, SPEC_HEAD, entries, inproc, write_visits
+from tests.cli._support import ENV, SPEC_HEAD, entries, inproc, write_visits
 
 SPEC = SPEC_HEAD + """
 [[query]]
@@ -267,7 +267,7 @@ def test_full_ledger_disk_beyond_the_room_exits_7_charged(tmp_path: Path, visits
 
 def _created(ledger: Path) -> bool:
     """Whether the run has created its ledger (its creation is the ledger's own business:
-    tests/test_ledger_interrupts.py)."""
+    tests/engine/ledger/test_interrupts.py)."""
     try:
         entries(ledger)
     except sqlite3.Error:

@@ -18,7 +18,7 @@ import dpframe as dpf
 from dpframe.cli.spec import parse_spec
 from dpframe.datasets import synthetic
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 # the package under test (run this file with PYTHONPATH=<another checkout> to test that one)
 PKG_ROOT = Path(dpf.__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(PKG_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),

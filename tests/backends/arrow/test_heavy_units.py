@@ -22,8 +22,8 @@ from dpframe.backends.pandas import PandasBackend
 from dpframe.core.bounding import KeyedPairs, select_by_priority
 from dpframe.core.compute import AggregateRequest, ComputeRequest
 
-from ._exact_support import plan as _plan
-from ._exact_support import same_exact as _same_exact
+from tests.backends._exact_support import plan as _plan
+from tests.backends._exact_support import same_exact as _same_exact
 
 BOUNDS = {"x": (0.0, 10.0)}
 KEYS = {"g": ["a", "b", "c"]}

@@ -19,7 +19,7 @@ import pytest
 import dpframe as dpf
 from dpframe.datasets import visit_events
 
-from ._cli_support import ENV, SPEC_HEAD, cli, entries, inproc, write_visits
+from tests.cli._support import ENV, SPEC_HEAD, cli, entries, inproc, write_visits
 
 
 @pytest.fixture(scope="module")

@@ -209,7 +209,7 @@ def test_interval_coverage_is_calibrated(monkeypatch: pytest.MonkeyPatch) -> Non
 def test_cli_median_with_ci_writes_its_interval(tmp_path: Path) -> None:
     """A release spec's grouped median with ``ci = 0.9``: lower/upper columns in the output
     (the spec refused ``ci=`` for medians before)."""
-    from tests._cli_support import SPEC_HEAD, cli, write_visits
+    from tests.cli._support import SPEC_HEAD, cli, write_visits
 
     (tmp_path / "data").mkdir()
     data = write_visits(tmp_path / "data", 2, 2000)

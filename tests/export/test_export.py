@@ -18,8 +18,8 @@ import pytest
 import dpframe as dpf
 from dpframe.export import PROVENANCE_KEY
 
-from ._cli_support import ENV
-from ._releases import recording
+from tests.cli._support import ENV
+from tests.engine._releases import recording
 
 #: The documented top-level fields of the provenance document (docs/export.md).
 DOCUMENTED = {

@@ -14,7 +14,7 @@ import pytest
 
 from dpframe.fronts.frame import PrivateFrame, PrivateGroupBy
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_generated_overloads_are_fresh() -> None:

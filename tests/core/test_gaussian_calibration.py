@@ -29,8 +29,8 @@ from dpframe.core.gaussian import (
 from dpframe.core.mechanisms import gaussian_parts, noise_spec, rho_for
 from dpframe.core.rng import InsecureSeedWarning, RandomSource
 
-from .audit import scenario
-from .audit.findings_gaussian import discrete_gaussian_epsilon
+from tests.audit import scenario
+from tests.audit.findings_gaussian import discrete_gaussian_epsilon
 
 scipy_stats = pytest.importorskip("scipy.stats")
 
@@ -118,7 +118,7 @@ def test_a_smaller_sigma_is_not_proven() -> None:
 @pytest.mark.parametrize("sigma2", [Fraction(9), Fraction(20), Fraction(300)])
 def test_theorem_c_bounds_the_exact_discrete_profile(sigma2: Fraction) -> None:
     """The bound is above the discrete Gaussian's exact delta (summed over its support)."""
-    from .audit.findings_gaussian import discrete_gaussian_delta
+    from tests.audit.findings_gaussian import discrete_gaussian_delta
 
     for eps in (0.1, 0.2, 0.5, 1.0, 2.0):
         exact = discrete_gaussian_delta(eps, float(sigma2), 1)
@@ -197,7 +197,7 @@ def test_agg_of_gaussian_measures_states_what_each_noise_gives() -> None:
     s = dpf.Session(10.0, 1e-4)
     out = df.dp(s, bounds={"x": (0.0, 10.0)}, keys={"g": ["a", "b"]}).groupby("g").agg(
         {"x": ["sum", "count"]}, epsilon=1.0, delta=1e-6, mechanism="gaussian")
-    from .audit.findings import gaussian_epsilon
+    from tests.audit.findings import gaussian_epsilon
 
     for m in out.attrs["dp"]["measures"]:
         sens = m["sensitivity"]

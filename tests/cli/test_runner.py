@@ -21,7 +21,7 @@ from dpframe.cli import RunLog, RunReport, run_spec
 from dpframe.cli.spec import SpecError, load_spec
 from dpframe.errors import BudgetExceededError, ValidationError
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 SPEC = """
 [release]
