@@ -49,6 +49,10 @@ from .findings_bounds import finding_rows_per_group, finding_total_across_groups
 from .findings_bounds_choice import finding_bound_choice
 from .findings_cli import finding_cli_csv_inferred_types
 from .findings_csv_quoting import finding_scan_unbalanced_quote
+from .findings_csv_types import (
+    finding_scan_csv_fraction_switches_mechanism,
+    finding_scan_csv_text_refuses_sum,
+)
 from .findings_dask import (
     finding_dask_big_ints_in_object,
     finding_dask_bool_ones_in_object,
@@ -72,10 +76,6 @@ from .findings_scan import (
     finding_scan_null_column,
     finding_scan_uint64_ids,
     finding_scan_union_dataset,
-)
-from .findings_csv_types import (
-    finding_scan_csv_fraction_switches_mechanism,
-    finding_scan_csv_text_refuses_sum,
 )
 from .findings_selection import finding_row_level_thresholded_count
 from .grouped import (

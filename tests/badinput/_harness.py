@@ -33,7 +33,6 @@ import pandas as pd
 import pytest
 
 import dpframe as dpf
-
 from tests.engine._releases import recording
 
 # -- the planted private values ------------------------------------------------------------------

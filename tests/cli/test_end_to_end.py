@@ -18,7 +18,6 @@ import pytest
 
 import dpframe as dpf
 from dpframe.datasets import visit_events
-
 from tests.cli._support import ENV, SPEC_HEAD, cli, entries, inproc, write_visits
 
 

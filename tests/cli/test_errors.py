@@ -12,7 +12,6 @@ import pytest
 
 import dpframe as dpf
 from dpframe.core.accounting import PrivacyCost
-
 from tests.cli._support import SPEC_HEAD, cli, entries, inproc, write_visits
 
 SECRET = "SECRET-VALUE-8731"  # must never be echoed

@@ -23,7 +23,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from dpframe.datasets import visit_events
-
 from tests.cli._support import ENV, SPEC_HEAD, entries, inproc, write_visits
 
 SPEC = SPEC_HEAD + """

@@ -12,7 +12,6 @@ from typer.testing import CliRunner
 
 import dpframe as dpf
 from dpframe.cli.commands import app
-
 from tests.cli._support import entries, write_visits
 from tests.cli.test_end_to_end import write_spec
 

@@ -28,7 +28,6 @@ from dpframe.core.gaussian import (
 )
 from dpframe.core.mechanisms import gaussian_parts, noise_spec, rho_for
 from dpframe.core.rng import InsecureSeedWarning, RandomSource
-
 from tests.audit import scenario
 from tests.audit.findings_gaussian import discrete_gaussian_epsilon
 

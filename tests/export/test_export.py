@@ -17,7 +17,6 @@ import pytest
 
 import dpframe as dpf
 from dpframe.export import PROVENANCE_KEY
-
 from tests.cli._support import ENV
 from tests.engine._releases import recording
 

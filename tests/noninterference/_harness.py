@@ -41,7 +41,6 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 
 import dpframe as dpf
-
 from tests.engine._releases import recording
 
 #: A huge epsilon: geometric / granular noise of scale ~1e-9 is 0 except with probability

@@ -21,7 +21,6 @@ from dpframe.backends.arrow import carried
 from dpframe.backends.pandas import PandasBackend
 from dpframe.core.bounding import KeyedPairs, select_by_priority
 from dpframe.core.compute import AggregateRequest, ComputeRequest
-
 from tests.backends._exact_support import plan as _plan
 from tests.backends._exact_support import same_exact as _same_exact
 

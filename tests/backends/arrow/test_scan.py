@@ -20,7 +20,6 @@ from dpframe.backends.arrow import ArrowBackend, DatasetSource, add_into, factor
 from dpframe.backends.arrow import backend as arrow_backend
 from dpframe.backends.pandas import PandasBackend
 from dpframe.fronts.frame import PrivateFrame
-
 from tests.backends._exact_support import plan as _plan
 from tests.backends._exact_support import same_exact as _same_exact
 from tests.engine._releases import recording

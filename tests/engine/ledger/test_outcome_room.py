@@ -20,7 +20,6 @@ import pytest
 import dpframe as dpf
 from dpframe.core.accounting import PrivacyCost
 from dpframe.engine.ledger import SqliteLedger
-
 from tests.cli._support import ENV
 
 COST = PrivacyCost(0.01, 0)

@@ -17,7 +17,6 @@ from dpframe.engine.ledger import SqliteLedger
 from dpframe.engine.ledger.chain import _HEAD_COLS, _seal, genesis, row_hash
 from dpframe.engine.ledger.schema import CHAINED
 from dpframe.errors import LedgerError
-
 from tests.cli._support import inproc
 
 COST = PrivacyCost(Fraction(1, 100))
