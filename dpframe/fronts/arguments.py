@@ -23,7 +23,7 @@ from ..core.query import Measure, quantile_level
 from ..errors import UnknownColumnError, ValidationError
 
 if TYPE_CHECKING:
-    from .frame import PrivateFrame
+    from .framebase import FrameBase
 
 #: pandera checks that declare bounds: check name -> (statistic of the lower bound, of the upper)
 RANGE_CHECKS: dict[str, tuple[str | None, str | None]] = {
@@ -247,7 +247,7 @@ def as_grid(resolution: object) -> int:
     return resolution  # type: ignore[return-value]
 
 
-def column_attribute(frame: PrivateFrame, name: str) -> str:
+def column_attribute(frame: FrameBase, name: str) -> str:
     """``name`` when it is a column of ``frame`` (attribute access as in pandas); an
     AttributeError with close names otherwise. Private names (``_x``) are never columns, so
     copying and pickling see ordinary attribute errors."""
