@@ -10,7 +10,7 @@ import copy
 import math
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Self, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Self, cast
 
 import numpy as np
 
@@ -48,6 +48,8 @@ if TYPE_CHECKING:
 class FrameBase:
     """The declarations and release plumbing of a private frame; the aggregates are
     :class:`~dpframe.fronts.frame.PrivateFrame`'s."""
+
+    _grouped: ClassVar[bool] = False  # selections tell group-bys from frames by it
 
     def __init__(
         self,

@@ -6,7 +6,7 @@ objects with ``.attrs["dp"]`` provenance; no sensitivity, noise or budget logic 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, overload
 
 import pandas as pd
 
@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 
 class PrivateGroupBy:
     """Grouped aggregates: one charge per release (parallel composition over disjoint groups)."""
+
+    _grouped: ClassVar[bool] = True  # selections tell group-bys from frames by it
 
     def __init__(self, frame: PrivateFrame, by: tuple[str, ...], private: bool,
                  sort: bool = False) -> None:

@@ -6,7 +6,7 @@ releases only (column labels), no privacy logic.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import pandas as pd
 
@@ -16,6 +16,12 @@ from .arguments import pipe_to
 if TYPE_CHECKING:
     from .frame import PrivateFrame
     from .groupby import PrivateGroupBy
+
+
+def _grouped(target: PrivateFrame | PrivateGroupBy) -> TypeGuard[PrivateGroupBy]:
+    """Whether ``target`` is a group-by, by its class's ``_grouped`` mark (groupby.py builds
+    selections, so this module does not import it: no import cycle)."""
+    return type(target)._grouped
 
 
 class PrivateSelection:
@@ -43,11 +49,9 @@ class PrivateSelection:
         self._single = isinstance(columns, str)
 
     def _each(self, op: str, kw: dict[str, Any]) -> Any:
-        from .groupby import PrivateGroupBy  # here: groupby.py builds selections
-
         if self._single:
             return getattr(self._target, op)(self._columns[0], **kw)
-        if not isinstance(self._target, PrivateGroupBy):  # pragma: no cover - frames take one
+        if not _grouped(self._target):  # pragma: no cover - frames take one
             raise ValidationError("select one column of a frame")
         out = self._target.agg({c: op for c in self._columns}, **kw)
         if isinstance(out, pd.DataFrame):
@@ -107,9 +111,7 @@ class PrivateSelection:
     def agg(self, func: str | Sequence[str], **kw: Any) -> Any:
         """Several aggregates of the selected column(s) in one release, like pandas'
         ``SeriesGroupBy.agg(["sum", "mean"])`` (one column per aggregate)."""
-        from .groupby import PrivateGroupBy  # here: groupby.py builds selections
-
-        if not isinstance(self._target, PrivateGroupBy):
+        if not _grouped(self._target):
             raise ValidationError("agg of a selection needs a group-by")
         ops = [func] if isinstance(func, str) else list(func)
         out = self._target.agg({c: ops for c in self._columns}, **kw)
