@@ -26,7 +26,8 @@ from .errors import (
 )
 from .export import read_provenance, to_arrow, to_ipc, to_parquet
 from .fronts import accessor as _accessor  # noqa: F401  (registers the .dp accessor on DataFrames)
-from .fronts.frame import PrivateFrame, PrivateGroupBy
+from .fronts.frame import PrivateFrame
+from .fronts.groupby import PrivateGroupBy
 from .fronts.hooks import register_dask_accessor as _register_dask_accessor
 from .fronts.hooks import register_polars_namespace as _register_polars_namespace
 from .fronts.hooks import register_spark_accessor as _register_spark_accessor

@@ -7,7 +7,8 @@ import importlib
 
 import pytest
 
-MODULES = ["dpframe.fronts.frame", "dpframe.fronts.results", "dpframe.core.intervals",
+MODULES = ["dpframe.fronts.frame", "dpframe.fronts.groupby", "dpframe.fronts.selection",
+           "dpframe.fronts.results", "dpframe.core.intervals",
            "dpframe.testing"]
 
 
@@ -24,7 +25,8 @@ def test_every_query_method_documents_its_shared_parameters() -> None:
     """Every query method documents epsilon (or its alternative), dry_run, what it returns and
     what it raises, with a doctested example (0.1's 17 query methods documented none of
     them)."""
-    from dpframe.fronts.frame import PrivateFrame, PrivateGroupBy
+    from dpframe.fronts.frame import PrivateFrame
+    from dpframe.fronts.groupby import PrivateGroupBy
 
     methods = [getattr(PrivateFrame, m) for m in (
         "count", "count_distinct", "sum", "mean", "var", "std", "bounds", "quantile", "max",

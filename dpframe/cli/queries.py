@@ -11,7 +11,8 @@ from typing import Any
 
 from ..core.aggregates import positional
 from ..core.query import Query
-from ..fronts.frame import PrivateFrame, PrivateGroupBy
+from ..fronts.frame import PrivateFrame
+from ..fronts.groupby import PrivateGroupBy
 from .schema import QueryTable
 from .spec import QuerySpec
 

@@ -12,13 +12,18 @@ import contextvars
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 
+from ..core.aggregates import LEVELS
 from ..core.names import close_names
 from ..core.numbers import to_fraction
+from ..core.query import Measure, quantile_level
 from ..errors import UnknownColumnError, ValidationError
+
+if TYPE_CHECKING:
+    from .framebase import FrameBase
 
 #: pandera checks that declare bounds: check name -> (statistic of the lower bound, of the upper)
 RANGE_CHECKS: dict[str, tuple[str | None, str | None]] = {
@@ -202,3 +207,57 @@ def diagnosable(fn: _Method) -> _Method:
 def requested_diagnostics() -> object:
     """The ``diagnostics=`` of the query method being called (None: not asked)."""
     return _DIAGNOSTICS.get()
+
+
+def as_ddof(ddof: object) -> int:
+    """``ddof`` as an int (numpy integers converted); the Variance aggregate refuses others."""
+    if isinstance(ddof, np.integer):
+        return int(ddof)
+    return ddof  # type: ignore[return-value]
+
+
+def pipe_to(obj: Any, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """pandas' ``pipe``: ``func(obj, ...)``, or ``(func, "keyword")`` to pass obj by name."""
+    if isinstance(func, tuple):
+        func, target = func
+        if target in kwargs:
+            raise ValidationError(f"{target} is both the pipe target and a keyword argument")
+        kwargs[target] = obj
+        return func(*args, **kwargs)
+    return func(obj, *args, **kwargs)
+
+
+QUANTILE_LEVELS = LEVELS  # the fixed levels of max, min and median (core/aggregates/quantile.py)
+
+
+def quantile_measure(column: str, label: str, q: object, resolution: object,
+                      weight: Fraction = Fraction(1)) -> Measure:
+    """An exponential-mechanism measure: ``label`` is max/min/median (its level) or quantile
+    (level ``q``)."""
+    level = QUANTILE_LEVELS[label] if label in QUANTILE_LEVELS else quantile_level(q)
+    return Measure("quantile", column, label=label, q=level, grid=as_grid(resolution),
+                   weight=weight)
+
+
+def as_grid(resolution: object) -> int:
+    """``resolution`` as an int (numpy integers converted); the Quantile aggregate refuses
+    others (core/aggregates/quantile.py)."""
+    if isinstance(resolution, np.integer):
+        return int(resolution)
+    return resolution  # type: ignore[return-value]
+
+
+def column_attribute(frame: FrameBase, name: str) -> str:
+    """``name`` when it is a column of ``frame`` (attribute access as in pandas); an
+    AttributeError with close names otherwise. Private names (``_x``) are never columns, so
+    copying and pickling see ordinary attribute errors."""
+    if name.startswith("_"):
+        raise AttributeError(name)
+    columns = list(frame._backend.schema())
+    if name in columns:
+        return name
+    raise AttributeError(f"no method or column {name!r}{close_names(name, columns)}")
+
+
+def identifiers(schema: Mapping[str, object]) -> list[str]:
+    return [c for c in schema if isinstance(c, str) and c.isidentifier()]

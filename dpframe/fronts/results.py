@@ -10,8 +10,13 @@ session-wide "last release"). Everything here is post-processing of the noisy re
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+import pandas as pd
+
+from ..core.memo import IdentityCache, RecentCache
+from ..core.plan import exact_fingerprint
 
 
 class _Provenance:
@@ -117,3 +122,59 @@ class ContributionBounds(dict[str, int]):
 
 
 __all__ = ["ContributionBounds", "DPFloat", "DPInt", "diagnostics_as_numbers"]
+
+
+_INDEX_DTYPES = {"int": "int64", "float": "float64", "bool": "bool"}
+
+
+def histogram_index(edges: Sequence[float], right: bool, include_lowest: bool,
+                    name: str | None) -> pd.IntervalIndex:
+    """The intervals of a histogram's bins: the declared edges, closed as ``pd.cut`` closes
+    them; with ``include_lowest`` (and ``right``) the first left end is the one ``pd.cut``
+    gives (the lowest edge lowered by its display precision), so the label holds the edge the
+    bin counts. Depends on the edges only."""
+    breaks = [float(e) for e in edges]
+    if right and include_lowest:
+        shown = pd.cut(pd.Series([], dtype="float64"), breaks, right=True,
+                       include_lowest=True).cat.categories
+        breaks[0] = min(breaks[0], float(shown[0].left))
+    return pd.IntervalIndex.from_breaks(breaks, closed="right" if right else "left", name=name)
+
+
+def label_index(labels: list[object], kind: str, name: str) -> pd.Index:
+    """Released canonical labels as an Index of the dtype of the column's kind (object for
+    other kinds, or for ints beyond int64)."""
+    dtype = _INDEX_DTYPES.get(kind, object)
+    if dtype == "bool" and not all(isinstance(v, bool) for v in labels):
+        dtype = object  # pandas would make any label a bool by its truth (text 'x' True)
+    try:
+        return pd.Index(labels, dtype=dtype, name=name)
+    except (OverflowError, TypeError, ValueError):
+        return pd.Index(labels, dtype=object, name=name)
+
+
+#: Indexes of declared keys, by the exact fingerprint of (names, keys): nightly jobs and
+#: notebooks release over the same declared keys again and again.
+_DECLARED_INDEXES: RecentCache[pd.Index] = RecentCache(64)
+#: The same indexes by the identity of the declared key tuples a query held (a frame passes
+#: its own tuples, immutable, release after release).
+_BY_IDENTITY: IdentityCache[pd.Index] = IdentityCache(64)
+
+
+def declared_index(declared: tuple[tuple[object, ...], ...], by: tuple[str, ...],
+                    keys: list[tuple[object, ...]]) -> pd.Index:
+    """The index of a release over declared keys (``keys``, the combinations of the
+    ``declared`` tuples of the ``by`` columns): the declared labels in declared order (public:
+    no data reaches it). Built once per distinct declared list; each result gets its own view,
+    so renaming one result's index leaves the others alone."""
+    known = _BY_IDENTITY.get(declared, by)
+    if known is not None:
+        return known.view()
+    fingerprint = exact_fingerprint((by, keys), (v for k in keys for v in k))
+    index = _DECLARED_INDEXES.get(fingerprint)
+    if index is None:
+        index = (pd.Index([k[0] for k in keys], name=by[0]) if len(by) == 1
+                 else pd.MultiIndex.from_tuples(keys, names=list(by)))
+        _DECLARED_INDEXES.put(fingerprint, index)
+    _BY_IDENTITY.put(declared, index, by)
+    return index.view()

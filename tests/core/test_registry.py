@@ -22,7 +22,8 @@ from dpframe.core.aggregates import (
 )
 from dpframe.errors import ValidationError
 from dpframe.fronts import aggregation
-from dpframe.fronts.frame import PrivateFrame, PrivateGroupBy
+from dpframe.fronts.frame import PrivateFrame
+from dpframe.fronts.groupby import PrivateGroupBy
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from dpframe.fronts.frame import PrivateFrame, PrivateGroupBy
+from dpframe.fronts.frame import PrivateFrame
+from dpframe.fronts.groupby import PrivateGroupBy
 
 ROOT = Path(__file__).resolve().parents[2]
 

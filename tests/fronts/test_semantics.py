@@ -424,7 +424,7 @@ def test_remembered_declared_indexes_are_handed_out_as_new_objects(by):
     renaming one result's index (or its levels) cannot reach a later result's."""
     import itertools
 
-    from dpframe.fronts.frame import _declared_index
+    from dpframe.fronts.results import declared_index as _declared_index
 
     declared = (("a", "b"), (1, 2))[:len(by)]
     keys = list(itertools.product(*declared))

@@ -1,0 +1,343 @@
+"""What a :class:`~dpframe.fronts.frame.PrivateFrame` is besides its aggregates: its
+declarations, the plumbing that builds a Query and sends it through the session's release
+path (no sensitivity, noise or budget logic), and the pandas-shaped ways to other fronts
+(``groupby``, column selections, ``pipe``, ``sample``, ``query``).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any, ClassVar, Self, cast
+
+import numpy as np
+
+from ..backends.base import Backend
+from ..core.accuracy import validate_accuracy
+from ..core.aggregates import NAMES
+from ..core.apply import CoreRelease
+from ..core.names import close_names
+from ..core.numbers import to_fraction
+from ..core.query import (
+    Measure,
+    Query,
+    normalise_keys,
+)
+from ..core.validate import check_query
+from ..errors import KeysError, UnknownColumnError, ValidationError
+from .arguments import (
+    check_declared_columns,
+    check_unit,
+    column_attribute,
+    declarations,
+    identifiers,
+    pipe_to,
+    requested_diagnostics,
+)
+from .groupby import PrivateGroupBy
+from .results import ContributionBounds, DPFloat, DPInt, diagnostics_as_numbers
+from .selection import PrivateSelection
+
+if TYPE_CHECKING:
+    from ..engine.session import Session
+    from .frame import PrivateFrame
+
+
+class FrameBase:
+    """The declarations and release plumbing of a private frame; the aggregates are
+    :class:`~dpframe.fronts.frame.PrivateFrame`'s."""
+
+    _grouped: ClassVar[bool] = False  # selections tell group-bys from frames by it
+
+    def __init__(
+        self,
+        backend: Backend,
+        session: Session | None = None,
+        *,
+        bounds: Mapping[str, tuple[float, float]] | None = None,
+        keys: Mapping[str, Sequence[object] | str] | None = None,
+        schema: Any = None,
+        privacy_unit: str | None = None,
+        max_rows_per_unit: int | None = None,
+        max_groups_per_unit: int | None = None,
+        max_rows_per_group: int | None = None,
+        strict: bool = True,
+    ) -> None:
+        from ..engine.session import Session
+
+        if session is not None and not isinstance(session, Session):
+            raise ValidationError("the first argument must be a dpframe Session")
+        self._backend = backend
+        self._session = session
+        if strict is not True and strict is not False:
+            raise ValidationError("strict must be True or False")
+        if strict:
+            check_declared_columns(backend.schema(), bounds, keys)
+        b, k = declarations(bounds, keys, schema)
+        self._bounds = b
+        self._keys = normalise_keys(k)  # checks the key lists (a string is not a key list)
+        check_unit(backend.schema(), privacy_unit, max_rows_per_unit, max_groups_per_unit,
+                   max_rows_per_group)
+        self._unit = privacy_unit
+        # T, k, R as declared (None: not declared; sensitivity.contribution normalizes them)
+        self._bounds_tkr = tuple(None if b is None else int(b) for b in (
+            max_rows_per_unit, max_groups_per_unit, max_rows_per_group))
+        self._sample_rate: Fraction | None = None
+        self._captured: list[Query] | None = None  # set by query(): keep, never run
+
+    def sample(self, rate: float) -> Self:
+        """Queries on a Poisson sample of the privacy units at ``rate``, charged the amplified
+        cost ln(1 + q (e^eps - 1)) for the epsilon given to each aggregate (add_remove only).
+        The rate is rounded up to a multiple of 2**-53 (the rate actually used and charged). A
+        sample of a sample is one sample at the product of the rates (``sample(0.5)
+        .sample(0.5)`` samples at 0.25), as two independent Poisson samplings are."""
+        q = to_fraction(rate, "rate", positive=True)
+        if q > 1:
+            raise ValidationError("rate must be in (0, 1]")
+        if self._sample_rate is not None:
+            q *= self._sample_rate
+        out = copy.copy(self)
+        out._sample_rate = Fraction(math.ceil(q * (1 << 53)), 1 << 53)
+        return out
+
+    def declared(self) -> dict[str, Any]:
+        """What this frame declares (public): bounds, keys, privacy unit and contribution
+        bounds, sampling rate, and the columns with their public kinds."""
+        return {
+            "bounds": dict(self._bounds),
+            "keys": {k: list(v) if isinstance(v, tuple) else v for k, v in self._keys.items()},
+            "privacy_unit": self._unit,
+            "max_rows_per_unit": self._bounds_tkr[0],
+            "max_groups_per_unit": self._bounds_tkr[1],
+            "max_rows_per_group": self._bounds_tkr[2],
+            "sample_rate": None if self._sample_rate is None else float(self._sample_rate),
+            "columns": dict(self._backend.schema()),
+        }
+
+    def __repr__(self) -> str:
+        d = self.declared()
+        unit = "rows" if d["privacy_unit"] is None else (
+            f"{d['privacy_unit']!r} (max_rows_per_unit={d['max_rows_per_unit']}, "
+            f"max_groups_per_unit={d['max_groups_per_unit']}, "
+            f"max_rows_per_group={d['max_rows_per_group']})")
+        return (f"PrivateFrame(columns={list(d['columns'])}, bounds={d['bounds']}, "
+                f"keys={sorted(d['keys'])}, privacy_unit={unit})")
+
+    def _repr_html_(self) -> str:
+        """Notebook display: declared bounds and keys, the privacy unit, the columns."""
+        from ..display.html import frame_html
+
+        return frame_html(self.declared())
+
+    @property
+    def session(self) -> Session:
+        if self._session is not None:
+            return self._session
+        from ..engine.session import active_session
+
+        return active_session()
+
+    def _query(self, measures: list[Measure], epsilon: object, delta: object, *,
+               by: tuple[str, ...] = (), private: bool = False, mechanism: str | None = None,
+               ci: float | None = None, description: str = "",
+               selection_share: float | None = None, accuracy: object = None,
+               min_rows: object = None) -> Query:
+        if accuracy is not None or epsilon is None:
+            epsilon = self._epsilon_for(measures, epsilon, delta, by=by, private=private,
+                                        mechanism=mechanism, ci=ci, description=description,
+                                        selection_share=selection_share, accuracy=accuracy,
+                                        min_rows=min_rows)
+        # parsing only: numbers to exact fractions, the 'geometric' alias to its name; every
+        # refusal is the core's (core/validate.py), on the path all fronts share
+        eps = to_fraction(epsilon, "epsilon", positive=True)
+        dlt = to_fraction(delta, "delta")
+        mech = "laplace" if mechanism == "geometric" else mechanism
+        keys = self._resolved_keys(by if not private else ())
+        share = Fraction(1, 2) if selection_share is None else to_fraction(
+            selection_share, "selection_share", positive=True)
+        diag = requested_diagnostics()
+        diagnostics = None if diag is None else to_fraction(diag, "diagnostics", positive=True)
+        return Query(tuple(measures), eps, dlt, bounds=self._bounds, by=by, keys=keys,
+                     private_keys=private, privacy_unit=self._unit,
+                     max_rows_per_unit=self._bounds_tkr[0],
+                     max_groups_per_unit=self._bounds_tkr[1],
+                     max_rows_per_group=self._bounds_tkr[2],
+                     mechanism=mech,  # type: ignore[arg-type]
+                     ci=ci, selection_share=share, sample_rate=self._sample_rate,
+                     description=description, diagnostics=diagnostics)
+
+    def _epsilon_for(self, measures: list[Measure], epsilon: object, delta: object,
+                     accuracy: object, min_rows: object, **kw: Any) -> Fraction:
+        """``accuracy=`` instead of ``epsilon=``: the smallest epsilon (3 significant digits,
+        rounded up) whose ``ci`` half-width (level 0.95 by default) is at most ``accuracy`` in
+        the result's units (core/accuracy.py). Depends on the arguments and the public schema
+        only, never on the data."""
+        from ..engine.release import epsilon_for
+
+        validate_accuracy(epsilon, accuracy, len(measures), min_rows)  # only a front knows
+        # whether epsilon= was given; the engine runs the rest of the rules again
+        base = self._query(measures, Fraction(1), delta, **kw)
+        return epsilon_for(self.session, base, self._backend, accuracy, min_rows)
+
+    def _resolved_keys(self, by: tuple[str, ...]) -> dict[str, tuple[object, ...]]:
+        """Declared key lists, with ``"categories"`` resolved from the dtype of a Categorical
+        (its declared categories: public by the analyst's explicit say-so,
+        docs/privacy.md#group-keys)."""
+        keys: dict[str, tuple[object, ...]] = {}
+        for col, declared in self._keys.items():
+            if not isinstance(declared, str):
+                keys[col] = declared
+            elif col in by:
+                cats = self._backend.categories(col) if col in self._backend.schema() else None
+                if cats is None:
+                    raise KeysError(f"keys={{{col!r}: 'categories'}} needs a Categorical column "
+                                    "with declared categories; declare the key list instead")
+                keys[col] = normalise_keys({col: list(cats)})[col]  # type: ignore[assignment]
+        return keys
+
+    def query(self, aggregate: str, *args: Any, by: str | Sequence[str] | None = None,
+              keys: str | None = None, **kwargs: Any) -> Query:
+        """The Query that ``self[.groupby(by, keys=keys)].<aggregate>(*args, **kwargs)`` would
+        release, after the same checks (the same typed errors: core/validate.py), with
+        nothing planned, charged or run: for pipelines that price, store or run queries later
+        (``dpframe.engine.release.prepare`` / ``run_release``).
+
+        Example:
+            >>> import dpframe as dpf, pandas as pd, warnings
+            >>> warnings.simplefilter("ignore")  # seeded: insecure, docs only
+            >>> priv = pd.DataFrame({"g": ["a", "b"], "x": [1.0, 3.0]}).dp(
+            ...     dpf.Session(1, seed=1), bounds={"x": (0, 5)}, keys={"g": ["a", "b"]})
+            >>> q = priv.query("sum", "x", by="g", epsilon=0.5)
+            >>> q.by, float(q.epsilon), [m.op for m in q.measures]
+            (('g',), 0.5, ['sum'])
+        """
+        if aggregate not in (*NAMES, "agg", "bounds"):
+            raise ValidationError(f"unknown aggregate {aggregate!r}")
+        frame = copy.copy(self)
+        frame._captured = []
+        target: Any = frame if by is None else frame.groupby(by, keys=keys)
+        getattr(target, aggregate)(*args, dry_run=True, **kwargs)
+        return frame._captured[0]
+
+    def _run(self, query: Query, dry_run: bool) -> CoreRelease | dict[str, Any]:
+        from ..engine.release import explain, run_release
+
+        if self._captured is not None:  # query(): the Query is the result, checked as a
+            # release checks it (core/validate.py), nothing planned or charged
+            self._captured.append(check_query(query, self._backend.schema(query.columns)))
+            return {}
+        if dry_run:
+            return explain(self.session, query, self._backend)
+        release = run_release(self.session, query, self._backend)
+        diagnostics_as_numbers(release.provenance)
+        return release
+
+    @staticmethod
+    def _scalar(r: CoreRelease, integer: bool, ci: float | None = None) -> DPInt | DPFloat:
+        """The release's one value as a number carrying its provenance (``.attrs["dp"]``) and,
+        when ``ci=`` was asked, its interval (``.lower`` / ``.upper``)."""
+        m = r.measures[0]
+        lo = hi = None
+        if ci is not None and m.lower is not None and m.upper is not None and bool(
+                np.isfinite(m.lower[0])):
+            lo, hi = float(m.lower[0]), float(m.upper[0])
+        v = m.values[0]
+        if integer:
+            return DPInt(int(v), provenance=r.provenance, lower=lo, upper=hi)
+        return DPFloat(float(v), provenance=r.provenance, lower=lo, upper=hi)
+
+    def contribution_bounds(self, *, epsilon: float, by: str | Sequence[str] | None = None,
+                            cap: int = 1000, release_epsilon: float = 1.0
+                            ) -> ContributionBounds:
+        """A DP choice of the contribution bounds T, k and R (``max_rows_per_unit``,
+        ``max_groups_per_unit``, ``max_rows_per_group``) for a release grouped by ``by``
+        (ungrouped: T only); ``priv.groupby(by).contribution_bounds(...)`` is the same.
+
+        Spends ``epsilon`` once (delta 0), like any release: noisy histograms of each unit's
+        rows, groups and largest group over the candidates 1, 2, 3, 5, 7, 10, 15, ... up to ``cap``
+        (sensitivity 1 each: one unit is in one bin), then the bounds that minimise the
+        estimated per-group RMSE of a Laplace grouped sum at ``release_epsilon`` over the
+        declared keys' groups: noise against the bias of the rows the bounds drop
+        (:mod:`dpframe.core.choose_bounds` has the proof). Only the bounds that lower that
+        error are returned. Needs ``privacy_unit``; the frame may declare no bound yet.
+
+        Example:
+            >>> import dpframe as dpf, numpy as np, pandas as pd, warnings
+            >>> warnings.simplefilter("ignore")  # seeded: insecure, docs only
+            >>> rng = np.random.default_rng(0)
+            >>> uid = np.repeat(np.arange(2000), rng.integers(1, 11, 2000))
+            >>> df = pd.DataFrame({"uid": uid, "g": rng.integers(0, 20, uid.size)})
+            >>> s = dpf.Session(1.0, seed=1)
+            >>> priv = df.dp(s, privacy_unit="uid", keys={"g": list(range(20))})
+            >>> bounds = priv.groupby("g").contribution_bounds(epsilon=0.1, release_epsilon=0.9)
+            >>> bounds
+            {'max_rows_per_unit': 10}
+            >>> counts = df.dp(s, privacy_unit="uid", keys={"g": list(range(20))},
+            ...                **bounds).groupby("g").count(epsilon=0.9)
+        """
+        from ..core.choose_bounds import BoundsRequest
+        from ..engine.bounds import run_bounds_choice
+
+        eps = to_fraction(epsilon, "epsilon", positive=True)
+        rel = to_fraction(release_epsilon, "release_epsilon", positive=True)
+        if self._unit is None:
+            raise ValidationError("contribution_bounds needs a privacy_unit: declare it in "
+                                  "df.dp(..., privacy_unit=...)")
+        cols = () if by is None else (by,) if isinstance(by, str) else tuple(by)
+        if not all(isinstance(c, str) for c in cols):
+            raise ValidationError("groupby columns are named by strings")
+        schema = self._backend.schema()
+        for col in cols:
+            if col not in schema:
+                raise UnknownColumnError(f"unknown column {col!r}{close_names(col, schema)}",
+                                         col)
+        keys = self._resolved_keys(cols)
+        request = BoundsRequest(eps, self._unit, cols, {c: keys[c] for c in cols if c in keys},
+                                cap, rel, self.session.neighbouring)
+        chosen = run_bounds_choice(self.session, request, self._backend)
+        return ContributionBounds(chosen.bounds, chosen.provenance)
+
+    def _front(self) -> PrivateFrame:
+        """This frame as the PrivateFrame it is (FrameBase is only ever PrivateFrame's base)."""
+        return cast("PrivateFrame", self)
+
+    def __getitem__(self, column: str) -> PrivateSelection:
+        """Column selection, as in pandas: ``priv["income"].mean(epsilon=0.2)``."""
+        if not isinstance(column, str):
+            raise ValidationError("select one column by its name: priv['income'] (a list of "
+                                  "columns is for group-bys: priv.groupby(...)[['a', 'b']])")
+        return PrivateSelection(self._front(), column)
+
+    def __getattr__(self, name: str) -> PrivateSelection:
+        """Attribute access to a column, as in pandas: ``priv.income.mean(epsilon=0.2)``."""
+        return PrivateSelection(self._front(), column_attribute(self, name))
+
+    def __dir__(self) -> list[str]:
+        return [*super().__dir__(), *identifiers(self._backend.schema())]
+
+    def pipe(self, func: Any, *args: Any, **kwargs: Any) -> Any:
+        """``func(self, *args, **kwargs)``, as ``DataFrame.pipe``: chains of reusable steps."""
+        return pipe_to(self, func, args, kwargs)
+
+    def groupby(self, by: str | Sequence[str], keys: str | None = None, *,
+                sort: bool = False) -> PrivateGroupBy:
+        """Group by public keys (declared, pandera isin, or Categorical) or ``keys="private"``.
+
+        Results come in declared-key order (public keys) or the core's total order (private
+        keys); ``sort=True`` sorts them by label as ``df.groupby(sort=True)`` does, so they line
+        up with pandas' own group-bys (post-processing of released labels)."""
+        try:
+            cols = (by,) if isinstance(by, str) else tuple(by)
+        except TypeError:
+            raise ValidationError("groupby columns are named by strings") from None
+        if not cols:
+            raise ValidationError("groupby needs at least one column")
+        if not all(isinstance(c, str) for c in cols):
+            raise ValidationError("groupby columns are named by strings")
+        if keys not in (None, "public", "private"):
+            raise ValidationError("keys must be 'private' (DP key selection) or omitted")
+        if not isinstance(sort, bool):
+            raise ValidationError("sort must be True or False")
+        return PrivateGroupBy(self._front(), cols, keys == "private", sort)
