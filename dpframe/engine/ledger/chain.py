@@ -409,16 +409,16 @@ def _chained_rows(
         yield r[0], table, r
 
 
-def verify_chain(conn: sqlite3.Connection, path: Path, *, tail: bool = False,
-                 advance: bool = False) -> dict[str, Any]:
+def verify_chain(conn: sqlite3.Connection, path: Path, *, tail: bool = False
+                 ) -> dict[str, Any]:
     """Check the chain and every accounting invariant; ``LedgerError`` on the first violation.
     Returns ``rows``, ``head`` (last hash), ``entries``, ``ledger_id``, ``schema_version`` and
     ``checked`` (the rows walked).
 
     By default the whole chain, O(rows). With ``tail``, only the rows after the verified
     checkpoint (:data:`CHECKPOINT`), resumed from the state stored there, once the checkpoint's
-    seal and its row (same position, same hash) are checked: O(rows since). ``advance`` (in a
-    write transaction) then stores a new checkpoint at the head. The checkpoint vouches for the
+    seal and its row (same position, same hash) are checked: O(rows since). ``state`` is what
+    :func:`advance_checkpoint` stores as the next checkpoint. The checkpoint vouches for the
     rows before it only because they verified when it was written: a row before it edited
     since is found by the whole-chain check (``--verify``), not by ``tail``.
     """
@@ -440,8 +440,6 @@ def verify_chain(conn: sqlite3.Connection, path: Path, *, tail: bool = False,
     for seq, table, r in heapq.merge(*rows):  # positions are unique: compared alone
         walk.step(seq, table, r)
     walk.finish(head)
-    if advance and walk.rows > start:
-        write_checkpoint(conn, walk.state())
     return {
         "rows": walk.rows,
         "head": walk.running,
@@ -468,12 +466,12 @@ def _check_budget_rows(conn: sqlite3.Connection, path: Path, first: str) -> None
     since the checkpoint, and a budget is what an edit would raise."""
     for seq, table, r in _chained_rows(conn, path, "budget"):
         rid, prev, digest = r[1], r[2], r[3]
-        before = first if seq == 1 else _hash_at(conn, seq - 1)
+        before = first if seq == 1 else hash_at(conn, seq - 1)
         if prev != before or digest != row_hash(prev, table, seq, rid, r[4 : _WIDTH[table]]):
             raise tampered(path, f"row {seq} of its hash chain ({table} #{rid}) was changed")
 
 
-def _hash_at(conn: sqlite3.Connection, seq: int) -> str | None:
+def hash_at(conn: sqlite3.Connection, seq: int) -> str | None:
     """The row hash at chain position ``seq`` (None when no row holds it)."""
     for table in CHAINED:
         row = conn.execute(f"SELECT row_hash FROM {table} WHERE seq = ?", (seq,)).fetchone()

@@ -30,6 +30,7 @@ from .chain import (
     advance_checkpoint,
     append,
     genesis,
+    hash_at,
     read_head,
     verify_chain,
     write_head,
@@ -49,7 +50,6 @@ from .legacy import (
 from .room import free, reserve
 from .schema import (
     APP_ID,
-    CHAINED,
     NEIGHBOURING,
     SCHEMA,
     SCHEMA_2,
@@ -637,15 +637,7 @@ class SqliteLedger:
         """The row hash at position ``seq`` of the hash chain (None if the chain is shorter).
         Only meaningful once :meth:`verify` has passed."""
 
-        def go(conn: sqlite3.Connection) -> str | None:
-            for table in CHAINED:
-                row = conn.execute(f"SELECT row_hash FROM {table} WHERE seq = ?",
-                                   (int(seq),)).fetchone()
-                if row is not None:
-                    return str(row[0])
-            return None
-
-        return None if self._legacy else self._db.read(go)
+        return None if self._legacy else self._db.read(lambda conn: hash_at(conn, int(seq)))
 
     def _charge_row(self, conn: sqlite3.Connection, head: Head, cost: PrivacyCost,
                     fields: dict[str, Any], unit: str | None) -> tuple[Head, int]:
