@@ -39,6 +39,41 @@ def _rank_in_runs(sorted_keys: I64) -> I64:
 _UMAX = np.uint64(np.iinfo(np.uint64).max)
 
 
+def _first_in_runs(sorted_keys: npt.NDArray[np.integer[Any]], limit: int) -> Bools:
+    """Whether each element is among the first ``limit`` of its run of equal keys (input
+    sorted): element i is not iff element i - limit has its key. One comparison pass."""
+    first = np.ones(sorted_keys.size, dtype=bool)
+    np.not_equal(sorted_keys[limit:], sorted_keys[:-limit], out=first[limit:])
+    return first
+
+
+def _first_by_key(key: I64, perm: I64, bound: int, limit: int) -> npt.NDArray[np.intp]:
+    """The positions of ``key`` that come among the first ``limit`` of their key in the order
+    of ``perm`` (distinct values in ``[0, bound)``, so no two positions tie), sorted by
+    (key, perm).
+
+    When the key's span times ``bound`` fits 63 bits, one sort of packed words (key above,
+    perm below) replaces a ``unique`` and an ``argsort`` (a value sort is several times
+    cheaper): a packed word's position is read back through the inverse of ``perm``. The
+    positions are the same either way."""
+    n = key.size
+    lo, hi = int(key.min()), int(key.max())
+    shift = max(bound - 1, 1).bit_length()
+    if (hi - lo + 1) << shift >= 1 << 63:
+        _, dense = np.unique(key, return_inverse=True)
+        order = np.argsort(dense.astype(np.int64) * bound + perm)
+        return order[_first_in_runs(dense[order].astype(np.int64), limit)]
+    packed = key - lo
+    packed <<= shift
+    packed |= perm
+    packed.sort()
+    inverse = np.empty(bound, dtype=np.intp)
+    inverse[perm] = np.arange(n, dtype=np.intp)
+    low = packed & ((1 << shift) - 1)
+    packed >>= shift
+    return inverse[low[_first_in_runs(packed, limit)]]
+
+
 def _select_rows(key: I64, rows: npt.NDArray[np.intp], max_rows: int,
                  gen: np.random.Generator, units: I64 | None = None,
                  max_total: int | None = None) -> npt.NDArray[np.intp]:
@@ -49,16 +84,12 @@ def _select_rows(key: I64, rows: npt.NDArray[np.intp], max_rows: int,
     if rows.size == 0:
         return rows
     perm = gen.permutation(rows.size)
-    _, dense = np.unique(key, return_inverse=True)
-    order = np.argsort(dense.astype(np.int64) * rows.size + perm)
-    rank = _rank_in_runs(dense[order].astype(np.int64))
-    kept = order[rank < max_rows]
+    kept = _first_by_key(key.astype(np.int64, copy=False), perm, rows.size, max_rows)
     if max_total is None or units is None:
         return rows[kept]
-    _, unit_of = np.unique(units[kept], return_inverse=True)
-    by_unit = np.argsort(unit_of.astype(np.int64) * rows.size + perm[kept])
-    rank = _rank_in_runs(unit_of[by_unit].astype(np.int64))
-    return rows[kept[by_unit[rank < max_total]]]
+    # the kept rows ranked again by the same order, now within their unit
+    return rows[kept[_first_by_key(units[kept].astype(np.int64), perm[kept], rows.size,
+                                   max_total)]]
 
 
 #: A pair's order: the top 24 bits of its keyed priority, then its group. Every layout of the
@@ -233,9 +264,13 @@ def _first_pairs(u: I64, order: npt.NDArray[np.intp], new_key: Bools, max_groups
 def _smallest_keys(u: I64, key: Keys, g: I64, nu: int, max_groups: int, top: int) -> Bools:
     """For rows with pair order keys ``key`` (one per pair, distinct within a unit), whether
     their pair is among the unit's ``max_groups`` pairs of least key: one pass of per-unit
-    minima per group kept (up to 8), else one sort. ``top``: the largest group."""
+    minima per group kept (up to 3), else one value sort of packed (unit, key) words, else
+    (units and keys past 64 bits) one ``lexsort``. ``top``: the largest group."""
     if max_groups == 1:
         return _least_pair(u, g, key, nu, top)
+    bits = 32 if key.dtype == np.uint32 else 64 - int(_TOP) + 32
+    if max_groups > 3 and (nu - 1).bit_length() + bits <= 64:  # one sort beats 4+ passes
+        return _keys_up_to_threshold(u, key, nu, max_groups, bits)
     if max_groups <= 8:
         chosen = np.zeros(u.size, dtype=bool)
         cand, done = key, key.dtype.type(np.iinfo(key.dtype).max)
@@ -249,6 +284,27 @@ def _smallest_keys(u: I64, key: Keys, g: I64, nu: int, max_groups: int, top: int
     order = np.lexsort((key, u))
     sk = key[order]
     return _first_pairs(u, order, sk[1:] != sk[:-1], max_groups)
+
+
+def _keys_up_to_threshold(u: I64, key: Keys, nu: int, max_groups: int, bits: int) -> Bools:
+    """:func:`_smallest_keys` by one value sort (no ``argsort``, no per-round passes): each
+    row's (unit, key) packed in one word (the unit above ``bits`` key bits) and sorted; one
+    entry per pair; a unit's first ``max_groups`` entries are its chosen pairs, the last of
+    them its threshold, and a row is chosen iff its key is at most its unit's threshold. A
+    unit's pairs have distinct keys, so these are exactly its ``max_groups`` pairs of least key
+    (all of them when it has fewer)."""
+    packed = u.astype(np.uint64)
+    packed <<= np.uint64(bits)
+    packed |= key
+    packed.sort()
+    pairs = packed[np.r_[True, packed[1:] != packed[:-1]]]  # one entry a pair
+    unit = pairs >> np.uint64(bits)
+    chosen = _first_in_runs(unit, max_groups)
+    last = chosen.copy()  # the last chosen pair of each unit
+    last[:-1] &= ~(chosen[1:] & (unit[1:] == unit[:-1]))
+    threshold = np.zeros(nu, dtype=key.dtype)
+    threshold[unit[last].astype(np.intp)] = pairs[last] & np.uint64((1 << bits) - 1)
+    return key <= threshold[u]
 
 
 def ranked_private_keys(codes: I64, keys: list[tuple[object, ...]]

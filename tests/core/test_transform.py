@@ -480,10 +480,10 @@ def test_select_by_priority_chooses_groups_and_rows_uniformly() -> None:
 
 
 
-@pytest.mark.parametrize("max_groups", [1, 2, 3, 9])
+@pytest.mark.parametrize("max_groups", [1, 2, 3, 4, 5, 9])
 @pytest.mark.parametrize("huge_codes", [False, True])
 def test_each_unit_keeps_its_pairs_of_least_key(max_groups: int, huge_codes: bool) -> None:
-    """Per-unit minima (up to 8 groups), the sort (more) and the fallback for group codes
+    """Per-unit minima (up to 3 groups), the packed sort (more) and the fallback for group codes
     beyond 32 bits all keep each unit's pairs of least (top 24 bits of priority, group),
     including units with fewer pairs than ``max_groups``, a group code of -1, and priorities
     that tie in their top 32 bits (the smaller group first)."""
@@ -539,10 +539,39 @@ def test_both_key_layouts_keep_the_same_pairs_even_on_ties() -> None:
         key = (int(u[i]), int(g[i]))
         pair_prio.setdefault(key, (int(rng.integers(0, 4)) << 40) | int(rng.integers(0, 1 << 40)))
         prio[i] = pair_prio[key]
-    for groups in (1, 2, 3):
+    for groups in (1, 2, 3, 4, 7):
         full = _smallest_keys(u, pair_keys(prio, g), g, 500, groups, 39)
         compact = _smallest_keys(u, pair_keys(prio, g, compact=True), g, 500, groups, 39)
         assert np.array_equal(full, compact)
+
+
+@pytest.mark.parametrize("nu", [2, 200, 5000])
+@pytest.mark.parametrize("compact", [False, True])
+def test_the_packed_sort_keeps_the_pairs_the_rounds_keep(nu: int, compact: bool) -> None:
+    """The value sort of packed (unit, key) words (4+ groups) keeps exactly the pairs that
+    rounds of per-unit minima keep, on units with fewer pairs than the bound, dropped rows
+    (group -1) and keys that tie in their priority bits."""
+    from dpframe.core.bounding import _keys_up_to_threshold, pair_keys
+    from dpframe.core.hashing import keyed_priority
+
+    rng = np.random.default_rng(nu)
+    n = 20_000
+    u = rng.integers(0, nu, n)
+    g = rng.integers(-1, 30, n)
+    prio = keyed_priority(u, g, 5) >> np.uint64(int(rng.integers(0, 2)) * 61)  # ties too
+    key = pair_keys(prio, g, compact)
+    bits = 32 if compact else 56
+    if (nu - 1).bit_length() + bits > 64:  # units and keys past 64 bits: never packed
+        pytest.skip("the release takes the rounds or the lexsort here")
+    for k in (1, 2, 4, 7, 40):
+        want = np.zeros(n, dtype=bool)  # k rounds of per-unit minima, the reference
+        cand, done = key, key.dtype.type(np.iinfo(key.dtype).max)
+        for _ in range(k):
+            best = np.full(nu, done, dtype=key.dtype)
+            np.minimum.at(best, u, cand)
+            want |= (cand == best[u]) & (cand != done)
+            cand = np.where(want, done, key)
+        assert np.array_equal(_keys_up_to_threshold(u, key, nu, k, bits), want)
 
 
 @pytest.mark.parametrize("ngroups", [3, 255, 256, 300])
@@ -788,3 +817,20 @@ def test_narrow_and_wide_group_codes_release_the_same(unit: str | None,
     monkeypatch.setattr(pandas_backend, "SMALL_GROUPED_ROWS", 10**9)
     monkeypatch.setattr(transform, "SMALL_GROUPED_ROWS", 10**9)
     assert releases() == narrow
+
+
+def test_row_selection_packs_or_falls_back_to_the_same_rows() -> None:
+    """Pair keys whose span does not pack beside the permutation (past 63 bits) take the
+    unique-and-argsort path: the same rows from the same draw as the packed value sort."""
+    from dpframe.core.bounding import _select_rows
+
+    rng = np.random.default_rng(4)
+    units = rng.integers(0, 400, 6000)
+    key = units * 16 + rng.integers(0, 16, 6000)
+    rows = np.arange(6000, dtype=np.intp)
+    spread = np.where(key % 2 == 0, key, key + (1 << 61))  # the same runs, a huge span
+    for max_rows, total in ((1, None), (2, 3), (3, 100)):
+        packed = _select_rows(key, rows, max_rows, np.random.default_rng(9), units, total)
+        wide = _select_rows(spread, rows, max_rows, np.random.default_rng(9), units, total)
+        assert np.array_equal(np.sort(packed), np.sort(wide))
+        assert np.bincount(units[packed]).max() <= min(max_rows * 16, total or 10**9)
