@@ -319,6 +319,44 @@ def post_processing(case: str) -> PostProcessing:
                           int(moved[0]) if moved.size else int(ys[-1]))
 
 
+def truncated_noise(case: str) -> str:
+    """The discrete Laplace truncated to ``[-K, K]`` (the truncated geometric of Desfontaines
+    et al. 2022: it spends ``P[Z = K]`` of delta on every pair of counts, so the released count
+    is no longer pure epsilon-DP), ``K`` the smallest whose edge mass is <= delta per key:
+    exact recall and MAE at the untruncated rule's threshold, and at the smallest threshold
+    the truncation allows (a one-row key reaches at most ``1 + K``); then the smallest
+    data-independent coin at ``tau - 1`` that releases every count at least as often as the
+    untruncated rule (the only way to match its recall on every data set), if one <= 1 is."""
+    df, opts = make_case(case)
+    n = true_counts(df).to_numpy().astype(np.int64)
+    k = opts.get("max_groups_per_unit", 1)
+    p, d = math.exp(-EPS / k), DELTA / k
+    tau = release(df, opts, case, 0, dry_run=True)["key_selection"]["threshold"]
+    big, pmf_big = dlap(k / EPS)
+    K = next(K for K in range(1, 10_000)
+             if p ** K / (p ** np.abs(np.arange(-K, K + 1))).sum() <= d)
+    j = np.arange(-K, K + 1)
+    m = p ** np.abs(j) / (p ** np.abs(j)).sum()
+    tau_t = next(t for t in range(2, tau + 1) if m[1 + j >= t].sum() <= d)
+    vals, cnt = np.unique(n, return_counts=True)
+    y = vals[:, None] + j[None, :]
+
+    def at(t: int, q: float) -> str:
+        w = cnt[:, None] * m[None, :] * ((y >= t) + q * (y == t - 1))
+        return f"recall {w.sum() / n.size:.7f}, MAE {(w * np.abs(j)).sum() / w.sum():.6f}"
+
+    need = max((float(pmf_big[c + big >= tau].sum()) - float(m[c + j >= tau].sum()))
+               / m[c + j == tau - 1].sum() for c in range(1, tau + K)
+               if m[c + j == tau - 1].sum() > 0)
+    base = expect_stability(n, k / EPS, tau, 0.0)
+    coin = (f"with the coin {need:.3f} at {tau - 1} that releases every count at least as "
+            f"often as the untruncated rule, {at(tau, need)}" if need <= 1 else
+            "no coin <= 1 releases every count at least as often as the untruncated rule")
+    return (f"Truncated geometric noise (K = {K}; untruncated at threshold {tau}: recall "
+            f"{base.recall:.7f}, MAE {base.mae:.6f}): at threshold {tau} {at(tau, 0.0)}; at "
+            f"its smallest threshold {tau_t} {at(tau_t, 0.0)}; {coin}.\n")
+
+
 def coin_report(case: str, reps: int) -> str:
     """The paired coin measurement and the post-processings of ``case`` (markdown)."""
     pr = paired_coin(case, reps)
@@ -334,7 +372,7 @@ def coin_report(case: str, reps: int) -> str:
             f"{pp.identity:.4f}; debiased, y - b(y) with b(c) = E[Z | c + Z >= tau], "
             f"{pp.debiased:.4f}; the oracle posterior median (the data's own count histogram "
             f"as prior, not a usable rule) {pp.oracle:.4f}, equal to the noisy count for "
-            f"every released value below {pp.oracle_same_until}.\n")
+            f"every released value below {pp.oracle_same_until}.\n\n" + truncated_noise(case))
 
 
 # -- the report ------------------------------------------------------------------------------------
