@@ -19,7 +19,7 @@ Synthetic data (seed 0): 10,000 keys whose sizes follow a Zipf law (exponent 1.5
 Each rule's recall and MAE are computed two ways: *exactly* (the expectation over the noise,
 from the rule's selection probability per key size: no Monte Carlo error), and by running the
 release ``--reps`` times (dpframe itself; OpenDP 0.16 itself when importable, from ``--peers``).
-Rules: dpframe now (the plan it makes, read from a dry run), dpframe before (git main: half of
+Rules: dpframe now (the plan it makes, read from a dry run), dpframe before issue 32 c (half of
 epsilon for a geometric selection count, a second count at the other half), OpenDP's stability
 histogram (``make_laplace_threshold`` on the exact counts, as ``make_count_by`` would give them:
 at the smallest threshold its privacy map accepts, and at the threshold whose true delta is
@@ -172,7 +172,7 @@ def table_prob(table: npt.NDArray[np.float64]) -> Callable[[Counts], npt.NDArray
 
 
 def old_threshold(eps_sel: float, keys: int) -> int:
-    """git main's threshold: 1 + ceil(ln(delta (1 + p) / k) / ln p), at least 2."""
+    """The threshold before issue 32 c: 1 + ceil(ln(delta (1 + p) / k) / ln p), at least 2."""
     p = math.exp(-eps_sel / keys)
     return max(2, 1 + math.ceil(math.log(DELTA * (1 + p) / keys) / math.log(p)))
 
@@ -379,7 +379,8 @@ def coin_report(case: str, reps: int) -> str:
 
 
 OPENDP_FIXED = "OpenDP stability histogram, threshold with true delta <= 1e-6"
-COIN = "dpframe with the boundary coin (before; not the default)"
+COIN = "dpframe with the boundary coin (before this change; not the default)"
+SPLIT = "dpframe before issue 32 c (split budget)"
 
 
 def coin_probability(scale: float, keys: int) -> float:
@@ -417,7 +418,7 @@ def exact_rows(case: str) -> list[tuple[str, str, Expected]]:
                      expect_split(n, table_prob(truncated_geometric(eps_key, DELTA / k)), None)))
     count_scale = None if case == "row-sum" else 2 * k / EPS
     tau_old = old_threshold(EPS / 2, k)
-    rows.append(("dpframe before (git main)", f"geometric tau {tau_old} at eps/2 + count",
+    rows.append((SPLIT, f"geometric tau {tau_old} at eps/2 + count",
                  expect_split(n, geometric_threshold_prob(2 * k / EPS, tau_old), count_scale)))
     if case != "row-sum" and sel.get("released_count_is_thresholded"):
         tau = sel["threshold"]  # the smallest threshold whose true delta is <= 1e-6
@@ -455,8 +456,8 @@ def report(reps: int, before: str | None, paired: int = 2000) -> str:
                 "| --- | --- | --- | --- | --- | --- |"]
         runs: dict[str, dict[str, float | None]] = {"dpframe (this branch)":
                                                     measure_runs(case, reps)}
-        if before:
-            runs["dpframe before (git main)"] = before_runs(case, reps, before)
+        if before and case != "row-sum":  # the coin rule's own runs (its selection of sums
+            runs[COIN] = before_runs(case, reps, before)  # is unchanged)
         od = None if case == "row-sum" else opendp_runs(case, reps)
         if od is not None:
             runs[OPENDP_AS_RUN], runs[OPENDP_FIXED] = od[1], od[2]
@@ -531,7 +532,7 @@ def section(quick: bool = False) -> str:
             "probability per key size (no Monte Carlo error: the numbers to compare); the "
             "*runs* columns average real releases (dpframe, and OpenDP when importable). "
             "PipelineDP's truncated-geometric selection is re-implemented (its recurrence). "
-            "`--before <checkout of git main>` adds the runs of the old rule.\n\n"
+            "`--before <checkout of the previous rule>` adds the runs of the coin rule.\n\n"
             "**The rule.** Where the count is released, dpframe releases a key when its "
             "noisy count (discrete Laplace at the whole epsilon) is >= the smallest threshold "
             "whose true delta is <= delta, with no boundary coin: OpenDP's stability "
@@ -552,7 +553,7 @@ def section(quick: bool = False) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--before", help="a checkout of the old dpframe (git main) to run")
+    ap.add_argument("--before", help="a checkout of dpframe with the boundary coin to run")
     ap.add_argument("--peers", help="a directory holding opendp (pip install --target)")
     ap.add_argument("--paired", type=int, default=2000,
                     help="paired runs (with and without the boundary coin)")
