@@ -59,7 +59,7 @@ geometric count at the whole epsilon) does so with some probability ``a(y)``; it
    released counts near ``tau`` is real, but removing it, ``y -> y - b(y)``, raises the
    benchmark's MAE (0.8712 vs 0.8575; ``b`` vanishes for large counts, which it leaves
    alone); even the oracle posterior median (the data's own count histogram as prior) is
-   ``y`` for every released ``y`` from 15 to 86.
+   ``y`` for every released ``y`` from 15 to 86 (row level).
 
 So no rule beats ``q = 0`` on both metrics on every data set, and ``q = 0`` is exactly
 OpenDP's stability histogram at the smallest threshold whose true delta is ``<= delta``: the
