@@ -419,7 +419,7 @@ class KeySelection:
             return SelectionPlan(None, len(table), eps, delta, "truncated geometric",
                                  delta_used=delta, probs=table)
         noise = noise_spec("laplace", sens.l1, eps, integer=True)
-        tau, boundary, used = stability_threshold(noise, delta, 1, keys)
+        tau, boundary, used = stability_threshold(noise, delta, 1, keys, coin=True)
         return SelectionPlan(noise, tau, eps, delta, "stability histogram", boundary, False, used)
 
 

@@ -6,9 +6,10 @@ public information only.
 **Stability histogram** (Korolova et al. 2009; Wilson et al. 2020; OpenDP's ``make_count_by``
 then a threshold). The released aggregate is the count of units per key: noisy counts
 ``c + Z`` with ``Z`` discrete Laplace of scale ``b = L1 / epsilon`` (L1 = ``k'``, the keys one
-neighbour can touch), released when ``c + Z >= tau``, and when ``c + Z = tau - 1`` with
-probability ``q`` (an exact 64-bit coin, spending the slack the integer threshold leaves).
-The released value *is* the thresholded count: the budget is spent once.
+neighbour can touch), released when ``c + Z >= tau``, and, only where asked (``coin=True``),
+when ``c + Z = tau - 1`` with probability ``q`` (an exact 64-bit coin spending the slack the
+integer threshold leaves). The released value *is* the thresholded count: the budget is
+spent once.
 *Proof.* Split the keys into common ones (in both neighbours) and the keys only one neighbour
 has (at most ``k'`` in all, each of count ``<= reach`` there and absent, i.e. never released,
 from the other). The common part is a geometric mechanism with L1 sensitivity ``<= k'`` at
@@ -22,6 +23,49 @@ use independent noise on disjoint keys, so basic composition gives (epsilon, del
 ``delta_used`` is computed with exact rationals from a rigorous enclosure of ``p``
 (:func:`~dpframe.core.samplers.exp_neg_fixed`), rounding every bound up: ``delta_used <=
 delta``, and ``tau`` is the smallest integer for which it holds with ``q = 0``.
+
+**Why no boundary coin where the count is released** (issue 32 c: recall >= the best peer's
+AND released-count MAE <= the best peer's). Every rule that releases ``y = c + Z`` (the
+geometric count at the whole epsilon) does so with some probability ``a(y)``; its delta is
+``k' sum_y P[reach + Z = y] a(y)``, common keys cost nothing more (post-processing).
+
+1. *Recall.* For ``c >= reach`` the likelihood ratio ``P[c + Z = y] / P[reach + Z = y]`` is
+   nondecreasing in ``y``, so (Neyman-Pearson) the threshold ``tau`` with the boundary coin
+   ``q_max`` releases every count with the highest probability any ``a`` allows at that delta:
+   no rule in this family finds more keys, on any data. The only freedom left is
+   ``q in [0, q_max]`` (or a higher ``tau``). Truncating the noise to ``[-K, K]`` (the
+   truncated geometric of Desfontaines et al. 2022: delta ``P[Z = K]`` on every pair of
+   counts, so the released count is no longer pure epsilon-DP) moves mass from the tails to
+   the centre: counts far below ``tau`` are released less often, and no data-independent coin
+   restores every count's release probability without costing more MAE than the truncation
+   saves (benchmark, row level: K = 14, the same ``tau`` 15; recall 0.2057140 vs 0.2057141,
+   MAE 0.857477 vs 0.857495; restoring every count needs a coin of 0.214: MAE 0.8579). At
+   larger scales it lowers the integer threshold (``k' = 3``: 45 to 41): more recall for
+   more MAE again. Not taken.
+2. *MAE over released keys* is ``(E0 + q E1) / (R0 + q R1)``: expected error sum and number
+   released without the coin (``E0, R0``) and among the keys at ``y = tau - 1`` (``E1, R1``).
+   It rises with ``q`` iff ``e = E1 / R1 > E0 / R0``. ``e`` depends on the data: for flat
+   counts the error given ``y`` is ``Z``'s, ``e = E|Z| =`` the MAE (a tie); for counts that
+   thin out as they grow, as key sizes do, the keys at ``tau - 1`` are mostly smaller keys
+   pushed up: ``e`` is larger (benchmark, row level: ``e = 0.914 > 0.8575``; with the coin
+   MAE 0.8582 vs 0.8575, recall 0.2085 vs 0.2057). The MAE gap is exact, and +0.00078 +-
+   0.00006 over 2,000 runs with paired seeds; five unpaired runs a side cannot resolve it
+   (SE 0.015): docs/benchmarks/accuracy.md.
+3. *Post-processing the released value* ``y -> g(y)`` is free (a function of the released
+   value), but cannot help without betting on the data: under a flat prior on ``c`` the
+   posterior of ``c`` given ``y`` is ``y - Z``, whatever the admission (it depends on ``y``
+   and an independent coin only), so the MAE-optimal estimate, the posterior median, is ``y``
+   itself: the flat-prior correction is 0. The upward bias ``b(c) = E[Z | c + Z >= tau]`` of
+   released counts near ``tau`` is real, but removing it, ``y -> y - b(y)``, raises the
+   benchmark's MAE (0.8712 vs 0.8575; ``b`` vanishes for large counts, which it leaves
+   alone); even the oracle posterior median (the data's own count histogram as prior) is
+   ``y`` for every released ``y`` from 15 to 86 (row level).
+
+So no rule beats ``q = 0`` on both metrics on every data set, and ``q = 0`` is exactly
+OpenDP's stability histogram at the smallest threshold whose true delta is ``<= delta``: the
+same output distribution, a tie on both metrics on every data set. The released-count rule
+therefore has no coin (``coin=False``, the default); a separate selection, whose released
+values carry their own noise, keeps it (``coin=True``: recall only gains).
 
 **Truncated geometric** (Desfontaines, Voss, Gipson and Mandayam 2022, Thm. 1). Where the
 released aggregate is not the unit count (sums, means, several aggregates, a unit with several
@@ -73,7 +117,8 @@ class SelectionPlan:
     """How private keys are selected (public: shown by dry runs, recorded in provenance).
 
     ``rule == "stability histogram"``: keys whose noisy count (``noise``) is ``>= threshold``
-    are released, those at ``threshold - 1`` with probability ``boundary / 2**64``; when
+    are released, those at ``threshold - 1`` with probability ``boundary / 2**64`` (0 where
+    the count is released, module docstring); when
     ``released_count`` the released count measure is that same noisy count (the budget is spent
     once). ``rule == "truncated geometric"``: a key with ``n < threshold`` distinct units is
     kept with probability ``probs[n] / 2**64``, one with ``n >= threshold`` always.
@@ -191,11 +236,13 @@ def stability_delta(noise: NoiseSpec, threshold: int, boundary: int, reach: int,
     return min(Fraction(1), keys * per_key)
 
 
-def stability_threshold(noise: NoiseSpec, delta: Fraction, reach: int, keys: int
-                        ) -> tuple[int, int, Fraction]:
+def stability_threshold(noise: NoiseSpec, delta: Fraction, reach: int, keys: int,
+                        coin: bool = False) -> tuple[int, int, Fraction]:
     """The smallest threshold ``tau >= reach + 1`` with ``stability_delta(tau, q=0) <=
-    delta``, then the largest boundary coin ``q`` (in units of 2**-64) keeping it so:
-    ``(tau, boundary, delta_used)``."""
+    delta``, then (``coin``) the largest boundary coin ``q`` (in units of 2**-64) keeping it
+    so, else ``q = 0``: ``(tau, boundary, delta_used)``. Without the coin this is OpenDP's
+    rule at the true delta; the coin raises recall and, where the released value is this
+    count, may raise its MAE (module docstring): use it only for a separate selection."""
     g = _Geometric.of(noise.int_scale)
     budget = delta / keys
     if g.p_hi >= 1:
@@ -210,7 +257,7 @@ def stability_threshold(noise: NoiseSpec, delta: Fraction, reach: int, keys: int
     slack = budget - g.tail_up(t)
     boundary = 0
     mass = g.mass_up(t - 1)
-    if mass > 0:
+    if coin and mass > 0:
         boundary = min(_ONE - 1, math.floor(slack / mass * _ONE))
     threshold = reach + t
     used = stability_delta(noise, threshold, boundary, reach, keys)
