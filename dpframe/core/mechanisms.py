@@ -18,7 +18,8 @@ to a float is post-processing.
   (epsilon, delta) gets the smaller of the two sigmas (the analytic one, 7% below the zCDP
   route's at (1, 1e-6)), and records the rho its noise has.
 * Exponential mechanism: permute-and-flip (McKenna and Sheldon 2020), epsilon-DP for utilities
-  of sensitivity ``Delta_u``, sampled exactly with Bernoulli(exp(-x)) coins.
+  of sensitivity ``Delta_u``, sampled exactly with Bernoulli(exp(-x)) coins, a byte of
+  randomness per candidate (:mod:`dpframe.core.permute_flip`).
 """
 
 from __future__ import annotations
@@ -35,16 +36,12 @@ import numpy.typing as npt
 
 from ..errors import ValidationError
 from .accounting import round_up, zcdp_rho_for_epsilon
+from .discrete_gaussian import discrete_gaussian
 from .gaussian import Part, analytic_sigma2
 from .numbers import power_of_two_at_most
+from .permute_flip import permute_and_flip
 from .rng import RandomSource
-from .samplers import (
-    MAX_FAST_DEN,
-    bernoulli_exp_neg,
-    discrete_gaussian,
-    discrete_laplace,
-    round_scale_up,
-)
+from .samplers import MAX_FAST_DEN, discrete_laplace, round_scale_up
 
 Kind = Literal["laplace", "gaussian"]
 
@@ -378,28 +375,8 @@ class ExponentialSpec:
         return 2 * utility_sensitivity * math.log(n_candidates / (1 - level)) / utility_error
 
     def choose(self, utilities: npt.NDArray[np.int64], rng: RandomSource) -> npt.NDArray[np.int64]:
-        """One candidate index per row of ``utilities`` (shape groups x candidates)."""
-        u = np.atleast_2d(np.asarray(utilities, dtype=np.int64))
-        g, m = u.shape
-        if g == 0:
-            return np.zeros(0, dtype=np.int64)
-        gap = (u.max(axis=1, keepdims=True) - u).reshape(-1)  # >= 0 integers
+        """One candidate index per row of ``utilities`` (shape groups x candidates), by
+        permute-and-flip sampled exactly (:func:`~dpframe.core.permute_flip.permute_and_flip`:
+        its output law is the mechanism's, proved there; a few random bits per candidate)."""
         a, den = self.acceptance_rate()
-        # Gaps are capped at C, where exp(-(a/den) C) <= e^-64. Capping is the mechanism run on
-        # the utility max(u_i, u_max - C): a maximum of two functions of sensitivity Delta_u,
-        # so of sensitivity Delta_u too, with the same best candidates; it keeps a * gap
-        # within int64 whatever the data (a * C <= 64 den + a <= 2**47).
-        cap = -(-64 * den // a)
-        num = a * np.minimum(gap, cap)
-        accept = bernoulli_exp_neg(num, np.full(num.size, den, dtype=np.int64), rng).reshape(g, m)
-        # a uniformly random order per group: priorities from fresh random words
-        prio = rng.words(g * m).reshape(g, m)
-        prio = np.where(accept, prio, np.uint64(np.iinfo(np.uint64).max))
-        # ties between two accepted candidates have probability ~ m^2 2^-64; break them by
-        # re-drawing those rows (keeps the order exactly uniform)
-        choice = prio.argmin(axis=1)
-        best = prio[np.arange(g), choice]
-        dup = (prio == best[:, None]).sum(axis=1) > 1
-        if dup.any():  # pragma: no cover - probability ~2^-50
-            choice[dup] = self.choose(u[dup], rng)
-        return choice.astype(np.int64)
+        return permute_and_flip(utilities, a, den, rng)

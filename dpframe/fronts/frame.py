@@ -479,7 +479,8 @@ class PrivateFrame(FrameBase):
             >>> df = pd.DataFrame({"g": ["a", "b"] * 50, "x": [1.0, 3.0] * 50})
             >>> priv = df.dp(dpf.Session(1e9, seed=1), bounds={"x": (0, 5)},
             ...              keys={"g": ["a", "b"]})
-            >>> 0.0 <= priv.min("x", epsilon=1e6, resolution=6) <= 1.0  # candidates 0, 1, ..., 5
+            >>> m = priv.min("x", epsilon=1e6, resolution=6)  # 6 cells of width 5/6
+            >>> 0.0 <= m <= 5 / 3  # the two lowest cells: no value below either
             True
         """
         return self._quantile(column, "min", None, epsilon, resolution, dry_run,

@@ -22,6 +22,7 @@ import numpy.typing as npt
 import pytest
 from scipy import stats
 
+from dpframe.core import discrete_gaussian as DG
 from dpframe.core import samplers as S
 from dpframe.core.rng import InsecureSeedWarning, RandomSource
 
@@ -160,8 +161,8 @@ def test_seed_warns_and_is_deterministic() -> None:
     assert np.array_equal(a.words(100), b.words(100))
     assert np.array_equal(S.discrete_laplace(Fraction(10), 1000, a),
                           S.discrete_laplace(Fraction(10), 1000, b))
-    assert np.array_equal(S.discrete_gaussian(Fraction(7, 2), 1000, a),
-                          S.discrete_gaussian(Fraction(7, 2), 1000, b))
+    assert np.array_equal(DG.discrete_gaussian(Fraction(7, 2), 1000, a),
+                          DG.discrete_gaussian(Fraction(7, 2), 1000, b))
     assert not np.array_equal(seeded(2).words(10), seeded(1).words(10))
 
 
@@ -460,13 +461,13 @@ def test_gaussian_acceptance_tie_is_exact() -> None:
     """A 32-bit word equal to the acceptance threshold is settled with the conditional law."""
     a, b = 100, 1
     t = math.isqrt(a // b) + 1
-    thr, complete, _ = S._gauss_thresholds(a, b, t)
+    thr, complete, _ = DG._gauss_thresholds(a, b, t)
     assert complete
     y = 3
     p = dec_exp_neg(Fraction((y * t * b - a) ** 2, 2 * a * b * t * t))
     assert int(thr[y]) == int(p * (Decimal(2) ** 32))
     trials = 3000
-    out = S._gauss_accept(np.full(trials, y, dtype=np.int64), thr, a, b, t,
+    out = DG._gauss_accept(np.full(trials, y, dtype=np.int64), thr, a, b, t,
                           ForcedWords(26, int(thr[y])))
     frac = frac_part_scaled(p, 32)
     assert binomial_p(int(out.sum()), trials, frac) > P_MIN
@@ -636,7 +637,7 @@ def test_bernoulli_exp_neg_mixed_and_large_arguments() -> None:
                                     Fraction(12345, 7), Fraction(10**6)], ids=str)
 def test_discrete_gaussian(sigma2: Fraction) -> None:
     n = N if sigma2 <= 10**4 else N // 4
-    y = S.discrete_gaussian(sigma2, n, seeded(sigma2.numerator % 997))
+    y = DG.discrete_gaussian(sigma2, n, seeded(sigma2.numerator % 997))
     s2 = float(sigma2)
     ys, pmf = gaussian_table(s2)
     qs = stats.norm(scale=math.sqrt(s2)).ppf(np.linspace(0.002, 0.998, 80))
@@ -656,9 +657,9 @@ def test_discrete_gaussian(sigma2: Fraction) -> None:
 def test_discrete_gaussian_large_sigma_uses_exact_fallback() -> None:
     """sigma2 = 10**8 exceeds the cached threshold table; the Python-int path takes over."""
     sigma2 = Fraction(10**8)
-    _, complete, _ = S._gauss_thresholds(10**8, 1, math.isqrt(10**8) + 1)
+    _, complete, _ = DG._gauss_thresholds(10**8, 1, math.isqrt(10**8) + 1)
     assert not complete
-    y = S.discrete_gaussian(sigma2, 20_000, seeded(51))
+    y = DG.discrete_gaussian(sigma2, 20_000, seeded(51))
     var = 1e8
     assert_moments(y, 0.0, var, 3 * var * var)
     with pytest.raises(AssertionError):
