@@ -98,11 +98,12 @@ CASES: dict[str, tuple[Callable[[dpf.Session], Frame], Callable[[Frame], Any]]] 
     "grouped_agg_gaussian": (_units, lambda p: p.groupby("g").agg(
         {"x": ["sum", "mean", "var", "min"]}, epsilon=1.0, ci=0.9, **G)),
     "diagnostics": (_units, lambda p: p.groupby("g").mean("x", epsilon=0.5, diagnostics=0.1)),
-    "private_count": (_private, lambda p: p.groupby("g", keys="private").count(epsilon=8.0, delta=1e-6)),
-    "private_sum": (_private, lambda p: p.groupby("g", keys="private").sum("x", epsilon=8.0, delta=1e-6,
-                                                           ci=0.9)),
-    "private_median": (_private, lambda p: p.groupby("g", keys="private").median("x", epsilon=8.0,
-                                                                 delta=1e-6)),
+    "private_count": (_private, lambda p: p.groupby("g", keys="private").count(
+        epsilon=8.0, delta=1e-6)),
+    "private_sum": (_private, lambda p: p.groupby("g", keys="private").sum(
+        "x", epsilon=8.0, delta=1e-6, ci=0.9)),
+    "private_median": (_private, lambda p: p.groupby("g", keys="private").median(
+        "x", epsilon=8.0, delta=1e-6)),
     "describe": (_public, lambda p: p.describe(epsilon=1.0)),
     "dry_count": (_units, lambda p: p.groupby("g").count(epsilon=0.5, dry_run=True)),
     "dry_mean": (_public, lambda p: p.mean("x", epsilon=0.5, dry_run=True, **G)),
