@@ -47,20 +47,6 @@ class MeasurePlan:
     cells: CellGrid | None = None           # quantiles: the public cells
     interval: RankInterval | None = None    # quantiles with ci=: the two endpoint mechanisms
 
-    @property
-    def mechanism(self) -> str:
-        if self.em is not None:
-            return "exponential (permute-and-flip)"
-        assert self.noise is not None
-        return ("geometric" if self.noise.kind == "laplace" and self.noise.integer else
-                "granular laplace" if self.noise.kind == "laplace" else "discrete gaussian")
-
-    def describe_common(self) -> dict[str, object]:
-        """What every measure's description holds."""
-        return {"aggregate": self.measure.name, "column": self.measure.column,
-                "mechanism": self.mechanism, "epsilon": float(self.epsilon),
-                "delta": float(self.delta)}
-
     def describe_noise(self, level: float) -> dict[str, object]:
         """The additive noise: scale, granularity, sensitivity and the interval half-width."""
         assert self.noise is not None
@@ -82,9 +68,20 @@ class MeasurePlan:
         return d
 
 
+@dataclass(frozen=True)
+class BinLayout:
+    """Values laid out in bins along a second axis (a histogram fills it): the edges and which
+    side of each bin is closed, as ``pd.cut`` takes them. Public: declared."""
+
+    edges: tuple[float, ...]
+    right: bool = True
+    include_lowest: bool = False
+
+
 @dataclass
 class MeasureRelease:
-    """Noisy values of one measure, per group, with interval bounds where they exist."""
+    """Noisy values of one measure, per group (and per bin when ``layout`` says so), with
+    interval bounds where they exist."""
 
     name: str
     column: str | None
@@ -92,9 +89,16 @@ class MeasureRelease:
     lower: np.ndarray | None
     upper: np.ndarray | None
     description: dict[str, object]
-    bins: tuple[float, ...] | None = None
-    right: bool = True
-    include_lowest: bool = False
+    layout: BinLayout | None = None
+
+
+def mechanism_name(spec: NoiseSpec | ExponentialSpec) -> str:
+    """The public name of a mechanism part, as descriptions and the ledger show it."""
+    if isinstance(spec, ExponentialSpec):
+        return "exponential (permute-and-flip)"
+    if spec.kind == "laplace":
+        return "geometric" if spec.integer else "granular laplace"
+    return "discrete gaussian"
 
 
 @dataclass(frozen=True)
@@ -195,9 +199,21 @@ class Aggregate:
         """Add the planned noise to the released groups' exact aggregates."""
         raise NotImplementedError
 
+    def mechanism(self, mp: MeasurePlan) -> str:
+        """The name of the mechanism releasing ``mp`` (dry runs, the ledger, provenance): by
+        default that of its additive noise."""
+        assert mp.noise is not None
+        return mechanism_name(mp.noise)
+
+    def describe_common(self, mp: MeasurePlan) -> dict[str, object]:
+        """What every measure's description starts with."""
+        m = mp.measure
+        return {"aggregate": m.name, "column": m.column, "mechanism": self.mechanism(mp),
+                "epsilon": float(mp.epsilon), "delta": float(mp.delta)}
+
     def describe(self, mp: MeasurePlan, level: float) -> dict[str, object]:
         """Public description: mechanism, scale, granularity, interval half-width."""
-        return {**mp.describe_common(), **mp.describe_noise(level)}
+        return {**self.describe_common(mp), **mp.describe_noise(level)}
 
     def half_width(self, mp: MeasurePlan, level: float, min_rows: int | None) -> float:
         """The half-width of the ``level`` interval in the result's units, when it does not

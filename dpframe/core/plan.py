@@ -76,7 +76,8 @@ class ReleasePlan:
 
     @property
     def mechanism(self) -> str:
-        return ", ".join(dict.fromkeys(mp.mechanism for mp in self.measures))
+        return ", ".join(dict.fromkeys(aggregate(mp.measure.op).mechanism(mp)
+                                       for mp in self.measures))
 
     def describe(self) -> dict[str, object]:
         level = self.query.ci or 0.95

@@ -22,7 +22,14 @@ from typing import TYPE_CHECKING
 
 from ...errors import ValidationError
 from ..compute import AggregateRequest
-from ..measure import AdditiveCount, MeasurePlan, MeasureRelease, PlanContext, Rows
+from ..measure import (
+    AdditiveCount,
+    BinLayout,
+    MeasurePlan,
+    MeasureRelease,
+    PlanContext,
+    Rows,
+)
 from ..rng import RandomSource
 from ..sensitivity import count_sensitivity, histogram_sensitivity
 
@@ -73,7 +80,8 @@ class Histogram(AdditiveCount):
                 want_ci: bool) -> MeasureRelease:
         out = super().release(mp, rows, rng, level, want_ci)
         m = mp.measure
-        out.bins, out.right, out.include_lowest = m.edges, m.right, m.include_lowest
+        assert m.edges is not None
+        out.layout = BinLayout(tuple(m.edges), m.right, m.include_lowest)
         return out
 
 

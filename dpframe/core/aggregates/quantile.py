@@ -40,7 +40,14 @@ import numpy.typing as npt
 
 from ...errors import ValidationError
 from ..compute import DEFAULT_QUANTILE_CELLS, MAX_CELLS, AggregateRequest
-from ..measure import Aggregate, MeasurePlan, MeasureRelease, PlanContext, Rows
+from ..measure import (
+    Aggregate,
+    MeasurePlan,
+    MeasureRelease,
+    PlanContext,
+    Rows,
+    mechanism_name,
+)
 from ..mechanisms import ExponentialSpec
 from ..rng import RandomSource
 from ..samplers import uniform_unit
@@ -279,11 +286,15 @@ class Quantile(Aggregate):
         nan = np.full(vals.shape, np.nan)
         return MeasureRelease(m.name, m.column, vals, nan, nan, self.describe(mp, level))
 
+    def mechanism(self, mp: MeasurePlan) -> str:
+        assert mp.em is not None
+        return mechanism_name(mp.em)
+
     def describe(self, mp: MeasurePlan, level: float) -> dict[str, object]:
         """The cells, the estimate's rank error at ``level`` and the interval's rank offset."""
         m, em = mp.measure, mp.em
         assert em is not None and mp.bounds is not None
-        d = mp.describe_common()
+        d = self.describe_common(mp)
         b = max(1, (m.q or Fraction(1)).denominator)
         d.update(candidates=em.n_candidates, utility_sensitivity=em.utility_sensitivity,
                  rank_error=em.utility_error(level) / b)
