@@ -22,22 +22,14 @@ from typing import TYPE_CHECKING
 
 from ...errors import ValidationError
 from ..compute import AggregateRequest
-from ..measure import (
-    AdditiveCount,
-    BinLayout,
-    MeasurePlan,
-    MeasureRelease,
-    PlanContext,
-    Rows,
-)
-from ..rng import RandomSource
+from ..measure import AdditiveCount, BinLayout, MeasurePlan, PlanContext
 from ..sensitivity import count_sensitivity, histogram_sensitivity
 
 if TYPE_CHECKING:
     from ..query import Measure, Query
 
 
-class Histogram(AdditiveCount):
+class Histogram(AdditiveCount[BinLayout]):
     op = "histogram"
     names = ("histogram",)
     summary = "counts per declared bin, exactly pd.cut's bins"
@@ -66,23 +58,21 @@ class Histogram(AdditiveCount):
         return len(m.edges or ())
 
     def plan(self, ctx: PlanContext, m: Measure, eps: Fraction, delta: Fraction,
-             rho: Fraction | None) -> MeasurePlan:
+             rho: Fraction | None) -> MeasurePlan[BinLayout]:
         # grouped, the bins of all groups are the cells of one count (a unit's rows land in at
         # most its groups' cells): the grouped count's sensitivity; ungrouped, the bins alone
         s = (count_sensitivity(ctx.relation, ctx.contribution, True) if ctx.grouped
              else histogram_sensitivity(ctx.relation, ctx.contribution))
         assert m.edges is not None
-        req = AggregateRequest("bins", m.column, edges=tuple(m.edges), right=m.right,
-                               include_lowest=m.include_lowest)
-        return MeasurePlan(m, eps, delta, [req], noise=ctx.additive(s, eps, delta, rho, True))
+        bins = BinLayout(tuple(m.edges), m.right, m.include_lowest)
+        req = AggregateRequest("bins", m.column, edges=bins.edges, right=bins.right,
+                               include_lowest=bins.include_lowest)
+        return MeasurePlan(m, eps, delta, [req],
+                           {"count": ctx.additive(s, eps, delta, rho, True)}, bins)
 
-    def release(self, mp: MeasurePlan, rows: Rows, rng: RandomSource, level: float,
-                want_ci: bool) -> MeasureRelease:
-        out = super().release(mp, rows, rng, level, want_ci)
-        m = mp.measure
-        assert m.edges is not None
-        out.layout = BinLayout(tuple(m.edges), m.right, m.include_lowest)
-        return out
+    def layout(self, mp: MeasurePlan[BinLayout]) -> BinLayout:
+        """The declared bins (the plan's params): the counts are per group and bin."""
+        return mp.params
 
 
 HISTOGRAM = Histogram()
