@@ -17,8 +17,9 @@ from __future__ import annotations
 import itertools
 import math
 import numbers
+from collections.abc import Sequence
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from ...errors import ValidationError
 from ..compute import AggregateRequest
@@ -40,15 +41,7 @@ class Histogram(AdditiveCount[BinLayout]):
         return ("bins",)
 
     def check(self, m: Measure, query: Query) -> None:
-        edges = m.edges or ()
-        inner = edges[1:-1]
-        if len(edges) < 2 or any(isinstance(e, bool) or not isinstance(e, numbers.Real)
-                                 for e in edges):
-            raise ValidationError("histogram bins must be >= 2 increasing edges, finite but "
-                                  "for a first edge -inf and a last edge +inf")
-        if any(math.isnan(e) for e in edges) or any(
-                not math.isfinite(e) for e in inner) or edges[0] == math.inf or \
-                edges[-1] == -math.inf or any(b <= a for a, b in itertools.pairwise(edges)):
+        if not valid_edges(m.edges or ()):
             raise ValidationError("histogram bins must be >= 2 increasing edges, finite but "
                                   "for a first edge -inf and a last edge +inf")
         if not isinstance(m.right, bool) or not isinstance(m.include_lowest, bool):
@@ -73,6 +66,25 @@ class Histogram(AdditiveCount[BinLayout]):
     def layout(self, mp: MeasurePlan[BinLayout]) -> BinLayout:
         """The declared bins (the plan's params): the counts are per group and bin."""
         return mp.params
+
+
+def valid_edges(edges: Sequence[object]) -> bool:
+    """Whether ``edges`` are at least two increasing real numbers (not bools), finite but for
+    a first edge -inf and a last edge +inf, as ``pd.cut`` takes them (public: declared)."""
+    if len(edges) < 2 or not all(_real(e) for e in edges):
+        return False
+    reals = cast(Sequence[float], edges)
+    return _outer(reals[0], reals[-1]) and all(math.isfinite(e) for e in reals[1:-1]) and all(
+        a < b for a, b in itertools.pairwise(reals))
+
+
+def _real(e: object) -> bool:
+    return isinstance(e, numbers.Real) and not isinstance(e, bool)
+
+
+def _outer(first: float, last: float) -> bool:
+    """The outer edges: numbers, the first may be -inf and the last +inf."""
+    return not (math.isnan(first) or math.isnan(last) or first == math.inf or last == -math.inf)
 
 
 HISTOGRAM = Histogram()
