@@ -6,7 +6,9 @@ information, its plan (sensitivity, mechanism, exact requests, budget split), it
 (adding the planned noise to the exact aggregates, then post-processing) and its public
 description. Everything here is a function of public information except
 :meth:`Aggregate.release`, which :func:`dpframe.core.apply.apply_plan` calls: the only place
-noise meets data. This module does not know pandas.
+noise meets data. This module does not know pandas, nor any aggregate: a plan holds the
+aggregate's mechanisms by name and its params of the aggregate's own type
+(:class:`MeasurePlan`), a release the layout its aggregate gives it (:class:`BinLayout`).
 """
 
 from __future__ import annotations
