@@ -195,16 +195,17 @@ def _core_bounds(m: MeasureRelease) -> tuple[np.ndarray, np.ndarray] | None:
 def _core_keys(r: CoreRelease, hist: MeasureRelease | None, layout: _Layout) -> dict[str, Any]:
     """Key columns (a row per group, or per group and bin), then the bins' edges."""
     n_groups = len(r.keys)
-    nbins = len(hist.bins) - 1 if hist is not None and hist.bins is not None else 1
+    bins = hist.layout if hist is not None else None
+    nbins = len(bins.edges) - 1 if bins is not None else 1
     rep = np.repeat(np.arange(n_groups), nbins)
     data: dict[str, Any] = {col: [r.keys[g][i] for g in rep] for i, col in enumerate(r.by)}
     layout.add_keys(list(r.by))
-    if hist is not None:
-        edges = np.asarray(hist.bins, dtype=np.float64)
+    if bins is not None:
+        edges = np.asarray(bins.edges, dtype=np.float64)
         data["bin_left"] = np.tile(edges[:-1], n_groups)
         data["bin_right"] = np.tile(edges[1:], n_groups)
-        layout.add_bins(bins_closed="right" if hist.right else "left",
-                        bins_include_lowest=hist.include_lowest)
+        layout.add_bins(bins_closed="right" if bins.right else "left",
+                        bins_include_lowest=bins.include_lowest)
     return data
 
 
@@ -238,7 +239,7 @@ def _key_column(values: Sequence[object]) -> pa.Array:
 
 
 def _table_from_core(r: CoreRelease) -> pa.Table:
-    hist = [m for m in r.measures if m.bins is not None]
+    hist = [m for m in r.measures if m.layout is not None]
     if hist and len(r.measures) > 1:  # pragma: no cover - fronts never build this
         raise ValidationError("cannot export a histogram together with other aggregates")
     layout = _Layout()

@@ -69,7 +69,7 @@ def release_rows(release: CoreRelease, limit: int | None = None
     """(group, value, ± half-width) display rows of a release; and how many rows were cut
     (beyond ``limit``, the largest values are kept)."""
     rows: list[_Row] = []
-    histogram = release.measures[0].bins is not None
+    histogram = release.measures[0].layout is not None
     label = len(release.measures) > 1
     for m in release.measures:
         rows += _bin_rows(release, m) if histogram else _group_rows(release, m, label)
@@ -97,8 +97,8 @@ def _half_width(v: float, lo: float, hi: float) -> float:
 def _bin_rows(release: CoreRelease, m: Any) -> list[_Row]:
     """A histogram's rows: one per group and bin, named by the bin's interval."""
     vals, lo, hi = _arrays(m)
-    edges, closed = m.bins, "(]" if m.right else "[)"
-    assert lo is not None and hi is not None and edges is not None
+    assert lo is not None and hi is not None and m.layout is not None
+    edges, closed = m.layout.edges, "(]" if m.layout.right else "[)"
     rows: list[_Row] = []
     for g in range(len(release.keys)):
         for b in range(len(edges) - 1):

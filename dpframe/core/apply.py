@@ -81,8 +81,7 @@ def _thresholded_count(mp: MeasurePlan, noisy: np.ndarray, level: float) -> Meas
     """The count measure of a stability histogram: the selection's noisy counts of the released
     keys, as :class:`~dpframe.core.measure.AdditiveCount` would have released them (the same
     noise spec, interval and description), without a second draw."""
-    assert mp.noise is not None
-    hw = mp.noise.half_width(level)
+    hw = mp.additive("count").half_width(level)
     m = mp.measure
     return MeasureRelease(m.name, m.column, noisy, noisy - hw, noisy + hw,
                           aggregate(m.op).describe(mp, level))

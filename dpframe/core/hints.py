@@ -34,10 +34,11 @@ def near_zero_hint(plans: Sequence[MeasurePlan], released: Sequence[MeasureRelea
     level = 1.0 - MISS_RATE / keys
     checked = 0
     for mp, m in zip(plans, released, strict=True):
-        if mp.measure.op not in ZERO_WHEN_EMPTY or mp.noise is None or mp.count_noise is not None:
+        noises = mp.noises()
+        if mp.measure.op not in ZERO_WHEN_EMPTY or len(noises) != 1:
             continue
         values = np.asarray(m.values, dtype=np.float64)
-        if values.size and np.max(np.abs(values)) > mp.noise.half_width(level):
+        if values.size and np.max(np.abs(values)) > noises[0].half_width(level):
             return None
         checked += 1
     if not checked:

@@ -6,7 +6,9 @@ information, its plan (sensitivity, mechanism, exact requests, budget split), it
 (adding the planned noise to the exact aggregates, then post-processing) and its public
 description. Everything here is a function of public information except
 :meth:`Aggregate.release`, which :func:`dpframe.core.apply.apply_plan` calls: the only place
-noise meets data. This module does not know pandas.
+noise meets data. This module does not know pandas, nor any aggregate: a plan holds the
+aggregate's mechanisms by name and its params of the aggregate's own type
+(:class:`MeasurePlan`), a release the layout its aggregate gives it (:class:`BinLayout`).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -26,65 +28,65 @@ from .rng import RandomSource
 from .sensitivity import Contribution, Relation, Sensitivity, count_sensitivity, sum_sensitivity
 
 if TYPE_CHECKING:
-    from .aggregates.quantile import CellGrid, RankInterval
     from .query import Measure, Query
 
 
+#: One named mechanism of a measure: additive noise, or the exponential mechanism.
+Mechanism = NoiseSpec | ExponentialSpec
+
+#: An aggregate's own public parameters (:attr:`MeasurePlan.params`).
+P = TypeVar("P")
+
+
 @dataclass(frozen=True)
-class MeasurePlan:
-    """How one measure is released (public: shown by dry runs, recorded in the ledger)."""
+class MeasurePlan(Generic[P]):
+    """How one measure is released (public: shown by dry runs, recorded in the ledger).
+
+    ``mechanisms`` are its mechanisms by name, in the order the release draws them (additive
+    noise: ``"count"``, ``"sum"``, ``"squares"``; the exponential mechanism: ``"choice"``,
+    and a quantile interval's ``"ci_lower"`` / ``"ci_upper"``). ``params`` are the aggregate's
+    own public parameters (a mean's clamping bounds, a histogram's bins, a quantile's cells),
+    of a type its module defines and only it reads. Generic code (budgets, the Gaussian
+    block, hints) sees the mechanisms by kind, never by an aggregate's field."""
 
     measure: Measure
     epsilon: Fraction
     delta: Fraction
     requests: list[AggregateRequest]
-    noise: NoiseSpec | None = None          # count, sum, histogram; the sum part of a mean
-    count_noise: NoiseSpec | None = None    # the count part of a mean, var or std
-    square_noise: NoiseSpec | None = None   # the sum of squares of a var or std
-    em: ExponentialSpec | None = None       # quantiles
-    candidates: npt.NDArray[np.float64] | None = None
-    bounds: tuple[float, float] | None = None
-    cells: CellGrid | None = None           # quantiles: the public cells
-    interval: RankInterval | None = None    # quantiles with ci=: the two endpoint mechanisms
+    mechanisms: Mapping[str, Mechanism]
+    params: P
 
-    @property
-    def mechanism(self) -> str:
-        if self.em is not None:
-            return "exponential (permute-and-flip)"
-        assert self.noise is not None
-        return ("geometric" if self.noise.kind == "laplace" and self.noise.integer else
-                "granular laplace" if self.noise.kind == "laplace" else "discrete gaussian")
+    def additive(self, name: str) -> NoiseSpec:
+        """The additive noise ``name``."""
+        spec = self.mechanisms[name]
+        assert isinstance(spec, NoiseSpec), name
+        return spec
 
-    def describe_common(self) -> dict[str, object]:
-        """What every measure's description holds."""
-        return {"aggregate": self.measure.name, "column": self.measure.column,
-                "mechanism": self.mechanism, "epsilon": float(self.epsilon),
-                "delta": float(self.delta)}
+    def exponential(self, name: str = "choice") -> ExponentialSpec:
+        """The exponential mechanism ``name``."""
+        spec = self.mechanisms[name]
+        assert isinstance(spec, ExponentialSpec), name
+        return spec
 
-    def describe_noise(self, level: float) -> dict[str, object]:
-        """The additive noise: scale, granularity, sensitivity and the interval half-width."""
-        assert self.noise is not None
-        d: dict[str, object] = dict(
-            noise_scale=self.noise.scale, granularity=float(self.noise.granularity),
-            sensitivity=float(self.noise.sensitivity), ci_level=level,
-            ci_half_width=self.noise.half_width(level))
-        if self.count_noise is not None:
-            # a ratio's interval is in the result's units and depends on the private number of
-            # rows: only its bound is public; the sum's and count's own intervals stay
-            d.update(count_noise_scale=self.count_noise.scale,
-                     count_ci_half_width=self.count_noise.half_width(level),
-                     sum_ci_half_width=d["ci_half_width"], ci_half_width=None)
-        if self.square_noise is not None:
-            d.update(square_noise_scale=self.square_noise.scale,
-                     square_sensitivity=float(self.square_noise.sensitivity))
-        if self.noise.rho is not None:
-            d["rho"] = float(self.noise.rho)
-        return d
+    def noises(self) -> list[NoiseSpec]:
+        """Every additive noise, in the order drawn."""
+        return [s for s in self.mechanisms.values() if isinstance(s, NoiseSpec)]
+
+
+@dataclass(frozen=True)
+class BinLayout:
+    """Values laid out in bins along a second axis (a histogram fills it): the edges and which
+    side of each bin is closed, as ``pd.cut`` takes them. Public: declared."""
+
+    edges: tuple[float, ...]
+    right: bool = True
+    include_lowest: bool = False
 
 
 @dataclass
 class MeasureRelease:
-    """Noisy values of one measure, per group, with interval bounds where they exist."""
+    """Noisy values of one measure, per group (and per bin when ``layout`` says so), with
+    interval bounds where they exist."""
 
     name: str
     column: str | None
@@ -92,9 +94,16 @@ class MeasureRelease:
     lower: np.ndarray | None
     upper: np.ndarray | None
     description: dict[str, object]
-    bins: tuple[float, ...] | None = None
-    right: bool = True
-    include_lowest: bool = False
+    layout: BinLayout | None = None
+
+
+def mechanism_name(spec: NoiseSpec | ExponentialSpec) -> str:
+    """The public name of a mechanism part, as descriptions and the ledger show it."""
+    if isinstance(spec, ExponentialSpec):
+        return "exponential (permute-and-flip)"
+    if spec.kind == "laplace":
+        return "geometric" if spec.integer else "granular laplace"
+    return "discrete gaussian"
 
 
 @dataclass(frozen=True)
@@ -148,7 +157,7 @@ class Rows:
         return self.exact.counts[req.key][self.keep]
 
 
-class Aggregate:
+class Aggregate(Generic[P]):
     """One aggregate: its checks, plan, release and description (see the module docstring).
 
     Class attributes state what fronts, specs and docs need: ``op`` (the Query's name),
@@ -158,7 +167,9 @@ class Aggregate:
     per group beside others), :meth:`arguments` (what each name takes after the column) and
     ``mechanism_pages`` (the docs pages of its mechanisms, under ``docs/mechanisms/``). The
     CLI's tables, ``agg``'s names and the spec's positional arguments are derived from these
-    (:mod:`dpframe.core.aggregates`), never kept by hand.
+    (:mod:`dpframe.core.aggregates`), never kept by hand. ``main`` names the mechanism of
+    :attr:`MeasurePlan.mechanisms` whose name and noise the description leads with. ``P`` is
+    the type of its plans' :attr:`MeasurePlan.params`.
     """
 
     op: ClassVar[str]
@@ -170,6 +181,7 @@ class Aggregate:
     in_agg: ClassVar[bool] = True
     mechanism_pages: ClassVar[tuple[str, ...]] = ("geometric", "granular-laplace",
                                                   "discrete-gaussian")
+    main: ClassVar[str] = "count"
 
     def arguments(self, name: str) -> tuple[str, ...]:
         """The arguments the front method and spec entry ``name`` need after the column (a
@@ -187,19 +199,43 @@ class Aggregate:
         return 1
 
     def plan(self, ctx: PlanContext, m: Measure, eps: Fraction, delta: Fraction,
-             rho: Fraction | None) -> MeasurePlan:
+             rho: Fraction | None) -> MeasurePlan[P]:
         raise NotImplementedError
 
-    def release(self, mp: MeasurePlan, rows: Rows, rng: RandomSource, level: float,
+    def release(self, mp: MeasurePlan[P], rows: Rows, rng: RandomSource, level: float,
                 want_ci: bool) -> MeasureRelease:
         """Add the planned noise to the released groups' exact aggregates."""
         raise NotImplementedError
 
-    def describe(self, mp: MeasurePlan, level: float) -> dict[str, object]:
-        """Public description: mechanism, scale, granularity, interval half-width."""
-        return {**mp.describe_common(), **mp.describe_noise(level)}
+    def mechanism(self, mp: MeasurePlan[P]) -> str:
+        """The name of the mechanism releasing ``mp`` (dry runs, the ledger, provenance): that
+        of its ``main`` mechanism."""
+        return mechanism_name(mp.mechanisms[self.main])
 
-    def half_width(self, mp: MeasurePlan, level: float, min_rows: int | None) -> float:
+    def describe_common(self, mp: MeasurePlan[P]) -> dict[str, object]:
+        """What every measure's description starts with."""
+        m = mp.measure
+        return {"aggregate": m.name, "column": m.column, "mechanism": self.mechanism(mp),
+                "epsilon": float(mp.epsilon), "delta": float(mp.delta)}
+
+    def describe(self, mp: MeasurePlan[P], level: float) -> dict[str, object]:
+        """Public description: mechanism, then the ``main`` noise's scale, granularity,
+        sensitivity and interval half-width, then :meth:`describe_parts`, then its rho."""
+        noise = mp.additive(self.main)
+        d = self.describe_common(mp)
+        d.update(noise_scale=noise.scale, granularity=float(noise.granularity),
+                 sensitivity=float(noise.sensitivity), ci_level=level,
+                 ci_half_width=noise.half_width(level))
+        d.update(self.describe_parts(mp, level))
+        if noise.rho is not None:
+            d["rho"] = float(noise.rho)
+        return d
+
+    def describe_parts(self, mp: MeasurePlan[P], level: float) -> dict[str, object]:
+        """What the description adds for the mechanisms beside ``main`` (none by default)."""
+        return {}
+
+    def half_width(self, mp: MeasurePlan[P], level: float, min_rows: int | None) -> float:
         """The half-width of the ``level`` interval in the result's units, when it does not
         depend on the data (accuracy-first queries); ``ValidationError`` otherwise."""
         raise ValidationError(
@@ -208,23 +244,27 @@ class Aggregate:
             "histogram and mean (with min_rows=)")
 
 
-class AdditiveCount(Aggregate):
-    """Shared by aggregates released as one noisy integer per group (or per bin)."""
+class AdditiveCount(Aggregate[P]):
+    """Shared by aggregates released as one noisy integer per group (or per bin): the noise
+    ``"count"``."""
 
     numeric = False
 
-    def release(self, mp: MeasurePlan, rows: Rows, rng: RandomSource, level: float,
+    def release(self, mp: MeasurePlan[P], rows: Rows, rng: RandomSource, level: float,
                 want_ci: bool) -> MeasureRelease:
-        assert mp.noise is not None
-        noisy = mp.noise.add_noise(self.exact_counts(mp, rows), Fraction(1), rng)
-        hw = mp.noise.half_width(level)
+        noise = mp.additive("count")
+        noisy = noise.add_noise(self.exact_counts(mp, rows), Fraction(1), rng)
+        hw = noise.half_width(level)
         m = mp.measure
         return MeasureRelease(m.name, m.column, noisy, noisy - hw, noisy + hw,
-                              self.describe(mp, level))
+                              self.describe(mp, level), self.layout(mp))
 
-    def exact_counts(self, mp: MeasurePlan, rows: Rows) -> np.ndarray:
+    def exact_counts(self, mp: MeasurePlan[P], rows: Rows) -> np.ndarray:
         return rows.values(mp.requests[0])
 
-    def half_width(self, mp: MeasurePlan, level: float, min_rows: int | None) -> float:
-        assert mp.noise is not None
-        return mp.noise.half_width(level)
+    def layout(self, mp: MeasurePlan[P]) -> BinLayout | None:
+        """How the counts are laid out (one per group by default)."""
+        return None
+
+    def half_width(self, mp: MeasurePlan[P], level: float, min_rows: int | None) -> float:
+        return mp.additive("count").half_width(level)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from fractions import Fraction
 from functools import cached_property
+from typing import Any
 
 from ..errors import ValidationError
 from .accounting import PrivacyCost, poisson_subsampling, round_up, zcdp_to_approx_dp
@@ -49,7 +50,7 @@ class ReleasePlan:
 
     query: Query
     relation: Relation
-    measures: tuple[MeasurePlan, ...]
+    measures: tuple[MeasurePlan[Any], ...]
     selection: SelectionPlan | None
     cost: PrivacyCost
     contribution: Contribution = field(default_factory=Contribution)
@@ -76,7 +77,8 @@ class ReleasePlan:
 
     @property
     def mechanism(self) -> str:
-        return ", ".join(dict.fromkeys(mp.mechanism for mp in self.measures))
+        return ", ".join(dict.fromkeys(aggregate(mp.measure.op).mechanism(mp)
+                                       for mp in self.measures))
 
     def describe(self) -> dict[str, object]:
         level = self.query.ci or 0.95
@@ -114,9 +116,10 @@ def plan_query(query: Query, relation: Relation, column_kinds: dict[str, str]) -
         plans = _plan_measures(ctx, budgets)
     if one_count:  # the count's own noise, thresholded: the whole budget spent once
         selection = PLANNERS["key_selection"].plan(relation, contrib, query.epsilon,
-                                                   query.delta, plans[0].noise)
+                                                   query.delta, plans[0].additive("count"))
     rho_total = sum((r for _, _, r in budgets if r is not None), Fraction(0))
-    pure_gaussian = gaussian and selection is None and all(mp.em is None for mp in plans)
+    pure_gaussian = gaussian and selection is None and not any(
+        aggregate(mp.measure.op).exponential for mp in plans)
     diagnostics = (None if query.diagnostics is None
                    else plan_diagnostics(query.diagnostics, contrib.cap))
     cost = _cost(query, relation, rho_total if pure_gaussian and diagnostics is None else None)
@@ -238,8 +241,7 @@ def _plan_measures(ctx: PlanContext, budgets: Budgets) -> list[MeasurePlan]:
 
 def _block_parts(plans: list[MeasurePlan]) -> list[tuple[Fraction, Fraction]]:
     """Every Gaussian noise of a query's measures, as Theorem C's parts."""
-    return gaussian_parts([s for mp in plans
-                           for s in (mp.noise, mp.count_noise, mp.square_noise)])
+    return gaussian_parts([s for mp in plans for s in mp.noises()])
 
 
 #: Slacks tried (fractions of the analytic block's rho given up to the discrete correction).

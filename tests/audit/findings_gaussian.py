@@ -83,6 +83,8 @@ def finding_analytic_gaussian(seed: int) -> tuple[float, float, float, str]:
 def two_percent_less_sigma() -> Iterator[None]:
     """BROKEN on purpose: every analytic Gaussian block planned with 2% less sigma."""
     from dpframe.core import plan as plan_module
+    from dpframe.core.aggregates import aggregate
+    from dpframe.core.mechanisms import NoiseSpec
     from dpframe.core.memo import RecentCache
 
     real = plan_module._analytic_block
@@ -93,12 +95,13 @@ def two_percent_less_sigma() -> Iterator[None]:
             return None
         budgets, plans = out
         shrunk = []
-        for mp in plans:
-            noise = mp.noise
-            if noise is not None and noise.kind == "gaussian":
+        for mp in plans:  # the main noise of each measure (a mean's sum, not its count)
+            main = aggregate(mp.measure.op).main
+            noise = mp.mechanisms[main]
+            if isinstance(noise, NoiseSpec) and noise.kind == "gaussian":
                 noise = dataclasses.replace(noise, int_sigma2=noise.int_sigma2 * 49 / 50 * 49 / 50)
                 noise.__dict__.pop("scale", None)
-            shrunk.append(dataclasses.replace(mp, noise=noise))
+            shrunk.append(dataclasses.replace(mp, mechanisms={**mp.mechanisms, main: noise}))
         return budgets, shrunk
 
     with pytest.MonkeyPatch.context() as mp:

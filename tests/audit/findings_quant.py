@@ -89,11 +89,11 @@ def _laws(plan: object, cells: tuple[int, ...]) -> list[np.ndarray]:
     mp = plan.measures[0]  # type: ignore[attr-defined]
     q = mp.measure.q
     c = np.asarray([cells], dtype=np.int64)
-    laws = [pf_probabilities(rank_utilities(c, q)[0], mp.em)]
-    if mp.interval is not None:
-        t = mp.interval.t
-        laws.append(pf_probabilities(rank_utilities(c, q, t, -t)[0], mp.interval.lower))
-        laws.append(pf_probabilities(rank_utilities(c, q, t, t)[0], mp.interval.upper))
+    laws = [pf_probabilities(rank_utilities(c, q)[0], mp.exponential("choice"))]
+    t = mp.params.t
+    if t is not None:
+        laws.append(pf_probabilities(rank_utilities(c, q, t, -t)[0], mp.exponential("ci_lower")))
+        laws.append(pf_probabilities(rank_utilities(c, q, t, t)[0], mp.exponential("ci_upper")))
     return laws
 
 

@@ -2,12 +2,12 @@
 :class:`~dpframe.core.measure.Aggregate`.
 
 To add an aggregate: write its module here (checks, plan with the sensitivity and its proof
-sketch, release, description), add it to :data:`AGGREGATES`, add the Query's op name to
-:data:`dpframe.core.query.Op`, a front method on ``PrivateFrame`` / ``PrivateGroupBy`` and a
-docs row; the CLI's tables and ``agg``'s names are derived from the registry
-(:func:`agg_names`, :func:`positional`), and ``tests/core/test_registry.py`` and the shared
-contract (``tests/core/aggregate_contract.py``) fail until the rest exists (CONTRIBUTING.md
-has the checklist).
+sketch, its mechanisms by name and its own params type, release, description), add it to
+:data:`AGGREGATES`, add the Query's op name to :data:`dpframe.core.query.Op`, a front method
+on ``PrivateFrame`` / ``PrivateGroupBy`` and a docs row; the CLI's tables and ``agg``'s names
+are derived from the registry (:func:`agg_names`, :func:`positional`), and
+``tests/core/test_registry.py`` and the shared contract (``tests/core/aggregate_contract.py``)
+fail until the rest exists (CONTRIBUTING.md has the checklist).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from ..query import Measure, Query
 
 
-class Count(AdditiveCount):
+class Count(AdditiveCount[None]):
     op = "count"
     names = ("count",)
     summary = "rows per group, or non-missing values of a column"
@@ -29,11 +29,12 @@ class Count(AdditiveCount):
         return None
 
     def plan(self, ctx: PlanContext, m: Measure, eps: Fraction, delta: Fraction,
-             rho: Fraction | None) -> MeasurePlan:
+             rho: Fraction | None) -> MeasurePlan[None]:
         s = ctx.count_sensitivity()
         req = (AggregateRequest("rows") if m.column is None
                else AggregateRequest("nonnull", m.column))
-        return MeasurePlan(m, eps, delta, [req], noise=ctx.additive(s, eps, delta, rho, True))
+        return MeasurePlan(m, eps, delta, [req], {"count": ctx.additive(s, eps, delta, rho, True)},
+                           None)
 
 
 COUNT = Count()

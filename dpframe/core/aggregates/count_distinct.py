@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ..query import Measure, Query
 
 
-class CountDistinct(AdditiveCount):
+class CountDistinct(AdditiveCount[None]):
     op = "count_distinct"
     names = ("count_distinct",)
     summary = "distinct values of a column per group, each unit's contribution bounded"
@@ -29,12 +29,12 @@ class CountDistinct(AdditiveCount):
         return None
 
     def plan(self, ctx: PlanContext, m: Measure, eps: Fraction, delta: Fraction,
-             rho: Fraction | None) -> MeasurePlan:
+             rho: Fraction | None) -> MeasurePlan[None]:
         s = ctx.count_sensitivity()
         return MeasurePlan(m, eps, delta, [AggregateRequest("distinct", m.column)],
-                           noise=ctx.additive(s, eps, delta, rho, True))
+                           {"count": ctx.additive(s, eps, delta, rho, True)}, None)
 
-    def exact_counts(self, mp: MeasurePlan, rows: Rows) -> np.ndarray:
+    def exact_counts(self, mp: MeasurePlan[None], rows: Rows) -> np.ndarray:
         n = len(rows.exact.keys)
         groups, _ = rows.exact.distinct.get(mp.requests[0].key,
                                             (np.zeros(0, dtype=np.int64), None))

@@ -17,20 +17,20 @@ from __future__ import annotations
 import itertools
 import math
 import numbers
+from collections.abc import Sequence
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from ...errors import ValidationError
 from ..compute import AggregateRequest
-from ..measure import AdditiveCount, MeasurePlan, MeasureRelease, PlanContext, Rows
-from ..rng import RandomSource
+from ..measure import AdditiveCount, BinLayout, MeasurePlan, PlanContext
 from ..sensitivity import count_sensitivity, histogram_sensitivity
 
 if TYPE_CHECKING:
     from ..query import Measure, Query
 
 
-class Histogram(AdditiveCount):
+class Histogram(AdditiveCount[BinLayout]):
     op = "histogram"
     names = ("histogram",)
     summary = "counts per declared bin, exactly pd.cut's bins"
@@ -41,15 +41,7 @@ class Histogram(AdditiveCount):
         return ("bins",)
 
     def check(self, m: Measure, query: Query) -> None:
-        edges = m.edges or ()
-        inner = edges[1:-1]
-        if len(edges) < 2 or any(isinstance(e, bool) or not isinstance(e, numbers.Real)
-                                 for e in edges):
-            raise ValidationError("histogram bins must be >= 2 increasing edges, finite but "
-                                  "for a first edge -inf and a last edge +inf")
-        if any(math.isnan(e) for e in edges) or any(
-                not math.isfinite(e) for e in inner) or edges[0] == math.inf or \
-                edges[-1] == -math.inf or any(b <= a for a, b in itertools.pairwise(edges)):
+        if not valid_edges(m.edges or ()):
             raise ValidationError("histogram bins must be >= 2 increasing edges, finite but "
                                   "for a first edge -inf and a last edge +inf")
         if not isinstance(m.right, bool) or not isinstance(m.include_lowest, bool):
@@ -59,22 +51,40 @@ class Histogram(AdditiveCount):
         return len(m.edges or ())
 
     def plan(self, ctx: PlanContext, m: Measure, eps: Fraction, delta: Fraction,
-             rho: Fraction | None) -> MeasurePlan:
+             rho: Fraction | None) -> MeasurePlan[BinLayout]:
         # grouped, the bins of all groups are the cells of one count (a unit's rows land in at
         # most its groups' cells): the grouped count's sensitivity; ungrouped, the bins alone
         s = (count_sensitivity(ctx.relation, ctx.contribution, True) if ctx.grouped
              else histogram_sensitivity(ctx.relation, ctx.contribution))
         assert m.edges is not None
-        req = AggregateRequest("bins", m.column, edges=tuple(m.edges), right=m.right,
-                               include_lowest=m.include_lowest)
-        return MeasurePlan(m, eps, delta, [req], noise=ctx.additive(s, eps, delta, rho, True))
+        bins = BinLayout(tuple(m.edges), m.right, m.include_lowest)
+        req = AggregateRequest("bins", m.column, edges=bins.edges, right=bins.right,
+                               include_lowest=bins.include_lowest)
+        return MeasurePlan(m, eps, delta, [req],
+                           {"count": ctx.additive(s, eps, delta, rho, True)}, bins)
 
-    def release(self, mp: MeasurePlan, rows: Rows, rng: RandomSource, level: float,
-                want_ci: bool) -> MeasureRelease:
-        out = super().release(mp, rows, rng, level, want_ci)
-        m = mp.measure
-        out.bins, out.right, out.include_lowest = m.edges, m.right, m.include_lowest
-        return out
+    def layout(self, mp: MeasurePlan[BinLayout]) -> BinLayout:
+        """The declared bins (the plan's params): the counts are per group and bin."""
+        return mp.params
+
+
+def valid_edges(edges: Sequence[object]) -> bool:
+    """Whether ``edges`` are at least two increasing real numbers (not bools), finite but for
+    a first edge -inf and a last edge +inf, as ``pd.cut`` takes them (public: declared)."""
+    if len(edges) < 2 or not all(_real(e) for e in edges):
+        return False
+    reals = cast(Sequence[float], edges)
+    return _outer(reals[0], reals[-1]) and all(math.isfinite(e) for e in reals[1:-1]) and all(
+        a < b for a, b in itertools.pairwise(reals))
+
+
+def _real(e: object) -> bool:
+    return isinstance(e, numbers.Real) and not isinstance(e, bool)
+
+
+def _outer(first: float, last: float) -> bool:
+    """The outer edges: numbers, the first may be -inf and the last +inf."""
+    return not (math.isnan(first) or math.isnan(last) or first == math.inf or last == -math.inf)
 
 
 HISTOGRAM = Histogram()

@@ -157,12 +157,14 @@ def grid_cells(m: Measure, groups: int) -> int:
 
 
 @dataclass(frozen=True)
-class RankInterval:
-    """The interval's two mechanisms and the public rank offset ``t`` (also the padding)."""
+class QuantileParams:
+    """A quantile plan's public parameters: its ``cells`` or, for bounds estimation, its
+    log-spaced ``candidates`` (points); with ``ci=``, the rank offset ``t`` of the interval's
+    two mechanisms (``"ci_lower"`` and ``"ci_upper"``; also the padding)."""
 
-    lower: ExponentialSpec
-    upper: ExponentialSpec
-    t: int
+    cells: CellGrid | None = None
+    candidates: F64 | None = None
+    t: int | None = None
 
 
 def rank_offset(em: ExponentialSpec, b: int, level: float) -> int:
@@ -190,12 +192,13 @@ def rank_utilities(cells: I64, q: Fraction, pad: int = 0, shift: int = 0) -> I64
     return -np.maximum(0, np.maximum(b * below - target, target - b * (below + c)))
 
 
-class Quantile(Aggregate):
+class Quantile(Aggregate[QuantileParams]):
     op = "quantile"
     names = ("max", "min", "median", "quantile")
     summary = "a quantile of values clamped to the declared bounds, on fine public cells"
     exponential = True
     mechanism_pages = ("exponential", "quantiles")
+    main = "choice"
 
     def arguments(self, name: str) -> tuple[str, ...]:
         return () if name in LEVELS else ("q",)
@@ -217,7 +220,7 @@ class Quantile(Aggregate):
         return grid_cells(m, groups)
 
     def plan(self, ctx: PlanContext, m: Measure, eps: Fraction, delta: Fraction,
-             rho: Fraction | None) -> MeasurePlan:
+             rho: Fraction | None) -> MeasurePlan[QuantileParams]:
         assert m.q is not None and m.column is not None
         lo, hi = ctx.query.bounds_of(m.column)
         usens = quantile_utility_sensitivity(ctx.relation, m.q, ctx.contribution)
@@ -228,77 +231,76 @@ class Quantile(Aggregate):
             req = AggregateRequest("grid", m.column, float(lo), float(hi),
                                    edges=tuple(cands.tolist()))
             em = ExponentialSpec(per_group_eps, usens, m.grid)
-            return MeasurePlan(m, eps, delta, [req], em=em, candidates=cands,
-                               bounds=(float(lo), float(hi)))
+            return MeasurePlan(m, eps, delta, [req], {"choice": em},
+                               QuantileParams(candidates=cands))
         grid = cell_grid(float(lo), float(hi), grid_cells(m, ctx.query.cell_groups),
                          ctx.column_kinds.get(m.column) in ("int", "bool"))
-        interval = None
-        if ctx.query.ci is not None:
-            est, low, up = (per_group_eps * s for s in CI_SPLIT)
-            em = ExponentialSpec(est, usens, grid.n)
-            lower = ExponentialSpec(low, usens, grid.n + 2)
-            upper = ExponentialSpec(up, usens, grid.n + 2)
-            t = max(rank_offset(lower, m.q.denominator, float(ctx.query.ci)),
-                    rank_offset(upper, m.q.denominator, float(ctx.query.ci)))
-            interval = RankInterval(lower, upper, t)
-        else:
-            em = ExponentialSpec(per_group_eps, usens, grid.n)
-        return MeasurePlan(m, eps, delta, [grid.request(m.column)], em=em,
-                           bounds=(float(lo), float(hi)), cells=grid, interval=interval)
+        if ctx.query.ci is None:
+            return MeasurePlan(m, eps, delta, [grid.request(m.column)],
+                               {"choice": ExponentialSpec(per_group_eps, usens, grid.n)},
+                               QuantileParams(grid))
+        est, low, up = (per_group_eps * s for s in CI_SPLIT)
+        lower = ExponentialSpec(low, usens, grid.n + 2)
+        upper = ExponentialSpec(up, usens, grid.n + 2)
+        t = max(rank_offset(lower, m.q.denominator, float(ctx.query.ci)),
+                rank_offset(upper, m.q.denominator, float(ctx.query.ci)))
+        return MeasurePlan(m, eps, delta, [grid.request(m.column)],
+                           {"choice": ExponentialSpec(est, usens, grid.n), "ci_lower": lower,
+                            "ci_upper": upper}, QuantileParams(grid, t=t))
 
-    def release(self, mp: MeasurePlan, rows: Rows, rng: RandomSource, level: float,
-                want_ci: bool) -> MeasureRelease:
-        m = mp.measure
-        assert mp.em is not None and m.q is not None
+    def release(self, mp: MeasurePlan[QuantileParams], rows: Rows, rng: RandomSource,
+                level: float, want_ci: bool) -> MeasureRelease:
+        m, em, t = mp.measure, mp.exponential(), mp.params.t
+        assert m.q is not None
         cells = rows.values(mp.requests[0])  # [groups, candidates]
-        if mp.cells is None:
+        if mp.params.cells is None:
             return self._release_points(mp, cells, rng, level)
-        grid = mp.cells
-        vals = grid.value(mp.em.choose(rank_utilities(cells, m.q), rng), rng)
+        grid = mp.params.cells
+        vals = grid.value(em.choose(rank_utilities(cells, m.q), rng), rng)
         lower = upper = np.full(vals.shape, np.nan)
-        iv = mp.interval
-        if iv is not None:
-            lo_idx = iv.lower.choose(rank_utilities(cells, m.q, iv.t, -iv.t), rng) - 1
-            hi_idx = iv.upper.choose(rank_utilities(cells, m.q, iv.t, iv.t), rng) - 1
+        if t is not None:
+            iv_lower, iv_upper = mp.exponential("ci_lower"), mp.exponential("ci_upper")
+            lo_idx = iv_lower.choose(rank_utilities(cells, m.q, t, -t), rng) - 1
+            hi_idx = iv_upper.choose(rank_utilities(cells, m.q, t, t), rng) - 1
             lower = np.minimum(grid.lower_edge(lo_idx), vals)
             upper = np.maximum(grid.upper_edge(hi_idx), vals)
         return MeasureRelease(m.name, m.column, vals, lower, upper, self.describe(mp, level))
 
-    def _release_points(self, mp: MeasurePlan, cells: I64, rng: RandomSource,
+    def _release_points(self, mp: MeasurePlan[QuantileParams], cells: I64, rng: RandomSource,
                         level: float) -> MeasureRelease:
         """The log-spaced candidate points of bounds estimation: a value counts at the first
         candidate >= it; utility minus the rank error of the candidate."""
-        m = mp.measure
-        assert mp.em is not None and mp.candidates is not None and m.q is not None
+        m, candidates = mp.measure, mp.params.candidates
+        assert candidates is not None and m.q is not None
         below = np.concatenate([np.zeros((cells.shape[0], 1), dtype=np.int64),
                                 np.cumsum(cells, axis=1)[:, :-1]], axis=1)
         above = cells.sum(axis=1, keepdims=True) - below - cells
         qn, qd = m.q.numerator, m.q.denominator
-        idx = mp.em.choose(-np.abs((qd - qn) * below - qn * above), rng)
-        vals = mp.candidates[idx]
+        idx = mp.exponential().choose(-np.abs((qd - qn) * below - qn * above), rng)
+        vals = candidates[idx]
         nan = np.full(vals.shape, np.nan)
         return MeasureRelease(m.name, m.column, vals, nan, nan, self.describe(mp, level))
 
-    def describe(self, mp: MeasurePlan, level: float) -> dict[str, object]:
+    def describe(self, mp: MeasurePlan[QuantileParams], level: float) -> dict[str, object]:
         """The cells, the estimate's rank error at ``level`` and the interval's rank offset."""
-        m, em = mp.measure, mp.em
-        assert em is not None and mp.bounds is not None
-        d = mp.describe_common()
+        m, em, params = mp.measure, mp.exponential(), mp.params
+        d = self.describe_common(mp)
         b = max(1, (m.q or Fraction(1)).denominator)
         d.update(candidates=em.n_candidates, utility_sensitivity=em.utility_sensitivity,
                  rank_error=em.utility_error(level) / b)
-        if mp.cells is not None:
-            g = mp.cells
+        if params.cells is not None:
+            g = params.cells
             d.update(grid="integers" if g.integer else "cells", cells=g.n,
                      grid_step=1.0 if g.integer else g.width)
-            if mp.interval is not None:
-                d.update(ci_level=level, ci_rank_offset=mp.interval.t,
+            if params.t is not None:
+                d.update(ci_level=level, ci_rank_offset=params.t,
                          estimate_epsilon=float(em.epsilon),
-                         ci_epsilon=float(mp.interval.lower.epsilon + mp.interval.upper.epsilon))
+                         ci_epsilon=float(mp.exponential("ci_lower").epsilon
+                                          + mp.exponential("ci_upper").epsilon))
             return d
         d["grid_step"] = None
-        if mp.candidates is not None:
-            pos = mp.candidates[mp.candidates > 0]
+        if params.candidates is not None:
+            pos = params.candidates[params.candidates > 0]
             d["grid"] = "log"
             d["grid_relative_step"] = float(pos[1] / pos[0] - 1) if pos.size > 1 else None
         return d

@@ -21,35 +21,34 @@ if TYPE_CHECKING:
     from ..query import Measure
 
 
-class Sum(Aggregate):
+class Sum(Aggregate[None]):
     op = "sum"
     names = ("sum",)
     summary = "sum of values clamped to the declared bounds"
+    main = "sum"
 
     def plan(self, ctx: PlanContext, m: Measure, eps: Fraction, delta: Fraction,
-             rho: Fraction | None) -> MeasurePlan:
+             rho: Fraction | None) -> MeasurePlan[None]:
         assert m.column is not None
         lo, hi = ctx.query.bounds_of(m.column)
         is_int = ctx.column_kinds.get(m.column) in ("int", "bool")
         req = fixed_point_request(m.column, lo, hi, Fraction(0), is_int)
         s = ctx.sum_sensitivity(req)
         return MeasurePlan(m, eps, delta, [req],
-                           noise=ctx.additive(s, eps, delta, rho, req.integer, req.unit),
-                           bounds=(float(lo), float(hi)))
+                           {"sum": ctx.additive(s, eps, delta, rho, req.integer, req.unit)}, None)
 
-    def release(self, mp: MeasurePlan, rows: Rows, rng: RandomSource, level: float,
+    def release(self, mp: MeasurePlan[None], rows: Rows, rng: RandomSource, level: float,
                 want_ci: bool) -> MeasureRelease:
-        assert mp.noise is not None
+        noise = mp.additive("sum")
         req = mp.requests[0]
-        noisy = mp.noise.add_noise(rows.values(req), req.unit, rng)
-        hw = mp.noise.half_width(level)
+        noisy = noise.add_noise(rows.values(req), req.unit, rng)
+        hw = noise.half_width(level)
         m = mp.measure
         return MeasureRelease(m.name, m.column, noisy, noisy - hw, noisy + hw,
                               self.describe(mp, level))
 
-    def half_width(self, mp: MeasurePlan, level: float, min_rows: int | None) -> float:
-        assert mp.noise is not None
-        return mp.noise.half_width(level)
+    def half_width(self, mp: MeasurePlan[None], level: float, min_rows: int | None) -> float:
+        return mp.additive("sum").half_width(level)
 
 
 SUM = Sum()

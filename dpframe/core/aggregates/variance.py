@@ -20,15 +20,17 @@ from ..compute import fixed_point_request, square_request
 from ..intervals import variance_estimate, variance_interval
 from ..measure import Aggregate, MeasurePlan, MeasureRelease, PlanContext, Rows
 from ..rng import RandomSource
+from .mean import Bounds, describe_ratio
 
 if TYPE_CHECKING:
     from ..query import Measure, Query
 
 
-class Variance(Aggregate):
+class Variance(Aggregate[Bounds]):
     op = "var"
     names = ("var",)
     summary = "variance of values clamped to the declared bounds (ddof as pandas)"
+    main = "sum"
 
     def check(self, m: Measure, query: Query) -> None:
         super().check(m, query)
@@ -37,7 +39,7 @@ class Variance(Aggregate):
             raise ValidationError("ddof must be 0 (population) or 1 (sample, pandas' default)")
 
     def plan(self, ctx: PlanContext, m: Measure, eps: Fraction, delta: Fraction,
-             rho: Fraction | None) -> MeasurePlan:
+             rho: Fraction | None) -> MeasurePlan[Bounds]:
         assert m.column is not None
         lo, hi = ctx.query.bounds_of(m.column)
         req = fixed_point_request(m.column, lo, hi, (lo + hi) / 2, False, with_count=True)
@@ -48,31 +50,36 @@ class Variance(Aggregate):
         third = rho / 3 if rho is not None else None
         return MeasurePlan(
             m, eps, delta, [req, sq],
-            noise=ctx.additive(s_sum, eps / 3, delta, third, False, req.unit),
-            count_noise=ctx.additive(s_cnt, eps / 3, delta, third, True),
-            square_noise=ctx.additive(s_sq, eps / 3, delta, third, False, sq.unit),
-            bounds=(float(lo), float(hi)))
+            {"sum": ctx.additive(s_sum, eps / 3, delta, third, False, req.unit),
+             "count": ctx.additive(s_cnt, eps / 3, delta, third, True),
+             "squares": ctx.additive(s_sq, eps / 3, delta, third, False, sq.unit)},
+            (float(lo), float(hi)))
 
-    def release(self, mp: MeasurePlan, rows: Rows, rng: RandomSource, level: float,
+    def release(self, mp: MeasurePlan[Bounds], rows: Rows, rng: RandomSource, level: float,
                 want_ci: bool) -> MeasureRelease:
-        assert mp.noise is not None and mp.count_noise is not None
-        assert mp.square_noise is not None and mp.bounds is not None
+        noise, count_noise, squares = (mp.additive(n) for n in ("sum", "count", "squares"))
         req, sq = mp.requests
         m = mp.measure
-        noisy_sum = mp.noise.add_noise(rows.values(req), req.unit, rng).astype(np.float64)
-        noisy_cnt = mp.count_noise.add_noise(rows.counts(req), Fraction(1),
-                                             rng).astype(np.float64)
-        noisy_sq = mp.square_noise.add_noise(rows.values(sq), sq.unit, rng).astype(np.float64)
-        est = variance_estimate(noisy_sum, noisy_cnt, noisy_sq, mp.bounds, m.ddof)
+        noisy_sum = noise.add_noise(rows.values(req), req.unit, rng).astype(np.float64)
+        noisy_cnt = count_noise.add_noise(rows.counts(req), Fraction(1), rng).astype(np.float64)
+        noisy_sq = squares.add_noise(rows.values(sq), sq.unit, rng).astype(np.float64)
+        est = variance_estimate(noisy_sum, noisy_cnt, noisy_sq, mp.params, m.ddof)
         if want_ci:
-            lower, upper = variance_interval(noisy_sum, noisy_cnt, noisy_sq, mp.noise,
-                                             mp.count_noise, mp.square_noise, mp.bounds,
-                                             m.ddof, level)
+            lower, upper = variance_interval(noisy_sum, noisy_cnt, noisy_sq, noise, count_noise,
+                                             squares, mp.params, m.ddof, level)
         else:
             lower = upper = np.full(est.shape, np.nan)
         est, lower, upper = self.finish(est), self.finish(lower), self.finish(upper)
         return MeasureRelease(m.name, m.column, est, lower.reshape(est.shape),
                               upper.reshape(est.shape), self.describe(mp, level))
+
+    def describe_parts(self, mp: MeasurePlan[Bounds], level: float) -> dict[str, object]:
+        """The count's noise (:func:`~dpframe.core.aggregates.mean.describe_ratio`), then the
+        squares' scale and sensitivity."""
+        squares = mp.additive("squares")
+        return {**describe_ratio(mp.additive("sum"), mp.additive("count"), level),
+                "square_noise_scale": squares.scale,
+                "square_sensitivity": float(squares.sensitivity)}
 
     def finish(self, variance: np.ndarray) -> np.ndarray:
         """From a variance to this aggregate's unit (post-processing)."""
