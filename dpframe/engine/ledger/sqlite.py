@@ -40,6 +40,7 @@ from .connection import LedgerConnection
 from .diagnose import SQLITE_CANTOPEN, SQLITE_READONLY, corrupt, sqlite_code, tampered
 from .files import create_atomically, ledger_file
 from .legacy import (
+    check_header,
     check_legacy,
     legacy_costs,
     legacy_spent,
@@ -221,7 +222,7 @@ class SqliteLedger:
                 if row is None or row[0] != APP_ID:
                     raise LedgerError(f"{ledger.path} is not a dpframe ledger")
                 ledger._check_version(row[1])
-                if int(row[1]) >= SCHEMA_VERSION:
+                if int(row[1]) >= 2:  # chained already (schema 2 keeps its format)
                     return False
                 migrate(conn, ledger.path, session)
                 return True
@@ -323,6 +324,8 @@ class SqliteLedger:
                 check_legacy(conn, self.path)
                 self._legacy = True
                 legacy_total(conn)
+            else:
+                check_header(conn, self.path, int(row[1]), stamp=False)
             return read(conn)
 
         try:
@@ -394,8 +397,7 @@ class SqliteLedger:
         if int(row[1]) < 2:  # never migrated silently (legacy.py): refused, nothing changed
             check_legacy(conn, self.path)
             raise needs_migration(self.path)
-        if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-            stamp_header(conn)  # a schema-2 ledger created before the header was marked
+        check_header(conn, self.path, int(row[1]), stamp=True)
         if neighbouring is not None and row[2] != neighbouring:
             raise LedgerError(
                 f"ledger {self.path} accounts under neighbouring={row[2]!r}, not "
@@ -449,10 +451,11 @@ class SqliteLedger:
             "VALUES (?, ?, ?, ?, ?)",
             (APP_ID, SCHEMA_VERSION, created, rel, ledger_id),
         )
-        head = Head.first(genesis(APP_ID, created, rel, ledger_id), (epsilon, delta))
+        head = Head.first(genesis(APP_ID, created, rel, ledger_id), (epsilon, delta),
+                          SCHEMA_VERSION)
         head, _ = append(conn, head, "budget", self._budget_values(epsilon, delta, "created"))
         write_head(conn, head, insert=True)
-        stamp_header(conn)
+        stamp_header(conn, SCHEMA_VERSION)
 
     def _budget_values(self, eps: Fraction, delta: Fraction, note: str) -> dict[str, Any]:
         return {
