@@ -50,7 +50,6 @@ MAX_LINES = 700
 OVER_MAX_LINES = {
     "dpframe/backends/dask.py": 793,
     "dpframe/core/samplers.py": 767,
-    "dpframe/engine/ledger/sqlite.py": 751,
 }
 
 
