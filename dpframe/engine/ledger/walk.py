@@ -44,7 +44,8 @@ def ratio(text: Any) -> tuple[int, int]:
     :class:`_Bad` if it is malformed or missing."""
     if text.__class__ is str:
         num, slash, den = text.partition("/")
-        if slash and num.isascii() and den.isascii() and num.isdigit() and den.isdigit():
+        if (slash and num.isascii() and den.isascii() and num.isdigit() and den.isdigit()
+                and len(num) + len(den) < 4000):  # within int()'s digit limit
             d = int(den)
             if d:
                 return int(num), d

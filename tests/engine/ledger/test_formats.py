@@ -225,3 +225,23 @@ def test_verification_does_no_fraction_arithmetic_per_row(tmp_path: Path) -> Non
 
     small, big = fraction_calls(20), fraction_calls(200)
     assert big <= small + 20, (small, big)
+
+
+@pytest.mark.parametrize("text", ["3/9", "1/2", "0/1", "00/01", "-1/2", "0.5", " 1/2", "1e-3",
+                                  "1/0", "x", "", "/", "1/", "²/3", "1_0/3", "9" * 5000 + "/1",
+                                  None, b"1/2", 1])
+def test_the_walks_number_reader_agrees_with_parse_frac(text: Any) -> None:
+    """``ratio`` (integers, no Fraction on ``"num/den"``) reads exactly what ``parse_frac``
+    reads, and refuses exactly what it refuses (or what is missing)."""
+    from dpframe.engine.ledger.schema import parse_frac
+    from dpframe.engine.ledger.walk import _Bad, ratio
+    try:
+        want = parse_frac(text)
+    except dpf.LedgerError:
+        want = None
+    if want is None:
+        with pytest.raises(_Bad):
+            ratio(text)
+    else:
+        n, d = ratio(text)
+        assert d > 0 and Fraction(n, d) == want
