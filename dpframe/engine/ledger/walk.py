@@ -44,8 +44,7 @@ def ratio(text: Any) -> tuple[int, int]:
     :class:`_Bad` if it is malformed or missing."""
     if text.__class__ is str:
         num, slash, den = text.partition("/")
-        if (slash and num.isascii() and den.isascii() and num.isdigit() and den.isdigit()
-                and len(num) + len(den) < 4000):  # within int()'s digit limit
+        if slash and _digits(num) and _digits(den):
             d = int(den)
             if d:
                 return int(num), d
@@ -56,6 +55,11 @@ def ratio(text: Any) -> tuple[int, int]:
     if f is None:
         raise _Bad
     return f.numerator, f.denominator
+
+
+def _digits(text: str) -> bool:
+    """Whether ``text`` is ASCII digits only, well within ``int()``'s digit limit."""
+    return text.isascii() and text.isdigit() and len(text) < 2000
 
 
 def _with_request(
