@@ -114,7 +114,8 @@ def measure(folder: Path, n: int, repeat: int, all_up_to: int) -> dict[str, floa
         if has_all and n <= all_up_to else float("nan"),
         "show_verify_s": best(lambda: show_ledger(path, verify=True), slow),
         "verify_s": best(lambda: verify_ledger(path, []), slow),
-        "verify_cpu_s": best(lambda: verify_ledger(path, []), slow, time.process_time),
+        # CPU time is what the target is about; on a shared machine one sample is noisy
+        "verify_cpu_s": best(lambda: verify_ledger(path, []), max(slow, 3), time.process_time),
         "open_charge_cpu_ms": 1e3 * best(lambda: open_charge(path), repeat, time.process_time),
     }
     rows = 2 * n + 1

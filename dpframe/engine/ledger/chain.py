@@ -1,22 +1,21 @@
 """The SHA-256 hash chain of a SQLite ledger: row digests, the sealed head, verification.
 
 Every accounting row (budget rows, entries, outcomes, the privacy-unit binding) is a link of
-one chain: ``row_hash = sha256(prev_hash || canonical row)``, the first ``prev_hash`` being a
-hash of the ledger's identity. The chain's head (row count, last hash) and the running totals
-the ledger charges from are kept in the ``chain_head`` row, updated in the same transaction and
-sealed by a hash. A deleted (even the last), edited, inserted or reordered row fails
-verification; it is never read as a smaller spend. The hash is not keyed: it detects edits made
-with ordinary tools, not a forger who recomputes the whole chain.
+one chain: ``row_hash = sha256(encoding of (table, seq, id, prev_hash, *hashed values))``
+(:mod:`.formats`: one encoding per schema version), the first ``prev_hash`` being a hash of the
+ledger's identity. The chain's head (row count, last hash) and the running totals the ledger
+charges from are kept in the ``chain_head`` row, updated in the same transaction and sealed by a
+hash. A deleted (even the last), edited, inserted or reordered row fails verification; it is
+never read as a smaller spend. The hash is not keyed: it detects edits made with ordinary
+tools, not a forger who recomputes the whole chain.
 """
 
 from __future__ import annotations
 
-import hashlib
-import heapq
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -24,38 +23,25 @@ from typing import Any
 from ...core.accounting import SpendTotals
 from ...errors import LedgerError
 from .diagnose import tampered
-from .schema import APP_ID, CHAINED, NEIGHBOURING, frac_text, parse_frac
+from .formats import GENESIS, ROW_HASH, ROW_SQL, WIDTH, canon, sha
+from .schema import APP_ID, CHAINED, NEIGHBOURING, SCHEMA_VERSION, frac_text, parse_frac
+from .walk import Walk
 
-_ZERO_HASH = "0" * 64
 _HEAD_COLS = (
     "rows, hash, budget_epsilon, budget_delta, spent_epsilon, spent_delta, pure_epsilon, "
     "all_delta, gauss_epsilon, gauss_delta, gauss_rho, any_gauss, privacy_unit"
 )
 
 
-_ENCODER = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"))  # json.dumps's output
-
-
-def _canon(values: Iterable[Any]) -> str:
-    return _ENCODER.encode(values if isinstance(values, list) else list(values))
-
-
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def row_hash(prev: str, table: str, seq: int, rid: int, values: Iterable[Any]) -> str:
-    """``sha256(prev_hash || canonical serialization)`` of one chained row."""
-    return _sha(prev + "\n" + _canon([table, seq, rid, *values]))
-
-
-def genesis(app: Any, created: Any, neighbouring: Any, ledger_id: Any) -> str:
-    """The ``prev_hash`` of the first row: the ledger's identity and neighbouring relation."""
-    return _sha(_ZERO_HASH + "\n" + _canon(["genesis", app, created, neighbouring, ledger_id]))
+def genesis(app: Any, created: Any, neighbouring: Any, ledger_id: Any,
+            version: int = SCHEMA_VERSION) -> str:
+    """The ``prev_hash`` of the first row: the ledger's identity and neighbouring relation (and,
+    from schema 3, its version)."""
+    return GENESIS[version](app, created, neighbouring, ledger_id)
 
 
 def _seal(stored: list[Any]) -> str:
-    return _sha("head\n" + _canon(stored))
+    return sha("head\n" + canon(stored))
 
 
 @dataclass(frozen=True)
@@ -68,11 +54,15 @@ class Head:
     spent: tuple[Fraction, Fraction]
     totals: SpendTotals
     unit: str | None
+    #: The ledger's schema version: how its rows are hashed (:mod:`.formats`; not stored here)
+    version: int = SCHEMA_VERSION
 
     @classmethod
-    def first(cls, genesis_hash: str, budget: tuple[Fraction, Fraction]) -> Head:
+    def first(cls, genesis_hash: str, budget: tuple[Fraction, Fraction],
+              version: int = SCHEMA_VERSION) -> Head:
         """The head of a chain with no row yet."""
-        return cls(0, genesis_hash, budget, (Fraction(0), Fraction(0)), SpendTotals(), None)
+        return cls(0, genesis_hash, budget, (Fraction(0), Fraction(0)), SpendTotals(), None,
+                   version)
 
     def stored(self) -> list[Any]:
         """The head's values as stored (and sealed), in ``chain_head`` column order."""
@@ -85,12 +75,15 @@ class Head:
         ]
 
 
-def link(conn: sqlite3.Connection, head: Head, table: str, rid: int, values: list[Any]) -> Head:
-    """Chain the row ``rid`` of ``table`` (with hashed ``values``) after ``head``."""
+def link(conn: sqlite3.Connection, head: Head, table: str, rid: int) -> Head:
+    """Chain the row ``rid`` of ``table`` after ``head`` (hashed in the head's format)."""
     seq = head.rows + 1
-    digest = row_hash(head.hash, table, seq, rid, values)
-    conn.execute(f"UPDATE {table} SET seq = ?, prev_hash = ?, row_hash = ? WHERE id = ?",
-                 (seq, head.hash, digest, rid))
+    conn.execute(f"UPDATE {table} SET seq = ?, prev_hash = ? WHERE id = ?",
+                 (seq, head.hash, rid))
+    # hashed as stored (read back: exactly what a verification reads)
+    row = conn.execute(f"{ROW_SQL[table]} WHERE id = ?", (rid,)).fetchone()
+    digest = ROW_HASH[head.version](row, WIDTH[table])
+    conn.execute(f"UPDATE {table} SET row_hash = ? WHERE id = ?", (digest, rid))
     return replace(head, rows=seq, hash=digest)
 
 
@@ -108,7 +101,7 @@ def append(
                        (*vals, *more.values()))
     rid = cur.lastrowid
     assert rid is not None
-    return link(conn, head, table, int(rid), vals), int(rid)
+    return link(conn, head, table, int(rid)), int(rid)
 
 
 def write_head(conn: sqlite3.Connection, head: Head, *, insert: bool = False) -> None:
@@ -142,7 +135,7 @@ def _stored_head(conn: sqlite3.Connection, path: Path) -> list[Any]:
     return stored
 
 
-def _parse_head(stored: list[Any], path: Path) -> Head:
+def _parse_head(stored: list[Any], path: Path, version: int) -> Head:
     try:
         fr = [parse_frac(x) for x in stored[2:11]]
     except LedgerError as exc:
@@ -154,7 +147,7 @@ def _parse_head(stored: list[Any], path: Path) -> Head:
         rows=stored[0], hash=str(stored[1]), budget=(f[0], f[1]), spent=(f[2], f[3]),
         totals=SpendTotals(pure_eps=f[4], all_delta=f[5], g_eps=f[6], g_delta=f[7],
                            g_rho=f[8], any_g=bool(stored[11])),
-        unit=stored[12],
+        unit=stored[12], version=version,
     )
 
 
@@ -175,7 +168,10 @@ def _last_row(conn: sqlite3.Connection, path: Path) -> tuple[int, str] | None:
 def read_head(conn: sqlite3.Connection, path: Path, *, check_last: bool) -> Head:
     """The sealed ``chain_head`` row; with ``check_last``, also check that it points at the
     last chained row (O(log n): catches a deleted or appended last row)."""
-    head = _parse_head(_stored_head(conn, path), path)
+    version = conn.execute("SELECT version FROM dpframe_schema").fetchone()
+    if version is None or version[0] not in ROW_HASH:
+        raise tampered(path, "its schema version is malformed")
+    head = _parse_head(_stored_head(conn, path), path, version[0])
     if check_last and _last_row(conn, path) != (head.rows, head.hash):
         raise tampered(
             path, "its last rows do not match the chain head (a row was deleted or added)"
@@ -183,230 +179,53 @@ def read_head(conn: sqlite3.Connection, path: Path, *, check_last: bool) -> Head
     return head
 
 
-def _with_request(
-    t: SpendTotals, epsilon: Fraction, delta: Fraction, rho: Fraction | None
-) -> SpendTotals:
-    """``t`` plus one requested cost, as :meth:`SpendTotals.add` adds it, from the numbers of a
-    chained entry (no :class:`PrivacyCost` validation: a bad number fails as tampering)."""
-    if rho is None:
-        return SpendTotals(t.pure_eps + epsilon, t.all_delta + delta, t.g_eps, t.g_delta,
-                           t.g_rho, t.any_g)
-    return SpendTotals(t.pure_eps, t.all_delta + delta, t.g_eps + epsilon, t.g_delta + delta,
-                       t.g_rho + rho, True)
-
-
-_Row = tuple[Any, ...]
-_WIDTH = {table: 4 + len(cols) for table, cols in CHAINED.items()}  # where a row's values end
-
-
-@dataclass
-class _Walk:
-    """One verification pass over the chain, row by row in chain order: the running hash and
-    the accounting the rows add up to, to be compared with the sealed head at the end."""
-
-    path: Path
-    running: str
-    rows: int = 0
-    budget: tuple[Fraction, Fraction] | None = None
-    spent: tuple[Fraction, Fraction] = (Fraction(0), Fraction(0))
-    totals: SpendTotals = field(default_factory=SpendTotals)
-    unit: str | None = None
-    last_entry: int = 0
-    entries: int = 0
-    copies: dict[int, tuple[str, str]] = field(default_factory=dict)
-    outcomes: dict[int, tuple[str, str]] = field(default_factory=dict)
-    #: Parsed numbers by their text (a nightly job charges the same few costs again and again)
-    memo: dict[Any, Fraction | None] = field(default_factory=dict)
-    #: How many entries requested each (epsilon, delta, rho), as texts: added to ``totals``
-    #: once at the end (:meth:`all_totals`), not one Fraction sum per entry
-    requests: dict[tuple[Any, Any, Any], int] = field(default_factory=dict)
-
-    def all_totals(self) -> SpendTotals:
-        """The running totals: those resumed from a checkpoint plus every request walked."""
-        t = self.totals
-        for (e, d, rho), n in self.requests.items():
-            eps, delta, r = self.frac(e), self.frac(d), self.frac(rho)
-            assert eps is not None and delta is not None
-            t = _with_request(t, n * eps, n * delta, None if r is None else n * r)
-        return t
-
-    def frac(self, text: Any) -> Fraction | None:
-        """:func:`parse_frac` of ``text``, remembered."""
-        try:
-            return self.memo[text]
-        except KeyError:
-            pass
-        value = parse_frac(text)
-        if len(self.memo) < 4096:
-            self.memo[text] = value
-        return value
-
-    def state(self) -> dict[str, Any]:
-        """What a verified checkpoint stores of this walk (the entries still without an
-        outcome by id; their status copies are read again from the entries when resumed)."""
-        t = self.all_totals()
-        assert self.budget is not None
-        return {
-            "rows": self.rows, "hash": self.running,
-            "budget": [frac_text(self.budget[0]), frac_text(self.budget[1])],
-            "spent": [frac_text(self.spent[0]), frac_text(self.spent[1])],
-            "totals": [frac_text(x) for x in (t.pure_eps, t.all_delta, t.g_eps, t.g_delta,
-                                              t.g_rho)] + [int(t.any_g)],
-            "unit": self.unit, "last_entry": self.last_entry, "entries": self.entries,
-            "pending": sorted(e for e in self.copies if e not in self.outcomes),
-        }
-
-    @classmethod
-    def resume(cls, conn: sqlite3.Connection, path: Path, state: Mapping[str, Any]) -> _Walk:
-        """A walk continued after the checkpoint ``state`` (its pending entries' status copies
-        read again)."""
-        try:
-            walk = cls(path, str(state["hash"]), rows=int(state["rows"]),
-                       unit=state["unit"], last_entry=int(state["last_entry"]),
-                       entries=int(state["entries"]))
-            pending = [int(e) for e in state["pending"]]
-            g = _state_numbers(state, path)
-        except (KeyError, TypeError, ValueError, LedgerError) as exc:
-            raise tampered(path, "its checkpoint is malformed") from exc
-        walk.budget, walk.spent = (g[0], g[1]), (g[2], g[3])
-        walk.totals = SpendTotals(pure_eps=g[4], all_delta=g[5], g_eps=g[6], g_delta=g[7],
-                                  g_rho=g[8], any_g=bool(state["totals"][5]))
-        for i in range(0, len(pending), 500):
-            chunk = pending[i:i + 500]
-            rows = conn.execute(
-                f"SELECT id, status, details FROM entries WHERE id IN "
-                f"({', '.join('?' for _ in chunk)})", chunk).fetchall()
-            walk.copies.update((r[0], (r[1], r[2])) for r in rows)
-        if len(walk.copies) != len(pending):
-            raise tampered(path, "an entry pending at its checkpoint is missing")
-        return walk
-
-    def step(self, seq: int, table: str, r: _Row) -> None:
-        """Check row ``r`` of ``table`` (``seq, id, prev_hash, row_hash, *values``), the
-        ``seq``-th link of the chain, and add it to the accounting."""
-        self.rows += 1
-        n = self.rows
-        if seq != n:
-            raise tampered(self.path, f"row {n} of its hash chain is missing or duplicated")
-        rid, prev, digest = r[1], r[2], r[3]
-        values = r[4 : _WIDTH[table]]
-        if prev != self.running or digest != row_hash(self.running, table, seq, rid, values):
-            raise tampered(self.path, f"row {n} of its hash chain ({table} #{rid}) was changed")
-        self.running = digest
-        if table != "budget" and self.budget is None:
-            raise tampered(self.path, "its first chained row is not its budget")
-        _CHECKS[table](self, rid, values, r)
-
-    def _budget_row(self, rid: int, values: _Row, r: _Row) -> None:
-        be, bd = parse_frac(values[1]), parse_frac(values[2])
-        if be is None or bd is None or be <= 0 or not 0 <= bd <= 1:
-            raise tampered(self.path, f"budget #{rid} is malformed")
-        self.budget = (be, bd)
-
-    def _entry_row(self, rid: int, values: _Row, r: _Row) -> None:
-        """Check an entry: its charge is not negative, its cumulative spend (as stored, text)
-        is the spend before it plus its charge, its unit is the ledger's; count its request."""
-        c_e, c_d = self._charged(rid, values)
-        s_e, s_d = self.spent[0] + c_e, self.spent[1] + c_d
-        if c_e < 0 or c_d < 0 or not self._is_spend(values[10], values[11], s_e, s_d):
-            raise tampered(self.path, f"entry #{rid} does not add up with the entries before")
-        unit = values[14]
-        if unit is not None and unit != self.unit:
-            raise tampered(self.path, f"entry #{rid} names another privacy unit")
-        self.spent, self.last_entry = (s_e, s_d), rid
-        self.entries += 1
-        key = (values[5], values[6], values[7])  # requested epsilon, delta, rho (texts)
-        self.requests[key] = self.requests.get(key, 0) + 1
-        self.copies[rid] = (r[-2], r[-1])
-
-    def _charged(self, rid: int, values: _Row) -> tuple[Fraction, Fraction]:
-        """The charge (epsilon, delta) of entry ``rid``, once its numbers are well formed and
-        its id follows the last entry's."""
-        frac = self.frac
-        c_e, c_d = frac(values[8]), frac(values[9])
-        frac(values[7])  # a malformed rho fails here
-        if (c_e is None or c_d is None or frac(values[5]) is None or frac(values[6]) is None
-                or rid <= self.last_entry):
-            raise tampered(self.path, f"entry #{rid} is malformed")
-        return c_e, c_d
-
-    def _is_spend(self, text_e: Any, text_d: Any, s_e: Fraction, s_d: Fraction) -> bool:
-        """Whether the stored cumulative spend is ``(s_e, s_d)``: compared as text first (what
-        dpframe writes), as numbers otherwise (a migrated schema-1 entry)."""
-        if (text_e, text_d) == (frac_text(s_e), frac_text(s_d)):
-            return True
-        return (parse_frac(text_e), parse_frac(text_d)) == (s_e, s_d)
-
-    def _outcome_row(self, rid: int, values: _Row, r: _Row) -> None:
-        entry_id, _, status, details = values
-        if entry_id not in self.copies or entry_id in self.outcomes:
-            raise tampered(self.path, f"outcome #{rid} names no pending entry")
-        if status not in ("released", "failed"):
-            raise tampered(self.path, f"outcome #{rid} is malformed")
-        self.outcomes[entry_id] = (status, details)
-
-    def _unit_row(self, rid: int, values: _Row, r: _Row) -> None:
-        if self.unit is not None or not isinstance(values[1], str):
-            raise tampered(self.path, "its privacy unit was bound twice")
-        self.unit = values[1]
-
-    def finish(self, head: Head) -> None:
-        """Check that the rows end where the sealed head says and add up to its totals, and
-        that every entry's status copy matches its outcome."""
-        if self.rows != head.rows or self.running != head.hash:
-            raise tampered(
-                self.path,
-                "its chain ends before its recorded head (rows were deleted at the end)"
-                if self.rows < head.rows else "its rows do not match its chain head",
-            )
-        if not self._agrees_with(head):
-            raise tampered(self.path, "its chain head disagrees with its rows")
-        for eid, copy in self.copies.items():
-            if copy != self.outcomes.get(eid, ("charged", "{}")):
-                raise tampered(self.path, f"the status of entry #{eid} disagrees with its outcome")
-
-    def _agrees_with(self, head: Head) -> bool:
-        totals = self.all_totals()
-        bound = totals.spend()
-        return (
-            (self.budget, self.spent, totals, self.unit)
-            == (head.budget, head.spent, head.totals, head.unit)
-            and self.spent[0] >= bound.epsilon and self.spent[1] >= bound.delta
+def _finish(walk: Walk, head: Head) -> None:
+    """Check that the rows walked end where the sealed head says and add up to its totals, and
+    that no entry's status copy claims an outcome that no row records."""
+    path = walk.path
+    if walk.rows != head.rows or walk.running != head.hash:
+        raise tampered(
+            path,
+            "its chain ends before its recorded head (rows were deleted at the end)"
+            if walk.rows < head.rows else "its rows do not match its chain head",
         )
+    totals = walk.all_totals()
+    bound = totals.spend()
+    agrees = (
+        (walk.budget, walk.spent, totals, walk.unit)
+        == (head.budget, head.spent, head.totals, head.unit)
+        and walk.spent[0] >= bound.epsilon and walk.spent[1] >= bound.delta
+    )
+    if not agrees:
+        raise tampered(path, "its chain head disagrees with its rows")
+    eid = walk.unfinished()
+    if eid is not None:
+        raise tampered(path, f"the status of entry #{eid} disagrees with its outcome")
 
 
-def _state_numbers(state: Mapping[str, Any], path: Path) -> list[Fraction]:
-    """Budget, spent and running totals of a checkpoint's state, in this order."""
-    f = [parse_frac(x) for x in (*state["budget"], *state["spent"], *state["totals"][:5])]
-    g = [x for x in f if x is not None]
-    if len(g) != 9:
-        raise tampered(path, "its checkpoint is malformed")
-    return g
+#: Chain positions fetched per window (one query per table, merged by their ``seq``).
+WINDOW = 4096
 
 
-_CHECKS = {
-    "budget": _Walk._budget_row,
-    "entries": _Walk._entry_row,
-    "outcomes": _Walk._outcome_row,
-    "units": _Walk._unit_row,
-}
+def _walk_all(conn: sqlite3.Connection, walk: Walk) -> None:
+    """Walk every chained row after ``walk.rows``, in chain order: window by window of
+    positions, each table's rows of the window fetched along its ``seq`` index and merged by
+    position (cheaper than SQLite's ``UNION ALL ... ORDER BY`` merge); then check that no row
+    was left out (a position outside the windows walked, or none: the counts differ)."""
+    start = walk.rows
+    selects = [f"{ROW_SQL[t]} WHERE seq > ? AND seq <= ? ORDER BY seq" for t in CHAINED]
+    while True:
+        low = walk.rows
+        parts = [conn.execute(q, (low, low + WINDOW)).fetchall() for q in selects]
+        if not any(parts):
+            break
+        walk.run(parts)
+    where = f" WHERE seq > {int(start)}" if start else ""  # every row, when walked whole
+    held = sum(conn.execute(f"SELECT count(*) FROM {t}{where}").fetchone()[0] for t in CHAINED)
+    if held != walk.rows - start:
+        raise tampered(walk.path, "a chained row has no place in the hash chain (or a gap "
+                                  "before it)")
 
-
-def _chained_rows(
-    conn: sqlite3.Connection, path: Path, table: str, *, after: int = 0
-) -> Iterator[tuple[int, str, _Row]]:
-    """``(seq, table, row)`` for the rows of ``table`` in chain order (those after position
-    ``after`` when it is not 0; every row else, a row without a position included); an entry's
-    row ends with its ``status`` and ``details`` copy."""
-    cols = ", ".join(CHAINED[table])
-    copy = ", status, details" if table == "entries" else ""
-    where = f" WHERE seq > {int(after)}" if after else ""
-    for r in conn.execute(
-        f"SELECT seq, id, prev_hash, row_hash, {cols}{copy} FROM {table}{where} ORDER BY seq"
-    ):
-        if not isinstance(r[0], int):
-            raise tampered(path, f"a row of {table} has no place in the hash chain")
-        yield r[0], table, r
 
 
 def verify_chain(conn: sqlite3.Connection, path: Path, *, tail: bool = False
@@ -430,16 +249,14 @@ def verify_chain(conn: sqlite3.Connection, path: Path, *, tail: bool = False
     app, version, created, relation, ledger_id = schema[0]
     if relation not in NEIGHBOURING:
         raise tampered(path, "its neighbouring relation is malformed")
-    head = read_head(conn, path, check_last=False)
-    first = genesis(app, created, relation, ledger_id)
+    head = read_head(conn, path, check_last=False)  # checks the version
+    first = genesis(app, created, relation, ledger_id, version)
     if tail:
-        _check_budget_rows(conn, path, first)
-    walk = _start(conn, path, first, tail=tail)
+        _check_budget_rows(conn, path, first, version)
+    walk = _start(conn, path, first, version, tail=tail)
     start = walk.rows
-    rows = (_chained_rows(conn, path, t, after=start) for t in CHAINED)
-    for seq, table, r in heapq.merge(*rows):  # positions are unique: compared alone
-        walk.step(seq, table, r)
-    walk.finish(head)
+    _walk_all(conn, walk)
+    _finish(walk, head)
     return {
         "rows": walk.rows,
         "head": walk.running,
@@ -460,15 +277,18 @@ def advance_checkpoint(conn: sqlite3.Connection, path: Path, state: Mapping[str,
         write_checkpoint(conn, state)
 
 
-def _check_budget_rows(conn: sqlite3.Connection, path: Path, first: str) -> None:
+def _check_budget_rows(conn: sqlite3.Connection, path: Path, first: str, version: int) -> None:
     """Every budget row (a handful: the first and one per budget change), wherever it sits in
     the chain, against its own hash and its predecessor's: a tail walk covers only the rows
     since the checkpoint, and a budget is what an edit would raise."""
-    for seq, table, r in _chained_rows(conn, path, "budget"):
-        rid, prev, digest = r[1], r[2], r[3]
+    digest = ROW_HASH[version]
+    for r in conn.execute(f"{ROW_SQL['budget']} ORDER BY seq"):
+        seq = r[2]
+        if isinstance(seq, bool) or not isinstance(seq, int):
+            raise tampered(path, "a row of budget has no place in the hash chain")
         before = first if seq == 1 else hash_at(conn, seq - 1)
-        if prev != before or digest != row_hash(prev, table, seq, rid, r[4 : _WIDTH[table]]):
-            raise tampered(path, f"row {seq} of its hash chain ({table} #{rid}) was changed")
+        if r[4] != before or digest(r, WIDTH["budget"]) != r[0]:
+            raise tampered(path, f"row {seq} of its hash chain (budget #{r[3]}) was changed")
 
 
 def hash_at(conn: sqlite3.Connection, seq: int) -> str | None:
@@ -480,16 +300,17 @@ def hash_at(conn: sqlite3.Connection, seq: int) -> str | None:
     return None
 
 
-def _start(conn: sqlite3.Connection, path: Path, first: str, *, tail: bool) -> _Walk:
+def _start(conn: sqlite3.Connection, path: Path, first: str, version: int, *, tail: bool
+           ) -> Walk:
     """The walk to run: from the genesis hash ``first``, or (``tail``) from the stored
     checkpoint. Either way the checkpoint's row must still have the hash verified there."""
     stored = read_checkpoint(conn, path)
     if stored is not None:
         _check_checkpoint_row(conn, path, stored)
     if stored is None or not tail:
-        return _Walk(path, first)
+        return Walk(path, first, version)
     _check_positions(conn, path)
-    return _Walk.resume(conn, path, stored)
+    return Walk.resume(conn, path, version, stored)
 
 
 #: The verified checkpoint: a position of the chain, its row hash and the accounting up to it
@@ -505,8 +326,8 @@ CHECKPOINT = """CREATE TABLE IF NOT EXISTS chain_checkpoint (
 
 
 def write_checkpoint(conn: sqlite3.Connection, state: Mapping[str, Any]) -> None:
-    """Store ``state`` (a verified walk's, :meth:`_Walk.state`) as the checkpoint."""
-    text = _canon([state])
+    """Store ``state`` (a verified walk's, :meth:`.walk.Walk.state`) as the checkpoint."""
+    text = canon([state])
     conn.execute(CHECKPOINT)
     conn.execute("INSERT OR REPLACE INTO chain_checkpoint (id, seq, hash, state, seal) "
                  "VALUES (1, ?, ?, ?, ?)",

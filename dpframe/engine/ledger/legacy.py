@@ -38,6 +38,7 @@ from .schema import (
     STATUSES,
     UPGRADE_1_TO_2,
     frac_text,
+    header_version,
     parse_frac,
     run_script,
     stamp_header,
@@ -105,7 +106,8 @@ def _new_chain(conn: sqlite3.Connection, when: str) -> Head:
                  (SCHEMA_VERSION, ledger_id, when))
     app, created, rel = conn.execute(
         "SELECT app, created, neighbouring FROM dpframe_schema").fetchone()
-    return Head.first(genesis(app, created, rel, ledger_id), (Fraction(0), Fraction(0)))
+    return Head.first(genesis(app, created, rel, ledger_id, SCHEMA_VERSION),
+                      (Fraction(0), Fraction(0)), SCHEMA_VERSION)
 
 
 _COLS = {t: ", ".join(c) for t, c in CHAINED.items()}
@@ -114,7 +116,7 @@ _COLS = {t: ", ".join(c) for t, c in CHAINED.items()}
 def _chain_budget(conn: sqlite3.Connection, head: Head, rid: int, when: str) -> Head:
     """Chain budget row ``rid``; the head records its budget."""
     vals = conn.execute(f"SELECT {_COLS['budget']} FROM budget WHERE id = ?", (rid,)).fetchone()
-    head = link(conn, head, "budget", rid, list(vals))
+    head = link(conn, head, "budget", rid)
     be, bd = parse_frac(vals[1]), parse_frac(vals[2])
     assert be is not None and bd is not None
     return replace(head, budget=(be, bd))
@@ -125,7 +127,7 @@ def _chain_entry(conn: sqlite3.Connection, head: Head, rid: int, when: str) -> H
     records the entry's cumulative spend."""
     vals = conn.execute(f"SELECT {_COLS['entries']} FROM entries WHERE id = ?",
                         (rid,)).fetchone()
-    head = link(conn, head, "entries", rid, list(vals))
+    head = link(conn, head, "entries", rid)
     se, sd = parse_frac(vals[10]), parse_frac(vals[11])
     assert se is not None and sd is not None
     head = replace(head, spent=(se, sd))
@@ -222,6 +224,22 @@ def check_legacy(conn: sqlite3.Connection, path: Path) -> None:
                              "(a downgraded ledger)")
 
 
+def check_header(conn: sqlite3.Connection, path: Path, version: int, *, stamp: bool) -> None:
+    """Refuse (as tampered with) a chained ledger whose SQLite header names another schema than
+    its schema row (a schema-3 ledger relabelled as schema 2, whose genesis hash also differs);
+    with ``stamp`` (a writable open), mark a schema-2 ledger created before dpframe marked the
+    header."""
+    header = header_version(conn)
+    if header == version:
+        return
+    if version == 2 and header == 0:
+        if stamp:
+            stamp_header(conn, version)
+        return
+    raise tampered(path, f"its schema row says schema {version} but its SQLite header says "
+                         f"schema {header} (a downgraded ledger)")
+
+
 def needs_migration(path: Path) -> LedgerError:
     """A writable open of a schema-1 ledger: refused, nothing changed."""
     return LedgerError(
@@ -248,4 +266,4 @@ def migrate(conn: sqlite3.Connection, path: Path, session: str | None) -> None:
         "delta": frac_text(head.budget[1]), "session": session, "note": MIGRATION_NOTE,
     })
     write_head(conn, head)
-    stamp_header(conn)
+    stamp_header(conn, SCHEMA_VERSION)

@@ -2,7 +2,8 @@
 
 Fractions are stored exactly, as TEXT ``"num/den"``. Schema 2 (dpframe 0.2) adds the hash chain
 (``seq``, ``prev_hash``, ``row_hash`` columns, the ``outcomes``, ``units`` and ``chain_head``
-tables) to schema 1 (dpframe 0.1).
+tables) to schema 1 (dpframe 0.1). Schema 3 has the same tables and hashes the same fields, in a
+cheaper encoding (:mod:`.formats`); schema-2 ledgers keep theirs.
 """
 
 from __future__ import annotations
@@ -14,13 +15,15 @@ from typing import Any
 
 from ...errors import LedgerError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+#: The versions of a ledger with a hash chain (each with its row encoding, :mod:`.formats`).
+CHAINED_VERSIONS = (2, 3)
 APP_ID = "dpframe-ledger"
 STATUSES = ("charged", "released", "failed")
 NEIGHBOURING = ("add_remove", "change_one")
 SQLITE_MAGIC = b"SQLite format 3\x00"
 #: Written in the SQLite header (``PRAGMA application_id``) of every ledger of schema 2 or
-#: later, with ``PRAGMA user_version = SCHEMA_VERSION``; dpframe 0.1 (schema 1) set neither.
+#: later, with ``PRAGMA user_version`` = its schema version; dpframe 0.1 (schema 1) set neither.
 HEADER_APP_ID = 0x44504652  # "DPFR"
 
 #: The exact tables and columns of a schema-1 ledger (dpframe 0.1), which had no index, view
@@ -163,11 +166,16 @@ def run_script(conn: sqlite3.Connection, script: str) -> None:
             conn.execute(stmt)
 
 
-def stamp_header(conn: sqlite3.Connection) -> None:
-    """Mark the file as a ledger of this schema in SQLite's header (in the caller's write
-    transaction): a later downgrade to schema 1 must also erase this mark."""
+def stamp_header(conn: sqlite3.Connection, version: int) -> None:
+    """Mark the file as a ledger of schema ``version`` in SQLite's header (in the caller's write
+    transaction): a later downgrade to an older schema must also erase this mark."""
     conn.execute(f"PRAGMA application_id = {HEADER_APP_ID}")
-    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    conn.execute(f"PRAGMA user_version = {int(version)}")
+
+
+def header_version(conn: sqlite3.Connection) -> int:
+    """The schema version SQLite's header names (``PRAGMA user_version``; 0 when unmarked)."""
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
 
 
 def table_names(conn: sqlite3.Connection) -> set[str]:

@@ -16,15 +16,15 @@ import os
 import sqlite3
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, TypeVar
 
 from ..._json import jsonable
 from ...core.accounting import Number, PrivacyCost
-from ...core.numbers import format_number, validate_delta, validate_epsilon
-from ...errors import LedgerError, OutcomeNotRecordedError, ValidationError
+from ...core.numbers import format_number
+from ...errors import LedgerError, OutcomeNotRecordedError
 from .chain import (
     Head,
     advance_checkpoint,
@@ -40,6 +40,7 @@ from .connection import LedgerConnection
 from .diagnose import SQLITE_CANTOPEN, SQLITE_READONLY, corrupt, sqlite_code, tampered
 from .files import create_atomically, ledger_file
 from .legacy import (
+    check_header,
     check_legacy,
     legacy_costs,
     legacy_spent,
@@ -47,10 +48,11 @@ from .legacy import (
     migrate,
     needs_migration,
 )
+from .reports import LedgerSnapshot as LedgerSnapshot
+from .reports import checked_arguments, checked_path, snapshot
 from .room import free, reserve
 from .schema import (
     APP_ID,
-    NEIGHBOURING,
     SCHEMA,
     SCHEMA_2,
     SCHEMA_VERSION,
@@ -60,7 +62,6 @@ from .schema import (
     read_entries,
     run_script,
     stamp_header,
-    status_counts,
     table_names,
 )
 from .units import check_unit, meta_unit, unit_refused
@@ -70,53 +71,6 @@ _T = TypeVar("_T")
 
 class _NotPending(LedgerError):
     """:meth:`SqliteLedger.record` was asked for an entry that has no pending charge."""
-
-
-def _checked_path(path: Any) -> Path:
-    """``path`` (user expanded), if it names a file."""
-    if isinstance(path, bool) or not isinstance(path, str | os.PathLike):
-        raise ValidationError(f"ledger must be a file path, not {type(path).__name__}")
-    p = Path(os.fspath(path)).expanduser()
-    if str(path) in ("", ":memory:"):
-        raise ValidationError("ledger path must name a file (use ledger=None for memory)")
-    return p
-
-
-def _checked_arguments(
-    path: Any,
-    epsilon: Number | None,
-    delta: Number | None,
-    neighbouring: str | None,
-    allow_budget_change: bool,
-    readonly: bool,
-) -> tuple[Path, Fraction | None, Fraction]:
-    """The ledger's absolute path and budget, once the arguments are checked
-    (``ValidationError``)."""
-    p = _checked_path(path)
-    if neighbouring is not None and neighbouring not in NEIGHBOURING:
-        raise ValidationError(f"neighbouring must be one of {NEIGHBOURING}")
-    if readonly and (epsilon is not None or allow_budget_change):
-        raise ValidationError("a ledger opened read-only cannot be given a budget")
-    eps_total = None if epsilon is None else validate_epsilon(epsilon)
-    delta_total = validate_delta(0 if delta is None else delta)
-    return p.absolute(), eps_total, delta_total
-
-
-@dataclass(frozen=True)
-class LedgerSnapshot:
-    """A whole ledger read in one transaction (:meth:`SqliteLedger.read_snapshot`)."""
-
-    path: Path
-    neighbouring: str
-    total: tuple[Fraction, Fraction]
-    spent: tuple[Fraction, Fraction]
-    budget_history: list[dict[str, Any]]
-    entries: list[dict[str, Any]]
-    #: How many entries the ledger holds with each status (``entries`` may be the last ones).
-    counts: dict[str, int]
-    #: The chain's verification (as :meth:`SqliteLedger.verify` returns it); None for a
-    #: schema-1 ledger, which has no chain.
-    chain: dict[str, Any] | None
 
 
 class SqliteLedger:
@@ -153,7 +107,7 @@ class SqliteLedger:
         timeout: float = 60.0,
         readonly: bool = False,
     ) -> None:
-        self.path, eps_total, delta_total = _checked_arguments(
+        self.path, eps_total, delta_total = checked_arguments(
             path, epsilon, delta, neighbouring, allow_budget_change, readonly
         )
         self._setup(name, readonly, timeout,
@@ -193,7 +147,7 @@ class SqliteLedger:
         the chain) and refuses a schema-1 ledger, which has no chain, as :meth:`verify` does.
         ``LedgerError`` as opening read-only otherwise."""
         ledger = cls.__new__(cls)
-        ledger.path = _checked_path(path).absolute()
+        ledger.path = checked_path(path).absolute()
         ledger._setup(None, True, 60.0, needs_file=True)
         try:
             return ledger._open_readonly(lambda conn: ledger._snapshot(conn, integrity, last))
@@ -210,7 +164,7 @@ class SqliteLedger:
         report plus ``migrated`` (False: the ledger was already current, nothing written).
         ``LedgerError`` otherwise, nothing changed."""
         ledger = cls.__new__(cls)
-        ledger.path = _checked_path(path).absolute()
+        ledger.path = checked_path(path).absolute()
         ledger._setup(session, False, timeout, needs_file=True)
         nothing = "nothing was changed"
         try:
@@ -221,7 +175,7 @@ class SqliteLedger:
                 if row is None or row[0] != APP_ID:
                     raise LedgerError(f"{ledger.path} is not a dpframe ledger")
                 ledger._check_version(row[1])
-                if int(row[1]) >= SCHEMA_VERSION:
+                if int(row[1]) >= 2:  # chained already (schema 2 keeps its format)
                     return False
                 migrate(conn, ledger.path, session)
                 return True
@@ -323,6 +277,8 @@ class SqliteLedger:
                 check_legacy(conn, self.path)
                 self._legacy = True
                 legacy_total(conn)
+            else:
+                check_header(conn, self.path, int(row[1]), stamp=False)
             return read(conn)
 
         try:
@@ -394,8 +350,7 @@ class SqliteLedger:
         if int(row[1]) < 2:  # never migrated silently (legacy.py): refused, nothing changed
             check_legacy(conn, self.path)
             raise needs_migration(self.path)
-        if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-            stamp_header(conn)  # a schema-2 ledger created before the header was marked
+        check_header(conn, self.path, int(row[1]), stamp=True)
         if neighbouring is not None and row[2] != neighbouring:
             raise LedgerError(
                 f"ledger {self.path} accounts under neighbouring={row[2]!r}, not "
@@ -449,10 +404,11 @@ class SqliteLedger:
             "VALUES (?, ?, ?, ?, ?)",
             (APP_ID, SCHEMA_VERSION, created, rel, ledger_id),
         )
-        head = Head.first(genesis(APP_ID, created, rel, ledger_id), (epsilon, delta))
+        head = Head.first(genesis(APP_ID, created, rel, ledger_id), (epsilon, delta),
+                          SCHEMA_VERSION)
         head, _ = append(conn, head, "budget", self._budget_values(epsilon, delta, "created"))
         write_head(conn, head, insert=True)
-        stamp_header(conn)
+        stamp_header(conn, SCHEMA_VERSION)
 
     def _budget_values(self, eps: Fraction, delta: Fraction, note: str) -> dict[str, Any]:
         return {
@@ -513,16 +469,7 @@ class SqliteLedger:
             self._integrity_check(conn)
             if chain is None:
                 raise self._has_no_chain()
-        return LedgerSnapshot(
-            path=self.path,
-            neighbouring=self._neighbouring(conn),
-            total=self._total(conn),
-            spent=self._spent(conn),
-            budget_history=read_budget_history(conn),
-            entries=read_entries(conn, with_unit=not self._legacy, last=last),
-            counts=status_counts(conn),
-            chain=chain,
-        )
+        return snapshot(conn, self.path, chain, legacy=self._legacy, last=last)
 
     # -- interface ---------------------------------------------------------------------------
 

@@ -122,7 +122,7 @@ def test_a_schema_1_ledger_is_refused_until_migrated_explicitly(tmp_path: Path) 
     assert "Migrated" in result.output
     led = SqliteLedger(path)
     assert led.spent() == spent
-    assert led.verify()["schema_version"] == 2
+    assert led.verify()["schema_version"] == 3  # migrated to the current format
     history = led.budget_history()
     assert [h["note"].split(" ")[0] for h in history] == ["created", "migrated"]
     assert history[-1]["session"] == "dpframe ledger migrate"

@@ -14,7 +14,8 @@ import pytest
 
 from dpframe.core.accounting import PrivacyCost
 from dpframe.engine.ledger import SqliteLedger
-from dpframe.engine.ledger.chain import _HEAD_COLS, _seal, genesis, row_hash
+from dpframe.engine.ledger.chain import _HEAD_COLS, _seal, genesis
+from dpframe.engine.ledger.formats import ROW_HASH, ROW_SQL, WIDTH
 from dpframe.engine.ledger.schema import CHAINED
 from dpframe.errors import LedgerError
 from tests.cli._support import inproc
@@ -99,21 +100,21 @@ def _sql(path: Path, *statements: str) -> None:
 
 
 def rechain(path: Path) -> None:
-    """A forger's rewrite: recompute every row hash and the head's seal (the checkpoint left
-    as it was)."""
+    """A forger's rewrite: recompute every row hash (in the ledger's own format) and the head's
+    seal (the checkpoint left as it was)."""
     con = sqlite3.connect(path, isolation_level=None)
     try:
-        app, created, rel, lid = con.execute(
-            "SELECT app, created, neighbouring, ledger_id FROM dpframe_schema").fetchone()
+        app, version, created, rel, lid = con.execute(
+            "SELECT app, version, created, neighbouring, ledger_id FROM dpframe_schema").fetchone()
         rows = []
-        for table, cols in CHAINED.items():
-            for r in con.execute(f"SELECT seq, id, {', '.join(cols)} FROM {table}"):
-                rows.append((r[0], table, r[1], r[2:]))
-        prev = genesis(app, created, rel, lid)
-        for seq, table, rid, values in sorted(rows):
-            digest = row_hash(prev, table, seq, rid, values)
-            con.execute(f"UPDATE {table} SET prev_hash = ?, row_hash = ? WHERE id = ?",
-                        (prev, digest, rid))
+        for table in CHAINED:
+            rows += con.execute(ROW_SQL[table]).fetchall()
+        prev = genesis(app, created, rel, lid, version)
+        for r in sorted(rows, key=lambda r: r[2]):
+            r = (None, *r[1:4], prev, *r[5:])
+            digest = ROW_HASH[version](r, WIDTH[r[1]])
+            con.execute(f"UPDATE {r[1]} SET prev_hash = ?, row_hash = ? WHERE id = ?",
+                        (prev, digest, r[3]))
             prev = digest
         stored = list(con.execute(f"SELECT {_HEAD_COLS} FROM chain_head").fetchone())
         stored[1] = prev
