@@ -15,7 +15,7 @@ is bounding over all rows (docs/dask.md). With private keys, pairs are ordered b
 rank in the canonical order and priorities keyed on its word, alike in every block. With
 private keys or sampling, a bucket then runs the pandas backend on the rows it keeps. Buckets
 gather identifying columns without converting a value
-(:func:`~dpframe.backends.dask.conform.concat_exact`).
+(:func:`~dpframe.backends.dask.exchange.concat_exact`).
 
 The package's modules, along its seams:
 
