@@ -20,7 +20,7 @@ count gets two-sided geometric noise of scale ``D / (eps / 2)``: ``eps / 2``-DP 
 for both (basic composition), charged with the query (sequential composition: the query's
 epsilon plus ``eps``, in the same charge, before any noise). The counts are totals over the
 release, so disjoint groups need no split. The backends only count
-(:func:`~dpframe.core.transform.clamped_rows`, :func:`~dpframe.core.transform.dropped_rows`);
+(:func:`~dpframe.core.primitives.clamped_rows`, :func:`~dpframe.core.transform.dropped_rows`);
 the noise is added here, after the charge.
 """
 

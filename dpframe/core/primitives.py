@@ -11,6 +11,11 @@ Privacy: nothing here draws noise or reads the budget. Every result is an exact 
 the rows a block keeps after contribution bounding (:mod:`dpframe.core.transform`), and the
 merges are exact (int64 far from overflow, Python integers beyond), so the sensitivity the
 core's plan assumes holds for any split of the rows into blocks holding disjoint units.
+
+Each primitive also says which of a block's rows clamping moved (:meth:`Primitive.clamped`),
+so ``diagnostics=`` (:func:`clamped_rows`) counts what every primitive clamps, a new one
+included: the base class has no answer, and ``tests/core/test_primitives.py`` fails for a
+primitive that gives none.
 """
 
 from __future__ import annotations
@@ -36,7 +41,6 @@ from .transform import (
     bin_index,
     bounded_rows,
     cell_index,
-    clamped_rows,
     distinct_units_per_group,
     fixed_point,
     fixed_point_total,
@@ -50,6 +54,7 @@ from .transform import (
 I64 = npt.NDArray[np.int64]
 U64 = npt.NDArray[np.uint64]
 Bools = npt.NDArray[np.bool_]
+F64 = npt.NDArray[np.float64]
 
 
 class Columns(Protocol):
@@ -105,6 +110,8 @@ class Block:
 #: what a primitive returns: slot ("values", "counts", "distinct") -> per-group result
 Piece = dict[str, Any]
 Merge = Callable[..., Any]
+#: a request's column as float64 numbers on the block's rows (NaN: missing), read when called
+Values = Callable[[], F64]
 
 
 class Primitive:
@@ -117,6 +124,20 @@ class Primitive:
     def compute(self, req: AggregateRequest, block: Block) -> Piece:
         raise NotImplementedError
 
+    def clamped(self, req: AggregateRequest, values: Values) -> Bools | None:
+        """The rows whose value clamping moved for this request (a non-missing value outside
+        what the request reads: its bounds, a histogram's edges), or None when this primitive
+        clamps nothing (``values`` is then never read). Every primitive answers: the base
+        class has no answer, so ``diagnostics=`` cannot silently miss a new primitive."""
+        raise NotImplementedError(f"{type(self).__name__} does not say which rows it clamps")
+
+
+def _outside_bounds(req: AggregateRequest, values: Values) -> Bools:
+    """Non-missing values outside the request's bounds [lo, hi] (NaN compares false)."""
+    x = values()
+    with np.errstate(invalid="ignore"):
+        return (x < req.lo) | (x > req.hi)
+
 
 class Rows(Primitive):
     """Rows per group."""
@@ -128,6 +149,9 @@ class Rows(Primitive):
             return {"values": np.array([block.codes.size], dtype=np.int64)}
         return {"values": grouped_count(block.codes, block.ng)}
 
+    def clamped(self, req: AggregateRequest, values: Values) -> None:
+        return None  # counts rows: no value read
+
 
 class NonNull(Primitive):
     """Non-missing values of a column per group."""
@@ -138,6 +162,9 @@ class NonNull(Primitive):
         assert req.column is not None
         _, ok = block.numbers(req.column)
         return {"values": grouped_count(block.codes, block.ng, ok)}
+
+    def clamped(self, req: AggregateRequest, values: Values) -> None:
+        return None  # whether a value is missing: nothing clamped
 
 
 class FixedSum(Primitive):
@@ -165,6 +192,9 @@ class FixedSum(Primitive):
     def _piece(req: AggregateRequest, total: np.ndarray, count: np.ndarray | None) -> Piece:
         return {"values": total, "counts": count} if req.with_count else {"values": total}
 
+    def clamped(self, req: AggregateRequest, values: Values) -> Bools:
+        return _outside_bounds(req, values)  # clamped to [lo, hi] before the fixed point
+
 
 class Bins(Primitive):
     """Counts per histogram bin (exactly ``pd.cut``), per group."""
@@ -176,6 +206,11 @@ class Bins(Primitive):
         x, ok = block.numbers(req.column)
         b = bin_index(x, req.edges, req.right, req.include_lowest)
         return {"values": grouped_bin_counts(block.codes, b, block.ng, len(req.edges) - 1, ok)}
+
+    def clamped(self, req: AggregateRequest, values: Values) -> Bools:
+        x = values()  # outside every bin: dropped, as pd.cut drops it
+        with np.errstate(invalid="ignore"):
+            return (bin_index(x, req.edges, req.right, req.include_lowest) < 0) & ~np.isnan(x)
 
 
 class Grid(Primitive):
@@ -189,6 +224,9 @@ class Grid(Primitive):
         return {"values": grouped_bin_counts(block.codes, grid_index(x, req), block.ng,
                                              len(req.edges), ok)}
 
+    def clamped(self, req: AggregateRequest, values: Values) -> Bools:
+        return _outside_bounds(req, values)  # clamped to [lo, hi] before its cell
+
 
 class Cells(Primitive):
     """Counts per equal-width cell of a quantile's public grid over [L, U] (the clamped value's
@@ -201,6 +239,9 @@ class Cells(Primitive):
         x, ok = block.numbers(req.column)
         return {"values": grouped_bin_counts(block.codes, cell_index(x, req), block.ng,
                                              req.ncells, ok)}
+
+    def clamped(self, req: AggregateRequest, values: Values) -> Bools:
+        return _outside_bounds(req, values)  # clamped to [lo, hi] before its cell
 
 
 class Distinct(Primitive):
@@ -216,10 +257,35 @@ class Distinct(Primitive):
         pairs: Pairs = unique_pairs(block.codes[sel].astype(np.int64), h[sel])
         return {"distinct": pairs}
 
+    def clamped(self, req: AggregateRequest, values: Values) -> None:
+        return None  # values by their identity: nothing clamped
+
 
 #: every primitive, by request kind (:data:`~dpframe.core.compute.RequestKind`)
 PRIMITIVES: dict[str, Primitive] = {p.kind: p for p in (Rows(), NonNull(), FixedSum(), Bins(),
                                                         Grid(), Cells(), Distinct())}
+
+
+def _as_floats(column: Callable[[str], np.ndarray], name: str) -> Values:
+    """The column ``name`` as float64 numbers, read when called."""
+    return lambda: np.asarray(column(name), dtype=np.float64)
+
+
+def clamped_rows(request: ComputeRequest, codes: npt.NDArray[np.signedinteger[Any]], ng: int,
+                 column: Callable[[str], np.ndarray]) -> int:
+    """Rows of the release (code < ``ng``) that clamping changed, as each request's primitive
+    says (:meth:`Primitive.clamped`: a non-missing value of a bounded column outside its
+    bounds, a histogram's outside its edges), counted once however many of the row's columns
+    were clamped (``diagnostics=``). ``column`` gives a column's numbers on the block's rows.
+    One privacy unit holds at most its kept rows of them."""
+    hit = np.zeros(codes.size, dtype=bool)
+    for req in request.requests:
+        if req.column is None:
+            continue
+        moved = PRIMITIVES[req.kind].clamped(req, _as_floats(column, req.column))
+        if moved is not None:
+            hit |= moved
+    return int(np.count_nonzero(hit & (codes < ng)))
 
 
 def compute_exact(request: ComputeRequest, group_codes: npt.NDArray[np.signedinteger[Any]],

@@ -9,7 +9,6 @@ contribution, which is what the sensitivities in :mod:`dpframe.core.sensitivity`
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
@@ -325,26 +324,6 @@ def _grouped_fixed_point_blocks(codes: npt.NDArray[np.signedinteger[Any]], x: F6
 def as_counts(total: int) -> np.ndarray:
     """One group's exact total as grouped_sum_exact returns it (int64, or object if huge)."""
     return _int64_when_fits(np.array([total], dtype=object))
-
-
-def clamped_rows(request: ComputeRequest, codes: I64, ng: int,
-                 column: Callable[[str], np.ndarray]) -> int:
-    """Rows of the release (code < ``ng``) that clamping changed: a non-missing value of a
-    bounded column outside its bounds (a histogram's: outside its edges), counted once
-    however many of the row's columns were clamped (``diagnostics=``). One privacy unit holds
-    at most its kept rows of them."""
-    kept = codes < ng
-    hit = np.zeros(codes.size, dtype=bool)
-    for req in request.requests:
-        if req.column is None or req.kind not in ("fixed_sum", "grid", "cells", "bins"):
-            continue
-        with np.errstate(invalid="ignore"):
-            x = np.asarray(column(req.column), dtype=np.float64)
-            if req.kind == "bins":
-                hit |= (bin_index(x, req.edges, req.right, req.include_lowest) < 0) & ~np.isnan(x)
-            else:
-                hit |= (x < req.lo) | (x > req.hi)
-    return int(np.count_nonzero(hit & kept))
 
 
 def dropped_rows(units: I64, groups: I64, keep: Bools, cap: int) -> int:

@@ -8,11 +8,9 @@ or repeat a core rule earlier, with the same typed error."""
 
 from __future__ import annotations
 
-import contextvars
-import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -175,38 +173,6 @@ def fraction_weights(weights: Mapping[str, float] | Sequence[float] | None, n: i
     if len(vals) != n:
         raise ValidationError("one weight per aggregate is needed")
     return [to_fraction(v, "weight", positive=True) for v in vals]
-
-
-#: The ``diagnostics=`` of the query method being called (read by the frame's ``_query``).
-_DIAGNOSTICS: contextvars.ContextVar[object] = contextvars.ContextVar("dpframe_diagnostics",
-                                                                      default=None)
-_Method = TypeVar("_Method", bound=Callable[..., Any])
-
-
-def diagnosable(fn: _Method) -> _Method:
-    """Take a query method's keyword ``diagnostics=eps`` (noisy counts of the rows clamping
-    and bounding changed, ``core/diagnostics.py``; declared in the method's signature, which
-    the CLI and the overloads read).
-    The value is held for the call only (a context variable: each thread its own; a method
-    that calls another, ``median`` calling ``quantile``, passes it on) and parsed with every
-    other number by the frame's query builder."""
-
-    @functools.wraps(fn)
-    def method(self: Any, *args: Any, diagnostics: object = None, **kwargs: Any) -> Any:
-        if diagnostics is None:  # an outer method's, or none
-            return fn(self, *args, **kwargs)
-        token = _DIAGNOSTICS.set(diagnostics)
-        try:
-            return fn(self, *args, **kwargs)
-        finally:
-            _DIAGNOSTICS.reset(token)
-
-    return method  # type: ignore[return-value]
-
-
-def requested_diagnostics() -> object:
-    """The ``diagnostics=`` of the query method being called (None: not asked)."""
-    return _DIAGNOSTICS.get()
 
 
 def as_ddof(ddof: object) -> int:

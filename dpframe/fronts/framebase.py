@@ -34,7 +34,6 @@ from .arguments import (
     declarations,
     identifiers,
     pipe_to,
-    requested_diagnostics,
 )
 from .groupby import PrivateGroupBy
 from .results import ContributionBounds, DPFloat, DPInt, diagnostics_as_numbers
@@ -143,12 +142,15 @@ class FrameBase:
                by: tuple[str, ...] = (), private: bool = False, mechanism: str | None = None,
                ci: float | None = None, description: str = "",
                selection_share: float | None = None, accuracy: object = None,
-               min_rows: object = None) -> Query:
+               min_rows: object = None, diagnostics: object = None) -> Query:
+        """The Query of a front method's call: its arguments parsed (numbers to exact
+        fractions, aliases to names), every refusal left to the core. ``diagnostics`` is the
+        method's ``diagnostics=`` (an epsilon on top, or None), passed as a plain argument."""
         if accuracy is not None or epsilon is None:
             epsilon = self._epsilon_for(measures, epsilon, delta, by=by, private=private,
                                         mechanism=mechanism, ci=ci, description=description,
                                         selection_share=selection_share, accuracy=accuracy,
-                                        min_rows=min_rows)
+                                        min_rows=min_rows, diagnostics=diagnostics)
         # parsing only: numbers to exact fractions, the 'geometric' alias to its name; every
         # refusal is the core's (core/validate.py), on the path all fronts share
         eps = to_fraction(epsilon, "epsilon", positive=True)
@@ -157,8 +159,8 @@ class FrameBase:
         keys = self._resolved_keys(by if not private else ())
         share = Fraction(1, 2) if selection_share is None else to_fraction(
             selection_share, "selection_share", positive=True)
-        diag = requested_diagnostics()
-        diagnostics = None if diag is None else to_fraction(diag, "diagnostics", positive=True)
+        diag = (None if diagnostics is None
+                else to_fraction(diagnostics, "diagnostics", positive=True))
         return Query(tuple(measures), eps, dlt, bounds=self._bounds, by=by, keys=keys,
                      private_keys=private, privacy_unit=self._unit,
                      max_rows_per_unit=self._bounds_tkr[0],
@@ -166,7 +168,7 @@ class FrameBase:
                      max_rows_per_group=self._bounds_tkr[2],
                      mechanism=mech,  # type: ignore[arg-type]
                      ci=ci, selection_share=share, sample_rate=self._sample_rate,
-                     description=description, diagnostics=diagnostics)
+                     description=description, diagnostics=diag)
 
     def _epsilon_for(self, measures: list[Measure], epsilon: object, delta: object,
                      accuracy: object, min_rows: object, **kw: Any) -> Fraction:

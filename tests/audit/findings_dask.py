@@ -53,7 +53,7 @@ def finding_dask_time_unit_words() -> Callable[[int], Built]:
         # one bucket per partition: two partitions make two buckets (the default, one per
         # five partitions, needs ten partitions for the same, at five times the cost)
         with dask.config.set(scheduler="sync"), mock.patch(
-                "dpframe.backends.dask.PARTITIONS_PER_BUCKET", 1):
+                "dpframe.backends.dask.backend.PARTITIONS_PER_BUCKET", 1):
             f = _dask_frame(parts).dp(s, privacy_unit="u", max_rows_per_unit=1)
             return [float(f.count(epsilon=1.0))]
 

@@ -79,7 +79,7 @@ def test_distinct_hashes_agree_between_pandas_and_arrow() -> None:
 
 def test_dask_unit_words_agree_with_arrow_and_across_dtypes() -> None:
     pytest.importorskip("dask.dataframe")
-    from dpframe.backends.dask import unit_words
+    from dpframe.backends.dask.words import unit_words
 
     want = column_words(pa.array(TEXTS))
     for dtype in (object, "str", "string[python]", "category"):

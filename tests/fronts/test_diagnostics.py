@@ -5,7 +5,10 @@ when invalid, shown by the HTML repr, the report, exports and the CLI."""
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import json
+import pkgutil
 import subprocess
 import sys
 import warnings
@@ -202,3 +205,58 @@ def test_every_aggregate_takes_diagnostics(call: str) -> None:
     assert int(d["rows_clamped"]) == (0 if call == "count" else outside)
     assert int(d["rows_dropped"]) == 0
     assert s.spent_exact[0] == 2 * Fraction(HUGE)
+
+
+#: The positional arguments of each front method that declares ``diagnostics=``.
+_ARGS: dict[str, tuple[object, ...]] = {
+    "count": (), "count_distinct": ("x",), "sum": ("x",), "mean": ("x",), "var": ("x",),
+    "std": ("x",), "quantile": ("x", 0.9), "max": ("x",), "min": ("x",), "median": ("x",),
+    "histogram": ("x", [0, 50, 100]), "agg": ({"x": ["sum", "median"]},),
+}
+
+
+def _declaring(cls: type) -> list[str]:
+    return sorted(n for n, f in inspect.getmembers(cls, inspect.isfunction)
+                  if not n.startswith("_") and "diagnostics" in inspect.signature(f).parameters)
+
+
+def test_every_method_declaring_diagnostics_puts_it_in_its_query() -> None:
+    """Each front method that declares ``diagnostics=`` hands it to the Query it builds, as a
+    plain argument (frame, group-by, a selection, and through ``accuracy=``'s search), and
+    leaves it out when not given."""
+    from dpframe.fronts.frame import PrivateFrame
+    from dpframe.fronts.groupby import PrivateGroupBy
+
+    p = data().head(50).dp(dpf.Session(10, seed=5), bounds=BOUNDS, keys={"g": KEYS})
+    frame, grouped = _declaring(PrivateFrame), _declaring(PrivateGroupBy)
+    assert set(frame) | set(grouped) == set(_ARGS) and "agg" in grouped
+    for name in frame:
+        q = p.query(name, *_ARGS[name], epsilon=0.5, diagnostics=0.25)
+        assert q.diagnostics == Fraction(1, 4), name
+        assert p.query(name, *_ARGS[name], epsilon=0.5).diagnostics is None, name
+    for name in grouped:
+        q = p.query(name, *_ARGS[name], by="g", epsilon=0.5, diagnostics=0.25)
+        assert q.diagnostics == Fraction(1, 4) and q.by == ("g",), name
+    sel = p.groupby("g")["x"].mean(epsilon=0.5, diagnostics=0.25, dry_run=True)
+    assert sel["diagnostics"]["epsilon"] == 0.25
+    q = p.query("mean", "x", accuracy=5, min_rows=100, diagnostics=0.25)
+    assert q.diagnostics == Fraction(1, 4)
+
+
+def test_diagnostics_is_a_plain_argument_not_a_context_variable() -> None:
+    """The query builder takes ``diagnostics`` as an argument, and no module of the fronts
+    holds a context variable (no state outlives or crosses a call)."""
+    import contextvars
+
+    import dpframe.fronts as fronts
+
+    p = data().head(10).dp(dpf.Session(10, seed=5), bounds=BOUNDS)
+    from dpframe.core.query import Measure
+
+    q = p._query([Measure("count")], 0.5, 0.0, diagnostics=0.25)
+    assert q.diagnostics == Fraction(1, 4)
+    assert p._query([Measure("count")], 0.5, 0.0).diagnostics is None
+    for info in pkgutil.iter_modules(fronts.__path__, "dpframe.fronts."):
+        module = importlib.import_module(info.name)
+        held = [n for n, v in vars(module).items() if isinstance(v, contextvars.ContextVar)]
+        assert not held, (info.name, held)

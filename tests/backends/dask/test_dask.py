@@ -197,7 +197,7 @@ def test_user_bounds_hold_when_a_unit_spans_all_partitions(client: Any) -> None:
 def test_user_bounds_many_units_interleaved(client: Any, per_bucket: int,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """Bounds hold whatever the number of buckets (6, 2 or 1 for the 6 partitions)."""
-    from dpframe.backends import dask as dask_backend
+    from dpframe.backends.dask import backend as dask_backend
 
     monkeypatch.setattr(dask_backend, "PARTITIONS_PER_BUCKET", per_bucket)
     rng = np.random.default_rng(1)
@@ -275,7 +275,7 @@ def test_unit_hash_by_codes_is_the_unit_hash_of_every_row(values: list[Any], dty
     """Pre-selection and buckets hash text and object ids once per unit, through one row of
     each: every row must still get its own value's hash, also when a unit's rows were all
     dropped (its code then has no row: the first unit, "z" or 9.5, below)."""
-    from dpframe.backends import dask as dask_backend
+    from dpframe.backends.dask import words as dask_backend
     from dpframe.backends.pandas import unit_codes
 
     s = pd.Series(values, dtype=dtype)
@@ -491,18 +491,19 @@ def test_units_whose_words_collide_stay_two_units(unit_ids: list[Any],
     compare the units' exact ids, the hash only routes rows (before 2026-11-25 buckets told
     units apart by hash and merged them: one row kept of two). The test makes every word
     collide and checks that the release takes pre-selection."""
-    from dpframe.backends import dask as dask_backend
+    from dpframe.backends.dask import backend as backend_module
+    from dpframe.backends.dask import words
 
-    monkeypatch.setattr(dask_backend, "unit_words",
+    monkeypatch.setattr(words, "unit_words",
                         lambda s: np.zeros(len(s), dtype=np.uint64))  # every id: one word
     calls = []
-    real = dask_backend._preselect_buckets
+    real = backend_module.preselect_buckets
 
     def spy(*args: Any) -> Any:
         calls.append(1)
         return real(*args)
 
-    monkeypatch.setattr(dask_backend, "_preselect_buckets", spy)
+    monkeypatch.setattr(backend_module, "preselect_buckets", spy)
     df = pd.DataFrame({"u": pd.Series(unit_ids), "g": ["a", "b"], "x": [1.0, 1.0]})
     ddf = dd.from_pandas(df, npartitions=2, sort=False)
     q = Query((Measure("count"),), Fraction(1), by=("g",), keys={"g": ("a", "b")},
@@ -529,23 +530,23 @@ def test_pre_selection_ships_row_priorities_only_where_it_read_them() -> None:
     the partition (the only ones read); a partition with none ships no priority column, one
     with some ships them exact (UInt64, missing for the rows of lighter pairs), and a bucket
     of both kinds of frames keeps them exact."""
-    from dpframe.backends import dask as dask_backend
+    from dpframe.backends.dask import exchange as dask_backend
 
     col = dask_backend.ROW_PRIORITY_COLUMN
     request = _bounded_request(3)
     light = pd.DataFrame({"u": np.repeat(np.arange(50), 3), "g": "a", "x": 1})
-    pieces = dask_backend._preselect_buckets(light, request, (1, 2), 5, 6, 3)
+    pieces = dask_backend.preselect_buckets(light, request, (1, 2), 5, 6, 3)
     assert all(col not in p.columns for p in pieces) and sum(map(len, pieces)) == 150
     # unit 0 has 5 rows (heavy), unit 1 has 2: only unit 0's 3 kept rows carry a priority
     mixed = pd.DataFrame({"u": [0, 1, 0, 0, 1, 0, 0], "g": "a", "x": 1})
-    shipped = pd.concat(dask_backend._preselect_buckets(mixed, request, (1, 2), 5, 6, 2))
+    shipped = pd.concat(dask_backend.preselect_buckets(mixed, request, (1, 2), 5, 6, 2))
     assert str(shipped[col].dtype) == "UInt64" and len(shipped) == 5
     carried = shipped[col].notna().to_numpy()
     assert (shipped["__dpframe_unit__"].to_numpy()[carried] == 0).all() and carried.sum() == 3
     # the bucket reads carried priorities exactly (the largest 64-bit value included) and
     # draws only the missing ones
     values = pd.array([2**64 - 1, None, 5, None], dtype="UInt64")
-    read = dask_backend._drawing_for(values, 9)(np.array([0, 1, 2, 3]))
+    read = dask_backend.drawing_for(values, 9)(np.array([0, 1, 2, 3]))
     fresh = np.random.default_rng(9).integers(0, 2**64, 2, dtype=np.uint64)
     assert read.dtype == np.uint64
     assert read.tolist() == [2**64 - 1, int(fresh[0]), 5, int(fresh[1])]
@@ -558,7 +559,7 @@ def test_pre_selected_rows_keep_the_priorities_their_partition_drew() -> None:
     survivors would keep it with probability 10/11 (they are the least of 20 draws). Through
     the Dask helpers, 1000 seeded releases; binomial tolerance, 4.5 standard deviations (the
     wrong rule is about 27 away)."""
-    from dpframe.backends import dask as dask_backend
+    from dpframe.backends.dask import exchange as dask_backend
 
     request = _bounded_request(10)
     a = pd.DataFrame({"u": [7] * 20, "g": "a", "x": 0})
@@ -567,10 +568,10 @@ def test_pre_selected_rows_keep_the_priorities_their_partition_drew() -> None:
     trials, kept = 1000, 0
     for _ in range(trials):
         salt, sa, sb, sbucket = (int(s) for s in rng.integers(0, 2**63, 4))
-        (pa,) = dask_backend._preselect_buckets(a, request, (1, 2), salt, sa, 1)
-        (pb,) = dask_backend._preselect_buckets(b, request, (1, 2), salt, sb, 1)
+        (pa,) = dask_backend.preselect_buckets(a, request, (1, 2), salt, sa, 1)
+        (pb,) = dask_backend.preselect_buckets(b, request, (1, 2), salt, sb, 1)
         assert len(pa) == 10 and dask_backend.ROW_PRIORITY_COLUMN not in pb.columns
-        agg = dask_backend._bucket_exact([pa, pb], request, [("a",)], (1, 2), salt, sbucket)
+        agg = dask_backend.bucket_exact([pa, pb], request, [("a",)], (1, 2), salt, sbucket)
         count, total = (int(v[0]) for v in agg.values.values())
         assert count == 10
         kept += total
@@ -767,15 +768,15 @@ def test_numbers_apart_are_reserved_names() -> None:
 
 
 def test_numbers_only_keeps_each_kind_exactly() -> None:
-    from dpframe.backends.dask import _numbers_only
+    from dpframe.backends.dask.conform import numbers_only
 
     s = pd.Series([1, 2.5, True, "7", None, 2**53 + 1, np.int8(3), [1]], dtype=object)
-    f = _numbers_only(s, "float").tolist()
+    f = numbers_only(s, "float").tolist()
     assert f[:3] == [1.0, 2.5, 1.0] and f[6] == 3.0 and f[5] == float(2**53 + 1)
     assert all(math.isnan(f[i]) for i in (3, 4, 7))  # text, None, a list
-    i = _numbers_only(s, "int").tolist()
+    i = numbers_only(s, "int").tolist()
     assert i[0] == 1.0 and math.isnan(i[1]) and i[2] == 1.0  # a fraction in an int column
-    b = _numbers_only(s, "bool").tolist()  # 0 and 1 of any number type, as typed partitions
+    b = numbers_only(s, "bool").tolist()  # 0 and 1 of any number type, as typed partitions
     assert b[2] == 1.0 and b[0] == 1.0 and all(math.isnan(b[i]) for i in (1, 3, 5))
 
 
@@ -828,7 +829,7 @@ def test_a_fraction_in_an_int_column_is_missing_not_rounded() -> None:
     missing there, as in scans (never rounded to 2 or 3); 4.0 is the int 4. Bools alike."""
     import dask
 
-    from dpframe.backends.dask import _numbers_only
+    from dpframe.backends.dask.conform import numbers_only
 
     p1 = pd.DataFrame({"n": np.array([1, 2], dtype=np.int64)})
     p2 = pd.DataFrame({"n": np.array([2.5, 4.0])})
@@ -840,9 +841,9 @@ def test_a_fraction_in_an_int_column_is_missing_not_rounded() -> None:
     key = next(k for k in agg.values if k[0] == "fixed_sum")
     assert float(agg.values[key][0] * key[5]) == 7.0
     assert int(next(v for k, v in agg.values.items() if k[0] == "nonnull")[0]) == 3
-    b = _numbers_only(pd.Series([0.0, 1.0, 2.0, np.nan]), "bool").tolist()
+    b = numbers_only(pd.Series([0.0, 1.0, 2.0, np.nan]), "bool").tolist()
     assert b[:2] == [0.0, 1.0] and math.isnan(b[2]) and math.isnan(b[3])
-    i = _numbers_only(pd.Series([1.0, 2.5, 2.0**70, np.inf]), "int").tolist()
+    i = numbers_only(pd.Series([1.0, 2.5, 2.0**70, np.inf]), "int").tolist()
     assert i[0] == 1.0 and all(math.isnan(v) for v in i[1:])
 
 
@@ -874,7 +875,7 @@ def test_unit_words_of_equal_values_agree_in_every_dtype(family: str) -> None:
     spellings of an object column (``datetime``, ``np.datetime64``, an aware one in another
     zone, ``timedelta``, ``np.timedelta64``). Typed date-times were their nanoseconds and the
     same values in an object column 0, so a unit spanning both was bounded in two buckets."""
-    from dpframe.backends.dask import unit_words
+    from dpframe.backends.dask.words import unit_words
 
     values, dtypes = _equal_values_in_every_dtype()[family]
     want = unit_words(pd.Series(values, dtype=object))
@@ -930,12 +931,12 @@ def test_big_integers_of_an_object_partition_are_read_as_in_an_int_partition(
 
 
 def test_dates_and_spans_are_no_numbers_and_never_raise() -> None:
-    """``_numbers_only`` of an object column: dates, times and spans are missing in every
+    """``numbers_only`` of an object column: dates, times and spans are missing in every
     kind (``np.timedelta64`` is a numpy integer, whose float() raised TypeError after the
     charge), and a value whose conversion raises is missing."""
     import datetime
 
-    from dpframe.backends.dask import _numbers_only
+    from dpframe.backends.dask.conform import numbers_only
 
     class Odd(int):
         def __int__(self) -> int:
@@ -945,7 +946,7 @@ def test_dates_and_spans_are_no_numbers_and_never_raise() -> None:
               datetime.timedelta(1), pd.Timestamp(0), datetime.time(1), Odd(3), 2**64, 7]
     for kind in ("int", "float", "bool"):
         column = pd.Series(values, dtype=object)
-        out = _numbers_only(column, kind).tolist()  # type: ignore[arg-type]
+        out = numbers_only(column, kind).tolist()  # type: ignore[arg-type]
         assert all(math.isnan(v) for v in out[:-1])
         assert out[-1] == 7.0 or (kind == "bool" and math.isnan(out[-1]))
 
