@@ -63,7 +63,7 @@ from .findings_dask import (
 )
 from .findings_dask_distinct import finding_dask_distinct_nonconforming
 from .findings_diag import dropped_not_capped, finding_diagnostics_counts
-from .findings_spark import finding_spark_unit_spelling, unit_not_spelled
+from .findings_spark import finding_spark_nan_spelling, nan_not_missing
 from .findings_gaussian import finding_analytic_gaussian, two_percent_less_sigma
 from .findings_local import finding_local_invalid_value, finding_local_spelling
 from .findings_local_categories import finding_local_categorical_levels
@@ -400,13 +400,13 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("BROKEN: diagnostics= with each unit's dropped rows not capped", "as finding 61",
              None, 1, 1, expect_violation=True, exact=finding_diagnostics_counts,
              patch=dropped_not_capped),
-    Scenario("finding 62: Spark, a unit id spelled -0.0 in one row (blocks of whole units)",
-             "unit 0.0 with 6 rows vs the same with one row's unit spelled -0.0 (unit-level "
-             "grouped count, T=2, 2 blocks; claim: epsilon 0, the same data)", None, 1, None,
-             exact=finding_spark_unit_spelling),
-    Scenario("BROKEN: Spark placing rows by the unit id as spelled", "as finding 62", None, 1,
-             None, expect_violation=True, exact=finding_spark_unit_spelling,
-             patch=unit_not_spelled),
+    Scenario("finding 62: Spark, a missing value spelled NaN or null (row-level count)",
+             "31 rows, one with x null vs the same with x NaN (grouped count of x, the Spark "
+             "SQL plan; claim: epsilon 0, the same data)", None, 1, None,
+             exact=finding_spark_nan_spelling),
+    Scenario("BROKEN: Spark SQL plan reading only null as missing", "as finding 62", None, 1,
+             None, expect_violation=True, exact=finding_spark_nan_spelling,
+             patch=nan_not_missing),
     # deliberately broken: the audit must find a violation
     Scenario("BROKEN: bound choice with the histograms' sensitivity understated",
              "as finding 59 (change_one, ungrouped)", finding_bound_choice("change_one", False),

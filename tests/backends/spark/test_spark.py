@@ -153,12 +153,12 @@ def test_accuracy_plans_and_charges_as_pandas(frames: Any, options: dict[str, An
 
 
 @pytest.mark.parametrize("name", [
-    "finding 62: Spark, a unit id spelled -0.0 in one row (blocks of whole units)",
-    "BROKEN: Spark placing rows by the unit id as spelled"])
+    "finding 62: Spark, a missing value spelled NaN or null (row-level count)",
+    "BROKEN: Spark SQL plan reading only null as missing"])
 def test_audit_finding_62_on_this_session(spark: Any, name: str) -> None:
     """The Spark audit scenario (full audit only: it needs a JVM), here on the tests' one
-    SparkSession: epsilon 0 for a unit id spelled -0.0 in one row; its broken control (rows
-    placed by the id as spelled) is caught."""
+    SparkSession: epsilon 0 for a missing value spelled NaN instead of null; its broken
+    control (only null read as missing) is caught."""
     from ...audit import scenario
 
     r = scenario(name).run(seed=0)
