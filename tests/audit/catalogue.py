@@ -63,7 +63,6 @@ from .findings_dask import (
 )
 from .findings_dask_distinct import finding_dask_distinct_nonconforming
 from .findings_diag import dropped_not_capped, finding_diagnostics_counts
-from .findings_spark import finding_spark_nan_spelling, nan_not_missing
 from .findings_gaussian import finding_analytic_gaussian, two_percent_less_sigma
 from .findings_local import finding_local_invalid_value, finding_local_spelling
 from .findings_local_categories import finding_local_categorical_levels
@@ -79,6 +78,7 @@ from .findings_scan import (
     finding_scan_union_dataset,
 )
 from .findings_selection import finding_row_level_thresholded_count
+from .findings_spark import finding_spark_nan_spelling, nan_not_missing
 from .grouped import (
     enforced,
     grouped_agg,
