@@ -11,8 +11,7 @@ users), starts one ``local[2]`` SparkSession (UI off) and times, interleaved aft
 * dpframe, row level: ``sdf.dp(s, bounds=..., keys=...).groupby("g").sum("x", epsilon=1)``
   (the Spark SQL plan: fixed-point integers summed exactly as two long halves);
 * dpframe, unit level: the same with ``privacy_unit="u", max_rows_per_unit=10``
-  (the same aggregation after bounding as a window: an exchange by unit, then
-  ``row_number()`` over ``partitionBy(unit).orderBy(rand(seed))`` <= T).
+  (blocks of whole units: an exchange by unit, then the primitives per partition).
 
 Prints a Markdown table; asserts nothing. Figures are recorded in docs/benchmarks/spark.md.
 """

@@ -3,9 +3,8 @@
 Noise, budget and ledger stay in the driver (the privacy core); Spark only computes exact
 per-group aggregates, and no row is ever collected to the driver. Two plans:
 
-* **Spark SQL** (no sampling, public keys or none, counts and fixed-point sums of numeric
-  columns; privacy units bounded by T and R with no group step, as window functions over
-  ``rand(seed)`` priorities: :meth:`SparkBackend._bounded`): one aggregation grouped by the
+* **Spark SQL** (no privacy unit, no sampling, public keys or none, counts and fixed-point
+  sums of numeric columns): one aggregation grouped by the
   key columns' own values, of the rows whose keys are declared (a hash-set ``IN``, Python
   equality as :func:`~dpframe.backends.base.declared_positions`; the driver maps each
   observed key to its first declared position), each value's fixed-point integer the
@@ -13,8 +12,8 @@ per-group aggregates, and no row is ever collected to the driver. Two plans:
   power-of-two scaling, ``rint`` half-to-even, clip after rounding, missing -> the integer
   nearest 0), summed exactly in long arithmetic split at 2**26 (the driver adds the halves as
   Python integers): the same integers as pandas, with no cast that can fail.
-* **Blocks of whole units** (everything else: a group step k, ``diagnostics=`` with units,
-  private keys, bins, grids, distinct counts): rows are hash-partitioned by their unit (all of a
+* **Blocks of whole units** (everything else: privacy units and their T/k/R bounds, private
+  keys, bins, grids, distinct counts): rows are hash-partitioned by their unit (all of a
   unit's rows meet in one partition), and each partition runs the exact primitives
   (:func:`dpframe.core.primitives.compute_exact`, through the pandas backend: the same
   canonical value model, the same keyed priorities of :mod:`dpframe.core.hashing` for
@@ -43,14 +42,14 @@ import pyarrow as pa
 
 try:
     from pyspark import TaskContext
-    from pyspark.sql import Column, DataFrame, Window
+    from pyspark.sql import Column, DataFrame
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("dpframe.backends.spark needs pyspark: pip install 'dpframe[spark]'") \
         from exc
 
-from ..core.compute import NO_GROUP_LIMIT, AggregateRequest, ComputeRequest, ExactAggregates
+from ..core.compute import AggregateRequest, ComputeRequest, ExactAggregates
 from ..core.values import ColumnKind
 from .base import only_columns, public_key_list
 from .pandas import PandasBackend
@@ -95,31 +94,20 @@ class SparkBackend:
 
     def exact(self, request: ComputeRequest, gen: np.random.Generator | None) -> ExactAggregates:
         if self._sql_plan(request):
-            seed = int(gen.integers(1 << 62)) if gen is not None else 0
-            return self._sql_exact(request, seed)
+            return self._sql_exact(request)
         return self._block_exact(request, gen)
 
     # -- the Spark SQL plan -------------------------------------------------------------------
     def _sql_plan(self, q: ComputeRequest) -> bool:
-        """Whether the request runs as one Spark SQL aggregation (schema and request only):
-        row level, or privacy units bounded by window functions (T and R, no group step)."""
-        if q.sample_rate is not None or q.private_keys or not self._sql_units(q):
+        """Whether the request runs as one Spark SQL aggregation (schema and request only)."""
+        if q.draws_at_random or q.private_keys:
             return False
         if any(self._kinds.get(c) not in ("int", "str", "bool") for c in q.by):
             return False
         return all(r.kind in _SQL_KINDS and (r.column is None or isinstance(
             self._fields.get(r.column), (*_INTS, *_FLOATS))) for r in q.requests)
 
-    def _sql_units(self, q: ComputeRequest) -> bool:
-        """Whether the request's privacy units (if any) can be bounded by window functions."""
-        if not q.privacy_unit:
-            return True
-        t = self._fields.get(q.privacy_unit)
-        return (q.max_groups >= NO_GROUP_LIMIT and not q.unit_counts
-                and q.diagnostics_cap is None and isinstance(t, (*_INTS, *_FLOATS,
-                                                                 T.StringType)))
-
-    def _sql_exact(self, q: ComputeRequest, seed: int = 0) -> ExactAggregates:
+    def _sql_exact(self, q: ComputeRequest) -> ExactAggregates:
         keys, where, grouping, positions = self._declared(q)
         ng = len(keys)
         aggs: list[Column] = []
@@ -134,10 +122,6 @@ class SparkBackend:
         # one aggregation over the declared keys' own values (a hash set test, then Spark's
         # hash aggregate): the driver maps each observed key to its declared position
         rows = self.sdf.where(where) if q.by else self.sdf
-        if q.privacy_unit:  # contribution bounding: window functions over random priorities
-            rows = self._bounded(rows.select(*grouping, *[F.col(c) for c in q.columns
-                                                          if c not in q.by]), q, seed)
-            grouping = [F.col(f"_k{i}") for i in range(len(grouping))]
         grouped = rows.groupBy(*grouping).agg(*aggs) if grouping else rows.agg(*aggs)
         found = [(_group_code(row, positions), row) for row in grouped.collect()]
         values: dict[tuple[object, ...], np.ndarray] = {}
@@ -174,31 +158,6 @@ class SparkBackend:
                 grouping.append(value.alias(f"_k{i}"))
                 positions.append((first, len(d)))
         return keys, where, grouping, positions
-
-    def _bounded(self, rows: DataFrame, q: ComputeRequest, seed: int) -> DataFrame:
-        """The rows contribution bounding keeps: each (unit, group) pair its R rows of least
-        priority, each unit its T (``max_total``; with no grouping min(R, T)). Priorities are
-        ``rand(seed)``: uniform draws independent of every value, seeded from the release's
-        sampling generator, so each unit keeps a uniformly random subset of its own rows of
-        the allowed size whatever the other units hold (pandas draws the same law with its
-        generator: the same exact aggregates whenever the bounds do not bind). Rows with a
-        missing unit are dropped, as in pandas. One exchange by unit serves both windows."""
-        assert q.privacy_unit is not None
-        unit = F.col(q.privacy_unit)
-        t = self._fields[q.privacy_unit]
-        rows = (rows.where(~_missing(unit, t))
-                .withColumn("_u", _unit_column(unit, t)).withColumn("_p", F.rand(seed))
-                .repartition(self.partitions or _default_parts(rows), "_u"))
-        keys = [f"_k{i}" for i in range(len(q.by))]
-        total = q.max_total if keys else min(q.max_rows, q.max_total or q.max_rows)
-        if keys and (total is None or q.max_rows < total):
-            pair = Window.partitionBy("_u", *keys).orderBy("_p")
-            rows = rows.withColumn("_r", F.row_number().over(pair)).where(
-                F.col("_r") <= q.max_rows)
-        if total is not None:
-            rows = rows.withColumn("_t", F.row_number().over(
-                Window.partitionBy("_u").orderBy("_p"))).where(F.col("_t") <= total)
-        return rows
 
     # -- blocks of whole units ----------------------------------------------------------------
     def _block_exact(self, q: ComputeRequest, gen: np.random.Generator | None) -> ExactAggregates:
