@@ -194,9 +194,9 @@ class SparkBackend:
 
 
 def _unit_column(unit: Column, t: Any) -> Column:
-    """The unit id Spark hashes to place a row: ``-0.0`` spelled ``0.0`` (Spark hashes the
-    bits, so a unit spelled both ways would be split over two blocks, each keeping up to T of
-    its rows); NaNs are one value already (Spark hashes ``doubleToLongBits``)."""
+    """The unit id Spark hashes to place a row, ``-0.0`` spelled ``0.0``: a unit spelled both
+    ways must not be split over two blocks, each keeping up to T of its rows (pyspark 4's
+    ``repartition`` already places them together; this keeps it so on any version)."""
     if isinstance(t, _FLOATS):
         return F.when(unit == 0, F.lit(0.0)).otherwise(unit)
     return unit
