@@ -4,12 +4,14 @@ Noise, budget and ledger stay in the driver (the privacy core); Spark only compu
 per-group aggregates, and no row is ever collected to the driver. Two plans:
 
 * **Spark SQL** (no privacy unit, no sampling, public keys or none, counts and fixed-point
-  sums of numeric columns): each row's group code is a ``CASE`` over the declared keys (Python
-  equality, as :func:`~dpframe.backends.base.declared_positions`), each value's fixed-point
-  integer the expression :func:`dpframe.core.transform.fixed_point` computes (clamp, centre,
-  shift, exact power-of-two scaling, ``rint`` half-to-even, clip after rounding, missing ->
-  the integer nearest 0), summed exactly in long arithmetic split at 2**26 (the driver adds
-  the halves as Python integers): the same integers as pandas, with no cast that can fail.
+  sums of numeric columns): one aggregation grouped by the
+  key columns' own values, of the rows whose keys are declared (a hash-set ``IN``, Python
+  equality as :func:`~dpframe.backends.base.declared_positions`; the driver maps each
+  observed key to its first declared position), each value's fixed-point integer the
+  expression :func:`dpframe.core.transform.fixed_point` computes (clamp, centre, shift, exact
+  power-of-two scaling, ``rint`` half-to-even, clip after rounding, missing -> the integer
+  nearest 0), summed exactly in long arithmetic split at 2**26 (the driver adds the halves as
+  Python integers): the same integers as pandas, with no cast that can fail.
 * **Blocks of whole units** (everything else: privacy units and their T/k/R bounds, private
   keys, bins, grids, distinct counts): rows are hash-partitioned by their unit (all of a
   unit's rows meet in one partition), and each partition runs the exact primitives
@@ -106,26 +108,22 @@ class SparkBackend:
             self._fields.get(r.column), (*_INTS, *_FLOATS))) for r in q.requests)
 
     def _sql_exact(self, q: ComputeRequest) -> ExactAggregates:
-        keys: list[tuple[object, ...]] = [()]
-        code: Column = F.lit(0)
-        if q.by:
-            declared = [tuple(q.keys[c]) for c in q.by]
-            sizes = [len(d) for d in declared]
-            keys = public_key_list(declared)  # row-major: the code below
-            for col, d, size in zip(q.by, declared, sizes, strict=True):
-                c = _declared_code(F.col(col), self._kinds[col], d)
-                code = F.when((code < 0) | (c < 0), F.lit(-1)).otherwise(code * size + c)
+        keys, where, grouping, positions = self._declared(q)
         ng = len(keys)
         aggs: list[Column] = []
         names: list[tuple[AggregateRequest, str]] = []
         for i, r in enumerate(q.requests):
             aggs.extend(_sql_aggregates(r, f"a{i}", self._fields.get(r.column or "")))
             names.append((r, f"a{i}"))
+        if q.diagnostics_cap is not None:  # diagnostics=: rows clamping changed (none dropped)
+            aggs.append(_clamped(q, self._fields).alias("_clamped"))
         if not aggs:
             aggs = [F.count(F.lit(1)).alias("a_")]
-        grouped = (self.sdf.select(code.alias("_g"), *[F.col(c) for c in q.measure_columns])
-                   .where(F.col("_g") >= 0).groupBy("_g").agg(*aggs))
-        found = grouped.collect()  # one row per observed group: per-group aggregates only
+        # one aggregation over the declared keys' own values (a hash set test, then Spark's
+        # hash aggregate): the driver maps each observed key to its declared position
+        rows = self.sdf.where(where) if q.by else self.sdf
+        grouped = rows.groupBy(*grouping).agg(*aggs) if grouping else rows.agg(*aggs)
+        found = [(_group_code(row, positions), row) for row in grouped.collect()]
         values: dict[tuple[object, ...], np.ndarray] = {}
         counts: dict[tuple[object, ...], np.ndarray] = {}
         for r, name in names:
@@ -136,16 +134,37 @@ class SparkBackend:
                 values[r.key] = _per_group(found, name, ng)
             if r.kind == "fixed_sum" and r.with_count:
                 counts[r.key] = _per_group(found, name + "_n", ng)
-        return ExactAggregates(keys, values, counts, None)
+        diagnostics = None
+        if q.diagnostics_cap is not None:
+            diagnostics = (sum(int(row["_clamped"] or 0) for _, row in found), 0)
+        return ExactAggregates(keys, values, counts, None, diagnostics=diagnostics)
+
+    def _declared(self, q: ComputeRequest) -> tuple[list[tuple[object, ...]], Column,
+                                                    list[Column], list[tuple[dict[object, int],
+                                                                             int]]]:
+        """The groups (row-major over the declared keys), the test that a row's keys are
+        declared, the key columns as compared (``_k0``, ...) and each one's positions."""
+        keys: list[tuple[object, ...]] = [()]
+        where: Column = F.lit(True)
+        grouping: list[Column] = []
+        positions: list[tuple[dict[object, int], int]] = []
+        if q.by:
+            declared = [tuple(q.keys[c]) for c in q.by]
+            keys = public_key_list(declared)  # row-major: the codes of _group_code
+            for i, (col, d) in enumerate(zip(q.by, declared, strict=True)):
+                cast, first = _declared_values(self._kinds[col], d)
+                value = F.col(col).cast(cast)
+                where = where & (value.isin(*first) if first else F.lit(False))
+                grouping.append(value.alias(f"_k{i}"))
+                positions.append((first, len(d)))
+        return keys, where, grouping, positions
 
     # -- blocks of whole units ----------------------------------------------------------------
     def _block_exact(self, q: ComputeRequest, gen: np.random.Generator | None) -> ExactAggregates:
         cols = q.columns
         sdf = self.sdf.select(*[F.col(c) for c in cols])
-        if q.privacy_unit:  # every row of a unit in one partition (Spark's hash of the id;
-            unit = F.col(q.privacy_unit)  # -0.0 spelled 0.0 first: one unit, one partition)
-            if isinstance(self._fields[q.privacy_unit], _FLOATS):
-                unit = F.when(unit == 0, F.lit(0.0)).otherwise(unit)
+        if q.privacy_unit:  # every row of a unit in one partition (Spark's hash of the id)
+            unit = _unit_column(F.col(q.privacy_unit), self._fields[q.privacy_unit])
             sdf = sdf.repartition(self.partitions or _default_parts(sdf), unit)
         seed = int(gen.integers(1 << 62)) if gen is not None else 0
         kinds = self._kinds
@@ -174,6 +193,15 @@ class SparkBackend:
         return total
 
 
+def _unit_column(unit: Column, t: Any) -> Column:
+    """The unit id Spark hashes to place a row, ``-0.0`` spelled ``0.0``: a unit spelled both
+    ways must not be split over two blocks, each keeping up to T of its rows (pyspark 4's
+    ``repartition`` already places them together; this keeps it so on any version)."""
+    if isinstance(t, _FLOATS):
+        return F.when(unit == 0, F.lit(0.0)).otherwise(unit)
+    return unit
+
+
 def _default_parts(sdf: DataFrame) -> int:
     return int(sdf.sparkSession.conf.get("spark.sql.shuffle.partitions") or 8)
 
@@ -199,20 +227,27 @@ def _decimal_number(v: object) -> float:
         return math.nan
 
 
-def _declared_code(col: Column, kind: ColumnKind, declared: tuple[object, ...]) -> Column:
-    """The position of each row's key among ``declared`` (-1: undeclared or missing), with
-    Python equality: a text column matches declared text, a number column declared numbers
-    (``True`` is ``1``), a boolean column declared booleans and 0/1. First match wins."""
-    lits = [_literal(k, kind) for k in declared]
-    found = [(i, v) for i, v in enumerate(lits) if v is not None]
-    if not found:
-        return F.lit(-1)
-    spark_type = {"str": "string", "bool": "boolean"}.get(kind, "bigint")
-    values = F.array(*[F.lit(v).cast(spark_type) for _, v in found])
-    where = F.array(*[F.lit(i) for i, _ in found])
-    pos = F.array_position(values, col.cast(spark_type))  # 1-based, 0: not found
-    return F.when(col.isNull() | (pos == 0), F.lit(-1)).otherwise(
-        F.element_at(where, pos.cast("int")))
+def _declared_values(kind: ColumnKind, declared: tuple[object, ...]
+                     ) -> tuple[str, dict[object, int]]:
+    """The Spark type a key column of ``kind`` is compared in, and each declared key that a
+    value of it can equal (Python equality: a text column matches declared text, a number
+    column declared numbers, ``True`` being ``1``, a boolean column declared booleans and 0/1)
+    with its first position among ``declared`` (the first match wins, as in pandas)."""
+    first: dict[object, int] = {}
+    for i, k in enumerate(declared):
+        v = _literal(k, kind)
+        if v is not None and v not in first:
+            first[v] = i
+    return {"str": "string", "bool": "boolean"}.get(kind, "bigint"), first
+
+
+def _group_code(row: Any, positions: list[tuple[dict[object, int], int]]) -> int:
+    """The row-major code of an aggregated row's declared keys (``_k0``, ``_k1``, ...): each
+    key's first declared position, with the declared sizes as the radices."""
+    code = 0
+    for i, (first, size) in enumerate(positions):
+        code = code * size + first[row[f"_k{i}"]]
+    return code
 
 
 def _literal(k: object, kind: ColumnKind) -> object | None:
@@ -255,6 +290,19 @@ def _fixed_point(col: Column, r: AggregateRequest, t: Any) -> Column:
     return v.cast("long")  # |v| <= 2**53: the cast is exact
 
 
+def _clamped(q: ComputeRequest, fields: dict[str, Any]) -> Column:
+    """How many rows clamping changed, as :func:`dpframe.core.transform.clamped_rows` counts
+    them: a row with a value (not null, not NaN) of a summed column outside its bounds."""
+    hit: Column = F.lit(False)
+    for r in q.requests:
+        if r.kind == "fixed_sum" and r.column is not None:
+            x = F.col(r.column).cast("double")
+            out = (x < F.lit(float(r.lo))) | (x > F.lit(float(r.hi)))
+            hit = hit | F.coalesce(~_missing(F.col(r.column), fields[r.column]) & out,
+                                   F.lit(False))
+    return F.sum(F.when(hit, F.lit(1)).otherwise(F.lit(0)))
+
+
 def _sql_aggregates(r: AggregateRequest, name: str, t: Any) -> list[Column]:
     if r.kind == "rows":
         return [F.count(F.lit(1)).alias(name)]
@@ -280,10 +328,10 @@ def _exact_sum(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
     return np.array(total, dtype=object if big else np.int64)
 
 
-def _per_group(found: list[Any], name: str, ng: int) -> np.ndarray:
-    """A per-group aggregate column as an int64 array (Python integers when one is past
-    int64), zero where no row fell."""
-    vals = {int(row["_g"]): int(row[name] or 0) for row in found}
+def _per_group(found: list[tuple[int, Any]], name: str, ng: int) -> np.ndarray:
+    """A per-group aggregate column (of ``(code, row)`` pairs) as an int64 array (Python
+    integers when one is past int64), zero where no row fell."""
+    vals = {code: int(row[name] or 0) for code, row in found}
     big = any(abs(v) >= (1 << 62) for v in vals.values())
     out = np.zeros(ng, dtype=object if big else np.int64)
     for g, v in vals.items():

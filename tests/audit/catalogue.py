@@ -78,6 +78,7 @@ from .findings_scan import (
     finding_scan_union_dataset,
 )
 from .findings_selection import finding_row_level_thresholded_count
+from .findings_spark import finding_spark_nan_spelling, nan_not_missing
 from .grouped import (
     enforced,
     grouped_agg,
@@ -399,6 +400,13 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("BROKEN: diagnostics= with each unit's dropped rows not capped", "as finding 61",
              None, 1, 1, expect_violation=True, exact=finding_diagnostics_counts,
              patch=dropped_not_capped),
+    Scenario("finding 62: Spark, a missing value spelled NaN or null (row-level count)",
+             "31 rows, one with x null vs the same with x NaN (grouped count of x, the Spark "
+             "SQL plan; claim: epsilon 0, the same data)", None, 1, None,
+             exact=finding_spark_nan_spelling),
+    Scenario("BROKEN: Spark SQL plan reading only null as missing", "as finding 62", None, 1,
+             None, expect_violation=True, exact=finding_spark_nan_spelling,
+             patch=nan_not_missing),
     # deliberately broken: the audit must find a violation
     Scenario("BROKEN: bound choice with the histograms' sensitivity understated",
              "as finding 59 (change_one, ungrouped)", finding_bound_choice("change_one", False),
