@@ -291,7 +291,7 @@ def _fixed_point(col: Column, r: AggregateRequest, t: Any) -> Column:
 
 
 def _clamped(q: ComputeRequest, fields: dict[str, Any]) -> Column:
-    """How many rows clamping changed, as :func:`dpframe.core.transform.clamped_rows` counts
+    """How many rows clamping changed, as :func:`dpframe.core.primitives.clamped_rows` counts
     them: a row with a value (not null, not NaN) of a summed column outside its bounds."""
     hit: Column = F.lit(False)
     for r in q.requests:
