@@ -95,7 +95,8 @@ def test_full_audit(sc: Scenario) -> None:
 def test_every_broken_control_is_in_the_fast_subset() -> None:
     broken = [s for s in SCENARIOS if s.expect_violation]
     assert len(broken) >= 3
-    assert all(s.fast_trials for s in broken)
+    # a JVM's control runs with its finding on the tests' SparkSession (JVM_FINDINGS)
+    assert all(s.fast_trials or "Spark" in s.name for s in broken)
 
 
 @pytest.mark.audit

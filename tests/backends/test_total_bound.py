@@ -81,7 +81,8 @@ def test_every_backend_enforces_t_with_one_law(case: str, tmp_path: Path,
         df = _frame(["a", "b", "a", "c", "a"])
         req, p = _request(2, 2, 2), 1 / 2
     for name, backend in _backends(df, tmp_path, monkeypatch).items():
-        trials = 120 if name == "dask" else 400
+        # a law that never keeps b (the first rows in order) is > 6 sigma off at 80 trials
+        trials = 80 if name == "dask" else 200
         rate = _rate(backend, req, trials, 1)
         assert abs(rate - p) < 4.5 * math.sqrt(p * (1 - p) / trials), (name, rate)
 
