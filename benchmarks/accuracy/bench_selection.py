@@ -482,14 +482,20 @@ def report(reps: int, before: str | None, paired: int = 2000) -> str:
 TARGETS: list[dict[str, Any]] = []
 
 
-def _row_targets(rows: list[tuple[str, str, Expected]]) -> list[dict[str, Any]]:
-    """Item c at row level: recall >= the best peer's, released-count MAE <= the best peer's
-    (peers at a true delta <= 1e-6; exact expectations)."""
+def _against_best_peer(rows: list[tuple[str, str, Expected]]
+                       ) -> tuple[Expected, float, float]:
+    """dpframe's expectations, and the best peer's recall and released-count MAE."""
     ours = next(e for n, _, e in rows if n == "dpframe (this branch)")
     peers = [e for n, _, e in rows if n in (OPENDP_FIXED, "PipelineDP truncated geometric "
                                                           "(re-impl.)")]
-    best_recall = max(e.recall for e in peers)
-    best_mae = min(e.mae for e in peers if e.mae is not None)
+    return (ours, max(e.recall for e in peers),
+            min(e.mae for e in peers if e.mae is not None))
+
+
+def _row_targets(rows: list[tuple[str, str, Expected]]) -> list[dict[str, Any]]:
+    """Item c at row level: recall >= the best peer's, released-count MAE <= the best peer's
+    (peers at a true delta <= 1e-6; exact expectations)."""
+    ours, best_recall, best_mae = _against_best_peer(rows)
     return [
         {"item": "c", "target": "row-level key selection: recall >= best peer",
          "measured": f"{ours.recall:.4f} vs {best_recall:.4f}",
@@ -502,11 +508,7 @@ def _row_targets(rows: list[tuple[str, str, Expected]]) -> list[dict[str, Any]]:
 
 def _user_targets(case: str, rows: list[tuple[str, str, Expected]]) -> list[dict[str, Any]]:
     """Item c at user level: recall and released-count MAE within 3% of the best peer's."""
-    ours = next(e for n, _, e in rows if n == "dpframe (this branch)")
-    peers = [e for n, _, e in rows if n in (OPENDP_FIXED, "PipelineDP truncated geometric "
-                                                          "(re-impl.)")]
-    best_recall = max(e.recall for e in peers)
-    best_mae = min(e.mae for e in peers if e.mae is not None)
+    ours, best_recall, best_mae = _against_best_peer(rows)
     return [
         {"item": "c", "target": f"user-level key selection ({case}): recall >= 0.97 x best peer",
          "measured": f"{ours.recall:.4f} vs {best_recall:.4f}",

@@ -37,17 +37,11 @@ from dpframe.engine.ledger.schema import (
 )
 from tests.cli._support import inproc
 
+from ._sql import run_sql
+
 COST = PrivacyCost(Fraction(1, 10))
 META = {"query": "count", "columns": ["age"], "mechanism": "geometric"}
 
-
-def _sql(path: Path, *statements: str) -> None:
-    con = sqlite3.connect(path, isolation_level=None)
-    try:
-        for stmt in statements:
-            con.execute(stmt)
-    finally:
-        con.close()
 
 
 def make_schema_2_ledger(path: Path, charges: int = 3) -> Path:
@@ -161,7 +155,7 @@ def test_a_schema_2_ledger_keeps_verifying_charging_and_its_format(tmp_path: Pat
     con.close()
     code, out = inproc("ledger", "show", str(path), "--verify")
     assert code == 0 and "schema 2" in out, out
-    _sql(path, "UPDATE entries SET query = 'other' WHERE id = 1")
+    run_sql(path, "UPDATE entries SET query = 'other' WHERE id = 1")
     with pytest.raises(dpf.LedgerError, match="fails verification"):
         SqliteLedger(path, readonly=True).verify()
 
@@ -171,7 +165,7 @@ def test_a_schema_3_ledger_cannot_be_read_as_schema_2(tmp_path: Path, header: in
     """Relabelled as schema 2 (header kept: a downgrade; header too: its genesis hash names
     schema 3, so its first row fails), it is refused everywhere, nothing changed."""
     path = _new_ledger(tmp_path / "l.db")
-    _sql(path, "UPDATE dpframe_schema SET version = 2", f"PRAGMA user_version = {header}")
+    run_sql(path, "UPDATE dpframe_schema SET version = 2", f"PRAGMA user_version = {header}")
     before = path.read_bytes()
     _refused_everywhere(path, "downgraded" if header == 3 else "fails verification")
     assert path.read_bytes() == before
@@ -179,7 +173,7 @@ def test_a_schema_3_ledger_cannot_be_read_as_schema_2(tmp_path: Path, header: in
 
 def test_a_schema_2_ledger_with_a_newer_header_is_refused(tmp_path: Path) -> None:
     path = make_schema_2_ledger(tmp_path / "old.db")
-    _sql(path, "PRAGMA user_version = 3")
+    run_sql(path, "PRAGMA user_version = 3")
     _refused_everywhere(path, "downgraded")
 
 
@@ -187,7 +181,7 @@ def test_a_schema_2_ledger_with_a_newer_header_is_refused(tmp_path: Path) -> Non
 def test_a_blob_in_a_hashed_column_is_tampering(tmp_path: Path, schema: int) -> None:
     """dpframe 0.2 crashed with a TypeError (a blob is not JSON) instead of refusing."""
     path = (make_schema_2_ledger if schema == 2 else _new_ledger)(tmp_path / "l.db")
-    _sql(path, "UPDATE entries SET query = X'00' WHERE id = 2")
+    run_sql(path, "UPDATE entries SET query = X'00' WHERE id = 2")
     _refused_everywhere(path)
 
 
@@ -196,7 +190,7 @@ def test_an_edited_spend_that_still_adds_up_as_a_number_is_caught(tmp_path: Path
                                                                   schema: int) -> None:
     """The same value spelled otherwise (2/10 for 1/5) changes the row's hash."""
     path = (make_schema_2_ledger if schema == 2 else _new_ledger)(tmp_path / "l.db")
-    _sql(path, "UPDATE entries SET spent_epsilon = '2/10' WHERE id = 2")
+    run_sql(path, "UPDATE entries SET spent_epsilon = '2/10' WHERE id = 2")
     _refused_everywhere(path)
 
 

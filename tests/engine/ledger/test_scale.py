@@ -20,6 +20,8 @@ from dpframe.engine.ledger.schema import CHAINED
 from dpframe.errors import LedgerError
 from tests.cli._support import inproc
 
+from ._sql import run_sql
+
 COST = PrivacyCost(Fraction(1, 100))
 
 
@@ -90,14 +92,6 @@ def test_a_quiet_read_sees_a_writer_that_came_meanwhile(tmp_path: Path) -> None:
 
 # -- the checkpoint ---------------------------------------------------------------------------
 
-def _sql(path: Path, *statements: str) -> None:
-    con = sqlite3.connect(path, isolation_level=None)
-    try:
-        for stmt in statements:
-            con.execute(stmt)
-    finally:
-        con.close()
-
 
 def rechain(path: Path) -> None:
     """A forger's rewrite: recompute every row hash (in the ledger's own format) and the head's
@@ -151,7 +145,7 @@ def test_every_open_writes_a_checkpoint_at_the_head(tmp_path: Path) -> None:
 
 def test_an_edit_after_the_checkpoint_is_caught_on_every_open(tmp_path: Path) -> None:
     path = ledger_with(tmp_path / "l.db", 6, opens=3)
-    _sql(path, "UPDATE entries SET query = 'other' WHERE id = 6")  # charged after it
+    run_sql(path, "UPDATE entries SET query = 'other' WHERE id = 6")  # charged after it
     assert refused(path) == ["open", "read-only", "show", "verify"]
 
 
@@ -159,7 +153,7 @@ def test_an_edit_before_the_checkpoint_is_caught_by_verify(tmp_path: Path) -> No
     """A row edited before the checkpoint (its hash not recomputed) is outside what an open
     checks, but ``--verify`` (the whole chain) refuses the ledger."""
     path = ledger_with(tmp_path / "l.db", 6, opens=3)
-    _sql(path, "UPDATE entries SET query = 'other' WHERE id = 1")
+    run_sql(path, "UPDATE entries SET query = 'other' WHERE id = 1")
     assert "verify" in refused(path)
     with pytest.raises(LedgerError, match="fails verification"):
         SqliteLedger(path, readonly=True).verify()
@@ -171,22 +165,22 @@ def test_a_chain_rewritten_before_the_checkpoint_is_caught_on_every_open(
     the checkpoint's position no longer has the hash verified there, so every open, ``show``
     and ``--verify`` refuse it (the whole chain alone would verify)."""
     path = ledger_with(tmp_path / "l.db", 6, opens=3)
-    _sql(path, "UPDATE entries SET query = 'other' WHERE id = 1")
+    run_sql(path, "UPDATE entries SET query = 'other' WHERE id = 1")
     rechain(path)
     assert refused(path) == ["open", "read-only", "show", "verify"]
-    _sql(path, "DROP TABLE chain_checkpoint")  # without a checkpoint, nothing tells
+    run_sql(path, "DROP TABLE chain_checkpoint")  # without a checkpoint, nothing tells
     assert refused(path) == []
 
 
 def test_an_edited_checkpoint_is_caught(tmp_path: Path) -> None:
     path = ledger_with(tmp_path / "l.db", 6, opens=3)
-    _sql(path, "UPDATE chain_checkpoint SET state = replace(state, '\"spent\"', '\"spent\" ')")
+    run_sql(path, "UPDATE chain_checkpoint SET state = replace(state, '\"spent\"', '\"spent\" ')")
     assert refused(path) == ["open", "read-only", "show", "verify"]
 
 
 def test_a_row_without_a_place_after_the_checkpoint_is_caught(tmp_path: Path) -> None:
     path = ledger_with(tmp_path / "l.db", 6, opens=3)
-    _sql(path, "INSERT INTO entries (time, query, columns, mechanism, requested_epsilon, "
+    run_sql(path, "INSERT INTO entries (time, query, columns, mechanism, requested_epsilon, "
                "requested_delta, epsilon, delta, spent_epsilon, spent_delta, seeded, status, "
                "details) VALUES ('t', 'q', '[]', 'm', '0/1', '0/1', '0/1', '0/1', '0/1', "
                "'0/1', 0, 'charged', '{}')")
@@ -195,7 +189,7 @@ def test_a_row_without_a_place_after_the_checkpoint_is_caught(tmp_path: Path) ->
 
 def test_a_lost_checkpoint_means_the_whole_chain_is_walked(tmp_path: Path) -> None:
     path = ledger_with(tmp_path / "l.db", 4, opens=2)
-    _sql(path, "DELETE FROM chain_checkpoint")
-    _sql(path, "UPDATE entries SET query = 'other' WHERE id = 1")
+    run_sql(path, "DELETE FROM chain_checkpoint")
+    run_sql(path, "UPDATE entries SET query = 'other' WHERE id = 1")
     assert refused(path) == ["open", "read-only", "show", "verify"]
     assert os.path.exists(path)
