@@ -66,6 +66,11 @@ class Terminated(KeyboardInterrupt):
     removed)."""
 
 
+#: Whether this process is the ``dpframe`` console script (set by :func:`main`), not a host
+#: program calling the commands in-process (whose SIGTERM handler is restored as it was).
+_CONSOLE_SCRIPT = False
+
+
 @contextlib.contextmanager
 def _sigterm_as_interrupt() -> Iterator[None]:
     """Within the block, SIGTERM raises :class:`Terminated` in the main thread."""
@@ -80,7 +85,9 @@ def _sigterm_as_interrupt() -> Iterator[None]:
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        # in the console script the process is about to exit with the run's own code: a SIGTERM
+        # now (interpreter teardown) must not turn a finished run into a death by signal
+        signal.signal(signal.SIGTERM, signal.SIG_IGN if _CONSOLE_SCRIPT else previous)
 
 app = typer.Typer(
     name="dpframe",
@@ -427,6 +434,8 @@ def ledger_verify(
 
 def main() -> None:
     """Console-script entry point."""
+    global _CONSOLE_SCRIPT
+    _CONSOLE_SCRIPT = True
     app()
 
 
