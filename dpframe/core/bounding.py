@@ -23,19 +23,6 @@ from .values import sorted_order
 I64 = npt.NDArray[np.int64]
 Bools = npt.NDArray[np.bool_]
 
-def _rank_in_runs(sorted_keys: I64) -> I64:
-    """Position of each element within its run of equal keys (input sorted)."""
-    n = sorted_keys.size
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    start = np.empty(n, dtype=bool)
-    start[0] = True
-    np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=start[1:])
-    pos = np.arange(n, dtype=np.int64)
-    run_start = np.maximum.accumulate(np.where(start, pos, 0))
-    return pos - run_start
-
-
 _UMAX = np.uint64(np.iinfo(np.uint64).max)
 
 
@@ -448,14 +435,13 @@ def select_drawing(units: I64, groups: I64,
                 if isinstance(row_priority, np.ndarray) else row_priority(heavy))
     pairs = units[heavy].astype(np.int64) * width + groups[heavy]
     order = np.lexsort((priority, pairs))
-    rank = _rank_in_runs(pairs[order])
-    keep[heavy[order[rank >= max_rows]]] = False
+    first = _first_in_runs(pairs[order], max_rows)
+    keep[heavy[order[~first]]] = False
     if max_total is not None:  # the first T of a unit's rows left, by the same priorities
-        left = order[rank < max_rows]
+        left = order[first]
         left_units = units[heavy[left]].astype(np.int64)
         by_unit = np.lexsort((priority[left], left_units))
-        rank = _rank_in_runs(left_units[by_unit])
-        keep[heavy[left[by_unit[rank >= max_total]]]] = False
+        keep[heavy[left[by_unit[~_first_in_runs(left_units[by_unit], max_total)]]]] = False
     return Selection(keep, heavy, priority)
 
 
