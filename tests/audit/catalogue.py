@@ -11,6 +11,7 @@ from ._controls import (
 )
 from .findings import (
     FINDING_FAST,
+    FINDING_FAST_COSTLY,
     FINDING_TRIALS,
     finding_categories,
     finding_change_one_sum,
@@ -223,7 +224,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     # 2**23 rows a release: half the trials (200 a side prove about 1.7 on the code before)
     Scenario("finding 15: an integer sum past 2**63", "2**23 - 1 vs 2**23 rows at the "
              "upper bound 2**40 (statistic: sum > 0)", finding_integer_sum_past_int64(),
-             FINDING_TRIALS // 2, FINDING_FAST // 2),
+             FINDING_TRIALS // 2, FINDING_FAST_COSTLY),
     Scenario("finding 16: scan, a measured public key with no row left", "3 rows with "
              "undeclared keys vs one more keyed 7 (the unit column, grouped and summed)",
              finding_measured_public_key(), FINDING_TRIALS, FINDING_FAST),
@@ -240,26 +241,26 @@ SCENARIOS: tuple[Scenario, ...] = (
     # prove about 2.5 on the code before each fix)
     Scenario("finding 20: Dask, unit ids of different dtypes", "20 int64 ids from 2**53 vs "
              "one more, 1.5, in a float64 partition (count at one row per unit)",
-             finding_dask_unit_dtypes(), FINDING_TRIALS, FINDING_FAST // 2),
+             finding_dask_unit_dtypes(), FINDING_TRIALS, FINDING_FAST_COSTLY),
     Scenario("finding 21: Dask shuffle, unit ids of different dtypes", "200 int64 ids from "
              "2**53 vs one more, 1.5, in a float64 partition (private keys: count of key 'a')",
-             finding_dask_unit_dtypes(private_keys=True), FINDING_TRIALS, FINDING_FAST // 2),
+             finding_dask_unit_dtypes(private_keys=True), FINDING_TRIALS, FINDING_FAST_COSTLY),
     Scenario("finding 22: Dask, text in a numeric partition", "two partitions of 20 rows at 5 "
              "vs one more row, 'abc', typing the second object (statistic: sum, bounds [0, "
-             "10])", finding_dask_text_in_numbers(), FINDING_TRIALS, FINDING_FAST // 2),
+             "10])", finding_dask_text_in_numbers(), FINDING_TRIALS, FINDING_FAST_COSTLY),
     Scenario("finding 23: Dask, a measured private key of different dtypes", "100 units "
              "keyed 2**53 and 100 keyed 2**53 + 1 (int64) vs one more keyed 1.5 in a float64 "
              "partition (count('k') by private k; statistic: key 2**53)",
-             finding_dask_measured_key_dtypes(), FINDING_TRIALS, FINDING_FAST // 2),
+             finding_dask_measured_key_dtypes(), FINDING_TRIALS, FINDING_FAST_COSTLY),
     Scenario("finding 24: Dask, distinct values of different dtypes", "200 int64 values from "
              "2**53, one per unit, vs one more, 1.5, in a float64 partition (count_distinct)",
-             finding_dask_distinct_dtypes(), FINDING_TRIALS, FINDING_FAST // 2),
+             finding_dask_distinct_dtypes(), FINDING_TRIALS, FINDING_FAST_COSTLY),
     Scenario("finding 25: Dask, text in a measured key", "two partitions of 20 rows keyed 5.0 "
              "vs one more row keyed 'abc', typing the second object (sum('k') by k; bounds "
-             "[0, 10])", finding_dask_text_in_measured_key(), FINDING_TRIALS, FINDING_FAST // 2),
+             "[0, 10])", finding_dask_text_in_measured_key(), FINDING_TRIALS, FINDING_FAST_COSTLY),
     Scenario("finding 26: Dask, bool beside numbers in a bucket", "two partitions of 20 units "
              "at True vs one more unit, 'abc', typing the second object (unit-level sum, bounds "
-             "[0, 1])", finding_dask_bool_beside_numbers(), FINDING_TRIALS, FINDING_FAST // 2),
+             "[0, 1])", finding_dask_bool_beside_numbers(), FINDING_TRIALS, FINDING_FAST_COSTLY),
     Scenario("finding 27: an object key complex(1, 0) beside 1", "25 rows keyed 1 and 25 "
              "keyed 'a' vs one more row keyed complex(1, 0) first (statistic: count of key 1)",
              finding_complex_merges_one(), FINDING_TRIALS, FINDING_FAST),
@@ -291,7 +292,7 @@ SCENARIOS: tuple[Scenario, ...] = (
              FINDING_TRIALS, FINDING_FAST),
     Scenario("finding 36: scan, a CSV field longer than the read block", "20 rows vs one "
              "more with a field of 2 MiB + 10 bytes (count)", finding_scan_long_field(),
-             FINDING_TRIALS // 2, FINDING_FAST // 2),  # 2 MiB read a release: half the trials
+             FINDING_TRIALS // 2, FINDING_FAST_COSTLY),  # 2 MiB read a release: half the trials
     Scenario("finding 37: local RR, categories implied by spelling", "60 answers True/False "
              "in an object column vs one True spelled 1 (statistic: a bool index)",
              finding_local_spelling(), FINDING_TRIALS, FINDING_FAST),
@@ -315,24 +316,24 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("finding 43: Dask, date-time units in typed and object partitions", "40 "
              "datetime64 units in 10 partitions vs one more person with a text id, typing the "
              "10th object (count, max_rows_per_unit=1)", finding_dask_time_unit_words(),
-             FINDING_TRIALS, FINDING_FAST // 2),
+             FINDING_TRIALS, FINDING_FAST_COSTLY),
     Scenario("finding 44: Dask, integers past 2**53 in an object partition", "two partitions "
              "of 20 int64 values past 2**53 vs one more text value typing the second object "
-             "(sum)", finding_dask_big_ints_in_object(), FINDING_TRIALS, FINDING_FAST // 2),
+             "(sum)", finding_dask_big_ints_in_object(), FINDING_TRIALS, FINDING_FAST_COSTLY),
     Scenario("finding 45: Dask, distinct integers past 2**53 conformed", "int64 partitions "
              "of 2**53 + k vs one more text value typing the second object (count_distinct)",
-             finding_dask_distinct_conformed(), FINDING_TRIALS, FINDING_FAST // 2),
+             finding_dask_distinct_conformed(), FINDING_TRIALS, FINDING_FAST_COSTLY),
     Scenario("finding 46: Dask, private-key labels of the first partition", "object meta, a "
              "bool partition and an object one vs one more text key typing the first object "
              "(private keys; statistic: bool labels)", finding_dask_key_spelling(),
-             FINDING_TRIALS, FINDING_FAST // 2),
+             FINDING_TRIALS, FINDING_FAST_COSTLY),
     Scenario("finding 47: Dask, a time span in a measured int column", "int64 partitions vs "
              "one more np.timedelta64 typing the second object (sum; raised after the charge)",
-             finding_dask_span_after_charge(), FINDING_TRIALS, FINDING_FAST // 2),
+             finding_dask_span_after_charge(), FINDING_TRIALS, FINDING_FAST_COSTLY),
     Scenario("finding 48: Dask, 1s of an object partition under a bool schema", "an int64 "
              "partition of fifty 1s and a bool one of ten True vs one more text value typing "
              "the first object (sum)", finding_dask_bool_ones_in_object(), FINDING_TRIALS,
-             FINDING_FAST // 2),
+             FINDING_FAST_COSTLY),
     Scenario("finding 49: a time-of-day key in a zone without offset", "60 object rows keyed "
              "time(1) vs one more keyed time(1, tzinfo=ZoneInfo('Europe/Paris')) first "
              "(private keys; statistic: a zoned key released)", finding_zoneless_time_label(),
@@ -370,7 +371,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("finding 55: Dask, count_distinct of a non-conforming value", "float64 meta, "
              "two partitions of 3 distinct floats vs one more row 'zzz' typing the second "
              "object (count_distinct; claim: epsilon 0, the row is missing under the schema)",
-             finding_dask_distinct_nonconforming(), FINDING_TRIALS, FINDING_FAST // 2),
+             finding_dask_distinct_nonconforming(), FINDING_TRIALS, FINDING_FAST_COSTLY),
     Scenario("finding 58: max_rows_per_unit=T enforced across groups (grouped sum)",
              "a unit with 10 rows spread over 5 groups at U, T=2 (max_groups_per_unit=5)",
              finding_total_across_groups(), 500_000, 50_000),

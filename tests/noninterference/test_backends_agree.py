@@ -135,7 +135,7 @@ def test_spark_agrees(spark: Any, spec: Spec, queries: list[Query]) -> None:
         check_agree(spec, q, {b: run(b, spec, q) for b in ("pandas", "spark")})
 
 
-@hsettings(30, shrink=False)  # every example runs 33 queries x 3 backends (~3,000 checks)
+@hsettings(20, shrink=False)  # every example runs 33 queries x 3 backends (~3,000 checks)
 @given(spec=specs(ARROW_KEY_KINDS, ARROW_UNIT_KINDS, scan_layout=True))
 def test_pandas_and_scans_agree(spec: Spec) -> None:
     for q in ALL_QUERIES:

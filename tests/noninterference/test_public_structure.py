@@ -64,19 +64,19 @@ def check_pair(backend: str, pair: tuple[Spec, Spec], queries: Sequence[Query]) 
             f"  D': {b.describe()}\n  fingerprints:\n  {a.fingerprint()}\n  {b.fingerprint()}")
 
 
-@hsettings(40)
+@hsettings(30)
 @given(pair=pairs(ALL_KEY_KINDS, ALL_UNIT_KINDS))
 def test_pandas(pair: tuple[Spec, Spec]) -> None:
     check_pair("pandas", pair, QUERIES)
 
 
-@hsettings(20)
+@hsettings(15)
 @given(pair=pairs(ARROW_KEY_KINDS, ARROW_UNIT_KINDS, scan_layout=True))
 def test_scan_arrow_table(pair: tuple[Spec, Spec]) -> None:
     check_pair("arrow", pair, QUERIES)
 
 
-@hsettings(8)
+@hsettings(6)
 @given(pair=pairs(ARROW_KEY_KINDS, ARROW_UNIT_KINDS, scan_layout=True))
 def test_scan_parquet(pair: tuple[Spec, Spec]) -> None:
     check_pair("parquet", pair, QUERIES)
