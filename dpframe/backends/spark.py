@@ -3,15 +3,15 @@
 Noise, budget and ledger stay in the driver (the privacy core); Spark only computes exact
 per-group aggregates, and no row is ever collected to the driver. Two plans:
 
-* **Spark SQL** (no privacy unit, no sampling, public keys or none, counts and fixed-point
-  sums of numeric columns): one aggregation grouped by the
-  key columns' own values, of the rows whose keys are declared (a hash-set ``IN``, Python
-  equality as :func:`~dpframe.backends.base.declared_positions`; the driver maps each
-  observed key to its first declared position), each value's fixed-point integer the
-  expression :func:`dpframe.core.transform.fixed_point` computes (clamp, centre, shift, exact
-  power-of-two scaling, ``rint`` half-to-even, clip after rounding, missing -> the integer
-  nearest 0), summed exactly in long arithmetic split at 2**26 (the driver adds the halves as
-  Python integers): the same integers as pandas, with no cast that can fail.
+* **Spark SQL** (no privacy unit, no sampling, public keys or none, counts and fixed-point sums
+  of numeric columns): one aggregation grouped by the key columns' own values, whose groups of
+  undeclared keys are then dropped (a hash-set ``IN`` per group, Python equality as
+  :func:`~dpframe.backends.base.declared_positions`; the driver maps each observed key to its
+  first declared position), each value's fixed-point integer the expression
+  :func:`dpframe.core.transform.fixed_point` computes (clamp, centre, shift, exact power-of-two
+  scaling, ``rint`` half-to-even, clip after rounding, missing -> the integer nearest 0), summed
+  exactly in long arithmetic split at 2**26 (the driver adds the halves as Python integers): the
+  same integers as pandas, with no cast that can fail.
 * **Blocks of whole units** (everything else: privacy units and their T/k/R bounds, private
   keys, bins, grids, distinct counts): rows are hash-partitioned by their unit (all of a
   unit's rows meet in one partition), and each partition runs the exact primitives
@@ -108,7 +108,7 @@ class SparkBackend:
             self._fields.get(r.column), (*_INTS, *_FLOATS))) for r in q.requests)
 
     def _sql_exact(self, q: ComputeRequest) -> ExactAggregates:
-        keys, where, grouping, positions = self._declared(q)
+        keys, declared, grouping, positions = self._declared(q)
         ng = len(keys)
         aggs: list[Column] = []
         names: list[tuple[AggregateRequest, str]] = []
@@ -119,10 +119,16 @@ class SparkBackend:
             aggs.append(_clamped(q, self._fields).alias("_clamped"))
         if not aggs:
             aggs = [F.count(F.lit(1)).alias("a_")]
-        # one aggregation over the declared keys' own values (a hash set test, then Spark's
-        # hash aggregate): the driver maps each observed key to its declared position
-        rows = self.sdf.where(where) if q.by else self.sdf
-        grouped = rows.groupBy(*grouping).agg(*aggs) if grouping else rows.agg(*aggs)
+        # one aggregation over the key columns' own values, the groups of undeclared keys
+        # dropped after it (a hash-set test per group, not per row: Spark would push a plain
+        # test on the keys below the aggregation, so it is joined by OR to a test of the
+        # group's row count that is never true); the driver maps each observed key to its
+        # declared position
+        if grouping:
+            grouped = self.sdf.groupBy(*grouping).agg(*aggs, F.count(F.lit(1)).alias("_rows"))
+            grouped = grouped.where(declared | (F.col("_rows") < 0))
+        else:
+            grouped = self.sdf.agg(*aggs)
         found = [(_group_code(row, positions), row) for row in grouped.collect()]
         values: dict[tuple[object, ...], np.ndarray] = {}
         counts: dict[tuple[object, ...], np.ndarray] = {}
@@ -142,8 +148,9 @@ class SparkBackend:
     def _declared(self, q: ComputeRequest) -> tuple[list[tuple[object, ...]], Column,
                                                     list[Column], list[tuple[dict[object, int],
                                                                              int]]]:
-        """The groups (row-major over the declared keys), the test that a row's keys are
-        declared, the key columns as compared (``_k0``, ...) and each one's positions."""
+        """The groups (row-major over the declared keys), the test that a group's keys
+        (``_k0``, ...) are declared, the key columns as compared (named ``_k0``, ...) and each
+        one's positions."""
         keys: list[tuple[object, ...]] = [()]
         where: Column = F.lit(True)
         grouping: list[Column] = []
@@ -153,9 +160,8 @@ class SparkBackend:
             keys = public_key_list(declared)  # row-major: the codes of _group_code
             for i, (col, d) in enumerate(zip(q.by, declared, strict=True)):
                 cast, first = _declared_values(self._kinds[col], d)
-                value = F.col(col).cast(cast)
-                where = where & (value.isin(*first) if first else F.lit(False))
-                grouping.append(value.alias(f"_k{i}"))
+                where = where & (F.col(f"_k{i}").isin(*first) if first else F.lit(False))
+                grouping.append(F.col(col).cast(cast).alias(f"_k{i}"))
                 positions.append((first, len(d)))
         return keys, where, grouping, positions
 

@@ -72,6 +72,31 @@ def test_row_level_releases_equal_pandas(frames: Any, name: str) -> None:
     _same(_release(df, f, keys={"g": KEYS}), _release(sdf, f, keys={"g": KEYS}))
 
 
+
+def test_groups_of_undeclared_keys_are_dropped_after_the_aggregation(spark: Any) -> None:
+    """The Spark SQL plan groups every row by its keys' own values and drops the groups of
+    undeclared keys afterwards: with many undeclared values, nulls, and two key columns (one
+    of them numeric, with a declared key no row has), the release is the pandas one and holds
+    exactly the declared groups."""
+    rng = np.random.default_rng(11)
+    n = 4000
+    g = rng.choice(["a", "b", "c", *[f"u{i}" for i in range(300)]], n).astype(object)
+    g[::13] = None
+    df = pd.DataFrame({"g": g, "k": rng.integers(0, 6, n), "x": rng.uniform(-5, 15, n),
+                       "i": rng.integers(-3, 25, n)})
+    sdf = spark.createDataFrame(df, "g string, k long, x double, i long")
+    keys = {"g": ["a", "b", "zz"], "k": [1, 2, 5, 7]}
+
+    def f(p: Any) -> Any:
+        return p.groupby(["g", "k"]).agg({"x": ["sum", "count"]}, epsilon=HUGE)
+
+    a, b = _release(df, f, keys=keys), _release(sdf, f, keys=keys)
+    assert len(b) == 3 * 4
+    assert {k for k, _ in b.index} == {"a", "b", "zz"}
+    _same(a, b)
+    declared_rows = df["g"].isin(["a", "b"]) & df["k"].isin([1, 2, 5])
+    assert round(float(b[("x", "count")].sum())) == int(declared_rows.sum())
+
 UNIT_LEVEL = {
     "sum": lambda p: p.groupby("g").sum("x", epsilon=HUGE),
     "count": lambda p: p.groupby("g").count(epsilon=HUGE),
