@@ -13,6 +13,13 @@ users), starts one ``local[2]`` SparkSession (UI off) and times, interleaved aft
 * dpframe, unit level: the same with ``privacy_unit="u", max_rows_per_unit=10``
   (blocks of whole units: an exchange by unit, then the primitives per partition).
 
+With ``--floors``, also the plain-Spark steps any exact unit-level plan needs at least one of
+(no dpframe code): moving every row to its unit's partition (``repartition(u)``, rows
+counted), counting each unit's rows (``groupBy(u).count()``), handing the three columns to
+Python workers through Arrow (``mapInArrow``, rows counted), and bounding with window
+functions in Spark SQL (``row_number()`` over ``partitionBy(u)`` ordered by a keyed hash,
+``<= 10``, then the groupBy-sum).
+
 Prints a Markdown table; asserts nothing. Figures are recorded in docs/benchmarks/spark.md.
 """
 
@@ -22,7 +29,9 @@ import argparse
 import os
 import sys
 import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -52,6 +61,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", type=float, default=1e7)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--floors", action="store_true",
+                        help="also time the plain-Spark steps an exact unit-level plan needs")
     args = parser.parse_args()
     rows = int(args.rows)
     path = make_data(rows)
@@ -82,14 +93,43 @@ def main() -> None:
                       max_rows_per_unit=10)
         return priv.groupby("g").sum("x", epsilon=1)
 
-    best = best_of({"plain": plain, "rows": dp_rows, "units": dp_units}, args.repeat)
+    fns = {"plain": plain, "rows": dp_rows, "units": dp_units}
+    labels = [("plain", "plain `groupBy().agg(sum)`"),
+              ("rows", "dpframe groupby-sum, row level"),
+              ("units", "dpframe groupby-sum, unit level (T = 10)")]
+    if args.floors:
+        fns.update(floors(sdf))
+        labels += [(name, f"floor: {name}") for name in floors(sdf)]
+    best = best_of(fns, args.repeat)
     print(f"| {rows:.0e} rows, local[2] | best of {args.repeat} (s) | vs plain |")
     print("| --- | --- | --- |")
-    for name, label in (("plain", "plain `groupBy().agg(sum)`"),
-                        ("rows", "dpframe groupby-sum, row level"),
-                        ("units", "dpframe groupby-sum, unit level (T = 10)")):
+    for name, label in labels:
         print(f"| {label} | {best[name]:.2f} | {best[name] / best['plain']:.2f}x |")
     spark.stop()
+
+
+def floors(sdf: Any) -> dict[str, Callable[[], object]]:
+    """Plain-Spark steps of unit-level bounding (``--floors``), each timed to its end."""
+    import pyarrow as pa
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    def rows_seen(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        yield pa.RecordBatch.from_pydict({"n": [sum(b.num_rows for b in batches)]})
+
+    def window_bound() -> object:
+        priority = F.xxhash64(F.lit(12345), F.col("u"), F.monotonically_increasing_id())
+        order = Window.partitionBy("u").orderBy("_p")
+        kept = (sdf.withColumn("_p", priority).withColumn("_r", F.row_number().over(order))
+                .where("_r <= 10"))
+        return kept.groupBy("g").agg(F.sum("x")).collect()
+
+    return {
+        "`repartition(u)`": lambda: sdf.repartition("u").agg(F.count(F.lit(1))).collect(),
+        "`groupBy(u).count()`": lambda: sdf.groupBy("u").count().agg(F.count("*")).collect(),
+        "Arrow to Python (`mapInArrow`)": lambda: sdf.mapInArrow(rows_seen, "n long").collect(),
+        "window functions (`row_number` <= 10)": window_bound,
+    }
 
 
 if __name__ == "__main__":
