@@ -5,7 +5,9 @@
 - open + one charge (+ its outcome) + close, as ``dpframe run`` does for each run;
 - ``dpframe ledger show`` (the last entries), ``show --all`` (every entry) and
   ``show --verify`` (SQLite's integrity check and the whole hash chain), reported also as
-  chain rows verified per second.
+  chain rows verified per second;
+- on the largest ledger, the parts of the whole-chain walk that bring each row into Python,
+  each alone (CPU): the fetch of every hashed column, the hashing, the chain fields alone.
 
 Ledgers are built quickly in batches of 1,000 charges per transaction, each charge through the
 ledger's own charge path (:meth:`SqliteLedger._charge_row`: the same chained rows, running
@@ -121,7 +123,41 @@ def measure(folder: Path, n: int, repeat: int, all_up_to: int) -> dict[str, floa
     rows = 2 * n + 1
     out["verify_rows_per_s"] = rows / out["verify_s"]
     out["verify_cpu_rows_per_s"] = rows / out["verify_cpu_s"]
+    out.update(walk_parts(path, max(slow, 3)))
     return out
+
+
+def walk_parts(path: Path, repeat: int) -> dict[str, float]:
+    """CPU time of the parts of the whole-chain walk that bring each row into Python, each
+    alone on the same ledger (read-only): fetching every hashed column of every chained row (as
+    the walk does), computing their hashes from those rows, and fetching only the chain fields
+    (row hash, position, link) that any walk hashing in Python needs at the least."""
+    from dpframe.engine.ledger.formats import HASHES, ROW_SQL, WIDTH
+    from dpframe.engine.ledger.schema import CHAINED
+
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        version = conn.execute("SELECT version FROM dpframe_schema").fetchone()[0]
+        fetched = {t: conn.execute(f"{ROW_SQL[t]} ORDER BY seq").fetchall() for t in CHAINED}
+
+        def fetch_all() -> None:
+            for t in CHAINED:
+                conn.execute(f"{ROW_SQL[t]} ORDER BY seq").fetchall()
+
+        def hash_all() -> None:
+            for t, part in fetched.items():
+                if part:
+                    HASHES[version](part, WIDTH[t])
+
+        def fetch_chain() -> None:
+            for t in CHAINED:
+                conn.execute(f"SELECT row_hash, seq, prev_hash FROM {t} ORDER BY seq").fetchall()
+
+        return {"fetch_cpu_s": best(fetch_all, repeat, time.process_time),
+                "hash_cpu_s": best(hash_all, repeat, time.process_time),
+                "chain_fields_cpu_s": best(fetch_chain, repeat, time.process_time)}
+    finally:
+        conn.close()
 
 
 def report(results: dict[int, dict[str, float]]) -> str:
@@ -152,6 +188,14 @@ def report(results: dict[int, dict[str, float]]) -> str:
     w(f"- `--verify` at >= 100k entries per second: {big['verify_rows_per_s']:,.0f} chain rows "
       f"per second wall, {cpu:,.0f} CPU ({cpu / 2:,.0f} entries, each with its outcome row), "
       f"{'met' if cpu / 2 >= 100_000 else 'NOT met'}.\n")
+    entries = sizes[-1]
+    w(f"\nThe walk's parts that bring each row into Python, each alone (CPU, "
+      f"{entries:,} charges): `ledger verify` (the walk and SQLite's integrity check) "
+      f"{big['verify_cpu_s']:.2f} s "
+      f"({entries / big['verify_cpu_s']:,.0f} entries/s); fetching every hashed column "
+      f"{big['fetch_cpu_s']:.2f} s ({entries / big['fetch_cpu_s']:,.0f} entries/s at most); "
+      f"hashing those rows {big['hash_cpu_s']:.2f} s; fetching the chain fields alone "
+      f"{big['chain_fields_cpu_s']:.2f} s.\n")
     return buf.getvalue()
 
 
