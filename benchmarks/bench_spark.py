@@ -98,8 +98,9 @@ def main() -> None:
               ("rows", "dpframe groupby-sum, row level"),
               ("units", "dpframe groupby-sum, unit level (T = 10)")]
     if args.floors:
-        fns.update(floors(sdf))
-        labels += [(name, f"floor: {name}") for name in floors(sdf)]
+        steps = floors(sdf)
+        fns.update(steps)
+        labels += [(name, f"floor: {name}") for name in steps]
     best = best_of(fns, args.repeat)
     print(f"| {rows:.0e} rows, local[2] | best of {args.repeat} (s) | vs plain |")
     print("| --- | --- | --- |")
