@@ -8,7 +8,7 @@ import importlib
 import pytest
 
 MODULES = ["dpframe.fronts.frame", "dpframe.fronts.groupby", "dpframe.fronts.selection",
-           "dpframe.fronts.results", "dpframe.core.intervals",
+           "dpframe.fronts.results", "dpframe.core.intervals", "dpframe.core.value_bounds",
            "dpframe.testing"]
 
 

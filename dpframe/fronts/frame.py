@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import numbers
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal, overload
 
@@ -23,10 +24,10 @@ from ..core.query import (
     Measure,
     quantile_level,
 )
-from ..errors import ValidationError
+from ..core.value_bounds import bounds_from_counts, noise_threshold, signed_octave_edges
+from ..errors import DPWarning, ValidationError
 from .arguments import (
     as_ddof,
-    as_grid,
     quantile_measure,
 )
 from .docs import (
@@ -43,6 +44,10 @@ from .results import DPFloat, DPInt, histogram_index
 if TYPE_CHECKING:
     pass
 
+
+#: The contribution bounds (T, k, R) of ``bounds()``'s sensitivity-1 reduction: one random row
+#: per unit (core/value_bounds.py).
+ONE_ROW_PER_UNIT: tuple[int | None, ...] | None = (1, None, None)
 
 class PrivateFrame(FrameBase):
     """Differentially private aggregates over declared bounds and keys
@@ -294,34 +299,42 @@ class PrivateFrame(FrameBase):
     @overload
     def bounds(self, column: str, *, epsilon: float | None = None,
                quantiles: tuple[float, float] = (0.01, 0.99), max_abs: float = 1e12,
-               resolution: int = 2001, dry_run: Literal[True],
+               resolution: int | None = None, dry_run: Literal[True],
                accuracy: float | None = None) -> dict[str, Any]: ...
     @overload
     def bounds(self, column: str, *, epsilon: float | None = None,
                quantiles: tuple[float, float] = (0.01, 0.99), max_abs: float = 1e12,
-               resolution: int = 2001, dry_run: Literal[False] = False,
+               resolution: int | None = None, dry_run: Literal[False] = False,
                accuracy: float | None = None) -> tuple[DPFloat, DPFloat]: ...
     @overload
     def bounds(self, column: str, *, epsilon: float | None = None,
                quantiles: tuple[float, float] = (0.01, 0.99), max_abs: float = 1e12,
-               resolution: int = 2001, dry_run: bool = False,
+               resolution: int | None = None, dry_run: bool = False,
                accuracy: float | None = None) -> tuple[DPFloat, DPFloat] | dict[str, Any]: ...
     @documented(RETURNS_BOUNDS)
     def bounds(self, column: str, *, epsilon: float | None = None,
                quantiles: tuple[float, float] = (0.01, 0.99), max_abs: float = 1e12,
-               resolution: int = 2001, dry_run: bool = False,
+               resolution: int | None = None, dry_run: bool = False,
                accuracy: float | None = None) -> Any:
-        """Estimate bounds for ``column`` when you do not know its range: two DP quantiles
-        (by default the 1st and 99th percentiles, epsilon split in half) chosen by the
-        exponential mechanism among log-spaced candidates from ``-max_abs`` to ``max_abs``
-        (about 7% apart with the default resolution, down to ``max_abs * 1e-15``).
+        """Estimate bounds for ``column`` when you do not know its range: a noisy histogram
+        of one randomly chosen row per privacy unit (every row at the row level) over signed
+        powers of two from ``-max_abs`` to ``max_abs`` (down to ``max_abs * 2**-52``), its bins
+        below a noise threshold read as empty, and read at the ``quantiles`` levels (by
+        default the 1st and 99th percentiles): ``lo`` is the left edge of the bin where the
+        ``quantiles[0]`` share is reached, ``hi`` the right edge of the one where
+        ``quantiles[1]`` is. One unit moves one count by one, whatever its number of rows, so
+        the estimate holds up at the unit level (docs/privacy.md, core/value_bounds.py).
 
         This spends ``epsilon`` like any release. Its result is public: declare it as the
         column's bounds for later queries (``bounds={column: (lo, hi)}``), which is
         post-processing and costs nothing more. Values beyond the estimate are clamped by later
-        queries, so the quantiles trade clamping bias against noise (the 1st-99th percentiles
-        clamp about 2% of the rows). Returns ``(lo, hi)``, two numbers carrying the release's
-        provenance; ``lo <= hi``.
+        queries; powers of two err on the side of less clamping (at most twice the quantile's
+        magnitude). The quantiles are of units (one row each), not of rows. Returns
+        ``(lo, hi)``, two numbers carrying the release's provenance (``"value_bounds"``: the
+        threshold, the noisy number of units read, whether that is enough); ``lo <= hi``.
+        When too few units are read for more than the bulk of the values, a
+        :class:`~dpframe.DPWarning` says so (from the released counts only). ``resolution``
+        is deprecated and ignored (0.2's grid of candidates).
 
         Example:
             >>> import dpframe as dpf, numpy as np, pandas as pd, warnings
@@ -329,8 +342,8 @@ class PrivateFrame(FrameBase):
             >>> income = np.random.default_rng(0).lognormal(10, 1, 20_000)
             >>> priv = pd.DataFrame({"income": income}).dp(dpf.Session(10, seed=1))
             >>> lo, hi = priv.bounds("income", epsilon=1.0)
-            >>> 1_000 < lo < 5_000 < 100_000 < hi < 300_000
-            True
+            >>> (lo, hi)
+            (2048.0, 262144.0)
         """
         if accuracy is not None:
             raise ValidationError("accuracy= is not available for bounds: its two quantiles' "
@@ -345,17 +358,36 @@ class PrivateFrame(FrameBase):
         if isinstance(max_abs, bool) or not isinstance(max_abs, numbers.Real) or not (
                 0 < float(max_abs) <= 2**52):
             raise ValidationError("max_abs must be a positive number up to 2**52")
+        if resolution is not None:
+            warnings.warn("bounds(resolution=) is deprecated and ignored: the estimate is a "
+                          "histogram over powers of two", DeprecationWarning, stacklevel=2)
         frame = copy.copy(self)
         frame._bounds = {**self._bounds, column: (-float(max_abs), float(max_abs))}
-        measures = [Measure("quantile", column, label=name, q=level, grid=as_grid(resolution),
-                            log_grid=True)
-                    for name, level in zip(("lower", "upper"), levels, strict=True)]
-        q = frame._query(measures, epsilon, 0.0, description=f"bounds({column})")
+        if self._unit is not None and ONE_ROW_PER_UNIT is not None:
+            frame._bounds_tkr = ONE_ROW_PER_UNIT
+        edges = signed_octave_edges(float(max_abs))
+        meas = Measure("histogram", column, label="bounds", edges=edges, right=False,
+                       include_lowest=False)
+        q = frame._query([meas], epsilon, 0.0, mechanism="laplace",
+                         description=f"bounds({column})")
         r = frame._run(q, dry_run)
         if isinstance(r, dict):
             return r
-        lo, hi = sorted(float(m.values[0]) for m in r.measures)
-        return (DPFloat(lo, provenance=r.provenance), DPFloat(hi, provenance=r.provenance))
+        scale = r.provenance["measures"][0]["noise_scale"]
+        read = bounds_from_counts(r.measures[0].values, edges,
+                                  (float(levels[0]), float(levels[1])),
+                                  noise_threshold(scale, len(edges) - 1), float(max_abs))
+        r.provenance["value_bounds"] = {**read.describe(),
+                                        "quantiles": [float(v) for v in levels]}
+        if not read.trusted:
+            warnings.warn(
+                f"bounds({column}): the noisy histogram read about {read.units} units against a "
+                f"threshold of {read.threshold} per bin at epsilon {float(q.epsilon):g}: the "
+                "estimate covers the bulk of the values only and may clamp far more than the "
+                "quantiles ask; more epsilon or more rows (units) would help. This check reads "
+                "only the released counts; it costs no privacy", DPWarning, stacklevel=2)
+        return (DPFloat(read.lower, provenance=r.provenance),
+                DPFloat(read.upper, provenance=r.provenance))
 
     def _quantile(self, column: str, label: str, q: object, epsilon: float | None,
                   resolution: int, dry_run: bool, description: str, ci: float | None,

@@ -104,6 +104,7 @@ from .ungrouped import (
     scalar_sum,
     scalar_user_sum,
 )
+from .value_bounds import every_row_of_a_unit, unit_level_bounds
 
 SCENARIOS: tuple[Scenario, ...] = (
     # raw mechanisms
@@ -408,6 +409,12 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("BROKEN: Spark SQL plan reading only null as missing", "as finding 62", None, 1,
              None, expect_violation=True, exact=finding_spark_nan_spelling,
              patch=nan_not_missing),
+    Scenario("bounds() at the unit level (one row per unit, issue 44)",
+             "300 units of one row vs one more unit with 40 rows over 40 octaves, T=40",
+             None, 1, 1, exact=unit_level_bounds),
+    Scenario("BROKEN: bounds() keeping a unit's T rows at one row's sensitivity",
+             "as bounds() at the unit level", None, 1, 1, expect_violation=True,
+             exact=unit_level_bounds, patch=every_row_of_a_unit),
     # deliberately broken: the audit must find a violation
     Scenario("BROKEN: bound choice with the histograms' sensitivity understated",
              "as finding 59 (change_one, ungrouped)", finding_bound_choice("change_one", False),
