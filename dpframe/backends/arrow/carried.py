@@ -32,6 +32,12 @@ selection depends on its own rows, the salt and fresh draws only, so the transfo
 stable. Which slices are pre-selected depends on the data, but the released distribution does
 not.
 
+With ``diagnostics=`` the rows a pre-selection drops are not lost to ``rows_dropped``: each
+unit's count of them rides on its first kept row (:data:`DROPPED_BEFORE`), pass 2's selection
+hands them on with its own drops, and the aggregation counts them with bounding's, capped once
+per unit (:func:`~dpframe.core.transform.carried_drops`): a unit's term is the rows it had less
+the rows it kept, as when bounding sees every row at once (finding 63).
+
 Private keys have no code shared by the batches: a pair's priority is then keyed on the word of
 its key's canonical labels (:func:`~dpframe.core.hashing.value_words`), and ties (equal top
 bits, or words that collide: text words are a public digest) are broken by the key's rank in
