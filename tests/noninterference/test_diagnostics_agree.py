@@ -25,6 +25,7 @@ from typing import Any
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
+import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -99,6 +100,18 @@ def oracle(df: pd.DataFrame, bounds: dict[str, Any], private: bool, grouped: boo
     return clamped, dropped
 
 
+class _Polars:
+    """A Polars LazyFrame whose ``.dp`` reads batches of 2,000 rows into 4 partitions."""
+
+    def __init__(self, lf: pl.LazyFrame) -> None:
+        self.lf = lf
+
+    def dp(self, session: dpf.Session, **options: Any) -> Any:
+        from dpframe.fronts.polars import private_frame
+
+        return private_frame(self.lf, session, batch_size=2000, partitions=4, **options)
+
+
 def exact_counts(obj: Any, bounds: dict[str, Any], private: bool, grouped: bool
                  ) -> tuple[tuple[int, int], int]:
     """The exact diagnostic counts of a (grouped) sum with ``diagnostics=`` on ``obj``, and
@@ -147,14 +160,15 @@ def test_exact_diagnostic_counts_agree_between_pandas_scans_and_dask(
 def test_a_heavy_unit_written_first_keeps_every_partitions_drops(tmp_path: Path) -> None:
     """The review's case: 1,000 units of 3 rows (T = 1), then the same with one unit of 1,500
     rows written first (batches of 2,000, 4 partitions): 1,000 then 1,001 dropped rows (each
-    unit's capped at 1) on pandas, the scan and Dask; the scan said 1,000 then 750."""
+    unit's capped at 1) on pandas, the scan, Polars and Dask; the scan and Polars said 1,000
+    then 750, Dask 2 then 0."""
     light = pd.DataFrame({"u": np.repeat(np.arange(1000), 3), "x": np.ones(3000)})
     heavy = pd.DataFrame({"u": np.full(1500, 10**6), "x": np.ones(1500)})
     for df, want in ((light, 1000), (pd.concat([heavy, light], ignore_index=True), 1001)):
         path = tmp_path / f"d{want}.parquet"
         pq.write_table(pa.Table.from_pandas(df, preserve_index=False), path)
         for obj in (df, dpf.scan(path, batch_size=2000, partitions=4),
-                    dd.from_pandas(df, npartitions=3)):
+                    _Polars(pl.from_pandas(df).lazy()), dd.from_pandas(df, npartitions=3)):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 got, cap = exact_counts(obj, {"max_rows_per_unit": 1}, False, False)
