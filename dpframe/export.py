@@ -101,15 +101,26 @@ def _document(prov: Mapping[str, Any], layout: _Layout, rows: int) -> dict[str, 
     return jsonable(doc)
 
 
-def diagnostics_document(diagnostics: Mapping[str, Any]) -> dict[str, dict[str, int]]:
-    """``diagnostics=``'s noisy counts as ``{name: {"value", "lower", "upper"}}`` (from the
-    ``DPInt`` of ``.attrs["dp"]`` or the core's dicts alike): public, noisy, charged."""
-    out = {}
+#: What the export states of each ``diagnostics=`` count beside its value and interval.
+DIAGNOSTICS_STATED = ("epsilon", "mechanism", "sensitivity", "noise_scale", "ci_level",
+                      "ci_half_width", "rows_dropped_cap")
+
+
+def diagnostics_document(diagnostics: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """``diagnostics=``'s noisy counts as ``{name: {"value", "lower", "upper", "epsilon",
+    "noise_scale", "sensitivity", ...}}`` (from the ``DPInt`` of ``.attrs["dp"]`` or the core's
+    dicts alike): public, noisy, charged, with the noise each got and, for ``rows_dropped``,
+    the cap ``rows_dropped_cap`` of each unit's term."""
+    out: dict[str, dict[str, Any]] = {}
     for name, v in diagnostics.items():
         if isinstance(v, Mapping):
-            out[name] = {k: int(v[k]) for k in ("value", "lower", "upper")}
+            doc: dict[str, Any] = {k: int(v[k]) for k in ("value", "lower", "upper")}
+            stated: Mapping[str, Any] = v
         else:
-            out[name] = {"value": int(v), "lower": int(v.lower), "upper": int(v.upper)}
+            doc = {"value": int(v), "lower": int(v.lower), "upper": int(v.upper)}
+            stated = v.attrs["dp"]
+        doc.update({k: stated[k] for k in DIAGNOSTICS_STATED if k in stated})
+        out[name] = doc
     return out
 
 

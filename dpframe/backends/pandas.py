@@ -473,6 +473,10 @@ def column_labels(columns: pd.Index) -> dict[str, Any]:
 class PandasBackend:
     """Exact aggregates of an in-memory pandas DataFrame."""
 
+    #: ``diagnostics=``: per row, rows of its unit a pre-selection dropped before these rows
+    #: reached this backend (a Dask bucket's: :func:`~dpframe.core.transform.carried_drops`)
+    dropped_before: npt.NDArray[np.int64] | None = None
+
     def __init__(self, df: pd.DataFrame) -> None:
         if not isinstance(df, pd.DataFrame):
             raise ValidationError("expected a pandas DataFrame")
@@ -547,7 +551,7 @@ class PandasBackend:
         units = None
         if request.privacy_unit:
             units = self.codes(request.privacy_unit)
-        return compute_exact(request, codes, keys, units, self, gen)
+        return compute_exact(request, codes, keys, units, self, gen, self.dropped_before)
 
     # -- the Columns protocol (dpframe.backends.base.Columns) -----------------------------------
     def words(self, name: str) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:

@@ -9,7 +9,14 @@ clamping and bounding is outside it. These two counts show its size, at a price:
 * ``rows_dropped``: rows with a unit and a key that contribution bounding dropped, **each unit's
   counted up to the cap** ``D = min(T, k R)`` (the most rows it may keep; 1 at row level, where
   nothing is dropped). A unit with more dropped rows adds ``D``: the count is a lower bound of
-  the rows dropped, and says so in its provenance (``rows_dropped_cap``).
+  the rows dropped, and says so in its provenance (``rows_dropped_cap``). The term of a unit is
+  a function of its own rows and randomness on every backend: rows a scan or Dask dropped
+  while pre-selecting are handed on with the unit's kept rows and counted with bounding's
+  (:func:`~dpframe.core.transform.carried_drops`), never lost with a batch or a partition.
+
+Each released count states, beside its value and interval, its epsilon, mechanism, noise scale,
+sensitivity and (``rows_dropped``) the cap: ``.attrs["dp"]["diagnostics"][name].attrs["dp"]``
+on a result, the export metadata's ``"diagnostics"``, the CLI's ``--json``.
 
 Privacy: bounding is stable (a unit's kept rows depend only on its own rows and fresh
 randomness), and a unit keeps at most ``D`` rows. Adding or removing one unit (or replacing
@@ -52,6 +59,19 @@ class DiagnosticsPlan:
                 "noise_scale": self.noise.scale, "rows_dropped_cap": self.cap,
                 "ci_half_width": self.noise.half_width(level)}
 
+    def count_description(self, name: str, level: float = 0.95) -> dict[str, object]:
+        """What the provenance states of one released count: its own epsilon (half of
+        ``diagnostics=``), the mechanism, its sensitivity ``D``, noise scale and interval, and
+        for ``rows_dropped`` the cap ``rows_dropped_cap`` (each unit's dropped rows counted up
+        to ``D``: the count is a lower bound of the rows dropped)."""
+        out: dict[str, object] = {
+            "epsilon": float(self.epsilon / 2), "mechanism": "geometric",
+            "sensitivity": self.cap, "noise_scale": self.noise.scale, "ci_level": level,
+            "ci_half_width": self.noise.half_width(level)}
+        if name == "rows_dropped":
+            out["rows_dropped_cap"] = self.cap
+        return out
+
 
 def plan_diagnostics(epsilon: Fraction, cap: int) -> DiagnosticsPlan:
     """Both counts at ``epsilon / 2`` each with sensitivity ``cap`` (module docstring)."""
@@ -60,14 +80,17 @@ def plan_diagnostics(epsilon: Fraction, cap: int) -> DiagnosticsPlan:
 
 
 def release_diagnostics(plan: DiagnosticsPlan, exact: tuple[int, int] | None,
-                        rng: RandomSource, level: float) -> dict[str, dict[str, int]]:
+                        rng: RandomSource, level: float) -> dict[str, dict[str, object]]:
     """The two noisy counts with their ``level`` intervals (after the charge): ``{name:
-    {"value", "lower", "upper"}}``. A backend that returned no counts (none needed: nothing
-    computed) releases noise on zero, like any empty release."""
+    {"value", "lower", "upper", ...}}``, each with what its noise was
+    (:meth:`DiagnosticsPlan.count_description`: epsilon, noise scale, sensitivity, the cap).
+    A backend that returned no counts (none needed: nothing computed) releases noise on zero,
+    like any empty release."""
     counts = np.array(exact if exact is not None else (0, 0), dtype=np.int64)
     noisy = plan.noise.add_noise(counts, Fraction(1), rng)
     half = int(plan.noise.half_width(level))
-    return {name: {"value": int(v), "lower": int(v) - half, "upper": int(v) + half}
+    return {name: {"value": int(v), "lower": int(v) - half, "upper": int(v) + half,
+                   **plan.count_description(name, level)}
             for name, v in zip(NAMES, noisy.tolist(), strict=True)}
 
 

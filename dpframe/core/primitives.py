@@ -290,20 +290,24 @@ def clamped_rows(request: ComputeRequest, codes: npt.NDArray[np.signedinteger[An
 
 def compute_exact(request: ComputeRequest, group_codes: npt.NDArray[np.signedinteger[Any]],
                   keys: list[tuple[object, ...]], unit_codes: I64 | None, columns: Columns,
-                  gen: np.random.Generator | None) -> ExactAggregates:
+                  gen: np.random.Generator | None, dropped_before: I64 | None = None
+                  ) -> ExactAggregates:
     """Exact aggregates for one block of rows (a whole frame, a batch, or a partition).
 
     ``group_codes`` index ``keys`` (-1: row dropped: undeclared or missing key), in any signed
     integer type; ``unit_codes`` identify privacy units (-1: missing unit, dropped);
     ``columns`` gives the columns' views (:class:`Columns`). Results of blocks that hold
     disjoint units merge (:meth:`ExactAggregates.merge`). A release with no grouping, unit or
-    sampling keeps every row in one group and takes one pass per column.
+    sampling keeps every row in one group and takes one pass per column. ``dropped_before``
+    (``diagnostics=``): per row, rows of its unit a pre-selection dropped earlier
+    (:func:`~dpframe.core.transform.carried_drops`), counted as bounding's own.
     """
     q = request
     ng = len(keys)
     whole = not q.by and not q.draws_at_random and ng == 1
     codes, rows, dropped = ((np.asarray(group_codes, dtype=np.int64), None, 0) if whole
-                            else bounded_rows(request, group_codes, unit_codes, ng, gen))
+                            else bounded_rows(request, group_codes, unit_codes, ng, gen,
+                                              dropped_before))
     block = Block(codes, ng, whole, rows, columns)
     slots: dict[str, dict[tuple[object, ...], Any]] = {"values": {}, "counts": {},
                                                        "distinct": {}}

@@ -326,18 +326,64 @@ def as_counts(total: int) -> np.ndarray:
     return _int64_when_fits(np.array([total], dtype=object))
 
 
-def dropped_rows(units: I64, groups: I64, keep: Bools, cap: int) -> int:
+def dropped_rows(units: I64, groups: I64, keep: Bools, cap: int,
+                 before: I64 | None = None) -> int:
     """Rows with a unit and a group that contribution bounding dropped, each unit's counted
-    up to ``cap`` (``diagnostics=``): one unit changes the total by at most ``cap``."""
-    dropped = (units >= 0) & (groups >= 0) & ~keep
-    if not dropped.any():
-        return 0
-    per_unit = np.bincount(units[dropped].astype(np.int64))
+    up to ``cap`` (``diagnostics=``): one unit changes the total by at most ``cap``.
+
+    ``before``: per row, rows of its unit that a pre-selection dropped earlier (a scan's heavy
+    slice, a Dask partition: :func:`carried_drops`), counted with the unit's rows dropped
+    here, on its rows with a unit and a group (a unit that sampling leaves out, its group codes
+    -1, counts none). Each unit's term is then ``min(rows it had - rows it kept, cap)``, the
+    law of bounding all its rows at once, however the rows were batched or pre-selected."""
+    valid = (units >= 0) & (groups >= 0)
+    dropped = valid & ~keep
+    if before is None or not bool(before[valid].any()):
+        if not dropped.any():
+            return 0
+        per_unit = np.bincount(units[dropped].astype(np.int64))
+    else:
+        nu = int(units[valid].max()) + 1
+        per_unit = (np.bincount(units[dropped].astype(np.int64), minlength=nu)
+                    + _sum_by(units[valid], before[valid], nu))
     return int(np.minimum(per_unit, cap).sum())
 
 
+def _sum_by(units: npt.NDArray[np.integer[Any]], counts: npt.NDArray[np.integer[Any]],
+            nu: int) -> I64:
+    """Exact integer sums of ``counts`` per unit code in ``[0, nu)``."""
+    out = np.zeros(nu, dtype=np.int64)
+    np.add.at(out, units.astype(np.int64, copy=False), counts.astype(np.int64, copy=False))
+    return out
+
+
+def carried_drops(units: I64, groups: I64, keep: Bools, before: I64 | None = None) -> I64:
+    """What a pre-selection hands on with the rows it keeps, for :func:`dropped_rows` to count
+    later: per kept row (in the order of ``np.flatnonzero(keep)``), the rows of its unit with
+    a unit and a group dropped so far (``before``, on the block's rows, plus those ``keep``
+    drops), all on the unit's first kept row, 0 on the others. Every unit with a row keeps
+    one (each contribution bound is at least 1), so no unit's count is lost, and the unit's
+    total is the rows it had less the rows kept, whatever the blocks."""
+    kept = np.flatnonzero(keep)
+    out = np.zeros(kept.size, dtype=np.int64)
+    valid = (units >= 0) & (groups >= 0)
+    if not kept.size or not bool(valid.any()):
+        return out
+    nu = int(units[valid].max()) + 1
+    dropped = valid & ~keep
+    per_unit = np.bincount(units[dropped].astype(np.int64), minlength=nu)
+    if before is not None:
+        per_unit += _sum_by(units[valid], before[valid], nu)
+    kept_units = units[kept].astype(np.int64)
+    ok = valid[kept]
+    _, first = np.unique(kept_units[ok], return_index=True)
+    at = np.flatnonzero(ok)[first]
+    out[at] = per_unit[kept_units[at]]
+    return out
+
+
 def bounded_rows(request: ComputeRequest, group_codes: I64, unit_codes: I64 | None, ng: int,
-                 gen: np.random.Generator | None
+                 gen: np.random.Generator | None, dropped_before: I64 | None = None
                  ) -> tuple[I64, npt.NDArray[np.intp] | None, int]:
     """Group codes after Poisson sampling of units and contribution bounding, and the rows
     they are for: every row (None), each dropped row sent to bucket ``ng``; or, when bounding
@@ -347,7 +393,8 @@ def bounded_rows(request: ComputeRequest, group_codes: I64, unit_codes: I64 | No
     at random (:attr:`ComputeRequest.draws_at_random`). Codes keep their signed type (a
     narrow one holds ``ng`` too: :func:`~dpframe.backends.base.group_code_dtype`); every
     reduction reads them as they are, or widens the rows it multiplies. Third: the rows
-    bounding dropped, per unit up to ``request.diagnostics_cap`` (0 without diagnostics)."""
+    bounding dropped, per unit up to ``request.diagnostics_cap`` (0 without diagnostics), with
+    the rows a pre-selection dropped before (``dropped_before``: :func:`carried_drops`)."""
     group_codes = _signed_codes(group_codes)
     if not request.draws_at_random:
         return bucket_codes(group_codes, ng), None, 0
@@ -361,7 +408,8 @@ def bounded_rows(request: ComputeRequest, group_codes: I64, unit_codes: I64 | No
     mask, rows = bound_rows(unit_codes, group_codes if request.by else None, request.max_rows,
                             request.max_groups, gen, request.max_total if request.by else None)
     dropped = (0 if request.diagnostics_cap is None
-               else dropped_rows(unit_codes, group_codes, mask, request.diagnostics_cap))
+               else dropped_rows(unit_codes, group_codes, mask, request.diagnostics_cap,
+                                 dropped_before))
     if rows is None:
         if np.count_nonzero(mask) * 2 > mask.size:
             return bucket_codes(group_codes, ng, mask), None, dropped

@@ -86,14 +86,18 @@ def _rebuild(cls: type, value: Any, provenance: Mapping[str, Any], lower: float 
 
 
 def diagnostics_as_numbers(provenance: dict[str, Any]) -> None:
-    """``provenance["diagnostics"]`` (the core's ``{name: {"value", "lower", "upper"}}``) as
-    ``{name: DPInt}`` with ``.lower`` / ``.upper``, in place (docs/reference.md)."""
+    """``provenance["diagnostics"]`` (the core's ``{name: {"value", "lower", "upper", ...}}``)
+    as ``{name: DPInt}`` with ``.lower`` / ``.upper``, in place (docs/reference.md); each
+    count's own provenance (``.attrs["dp"]``) states its epsilon, noise scale, sensitivity and
+    (``rows_dropped``) the cap ``rows_dropped_cap``."""
     released = provenance.get("diagnostics")
     if not isinstance(released, Mapping):
         return
     provenance["diagnostics"] = {
         name: v if isinstance(v, DPInt) else DPInt(
-            int(v["value"]), provenance={"diagnostics_of": provenance.get("query")},
+            int(v["value"]), provenance={
+                "diagnostics_of": provenance.get("query"),
+                **{k: x for k, x in v.items() if k not in ("value", "lower", "upper")}},
             lower=v["lower"], upper=v["upper"])
         for name, v in released.items()}
 

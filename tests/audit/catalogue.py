@@ -68,6 +68,13 @@ from .findings_gaussian import finding_analytic_gaussian, two_percent_less_sigma
 from .findings_local import finding_local_invalid_value, finding_local_spelling
 from .findings_local_categories import finding_local_categorical_levels
 from .findings_quant import finding_quantile_cells, halved_quantile_sensitivity
+from .findings_round4_a import (
+    drops_not_carried,
+    finding_dask_partition_drops,
+    finding_diagnostics_provenance,
+    finding_scan_heavy_slice_drops,
+    provenance_without_noise,
+)
 from .findings_scan import (
     finding_scan_csv_time,
     finding_scan_empty_second_file,
@@ -409,6 +416,24 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("BROKEN: Spark SQL plan reading only null as missing", "as finding 62", None, 1,
              None, expect_violation=True, exact=finding_spark_nan_spelling,
              patch=nan_not_missing),
+    Scenario("finding 63: diagnostics= rows_dropped on a scan, a heavy unit written first "
+             "(T=1, batches of 2,000, 4 partitions)", "1,000 units of 3 rows vs one more unit "
+             "of 1,500 rows, first", None, 1, 1, exact=finding_scan_heavy_slice_drops),
+    Scenario("finding 63: diagnostics= rows_dropped on Dask (T=1, 2 partitions; ungrouped, "
+             "public and private keys)", "the same 300 units of 2 rows on pandas and on Dask "
+             "(claim: epsilon 0, one law)", None, 1, 1, exact=finding_dask_partition_drops),
+    Scenario("BROKEN: scan pre-selection losing a heavy slice's dropped rows", "as finding 63 "
+             "(scan)", None, 1, 1, expect_violation=True, exact=finding_scan_heavy_slice_drops,
+             patch=drops_not_carried),
+    Scenario("BROKEN: Dask counting only the bucket's dropped rows", "as finding 63 (Dask)",
+             None, 1, 1, expect_violation=True, exact=finding_dask_partition_drops,
+             patch=drops_not_carried),
+    Scenario("finding 64: diagnostics= provenance states each count's noise scale, epsilon "
+             "and rows_dropped_cap", "as finding 61 (the loss the stated figures vouch for)",
+             None, 1, 1, exact=finding_diagnostics_provenance),
+    Scenario("BROKEN: diagnostics= provenance with the noisy values only", "as finding 64",
+             None, 1, 1, expect_violation=True, exact=finding_diagnostics_provenance,
+             patch=provenance_without_noise),
     Scenario("bounds() at the unit level (one row per unit, issue 44)",
              "300 units of one row vs one more unit with 40 rows over 40 octaves, T=40",
              None, 1, 1, exact=unit_level_bounds),

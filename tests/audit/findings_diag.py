@@ -77,5 +77,6 @@ def dropped_not_capped() -> Iterator[None]:
     real = transform.dropped_rows
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(transform, "dropped_rows",
-                   lambda units, groups, keep, cap: real(units, groups, keep, 1 << 40))
+                   lambda units, groups, keep, cap, before=None: real(units, groups, keep,
+                                                                      1 << 40, before))
         yield

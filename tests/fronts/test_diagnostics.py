@@ -76,11 +76,8 @@ def test_counts_are_the_clamped_and_dropped_rows_on_every_backend(backend: str,
     outside = (df["x"] < 0) | (df["x"] > 100)
     kept_share = min(1.0, T * df["u"].nunique() / len(df))
     assert abs(int(diag["rows_clamped"]) - outside.sum() * kept_share) < 0.1 * outside.sum()
-    exact_dropped = truth_dropped(df, cap=T)
-    if backend == "dask":  # pre-selection in partitions drops some rows uncounted: a bound
-        assert exact_dropped * 0.9 <= int(diag["rows_dropped"]) <= exact_dropped
-    else:
-        assert int(diag["rows_dropped"]) == exact_dropped
+    # every backend counts each unit's drops, pre-selected in partitions or not (finding 63)
+    assert int(diag["rows_dropped"]) == truth_dropped(df, cap=T)
 
 
 def test_row_level_counts_clamped_rows_exactly_and_drops_none() -> None:
@@ -134,9 +131,42 @@ def test_exports_carry_the_counts(tmp_path: Path) -> None:
     r = release(data())
     doc = dpf.read_provenance(dpf.to_parquet(r, tmp_path / "r.parquet"))
     d = r.attrs["dp"]["diagnostics"]
-    assert doc["diagnostics"]["rows_clamped"] == {"value": int(d["rows_clamped"]),
-                                                  "lower": int(d["rows_clamped"].lower),
-                                                  "upper": int(d["rows_clamped"].upper)}
+    for name in ("rows_clamped", "rows_dropped"):
+        got = doc["diagnostics"][name]
+        assert {k: got[k] for k in ("value", "lower", "upper")} == {
+            "value": int(d[name]), "lower": int(d[name].lower), "upper": int(d[name].upper)}
+        stated = d[name].attrs["dp"]
+        for k in ("epsilon", "noise_scale", "sensitivity", "mechanism"):  # finding 64
+            assert got[k] == stated[k], (name, k)
+    assert doc["diagnostics"]["rows_dropped"]["rows_dropped_cap"] == T
+
+
+@pytest.mark.parametrize("bounds", [{"max_rows_per_unit": T},
+                                    {"max_rows_per_unit": 20, "max_groups_per_unit": 2,
+                                     "max_rows_per_group": 3}])
+def test_provenance_states_each_counts_epsilon_noise_scale_and_cap(
+        bounds: dict[str, int], tmp_path: Path) -> None:
+    """Finding 64 (issue 43, item 7): each released count states its epsilon (half of
+    ``diagnostics=``), its noise scale ``D / (eps / 2)``, its sensitivity ``D = min(T, k R)``
+    and, for ``rows_dropped``, the cap ``rows_dropped_cap`` by which it is a lower bound; in
+    ``.attrs["dp"]`` of each count, in the export metadata and in the CLI's ``--json``, alike
+    the dry run's plan. They were the two noisy values alone."""
+    s = dpf.Session(1e6, privacy_unit="u", seed=4)
+    p = data().dp(s, bounds=BOUNDS, keys={"g": KEYS}, privacy_unit="u", **bounds)
+    plan = p.groupby("g").sum("x", epsilon=1.0, diagnostics=0.5, dry_run=True)["diagnostics"]
+    r = p.groupby("g").sum("x", epsilon=1.0, diagnostics=0.5)
+    cap = min(bounds["max_rows_per_unit"],
+              bounds.get("max_groups_per_unit", 99) * bounds.get("max_rows_per_group", 99))
+    assert plan["rows_dropped_cap"] == plan["sensitivity"] == cap
+    doc = dpf.read_provenance(dpf.to_parquet(r, tmp_path / "r.parquet"))
+    for name, v in r.attrs["dp"]["diagnostics"].items():
+        for stated in (v.attrs["dp"], doc["diagnostics"][name]):
+            assert stated["epsilon"] == 0.25
+            assert stated["sensitivity"] == cap
+            assert stated["noise_scale"] == pytest.approx(cap / 0.25) == plan["noise_scale"]
+            assert stated["mechanism"] == "geometric"
+            assert stated.get("rows_dropped_cap") == (cap if name == "rows_dropped" else None)
+            assert v.upper - v.lower == pytest.approx(2 * stated["ci_half_width"])
 
 
 def test_the_cli_spec_takes_diagnostics(tmp_path: Path) -> None:
@@ -183,6 +213,10 @@ diagnostics = 0.1
     prov = dpf.read_provenance(tmp_path / "out" / "mean_cost.parquet")
     assert prov["charge_epsilon"] == pytest.approx(0.6)
     assert prov["diagnostics"] == q["diagnostics"]
+    dropped = q["diagnostics"]["rows_dropped"]  # each count's noise and cap (finding 64)
+    assert dropped["rows_dropped_cap"] == dropped["sensitivity"] == 3
+    assert dropped["epsilon"] == pytest.approx(0.05)
+    assert dropped["noise_scale"] == pytest.approx(3 / 0.05)
 
 
 @pytest.mark.parametrize("call", ["median", "max", "quantile", "histogram", "agg", "selection",

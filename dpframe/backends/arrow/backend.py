@@ -36,7 +36,7 @@ from ..base import (
     public_key_codes,
     public_key_list,
 )
-from .carried import ROW_PRIORITY, bound_by_priority, heavy_limit, preselect
+from .carried import DROPPED_BEFORE, ROW_PRIORITY, bound_by_priority, heavy_limit, preselect
 from .columns import (
     I64,
     Bools,
@@ -63,7 +63,7 @@ _GROUP_CODE = "__dpframe_group__"
 #: The block of an integer unit id (:func:`~dpframe.core.hashing.block_partition`), spilled in
 #: place of the id, or beside it when the query also reads the id as a key or a value.
 _UNIT_BLOCK = "__dpframe_unit_block__"
-RESERVED = (_GROUP_CODE, _UNIT_BLOCK, ROW_PRIORITY)
+RESERVED = (_GROUP_CODE, _UNIT_BLOCK, ROW_PRIORITY, DROPPED_BEFORE)
 
 Block: TypeAlias = pa.RecordBatch | pa.Table
 Keys = list[tuple[object, ...]]
@@ -171,7 +171,8 @@ def with_carried(plain: Iterator[Callable[[], pa.Table] | None],
                  carried: Iterator[Callable[[], pa.Table] | None]
                  ) -> Iterator[Callable[[], pa.Table] | None]:
     """Per partition, a function reading its plainly spilled rows and its carried rows as one
-    table (the plain rows' :data:`~.carried.ROW_PRIORITY` null); None when it has neither."""
+    table (the plain rows' :data:`~.carried.ROW_PRIORITY` and
+    :data:`~.carried.DROPPED_BEFORE` null); None when it has neither."""
     for read_plain, read_carried in zip(plain, carried, strict=True):
         if read_carried is None:
             yield read_plain
@@ -185,8 +186,10 @@ def _read_with_carried(read_plain: Callable[[], pa.Table] | None,
     if read_plain is None:
         return kept
     plain = read_plain()
-    plain = plain.append_column(kept.schema.field(ROW_PRIORITY),
-                                pa.nulls(plain.num_rows, pa.uint64()))
+    for name in (ROW_PRIORITY, DROPPED_BEFORE):
+        if name in kept.schema.names:
+            f = kept.schema.field(name)
+            plain = plain.append_column(f, pa.nulls(plain.num_rows, f.type))
     return pa.concat_tables([plain, kept]).combine_chunks()
 
 
@@ -306,7 +309,11 @@ class ArrowBackend:
             codes = block.column(_GROUP_CODE).to_numpy(zero_copy_only=False)
         else:
             codes = _public_codes(block, q)
-        agg = compute_exact(q, codes, keys, units, BlockColumns(block), run.gen)
+        before = None  # rows pass 1 dropped from heavy slices, per unit (diagnostics=)
+        if DROPPED_BEFORE in block.schema.names:
+            before = np.asarray(block.column(DROPPED_BEFORE).fill_null(0).to_numpy(
+                zero_copy_only=False), dtype=np.int64)
+        agg = compute_exact(q, codes, keys, units, BlockColumns(block), run.gen, before)
         size = len(run.public_keys) if index is None else len(run.key_index.keys)
         return agg, index, size
 
@@ -581,11 +588,17 @@ class ArrowBackend:
     def _reduce_one(self, run: _Run, block: pa.Table) -> Partial:
         """One partition of pass 2, holding whole units: bounded and aggregated. With carried
         rows (:mod:`.carried`), bounded by priority first: the rows kept are within every
-        bound, so the aggregation's own bounding keeps them all."""
+        bound, so the aggregation's own bounding keeps them all; with ``diagnostics=`` the
+        rows dropped on the way ride on the kept ones (:data:`~.carried.DROPPED_BEFORE`),
+        counted per unit by the aggregation as bounding's own."""
         assert run.request.privacy_unit is not None and run.gen is not None
         ids = _unit_column(block.schema, run.request.privacy_unit)
         if ROW_PRIORITY in block.schema.names:
-            block = block.take(pa.array(bound_by_priority(
-                block, run.request, ids, _group_column(run.request), run.pair_salt, run.gen)))
+            kept, dropped = bound_by_priority(block, run.request, ids, _group_column(run.request),
+                                              run.pair_salt, run.gen)
+            block = block.take(pa.array(kept))
+            if dropped is not None:
+                block = block.set_column(block.schema.get_field_index(DROPPED_BEFORE),
+                                         DROPPED_BEFORE, pa.array(dropped, pa.int64()))
         units = unit_codes(block.column(ids))
         return self._aggregate(run, block, units, precoded=_GROUP_CODE in block.schema.names)

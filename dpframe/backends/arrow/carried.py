@@ -32,6 +32,12 @@ selection depends on its own rows, the salt and fresh draws only, so the transfo
 stable. Which slices are pre-selected depends on the data, but the released distribution does
 not.
 
+With ``diagnostics=`` the rows a pre-selection drops are not lost to ``rows_dropped``: each
+unit's count of them rides on its first kept row (:data:`DROPPED_BEFORE`), pass 2's selection
+hands them on with its own drops, and the aggregation counts them with bounding's, capped once
+per unit (:func:`~dpframe.core.transform.carried_drops`): a unit's term is the rows it had less
+the rows it kept, as when bounding sees every row at once (finding 63).
+
 Private keys have no code shared by the batches: a pair's priority is then keyed on the word of
 its key's canonical labels (:func:`~dpframe.core.hashing.value_words`), and ties (equal top
 bits, or words that collide: text words are a public digest) are broken by the key's rank in
@@ -56,6 +62,7 @@ from ...core.bounding import (
     select_by_priority,
 )
 from ...core.compute import ComputeRequest
+from ...core.transform import carried_drops
 from ..base import observed_key_codes
 from .columns import I64, factorize, unit_codes
 from .words import column_words
@@ -63,6 +70,10 @@ from .words import column_words
 #: The row priority of a pre-selected row (uint64; null: the row was spilled plainly and its
 #: priority is drawn in pass 2).
 ROW_PRIORITY = "__dpframe_row_priority__"
+#: With ``diagnostics=``: on a unit's first pre-selected row, the rows of that unit (with a
+#: key) the pre-selection dropped, so that pass 2 counts them as bounding's own drops
+#: (:func:`~dpframe.core.transform.carried_drops`); null or 0 elsewhere.
+DROPPED_BEFORE = "__dpframe_dropped_before__"
 #: Rows a partition may receive from one batch beyond twice its expected share before the
 #: batch's slice for it is pre-selected.
 HEAVY_MARGIN = 256
@@ -128,20 +139,26 @@ def preselect(block: pa.RecordBatch, request: ComputeRequest, unit_column: str,
     pass 2 only) (:func:`_pairs` gives the units, groups and pair priorities)."""
     p = _pairs(block, request, unit_column, group_column, salt)
     row = gen.integers(0, 2**64, p.rows.size, dtype=np.uint64)
-    kept = np.flatnonzero(select_by_priority(p.units, p.groups, p.priority, row,
-                                             request.max_groups, request.max_rows,
-                                             request.preselect_total))
+    keep = select_by_priority(p.units, p.groups, p.priority, row, request.max_groups,
+                              request.max_rows, request.preselect_total)
+    kept = np.flatnonzero(keep)
     rows = block.take(pa.array(p.rows[kept]))
-    return rows.append_column(ROW_PRIORITY, pa.array(row[kept], pa.uint64()))
+    rows = rows.append_column(ROW_PRIORITY, pa.array(row[kept], pa.uint64()))
+    if request.diagnostics_cap is None:
+        return rows
+    return rows.append_column(DROPPED_BEFORE, pa.array(carried_drops(p.units, p.groups, keep),
+                                                       pa.int64()))
 
 
 def bound_by_priority(block: pa.Table, request: ComputeRequest, unit_column: str,
                       group_column: str | None, salt: int, gen: np.random.Generator
-                      ) -> npt.NDArray[np.intp]:
+                      ) -> tuple[npt.NDArray[np.intp], I64 | None]:
     """The rows of a pass-2 partition holding carried rows that bounding keeps: the selection
     of :func:`preselect` over all of them, by the carried row priorities and, for the rows
     spilled plainly (a null priority), fresh ones. Every kept unit is then within its bounds,
-    so bounding the kept rows again keeps them all."""
+    so bounding the kept rows again keeps them all. Second, with ``diagnostics=``
+    (:data:`DROPPED_BEFORE`), each kept row's count of its unit's rows dropped so far, by
+    pass 1 and here (:func:`~dpframe.core.transform.carried_drops`); else None."""
     p = _pairs(block, request, unit_column, group_column, salt)
     carried = block.column(ROW_PRIORITY)
     row = carried.fill_null(0).to_numpy(zero_copy_only=False).astype(np.uint64, copy=False)
@@ -151,4 +168,8 @@ def bound_by_priority(block: pa.Table, request: ComputeRequest, unit_column: str
         row[fresh] = gen.integers(0, 2**64, fresh.size, dtype=np.uint64)
     keep = select_by_priority(p.units, p.groups, p.priority, row[p.rows], request.max_groups,
                               request.max_rows, request.max_total)
-    return p.rows[keep]
+    if DROPPED_BEFORE not in block.schema.names:
+        return p.rows[keep], None
+    before = block.column(DROPPED_BEFORE).fill_null(0).to_numpy(zero_copy_only=False)
+    return p.rows[keep], carried_drops(p.units, p.groups, keep,
+                                       np.asarray(before, dtype=np.int64)[p.rows])

@@ -137,10 +137,12 @@ class BlockBackend(PandasBackend):
     the block's own dtype (:func:`_schema_labels`)."""
 
     def __init__(self, df: pd.DataFrame, apart: dict[str, str],
-                 key_kinds: dict[str, ColumnKind] | None = None) -> None:
+                 key_kinds: dict[str, ColumnKind] | None = None,
+                 dropped_before: npt.NDArray[np.int64] | None = None) -> None:
         super().__init__(df)
         self._apart = apart
         self._key_kinds = key_kinds or {}
+        self.dropped_before = dropped_before
 
     def numbers(self, name: str) -> tuple[np.ndarray, npt.NDArray[np.bool_] | None]:
         return super().numbers(self._apart.get(name, name))

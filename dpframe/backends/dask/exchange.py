@@ -6,7 +6,10 @@ rows (docs/dask.md).
 
 Privacy: the selection is :func:`dpframe.core.bounding.select_by_priority` with uniform
 priorities drawn once per row, as in every backend; buckets tell units apart by their exact
-ids, never by hash, so colliding units stay two units.
+ids, never by hash, so colliding units stay two units. With ``diagnostics=`` each partition
+ships, on a unit's first kept row, the rows of it its pre-selection dropped
+(:data:`DROPPED_COLUMN`), which the bucket counts with its own drops, capped once per unit:
+``rows_dropped`` is pandas' count (finding 63).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from ...core.hashing import (
 )
 from ...core.parallel import one_thread
 from ...core.primitives import compute_exact
-from ...core.transform import dropped_rows
+from ...core.transform import carried_drops, dropped_rows
 from ...core.values import ColumnKind
 from ..base import (
     group_code_dtype,
@@ -55,7 +58,12 @@ GROUP_COLUMN = "__dpframe_group__"
 #: A shipped row's priority, where its partition drew one (nullable UInt64: missing where the
 #: row's priority was never read; a partition that read none ships no such column).
 ROW_PRIORITY_COLUMN = "__dpframe_row_priority__"
-RESERVED = (UNIT_HASH_COLUMN, UNIT_ID_COLUMN, GROUP_COLUMN, ROW_PRIORITY_COLUMN)
+#: With ``diagnostics=``: on a unit's first shipped row, the rows of that unit (with a key) its
+#: partition's pre-selection dropped (:func:`~dpframe.core.transform.carried_drops`), which
+#: the bucket counts as bounding's own; 0 on the others.
+DROPPED_COLUMN = "__dpframe_dropped_before__"
+RESERVED = (UNIT_HASH_COLUMN, UNIT_ID_COLUMN, GROUP_COLUMN, ROW_PRIORITY_COLUMN,
+            DROPPED_COLUMN)
 
 
 def preselect_buckets(part: pd.DataFrame, request: ComputeRequest, key: tuple[int, int],
@@ -120,6 +128,8 @@ def preselect_buckets(part: pd.DataFrame, request: ComputeRequest, key: tuple[in
             columns[GROUP_COLUMN] = g[keep].astype(group_code_dtype(request), copy=False)
         if carried is not None:  # some kept row's priority was read here: it travels on
             columns[ROW_PRIORITY_COLUMN] = carried[order]
+        if request.diagnostics_cap is not None:  # the rows dropped here, per unit, travel on
+            columns[DROPPED_COLUMN] = carried_drops(units, g, chosen.keep)[order]
         out = pd.DataFrame(columns, copy=False)  # one frame built at once, no column inserts
     return [out.iloc[bounds[j]:bounds[j + 1]] for j in range(buckets)]
 
@@ -257,26 +267,37 @@ def _select_and_aggregate(part: pd.DataFrame, apart: dict[str, str], request: Co
         rows = np.flatnonzero(valid)  # stays an id here (a guard); a key too
         part, dense, codes = part.iloc[rows], dense[rows], codes[rows]
         carried = None if carried is None else carried[rows]
+    before = _dropped_before(part)
     h = unit_hash_by_codes(part[UNIT_ID_COLUMN], dense, key)
     pair = pair_priorities(h.view(np.int64), codes, key_words, salt)
     keep = select_by_priority(dense, codes, pair, drawing_for(carried, seed),
                               request.max_groups, request.max_rows, request.max_total)
     # the columns the aggregation reads, of the kept rows only (the carried priorities and
     # group codes are done; so are the ids, unless the pandas backend reads them next)
-    done = [GROUP_COLUMN, ROW_PRIORITY_COLUMN, *(() if general(request) else (UNIT_ID_COLUMN,))]
+    done = [GROUP_COLUMN, ROW_PRIORITY_COLUMN, DROPPED_COLUMN,
+            *(() if general(request) else (UNIT_ID_COLUMN,))]
     kept = part.drop(columns=done, errors="ignore").iloc[np.flatnonzero(keep)]
-    if general(request):
-        by_id = dataclasses.replace(request, privacy_unit=UNIT_ID_COLUMN)
-        return BlockBackend(kept, apart, key_kinds).exact(by_id,
-                                                           np.random.default_rng([seed, 1]))
+    if general(request):  # the rows dropped so far ride on the kept ones, counted per unit
+        by_id = dataclasses.replace(request, privacy_unit=UNIT_ID_COLUMN)  # there (diagnostics=)
+        drops = None if before is None else carried_drops(dense, codes, keep, before)
+        return BlockBackend(kept, apart, key_kinds, drops).exact(
+            by_id, np.random.default_rng([seed, 1]))
     rows_backend = BlockBackend(kept, apart)
     bounded = dataclasses.replace(request, privacy_unit=None)
     out = compute_exact(bounded, codes[keep], keys, None, rows_backend,
                         np.random.default_rng(0))
     if out.diagnostics is not None and request.diagnostics_cap is not None:  # (counting only)
-        out.diagnostics = (out.diagnostics[0],
-                           dropped_rows(dense, codes, keep, request.diagnostics_cap))
+        out.diagnostics = (out.diagnostics[0],  # with the partitions' drops (before)
+                           dropped_rows(dense, codes, keep, request.diagnostics_cap, before))
     return out
+
+
+def _dropped_before(part: pd.DataFrame) -> npt.NDArray[np.int64] | None:
+    """The rows each partition's pre-selection dropped, on the units' first shipped rows
+    (:data:`DROPPED_COLUMN`); None without ``diagnostics=``."""
+    if DROPPED_COLUMN not in part.columns:
+        return None
+    return part[DROPPED_COLUMN].to_numpy(dtype=np.int64, na_value=0)
 
 
 def drawing_for(carried: Any, seed: int) -> DrawPriorities:

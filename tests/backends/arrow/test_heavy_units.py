@@ -58,7 +58,7 @@ def _light_row_kept_rate(trials: int, redraw_carried: bool) -> float:
         table = pa.concat_tables([light, pa.Table.from_batches([pre])])
         if redraw_carried:
             table = table.set_column(2, carried.ROW_PRIORITY, pa.nulls(2, pa.uint64()))
-        rows = carried.bound_by_priority(table, req, "u", None, salt, gen)
+        rows, _ = carried.bound_by_priority(table, req, "u", None, salt, gen)
         assert rows.size == 1
         kept += int(rows[0] == 0)
     return kept / trials
@@ -242,7 +242,7 @@ def test_selecting_again_over_carried_rows_is_selecting_over_all_rows() -> None:
     plain = pa.Table.from_batches([block(parts[2])])
     table = arrow_backend._read_with_carried(lambda: plain, lambda: pa.Table.from_batches(pre))
     kept = table.column("i").to_numpy()[carried.bound_by_priority(
-        table, req, "u", "__dpframe_group__", salt, np.random.default_rng(3))]
+        table, req, "u", "__dpframe_group__", salt, np.random.default_rng(3))[0]]
     prio = np.concatenate([np.random.default_rng(s).integers(0, 2**64, p.size, dtype=np.uint64)
                            for p, s in zip(parts, (1, 2, 3), strict=True)])
     words = u.astype(np.int64)
@@ -309,7 +309,7 @@ def test_private_keys_preselect_by_one_order_in_every_block(ties: bool,
     plain = pa.Table.from_batches([block(parts[2])])
     table = arrow_backend._read_with_carried(lambda: plain, lambda: pa.Table.from_batches(pre))
     kept = table.column("i").to_numpy()[carried.bound_by_priority(
-        table, req, "u", None, salt, np.random.default_rng(3))]
+        table, req, "u", None, salt, np.random.default_rng(3))[0]]
     # the reference: every row at once, with the priorities each row was given
     everything = pa.Table.from_batches([block(np.concatenate(parts))])
     prio = np.concatenate([np.random.default_rng(s).integers(0, 2**64, p.size, dtype=np.uint64)
