@@ -68,6 +68,7 @@ from .findings_gaussian import finding_analytic_gaussian, two_percent_less_sigma
 from .findings_local import finding_local_invalid_value, finding_local_spelling
 from .findings_local_categories import finding_local_categorical_levels
 from .findings_quant import finding_quantile_cells, halved_quantile_sensitivity
+from .findings_round4_d import finding_bounds_choice_undeclared_csv_unit, undeclared_unit_read
 from .findings_scan import (
     finding_scan_csv_time,
     finding_scan_empty_second_file,
@@ -408,6 +409,13 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("BROKEN: Spark SQL plan reading only null as missing", "as finding 62", None, 1,
              None, expect_violation=True, exact=finding_spark_nan_spelling,
              patch=nan_not_missing),
+    Scenario("finding 73: contribution_bounds on a CSV, the unit column undeclared",
+             "a person whose id is spelled 100, 0100 and 00100 vs without them (exact "
+             "histograms of groupby(g).contribution_bounds; the unit undeclared, then int64)",
+             None, 1, 1, exact=finding_bounds_choice_undeclared_csv_unit),
+    Scenario("BROKEN: contribution_bounds reading an undeclared CSV column as text",
+             "as finding 73", None, 1, 1, expect_violation=True,
+             exact=finding_bounds_choice_undeclared_csv_unit, patch=undeclared_unit_read),
     # deliberately broken: the audit must find a violation
     Scenario("BROKEN: bound choice with the histograms' sensitivity understated",
              "as finding 59 (change_one, ungrouped)", finding_bound_choice("change_one", False),
