@@ -34,8 +34,11 @@ ROOT = Path(__file__).resolve().parent.parent
 TABLE_TOOL = ROOT / "tools" / "update_audit_table.py"
 
 ALPHA = 1e-3
-#: The last finding with a scenario (findings 1 to LAST_FINDING each have one).
-LAST_FINDING = 64
+#: The findings with a scenario: 1 to 64 each have one; of privacy round 4 (issue 43), those
+#: that a neighbouring pair shows (74, the ledger's checkpoint forged, and 75, a hang on a tiny
+#: delta, are not about a pair: tests/engine/ledger/test_checkpoint_forgery.py and
+#: tests/core/test_selection.py test them).
+FINDINGS = set(range(1, 65)) | {73}
 #: Findings whose scenario needs a JVM (Spark): full audit only; CI runs them, with their broken
 #: controls, on the tests' one SparkSession (tests/backends/spark/test_spark.py).
 JVM_FINDINGS = {62}
@@ -155,13 +158,13 @@ def test_table_tool_runs_as_a_script(tmp_path: Path) -> None:
 @pytest.mark.audit
 def test_every_finding_has_a_scenario_in_the_fast_subset() -> None:
     """One scenario per finding of the review (issue 11), each run in CI, and one per leak found
-    since (findings 11 to LAST_FINDING). Each fails on the code before its fix: docs/audit.md
+    since (:data:`FINDINGS`). Each fails on the code before its fix: docs/audit.md
     ("The findings of the 0.1 review") has the bounds it reached there."""
     def number(s: Scenario) -> int:
         return int(s.name.split(":")[0].split()[1])
 
     found = {number(s) for s in FAST if s.name.startswith("finding ")}
-    assert found == set(range(1, LAST_FINDING + 1)) - JVM_FINDINGS
+    assert found == FINDINGS - JVM_FINDINGS
     full = {number(s) for s in SCENARIOS if s.name.startswith("finding ")}
     assert full >= JVM_FINDINGS
 

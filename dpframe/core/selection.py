@@ -182,22 +182,37 @@ def _enclose_exp_neg(x: Fraction) -> tuple[Fraction, Fraction]:
     return Fraction(lo, den), Fraction(hi, den)
 
 
+def _up(v: Fraction) -> Fraction:
+    """``v >= 0`` rounded up to about :data:`_ENCLOSURE_BITS` significant bits: a multiple of
+    ``2**-k``, ``k`` growing with ``log2(1 / v)``, so that a tiny value keeps its relative
+    precision (a fixed ``2**-256`` grid would round every power below it up to ``2**-256``,
+    and a threshold search for a smaller delta would never end) while the numerator stays
+    below ``2**(_ENCLOSURE_BITS + 2)``."""
+    num, den = v.numerator, v.denominator
+    if num == 0:
+        return v
+    k = max(_ENCLOSURE_BITS, den.bit_length() - num.bit_length() + _ENCLOSURE_BITS)
+    return Fraction(-((-num << k) // den), 1 << k)
+
+
 def _pow_up(p: Fraction, t: int) -> Fraction:
-    """An upper bound of ``p**t`` (0 <= p <= 1, t >= 0) with a bounded denominator: every
-    product is rounded up to a multiple of 2**-_ENCLOSURE_BITS (rounding up keeps a bound)."""
-    den = 1 << _ENCLOSURE_BITS
-
-    def up(v: Fraction) -> Fraction:
-        return Fraction(-((-v.numerator * den) // v.denominator), den)
-
-    result, base = Fraction(1), up(p)
+    """An upper bound of ``p**t`` (0 <= p <= 1, t >= 0) with a bounded numerator: every
+    product is rounded up by :func:`_up` (rounding up keeps a bound; its relative error is at
+    most ``2**-255`` a step, and there are ``2 log2(t)`` steps)."""
+    result, base = Fraction(1), _up(p)
     while t:
         if t & 1:
-            result = up(result * base)
+            result = _up(result * base)
         t >>= 1
         if t:
-            base = up(base * base)
+            base = _up(base * base)
     return result
+
+
+def _log(v: Fraction) -> float:
+    """``ln v`` (v > 0) to float precision, for any size of numerator and denominator (a
+    float of ``v`` would underflow to 0 below ``5e-324``)."""
+    return math.log(v.numerator) - math.log(v.denominator)
 
 
 @dataclass(frozen=True)
@@ -248,7 +263,7 @@ def stability_threshold(noise: NoiseSpec, delta: Fraction, reach: int, keys: int
     if g.p_hi >= 1:
         raise ValueError("noise scale too large for key selection")
     # float guess (ln p = -1/scale exactly), then exact steps: the guess only saves steps
-    guess = -float(noise.int_scale) * math.log(max(float(budget), 1e-300) * (1 + float(g.p_hi)))
+    guess = -float(noise.int_scale) * (_log(budget) + math.log1p(float(g.p_hi)))
     t = max(1, math.floor(guess) - 2)
     while t > 1 and g.tail_up(t - 1) <= budget:
         t -= 1

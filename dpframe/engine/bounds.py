@@ -2,7 +2,9 @@
 :func:`dpframe.engine.release.run_release`, for a release whose output is a choice of
 contribution bounds rather than an aggregate.
 
-1. validate (the request is built validated; the session's privacy unit) -> typed error
+1. validate (the request is built validated; the session's privacy unit; the columns read,
+   as a release checks its own: a CSV column that no declaration types is refused) -> typed
+   error
 2. check the budget                                    -> BudgetExceededError, nothing read
 3. the backend computes exact rows per (unit, group)   -> InputError on an operational fault
 4. charge the ledger (one charge: epsilon, delta 0)
@@ -25,12 +27,22 @@ if TYPE_CHECKING:
     from .session import Session
 
 
+def check_columns(request: BoundsRequest, backend: Backend) -> None:
+    """The columns the choice reads (the unit and ``by``), checked as a release checks its
+    own (:func:`dpframe.engine.release.prepare` asks ``backend.schema(query.columns)``): a CSV
+    column that no declaration types is refused (ValidationError, before any charge) whatever
+    its values, since read as text, one unit's id spelled ``100``, ``0100`` and ``00100``
+    would count as three units in the histograms."""
+    backend.schema(request.columns)
+
+
 def run_bounds_choice(session: Session, request: BoundsRequest, backend: Backend
                       ) -> ChosenBounds:
     """Charge ``request.epsilon`` once and return the chosen bounds with their provenance."""
     from .._version import __version__
 
     session.check_privacy_unit(request.privacy_unit)
+    check_columns(request, backend)
     cost = PrivacyCost(request.epsilon)
     session.require(cost)
     bound = backend.bind(request.columns)

@@ -75,6 +75,7 @@ from .findings_round4_a import (
     finding_scan_heavy_slice_drops,
     provenance_without_noise,
 )
+from .findings_round4_d import finding_bounds_choice_undeclared_csv_unit, undeclared_unit_read
 from .findings_scan import (
     finding_scan_csv_time,
     finding_scan_empty_second_file,
@@ -416,6 +417,13 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("BROKEN: Spark SQL plan reading only null as missing", "as finding 62", None, 1,
              None, expect_violation=True, exact=finding_spark_nan_spelling,
              patch=nan_not_missing),
+    Scenario("finding 73: contribution_bounds on a CSV, the unit column undeclared",
+             "a person whose id is spelled 100, 0100 and 00100 vs without them (exact "
+             "histograms of groupby(g).contribution_bounds; the unit undeclared, then int64)",
+             None, 1, 1, exact=finding_bounds_choice_undeclared_csv_unit),
+    Scenario("BROKEN: contribution_bounds reading an undeclared CSV column as text",
+             "as finding 73", None, 1, 1, expect_violation=True,
+             exact=finding_bounds_choice_undeclared_csv_unit, patch=undeclared_unit_read),
     Scenario("finding 63: diagnostics= rows_dropped on a scan, a heavy unit written first "
              "(T=1, batches of 2,000, 4 partitions)", "1,000 units of 3 rows vs one more unit "
              "of 1,500 rows, first", None, 1, 1, exact=finding_scan_heavy_slice_drops),

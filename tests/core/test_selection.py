@@ -282,3 +282,50 @@ def test_user_level_sum_keeps_a_split_with_the_truncated_geometric_rule() -> Non
     assert sel["mechanism"] == "truncated geometric key selection"
     assert sel["epsilon"] == 0.5 and sel["released_count_is_thresholded"] is False
     assert plan["measures"][0]["epsilon"] == 0.5
+
+
+TINY_DELTAS = [Fraction(1, 10**5), Fraction(1e-30), Fraction(1e-77), Fraction(1e-80),
+               Fraction(1e-100), Fraction(1e-300), Fraction(2.2250738585072014e-308),
+               Fraction(1e-310), Fraction(5e-324), Fraction(1, 10**400), Fraction(2, 3**2000)]
+
+
+@pytest.mark.parametrize("delta", TINY_DELTAS, ids=lambda d: f"{float(d):.0e}"
+                         if d > 1e-320 else f"2^-{d.denominator.bit_length()}")
+@pytest.mark.parametrize(("eps", "op"), [("1", "count"), ("1/1000", "count"),
+                                         ("1", "sum"), ("1/10000", "sum")])
+def test_a_tiny_delta_gives_the_smallest_threshold_in_bounded_work(
+        monkeypatch: pytest.MonkeyPatch, delta: Fraction, eps: str, op: str) -> None:
+    """Any delta > 0 (down to the smallest subnormal double, and a Fraction far below it)
+    plans in a few exact steps: the powers of ``p`` keep their relative precision (they were
+    rounded up to a multiple of 2**-256, so for delta below ~1e-77 no threshold was ever
+    small enough and the search never ended). Bounded work is asserted by counting the exact
+    powers and the size of their numerators; the threshold stays the smallest whose delta,
+    recomputed with 60-digit decimals, is within the declared one."""
+    import time
+
+    import dpframe.core.selection as selection
+
+    calls: list[int] = []
+    pow_up = selection._pow_up
+
+    def counted(p: Fraction, t: int) -> Fraction:
+        out = pow_up(p, t)
+        calls.append(out.numerator.bit_length())
+        return out
+
+    monkeypatch.setattr(selection, "_pow_up", counted)
+    start = time.perf_counter()
+    q = Query((Measure(op, None if op == "count" else "x"),), Fraction(eps), delta,
+              bounds={"x": (0.0, 1.0)}, by=("g",), private_keys=True)
+    plan = plan_query(q, "add_remove", KINDS)  # type: ignore[arg-type]
+    assert time.perf_counter() - start < 5  # a hang, not a speed, is what this catches
+    sel = plan.selection
+    assert sel is not None
+    assert len(calls) <= 12 and max(calls, default=0) <= selection._ENCLOSURE_BITS + 2
+    assert 0 <= sel.delta_used <= delta
+    if sel.rule == "stability histogram":
+        d = Decimal(delta.numerator) / Decimal(delta.denominator)
+        with localcontext() as ctx:
+            ctx.prec = 60
+            assert decimal_delta(sel, 1, sel.threshold, sel.boundary) <= d
+            assert decimal_delta(sel, 1, sel.threshold - 1, 0) > d

@@ -7,7 +7,10 @@ ledger's identity. The chain's head (row count, last hash) and the running total
 charges from are kept in the ``chain_head`` row, updated in the same transaction and sealed by a
 hash. A deleted (even the last), edited, inserted or reordered row fails verification; it is
 never read as a smaller spend. The hash is not keyed: it detects edits made with ordinary
-tools, not a forger who recomputes the whole chain.
+tools, not a forger who recomputes the whole chain. Nor are the seals of the head and the
+checkpoint: what they state is vouched at every open by the chained rows at the checkpoint's
+position (:func:`vouch_checkpoint`), so that lowering a spend means rewriting chained rows,
+which every export's ``ledger_head`` pins.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from typing import Any
 from ...core.accounting import SpendTotals
 from ...errors import LedgerError
 from .diagnose import tampered
-from .formats import GENESIS, ROW_HASH, ROW_SQL, WIDTH, canon, sha
+from .formats import GENESIS, ROW_HASH, ROW_SQL, WIDTH, Row, canon, sha
 from .schema import APP_ID, CHAINED, NEIGHBOURING, SCHEMA_VERSION, frac_text, parse_frac
 from .walk import Walk
 
@@ -310,7 +313,83 @@ def _start(conn: sqlite3.Connection, path: Path, first: str, version: int, *, ta
     if stored is None or not tail:
         return Walk(path, first, version)
     _check_positions(conn, path)
-    return Walk.resume(conn, path, version, stored)
+    walk = Walk.resume(conn, path, version, stored)
+    vouch_checkpoint(conn, walk, first)
+    return walk
+
+
+def _last_row_of(conn: sqlite3.Connection, walk: Walk, table: str, first: str) -> Row | None:
+    """The last row of ``table`` at or before the checkpoint's position (verification layout),
+    its hash and its link to the row before it checked (O(log n) on the ``seq`` index)."""
+    row = conn.execute(f"{ROW_SQL[table]} WHERE seq <= ? ORDER BY seq DESC LIMIT 1",
+                       (walk.rows,)).fetchone()
+    if row is None:
+        return None
+    seq = row[2]
+    before = first if seq == 1 else hash_at(conn, seq - 1)
+    if row[4] != before or ROW_HASH[walk.version](row, WIDTH[table]) != row[0]:
+        raise tampered(walk.path, f"row {seq} of its hash chain ({table} #{row[3]}) was changed")
+    return row
+
+
+def _number(walk: Walk, text: Any, what: str) -> Fraction:
+    x = walk.frac(text, what)
+    if x is None:
+        raise tampered(walk.path, f"{what} is malformed")
+    return x
+
+
+def _recorded(conn: sqlite3.Connection, walk: Walk, first: str) -> tuple[Any, ...]:
+    """What the chained rows at or before the checkpoint's position record: the budget, the
+    spend, the last entry's id and the privacy unit."""
+    budget = _last_row_of(conn, walk, "budget", first)
+    entry = _last_row_of(conn, walk, "entries", first)
+    unit = _last_row_of(conn, walk, "units", first)
+    zero = Fraction(0)
+    return (
+        None if budget is None else (_number(walk, budget[6], "a budget"),
+                                     _number(walk, budget[7], "a budget")),
+        (zero, zero) if entry is None else (_number(walk, entry[15], "an entry's spend"),
+                                            _number(walk, entry[16], "an entry's spend")),
+        0 if entry is None else entry[3],
+        None if unit is None else unit[6],
+    )
+
+
+def _totals_agree(t: SpendTotals, spent: tuple[Fraction, Fraction]) -> bool:
+    """Whether running totals ``t`` can be those behind the recorded ``spent``. Every charge
+    records max(the totals' composition, the spend before), and the totals only grow. The
+    delta and (without a Gaussian term) the epsilon composition only grow with them, so there
+    the spend is the composition exactly. A Gaussian term can compose to less than a spend
+    recorded before (a larger delta lowers the zCDP bound): there the composition is at most
+    the spend, and the spend at most ``pure_eps + g_eps`` (the totals when it was recorded
+    were no larger, and composed to at most that)."""
+    terms = (t.pure_eps, t.all_delta, t.g_eps, t.g_delta, t.g_rho)
+    if any(x < 0 for x in terms) or (not t.any_g and any(terms[2:])) or t.g_delta > t.all_delta:
+        return False
+    composed = t.spend()
+    if composed.delta != spent[1]:
+        return False
+    if not t.any_g:
+        return composed.epsilon == spent[0]
+    return composed.epsilon <= spent[0] <= t.pure_eps + t.g_eps
+
+
+def vouch_checkpoint(conn: sqlite3.Connection, walk: Walk, first: str) -> None:
+    """What the checkpoint states (its seal is unkeyed: anyone can recompute it) must be what
+    the chained rows at or before its position record (finding 74): the budget of the last
+    budget row, the cumulative spend and id of the last entry (0 and none before any), the
+    privacy unit of the units row, and running totals behind that spend
+    (:func:`_totals_agree`). O(log n) on the ``seq`` indexes: a forger must rewrite chained
+    rows, which every export's ``ledger_head`` pins. A Gaussian term's rho and delta sums
+    are vouched by the whole-chain check only (docs/cli.md, the ledger's guarantees)."""
+    budget, spent, last, unit = _recorded(conn, walk, first)
+    if (walk.budget, walk.spent, walk.last_entry, walk.unit) != (budget, spent, last, unit):
+        raise tampered(walk.path, "its checkpoint disagrees with the chained rows at its "
+                       "position")
+    if not _totals_agree(walk.totals, spent):
+        raise tampered(walk.path, "its checkpoint's running totals disagree with the spend "
+                       "its chained rows record")
 
 
 #: The verified checkpoint: a position of the chain, its row hash and the accounting up to it

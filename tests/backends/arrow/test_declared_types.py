@@ -111,6 +111,9 @@ def test_a_query_reading_an_undeclared_csv_column_is_refused_whatever_the_values
         lambda: scan.dp(s).count("x", epsilon=1.0),
         lambda: scan.dp(s, keys={"x": ["1"]}).groupby("x").count(epsilon=1.0),
         lambda: scan.dp(s, privacy_unit="x", max_rows_per_unit=1).count(epsilon=1.0),
+        lambda: scan.dp(s, privacy_unit="x").contribution_bounds(epsilon=1.0),
+        lambda: scan.dp(s, privacy_unit="k", keys={"x": ["1"]}).groupby("x")
+        .contribution_bounds(epsilon=1.0),
     ]
     for call in calls:
         with pytest.raises(dpf.ValidationError, match="'x' has no declared type") as info:
@@ -121,6 +124,30 @@ def test_a_query_reading_an_undeclared_csv_column_is_refused_whatever_the_values
     assert int(scan.dp(s).count(epsilon=1e6)) == len(body.splitlines()) * 50
     assert int(scan.dp(s, keys={"k": ["1"]}).groupby("k").count(epsilon=1e6).iloc[0]) == (
         50 if body.startswith("1,") else 0)
+
+
+def test_contribution_bounds_read_a_unit_by_its_declared_type(tmp_path: Path) -> None:
+    """Finding 73 (issue 43, item 4): the DP choice of contribution bounds reads its columns
+    as a release does. Undeclared, the unit column was text: one person whose id is spelled
+    ``100``, ``0100`` and ``00100`` counted as three units of one row each in the histograms
+    of per-unit counts; now that read is refused before any charge, and declared ``int64``
+    the three spellings are one unit of three rows (histograms at epsilon 1e6: exact)."""
+    path = tmp_path / "u.csv"
+    path.write_text("uid,g\n100,a\n0100,a\n00100,b\n7,a\n8,b\n")
+    s = _session()
+    for by in ((), ("g",)):
+        with pytest.raises(dpf.ValidationError, match="'uid' has no declared type"):
+            dpf.scan(path, types={"g": "string"}).dp(
+                s, privacy_unit="uid", keys={"g": ["a", "b"]}).contribution_bounds(
+                    epsilon=1.0, by=by)
+    assert s.spent == (0.0, 0.0) and len(s.ledger) == 0
+    typed = dpf.scan(path, types={"uid": "int64", "g": "string"})
+    out = typed.dp(s, privacy_unit="uid", keys={"g": ["a", "b"]}).groupby(
+        "g").contribution_bounds(epsilon=1e6, cap=10)
+    hist = out.provenance["histograms"]
+    assert out.provenance["candidates"][:3] == [1, 2, 3]
+    assert hist["rows"][:3] == [2, 0, 1]  # units 7 and 8 with one row, 100 with three
+    assert hist["groups"][:2] == [2, 1] and sum(hist["rows"]) == 3
 
 
 def test_a_format_with_column_types_declares_them(tmp_path: Path) -> None:
