@@ -38,7 +38,7 @@ ALPHA = 1e-3
 LAST_FINDING = 62
 #: Findings whose scenario needs a JVM (Spark): full audit only; CI runs them, with their broken
 #: controls, on the tests' one SparkSession (tests/backends/spark/test_spark.py).
-JVM_FINDINGS = {62}
+JVM_FINDINGS = {62, 69, 70, 71}
 FAST = [s for s in SCENARIOS if s.fast_trials]
 
 #: Fast-subset audits whose bound must come close to the claim: the audit has power there (a
