@@ -14,7 +14,10 @@ per-group aggregates, and no row is ever collected to the driver. Two plans:
   same integers as pandas, with no cast that can fail.
 * **Blocks of whole units** (everything else: privacy units and their T/k/R bounds, private
   keys, bins, grids, distinct counts): rows are hash-partitioned by their unit (all of a
-  unit's rows meet in one partition), and each partition runs the exact primitives
+  unit's rows meet in one partition), each input chunk having first kept, per unit, only the
+  rows that can survive bounding with the priorities it read (:func:`_preselect`: a heavy
+  unit's rows no longer all travel, so a worker's memory does not grow with one person's
+  rows), and each partition selects again by those priorities, then runs the exact primitives
   (:func:`dpframe.core.primitives.compute_exact`, through the pandas backend: the same
   canonical value model, the same keyed priorities of :mod:`dpframe.core.hashing` for
   bounding), with a generator seeded from the release's sampling generator and the partition
@@ -22,11 +25,13 @@ per-group aggregates, and no row is ever collected to the driver. Two plans:
   primitives' merge (blocks holding disjoint units add up).
 
 Values: Spark's types map to dpframe's kinds from the schema alone (:func:`spark_kind`);
-decimals are numbers (float64 in a block), timestamps are read in the
-session time zone, binary is bytes, NaN and null are both missing, ``-0.0`` is ``0``.
+decimals are exact values of kind "other" (as on pandas), text that is not UTF-8 is missing,
+timestamps are read in the session time zone, binary is bytes, NaN and null are both missing,
+``-0.0`` is ``0``.
 Privacy: the plan chosen and every refusal depend on the schema, the request and the declared
 keys only; no job can fail on a value (no ANSI cast is made: values that do not conform are
-missing).
+missing). The workers are probed before the first block job (:func:`check_workers`); a read
+that fails for good refuses before the charge, any other failure is charged (:meth:`exact`).
 """
 
 from __future__ import annotations
