@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 try:
     from pyspark import TaskContext
@@ -243,22 +244,45 @@ ROW_PRIORITY = "__dpframe_row_priority__"
 DROPPED = "__dpframe_dropped__"
 #: Rows an input task pre-selects at a time (Spark's Arrow batches gathered up to it).
 CHUNK_ROWS = 1 << 16
+#: Rows of one unit id a chunk may send on unselected: a chunk where no id has more is sent
+#: whole (its rows' priorities are drawn after the exchange: selecting over every chunk's
+#: rows, pre-selected or whole, is bounding over all rows, :mod:`dpframe.backends.arrow.carried`)
+HEAVY_ROWS = 256
 
 
 def _preselecting(q: ComputeRequest, seed: int, salt: int
                   ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The input tasks' step before the exchange by unit: each chunk of rows keeps, per unit,
-    the rows that can survive bounding (:func:`_preselect`), so a partition after the exchange
-    holds at most about ``max_groups * max_rows`` rows of a unit per input chunk, whatever
-    the unit's row count (the scan's and Dask's pre-selection, docs/spark.md)."""
+    """The input tasks' step before the exchange by unit: each chunk of rows where some unit
+    id has more than :data:`HEAVY_ROWS` rows keeps, per unit, the rows that can survive
+    bounding (:func:`_preselect`); the others are sent whole. A partition after the exchange
+    so holds at most about ``max(HEAVY_ROWS, max_groups * max_rows)`` rows of a unit per
+    input chunk, whatever the unit's row count (the scan's and Dask's pre-selection,
+    docs/spark.md)."""
 
     def pre(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         ctx = TaskContext.get()
         gen = np.random.default_rng([seed, 1, ctx.partitionId() if ctx is not None else 0])
         for chunk in _chunks(batches, CHUNK_ROWS):
-            yield from _preselect(chunk, q, salt, gen).to_batches()
+            out = (_preselect(chunk, q, salt, gen) if _heavy(chunk, str(q.privacy_unit))
+                   else _plain(chunk))
+            yield from out.to_batches()
 
     return pre
+
+
+def _heavy(chunk: pa.Table, unit: str) -> bool:
+    """Whether some unit id has more than :data:`HEAVY_ROWS` rows in ``chunk`` (Arrow's hash
+    count of the raw ids: a unit spelled two ways, ``0.0`` and ``-0.0``, counts apart, so a
+    chunk passed plainly holds at most twice as many of its rows)."""
+    counts = pc.value_counts(chunk.column(unit)).field("counts")
+    return len(counts) > 0 and pc.max(counts).as_py() > HEAVY_ROWS
+
+
+def _plain(chunk: pa.Table) -> pa.Table:
+    """A chunk sent on whole: no row priority read (each is drawn after the exchange)."""
+    n = chunk.num_rows
+    return chunk.append_column(ROW_PRIORITY, pa.nulls(n, pa.int64())).append_column(
+        DROPPED, pa.nulls(n, pa.int64()))
 
 
 def _chunks(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.Table]:

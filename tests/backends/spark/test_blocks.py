@@ -210,6 +210,24 @@ def test_a_heavy_unit_is_preselected_in_each_chunk() -> None:
     assert out.column(ROW_PRIORITY).null_count == 50  # the light rows' were never read
 
 
+def test_rows_a_chunk_dropped_count_in_diagnostics(spark: Any) -> None:
+    """``diagnostics=`` counts the rows pre-selection dropped before the exchange (a tally per
+    unit and chunk) with those dropped after it: a unit of 400 rows in one heavy chunk, T =
+    300, drops 100 (under the cap of 300), as on pandas."""
+    df = pd.DataFrame({"u": [0] * 400 + [i // 3 + 1 for i in range(60)], "x": 1.0})
+    sdf = spark.createDataFrame(df).coalesce(1)
+
+    def dropped(frame: Any) -> int:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = frame.dp(dpf.Session(HUGE, seed=3), bounds={"x": (0, 10)},
+                           privacy_unit="u", max_rows_per_unit=300).sum(
+                "x", epsilon=HUGE / 2, diagnostics=HUGE / 2)
+        return int(out.provenance["diagnostics"]["rows_dropped"])
+
+    assert dropped(sdf) == dropped(df) == 100
+
+
 def test_preselection_then_selection_is_uniform_bounding() -> None:
     """A unit with 20 rows in one chunk and 1 in another, R = 10: bounding over every chunk's
     pre-selection keeps the second chunk's row with probability 10/21, as bounding over all
