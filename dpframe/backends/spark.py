@@ -274,7 +274,10 @@ def _heavy(chunk: pa.Table, unit: str) -> bool:
     """Whether some unit id has more than :data:`HEAVY_ROWS` rows in ``chunk`` (Arrow's hash
     count of the raw ids: a unit spelled two ways, ``0.0`` and ``-0.0``, counts apart, so a
     chunk passed plainly holds at most twice as many of its rows)."""
-    counts = pc.value_counts(chunk.column(unit)).field("counts")
+    try:
+        counts = pc.value_counts(chunk.column(unit)).field("counts")
+    except pa.ArrowNotImplementedError:  # nested ids (lists, structs): pre-selected (missing)
+        return True
     return len(counts) > 0 and pc.max(counts).as_py() > HEAVY_ROWS
 
 
