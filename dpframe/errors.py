@@ -41,6 +41,12 @@ class InputError(ValidationError):
     charge, so nothing is spent. The message names the file, never a value from it."""
 
 
+class WorkerError(InputError):
+    """A cluster's workers cannot compute the exact half (dpframe is not installed there, or
+    another version of it is): found by a probe before anything is read or charged, so nothing
+    is spent. The message names the versions, never a value of the data."""
+
+
 class OutputError(DPError, OSError):
     """A release file could not be written (a full disk, a file-size limit, an I/O error); the
     temporary file is removed and the target left as it was. Also an ``OSError``."""

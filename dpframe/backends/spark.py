@@ -14,7 +14,10 @@ per-group aggregates, and no row is ever collected to the driver. Two plans:
   same integers as pandas, with no cast that can fail.
 * **Blocks of whole units** (everything else: privacy units and their T/k/R bounds, private
   keys, bins, grids, distinct counts): rows are hash-partitioned by their unit (all of a
-  unit's rows meet in one partition), and each partition runs the exact primitives
+  unit's rows meet in one partition), each input chunk having first kept, per unit, only the
+  rows that can survive bounding with the priorities it read (:func:`_preselect`: a heavy
+  unit's rows no longer all travel, so a worker's memory does not grow with one person's
+  rows), and each partition selects again by those priorities, then runs the exact primitives
   (:func:`dpframe.core.primitives.compute_exact`, through the pandas backend: the same
   canonical value model, the same keyed priorities of :mod:`dpframe.core.hashing` for
   bounding), with a generator seeded from the release's sampling generator and the partition
@@ -22,23 +25,26 @@ per-group aggregates, and no row is ever collected to the driver. Two plans:
   primitives' merge (blocks holding disjoint units add up).
 
 Values: Spark's types map to dpframe's kinds from the schema alone (:func:`spark_kind`);
-decimals are numbers (float64 in a block), timestamps are read in the
-session time zone, binary is bytes, NaN and null are both missing, ``-0.0`` is ``0``.
+decimals are exact values of kind "other" (as on pandas), text that is not UTF-8 is missing,
+timestamps are read in the session time zone, binary is bytes, NaN and null are both missing,
+``-0.0`` is ``0``.
 Privacy: the plan chosen and every refusal depend on the schema, the request and the declared
 keys only; no job can fail on a value (no ANSI cast is made: values that do not conform are
-missing).
+missing). The workers are probed before the first block job (:func:`check_workers`); a read
+that fails for good refuses before the charge, any other failure is charged (:meth:`exact`).
 """
 
 from __future__ import annotations
 
-import math
+import numbers
 import pickle
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 try:
     from pyspark import TaskContext
@@ -49,10 +55,16 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("dpframe.backends.spark needs pyspark: pip install 'dpframe[spark]'") \
         from exc
 
+from .._version import __version__
+from ..core.bounding import pair_priorities, ranked_private_keys, select_drawing
 from ..core.compute import AggregateRequest, ComputeRequest, ExactAggregates
-from ..core.values import ColumnKind
+from ..core.hashing import value_words
+from ..core.values import ColumnKind, canonical
+from ..errors import DPError, InputError, ValidationError, WorkerError
+from .arrow.columns import is_text
+from .arrow.conform import conform_array
 from .base import only_columns, public_key_list
-from .pandas import PandasBackend
+from .pandas import PandasBackend, factorize
 
 #: the request kinds the Spark SQL plan computes (the others run in blocks)
 _SQL_KINDS = frozenset({"rows", "nonnull", "fixed_sum"})
@@ -62,12 +74,14 @@ _SPLIT = 26
 
 
 def spark_kind(t: T.DataType) -> ColumnKind:
-    """Public kind of a Spark type (the schema's: never a value's)."""
+    """Public kind of a Spark type (the schema's: never a value's). Decimals are "other", as
+    on pandas and in a scan: exact values (units, keys, distinct values), never rounded to a
+    float (cast a decimal column to double to sum it)."""
     if isinstance(t, T.BooleanType):
         return "bool"
     if isinstance(t, _INTS):
         return "int"
-    if isinstance(t, (*_FLOATS, T.DecimalType)):
+    if isinstance(t, _FLOATS):
         return "float"
     if isinstance(t, (T.StringType, T.VarcharType, T.CharType)):
         return "str"
@@ -93,9 +107,31 @@ class SparkBackend:
         return None
 
     def exact(self, request: ComputeRequest, gen: np.random.Generator | None) -> ExactAggregates:
-        if self._sql_plan(request):
-            return self._sql_exact(request)
-        return self._block_exact(request, gen)
+        """The exact aggregates, by the Spark SQL plan or in blocks of whole units (whose
+        workers are probed first: :func:`check_workers`).
+
+        A job that fails for good on its input (a file deleted, unreadable or corrupt) or
+        because the cluster is gone (the SparkContext stopped) is an operational fault: an
+        :class:`~dpframe.errors.InputError`, raised before the charge (nothing is spent). Any
+        other failure is a defect (it might depend on the data): a
+        :class:`~dpframe.errors.ValidationError` naming only the exception's type (its
+        message may quote a value), which the release charges and records failed."""
+        try:
+            if self._sql_plan(request):
+                return self._sql_exact(request)
+            check_workers(self.sdf.sparkSession.sparkContext)
+            return self._block_exact(request, gen)
+        except DPError:
+            raise
+        except Exception as exc:
+            failed, operational = type(exc).__name__, _operational(exc)
+        # raised outside the handler: the original exception (and its message, which may
+        # quote a value) is not even kept as this error's context
+        if operational:
+            raise InputError(f"the Spark job could not read its input or reach the cluster "
+                             f"({failed}); nothing was charged")
+        raise ValidationError(f"the Spark computation failed ({failed}); its message is not "
+                              "shown: it may quote a value of the data")
 
     # -- the Spark SQL plan -------------------------------------------------------------------
     def _sql_plan(self, q: ComputeRequest) -> bool:
@@ -169,34 +205,207 @@ class SparkBackend:
     def _block_exact(self, q: ComputeRequest, gen: np.random.Generator | None) -> ExactAggregates:
         cols = q.columns
         sdf = self.sdf.select(*[F.col(c) for c in cols])
-        if q.privacy_unit:  # every row of a unit in one partition (Spark's hash of the id)
-            unit = _unit_column(F.col(q.privacy_unit), self._fields[q.privacy_unit])
-            sdf = sdf.repartition(self.partitions or _default_parts(sdf), unit)
         seed = int(gen.integers(1 << 62)) if gen is not None else 0
-        kinds = self._kinds
+        salt = int(gen.integers(1 << 62)) if gen is not None else 0
+        if q.privacy_unit:  # every row of a unit in one partition (Spark's hash of the id),
+            # after each input chunk kept only the rows that can survive bounding
+            unit = _unit_column(F.col(q.privacy_unit), self._fields[q.privacy_unit])
+            schema = T.StructType([*sdf.schema.fields, T.StructField(ROW_PRIORITY, T.LongType()),
+                                   T.StructField(DROPPED, T.LongType())])
+            pre = sdf.mapInArrow(_preselecting(q, seed, salt), schema)
+            sdf = pre.repartition(self.partitions or _default_parts(sdf), unit)
 
         def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            got = list(batches)
+            got = list(batches)  # a partition, its heavy units' rows pre-selected
             if not got:  # an empty partition adds nothing
                 return
-            frame = _frame(pa.Table.from_batches(got), kinds)
             ctx = TaskContext.get()
             part = ctx.partitionId() if ctx is not None else 0
             block_gen = np.random.default_rng([seed, part]) if gen is not None else None
-            agg = PandasBackend(frame).exact(q, block_gen)
+            agg = _block_aggregates(pa.Table.from_batches(got), q, salt, block_gen)
             yield pa.RecordBatch.from_pydict({"agg": [pickle.dumps(agg)]},
                                              schema=pa.schema([("agg", pa.binary())]))
 
         out = sdf.mapInArrow(run, "agg binary").collect()
         parts = [pickle.loads(row["agg"]) for row in out]  # our own executors' bytes
         if not parts:  # no row at all: the aggregates of an empty frame of the same schema
-            empty = _frame(self.sdf.select(*[F.col(c) for c in cols]).limit(0).toArrow(),
-                           kinds)
+            empty = _frame(self.sdf.select(*[F.col(c) for c in cols]).limit(0).toArrow())
             return PandasBackend(empty).exact(q, gen)
         total = parts[0]
         for p in parts[1:]:
             total = total.merge(p)
         return total
+
+
+#: Columns a pre-selected row carries to its unit's partition: its row priority (the bits of
+#: a uint64 in a long; null where it was never read), and, on a tally row (diagnostics=
+#: only), how many of its unit's rows its chunk dropped (null on a row of data).
+ROW_PRIORITY = "__dpframe_row_priority__"
+DROPPED = "__dpframe_dropped__"
+#: Rows an input task pre-selects at a time (Spark's Arrow batches gathered up to it).
+CHUNK_ROWS = 1 << 16
+#: Rows of one unit id a chunk may send on unselected: a chunk where no id has more is sent
+#: whole (its rows' priorities are drawn after the exchange: selecting over every chunk's
+#: rows, pre-selected or whole, is bounding over all rows, :mod:`dpframe.backends.arrow.carried`)
+HEAVY_ROWS = 256
+
+
+def _preselecting(q: ComputeRequest, seed: int, salt: int
+                  ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The input tasks' step before the exchange by unit: each chunk of rows where some unit
+    id has more than :data:`HEAVY_ROWS` rows keeps, per unit, the rows that can survive
+    bounding (:func:`_preselect`); the others are sent whole. A partition after the exchange
+    so holds at most about ``max(HEAVY_ROWS, max_groups * max_rows)`` rows of a unit per
+    input chunk, whatever the unit's row count (the scan's and Dask's pre-selection,
+    docs/spark.md)."""
+
+    def pre(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        ctx = TaskContext.get()
+        gen = np.random.default_rng([seed, 1, ctx.partitionId() if ctx is not None else 0])
+        for chunk in _chunks(batches, CHUNK_ROWS):
+            out = (_preselect(chunk, q, salt, gen) if _heavy(chunk, str(q.privacy_unit))
+                   else _plain(chunk))
+            yield from out.to_batches()
+
+    return pre
+
+
+def _heavy(chunk: pa.Table, unit: str) -> bool:
+    """Whether some unit id has more than :data:`HEAVY_ROWS` rows in ``chunk`` (Arrow's hash
+    count of the raw ids: a unit spelled two ways, ``0.0`` and ``-0.0``, counts apart, so a
+    chunk passed plainly holds at most twice as many of its rows)."""
+    try:
+        counts = pc.value_counts(chunk.column(unit)).field("counts")
+    except pa.ArrowNotImplementedError:  # nested ids (lists, structs): pre-selected (missing)
+        return True
+    return len(counts) > 0 and pc.max(counts).as_py() > HEAVY_ROWS
+
+
+def _plain(chunk: pa.Table) -> pa.Table:
+    """A chunk sent on whole: no row priority read (each is drawn after the exchange)."""
+    n = chunk.num_rows
+    return chunk.append_column(ROW_PRIORITY, pa.nulls(n, pa.int64())).append_column(
+        DROPPED, pa.nulls(n, pa.int64()))
+
+
+def _chunks(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.Table]:
+    """The batches gathered into tables of about ``rows`` rows (at least one batch each)."""
+    held: list[pa.RecordBatch] = []
+    n = 0
+    for batch in batches:
+        held.append(batch)
+        n += batch.num_rows
+        if n >= rows:
+            yield pa.Table.from_batches(held)
+            held, n = [], 0
+    if held:
+        yield pa.Table.from_batches(held)
+
+
+class _Pairs:
+    """A chunk's rows as bounding sees them: the rows with a unit and a group (``rows``),
+    their dense unit codes, group codes (alike in every chunk: declared positions, or private
+    keys' ranks in the canonical order) and pair priorities, keyed on the canonical unit's
+    word and the group (or the key's word), the same in every chunk and partition."""
+
+    def __init__(self, table: pa.Table, q: ComputeRequest, salt: int) -> None:
+        assert q.privacy_unit is not None
+        frame = _frame(table.select(list(dict.fromkeys([*q.by, q.privacy_unit]))))
+        backend = PandasBackend(frame)
+        ucodes, labels = factorize(backend.column(q.privacy_unit))
+        key_words = None
+        if q.by and q.private_keys:
+            local, keys = backend.group_codes(q)
+            groups, key_words = ranked_private_keys(local.astype(np.int64, copy=False), keys)
+        else:
+            groups = np.asarray(backend.group_codes(q, np.int64)[0], dtype=np.int64)
+        self.rows = np.flatnonzero((ucodes >= 0) & (groups >= 0))
+        self.units = ucodes[self.rows]
+        self.groups = groups[self.rows]
+        words = value_words(labels)[self.units].view(np.int64)
+        self.priority = pair_priorities(words, self.groups, key_words, salt)
+
+
+def _preselect(chunk: pa.Table, q: ComputeRequest, salt: int, gen: np.random.Generator
+               ) -> pa.Table:
+    """The rows of ``chunk`` that can survive bounding, as they came, with the row
+    priorities the selection read (:func:`~dpframe.core.bounding.select_drawing`: per unit
+    its ``max_groups`` pairs of least keyed priority, in each its ``max_rows`` rows of least
+    fresh priority, and its ``max_total`` of those without a group step); with
+    ``diagnostics=``, one tally row per unit that lost rows here."""
+    p = _Pairs(chunk, q, salt)
+    chosen = select_drawing(p.units, p.groups, p.priority, _draw(gen), q.max_groups,
+                            q.max_rows, q.preselect_total)
+    kept = p.rows[chosen.keep]
+    priority = np.zeros(chunk.num_rows, dtype=np.uint64)
+    read = np.zeros(chunk.num_rows, dtype=bool)
+    priority[p.rows[chosen.examined]] = chosen.priority
+    read[p.rows[chosen.examined]] = True
+    out = chunk.take(pa.array(kept)).append_column(
+        ROW_PRIORITY, pa.array(priority[kept].view(np.int64), mask=~read[kept]))
+    out = out.append_column(DROPPED, pa.nulls(len(kept), pa.int64()))
+    if q.diagnostics_cap is None or bool(chosen.keep.all()):
+        return out
+    lost = ~chosen.keep
+    units, first = np.unique(p.units[lost], return_index=True)
+    count = np.minimum(np.bincount(p.units[lost])[units], q.diagnostics_cap)
+    tally = chunk.take(pa.array(p.rows[np.flatnonzero(lost)[first]]))
+    tally = tally.append_column(ROW_PRIORITY, pa.nulls(len(units), pa.int64()))
+    tally = tally.append_column(DROPPED, pa.array(count.astype(np.int64)))
+    return pa.concat_tables([out, tally])
+
+
+def _draw(gen: np.random.Generator) -> Callable[[np.ndarray], np.ndarray]:
+    """Uniform 64-bit row priorities from ``gen``, for the rows asked."""
+    return lambda rows: gen.integers(0, 2**64, rows.size, dtype=np.uint64)
+
+
+def _block_aggregates(table: pa.Table, q: ComputeRequest, salt: int,
+                      gen: np.random.Generator | None) -> ExactAggregates:
+    """One partition's exact aggregates. Without a unit, its rows as they are; with one,
+    selected again over every chunk's pre-selection by the carried priorities (a row that
+    carries none draws its own: the law of bounding over all rows,
+    :func:`~dpframe.core.bounding.select_by_priority`), so every unit is within its bounds and
+    the pandas backend's own bounding keeps every row; its dropped rows (``diagnostics=``)
+    are the tallies plus this selection's, each unit's capped."""
+    if not q.privacy_unit:
+        return PandasBackend(_frame(table)).exact(q, gen)
+    assert gen is not None
+    data = table.column(DROPPED).is_null().to_numpy(zero_copy_only=False)
+    p = _Pairs(table, q, salt)
+    on = data[p.rows]  # rows of data with a unit and a group (tallies aside)
+    carried = table.column(ROW_PRIORITY).combine_chunks()
+    bits = carried.fill_null(0).to_numpy(zero_copy_only=False).view(np.uint64)
+    fresh = carried.is_null().to_numpy(zero_copy_only=False)
+    rows = p.rows[on]
+    draw = _draw(gen)
+
+    def priorities(asked: np.ndarray) -> np.ndarray:
+        out = bits[rows[asked]].copy()
+        new = fresh[rows[asked]]
+        out[new] = draw(np.flatnonzero(new))
+        return out
+
+    keep = select_drawing(p.units[on], p.groups[on], _only(p.priority, on), priorities,
+                          q.max_groups, q.max_rows, q.max_total).keep
+    kept = table.take(pa.array(rows[keep])).drop_columns([ROW_PRIORITY, DROPPED])
+    agg = PandasBackend(_frame(kept)).exact(q, gen)
+    if q.diagnostics_cap is not None and agg.diagnostics is not None:
+        units = p.units
+        lost = np.bincount(units[on][~keep], minlength=int(units.max(initial=-1)) + 1)
+        tallies = table.column(DROPPED).fill_null(0).to_numpy(zero_copy_only=False)
+        lost = lost + np.bincount(units[~on], weights=tallies[p.rows[~on]],
+                                  minlength=lost.size).astype(np.int64)
+        agg.diagnostics = (agg.diagnostics[0],
+                           int(np.minimum(lost, q.diagnostics_cap).sum()))
+    return agg
+
+
+def _only(priority: Any, on: np.ndarray) -> Any:
+    """Pair priorities of the rows ``on`` selects (an array, or the keyed words' inputs)."""
+    if isinstance(priority, np.ndarray):
+        return priority[on]
+    return type(priority)(priority.words[on], priority.salt)
 
 
 def _unit_column(unit: Column, t: Any) -> Column:
@@ -212,25 +421,126 @@ def _default_parts(sdf: DataFrame) -> int:
     return int(sdf.sparkSession.conf.get("spark.sql.shuffle.partitions") or 8)
 
 
-def _frame(table: pa.Table, kinds: dict[str, ColumnKind]) -> pd.DataFrame:
+#: The SparkContexts (by application id) whose workers were found to run this dpframe.
+_CHECKED: set[str] = set()
+#: Most tasks of the probe job (one per core, so that each executor is likely to run one).
+PROBE_TASKS = 64
+
+
+def check_workers(sc: Any) -> None:
+    """Refuse, before anything is read or charged, when the workers cannot run the blocks:
+    one tiny job (no data) whose tasks import dpframe on the workers and return its version,
+    compared with the driver's (:class:`~dpframe.errors.WorkerError`). Run once per
+    SparkContext (cached by application id): one tiny job per session."""
+    app = str(sc.applicationId)
+    if app in _CHECKED:
+        return
+    tasks = max(1, min(int(sc.defaultParallelism or 1), PROBE_TASKS))
+    try:
+        seen = set(sc.parallelize(range(tasks), tasks).map(_version_probe()).collect())
+    except Exception as exc:
+        failed = type(exc).__name__
+    else:
+        if seen == {__version__}:
+            _CHECKED.add(app)
+            return
+        found = ", ".join(sorted(seen))
+        raise WorkerError(f"the Spark workers run dpframe {found}, the driver {__version__}: "
+                          "install the driver's version on every executor (docs/spark.md, "
+                          "On a cluster); nothing was charged")
+    raise WorkerError(f"the Spark workers cannot run a Python task ({failed}): their Python "
+                      "needs dpframe (docs/spark.md, On a cluster); nothing was charged")
+
+
+def _version_probe() -> Callable[[object], str]:
+    """The probe's task, made in this function's body so that it travels by value (cloudpickle
+    pickles a nested function with its code): unpickling it needs no dpframe on the worker."""
+
+    def probe(_: object) -> str:
+        try:
+            import pyarrow  # noqa: F401  (the blocks' batches)
+
+            import dpframe.backends.pandas  # noqa: F401  (what a block runs)
+            from dpframe._version import __version__ as version
+        except Exception as exc:
+            return f"(none: {type(exc).__name__})"
+        return str(version)
+
+    return probe
+
+
+#: Spark's conditions of a read that failed for good (a file deleted, unreadable, corrupt).
+_READ_CONDITIONS = ("FAILED_READ_FILE",)
+_READ_CLASSES = ("java.io.FileNotFoundException", "org.apache.hadoop.fs.PathNotFoundException")
+#: Words of a Java exception saying that the SparkContext is gone.
+_GONE = ("stopped SparkContext", "SparkContext was shut down", "SparkContext has been shutdown")
+
+
+def _operational(exc: Exception) -> bool:
+    """Whether a failed Spark call is an operational fault: the driver lost the JVM, a read
+    failed for good, or the SparkContext is gone (Java's causes read, never shown)."""
+    if isinstance(exc, OSError):
+        return True
+    try:
+        from py4j.protocol import Py4JNetworkError
+
+        if isinstance(exc, Py4JNetworkError):
+            return True
+        throwable = getattr(exc, "java_exception", None) or getattr(exc, "_origin", None)
+        for _ in range(32):  # the chain of causes
+            if throwable is None:
+                return False
+            if _read_or_gone(throwable):
+                return True
+            throwable = throwable.getCause()
+    except Exception:  # the JVM cannot say (gone itself)
+        return False
+    return False
+
+
+def _read_or_gone(throwable: Any) -> bool:
+    """Whether a Java throwable is a read that failed for good, or a gone SparkContext."""
+    if str(throwable.getClass().getName()) in _READ_CLASSES:
+        return True
+    for method in ("getCondition", "getErrorClass"):  # Spark 4, 3.5
+        try:
+            condition = str(getattr(throwable, method)() or "")
+        except Exception:
+            continue
+        if condition.startswith(_READ_CONDITIONS):
+            return True
+    message = str(throwable.getMessage() or "")
+    return any(words in message for words in _GONE)
+
+
+def _frame(table: pa.Table) -> pd.DataFrame:
     """A partition as pandas, each column in a dtype of its public kind: integers and booleans
-    nullable (a null never turns an id or a key into a float), decimals float64 numbers
-    (a value that is not one is missing), timestamps in the session time zone Spark sent them in."""
+    nullable (a null never turns an id or a key into a float), text that is not UTF-8 missing
+    (as a scan reads such bytes, value by value), decimals exact (``Decimal`` objects, as the
+    pandas backend reads them), timestamps in the session time zone Spark sent them in."""
     mapper = {pa.int8(): pd.Int64Dtype(), pa.int16(): pd.Int64Dtype(),
               pa.int32(): pd.Int64Dtype(), pa.int64(): pd.Int64Dtype(),
               pa.bool_(): pd.BooleanDtype(), pa.string(): None, pa.large_string(): None}
-    frame = table.to_pandas(types_mapper=mapper.get)
-    for name, kind in kinds.items():  # decimals: numbers of their exact value
-        if name in frame.columns and kind == "float" and frame[name].dtype == object:
-            frame[name] = pd.to_numeric(frame[name].map(_decimal_number), errors="coerce")
-    return frame
+    return _utf8(table).to_pandas(types_mapper=mapper.get)
 
 
-def _decimal_number(v: object) -> float:
-    try:
-        return float(v)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return math.nan
+def _utf8(table: pa.Table) -> pa.Table:
+    """``table`` with each text value that is not UTF-8 missing (Spark's strings are bytes:
+    a binary column cast to string may hold any), read as a scan reads text spilled as bytes
+    (:func:`~dpframe.backends.arrow.conform.conform_array`): the others as they are."""
+    for i, field in enumerate(table.schema):
+        if not is_text(field.type):
+            continue
+        col = table.column(i)
+        try:
+            col.validate(full=True)  # one vectorized pass: UTF-8 (the usual case)
+            continue
+        except pa.ArrowInvalid:
+            pass
+        raw = col.combine_chunks().cast(pa.large_binary())
+        text = conform_array(raw, pa.large_string()).cast(field.type)
+        table = table.set_column(i, field, text)
+    return table
 
 
 def _declared_values(kind: ColumnKind, declared: tuple[object, ...]
@@ -257,18 +567,21 @@ def _group_code(row: Any, positions: list[tuple[dict[object, int], int]]) -> int
 
 
 def _literal(k: object, kind: ColumnKind) -> object | None:
-    """``k`` as a literal a column of ``kind`` can equal (None: no value of it equals ``k``)."""
+    """``k`` as a literal a column of ``kind`` can equal (None: no value of it equals ``k``),
+    by Python equality as on pandas: a declared number equals an integer when it is one
+    whatever its type (``3.0``, ``Decimal("3")``, ``Fraction(3)``, ``np.int8(3)``)."""
     if kind == "str":
         return k if isinstance(k, str) else None
     if isinstance(k, (bool, np.bool_)):
         return bool(k) if kind == "bool" else int(k)
-    if isinstance(k, (int, np.integer)):
-        if kind == "bool":
-            return bool(k) if int(k) in (0, 1) else None
-        return int(k) if -(1 << 63) <= int(k) < (1 << 63) else None
-    if isinstance(k, (float, np.floating)) and math.isfinite(k) and float(k).is_integer():
-        return _literal(int(k), kind)
-    return None
+    if not isinstance(k, numbers.Number):
+        return None
+    c = canonical(k, "other")  # an int when the number is integral (never raises)
+    if not isinstance(c, int):
+        return None
+    if kind == "bool":
+        return bool(c) if c in (0, 1) else None
+    return c if -(1 << 63) <= c < (1 << 63) else None
 
 
 def _missing(col: Column, t: Any) -> Column:

@@ -75,6 +75,14 @@ from .findings_round4_a import (
     finding_scan_heavy_slice_drops,
     provenance_without_noise,
 )
+from .findings_round4_c import (
+    decimals_as_floats,
+    finding_spark_decimal_units,
+    finding_spark_heavy_unit,
+    finding_spark_text_not_utf8,
+    no_preselection,
+    text_read_as_utf8,
+)
 from .findings_round4_d import finding_bounds_choice_undeclared_csv_unit, undeclared_unit_read
 from .findings_scan import (
     finding_scan_csv_time,
@@ -417,6 +425,26 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("BROKEN: Spark SQL plan reading only null as missing", "as finding 62", None, 1,
              None, expect_violation=True, exact=finding_spark_nan_spelling,
              patch=nan_not_missing),
+    Scenario("finding 69: Spark, a key whose bytes are not UTF-8 (private keys, "
+             "count_distinct)", "40 rows of 8 units vs one more unit's row keyed by bytes "
+             "that are not UTF-8 (a binary column cast to string)", None, 1, None,
+             exact=finding_spark_text_not_utf8),
+    Scenario("BROKEN: Spark blocks reading text as UTF-8 unchecked", "as finding 69", None, 1,
+             None, expect_violation=True, exact=finding_spark_text_not_utf8,
+             patch=text_read_as_utf8),
+    Scenario("finding 70: Spark, decimal unit ids 2**53 and 2**53 + 1 (count, T=1)",
+             "one person's 2 rows vs the second row another person's, whose id rounds to the "
+             "same double", None, 1, None, exact=finding_spark_decimal_units),
+    Scenario("BROKEN: Spark blocks reading decimals as float64", "as finding 70", None, 1,
+             None, expect_violation=True, exact=finding_spark_decimal_units,
+             patch=decimals_as_floats),
+    Scenario("finding 71: Spark, one unit's rows a worker holds (count, T=2)",
+             "unit 0 with 5 rows vs 50,000 (beside 10 units of 10 rows): a worker holding "
+             "more than 20,000 rows of one unit, or not", None, 1, None,
+             exact=finding_spark_heavy_unit),
+    Scenario("BROKEN: Spark exchange without heavy-unit pre-selection", "as finding 71", None,
+             1, None, expect_violation=True, exact=finding_spark_heavy_unit,
+             patch=no_preselection),
     Scenario("finding 73: contribution_bounds on a CSV, the unit column undeclared",
              "a person whose id is spelled 100, 0100 and 00100 vs without them (exact "
              "histograms of groupby(g).contribution_bounds; the unit undeclared, then int64)",
