@@ -70,7 +70,11 @@ def plain_values(s: pd.Series) -> pd.Series:
     in its public type, as a scan reads it (:func:`~dpframe.backends.arrow.conform.public_type`:
     a dictionary or run-end encoded column as its values, views, narrow decimals and half
     floats widened, exactly), nested Arrow values (lists, structs, maps) as missing, as in a
-    scan; any other column as it is."""
+    scan, and Arrow text whose bytes are not UTF-8 missing
+    (:func:`~dpframe.backends.arrow.conform.utf8_or_missing`: pandas' ``str`` dtype too, which
+    ``pd.read_parquet`` gives); any other column as it is."""
+    if isinstance(s.dtype, pd.StringDtype) and s.dtype.storage == "pyarrow":
+        return _utf8_text(s)
     if not isinstance(s.dtype, pd.ArrowDtype):
         return s
     import pyarrow as pa
@@ -83,11 +87,30 @@ def plain_values(s: pd.Series) -> pd.Series:
     if pa.types.is_nested(want):
         return pd.Series(np.full(len(s), None, dtype=object), index=s.index, name=s.name)
     if want == t:
-        return s
+        return _utf8_text(s)
     values = decoded(flat(pa.array(s.array)))  # one array of the values, run ends decoded
     if values.type != want:
         values = conform_array(values, want)
     return pd.Series(pd.arrays.ArrowExtensionArray(values), index=s.index, name=s.name)
+
+
+def _utf8_text(s: pd.Series) -> pd.Series:
+    """An Arrow-backed column (``pd.ArrowDtype`` or pandas' ``str`` dtype on pyarrow) with its
+    text values whose bytes are not UTF-8 missing, in the same dtype; the very column when
+    there is none or it holds no text (:func:`~dpframe.backends.arrow.conform.utf8_or_missing`,
+    one pass over ASCII bytes)."""
+    from .arrow.conform import utf8_or_missing
+
+    values = s.array.__arrow_array__()
+    checked = utf8_or_missing(values)
+    if checked is values:
+        return s
+    if isinstance(s.dtype, pd.ArrowDtype):
+        return pd.Series(pd.arrays.ArrowExtensionArray(checked), index=s.index, name=s.name)
+    # the dtype as it was (``str``: NaN for missing, or ``string[pyarrow]``: NA); pandas 3
+    # takes it, its stubs do not know the argument yet
+    text = pd.arrays.ArrowStringArray(checked, dtype=s.dtype)  # type: ignore[call-arg]
+    return pd.Series(text, index=s.index, name=s.name)
 
 
 def _is_uint64(dtype: Any) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
@@ -100,13 +101,15 @@ def conform_array(arr: Column, t: pa.DataType, text: TextOptions = _PLAIN_TEXT) 
     type) is missing, never silently another number
     (docs/privacy.md#behaviour-that-does-not-depend-on-the-data). ``text``: how text spells
     values (a CSV format's options)."""
-    a = flat(arr)
+    a = utf8_or_missing(flat(arr))
     want = value_type(t)
     if value_type(a.type) == want:
         return a
     if pa.types.is_null(want):  # a column all missing where the public schema was read
         return _null(len(a), want)
     a = decoded(a)
+    if pa.types.is_string_view(a.type) and is_text(want):  # a view's text is checked as
+        return utf8_or_missing(_cast_each(a, want))  # the text it is read as
     if is_bytes(a.type) and not is_bytes(want):  # text read as bytes (CSV): bytes that are
         # not UTF-8 are missing, value by value
         a = _cast_each(a, want if is_text(want) else pa.large_string())
@@ -435,7 +438,11 @@ def conform_batch(batch: pa.RecordBatch, schema: pa.Schema,
     if batch.schema.names == schema.names and all(
             value_type(batch.schema.field(i).type) == value_type(f.type)
             for i, f in enumerate(schema)):
-        return batch
+        columns = batch.columns
+        checked = [utf8_or_missing(c) for c in columns]  # text whose bytes are not UTF-8
+        if all(c is d for c, d in zip(checked, columns, strict=True)):
+            return batch
+        return pa.RecordBatch.from_arrays(checked, names=schema.names)
     n = batch.num_rows
     names = batch.schema.names
     arrays = [conform_array(batch.column(names.index(f.name)), f.type, text)
@@ -443,3 +450,96 @@ def conform_batch(batch: pa.RecordBatch, schema: pa.Schema,
               else _null(n, value_type(f.type))
               for f in schema]
     return pa.RecordBatch.from_arrays(arrays, names=schema.names)
+
+
+# -- text whose bytes are not UTF-8 ----------------------------------------------------------------
+
+#: Values at most this many are checked one by one when a slice of text holds bytes that are not
+#: UTF-8 (:func:`_not_utf8_in`).
+_UTF8_LEAF = 64
+
+
+def utf8_or_missing(arr: Column) -> Column:
+    """``arr`` with each text value whose bytes are not UTF-8 missing; any other column (and
+    text that is all UTF-8, the usual case: the very array) as it is.
+
+    Arrow's string types promise UTF-8 but do not enforce it: a Parquet file, an IPC stream or
+    a buffer built by hand may hold any bytes (Parquet readers do not check them:
+    ``pd.read_parquet`` hands them on as pandas' ``str`` dtype). Such a value is no text at
+    all: it conforms to no key, unit or counted value of a text column and is missing, as the
+    bytes of a CSV field that are not UTF-8 are (:func:`conform_array`), never an error (Python
+    cannot make a ``str`` of it: reading it raised after the charge) and never a value of its
+    own (docs/privacy.md#behaviour-that-does-not-depend-on-the-data). A dictionary's entries are
+    checked (the rows pointing to one that is not UTF-8 are missing), a chunked array's chunks
+    one by one. Cost: one pass over the bytes when they are all ASCII, else Arrow's UTF-8
+    check; only text holding such a value is cut down to find it (:func:`_not_utf8`)."""
+    if isinstance(arr, pa.ChunkedArray):
+        chunks = [utf8_or_missing(c) for c in arr.chunks]
+        if all(c is d for c, d in zip(chunks, arr.chunks, strict=True)):
+            return arr
+        return pa.chunked_array(chunks, type=arr.type)
+    t = arr.type
+    if pa.types.is_dictionary(t) and _is_plain_text(t.value_type):
+        assert isinstance(arr, pa.DictionaryArray)
+        bad = _not_utf8(arr.dictionary)
+        if bad is None:
+            return arr
+        hit = pc.is_in(arr.indices, value_set=pa.array(bad, arr.indices.type))
+        indices = pc.if_else(hit, pa.scalar(None, arr.indices.type), arr.indices)
+        return pa.DictionaryArray.from_arrays(indices, _nulled(arr.dictionary, bad))
+    if not _is_plain_text(t):
+        return arr
+    bad = _not_utf8(arr)
+    return arr if bad is None else _nulled(arr, bad)
+
+
+def _nulled(a: pa.Array, positions: npt.NDArray[np.intp]) -> pa.Array:
+    """``a`` with the values at ``positions`` missing."""
+    mask = np.zeros(len(a), dtype=bool)
+    mask[positions] = True
+    return pc.if_else(pa.array(mask), pa.scalar(None, a.type), a)
+
+
+def _not_utf8(a: pa.Array) -> npt.NDArray[np.intp] | None:
+    """Positions of the values of the text array ``a`` whose bytes are not UTF-8 (a missing
+    value's bytes are not read), or None when there is none: one pass over the bytes when they
+    are all ASCII (the usual text), else Arrow's UTF-8 check; only when that fails is the array
+    halved down to the values that are not UTF-8 (:func:`_not_utf8_in`)."""
+    if _ascii(a) or _utf8(a):
+        return None
+    return np.array(_not_utf8_in(a, 0, len(a)), dtype=np.intp)
+
+
+def _ascii(a: pa.Array) -> bool:
+    """Whether every byte of the values of the text array ``a`` is ASCII (then UTF-8)."""
+    buffers = a.buffers()
+    if len(a) == 0 or buffers[2] is None:
+        return True
+    width = np.int64 if pa.types.is_large_string(a.type) else np.int32
+    offsets = np.frombuffer(buffers[1], dtype=width, count=a.offset + len(a) + 1)
+    data = np.frombuffer(buffers[2], dtype=np.uint8)[offsets[a.offset]:offsets[-1]]
+    return data.size == 0 or int(data.max()) < 0x80
+
+
+def _utf8(a: pa.Array) -> bool:
+    """Whether every present value of the text array ``a`` is UTF-8 (Arrow's check, which
+    refuses what Python's strict decoder refuses: overlong forms, surrogates)."""
+    binary = pa.large_binary() if pa.types.is_large_string(a.type) else pa.binary()
+    try:
+        a.view(binary).cast(a.type)
+    except pa.ArrowInvalid:
+        return False
+    return True
+
+
+def _not_utf8_in(a: pa.Array, start: int, stop: int) -> list[int]:
+    """Positions in ``start:stop`` of ``a`` whose values are not UTF-8: halves that pass
+    Arrow's check are left at once, leaves of :data:`_UTF8_LEAF` values are read value by
+    value (``k`` such values cost about ``2 k log2(n)`` checks of shrinking slices)."""
+    part = a.slice(start, stop - start)
+    if _utf8(part):
+        return []
+    if stop - start > _UTF8_LEAF:
+        mid = (start + stop) // 2
+        return _not_utf8_in(a, start, mid) + _not_utf8_in(a, mid, stop)
+    return [start + i for i in range(stop - start) if not _utf8(part.slice(i, 1))]
