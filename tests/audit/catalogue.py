@@ -68,6 +68,7 @@ from .findings_gaussian import finding_analytic_gaussian, two_percent_less_sigma
 from .findings_local import finding_local_invalid_value, finding_local_spelling
 from .findings_local_categories import finding_local_categorical_levels
 from .findings_quant import finding_quantile_cells, halved_quantile_sensitivity
+from .findings_round4_b import finding_not_utf8, utf8_unchecked
 from .findings_scan import (
     finding_scan_csv_time,
     finding_scan_empty_second_file,
@@ -408,6 +409,12 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("BROKEN: Spark SQL plan reading only null as missing", "as finding 62", None, 1,
              None, expect_violation=True, exact=finding_spark_nan_spelling,
              patch=nan_not_missing),
+    Scenario("finding 66: text whose bytes are not UTF-8 (keys, units, counted values)",
+             "3 rows missing vs the same rows with bytes that are not UTF-8 (pandas str "
+             "dtype, scan, Polars, Dask; claim: epsilon 0, the same data)", None, 1, 1,
+             exact=finding_not_utf8),
+    Scenario("BROKEN: text read whatever its bytes", "as finding 66", None, 1, 1,
+             expect_violation=True, exact=finding_not_utf8, patch=utf8_unchecked),
     # deliberately broken: the audit must find a violation
     Scenario("BROKEN: bound choice with the histograms' sensitivity understated",
              "as finding 59 (change_one, ungrouped)", finding_bound_choice("change_one", False),

@@ -108,8 +108,6 @@ def conform_array(arr: Column, t: pa.DataType, text: TextOptions = _PLAIN_TEXT) 
     if pa.types.is_null(want):  # a column all missing where the public schema was read
         return _null(len(a), want)
     a = decoded(a)
-    if pa.types.is_string_view(a.type) and is_text(want):  # a view's text is checked as
-        return utf8_or_missing(_cast_each(a, want))  # the text it is read as
     if is_bytes(a.type) and not is_bytes(want):  # text read as bytes (CSV): bytes that are
         # not UTF-8 are missing, value by value
         a = _cast_each(a, want if is_text(want) else pa.large_string())
@@ -471,26 +469,39 @@ def utf8_or_missing(arr: Column) -> Column:
     cannot make a ``str`` of it: reading it raised after the charge) and never a value of its
     own (docs/privacy.md#behaviour-that-does-not-depend-on-the-data). A dictionary's entries are
     checked (the rows pointing to one that is not UTF-8 are missing), a chunked array's chunks
-    one by one. Cost: one pass over the bytes when they are all ASCII, else Arrow's UTF-8
-    check; only text holding such a value is cut down to find it (:func:`_not_utf8`)."""
+    one by one, a string view as the large string it is read as (:func:`public_type`). Cost:
+    one pass over the bytes when they are all ASCII, else Arrow's UTF-8 check; only text
+    holding such a value is cut down to find it (:func:`_not_utf8`)."""
     if isinstance(arr, pa.ChunkedArray):
-        chunks = [utf8_or_missing(c) for c in arr.chunks]
-        if all(c is d for c, d in zip(chunks, arr.chunks, strict=True)):
-            return arr
-        return pa.chunked_array(chunks, type=arr.type)
+        return _utf8_chunks(arr)
     t = arr.type
+    if pa.types.is_string_view(t):  # the cast does not check the bytes: checked below
+        return utf8_or_missing(arr.cast(pa.large_string()))
     if pa.types.is_dictionary(t) and _is_plain_text(t.value_type):
-        assert isinstance(arr, pa.DictionaryArray)
-        bad = _not_utf8(arr.dictionary)
-        if bad is None:
-            return arr
-        hit = pc.is_in(arr.indices, value_set=pa.array(bad, arr.indices.type))
-        indices = pc.if_else(hit, pa.scalar(None, arr.indices.type), arr.indices)
-        return pa.DictionaryArray.from_arrays(indices, _nulled(arr.dictionary, bad))
+        return _utf8_dictionary(arr)
     if not _is_plain_text(t):
         return arr
     bad = _not_utf8(arr)
     return arr if bad is None else _nulled(arr, bad)
+
+
+def _utf8_chunks(arr: pa.ChunkedArray) -> pa.ChunkedArray:
+    """:func:`utf8_or_missing` of each chunk (the very array when no chunk changed)."""
+    chunks = [utf8_or_missing(c) for c in arr.chunks]
+    if all(c is d for c, d in zip(chunks, arr.chunks, strict=True)):
+        return arr
+    return pa.chunked_array(chunks, type=chunks[0].type if chunks else arr.type)
+
+
+def _utf8_dictionary(arr: pa.DictionaryArray) -> pa.DictionaryArray:
+    """A dictionary array of text with its entries that are not UTF-8 missing, and the rows
+    that point to them."""
+    bad = _not_utf8(arr.dictionary)
+    if bad is None:
+        return arr
+    hit = pc.is_in(arr.indices, value_set=pa.array(bad, arr.indices.type))
+    indices = pc.if_else(hit, pa.scalar(None, arr.indices.type), arr.indices)
+    return pa.DictionaryArray.from_arrays(indices, _nulled(arr.dictionary, bad))
 
 
 def _nulled(a: pa.Array, positions: npt.NDArray[np.intp]) -> pa.Array:
