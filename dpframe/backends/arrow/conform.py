@@ -487,8 +487,9 @@ def utf8_or_missing(arr: Column) -> Column:
 
 def _utf8_chunks(arr: pa.ChunkedArray) -> pa.ChunkedArray:
     """:func:`utf8_or_missing` of each chunk (the very array when no chunk changed)."""
-    chunks = [utf8_or_missing(c) for c in arr.chunks]
-    if all(c is d for c, d in zip(chunks, arr.chunks, strict=True)):
+    original = arr.chunks  # the wrappers, once: each read of ``chunks`` makes new ones
+    chunks = [utf8_or_missing(c) for c in original]
+    if all(c is d for c, d in zip(chunks, original, strict=True)):
         return arr
     return pa.chunked_array(chunks, type=chunks[0].type if chunks else arr.type)
 
