@@ -68,7 +68,12 @@ from .findings_gaussian import finding_analytic_gaussian, two_percent_less_sigma
 from .findings_local import finding_local_invalid_value, finding_local_spelling
 from .findings_local_categories import finding_local_categorical_levels
 from .findings_quant import finding_quantile_cells, halved_quantile_sensitivity
-from .findings_round4_b import finding_not_utf8, utf8_unchecked
+from .findings_round4_b import (
+    by_value_only,
+    finding_not_utf8,
+    finding_object_column_work,
+    utf8_unchecked,
+)
 from .findings_scan import (
     finding_scan_csv_time,
     finding_scan_empty_second_file,
@@ -415,6 +420,11 @@ SCENARIOS: tuple[Scenario, ...] = (
              exact=finding_not_utf8),
     Scenario("BROKEN: text read whatever its bytes", "as finding 66", None, 1, 1,
              expect_violation=True, exact=finding_not_utf8, patch=utf8_unchecked),
+    Scenario("finding 67: one int among text keys (timing: work of grouping, not time)",
+             "200,000 text keys in the str dtype vs one row an int (object dtype); claim: "
+             "ln 1.5, the timing target", None, 1, 1, exact=finding_object_column_work),
+    Scenario("BROKEN: an object column read by value, every row", "as finding 67", None, 1,
+             1, expect_violation=True, exact=finding_object_column_work, patch=by_value_only),
     # deliberately broken: the audit must find a violation
     Scenario("BROKEN: bound choice with the histograms' sensitivity understated",
              "as finding 59 (change_one, ungrouped)", finding_bound_choice("change_one", False),

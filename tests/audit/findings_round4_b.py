@@ -1,4 +1,6 @@
-"""Finding 66: text whose bytes are not UTF-8 (issue 43, item 2).
+"""Findings 66 and 67 (issue 43, items 2 and 9).
+
+Finding 66: text whose bytes are not UTF-8.
 
 Arrow's string types promise UTF-8 without enforcing it: a Parquet file may hold any bytes in
 a string column, and ``pd.read_parquet`` hands them on in pandas 3's ``str`` dtype. Python
@@ -15,6 +17,16 @@ the claim audited is epsilon 0. Each side runs through the real exact half (pand
 a distinct count, a count of the column and a count at unit level; the privacy loss is the L1
 shift of the exact statistics times epsilon, and infinite when one side fails and the other
 does not. The broken control (the check taken out) is caught.
+
+Finding 67: one int among text keys, a timing question (docs/privacy.md, "Timing"). pandas
+types a column of text alone ``str`` and the same column with one person's int ``object``. The
+scenario is exact and structural, never timed: it counts the rows each side's grouping reads
+(a row of the ``str`` column hashed by Arrow, a row's address hashed, a row read by value
+through pandas' object table) and weighs them by their measured cost per row
+(docs/benchmarks/timing.md: an object read by value costs about 4 rows of the ``str`` column,
+an address about one). Its "epsilon" is the natural log of the ratio of the two sides' work,
+its claim ``ln 1.5``, the timing target. Reading every row of the ``object`` column by value
+(the code before, the broken control) is ``ln 4``.
 """
 
 from __future__ import annotations
@@ -156,5 +168,62 @@ def utf8_unchecked() -> Iterator[None]:
 
     with pytest.MonkeyPatch.context() as m:
         m.setattr(conform, "utf8_or_missing", lambda arr: arr)
+        yield
+
+
+#: Cost of a row read by value through pandas' object table, in rows of a ``str`` column hashed
+#: by Arrow (docs/benchmarks/timing.md: about 43 ms against 11-16 ms per million rows); an
+#: address hashed costs about one such row (pandas' integer table).
+BY_VALUE_COST = 4.0
+TIMING_TARGET = 1.5
+
+
+def finding_object_column_work(seed: int) -> tuple[float, float, float, str]:
+    """67. D: 200,000 text keys (50 distinct, each one object repeated) in pandas' ``str``
+    dtype; D': the same with one row an int, which pandas types ``object``. The work of
+    factorizing each side's key column (:func:`dpframe.backends.pandas.factorize`, the step
+    of every key, unit and distinct count), counted, not timed; claim ``ln 1.5``."""
+    from unittest import mock
+
+    from dpframe.backends import pandas as backend
+
+    n = 200_000
+    keys = [f"key_{i:02d}" for i in range(50)]
+    rows = [keys[i] for i in np.random.default_rng(seed).integers(0, 50, n)]
+    d = pd.Series(rows)  # str dtype
+    odd = [*rows]
+    odd[n // 2] = 7
+    d2 = pd.Series(odd)  # object dtype
+    assert str(d.dtype) == "str" and d2.dtype == object
+    by_value, by_address = [0], [0]
+    inner_values, inner_objects = backend._factorize_values, backend._by_object
+
+    def values(v: np.ndarray) -> Any:
+        by_value[0] += v.size
+        return inner_values(v)
+
+    def objects(v: np.ndarray) -> Any:
+        shared = inner_objects(v)
+        by_address[0] += 0 if shared is None else v.size
+        return shared
+
+    with mock.patch.object(backend, "_factorize_values", values), \
+            mock.patch.object(backend, "_by_object", objects):
+        backend.factorize(d)
+        assert by_value[0] == by_address[0] == 0  # the str column: Arrow's hashing alone
+        backend.factorize(d2)
+    work = by_address[0] + BY_VALUE_COST * by_value[0]
+    return (math.log(max(work, n) / n), math.log(TIMING_TARGET), 0.0,
+            f"{by_value[0]:,} rows by value, {by_address[0]:,} addresses, against {n:,} rows "
+            "of the str column (work, not time)")
+
+
+@contextlib.contextmanager
+def by_value_only() -> Iterator[None]:
+    """The old reading of an object column: every row by value."""
+    from dpframe.backends import pandas as backend
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(backend, "_BY_OBJECT_ROWS", 1 << 62)
         yield
 
