@@ -50,10 +50,11 @@ def _arrow(values: list[Any], t: pa.DataType) -> pd.Series:
     return pd.Series(pd.arrays.ArrowExtensionArray(pa.array(values, type=t)))
 
 
-def _not_utf8(values: list[bytes | None], t: pa.DataType = pa.large_string(),
-              arrow_dtype: bool = False) -> pd.Series:
+def _not_utf8(values: list[bytes | None], arrow_dtype: bool = False) -> pd.Series:
     """Text with bytes as they are (some not UTF-8, as a Parquet file may hold them), in pandas'
-    ``str`` dtype (what ``pd.read_parquet`` gives) or a ``pd.ArrowDtype``."""
+    ``str`` dtype (what ``pd.read_parquet`` gives: large strings) or a ``pd.ArrowDtype``
+    (strings)."""
+    t = pa.string() if arrow_dtype else pa.large_string()
     arr = pa.array(values, pa.binary()).cast(t, safe=False)
     if arrow_dtype:
         return pd.Series(pd.arrays.ArrowExtensionArray(arr))
@@ -91,8 +92,8 @@ CASES: dict[str, tuple[pd.Series, pd.Series]] = {
     "text whose bytes are not UTF-8 (str dtype)": (_not_utf8([b"a", b"b"] * 5),
                                                    _not_utf8([b"a", b"b"] * 5 + [b"\xff"])),
     "text whose bytes are not UTF-8 (ArrowDtype)": (
-        _not_utf8([b"a", b"b"] * 5, pa.string(), True),
-        _not_utf8([b"a", b"b"] * 5 + [b"caf\xc3"], pa.string(), True)),
+        _not_utf8([b"a", b"b"] * 5, True),
+        _not_utf8([b"a", b"b"] * 5 + [b"caf\xc3"], True)),
 }
 
 
