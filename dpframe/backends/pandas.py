@@ -264,24 +264,6 @@ def _settle(values: npt.NDArray[np.object_], a: int, b: int,
                              dtype=np.intp))
 
 
-def _factorize_objects(values: npt.NDArray[np.object_]) -> tuple[Any, Any]:
-    """``pd.factorize`` of an object column's values by canonical value: rows holding the very
-    same object are one value (:func:`_by_object`), so where the column repeats its objects
-    only one row of each is read by value (:func:`_factorize_values`).
-
-    pandas gives a column of text alone its ``str`` dtype (Arrow-backed: about 16 ms to group
-    a million rows), but one person's number makes it ``object`` (about 43 ms by value, 2.7x:
-    finding 67 of docs/audit.md). A column built from a few key objects repeated (a list of
-    constants, ``np.repeat``, a mapping, a merge) is read by the objects' addresses instead:
-    about 12 ms, whatever the one value among them."""
-    shared = _by_object(values)
-    if shared is None:
-        return _factorize_values(values)
-    rows, one_row = shared
-    codes, uniques = _factorize_values(values[one_row])
-    return np.asarray(codes, dtype=np.intp)[rows], uniques
-
-
 #: Columns shorter than this are read by value (addresses would save nothing), and a sample of
 #: this many rows decides whether the column repeats its objects.
 _BY_OBJECT_ROWS = 1 << 14
@@ -319,7 +301,7 @@ def _addresses(values: npt.NDArray[np.object_]) -> npt.NDArray[np.uintp]:
     return np.ctypeslib.as_array(stored).astype(np.uintp, copy=True)
 
 
-def _factorize_values(values: npt.NDArray[np.object_]) -> tuple[Any, Any]:
+def _factorize_objects(values: npt.NDArray[np.object_]) -> tuple[Any, Any]:
     """``pd.factorize`` of an object column's values by canonical value
     (:func:`_mapped_objects`), with the text and the other values hashed apart.
 
@@ -405,6 +387,35 @@ def factorize(s: pd.Series) -> tuple[npt.NDArray[np.int64], list[object]]:
     """Codes (-1 for missing) and canonical labels of the distinct values
     (:mod:`dpframe.core.values`): equal values (``0.0`` / ``-0.0``, ``True`` / ``1`` / ``1.0``)
     share one code and one canonical label, whatever row came first."""
+    rows, codes, labels = _factorized(s)
+    return (codes if rows is None else codes[rows]), labels
+
+
+def _factorized(s: pd.Series
+                ) -> tuple[npt.NDArray[np.intp] | None, npt.NDArray[np.int64], list[object]]:
+    """:func:`factorize` in two steps where an object column repeats its objects: ``rows``
+    (each row's object, :func:`_by_object`), the codes of one row of each object and the
+    labels (a row's code is ``codes[rows]``: callers mapping the codes further map the short
+    array first); ``rows`` None and the rows' codes otherwise.
+
+    pandas gives a column of text alone its ``str`` dtype (Arrow-backed: about 11 to 16 ms to
+    group a million rows), but one person's number makes it ``object``: 2.7x to 4.8x that
+    time read by value (finding 67 of docs/audit.md). A column built from a few key objects
+    repeated (a list of constants, ``np.repeat``, a mapping, a merge) is read by its objects'
+    addresses instead, and only one row of each object by value."""
+    if s.dtype == object:
+        values = s.to_numpy()
+        shared = _by_object(values)
+        if shared is not None:
+            rows, one_row = shared
+            codes, labels = _factorize_values(pd.Series(values[one_row], dtype=object))
+            return rows, codes, labels
+    codes, labels = _factorize_values(s)
+    return None, codes, labels
+
+
+def _factorize_values(s: pd.Series) -> tuple[npt.NDArray[np.int64], list[object]]:
+    """:func:`factorize` reading every row by value."""
     kind = column_kind(s.dtype)
     if kind == "float":  # -0.0 + 0.0 is 0.0: one spelling before hashing
         codes, uniques = _factorize_raw(pd.Series(
@@ -445,9 +456,10 @@ def declared_codes(s: pd.Series, declared: tuple[object, ...], dtype: npt.DTypeL
 
             map_ranges(look_up, out.size)
             return out
-    codes, uniques = factorize(s)
+    rows, codes, uniques = _factorized(s)
     mapping = declared_positions(uniques, declared)
-    return remap_codes(codes, mapping).astype(dtype, copy=False)
+    found = remap_codes(codes, mapping).astype(dtype, copy=False)
+    return found if rows is None else found[rows]
 
 
 def _found_or_missing(found: Any, dtype: npt.DTypeLike = np.int64

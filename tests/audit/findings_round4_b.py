@@ -196,7 +196,7 @@ def finding_object_column_work(seed: int) -> tuple[float, float, float, str]:
     d2 = pd.Series(odd)  # object dtype
     assert str(d.dtype) == "str" and d2.dtype == object
     by_value, by_address = [0], [0]
-    inner_values, inner_objects = backend._factorize_values, backend._by_object
+    inner_values, inner_objects = backend._factorize_objects, backend._by_object
 
     def values(v: np.ndarray) -> Any:
         by_value[0] += v.size
@@ -207,7 +207,7 @@ def finding_object_column_work(seed: int) -> tuple[float, float, float, str]:
         by_address[0] += 0 if shared is None else v.size
         return shared
 
-    with mock.patch.object(backend, "_factorize_values", values), \
+    with mock.patch.object(backend, "_factorize_objects", values), \
             mock.patch.object(backend, "_by_object", objects):
         backend.factorize(d)
         assert by_value[0] == by_address[0] == 0  # the str column: Arrow's hashing alone

@@ -226,13 +226,13 @@ def test_first_spelling_never_labels_across_ranges() -> None:
 def rows_by_value() -> Iterator[list[int]]:
     """The number of rows the by-value factorization reads while the context is open."""
     rows = [0]
-    inner = backend._factorize_values
+    inner = backend._factorize_objects
 
     def counting(values: np.ndarray) -> Any:
         rows[0] += values.size
         return inner(values)
 
-    with mock.patch.object(backend, "_factorize_values", counting):
+    with mock.patch.object(backend, "_factorize_objects", counting):
         yield rows
 
 
