@@ -8,6 +8,7 @@ missing, never silently another number and never an error that could quote it
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -453,7 +454,8 @@ def conform_batch(batch: pa.RecordBatch, schema: pa.Schema,
 # -- text whose bytes are not UTF-8 ----------------------------------------------------------------
 
 #: Values at most this many are checked one by one when a slice of text holds bytes that are not
-#: UTF-8 (:func:`_not_utf8_in`).
+#: UTF-8 (:func:`_not_utf8_in`); as many bytes past ASCII, or one a thousand values, are
+#: always checked value by value (:func:`_past_ascii`).
 _UTF8_LEAF = 64
 
 
@@ -470,8 +472,8 @@ def utf8_or_missing(arr: Column) -> Column:
     own (docs/privacy.md#behaviour-that-does-not-depend-on-the-data). A dictionary's entries are
     checked (the rows pointing to one that is not UTF-8 are missing), a chunked array's chunks
     one by one, a string view as the large string it is read as (:func:`public_type`). Cost:
-    one pass over the bytes when they are all ASCII, else Arrow's UTF-8 check; only text
-    holding such a value is cut down to find it (:func:`_not_utf8`)."""
+    one pass over the bytes when they are (nearly) all ASCII, else Arrow's UTF-8 check; only
+    text holding such a value is cut down to find it (:func:`_not_utf8`)."""
     if isinstance(arr, pa.ChunkedArray):
         return _utf8_chunks(arr)
     t = arr.type
@@ -506,31 +508,49 @@ def _utf8_dictionary(arr: pa.DictionaryArray) -> pa.DictionaryArray:
 
 
 def _nulled(a: pa.Array, positions: npt.NDArray[np.intp]) -> pa.Array:
-    """``a`` with the values at ``positions`` missing."""
-    mask = np.zeros(len(a), dtype=bool)
-    mask[positions] = True
-    return pc.if_else(pa.array(mask), pa.scalar(None, a.type), a)
+    """The text array ``a`` with the values at ``positions`` missing: a new validity bitmap
+    over the same offsets and bytes (no copy of the text)."""
+    valid = np.ones(a.offset + len(a), dtype=bool)
+    if a.null_count:
+        valid[a.offset:] = np.asarray(a.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    valid[a.offset + positions] = False
+    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little").tobytes())
+    _, offsets, data = a.buffers()
+    return pa.Array.from_buffers(a.type, len(a), [bitmap, offsets, data], offset=a.offset)
 
 
 def _not_utf8(a: pa.Array) -> npt.NDArray[np.intp] | None:
     """Positions of the values of the text array ``a`` whose bytes are not UTF-8 (a missing
-    value's bytes are not read), or None when there is none: one pass over the bytes when they
-    are all ASCII (the usual text), else Arrow's UTF-8 check; only when that fails is the array
-    halved down to the values that are not UTF-8 (:func:`_not_utf8_in`)."""
-    if _ascii(a) or _utf8(a):
+    value's bytes are not read), or None when there is none. Text all ASCII, or nearly (one
+    person's bytes among ASCII keys), costs one pass over the bytes, and the few values holding
+    a byte past ASCII are checked one by one (:func:`_past_ascii`); other text costs Arrow's
+    UTF-8 check, and only when that fails is it cut down to the values that are not UTF-8
+    (:func:`_not_utf8_in`, about one more check of the whole)."""
+    few = _past_ascii(a)
+    if few is not None:
+        bad = [i for i in few.tolist() if not _utf8(a.slice(i, 1))]
+    elif _utf8(a):
         return None
-    return np.array(_not_utf8_in(a, 0, len(a)), dtype=np.intp)
+    else:
+        bad = _not_utf8_in(a, 0, len(a))
+    return np.array(bad, dtype=np.intp) if bad else None
 
 
-def _ascii(a: pa.Array) -> bool:
-    """Whether every byte of the values of the text array ``a`` is ASCII (then UTF-8)."""
+def _past_ascii(a: pa.Array) -> npt.NDArray[np.intp] | None:
+    """Positions of the values of the text array ``a`` holding a byte past ASCII (the only
+    ones that may not be UTF-8), or None when there are more such bytes than about one a
+    thousand values (Arrow's check of the whole array then costs less than checking them one
+    by one)."""
     buffers = a.buffers()
     if len(a) == 0 or buffers[2] is None:
-        return True
+        return np.zeros(0, dtype=np.intp)
     width = np.int64 if pa.types.is_large_string(a.type) else np.int32
-    offsets = np.frombuffer(buffers[1], dtype=width, count=a.offset + len(a) + 1)
-    data = np.frombuffer(buffers[2], dtype=np.uint8)[offsets[a.offset]:offsets[-1]]
-    return data.size == 0 or int(data.max()) < 0x80
+    offsets = np.frombuffer(buffers[1], dtype=width, count=a.offset + len(a) + 1)[a.offset:]
+    high = np.frombuffer(buffers[2], dtype=np.uint8)[offsets[0]:offsets[-1]] >= 0x80
+    if int(np.count_nonzero(high)) > max(_UTF8_LEAF, len(a) >> 10):
+        return None
+    where = np.flatnonzero(high) + offsets[0]
+    return np.unique(np.searchsorted(offsets, where, side="right") - 1).astype(np.intp)
 
 
 def _utf8(a: pa.Array) -> bool:
@@ -544,14 +564,22 @@ def _utf8(a: pa.Array) -> bool:
     return True
 
 
+#: A slice of text that fails Arrow's UTF-8 check is cut into this many parts, each checked
+#: (:func:`_not_utf8_in`).
+_UTF8_PARTS = 16
+
+
 def _not_utf8_in(a: pa.Array, start: int, stop: int) -> list[int]:
-    """Positions in ``start:stop`` of ``a`` whose values are not UTF-8: halves that pass
-    Arrow's check are left at once, leaves of :data:`_UTF8_LEAF` values are read value by
-    value (``k`` such values cost about ``2 k log2(n)`` checks of shrinking slices)."""
-    part = a.slice(start, stop - start)
-    if _utf8(part):
-        return []
-    if stop - start > _UTF8_LEAF:
-        mid = (start + stop) // 2
-        return _not_utf8_in(a, start, mid) + _not_utf8_in(a, mid, stop)
-    return [start + i for i in range(stop - start) if not _utf8(part.slice(i, 1))]
+    """Positions in ``start:stop`` of ``a`` (a slice that failed Arrow's check) whose values
+    are not UTF-8: the slice is cut into :data:`_UTF8_PARTS` parts, those that pass are left
+    at once, and leaves of :data:`_UTF8_LEAF` values are read value by value (one such value
+    among ``n`` costs about ``n / 15`` more bytes checked and ``16 log16(n)`` checks)."""
+    if stop - start <= _UTF8_LEAF:
+        part = a.slice(start, stop - start)
+        return [start + i for i in range(stop - start) if not _utf8(part.slice(i, 1))]
+    cuts = np.linspace(start, stop, _UTF8_PARTS + 1).astype(np.int64).tolist()
+    out: list[int] = []
+    for lo, hi in itertools.pairwise(cuts):
+        if hi > lo and not _utf8(a.slice(lo, hi - lo)):
+            out += _not_utf8_in(a, lo, hi)
+    return out
