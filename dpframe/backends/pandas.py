@@ -81,7 +81,7 @@ def plain_values(s: pd.Series) -> pd.Series:
     import pyarrow as pa
 
     from .arrow.columns import decoded, flat, value_type
-    from .arrow.conform import conform_array, public_type
+    from .arrow.conform import conform_array, public_type, utf8_or_missing
 
     t = s.dtype.pyarrow_dtype
     want = value_type(public_type(t))
@@ -90,8 +90,9 @@ def plain_values(s: pd.Series) -> pd.Series:
     if want == t:
         return _utf8_text(s)
     values = decoded(flat(pa.array(s.array)))  # one array of the values, run ends decoded
-    if values.type != want:
-        values = conform_array(values, want)
+    # conformed (text not UTF-8 made missing too, :func:`conform_array`): a dictionary's
+    # decoded text is checked as text
+    values = conform_array(values, want) if values.type != want else utf8_or_missing(values)
     return pd.Series(pd.arrays.ArrowExtensionArray(values), index=s.index, name=s.name)
 
 

@@ -401,6 +401,8 @@ def _text_fronts(values: list[bytes | None], path: Path) -> dict[str, Any]:
         ddf = dd.from_pandas(read, npartitions=3, sort=False)
     return {"pandas str": read, "pandas ArrowDtype": pd.DataFrame(
         {"c": pd.Series(pd.arrays.ArrowExtensionArray(table["c"]))}),
+        "pandas ArrowDtype dictionary": pd.DataFrame(
+            {"c": pd.Series(pd.arrays.ArrowExtensionArray(table["c"].dictionary_encode()))}),
         "scan": dpf.scan(str(path)), "polars": pl.from_arrow(table), "dask": ddf}
 
 
