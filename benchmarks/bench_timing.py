@@ -12,6 +12,13 @@ process's CPU time instead of wall time: on a shared, loaded machine it is far l
 by other processes. Figures are recorded in docs/benchmarks/timing.md.
 
     python benchmarks/bench_timing.py [--rows 1000000] [--repeat 7] [--clock cpu]
+
+A second table (issue 43, item 9) times pandas' own switch: a column of text alone is pandas'
+``str`` dtype (Arrow-backed), one person's int makes it ``object``. It compares the ``str``
+column with the ``object`` column holding one int, its text as repeated objects (a list of
+constants, ``np.repeat``, a mapping: read by the objects' addresses now, by value before, the
+"before" row patching the address path off in the same run) and as one object per row (text
+parsed row by row, ``json.loads``: read by value, then and now).
 """
 
 from __future__ import annotations
@@ -75,6 +82,57 @@ def releases(g: pd.Series) -> dict[str, Callable[[], Any]]:
     }
 
 
+def dtype_switch(rows: int, at: int, repeat: int, clock: Callable[[], float]) -> None:
+    """The second table: the ``str`` column of text alone against ``object`` columns holding
+    one int (module docstring)."""
+    from unittest import mock
+
+    from dpframe.backends import pandas as backend
+
+    picks = np.random.default_rng(0).integers(0, 50, rows)
+    repeated = [KEYS[i] for i in picks]  # 50 objects, each repeated
+    parsed = [f"key_{i:02d}" for i in picks]  # one object per row
+    columns = {
+        "text only (str dtype)": pd.Series(repeated),
+        "one int, repeated objects (object dtype)": pd.Series([*repeated[:at], 7,
+                                                               *repeated[at + 1:]]),
+        "one int, one object per row (object dtype)": pd.Series([*parsed[:at], 7,
+                                                                 *parsed[at + 1:]]),
+    }
+    session = dpf.Session(epsilon=1e12, delta=0.5)
+
+    def timed(g: pd.Series, by_value: bool) -> dict[str, Callable[[], Any]]:
+        df = pd.DataFrame({"g": g})
+
+        def run(call: Callable[[], Any]) -> Callable[[], Any]:
+            def inner() -> Any:
+                if not by_value:
+                    return call()
+                with mock.patch.object(backend, "_BY_OBJECT_ROWS", rows + 1):  # before
+                    return call()
+            return inner
+
+        return {"public keys": run(lambda: df.dp(session, keys={"g": KEYS}).groupby(
+            "g").count(epsilon=1.0)),
+                "private keys": run(lambda: df.dp(session).groupby(
+                    "g", keys="private").count(epsilon=1.0, delta=1e-9))}
+
+    cases = {name: timed(g, False) for name, g in columns.items()}
+    cases["one int, repeated objects, by value (before)"] = timed(
+        columns["one int, repeated objects (object dtype)"], True)
+    fns = {(case, q): fn for case, qs in cases.items() for q, fn in qs.items()}
+    best = best_of(fns, repeat, clock=clock)
+    print()
+    print("pandas' dtype switch: a str column of text alone, and object columns with one int")
+    print("| column | public keys (ms) | ratio | private keys (ms) | ratio |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    base = "text only (str dtype)"
+    for case in cases:
+        cells = [f"{best[(case, q)] * 1e3:.1f} | {best[(case, q)] / best[(base, q)]:.2f}"
+                 for q in ("public keys", "private keys")]
+        print(f"| {case} | {' | '.join(cells)} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rows", type=float, default=1e6)
@@ -104,6 +162,8 @@ def main() -> None:
         print(f"| {odd} | {' | '.join(cells)} |")
     print("largest ratio: " + ", ".join(f"{q} {worst[q]:.2f}x" for q in queries)
           + " (target <= 1.5x)")
+    dtype_switch(rows, at, args.repeat,
+                 time.perf_counter if args.clock == "wall" else time.process_time)
 
 
 if __name__ == "__main__":

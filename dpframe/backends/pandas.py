@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import ctypes
 import decimal
 import functools
 from collections.abc import Sequence
@@ -70,24 +71,48 @@ def plain_values(s: pd.Series) -> pd.Series:
     in its public type, as a scan reads it (:func:`~dpframe.backends.arrow.conform.public_type`:
     a dictionary or run-end encoded column as its values, views, narrow decimals and half
     floats widened, exactly), nested Arrow values (lists, structs, maps) as missing, as in a
-    scan; any other column as it is."""
+    scan, and Arrow text whose bytes are not UTF-8 missing
+    (:func:`~dpframe.backends.arrow.conform.utf8_or_missing`: pandas' ``str`` dtype too, which
+    ``pd.read_parquet`` gives); any other column as it is."""
+    if isinstance(s.dtype, pd.StringDtype) and s.dtype.storage == "pyarrow":
+        return _utf8_text(s)
     if not isinstance(s.dtype, pd.ArrowDtype):
         return s
     import pyarrow as pa
 
     from .arrow.columns import decoded, flat, value_type
-    from .arrow.conform import conform_array, public_type
+    from .arrow.conform import conform_array, public_type, utf8_or_missing
 
     t = s.dtype.pyarrow_dtype
     want = value_type(public_type(t))
     if pa.types.is_nested(want):
         return pd.Series(np.full(len(s), None, dtype=object), index=s.index, name=s.name)
     if want == t:
-        return s
+        return _utf8_text(s)
     values = decoded(flat(pa.array(s.array)))  # one array of the values, run ends decoded
-    if values.type != want:
-        values = conform_array(values, want)
+    # conformed (text not UTF-8 made missing too, :func:`conform_array`): a dictionary's
+    # decoded text is checked as text
+    values = conform_array(values, want) if values.type != want else utf8_or_missing(values)
     return pd.Series(pd.arrays.ArrowExtensionArray(values), index=s.index, name=s.name)
+
+
+def _utf8_text(s: pd.Series) -> pd.Series:
+    """An Arrow-backed column (``pd.ArrowDtype`` or pandas' ``str`` dtype on pyarrow) with its
+    text values whose bytes are not UTF-8 missing, in the same dtype; the very column when
+    there is none or it holds no text (:func:`~dpframe.backends.arrow.conform.utf8_or_missing`,
+    one pass over ASCII bytes)."""
+    from .arrow.conform import utf8_or_missing
+
+    values = s.array.__arrow_array__()
+    checked = utf8_or_missing(values)
+    if checked is values:
+        return s
+    if isinstance(s.dtype, pd.ArrowDtype):
+        return pd.Series(pd.arrays.ArrowExtensionArray(checked), index=s.index, name=s.name)
+    # the dtype as it was (``str``: NaN for missing, or ``string[pyarrow]``: NA); pandas 3
+    # takes it, its stubs do not know the argument yet
+    text = pd.arrays.ArrowStringArray(checked, dtype=s.dtype)  # type: ignore[call-arg]
+    return pd.Series(text, index=s.index, name=s.name)
 
 
 def _is_uint64(dtype: Any) -> bool:
@@ -240,6 +265,43 @@ def _settle(values: npt.NDArray[np.object_], a: int, b: int,
                              dtype=np.intp))
 
 
+#: Columns shorter than this are read by value (addresses would save nothing), and a sample of
+#: this many rows decides whether the column repeats its objects.
+_BY_OBJECT_ROWS = 1 << 14
+
+
+def _by_object(values: npt.NDArray[np.object_]
+               ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]] | None:
+    """Each row's object as a code (rows holding the same object, hence one value, share it)
+    and one row holding each object; None when the column is short or its first
+    :data:`_BY_OBJECT_ROWS` rows hold mostly distinct objects (text parsed row by row, as
+    ``json.loads`` makes it: addresses would add a pass and save none).
+
+    An object array holds its objects' addresses; two rows with one address hold one object,
+    and the value model maps an object to its canonical form by the object alone
+    (:func:`~dpframe.core.values.canonical`), so they are one value. Rows holding equal
+    objects at different addresses are merged afterwards, by value, like any other rows."""
+    n = values.size
+    if n == 0 or n < 4 * _BY_OBJECT_ROWS:
+        return None
+    addresses = _addresses(values)
+    sample = pd.factorize(addresses[:_BY_OBJECT_ROWS])[1]
+    if 4 * len(sample) > _BY_OBJECT_ROWS:
+        return None
+    rows, objects = pd.factorize(addresses)
+    one_row = np.empty(len(objects), dtype=np.intp)
+    one_row[rows] = np.arange(n, dtype=np.intp)  # any row of an object: they hold the same
+    return np.asarray(rows, dtype=np.intp), one_row
+
+
+def _addresses(values: npt.NDArray[np.object_]) -> npt.NDArray[np.uintp]:
+    """The address of each value of an object array (what the array stores), copied while
+    ``values`` holds the objects alive."""
+    held = np.ascontiguousarray(values)
+    stored = (ctypes.c_size_t * held.size).from_address(held.ctypes.data)
+    return np.ctypeslib.as_array(stored).astype(np.uintp, copy=True)
+
+
 def _factorize_objects(values: npt.NDArray[np.object_]) -> tuple[Any, Any]:
     """``pd.factorize`` of an object column's values by canonical value
     (:func:`_mapped_objects`), with the text and the other values hashed apart.
@@ -326,6 +388,35 @@ def factorize(s: pd.Series) -> tuple[npt.NDArray[np.int64], list[object]]:
     """Codes (-1 for missing) and canonical labels of the distinct values
     (:mod:`dpframe.core.values`): equal values (``0.0`` / ``-0.0``, ``True`` / ``1`` / ``1.0``)
     share one code and one canonical label, whatever row came first."""
+    rows, codes, labels = _factorized(s)
+    return (codes if rows is None else codes[rows]), labels
+
+
+def _factorized(s: pd.Series
+                ) -> tuple[npt.NDArray[np.intp] | None, npt.NDArray[np.int64], list[object]]:
+    """:func:`factorize` in two steps where an object column repeats its objects: ``rows``
+    (each row's object, :func:`_by_object`), the codes of one row of each object and the
+    labels (a row's code is ``codes[rows]``: callers mapping the codes further map the short
+    array first); ``rows`` None and the rows' codes otherwise.
+
+    pandas gives a column of text alone its ``str`` dtype (Arrow-backed: about 11 to 16 ms to
+    group a million rows), but one person's number makes it ``object``: 2.7x to 4.8x that
+    time read by value (finding 67 of docs/audit.md). A column built from a few key objects
+    repeated (a list of constants, ``np.repeat``, a mapping, a merge) is read by its objects'
+    addresses instead, and only one row of each object by value."""
+    if s.dtype == object:
+        values = s.to_numpy()
+        shared = _by_object(values)
+        if shared is not None:
+            rows, one_row = shared
+            codes, labels = _factorize_values(pd.Series(values[one_row], dtype=object))
+            return rows, codes, labels
+    codes, labels = _factorize_values(s)
+    return None, codes, labels
+
+
+def _factorize_values(s: pd.Series) -> tuple[npt.NDArray[np.int64], list[object]]:
+    """:func:`factorize` reading every row by value."""
     kind = column_kind(s.dtype)
     if kind == "float":  # -0.0 + 0.0 is 0.0: one spelling before hashing
         codes, uniques = _factorize_raw(pd.Series(
@@ -366,9 +457,10 @@ def declared_codes(s: pd.Series, declared: tuple[object, ...], dtype: npt.DTypeL
 
             map_ranges(look_up, out.size)
             return out
-    codes, uniques = factorize(s)
+    rows, codes, uniques = _factorized(s)
     mapping = declared_positions(uniques, declared)
-    return remap_codes(codes, mapping).astype(dtype, copy=False)
+    found = remap_codes(codes, mapping).astype(dtype, copy=False)
+    return found if rows is None else found[rows]
 
 
 def _found_or_missing(found: Any, dtype: npt.DTypeLike = np.int64

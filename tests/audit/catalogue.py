@@ -75,6 +75,12 @@ from .findings_round4_a import (
     finding_scan_heavy_slice_drops,
     provenance_without_noise,
 )
+from .findings_round4_b import (
+    by_value_only,
+    finding_not_utf8,
+    finding_object_column_work,
+    utf8_unchecked,
+)
 from .findings_round4_c import (
     decimals_as_floats,
     finding_spark_decimal_units,
@@ -425,6 +431,17 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("BROKEN: Spark SQL plan reading only null as missing", "as finding 62", None, 1,
              None, expect_violation=True, exact=finding_spark_nan_spelling,
              patch=nan_not_missing),
+    Scenario("finding 66: text whose bytes are not UTF-8 (keys, units, counted values)",
+             "3 rows missing vs the same rows with bytes that are not UTF-8 (pandas str "
+             "dtype, scan, Polars, Dask; claim: epsilon 0, the same data)", None, 1, 1,
+             exact=finding_not_utf8),
+    Scenario("BROKEN: text read whatever its bytes", "as finding 66", None, 1, 1,
+             expect_violation=True, exact=finding_not_utf8, patch=utf8_unchecked),
+    Scenario("finding 67: one int among text keys (timing: work of grouping, not time)",
+             "200,000 text keys in the str dtype vs one row an int (object dtype); claim: "
+             "ln 1.5, the timing target", None, 1, 1, exact=finding_object_column_work),
+    Scenario("BROKEN: an object column read by value, every row", "as finding 67", None, 1,
+             1, expect_violation=True, exact=finding_object_column_work, patch=by_value_only),
     Scenario("finding 69: Spark, a key whose bytes are not UTF-8 (private keys, "
              "count_distinct)", "40 rows of 8 units vs one more unit's row keyed by bytes "
              "that are not UTF-8 (a binary column cast to string)", None, 1, None,

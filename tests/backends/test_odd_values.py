@@ -50,6 +50,18 @@ def _arrow(values: list[Any], t: pa.DataType) -> pd.Series:
     return pd.Series(pd.arrays.ArrowExtensionArray(pa.array(values, type=t)))
 
 
+def _not_utf8(values: list[bytes | None], arrow_dtype: bool = False) -> pd.Series:
+    """Text with bytes as they are (some not UTF-8, as a Parquet file may hold them), in pandas'
+    ``str`` dtype (what ``pd.read_parquet`` gives: large strings) or a ``pd.ArrowDtype``
+    (strings)."""
+    t = pa.string() if arrow_dtype else pa.large_string()
+    arr = pa.array(values, pa.binary()).cast(t, safe=False)
+    if arrow_dtype:
+        return pd.Series(pd.arrays.ArrowExtensionArray(arr))
+    dtype = pd.Series([], dtype="str").dtype
+    return pd.Series(pd.arrays.ArrowStringArray(pa.chunked_array([arr]), dtype=dtype))
+
+
 def _far(values: list[int], t: pa.DataType) -> pd.Series:
     base = pa.int32() if t.bit_width == 32 else pa.int64()
     return pd.Series(pd.arrays.ArrowExtensionArray(pa.array(values, base).view(t)))
@@ -77,6 +89,11 @@ CASES: dict[str, tuple[pd.Series, pd.Series]] = {
     "a lone surrogate in an object column": (
         pd.Series(["a", "b"] * 5, dtype=object),
         pd.Series(["a", "b"] * 5 + ["\ud800"], dtype=object)),
+    "text whose bytes are not UTF-8 (str dtype)": (_not_utf8([b"a", b"b"] * 5),
+                                                   _not_utf8([b"a", b"b"] * 5 + [b"\xff"])),
+    "text whose bytes are not UTF-8 (ArrowDtype)": (
+        _not_utf8([b"a", b"b"] * 5, True),
+        _not_utf8([b"a", b"b"] * 5 + [b"caf\xc3"], True)),
 }
 
 
@@ -369,3 +386,51 @@ def test_equal_values_of_other_spellings_are_one_key_and_one_label() -> None:
     s = dpf.Session(1e9, seed=1, privacy_unit="u")
     assert round(float(units.dp(s, privacy_unit="u", max_rows_per_unit=3).count(
         epsilon=1e6))) == 15
+
+
+def _text_fronts(values: list[bytes | None], path: Path) -> dict[str, Any]:
+    """One column ``c`` of text with bytes as they are, on every front: pandas' ``str`` dtype
+    (from ``pd.read_parquet``), a ``pd.ArrowDtype``, the Parquet scan, Polars and Dask."""
+    import polars as pl
+    import pyarrow.parquet as pq
+
+    table = pa.table({"c": pa.array(values, pa.binary()).cast(pa.string(), safe=False)})
+    pq.write_table(table, path)
+    read = pd.read_parquet(path)
+    with dask.config.set({"dataframe.convert-string": False}):
+        ddf = dd.from_pandas(read, npartitions=3, sort=False)
+    return {"pandas str": read, "pandas ArrowDtype": pd.DataFrame(
+        {"c": pd.Series(pd.arrays.ArrowExtensionArray(table["c"]))}),
+        "pandas ArrowDtype dictionary": pd.DataFrame(
+            {"c": pd.Series(pd.arrays.ArrowExtensionArray(table["c"].dictionary_encode()))}),
+        "scan": dpf.scan(str(path)), "polars": pl.from_arrow(table), "dask": ddf}
+
+
+def _exact_counts(frame: Any) -> list[object]:
+    """Private keys with their counts, a distinct count, a count of the column and a count at
+    unit level, at an epsilon where the noise is 0."""
+    s = dpf.Session(1e9, 1e-3, seed=1)
+    units = dpf.Session(1e9, seed=1, privacy_unit="c")
+    with dask.config.set(scheduler="sync"):
+        keys = frame.dp(s).groupby("c", keys="private").count(epsilon=1e6, delta=1e-4)
+        return [sorted((k, round(float(v))) for k, v in keys.items()),
+                round(float(frame.dp(s).count_distinct("c", epsilon=1e6))),
+                round(float(frame.dp(s).count("c", epsilon=1e6))),
+                round(float(frame.dp(units, privacy_unit="c", max_rows_per_unit=50).count(
+                    epsilon=1e6)))]
+
+
+def test_text_whose_bytes_are_not_utf8_is_missing_on_every_front(tmp_path: Path) -> None:
+    """Issue 43, item 2: a Parquet string column may hold bytes that are not UTF-8. Such a
+    value is missing on every front and for every aggregate, exactly as a null there: private
+    keys and distinct counts raised pyarrow's error after the charge (pandas' ``str`` dtype,
+    Dask), a scan and Polars counted it as one more distinct value, and every front counted it
+    as present in ``count("c")`` and as a unit of its own."""
+    base: list[bytes | None] = [b"a"] * 30 + [b"b"] * 30 + [b"caf\xc3\xa9"] * 30
+    odd: list[bytes | None] = [b"\xff", b"caf\xc3", b"\xed\xa0\x80", b"\xc0\x80"] * 10
+    want = [[("a", 30), ("b", 30), ("café", 30)], 3, 90, 90]
+    for front, frame in _text_fronts([*base, *odd], tmp_path / "odd.parquet").items():
+        assert _exact_counts(frame) == want, front
+    nulls = [*base, *[None] * len(odd)]
+    for front, frame in _text_fronts(nulls, tmp_path / "nulls.parquet").items():
+        assert _exact_counts(frame) == want, front

@@ -73,6 +73,22 @@ class _Opaque:
 
 OPAQUE = _Opaque()
 
+
+class NotUtf8:
+    """A text value whose bytes are not UTF-8, in an Arrow string column (``str`` and ``dict``
+    kinds only: a Parquet file may hold one, ``pd.read_parquet`` hands it on in pandas' ``str``
+    dtype, and Python cannot decode it). It conforms to nothing: missing, like ``None``."""
+
+    def __init__(self, raw: bytes) -> None:
+        self.raw = raw
+
+    def __repr__(self) -> str:
+        return f"NotUtf8({self.raw!r})"
+
+
+#: Such values: a byte UTF-8 never uses, a truncated character, an encoded surrogate.
+NOT_UTF8 = (NotUtf8(b"\xff"), NotUtf8(b"caf\xc3"), NotUtf8(b"\xed\xa0\x80"))
+
 #: Key values by column kind, as classes of equal values (one class: several spellings of one
 #: canonical key; the missing class: every missing or non-conforming value). ``dict*`` kinds
 #: become Arrow dictionaries with every entry repeated (and -0.0 next to 0.0); pandas and Dask
@@ -142,7 +158,7 @@ ALL_UNIT_KINDS = (*ARROW_UNIT_KINDS, "mixed")
 def canon(v: object, kind: str) -> object | None:
     """The canonical form of ``v`` in a column of public ``kind``; None when missing or
     non-conforming (docs/privacy.md, "One canonical value model")."""
-    if v is None or v is pd.NA or v is pd.NaT:
+    if v is None or v is pd.NA or v is pd.NaT or isinstance(v, NotUtf8):
         return None
     if kind == "float":
         f = float(v)  # type: ignore[arg-type]
@@ -285,9 +301,25 @@ def _canon_safe(v: object, kind: str) -> object | None:
         return None
 
 
+def text_array(values: Sequence[object], t: pa.DataType | None = None) -> pa.Array:
+    """Text (str or None) as an Arrow array of ``t`` (default: string), a :class:`NotUtf8`
+    value as its bytes."""
+    t = pa.string() if t is None else t
+    vals = list(values)
+    if not any(isinstance(v, NotUtf8) for v in vals):
+        return pa.array(vals, type=t)
+    raw = [v.raw if isinstance(v, NotUtf8) else None if v is None else str(v).encode()
+           for v in vals]
+    return pa.array(raw, type=pa.binary()).cast(t, safe=False)  # unchecked, as a file's bytes
+
+
 def _pandas_column(values: Sequence[object], kind: str | None) -> pd.Series:
     vals = list(values)
     if kind in ("str", "dict"):
+        if any(isinstance(v, NotUtf8) for v in vals):  # pandas' str dtype, as read_parquet
+            dtype = pd.Series([], dtype="str").dtype
+            return pd.Series(pd.arrays.ArrowStringArray(
+                pa.chunked_array([text_array(vals, pa.large_string())]), dtype=dtype))
         return pd.Series(vals, dtype="str")
     if kind in ("objstr", "mixed"):
         s = pd.Series([None] * len(vals), dtype=object)
@@ -329,13 +361,15 @@ def _dictionary(values: Sequence[object], value_type: pa.DataType) -> pa.Diction
     pos = {_repr_key(v): 2 * i for i, v in enumerate(distinct)}
     idx = [None if v is None else pos[_repr_key(v)] + (i % 2) for i, v in enumerate(values)]
     return pa.DictionaryArray.from_arrays(pa.array(idx, type=pa.int32()),
-                                          pa.array(entries, type=value_type))
+                                          text_array(entries, value_type)
+                                          if pa.types.is_string(value_type)
+                                          else pa.array(entries, type=value_type))
 
 
 def _arrow_column(values: Sequence[object], kind: str) -> pa.Array:
     vals = list(values)
     if kind in ("str", "objstr"):
-        return pa.array(vals, type=pa.string())
+        return text_array(vals)
     if kind == "dict":
         return _dictionary(vals, pa.string())
     if kind == "dictfloat":

@@ -5,7 +5,7 @@ Every catalogued aggregate (count, count(col), sum, mean with bounds symmetric a
 min, median, quantile at q=1/3, histogram; grouped count/sum/mean/max/min/quantile/agg with
 public and with private keys) on every backend, over: empty frames, all-missing value columns,
 all-missing keys and units, lists / dicts / tuples in key and unit columns, -0.0 keys and units,
-infinite and huge values.
+infinite and huge values, text whose bytes are not UTF-8 in Arrow-backed key and unit columns.
 
 * ``test_no_failure_after_the_charge``: whatever happens, an exception is a ``DPError`` raised
   before the charge (``session.spent`` unchanged). A failure after the charge is a defect.
@@ -13,26 +13,39 @@ infinite and huge values.
   (no ValidationError any more), with the structure, provenance and charge of the same query on
   an ordinary frame of the same schema (private keys: the same index dtype and columns; which
   keys are released may differ).
+* ``test_text_that_is_not_utf8_is_a_missing_value``: such a value anywhere (key, unit, the
+  counted column) gives exactly what a missing value there gives, on every backend (issue 43,
+  item 2: a private key or a distinct count over it raised after the charge).
 """
 
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ._harness import (
     ALL_QUERIES,
+    BACKENDS,
     INF,
     MISSING_OBJECTS,
     NAN,
+    NOT_UTF8,
     Outcome,
     Row,
     Spec,
     check_invariants,
     check_private_index,
+    hsettings,
     observe,
+    released,
+    rows,
     run,
+    same_number,
+    specs,
 )
 
 #: Present keys (each held by two units) and distinct units, by kind.
@@ -90,11 +103,15 @@ DATASETS: dict[str, Spec] = {
                                           u=[-0.0, 0.0, 1.0, -0.0]),
     "infinite-and-huge-values": _with(ordinary("int", None), x=[INF, -INF, 1e308, -1e308],
                                       n=[2**62, -(2**62), 2**63 - 1]),
+    "not-utf8-keys-and-units": _with(ordinary("str", "dict"), g=[*NOT_UTF8, "a"],
+                                     u=["u1", NOT_UTF8[0], "u3"]),
+    "not-utf8-dictionary-keys": _with(ordinary("dict", "str"), g=["a", NOT_UTF8[1]],
+                                      u=[NOT_UTF8[2], "u2", "u3", "u4"]),
 }
 ARROW_SAFE = [name for name, s in DATASETS.items() if "mixed" not in (s.key_kind, s.unit_kind)]
 #: Dask runs cost ~50 ms each: the cases that matter most for it.
 DASK_CASES = ["empty-rows", "all-missing-x", "all-missing-keys-object", "only-lists-in-keys",
-              "lists-in-units"]
+              "lists-in-units", "not-utf8-keys-and-units"]
 
 CASES = [("pandas", name) for name in DATASETS] + [
     (backend, name) for backend in ("arrow", "parquet") for name in ARROW_SAFE] + [
@@ -143,3 +160,43 @@ def test_answered_with_the_structure_of_ordinary_data(backend: str, dataset: str
             failures.append(f"structure differs from ordinary data: {out.describe()}\n"
                             f"    ordinary: {want.describe()}\n    {got_fp}\n    {want_fp}")
     assert not failures, "\n".join(failures)
+
+
+@hsettings(10, shrink=False)  # four backends, Dask's runs ~60 ms each
+@given(spec=specs(("str", "dict"), (None, "str", "dict"), scan_layout=True), data=st.data())
+def test_text_that_is_not_utf8_is_a_missing_value(spec: Spec, data: st.DataObject) -> None:
+    """One value whose bytes are not UTF-8, in a row of the frame or in a row added anywhere,
+    in the key (grouped by, counted, distinct-counted) or the unit column: every backend
+    answers exactly (structure, charge, provenance and the seeded noisy values) what it
+    answers with a missing value there. Before, a private key or a distinct count over it
+    raised pyarrow's error after the charge (pandas' ``str`` dtype, Dask) and a scan counted
+    it as a distinct value of its own (issue 43, item 2)."""
+    body = list(spec.rows)
+    if not body or data.draw(st.booleans(), label="add a row"):
+        row = data.draw(rows(spec.key_kind, spec.unit_kind), label="row")
+        body.insert(data.draw(st.integers(0, len(body)), label="at"), row)
+        at = body.index(row)
+    else:
+        at = data.draw(st.integers(0, len(body) - 1), label="at")
+    column = data.draw(st.sampled_from([0, 1] if spec.unit_kind else [0]), label="column")
+    bad = data.draw(st.sampled_from(NOT_UTF8), label="value")
+
+    def with_value(v: object) -> Spec:
+        changed = list(body)
+        row = list(changed[at])
+        row[column] = v
+        changed[at] = tuple(row)  # type: ignore[assignment]
+        return replace(spec, rows=tuple(changed))
+
+    queries = data.draw(st.lists(st.sampled_from(ALL_QUERIES), min_size=3, max_size=3,
+                                 unique_by=lambda q: q.name), label="queries")
+    for backend in BACKENDS:
+        for q in queries:
+            got, want = run(backend, with_value(bad), q), run(backend, with_value(None), q)
+            check_invariants(got)
+            assert got.fingerprint() == want.fingerprint(), (
+                f"\n  not UTF-8: {got.describe()}\n  missing: {want.describe()}")
+            if got.error is None:
+                a, b = released(got.result), released(want.result)
+                assert len(a) == len(b) and all(map(same_number, a, b)), (
+                    f"\n  not UTF-8: {got.describe()}\n  missing: {want.describe()}")

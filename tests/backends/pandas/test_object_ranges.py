@@ -12,6 +12,11 @@ ranges that hold such a value are cut down to leaves mapped value by value.
 * Exactness: mapping by ranges gives every row the class and label that mapping every value
   gives (the canonical value model of findings 27-29, 40-41, 49 unchanged), on arrays mixing
   the values that pandas merges differently from the model.
+* Objects repeated (issue 43, item 9; finding 67): a column of text alone is pandas' ``str``
+  dtype, one person's number makes it ``object``, read by value at 2.7x to 4.8x the time. A
+  column that repeats its objects is now read by their addresses, and only one row of each
+  object by value (structural: the rows read by value are the distinct objects); exact as
+  reading every row by value.
 """
 
 from __future__ import annotations
@@ -213,3 +218,58 @@ def test_first_spelling_never_labels_across_ranges() -> None:
     rows = _rows(values, 8, 2)
     assert rows[0] is None and rows[2:10] == [(int, "1")] * 8
     assert set(rows[10:]) == {(decimal.Decimal, "Decimal('0.1')")}
+
+
+# -- objects repeated: one row of each object read by value (finding 67) ------------------------
+
+@contextmanager
+def rows_by_value() -> Iterator[list[int]]:
+    """The number of rows the by-value factorization reads while the context is open."""
+    rows = [0]
+    inner = backend._factorize_objects
+
+    def counting(values: np.ndarray) -> Any:
+        rows[0] += values.size
+        return inner(values)
+
+    with mock.patch.object(backend, "_factorize_objects", counting):
+        yield rows
+
+
+@pytest.mark.parametrize("odd", [7, 1.5, None, b"k01", pd.Timestamp(0), [1]])
+def test_repeated_text_objects_with_one_odd_value_read_one_row_each(odd: object) -> None:
+    """A million rows of 50 text keys, each key one object repeated (a list of constants,
+    ``np.repeat``, a mapping), with one person's value among them: only the distinct objects
+    are read by value (51 rows), never the million (the path 2.7x to 4.8x slower than the
+    same column of text alone, which pandas types ``str``)."""
+    keys = np.array([f"key_{i:02d}" for i in range(50)], dtype=object)
+    values = keys[np.random.default_rng(0).integers(0, 50, 1_000_000)]
+    values[123_457] = odd
+    with rows_by_value() as rows:
+        codes, labels = backend.factorize(pd.Series(values, dtype=object))
+    assert rows[0] <= 51
+    assert sorted(map(str, labels)) == sorted([*keys, *([] if odd in (None, [1]) else
+                                                        [str(backend.canonical(odd, "other"))])])
+    assert (codes >= 0).sum() == 1_000_000 - (odd is None or isinstance(odd, list))
+
+
+def test_text_parsed_row_by_row_is_read_by_value() -> None:
+    """Distinct objects in every row (text as ``json.loads`` makes it): addresses would save
+    nothing, and the sample of the first rows says so (one pass by value, as before)."""
+    values = np.array([f"key_{i % 50:02d}" for i in range(100_000)], dtype=object)
+    values[5] = 7
+    with rows_by_value() as rows:
+        backend.factorize(pd.Series(values, dtype=object))
+    assert rows[0] == 100_000
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_POOL), min_size=1, max_size=60), SIZES)
+def test_objects_repeated_map_as_every_value_would(values: list[object],
+                                                   sizes: tuple[int, int]) -> None:
+    """Read by addresses (the threshold at 0: every array takes that path), every row gets
+    the label mapping every value gives: one object is one value, and equal objects at
+    different addresses (``1`` and ``1.0``, ``Decimal('0.10')`` and ``Decimal('0.1')``, a
+    Timestamp and an equal datetime64) are still merged by value."""
+    with mock.patch.object(backend, "_BY_OBJECT_ROWS", 0):
+        assert _rows(values, *sizes) == _every_value(values)
