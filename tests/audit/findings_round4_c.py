@@ -106,26 +106,35 @@ def finding_spark_text_not_utf8(seed: int) -> tuple[float, float, float, str]:
 
 
 @contextlib.contextmanager
-def _workers_run(**patches: Any) -> Iterator[None]:
-    """The Spark backend's module patched, in the driver and in the Python workers (pickled
-    by value while patched)."""
+def _workers_run(pandas_patches: dict[str, Any] | None = None, **patches: Any
+                 ) -> Iterator[None]:
+    """The Spark backend's module patched (and, with ``pandas_patches``, the pandas backend's,
+    which the blocks run), in the driver and in the Python workers (pickled by value while
+    patched)."""
     from pyspark import cloudpickle
 
+    from dpframe.backends import pandas as pandas_backend
     from dpframe.backends import spark as backend
 
-    cloudpickle.register_pickle_by_value(backend)
+    modules = [backend] + ([pandas_backend] if pandas_patches else [])
+    for module in modules:
+        cloudpickle.register_pickle_by_value(module)
     try:
         with pytest.MonkeyPatch.context() as mp:
             for name, value in patches.items():
                 mp.setattr(backend, name, value)
+            for name, value in (pandas_patches or {}).items():
+                mp.setattr(pandas_backend, name, value)
             yield
     finally:
-        cloudpickle.unregister_pickle_by_value(backend)
+        for module in modules:
+            cloudpickle.unregister_pickle_by_value(module)
 
 
 def text_read_as_utf8() -> contextlib.AbstractContextManager[None]:
-    """BROKEN on purpose: the blocks read Spark's text as it comes (no UTF-8 check)."""
-    return _workers_run(_utf8=lambda table: table)
+    """BROKEN on purpose: the blocks read Spark's text as it comes (no UTF-8 check), and so
+    does the pandas backend they run (finding 66's check, which would catch it there too)."""
+    return _workers_run({"_utf8_text": lambda s: s}, _utf8=lambda table: table)
 
 
 # -- 70: decimal unit ids ------------------------------------------------------------------------
