@@ -37,7 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 #: The probability that some empty bin's noisy count passes the threshold (all bins together).
-TAIL_PROBABILITY = 0.05
+TAIL_PROBABILITY = 0.005
 #: Octaves of magnitude below ``max_abs`` that get bins of their own (2**-52 of it: a double's
 #: resolution); values of smaller magnitude share the bins ``[-2**m, 0)`` and ``[0, 2**m)``.
 OCTAVES = 52
