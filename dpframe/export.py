@@ -249,6 +249,15 @@ def _key_column(values: Sequence[object]) -> pa.Array:
     return pa.array([str(v) for v in values], type=pa.large_string())
 
 
+def file_rows(r: CoreRelease) -> int:
+    """The rows an export of ``r`` holds (:func:`to_arrow`, ``to_parquet``): one per released
+    group (one for an ungrouped release), times a histogram's bins; every measure of an ``agg``
+    is a column of the same rows."""
+    hist = next((m for m in r.measures if m.layout is not None), None)
+    return len(r.keys) * (len(hist.layout.edges) - 1 if hist is not None and hist.layout
+                          else 1)
+
+
 def _table_from_core(r: CoreRelease) -> pa.Table:
     hist = [m for m in r.measures if m.layout is not None]
     if hist and len(r.measures) > 1:  # pragma: no cover - fronts never build this

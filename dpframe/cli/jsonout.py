@@ -13,6 +13,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from .._json import jsonable
+from ..export import file_rows
 
 if TYPE_CHECKING:
     from ..engine.ledger.sqlite import LedgerSnapshot
@@ -28,7 +29,7 @@ def _budget(pair: tuple[Any, Any]) -> dict[str, float]:
 
 
 def _query(q: QueryResult) -> dict[str, Any]:
-    rows = None if q.release is None else len(q.release.measures[0].values)
+    rows = None if q.release is None else file_rows(q.release)
     hints = [] if q.release is None else q.release.provenance.get("warnings", [])
     doc = {"name": q.name, "status": q.status, "epsilon": q.epsilon,
            "ledger_entry": q.ledger_entry, "path": None if q.path is None else str(q.path),

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..core.numbers import format_number
 from ..display.text import diagnostics_text
+from ..export import file_rows
 from .runner import QueryResult, RunLog, RunReport
 
 if TYPE_CHECKING:
@@ -176,13 +177,14 @@ def print_plan(con: Console, report: RunReport, suffix: str) -> None:
     if ledger is not None and not ledger.exists():
         con.print(f"(the ledger {ledger} does not exist yet: a real run creates it)",
                   markup=False)
+    _earlier_note(con, report, "holds", "a real run would charge its budget again")
 
 
 def _release_row(q: QueryResult) -> tuple[str, ...]:
     assert q.release is not None and q.path is not None
     shown, _ = release_rows(q.release)
     diag = diagnostics_text(q.release.provenance.get("diagnostics"))
-    return (q.name + (f" ({diag})" if diag else ""), fmt(q.epsilon), str(len(shown)),
+    return (q.name + (f" ({diag})" if diag else ""), fmt(q.epsilon), str(file_rows(q.release)),
             shown[0][2] if shown else "—", f"#{q.ledger_entry}", q.path.name)
 
 
@@ -199,12 +201,17 @@ def print_release(con: Console, report: RunReport) -> None:
     con.print(f"Charged epsilon {ce:.6g}, delta {cd:.3g} to {report.ledger}; spent "
               f"{report.spent[0]:.6g} of {report.budget[0]:.6g}, left epsilon {re_:.6g}, "
               f"delta {rd:.3g}.", markup=False)
+    _earlier_note(con, report, "held", "re-running a spec charges its budget again")
+
+
+def _earlier_note(con: Console, report: RunReport, verb: str, what: str) -> None:
+    """The releases of the same session name the ledger had before the run, if any."""
     earlier = report.earlier_releases
     if earlier:
         runs = earlier // max(len(report.queries), 1)
-        con.print(f"[bold yellow]note:[/] this ledger already held {earlier} releases "
-                  f"from {escape(repr(report.name))} (about {runs} earlier run(s)); re-running "
-                  "a spec charges its budget again.", markup=True)
+        con.print(f"[bold yellow]note:[/] this ledger already {verb} {earlier} releases "
+                  f"from {escape(repr(report.name))} (about {runs} earlier run(s)); {what}.",
+                  markup=True)
 
 
 # -- the status of a run that stopped ------------------------------------------------------------

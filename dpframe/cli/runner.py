@@ -219,10 +219,16 @@ class PricedRun:
         self.session.close()
 
     def planned(self) -> RunReport:
-        """The report of a dry run: each query's plan, nothing charged."""
+        """The report of a dry run: each query's plan, nothing charged, and how many releases
+        of this session name the ledger already holds (a real run would charge again)."""
         return self._report([QueryResult(p.spec.name, p.spec.epsilon, "planned", ex)
                              for p, ex in zip(self.queries, self.plan.explains, strict=True)],
-                            dry_run=True)
+                            dry_run=True, earlier=self.earlier_releases())
+
+    def earlier_releases(self) -> int:
+        """The ledger's entries of this run's session name (0 for a ledger not created yet)."""
+        name = self.job.name
+        return sum(1 for e in self.session.ledger_store.entries() if e.get("session") == name)
 
     def release(self, log: RunLog) -> RunReport:
         """Release the run, noting each charge and file in ``log``: first every query's exact
@@ -231,8 +237,10 @@ class PricedRun:
         (``BudgetExceededError`` with nothing charged when another run took the budget
         meanwhile), then each query's noise, file and ledger outcome in order. Whatever
         stops the run after the reservation, every entry it charged gets an outcome."""
-        name = self.job.name
-        earlier = sum(1 for e in self.session.ledger_store.entries() if e.get("session") == name)
+        earlier = self.earlier_releases()
+        if earlier:  # said before the charge, on the runner's logger
+            logger.warning("this ledger already holds %d releases of %r: this run charges its "
+                           "budget again", earlier, self.job.name)
         log.folder = self.job.folder
         try:
             computed = [self._compute(p, log) for p in self.queries]

@@ -4,9 +4,11 @@ show``, and ``--allow-budget-change`` (docs/cli.md)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
@@ -126,3 +128,47 @@ def test_misspelled_keys_warn_in_the_cli(visits: Path, tmp_path: Path) -> None:
     hint = by_name["cost_by_region"]["warnings"]
     assert len(hint) == 1 and "spelled as in the data" in hint[0]
     assert "warning: query 'cost_by_region'" in err
+
+
+AGG_AND_HISTOGRAM = """
+[[query]]
+name = "region_stats"
+aggregate = "agg"
+by = ["region"]
+aggregates = { cost = ["sum", "mean"], age = "max" }
+epsilon = 0.3
+
+[[query]]
+name = "age_bins"
+aggregate = "histogram"
+column = "age"
+bins = [0, 10, 20, 40, 60, 80, 100]
+epsilon = 0.2
+"""
+
+
+def test_rows_are_each_files_rows_and_a_dry_run_counts_earlier_releases(
+        visits: Path, tmp_path: Path) -> None:
+    """Issue 45: the summary's and JSON's ``rows`` are the rows of each file (an agg of three
+    measures over 4 regions has 4, not 12; a histogram of 6 bins 6, not 1), and a dry run after
+    a run says how many releases of the spec the ledger holds (it said 0)."""
+    spec = write_spec(tmp_path, visits, extra=AGG_AND_HISTOGRAM)
+    code, out, _ = invoke("run", spec, "--json")
+    assert code == 0
+    real = document(out)
+    assert real["earlier_releases"] == 0
+    rows = {q["name"]: q["rows"] for q in real["queries"]}
+    for q in real["queries"]:
+        assert q["rows"] == pq.read_table(q["path"]).num_rows, q["name"]
+    assert rows["region_stats"] == 4 and rows["age_bins"] == 6
+    code, out, _ = invoke("run", spec, "--dry-run", "--json")
+    assert code == 0 and document(out)["earlier_releases"] == len(real["queries"])
+    code, out, err = invoke("run", spec, "--dry-run")
+    assert code == 0 and f"already holds {len(real['queries'])} releases" in " ".join(
+        (out + err).split())
+    code, out, err = invoke("run", spec)  # the table's rows column: each file's rows
+    assert code == 0
+    table = " ".join(out.split())
+    assert "already held 6 releases" in table
+    assert re.search(r"region_stats\W+0\.3\W+4\W", table), table
+    assert re.search(r"age_bins\W+0\.2\W+6\W", table), table
