@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import secrets
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -26,8 +27,9 @@ import pyarrow as pa
 
 from ._json import jsonable
 from .core.apply import CoreRelease
+from .core.digest import values_digest
 from .core.measure import MeasureRelease
-from .errors import OutputError, ValidationError
+from .errors import DPWarning, OutputError, ValidationError
 
 PROVENANCE_KEY = b"dpframe"
 FORMAT = "dpframe.release"
@@ -94,7 +96,11 @@ def _document(prov: Mapping[str, Any], layout: _Layout, rows: int) -> dict[str, 
         "measures": measures,
         "columns": layout.roles,
         "rows": rows,
+        "values_digest": prov.get("values_digest"),
+        "derived": bool(prov.get("derived", False)),
     }
+    if prov.get("derived_from"):
+        doc["derived_from"] = prov["derived_from"]
     if prov.get("diagnostics"):
         doc["diagnostics"] = diagnostics_document(prov["diagnostics"])
     doc.update(layout.extra)
@@ -174,8 +180,37 @@ class _Layout:
                 self.roles[c] = role
 
     def attach(self, table: pa.Table, prov: Mapping[str, Any]) -> pa.Table:
-        """``table`` with the provenance document and the field documents in its metadata."""
-        return _with_metadata(table, _document(prov, self, table.num_rows), self.field_docs)
+        """``table`` with the provenance document and the field documents in its metadata:
+        the release's claim when its values are the released ones, else marked derived
+        (:func:`claimed_provenance`)."""
+        digest = exported_digest(table, [o["value"] for o in self.outputs])
+        doc = _document(claimed_provenance(prov, digest), self, table.num_rows)
+        return _with_metadata(table, doc, self.field_docs)
+
+
+def exported_digest(table: pa.Table, value_columns: Sequence[str | None]) -> str:
+    """The digest (:func:`~dpframe.core.digest.values_digest`) of a table's value columns."""
+    return values_digest([table.column(c).to_numpy(zero_copy_only=False)
+                          for c in value_columns if c is not None and c in table.column_names])
+
+
+def claimed_provenance(prov: Mapping[str, Any], digest: str) -> Mapping[str, Any]:
+    """``prov`` with the exported values' ``digest``; when the release recorded another digest
+    (the values were changed after the release: ``r * 2`` keeps pandas' ``.attrs``), marked
+    ``derived``, with no claim to the ledger entry or chain head (``derived_from`` names them),
+    and a :class:`~dpframe.errors.DPWarning` says so."""
+    if prov.get("derived"):  # post-processed by the front (bounds, describe): no claim
+        return {**prov, "values_digest": digest, "ledger_entry": None, "ledger_head": None}
+    recorded = prov.get("values_digest")
+    if recorded is None or recorded == digest:
+        return {**prov, "values_digest": digest}
+    warnings.warn(
+        "dpframe: these values differ from the release's (changed after it): exported as "
+        f"derived, with no claim to ledger entry {prov.get('ledger_entry')}", DPWarning,
+        stacklevel=4)
+    return {**prov, "values_digest": digest, "derived": True, "ledger_entry": None,
+            "ledger_head": None, "derived_from": {"ledger_entry": prov.get("ledger_entry"),
+                                                  "values_digest": recorded}}
 
 
 # -- tables from releases ------------------------------------------------------------------------
@@ -499,6 +534,24 @@ def read_provenance(source: str | os.PathLike[str] | pa.Table | pa.Schema) -> di
     if PROVENANCE_KEY not in meta:
         raise ValidationError("no dpframe provenance in this table")
     return json.loads(meta[PROVENANCE_KEY])
+
+
+def file_values_digest(source: str | os.PathLike[str]) -> str:
+    """The digest of the values a release file holds (its provenance's value columns), read
+    again from the file: what ``dpframe ledger verify --against`` compares with the ledger's."""
+    p = os.fspath(source)
+    with open(p, "rb") as f:
+        magic = f.read(4)
+    if magic == b"PAR1":
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(p)
+    else:
+        with pa.memory_map(p) as src:
+            table = pa.ipc.open_file(src).read_all()
+    doc = read_provenance(table)
+    outputs = [m.get("output") or {} for m in doc.get("measures") or []]
+    return exported_digest(table, [o.get("value") for o in outputs])
 
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "PROVENANCE_KEY", "atomic_write", "read_provenance",

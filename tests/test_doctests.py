@@ -9,6 +9,7 @@ import pytest
 
 MODULES = ["dpframe.fronts.frame", "dpframe.fronts.groupby", "dpframe.fronts.selection",
            "dpframe.fronts.results", "dpframe.core.intervals", "dpframe.core.value_bounds",
+           "dpframe.core.digest",
            "dpframe.testing"]
 
 

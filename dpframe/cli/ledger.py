@@ -154,10 +154,16 @@ def _release_head(source: str) -> dict[str, Any] | None:
     return head
 
 
-def _against(led: SqliteLedger, ledger_id: str, rows: int, source: str) -> tuple[str, str]:
+def _against(led: SqliteLedger, ledger_id: str, rows: int, source: str,
+             released: dict[int, str | None]) -> tuple[str, str]:
     """Whether the chain head in the provenance of the release file ``source`` is a row of
-    this ledger's (verified) chain: ``("ok" | MISMATCH | NO_HEAD, message)``."""
+    this ledger's (verified) chain, and its values those the ledger recorded for its entry
+    (``released``: entry id -> values digest): ``("ok" | MISMATCH | NO_HEAD, message)``."""
     head = _release_head(source)
+    derived = _derived(source)
+    if derived is not None:
+        return MISMATCH, (f"{source}: its values were derived from the release of ledger "
+                          f"entry {derived} (changed after it): it claims no ledger entry")
     if head is None:
         return NO_HEAD, (f"{source}: its provenance carries no ledger chain head (released "
                          "with an in-memory ledger, or by an older dpframe)")
@@ -176,7 +182,39 @@ def _against(led: SqliteLedger, ledger_id: str, rows: int, source: str) -> tuple
         return MISMATCH, (f"{source}: row {seq} of this ledger's chain is not the one the "
                           "release was charged at: since that release, the ledger was rolled "
                           "back and charged again, or its chain was rewritten")
-    return "ok", f"{source}: charged at row {seq} of this ledger's chain (hash matches)"
+    why = _values_differ(source, released)
+    if why is not None:
+        return MISMATCH, f"{source}: {why}"
+    return "ok", (f"{source}: charged at row {seq} of this ledger's chain (hash matches; its "
+                  "values are the ones released)")
+
+
+def _derived(source: str) -> object | None:
+    """The ledger entry a derived release file names (``"?"`` when it names none); None for a
+    file that is not marked derived."""
+    from ..export import read_provenance
+
+    doc = read_provenance(source)
+    if not doc.get("derived"):
+        return None
+    return (doc.get("derived_from") or {}).get("ledger_entry") or "?"
+
+
+def _values_differ(source: str, released: dict[int, str | None]) -> str | None:
+    """Why the values of ``source`` are not those its ledger entry released (None when they
+    are, or when the file or the entry predates values digests)."""
+    from ..export import file_values_digest, read_provenance
+
+    doc = read_provenance(source)
+    stated, entry = doc.get("values_digest"), doc.get("ledger_entry")
+    if stated is None:
+        return None
+    if file_values_digest(source) != stated:
+        return "its values are not the ones its provenance states (the file was edited)"
+    recorded = released.get(entry) if isinstance(entry, int) else None
+    if recorded is not None and recorded != stated:
+        return f"its values are not the ones ledger entry {entry} released"
+    return None
 
 
 def verify_ledger(path: str | os.PathLike[str], against: list[str]) -> tuple[str, str]:
@@ -193,8 +231,10 @@ def verify_ledger(path: str | os.PathLike[str], against: list[str]) -> tuple[str
                  f"{report['rows']} rows intact (schema {report['schema_version']}, ledger id "
                  f"{report['ledger_id']}); head {report['head']}"]
         worst = "ok"
+        released = {int(e["id"]): (e.get("details") or {}).get("values_digest")
+                    for e in led.entries()} if against else {}
         for source in against:
-            outcome, text = _against(led, report["ledger_id"], report["rows"], source)
+            outcome, text = _against(led, report["ledger_id"], report["rows"], source, released)
             lines.append(("ok: " if outcome == "ok" else "FAILED: ") + text)
             if outcome == MISMATCH or (outcome == NO_HEAD and worst == "ok"):
                 worst = outcome

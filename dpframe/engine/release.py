@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, cast
 from ..backends.base import Backend
 from ..core.accuracy import epsilon_for_accuracy, measure_half_width, validate_accuracy
 from ..core.apply import CoreRelease, apply_plan
+from ..core.digest import values_digest
 from ..core.names import close_names
 from ..core.plan import ReleasePlan, plan_query, plan_release
 from ..core.query import Query
@@ -167,16 +168,19 @@ def add_noise(session: Session, computed: Computed, entry: int
         session.record(entry, status="failed", details={})
         raise
     first = release.measures[0].description
+    digest = values_digest([m.values for m in release.measures])
     details = {
         "noise_scale": first.get("noise_scale"),
         "ci_half_width": first.get("ci_half_width"),
         "ci_half_width_times_rows": first.get("ci_half_width_times_rows"),
         "granularity": first.get("granularity"),
         "plan": dict(release.provenance),
+        "values_digest": digest,
     }
     query = computed.query
     release.provenance.update(
-        ledger_entry=entry, ledger_head=session.ledger_head(entry), session=session.name,
+        values_digest=digest, ledger_entry=entry, ledger_head=session.ledger_head(entry),
+        session=session.name,
         seeded=session.seed is not None, library_version=__version__, query=query.description,
     )
     return release, details

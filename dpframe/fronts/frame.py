@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.aggregates import histogram_edges
+from ..core.digest import derived_provenance
 from ..core.query import (
     DEFAULT_GRID,
     Measure,
@@ -379,6 +380,7 @@ class PrivateFrame(FrameBase):
                                   noise_threshold(scale, len(edges) - 1), float(max_abs))
         r.provenance["value_bounds"] = {**read.describe(),
                                         "quantiles": [float(v) for v in levels]}
+        r.provenance = derived_provenance(r.provenance)  # two numbers read off the counts
         if not read.trusted:
             warnings.warn(
                 f"bounds({column}): the noisy histogram read about {read.units} units against a "

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from ..core.digest import derived_provenance
 from ..core.names import close_names
 from ..core.query import DEFAULT_GRID, Measure, quantile_level
 from ..core.values import NUMERIC_KINDS, sorted_order
@@ -66,7 +67,7 @@ def describe(priv: PrivateFrame, epsilon: object, columns: Sequence[str] | None,
     out = pd.DataFrame(data, index=rows)
     names = [f"{c}.{stat}" for c in cols for stat in rows]
     split = {n: m.description["epsilon"] for n, m in zip(names, r.measures, strict=True)}
-    out.attrs["dp"] = {**r.provenance, "budget_split": split}
+    out.attrs["dp"] = derived_provenance({**r.provenance, "budget_split": split})
     return out
 
 

@@ -260,9 +260,11 @@ def release(ex: Example, df: pd.DataFrame, session: dpf.Session, backend: str = 
 
 def structure(result: Any) -> tuple[object, ...]:
     """Everything of a result but its noisy values: type, labels, columns, dtypes, and the
-    provenance's fields with their public values (ledger and session fields aside)."""
+    provenance's fields with their public values (ledger and session fields, and the digest of
+    the noisy values, aside)."""
     prov = dict(getattr(result, "attrs", {}).get("dp", {}))
-    for k in ("ledger_entry", "ledger_head", "session", "warnings"):
+    for k in ("ledger_entry", "ledger_head", "session", "warnings", "values_digest",
+              "derived_from"):
         prov.pop(k, None)
     shape: tuple[object, ...]
     if isinstance(result, pd.DataFrame):

@@ -28,7 +28,7 @@ DOCUMENTED = {
     "charge_epsilon",
     "charge_delta", "mechanism",
     "noise_scale", "granularity", "ci_level", "ci_half_width", "group_by", "keys",
-    "key_selection", "measures", "columns", "rows",
+    "key_selection", "measures", "columns", "rows", "values_digest", "derived",
 }
 
 

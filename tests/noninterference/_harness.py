@@ -605,8 +605,9 @@ def _freeze(v: object) -> object:
 
 #: Provenance entries that identify a ledger row rather than describe the release, and the
 #: hints read from the noisy values (core/hints.py: post-processing, as data-dependent as the
-#: noisy values themselves, and as private).
-_LEDGER_FIELDS = ("ledger_entry", "ledger_head", "warnings")
+#: noisy values themselves, and as private), and the digest of the noisy values
+#: (core/digest.py; a derived result names it in ``derived_from``).
+_LEDGER_FIELDS = ("ledger_entry", "ledger_head", "warnings", "values_digest", "derived_from")
 
 
 def _freeze_provenance(dp: object) -> object:
