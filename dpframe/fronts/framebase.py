@@ -251,8 +251,8 @@ class FrameBase:
         return DPFloat(float(v), provenance=r.provenance, lower=lo, upper=hi)
 
     def contribution_bounds(self, *, epsilon: float, by: str | Sequence[str] | None = None,
-                            cap: int = 1000, release_epsilon: float = 1.0
-                            ) -> ContributionBounds:
+                            cap: int = 1000, release_epsilon: float = 1.0,
+                            release: str = "sum") -> ContributionBounds:
         """A DP choice of the contribution bounds T, k and R (``max_rows_per_unit``,
         ``max_groups_per_unit``, ``max_rows_per_group``) for a release grouped by ``by``
         (ungrouped: T only); ``priv.groupby(by).contribution_bounds(...)`` is the same.
@@ -260,10 +260,19 @@ class FrameBase:
         Spends ``epsilon`` once (delta 0), like any release: noisy histograms of each unit's
         rows, groups and largest group over the candidates 1, 2, 3, 5, 7, 10, 15, ... up to ``cap``
         (sensitivity 1 each: one unit is in one bin), then the bounds that minimise the
-        estimated per-group RMSE of a Laplace grouped sum at ``release_epsilon`` over the
+        estimated per-group RMSE of the release they are for, at ``release_epsilon`` over the
         declared keys' groups: noise against the bias of the rows the bounds drop
-        (:mod:`dpframe.core.choose_bounds` has the proof). Only the bounds that lower that
-        error are returned. Needs ``privacy_unit``; the frame may declare no bound yet.
+        (:mod:`dpframe.core.choose_bounds` has the proof and each release's error model).
+        Needs ``privacy_unit``; the frame may declare no bound yet.
+
+        :param release: the release the bounds are tuned for: ``"count"``, ``"sum"`` (the
+            default), ``"mean"`` or ``"quantile"`` (also median, max, min). A count or a sum
+            pays for every dropped row, so it keeps more rows; a mean or a quantile is hurt
+            less by dropped rows than by noise, so it bounds tighter.
+        :returns: a dict of all three bounds, ``max_rows_per_unit``, ``max_groups_per_unit``
+            and ``max_rows_per_group``, always: an int for each bound that binds, None for
+            one that does not (not declared: the release derives it and it drops nothing
+            more), to pass as ``df.dp(..., **bounds)``.
 
         Example:
             >>> import dpframe as dpf, numpy as np, pandas as pd, warnings
@@ -275,7 +284,7 @@ class FrameBase:
             >>> priv = df.dp(s, privacy_unit="uid", keys={"g": list(range(20))})
             >>> bounds = priv.groupby("g").contribution_bounds(epsilon=0.1, release_epsilon=0.9)
             >>> bounds
-            {'max_rows_per_unit': 10}
+            {'max_rows_per_unit': 10, 'max_groups_per_unit': None, 'max_rows_per_group': None}
             >>> counts = df.dp(s, privacy_unit="uid", keys={"g": list(range(20))},
             ...                **bounds).groupby("g").count(epsilon=0.9)
         """
@@ -297,7 +306,7 @@ class FrameBase:
                                          col)
         keys = self._resolved_keys(cols)
         request = BoundsRequest(eps, self._unit, cols, {c: keys[c] for c in cols if c in keys},
-                                cap, rel, self.session.neighbouring)
+                                cap, rel, self.session.neighbouring, release)
         chosen = run_bounds_choice(self.session, request, self._backend)
         return ContributionBounds(chosen.bounds, chosen.provenance)
 
