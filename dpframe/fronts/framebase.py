@@ -33,6 +33,7 @@ from .arguments import (
     column_attribute,
     declarations,
     identifiers,
+    options_checked,
     pipe_to,
 )
 from .groupby import PrivateGroupBy
@@ -44,11 +45,18 @@ if TYPE_CHECKING:
     from .frame import PrivateFrame
 
 
+@options_checked
 class FrameBase:
     """The declarations and release plumbing of a private frame; the aggregates are
     :class:`~dpframe.fronts.frame.PrivateFrame`'s."""
 
     _grouped: ClassVar[bool] = False  # selections tell group-bys from frames by it
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A subclass's methods (PrivateFrame's aggregates) refuse misspelled options with
+        an OptionError too (:func:`~dpframe.fronts.arguments.options_checked`)."""
+        super().__init_subclass__(**kwargs)
+        options_checked(cls)
 
     def __init__(
         self,
@@ -228,7 +236,13 @@ class FrameBase:
 
         if self._captured is not None:  # query(): the Query is the result, checked as a
             # release checks it (core/validate.py), nothing planned or charged
-            self._captured.append(check_query(query, self._backend.schema(query.columns)))
+            try:
+                checked = check_query(query, self._backend.schema(query.columns))
+            except UnknownColumnError as exc:  # close names among all columns (public)
+                raise UnknownColumnError(f"unknown column {exc.column!r}"
+                                         f"{close_names(exc.column, self._backend.schema())}",
+                                         exc.column) from None
+            self._captured.append(checked)
             return {}
         if dry_run:
             return explain(self.session, query, self._backend)
@@ -317,6 +331,12 @@ class FrameBase:
     def __getitem__(self, column: str) -> PrivateSelection:
         """Column selection, as in pandas: ``priv["income"].mean(epsilon=0.2)``."""
         if not isinstance(column, str):
+            if not isinstance(column, list | tuple) or not all(
+                    isinstance(c, str) for c in column):
+                raise ValidationError(
+                    "a private frame cannot filter its rows: filter the pandas frame before "
+                    ".dp, e.g. df[df['origin'] == 'JFK'].dp(session, ...) (a filter on "
+                    "public criteria; priv['income'] selects one column by its name)")
             raise ValidationError("select one column by its name: priv['income'] (a list of "
                                   "columns is for group-bys: priv.groupby(...)[['a', 'b']])")
         return PrivateSelection(self._front(), column)

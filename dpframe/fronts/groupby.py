@@ -23,6 +23,7 @@ from .arguments import (
     column_attribute,
     fraction_weights,
     identifiers,
+    options_checked,
     pipe_to,
     quantile_measure,
 )
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from .frame import PrivateFrame
 
 
+@options_checked
 class PrivateGroupBy:
     """Grouped aggregates: one charge per release (parallel composition over disjoint groups)."""
 
