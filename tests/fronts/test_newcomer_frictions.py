@@ -57,6 +57,12 @@ def test_help_of_dp_lists_the_options_on_every_front() -> None:
     assert {"batch_size", "partitions", "spill_dir"} <= set(polars)
     dask = list(inspect.signature(_fronts(df)["dask"].dp.__call__).parameters)  # type: ignore[attr-defined]
     assert "split_every" in dask
+    spark = pytest.importorskip("dpframe.fronts.spark")  # pyspark only: no session needed
+    params = list(inspect.signature(spark.SparkDPAccessor.__call__).parameters)
+    assert params[1:len(DP_OPTIONS) + 1] == DP_OPTIONS and "partitions" in params
+    import pyarrow as pa
+
+    assert list(inspect.signature(dpf.scan(pa.table({"x": [1.0]})).dp).parameters) == DP_OPTIONS
 
 
 def test_dir_of_dpframe_shows_no_plumbing() -> None:
