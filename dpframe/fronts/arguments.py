@@ -261,7 +261,8 @@ def option_error(sig: inspect.Signature, name: str, args: tuple[Any, ...],
         return OptionError(f"{name} has no option {unknown[0]!r}"
                            f"{close_names(unknown[0], valid)}{listed}")
     if "positional" in problem:
-        listed += " (pass them by keyword: epsilon=0.1)"
+        listed += " (pass them by keyword, as in epsilon=0.1)" if "epsilon" in valid else (
+            " (pass them by keyword)")
     return OptionError(f"{name}: {problem}{listed}")
 
 
