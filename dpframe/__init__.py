@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import importlib
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from . import local
@@ -18,6 +18,7 @@ from .errors import (
     KeysError,
     LedgerError,
     NearZeroWarning,
+    OptionError,
     OutcomeNotRecordedError,
     OutputError,
     PrivacyUnitError,
@@ -49,6 +50,7 @@ __all__ = [
     "KeysError",
     "LedgerError",
     "NearZeroWarning",
+    "OptionError",
     "OutcomeNotRecordedError",
     "OutputError",
     "PrivacyUnitError",
@@ -75,6 +77,8 @@ def __getattr__(name: str) -> object:
     ``dpf.Scan`` and ``dpf.BatchSource`` (they need ``pyarrow.dataset``) and ``dpf.testing``
     (the audit statistics)."""
     if name == "testing":
+        import importlib
+
         return importlib.import_module(".testing", __name__)
     if name in ("scan", "Scan", "BatchSource"):
         from .fronts import scan as _scan
@@ -83,6 +87,13 @@ def __getattr__(name: str) -> object:
         globals()[name] = value
         return value
     raise AttributeError(f"module 'dpframe' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The public names and the subpackages (``dir(dpframe)``, tab completion): not the
+    module's own plumbing (``TYPE_CHECKING``, ``annotations``, private names)."""
+    modules = {n for n, v in globals().items() if isinstance(v, ModuleType)}
+    return sorted({*__all__, *(n for n in modules if not n.startswith("_"))})
 
 
 # ddf.dp and pl_df.dp whatever the import order; import dpframe never imports Dask or Polars

@@ -23,6 +23,12 @@ class UnknownColumnError(ValidationError):
         self.column = column
 
 
+class OptionError(ValidationError, TypeError):
+    """An option a call does not take (a misspelled keyword, a missing or extra argument): the
+    message lists the call's options, with the closest ones. Also a ``TypeError``, as Python's
+    own error for an unexpected keyword is."""
+
+
 class BoundsError(ValidationError):
     """A query needs declared bounds that are missing or malformed."""
 
@@ -84,6 +90,7 @@ __all__ = [
     "KeysError",
     "LedgerError",
     "NearZeroWarning",
+    "OptionError",
     "OutcomeNotRecordedError",
     "OutputError",
     "PrivacyUnitError",

@@ -57,7 +57,7 @@ def measure(make: object, trials: int) -> tuple[float, collections.Counter[str],
             s = dpf.Session(EPS, seed=1000 + seed)
         bounds = df.dp(s, privacy_unit="uid", keys=keys).groupby("g").contribution_bounds(
             epsilon=CHOICE_EPS, release_epsilon=RELEASE_EPS)
-        chosen[", ".join(f"{k}={v}" for k, v in bounds.items())] += 1
+        chosen[", ".join(f"{k}={v}" for k, v in bounds.items() if v is not None)] += 1
         t = bounds.get("max_rows_per_unit")
         if t is not None:
             dropped.append(float(np.maximum(rows - t, 0).sum() / len(df)))

@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError as PydanticValidationError
 
+from ..core.names import close_names
 from ..errors import ValidationError
 from .schema import AGGREGATES, SECTIONS, SpecModel
 
@@ -100,7 +101,8 @@ def _where(loc: tuple[str | int, ...], raw: Mapping[str, Any]) -> tuple[str, lis
 def _unknown_field(p: _Problem) -> str:
     model = SECTIONS.get(p.key[:-1])
     allowed = f" (allowed: {', '.join(sorted(model.model_fields))})" if model else ""
-    return f"{p.parent}: unknown field {str(p.loc[-1])!r}{allowed}"
+    near = close_names(str(p.loc[-1]), model.model_fields) if model else ""
+    return f"{p.parent}: unknown field {str(p.loc[-1])!r}{near}{allowed}"
 
 
 def _missing(p: _Problem) -> str:

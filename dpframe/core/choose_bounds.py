@@ -14,14 +14,34 @@ bin those above the cap):
 Each histogram is released with discrete Laplace (geometric) noise at an equal share of
 ``epsilon``. Everything after that is post-processing of the noisy histograms and public
 parameters: bins above the highest bin whose noisy count passes a tail threshold are read as
-empty, and the bounds
-are the candidates that minimise the estimated per-group RMSE of the intended release, a
-Laplace grouped sum over ``groups`` groups at ``release_epsilon``: noise
-``sqrt(2) * min(T, k R) * M / release_epsilon`` against the bias of the rows the bounds drop
-(each dropped row costing M/2, spread over the groups). Rows dropped by T are read from the
-``rows`` histogram, by R from ``max_rows`` times the average number of groups of a unit (the
-largest group's excess in every group: an upper bound for each unit), by k from ``groups``
-times the average rows of a unit in a group; each bin's units are taken at the bin's midpoint.
+empty, and the bounds are the candidates that minimise the estimated per-group RMSE of the
+intended release at ``release_epsilon`` (``release=``, below) over ``groups`` groups (the
+declared keys' combinations): its noise for the sensitivity ``s = min(T, k R)`` against the
+bias of the rows the bounds drop. Rows dropped by T are read from the ``rows`` histogram, by R
+from ``max_rows`` times the average number of groups of a unit (the largest group's excess in
+every group: an upper bound for each unit), by k from ``groups`` times the average rows of a
+unit in a group; each bin's units are taken at the bin's midpoint. With ``D`` the rows dropped
+per group, ``N`` the rows per group (from ``rows``) and ``n = max(N - D, 1)`` those kept, the
+error models (in units of ``M = hi - lo``, the declared value bounds' width; ``e`` =
+``release_epsilon``) are:
+
+* ``"count"``: a Laplace count, noise ``sqrt(2) s / e`` rows; each dropped row costs 1:
+  ``sqrt(2 (s/e)**2 + D**2)`` (in rows).
+* ``"sum"`` (the default): a Laplace sum, noise ``sqrt(2) s M / e``; each dropped row costs
+  ``M/2`` on average: ``sqrt(2 (s/e)**2 + (D/2)**2)``.
+* ``"mean"``: a noisy sum over a noisy count, each at ``e/2`` (:mod:`~dpframe.core.aggregates.
+  mean`): the shifted sum's noise ``sqrt(2) s M / e`` and the count's ``2 sqrt(2) s / e`` times
+  at most ``M/2``, over the ``n`` kept rows; the dropped rows move the mean by at most their
+  share times ``M/2``: ``sqrt(4 (s/e)**2 / n**2 + (D / (2 N))**2)``.
+* ``"quantile"``: the exponential mechanism over ``2**16`` cells, each group at ``e R / s``
+  (:func:`~dpframe.core.sensitivity.quantile_group_share`): its expected rank error is at most
+  ``2 s ln(cells) / e`` rows (McKenna and Sheldon 2020), as a share of the ``n`` kept rows; the
+  dropped rows move the rank by about ``D/2``: ``sqrt((2 s ln(cells) / e)**2 / n**2 +
+  (D / (2 N))**2)`` (a rank error, as a share of the rows).
+
+Each bound that does not bind is ``None`` in the result: not declared, so the release derives
+it (k and R default to T, T to ``k R``: :func:`~dpframe.core.sensitivity.contribution`) and it
+never drops a row the others keep. The result always names all three bounds.
 
 **Why a noisy histogram rather than the exponential mechanism.** A utility that counts dropped
 rows has sensitivity ``cap`` (one unit can hold ``cap`` rows), so at the budgets people spend
@@ -54,7 +74,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import ValidationError
-from .compute import AggregateRequest, ComputeRequest, ExactAggregates
+from .compute import DEFAULT_QUANTILE_CELLS, AggregateRequest, ComputeRequest, ExactAggregates
 from .mechanisms import noise_spec
 from .rng import RandomSource
 from .sensitivity import Relation
@@ -69,6 +89,8 @@ MAX_CAP = 1_000_000
 #: The probability that some empty bin's noise passes the tail threshold (per histogram).
 TAIL_PROBABILITY = 0.05
 _ROWS = AggregateRequest("rows")
+#: The releases a choice can tune for (``release=``; module docstring: their error models).
+RELEASES = ("count", "sum", "mean", "quantile")
 
 
 #: The candidates of one decade (times 1, 10, 100, ...): about 1.5x apart.
@@ -101,6 +123,7 @@ class BoundsRequest:
     cap: int = 1000
     release_epsilon: Fraction = Fraction(1)
     relation: Relation = "add_remove"
+    release: str = "sum"
 
     def __post_init__(self) -> None:
         if not isinstance(self.privacy_unit, str) or not self.privacy_unit:
@@ -115,6 +138,9 @@ class BoundsRequest:
             raise ValidationError("the privacy unit cannot be a groupby column here")
         if self.relation not in ("add_remove", "change_one"):
             raise ValidationError(f"unknown neighbouring relation {self.relation!r}")
+        if not isinstance(self.release, str) or self.release not in RELEASES:
+            raise ValidationError(f"release must be one of {', '.join(map(repr, RELEASES))}: "
+                                  "the release the bounds are tuned for")
 
     @property
     def histograms(self) -> tuple[str, ...]:
@@ -189,9 +215,9 @@ def _member(label: object, allowed: set[object]) -> bool:
 
 @dataclass
 class ChosenBounds:
-    """The chosen bounds (only those that lower the estimated error) and the provenance."""
+    """The chosen bounds (all three; None for those that do not bind) and the provenance."""
 
-    bounds: dict[str, int]
+    bounds: dict[str, int | None]
     provenance: dict[str, Any]
 
 
@@ -229,6 +255,7 @@ def choose(request: BoundsRequest, exact: ExactAggregates, rng: RandomSource) ->
         "candidates": list(request.candidates), "cap": request.cap,
         "histograms": {k: [int(x) for x in v] for k, v in noisy.items()},
         "tail_threshold": threshold, "release_epsilon": float(request.release_epsilon),
+        "release": request.release,
         "groups": _group_count(request), "estimated_rmse_over_M": err,
         "privacy_unit": request.privacy_unit, "by": list(request.by),
         "bounds": dict(bounds),
@@ -298,14 +325,30 @@ def _sensitivity(t: int | None, k: int | None, r: int | None) -> int | None:
     return min(finite) if finite else None
 
 
+def _error(release: str, s: float, dropped: float, rows: float) -> float:
+    """The estimated per-group RMSE of ``release`` (module docstring) for sensitivity ``s`` over
+    ``release_epsilon`` (``s`` here is ``s / e``), ``dropped`` rows dropped and ``rows`` rows
+    per group."""
+    if release == "count":
+        return math.sqrt(2 * s ** 2 + dropped ** 2)
+    if release == "sum":
+        return math.sqrt(2 * s ** 2 + (dropped / 2) ** 2)
+    kept = max(rows - dropped, 1.0)
+    share = dropped / (2 * max(rows, 1.0))
+    noise = 2 * s if release == "mean" else 2 * s * math.log(DEFAULT_QUANTILE_CELLS)
+    return math.sqrt((noise / kept) ** 2 + share ** 2)
+
+
 def _best(request: BoundsRequest, hist: Mapping[str, npt.NDArray[np.float64]]
-          ) -> tuple[dict[str, int], float]:
-    """The bounds minimising the estimated per-group RMSE (in units of M) of a Laplace
-    grouped sum at ``release_epsilon``; ties go to the smaller sensitivity, then to fewer
-    bounds (the search order). Ungrouped: T alone."""
+          ) -> tuple[dict[str, int | None], float]:
+    """The bounds minimising the estimated per-group RMSE of ``request.release`` at
+    ``release_epsilon`` (:func:`_error`); ties go to the smaller sensitivity, then to fewer
+    bounds (the search order). Ungrouped: T alone. Every bound is named; None where it does
+    not bind."""
     options: list[int | None] = [*request.candidates, None]
     drops = _drop_tables(request, hist, options)
     g, e = _group_count(request), float(request.release_epsilon)
+    rows = float(np.sum(hist["rows"] * _midpoints(request.candidates))) / g
     n = len(options)
     kr = range(n) if request.by else range(n - 1, n)
     best: tuple[float, float, int, tuple[int, int, int]] | None = None
@@ -313,11 +356,9 @@ def _best(request: BoundsRequest, hist: Mapping[str, npt.NDArray[np.float64]]
         s = _sensitivity(options[t], options[k], options[r])
         if s is None:
             continue
-        bias = (drops[0][t] + drops[1][k] + drops[2][r]) / (2 * g)
-        err = math.sqrt(2 * (s / e) ** 2 + bias ** 2)
+        err = _error(request.release, s / e, (drops[0][t] + drops[1][k] + drops[2][r]) / g,
+                     rows)
         key = (err, float(s), sum(options[i] is not None for i in (t, k, r)), (t, k, r))
         best = key if best is None or key < best else best
     assert best is not None
-    out = {name: int(options[i])  # type: ignore[arg-type]
-           for name, i in zip(BOUND_NAMES, best[3], strict=True) if options[i] is not None}
-    return out, best[0]
+    return {name: options[i] for name, i in zip(BOUND_NAMES, best[3], strict=True)}, best[0]

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from ..backends.pandas import PandasBackend
+from .arguments import document_dp
 from .frame import PrivateFrame
 
 if TYPE_CHECKING:
@@ -26,6 +27,8 @@ class DPAccessor:
 
     def __call__(self, session: Session | None = None, **options: Any) -> PrivateFrame:
         return PrivateFrame(PandasBackend(self._df), session, **options)
+
+    __call__ = document_dp(__call__, PrivateFrame)
 
     @property
     def local(self) -> Any:

@@ -4,29 +4,50 @@ named aggregation, weights keyed by output name, and the result's columns."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
 from ..core.aggregates import agg_names
 from ..core.apply import CoreRelease
-from ..errors import ValidationError
+from ..core.names import close_names
+from ..errors import OptionError, ValidationError
 
 #: What ``agg`` takes, from the registry: every name of an ``in_agg`` aggregate that needs
 #: nothing beyond a column (not a level, not bins)
 AGG_NAMES = agg_names()
+#: ``agg``'s own options (a test keeps them equal to its signature's): a keyword close to one
+#: of them that is not a (column, aggregate) pair is a misspelled option, not an aggregation.
+AGG_OPTIONS = ("spec", "epsilon", "delta", "mechanism", "ci", "weights", "resolution",
+               "dry_run", "diagnostics", "selection_share", "accuracy")
 
 
 def agg_name(op: object) -> str:
+    if callable(op):
+        name = getattr(op, "__name__", "")
+        hint = f" (did you mean {name!r}?)" if name in AGG_NAMES else ""
+        raise ValidationError(
+            f"custom functions cannot be released: agg takes the names of dpframe's "
+            f"aggregates{hint}, {sorted(AGG_NAMES)}; each has a known sensitivity, which "
+            "sets its noise, and a function's is unknown")
     if not isinstance(op, str) or op not in AGG_NAMES:
         raise ValidationError(f"unknown aggregate {op!r}; use one of {sorted(AGG_NAMES)}")
     return op
+
+
+def _is_pair(value: object) -> TypeGuard[tuple[str, object]]:
+    return isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str)
 
 
 def agg_pairs(spec: object, named: Mapping[str, object]
                ) -> tuple[list[tuple[str, str]], list[str] | None]:
     """The (column, aggregate) pairs of ``agg``, and their output names for named
     aggregation (None for a ``{column: aggregate(s)}`` mapping)."""
+    for name, value in named.items():
+        if not _is_pair(value) and close_names(name, AGG_OPTIONS):
+            raise OptionError(f"agg() has no option {name!r}{close_names(name, AGG_OPTIONS)}; "
+                              f"its options: {', '.join(AGG_OPTIONS)}, and named "
+                              "aggregations name=(column, aggregate)")
     if named and spec is not None:
         raise ValidationError("agg takes a {column: aggregate(s)} mapping or named "
                               "aggregations (name=(column, aggregate)), not both")
@@ -36,7 +57,8 @@ def agg_pairs(spec: object, named: Mapping[str, object]
         raise ValidationError("agg takes a non-empty {column: aggregate(s)} mapping or "
                               "named aggregations: agg(total=('income', 'sum'), ...)")
     return [(col, agg_name(op)) for col, ops in spec.items()
-            for op in ([ops] if isinstance(ops, str) else list(ops))], None
+            for op in ([ops] if isinstance(ops, str) or callable(ops)
+                       else list(ops))], None
 
 
 def weights_by_label(weights: Mapping[str, float] | Sequence[float] | None,
@@ -67,7 +89,7 @@ def named_pairs(named: Mapping[str, object]) -> tuple[list[tuple[str, str]], lis
     """``name=(column, aggregate)`` arguments: the pairs and their output names."""
     pairs: list[tuple[str, str]] = []
     for name, value in named.items():
-        if not (isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str)):
+        if not _is_pair(value):
             raise ValidationError(
                 f"named aggregation {name}= takes a (column, aggregate) pair, e.g. "
                 f"{name}=('income', 'sum')")

@@ -8,9 +8,11 @@ or repeat a core rule earlier, with the same typed error."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+import inspect
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 
@@ -18,7 +20,7 @@ from ..core.aggregates import LEVELS
 from ..core.names import close_names
 from ..core.numbers import to_fraction
 from ..core.query import Measure, quantile_level
-from ..errors import UnknownColumnError, ValidationError
+from ..errors import DPError, OptionError, UnknownColumnError, ValidationError
 
 if TYPE_CHECKING:
     from .framebase import FrameBase
@@ -227,3 +229,122 @@ def column_attribute(frame: FrameBase, name: str) -> str:
 
 def identifiers(schema: Mapping[str, object]) -> list[str]:
     return [c for c in schema if isinstance(c, str) and c.isidentifier()]
+
+
+# --- Options: misspelled keywords as typed errors with the call's options; df.dp's help ---
+
+C = TypeVar("C", bound=type)
+_VARIADIC = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+
+
+def option_names(fn: Callable[..., Any] | inspect.Signature) -> list[str]:
+    """The named parameters of ``fn`` (neither ``self`` nor ``*args`` / ``**kwargs``)."""
+    sig = fn if isinstance(fn, inspect.Signature) else inspect.signature(fn)
+    return [n for n, p in sig.parameters.items() if n != "self" and p.kind not in _VARIADIC]
+
+
+def option_error(sig: inspect.Signature, name: str, args: tuple[Any, ...],
+                 kwargs: Mapping[str, Any]) -> OptionError | None:
+    """The OptionError for a call ``name`` of ``sig`` with ``args`` and ``kwargs`` when they
+    do not bind (a misspelled keyword, a missing or extra argument), else None. Names the
+    call's options and the closest to a misspelled one (public: argument names only)."""
+    try:
+        sig.bind(*args, **kwargs)
+    except TypeError as exc:
+        problem = str(exc)
+    else:
+        return None
+    valid = [n for n in option_names(sig) if n != "backend"]
+    listed = f"; its options: {', '.join(valid)}"
+    unknown = _unknown_keywords(sig, kwargs)
+    if unknown:
+        return OptionError(f"{name} has no option {unknown[0]!r}"
+                           f"{close_names(unknown[0], valid)}{listed}")
+    if "positional" in problem:
+        listed += " (pass them by keyword, as in epsilon=0.1)" if "epsilon" in valid else (
+            " (pass them by keyword)")
+    return OptionError(f"{name}: {problem}{listed}")
+
+
+def _unknown_keywords(sig: inspect.Signature, kwargs: Mapping[str, Any]) -> list[str]:
+    """The keywords ``sig`` does not name (none when it takes ``**kwargs``)."""
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values()):
+        return []
+    return [k for k in kwargs if k not in sig.parameters]
+
+
+def _checked(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn``, whose calls that do not bind to its signature raise :func:`option_error`'s
+    OptionError instead of Python's bare TypeError (a TypeError raised inside ``fn`` is
+    re-raised as it is)."""
+    name = "df.dp()" if fn.__name__ == "__init__" else f"{fn.__name__}()"
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except TypeError as exc:
+            if isinstance(exc, DPError):
+                raise
+            error = option_error(inspect.signature(fn), name, args, kwargs)
+            if error is None:
+                raise
+            raise error from None
+
+    return call
+
+
+def options_checked(cls: C) -> C:
+    """Every public method of ``cls`` (and ``__init__``) refusing misspelled or missing
+    options with an :class:`~dpframe.errors.OptionError` that lists them (``count(eps=0.1)``:
+    "did you mean 'epsilon'?"). Signatures, docstrings and ``help()`` are the methods' own."""
+    for name, fn in list(vars(cls).items()):
+        if inspect.isfunction(fn) and (not name.startswith("_") or name == "__init__"):
+            setattr(cls, name, _checked(fn))
+    return cls
+
+
+DP_OPTIONS_DOC = """Declare what is public about this frame and what one person may contribute;
+returns a :class:`~dpframe.PrivateFrame` whose aggregates (``count``, ``sum``, ``mean``,
+``groupby(...)``, ...) spend ``session``'s budget.
+
+:param session: the ``dpf.Session`` to charge (default: the active ``with session:`` one).
+:param bounds: ``{column: (lo, hi)}``, the declared value bounds (values are clamped to them;
+    never read from the data).
+:param keys: ``{column: [key, ...]}``, the public group keys (``"categories"``: a
+    Categorical's declared categories).
+:param schema: a pandera ``DataFrameSchema``: bounds from its range checks, keys from ``isin``.
+:param privacy_unit: the column that identifies a person (default: each row is one).
+:param max_rows_per_unit: T, a unit's rows in the whole release (kept at random).
+:param max_groups_per_unit: k, the groups one unit may contribute to.
+:param max_rows_per_group: R, a unit's rows in one group.
+:param strict: refuse bounds or keys declared for columns the frame lacks (a typo; default
+    True).
+"""
+
+
+def document_dp(call: Callable[..., Any], frame_class: type,
+                engine: Callable[..., Any] | None = None, engine_doc: str = ""
+                ) -> Callable[..., Any]:
+    """An accessor's ``__call__`` (``df.dp(...)``) with the options it passes on: a signature
+    (``help(df.dp)``, IDEs) built from ``frame_class``'s (PrivateFrame's), plus the
+    keyword-only engine knobs of ``engine`` (a front's ``private_frame``), a docstring
+    listing them, and an :class:`~dpframe.errors.OptionError` naming them all for a
+    misspelled one."""
+    frame = list(inspect.signature(frame_class).parameters.values())[1:]  # not the backend
+    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD), *frame]
+    if engine is not None:
+        params += [p for p in inspect.signature(engine).parameters.values()
+                   if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    sig = inspect.Signature(params, return_annotation="PrivateFrame")
+
+    @functools.wraps(call)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        error = option_error(sig, "df.dp()", args, kwargs)
+        if error is not None:
+            raise error
+        return call(*args, **kwargs)
+
+    checked.__signature__ = sig  # type: ignore[attr-defined]
+    checked.__doc__ = DP_OPTIONS_DOC + engine_doc
+    return checked

@@ -19,6 +19,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("dpframe.fronts.dask needs dask: pip install 'dpframe[dask]'") from exc
 
 from ..backends.dask import DEFAULT_SPLIT_EVERY, DaskBackend
+from .arguments import document_dp
 from .frame import PrivateFrame
 
 if TYPE_CHECKING:
@@ -49,6 +50,10 @@ class DaskDPAccessor:
 
     def __call__(self, session: Session | None = None, **options: Any) -> PrivateFrame:
         return private_frame(self._ddf, session, **options)
+
+    __call__ = document_dp(__call__, PrivateFrame, private_frame,
+                           ":param split_every: the merge tree's fan-in.\n"
+                           ":param shuffle_method: deprecated, no effect.\n")
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):

@@ -33,6 +33,7 @@ from .arguments import (
     column_attribute,
     declarations,
     identifiers,
+    options_checked,
     pipe_to,
 )
 from .groupby import PrivateGroupBy
@@ -44,11 +45,18 @@ if TYPE_CHECKING:
     from .frame import PrivateFrame
 
 
+@options_checked
 class FrameBase:
     """The declarations and release plumbing of a private frame; the aggregates are
     :class:`~dpframe.fronts.frame.PrivateFrame`'s."""
 
     _grouped: ClassVar[bool] = False  # selections tell group-bys from frames by it
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A subclass's methods (PrivateFrame's aggregates) refuse misspelled options with
+        an OptionError too (:func:`~dpframe.fronts.arguments.options_checked`)."""
+        super().__init_subclass__(**kwargs)
+        options_checked(cls)
 
     def __init__(
         self,
@@ -228,7 +236,13 @@ class FrameBase:
 
         if self._captured is not None:  # query(): the Query is the result, checked as a
             # release checks it (core/validate.py), nothing planned or charged
-            self._captured.append(check_query(query, self._backend.schema(query.columns)))
+            try:
+                checked = check_query(query, self._backend.schema(query.columns))
+            except UnknownColumnError as exc:  # close names among all columns (public)
+                raise UnknownColumnError(f"unknown column {exc.column!r}"
+                                         f"{close_names(exc.column, self._backend.schema())}",
+                                         exc.column) from None
+            self._captured.append(checked)
             return {}
         if dry_run:
             return explain(self.session, query, self._backend)
@@ -251,8 +265,8 @@ class FrameBase:
         return DPFloat(float(v), provenance=r.provenance, lower=lo, upper=hi)
 
     def contribution_bounds(self, *, epsilon: float, by: str | Sequence[str] | None = None,
-                            cap: int = 1000, release_epsilon: float = 1.0
-                            ) -> ContributionBounds:
+                            cap: int = 1000, release_epsilon: float = 1.0,
+                            release: str = "sum") -> ContributionBounds:
         """A DP choice of the contribution bounds T, k and R (``max_rows_per_unit``,
         ``max_groups_per_unit``, ``max_rows_per_group``) for a release grouped by ``by``
         (ungrouped: T only); ``priv.groupby(by).contribution_bounds(...)`` is the same.
@@ -260,10 +274,19 @@ class FrameBase:
         Spends ``epsilon`` once (delta 0), like any release: noisy histograms of each unit's
         rows, groups and largest group over the candidates 1, 2, 3, 5, 7, 10, 15, ... up to ``cap``
         (sensitivity 1 each: one unit is in one bin), then the bounds that minimise the
-        estimated per-group RMSE of a Laplace grouped sum at ``release_epsilon`` over the
+        estimated per-group RMSE of the release they are for, at ``release_epsilon`` over the
         declared keys' groups: noise against the bias of the rows the bounds drop
-        (:mod:`dpframe.core.choose_bounds` has the proof). Only the bounds that lower that
-        error are returned. Needs ``privacy_unit``; the frame may declare no bound yet.
+        (:mod:`dpframe.core.choose_bounds` has the proof and each release's error model).
+        Needs ``privacy_unit``; the frame may declare no bound yet.
+
+        :param release: the release the bounds are tuned for: ``"count"``, ``"sum"`` (the
+            default), ``"mean"`` or ``"quantile"`` (also median, max, min). A count or a sum
+            pays for every dropped row, so it keeps more rows; a mean or a quantile is hurt
+            less by dropped rows than by noise, so it bounds tighter.
+        :returns: a dict of all three bounds, ``max_rows_per_unit``, ``max_groups_per_unit``
+            and ``max_rows_per_group``, always: an int for each bound that binds, None for
+            one that does not (not declared: the release derives it and it drops nothing
+            more), to pass as ``df.dp(..., **bounds)``.
 
         Example:
             >>> import dpframe as dpf, numpy as np, pandas as pd, warnings
@@ -275,7 +298,7 @@ class FrameBase:
             >>> priv = df.dp(s, privacy_unit="uid", keys={"g": list(range(20))})
             >>> bounds = priv.groupby("g").contribution_bounds(epsilon=0.1, release_epsilon=0.9)
             >>> bounds
-            {'max_rows_per_unit': 10}
+            {'max_rows_per_unit': 10, 'max_groups_per_unit': None, 'max_rows_per_group': None}
             >>> counts = df.dp(s, privacy_unit="uid", keys={"g": list(range(20))},
             ...                **bounds).groupby("g").count(epsilon=0.9)
         """
@@ -297,7 +320,7 @@ class FrameBase:
                                          col)
         keys = self._resolved_keys(cols)
         request = BoundsRequest(eps, self._unit, cols, {c: keys[c] for c in cols if c in keys},
-                                cap, rel, self.session.neighbouring)
+                                cap, rel, self.session.neighbouring, release)
         chosen = run_bounds_choice(self.session, request, self._backend)
         return ContributionBounds(chosen.bounds, chosen.provenance)
 
@@ -308,6 +331,12 @@ class FrameBase:
     def __getitem__(self, column: str) -> PrivateSelection:
         """Column selection, as in pandas: ``priv["income"].mean(epsilon=0.2)``."""
         if not isinstance(column, str):
+            if not isinstance(column, list | tuple) or not all(
+                    isinstance(c, str) for c in column):
+                raise ValidationError(
+                    "a private frame cannot filter its rows: filter the pandas frame before "
+                    ".dp, e.g. df[df['origin'] == 'JFK'].dp(session, ...) (a filter on "
+                    "public criteria; priv['income'] selects one column by its name)")
             raise ValidationError("select one column by its name: priv['income'] (a list of "
                                   "columns is for group-bys: priv.groupby(...)[['a', 'b']])")
         return PrivateSelection(self._front(), column)

@@ -41,6 +41,7 @@ from ..backends.arrow import (
     prefetch,
 )
 from ..errors import ValidationError
+from .arguments import document_dp
 from .frame import PrivateFrame
 from .scan import BatchFactory, BatchSource
 
@@ -194,6 +195,14 @@ def private_frame(frame: pl.DataFrame | pl.LazyFrame, session: Session | None = 
     return PrivateFrame(backend, session, **options)
 
 
+ENGINE_DOC = """:param batch_size: rows per batch (default 2**20).
+:param progress: show a progress bar (default: on a terminal).
+:param partition_rows: rows per partition of a privacy-unit plan.
+:param partitions: how many partitions a privacy-unit plan uses.
+:param spill_dir: where partitions spill (default: a temporary folder).
+"""
+
+
 class PolarsDPNamespace:
     """``frame.dp(...)``: differentially private aggregates of this Polars frame."""
 
@@ -202,6 +211,8 @@ class PolarsDPNamespace:
 
     def __call__(self, session: Session | None = None, **options: Any) -> PrivateFrame:
         return private_frame(self._frame, session, **options)
+
+    __call__ = document_dp(__call__, PrivateFrame, private_frame, ENGINE_DOC)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):

@@ -28,6 +28,7 @@ from ..backends.arrow import (
     public_schema,
 )
 from ..errors import ValidationError
+from .arguments import document_dp
 from .frame import PrivateFrame
 
 if TYPE_CHECKING:
@@ -116,6 +117,8 @@ class Scan:
         """Private aggregates over the scan; same options as ``df.dp(...)``
         (docs/reference.md#larger-than-memory-scans)."""
         return PrivateFrame(self.backend, session, **options)
+
+    dp = document_dp(dp, PrivateFrame)
 
     def __repr__(self) -> str:
         files = self.source.files

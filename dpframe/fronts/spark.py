@@ -20,6 +20,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         from exc
 
 from ..backends.spark import SparkBackend
+from .arguments import document_dp
 from .frame import PrivateFrame
 
 if TYPE_CHECKING:
@@ -46,6 +47,10 @@ class SparkDPAccessor:
 
     def __call__(self, session: Session | None = None, **options: Any) -> PrivateFrame:
         return private_frame(self._sdf, session, **options)
+
+    __call__ = document_dp(__call__, PrivateFrame, private_frame,
+                           ":param partitions: how many blocks of whole units bounding uses "
+                           "(default: ``spark.sql.shuffle.partitions``).\n")
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):

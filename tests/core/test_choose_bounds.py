@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 import dpframe as dpf
-from dpframe.core.choose_bounds import BoundsRequest, exact_histograms, ladder
+from dpframe.core.choose_bounds import BOUND_NAMES, BoundsRequest, exact_histograms, ladder
 from dpframe.errors import BudgetExceededError, UnknownColumnError, ValidationError
 
 KEYS = {"g": list(range(20))}
@@ -55,7 +55,8 @@ def test_choice_plugs_into_a_release_charged_once(frame, expected) -> None:
     df, s = frame(), session()
     bounds = df.dp(s, privacy_unit="uid", keys=KEYS).groupby("g").contribution_bounds(
         epsilon=0.1, release_epsilon=0.9)
-    assert dict(bounds) == {"max_rows_per_unit": expected}
+    assert dict(bounds) == {"max_rows_per_unit": expected, "max_groups_per_unit": None,
+                            "max_rows_per_group": None}
     assert type(bounds["max_rows_per_unit"]) is int
     assert s.spent == pytest.approx((0.1, 0.0))
     led = s.ledger
@@ -74,7 +75,8 @@ def test_choice_plugs_into_a_release_charged_once(frame, expected) -> None:
 def test_ungrouped_choice_is_t_only() -> None:
     s = session()
     bounds = heavy().dp(s, privacy_unit="uid").contribution_bounds(epsilon=0.2)
-    assert set(bounds) == {"max_rows_per_unit"}
+    assert set(bounds) == set(BOUND_NAMES)
+    assert bounds["max_groups_per_unit"] is None and bounds["max_rows_per_group"] is None
     assert set(bounds.provenance["histograms"]) == {"rows"}
 
 
@@ -200,5 +202,70 @@ def test_empty_or_unitless_data_is_released_like_any_other(df) -> None:
     s = session()
     bounds = df.dp(s, privacy_unit="uid").contribution_bounds(epsilon=0.5, by="g")
     assert s.spent == pytest.approx((0.5, 0.0))
-    assert set(bounds) <= {"max_rows_per_unit", "max_groups_per_unit", "max_rows_per_group"}
-    assert bounds and all(isinstance(v, int) and v >= 1 for v in bounds.values())
+    assert set(bounds) == set(BOUND_NAMES)
+    assert all(v is None or (isinstance(v, int) and v >= 1) for v in bounds.values())
+    assert bounds["max_rows_per_unit"] is not None or bounds["max_rows_per_group"] is not None
+
+
+# issue 44, item 6: one shape always, and the release the bounds are tuned for
+
+
+def zipf(seed: int = 0, units: int = 1500, groups: int = 10) -> pd.DataFrame:
+    """Heavy-tailed rows per unit (1-600, Zipf-like), spread over ``groups`` groups."""
+    rng = np.random.default_rng(seed)
+    rows = np.minimum(rng.zipf(1.6, units), 600)
+    uid = np.repeat(np.arange(units), rows)
+    home = rng.integers(0, groups, units)[uid]  # most of a unit's rows in one group
+    g = np.where(rng.random(uid.size) < 0.7, home, rng.integers(0, groups, uid.size))
+    return pd.DataFrame({"uid": uid, "g": g, "x": rng.uniform(0, 100, uid.size)})
+
+
+def test_every_draw_has_the_same_three_keys_and_plugs_in() -> None:
+    """Before: ``{max_rows_per_unit}`` in one draw, ``{max_groups_per_unit,
+    max_rows_per_group}`` in another (a KeyError in user code after the charge)."""
+    df, keys = zipf(), {"g": list(range(10))}
+    shapes = set()
+    for seed in range(12):
+        s = session(10, seed)
+        for eps, rel in ((0.05, 0.2), (1.0, 5.0)):
+            b = df.dp(s, privacy_unit="uid", keys=keys).groupby("g").contribution_bounds(
+                epsilon=eps, release_epsilon=rel)
+            assert list(b) == list(BOUND_NAMES)
+            shapes.add(tuple(v is None for v in b.values()))
+            assert b.provenance["bounds"] == dict(b)
+            priv = df.dp(s, privacy_unit="uid", keys=keys, bounds={"x": (0, 100)}, **b)
+            for target in (priv, priv.groupby("g")):  # every shape releases (nothing spent)
+                assert target.sum("x", epsilon=1.0, dry_run=True)["fits_budget"]
+    assert len(shapes) > 1  # the bounds that bind vary, the keys do not
+    s = session(10, 0)
+    for rel in ("count", "sum", "mean", "quantile"):
+        b = df.dp(s, privacy_unit="uid").contribution_bounds(epsilon=0.1, release=rel)
+        assert list(b) == list(BOUND_NAMES) and b["max_rows_per_unit"] is not None
+        out = df.dp(s, privacy_unit="uid", bounds={"x": (0, 100)}, **b).groupby("g")
+        assert out  # a None bound is "not declared": every front takes it
+    assert df.dp(session(), privacy_unit="uid", max_rows_per_unit=None, max_groups_per_unit=3,
+                 max_rows_per_group=5).count(epsilon=0.1) >= 0
+
+
+def test_release_tunes_the_bounds() -> None:
+    """A count pays a whole row for each row dropped, a quantile mostly for noise: at the
+    same budget the count keeps the most rows per unit, the quantile the fewest."""
+    df = zipf(units=3000)
+    chosen: dict[str, list[int]] = {r: [] for r in ("count", "sum", "mean", "quantile")}
+    for seed in range(5):
+        for rel in chosen:
+            priv = df.dp(session(10, seed), privacy_unit="uid", keys={"g": list(range(10))})
+            b = priv.groupby("g").contribution_bounds(epsilon=0.5, release_epsilon=0.3,
+                                                      release=rel)
+            assert b.provenance["release"] == rel
+            chosen[rel].append(int(b["max_rows_per_unit"]))
+    med = {r: float(np.median(v)) for r, v in chosen.items()}
+    assert med["quantile"] < med["mean"] < med["sum"] < med["count"], med
+
+
+def test_an_unknown_release_is_refused_before_the_charge() -> None:
+    s = session()
+    with pytest.raises(ValidationError, match="release must be one of"):
+        spread(users=50).dp(s, privacy_unit="uid").contribution_bounds(epsilon=0.1,
+                                                                        release="median")
+    assert s.spent == (0.0, 0.0)
