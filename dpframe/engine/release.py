@@ -41,6 +41,7 @@ from ..core.apply import CoreRelease, apply_plan
 from ..core.names import close_names
 from ..core.plan import ReleasePlan, plan_query, plan_release
 from ..core.query import Query
+from ..display.text import coverage_text
 from ..errors import InputError, NearZeroWarning, UnknownColumnError
 
 if TYPE_CHECKING:
@@ -163,6 +164,9 @@ def add_noise(session: Session, computed: Computed, entry: int
         if computed.defect is not None:
             raise computed.defect
         release = apply_plan(computed.plan, computed.exact, session.rng)
+        # what the values and intervals are about, in words (public: declared bounds only)
+        release.provenance["covers"] = coverage_text(release.provenance,
+                                                     grouped=bool(computed.query.by))
     except BaseException:
         session.record(entry, status="failed", details={})
         raise
