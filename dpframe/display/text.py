@@ -64,22 +64,22 @@ def coverage_text(provenance: Any, grouped: bool = True) -> str:
         return ""
     if isinstance(provenance.get("covers"), str):
         return str(provenance["covers"])
+    parts = (_clamp_text(provenance.get("measures") or []),
+             _contribution_text(provenance, grouped))
+    return "; ".join(p for p in parts if p)
+
+
+def _clamp_text(measures: Sequence[Any]) -> str:
+    """``"values clamped to [lo, hi]"`` (one clamped column) or ``"x clamped to [lo, hi], y
+    clamped to [lo, hi]"``, from the measures' ``"bounds"``; empty when none clamps."""
     clamps: dict[object, list[float]] = {}
-    for m in provenance.get("measures") or []:
+    for m in measures:
         b = m.get("bounds") if isinstance(m, dict) else None
         if b is not None:
             clamps.setdefault(m.get("column"), b)
-    parts = []
-    if len(clamps) == 1:
-        (b,) = clamps.values()
-        parts.append(f"values clamped to [{num(b[0])}, {num(b[1])}]")
-    elif clamps:
-        parts.append(", ".join(f"{c} clamped to [{num(b[0])}, {num(b[1])}]"
-                               for c, b in clamps.items()))
-    contribution = _contribution_text(provenance, grouped)
-    if contribution:
-        parts.append(contribution)
-    return "; ".join(parts)
+    named = len(clamps) > 1
+    return ", ".join(f"{c if named else 'values'} clamped to [{num(b[0])}, {num(b[1])}]"
+                     for c, b in clamps.items())
 
 
 def _contribution_text(provenance: dict[str, Any], grouped: bool) -> str:

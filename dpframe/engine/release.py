@@ -75,6 +75,7 @@ def explain(session: Session, query: Query, backend: Backend) -> dict[str, Any]:
     """A dry run: the plan's mechanisms, noise scales, error bounds and whether it fits."""
     plan, _ = _prepared(session, query, backend)
     d = plan.describe()
+    d["covers"] = coverage_text(d, grouped=bool(query.by))  # as the release will state it
     d["fits_budget"] = session.fits(plan.cost)
     d["remaining"] = session.remaining
     return d

@@ -211,3 +211,28 @@ def test_describe_refuses_a_bad_ci_before_the_charge() -> None:
     with warnings.catch_warnings(), pytest.raises(dpf.DPError):
         priv.describe(epsilon=1.0, columns=["delay"], ci=1.5)
     assert s.spent == (0.0, 0.0)
+
+
+def test_a_dry_run_states_what_the_release_will_cover() -> None:
+    priv = unit_frame(max_groups_per_unit=2, max_rows_per_group=150)
+    plan = priv.groupby("origin").mean("delay", epsilon=1.0, dry_run=True)
+    out = priv.groupby("origin").mean("delay", epsilon=1.0)
+    assert plan["covers"] == out.attrs["dp"]["covers"] == (
+        "values clamped to [-60, 240]; at most 200 rows per unit, in at most 2 groups, at most "
+        "150 rows per group")
+
+
+def test_what_a_result_covers_does_not_depend_on_the_data() -> None:
+    """Declared numbers only: a neighbour without the heaviest unit, or with every value beyond
+    the bounds, states the same bounds and words."""
+    df = heavy_tailed()
+    variants = [df, df[df["uid"] != 0], df.assign(delay=df["delay"] * 100)]
+    stated = set()
+    for data in variants:
+        priv = data.dp(dpf.Session(1e9, 1e-3, seed=5), bounds={"delay": BOUNDS},
+                       keys={"origin": ["EWR", "JFK", "LGA"]}, privacy_unit="uid",
+                       max_rows_per_unit=T)
+        r = priv.groupby("origin").agg({"delay": ["mean", "count"]}, epsilon=1.0)
+        stated.add((r.attrs["dp"]["covers"],
+                    tuple(str(m["bounds"]) for m in r.attrs["dp"]["measures"])))
+    assert len(stated) == 1
