@@ -236,3 +236,50 @@ def test_what_a_result_covers_does_not_depend_on_the_data() -> None:
         stated.add((r.attrs["dp"]["covers"],
                     tuple(str(m["bounds"]) for m in r.attrs["dp"]["measures"])))
     assert len(stated) == 1
+
+
+def test_dpframe_run_states_what_each_release_covers(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    spec = tmp_path / "spec.toml"
+    spec.write_text(f"""
+[release]
+name = "covers"
+epsilon = 10.0
+seed = 1
+ledger = "{(tmp_path / 'l.sqlite').as_posix()}"
+
+[input]
+generate = {{ dataset = "visits", people = 300, seed = 1 }}
+
+[privacy]
+unit = "person_id"
+max_rows_per_unit = 3
+
+[bounds]
+cost = [0, 200]
+
+[keys]
+region = ["Northeast", "Midwest", "South", "West"]
+
+[output]
+dir = "{(tmp_path / 'out').as_posix()}"
+
+[[query]]
+name = "mean_cost"
+aggregate = "mean"
+column = "cost"
+by = ["region"]
+epsilon = 0.5
+""")
+    words = "values clamped to [0, 200]; at most 3 rows per unit"
+    out = subprocess.run([sys.executable, "-m", "dpframe", "run", str(spec)],
+                         capture_output=True, text=True, check=True,
+                         env={**os.environ, "COLUMNS": "400", "PYTHONWARNINGS": "ignore"})
+    shown = " ".join(line.split("│")[1].strip() for line in out.stdout.splitlines()
+                     if line.startswith("│"))  # the query cell's wrapped lines
+    assert shown == f"mean_cost (covers {words})"
+    prov = dpf.read_provenance(tmp_path / "out" / "mean_cost.parquet")
+    assert prov["covers"] == words and prov["measures"][0]["bounds"] == [0.0, 200.0]
