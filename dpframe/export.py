@@ -29,6 +29,7 @@ from ._json import jsonable
 from .core.apply import CoreRelease
 from .core.digest import values_digest
 from .core.measure import MeasureRelease
+from .display.text import coverage_text
 from .errors import DPWarning, OutputError, ValidationError
 
 PROVENANCE_KEY = b"dpframe"
@@ -81,6 +82,7 @@ def _document(prov: Mapping[str, Any], layout: _Layout, rows: int) -> dict[str, 
         "max_rows_per_unit": prov.get("max_rows_per_unit"),
         "max_groups_per_unit": prov.get("max_groups_per_unit"),
         "max_rows_per_group": prov.get("max_rows_per_group"),
+        "covers": prov.get("covers") or coverage_text(dict(prov)),
         "epsilon": prov.get("epsilon"),
         "delta": prov.get("delta"),
         "charge_epsilon": prov.get("charge_epsilon", prov.get("epsilon")),

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..core.numbers import format_number
-from ..display.text import diagnostics_text
+from ..display.text import coverage_text, diagnostics_text
 from ..export import file_rows
 from .runner import QueryResult, RunLog, RunReport
 
@@ -184,7 +184,9 @@ def _release_row(q: QueryResult) -> tuple[str, ...]:
     assert q.release is not None and q.path is not None
     shown, _ = release_rows(q.release)
     diag = diagnostics_text(q.release.provenance.get("diagnostics"))
-    return (q.name + (f" ({diag})" if diag else ""), fmt(q.epsilon), str(file_rows(q.release)),
+    covers = coverage_text(q.release.provenance)
+    return (q.name + (f" (covers {covers})" if covers else "") + (f" ({diag})" if diag else ""),
+            fmt(q.epsilon), str(file_rows(q.release)),
             shown[0][2] if shown else "—", f"#{q.ledger_entry}", q.path.name)
 
 

@@ -215,8 +215,17 @@ class Aggregate(Generic[P]):
     def describe_common(self, mp: MeasurePlan[P]) -> dict[str, object]:
         """What every measure's description starts with."""
         m = mp.measure
+        bounds = self.clamp_bounds(mp)
         return {"aggregate": m.name, "column": m.column, "mechanism": self.mechanism(mp),
-                "epsilon": float(mp.epsilon), "delta": float(mp.delta)}
+                "epsilon": float(mp.epsilon), "delta": float(mp.delta),
+                "bounds": None if bounds is None else [float(bounds[0]), float(bounds[1])]}
+
+    def clamp_bounds(self, mp: MeasurePlan[P]) -> tuple[float, float] | None:
+        """The declared ``(lo, hi)`` the measure clamps its column's values to (public), or
+        None when it clamps nothing (counts; a histogram drops values outside its edges).
+        Stated as ``"bounds"`` in every measure's description: the release (and its interval)
+        is about the clamped values, not the raw ones."""
+        return None
 
     def describe(self, mp: MeasurePlan[P], level: float) -> dict[str, object]:
         """Public description: mechanism, then the ``main`` noise's scale, granularity,

@@ -11,7 +11,7 @@ from html import escape
 from typing import Any
 
 from ..core.numbers import format_number
-from .text import ci_text, diagnostics_text
+from .text import ci_text, coverage_text, diagnostics_text
 
 _STYLE = ("font-family: var(--jp-ui-font-family, sans-serif); font-size: 13px; "
           "line-height: 1.4")
@@ -41,7 +41,7 @@ def session_html(*, title: str, where: str, neighbouring: str, unit: str | None,
         det = e.get("details") or {}
         rows.append(
             "<tr>" + "".join(f"<td>{c}</td>" for c in (
-                escape(str(e.get("id", ""))), escape(str(e.get("query", ""))),
+                escape(str(e.get("id", ""))), _query_cell(e.get("query", ""), det),
                 escape(str(e.get("mechanism", ""))), _num(e.get("epsilon")),
                 _num(e.get("delta")), ci_text(det),
                 escape(str(e.get("status", ""))))) + "</tr>")
@@ -60,6 +60,12 @@ def session_html(*, title: str, where: str, neighbouring: str, unit: str | None,
         f"neighbouring={escape(neighbouring)}</small><br>"
         f"ε {_num(spent[0])} of {_num(total[0])} · δ {_num(spent[1])} of {_num(total[1])} "
         f"{budget_bar(spent[0], total[0])}<br>protects: {unit_text}{warn}{table}{more}</div>")
+
+
+def _query_cell(query: object, details: Mapping[str, Any]) -> str:
+    """A ledger entry's query and, in small print, what its values cover."""
+    covers = coverage_text(details.get("plan"))
+    return escape(str(query)) + (f" <small>(covers {escape(covers)})</small>" if covers else "")
 
 
 def scalar_html(value: float, provenance: Mapping[str, Any], lower: float | None,
@@ -81,8 +87,10 @@ def scalar_html(value: float, provenance: Mapping[str, Any], lower: float | None
     seeded = " <b style='color:#c0392b'>seeded, insecure</b>" if provenance.get("seeded") else ""
     diag = diagnostics_text(provenance.get("diagnostics"))
     diag = f" · {escape(diag)}" if diag else ""
+    covers = coverage_text(dict(provenance))
+    covers = f" · covers {escape(covers)}" if covers else ""
     return (f'<span style="{_STYLE}"><b>{_num(value, 8)}</b>{interval} '
-            f"<small>{what} · {mech} · {charge}{diag}{seeded}</small></span>")
+            f"<small>{what} · {mech} · {charge}{covers}{diag}{seeded}</small></span>")
 
 
 def _keys_cell(keys: object, max_keys: int) -> str:

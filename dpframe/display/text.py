@@ -51,6 +51,52 @@ def diagnostics_text(diagnostics: Any) -> str:
     return ", ".join(parts)
 
 
+def coverage_text(provenance: Any, grouped: bool = True) -> str:
+    """What a release's values and intervals are about, in words (empty when there is nothing
+    to say: a count of rows, each row protected): the declared clamp bounds of each measure
+    (``"bounds"``) and, at the unit level, the contribution bounds T, k and R, e.g. ``"values
+    clamped to [-60, 240]; at most 200 rows per unit"``. An interval covers that clamped,
+    bounded value, not the raw one; ``diagnostics=`` counts the rows clamped and dropped.
+    ``grouped``: the release is grouped (an ungrouped one has one group: k is not named).
+    Public: declared bounds only. A provenance stating ``"covers"`` (the engine writes it)
+    gives that."""
+    if not isinstance(provenance, dict):
+        return ""
+    if isinstance(provenance.get("covers"), str):
+        return str(provenance["covers"])
+    parts = (_clamp_text(provenance.get("measures") or []),
+             _contribution_text(provenance, grouped))
+    return "; ".join(p for p in parts if p)
+
+
+def _clamp_text(measures: Sequence[Any]) -> str:
+    """``"values clamped to [lo, hi]"`` (one clamped column) or ``"x clamped to [lo, hi], y
+    clamped to [lo, hi]"``, from the measures' ``"bounds"``; empty when none clamps."""
+    clamps: dict[object, list[float]] = {}
+    for m in measures:
+        b = m.get("bounds") if isinstance(m, dict) else None
+        if b is not None:
+            clamps.setdefault(m.get("column"), b)
+    named = len(clamps) > 1
+    return ", ".join(f"{c if named else 'values'} clamped to [{num(b[0])}, {num(b[1])}]"
+                     for c, b in clamps.items())
+
+
+def _contribution_text(provenance: dict[str, Any], grouped: bool) -> str:
+    """``"at most T rows per unit[, in at most k groups][, at most R rows per group]"`` at the
+    unit level (k and R named where they bound more than T does), empty at the row level."""
+    cap = provenance.get("max_rows_per_unit")
+    if provenance.get("privacy_unit") is None or cap is None:
+        return ""
+    text = f"at most {num(cap)} rows per unit"
+    groups, rows = provenance.get("max_groups_per_unit"), provenance.get("max_rows_per_group")
+    if grouped and groups is not None and groups < cap:
+        text += f", in at most {num(groups)} group{'' if groups == 1 else 's'}"
+    if rows is not None and rows < cap:
+        text += f", at most {num(rows)} rows per group"
+    return text
+
+
 def entries_summary(entries: Sequence[dict[str, Any]], label: str = "Entries") -> str:
     """``"<label>: N (a released, b failed, c interrupted)"``: every status is counted, so the
     parts add up to N. An entry still ``charged`` was charged by a query that has not recorded
@@ -74,8 +120,11 @@ def _entry_row(e: dict[str, Any], with_session: bool) -> list[str]:
     row = [str(e["id"]), str(e["time"])[:19].replace("T", " ")]
     if with_session:
         row.append(e.get("session") or "")
-    diag = diagnostics_text((det.get("plan") or {}).get("diagnostics"))
-    row += [str(e["query"]) + (f" ({diag})" if diag else ""),
+    plan = det.get("plan") or {}
+    covers = coverage_text(plan)
+    diag = diagnostics_text(plan.get("diagnostics"))
+    row += [str(e["query"]) + (f" (covers {covers})" if covers else "")
+            + (f" ({diag})" if diag else ""),
             ", ".join(e.get("columns") or []), str(e["mechanism"]),
             num(e["epsilon"]), num(e["delta"]), num(det.get("noise_scale")),
             ci_text(det), str(e["status"])]

@@ -42,6 +42,7 @@ from ..core.digest import values_digest
 from ..core.names import close_names
 from ..core.plan import ReleasePlan, plan_query, plan_release
 from ..core.query import Query
+from ..display.text import coverage_text
 from ..errors import InputError, NearZeroWarning, UnknownColumnError
 
 if TYPE_CHECKING:
@@ -75,6 +76,7 @@ def explain(session: Session, query: Query, backend: Backend) -> dict[str, Any]:
     """A dry run: the plan's mechanisms, noise scales, error bounds and whether it fits."""
     plan, _ = _prepared(session, query, backend)
     d = plan.describe()
+    d["covers"] = coverage_text(d, grouped=bool(query.by))  # as the release will state it
     d["fits_budget"] = session.fits(plan.cost)
     d["remaining"] = session.remaining
     return d
@@ -164,6 +166,9 @@ def add_noise(session: Session, computed: Computed, entry: int
         if computed.defect is not None:
             raise computed.defect
         release = apply_plan(computed.plan, computed.exact, session.rng)
+        # what the values and intervals are about, in words (public: declared bounds only)
+        release.provenance["covers"] = coverage_text(release.provenance,
+                                                     grouped=bool(computed.query.by))
     except BaseException:
         session.record(entry, status="failed", details={})
         raise

@@ -638,24 +638,31 @@ class PrivateFrame(FrameBase):
     @overload
     def describe(self, *, epsilon: float, columns: Sequence[str] | None = None,
                  percentiles: Sequence[float] = (0.25, 0.5, 0.75), delta: float = 0.0,
-                 resolution: int = DEFAULT_GRID, dry_run: Literal[True]) -> dict[str, Any]: ...
+                 resolution: int = DEFAULT_GRID, ci: float | None = None,
+                 dry_run: Literal[True]) -> dict[str, Any]: ...
     @overload
     def describe(self, *, epsilon: float, columns: Sequence[str] | None = None,
                  percentiles: Sequence[float] = (0.25, 0.5, 0.75), delta: float = 0.0,
-                 resolution: int = DEFAULT_GRID,
+                 resolution: int = DEFAULT_GRID, ci: float | None = None,
                  dry_run: Literal[False] = False) -> pd.DataFrame: ...
     @overload
     def describe(self, *, epsilon: float, columns: Sequence[str] | None = None,
                  percentiles: Sequence[float] = (0.25, 0.5, 0.75), delta: float = 0.0,
-                 resolution: int = DEFAULT_GRID,
+                 resolution: int = DEFAULT_GRID, ci: float | None = None,
                  dry_run: bool = False) -> pd.DataFrame | dict[str, Any]: ...
     def describe(self, *, epsilon: float, columns: Sequence[str] | None = None,
                  percentiles: Sequence[float] = (0.25, 0.5, 0.75), delta: float = 0.0,
-                 resolution: int = DEFAULT_GRID, dry_run: bool = False) -> Any:
+                 resolution: int = DEFAULT_GRID, ci: float | None = None,
+                 dry_run: bool = False) -> Any:
         """Count, mean, std and quartiles (``percentiles``) of each numeric column with
         declared bounds (or ``columns``), like ``DataFrame.describe()``, in one release and one
         charge: ``epsilon`` is split equally over every statistic of every column, and the split
         is stated in ``.attrs["dp"]["budget_split"]``.
+
+        ``ci=`` (a level, as every release takes it) adds each statistic's interval as two
+        rows after it, ``<stat>_lower`` and ``<stat>_upper`` (named as ``agg``'s interval
+        columns), so ``out.loc["mean_lower", "x"]`` is the lower end of the mean's interval.
+        Like every interval, it covers the clamped, bounded value (``.attrs["dp"]["covers"]``).
 
         Example:
             >>> import dpframe as dpf, pandas as pd, warnings
@@ -665,7 +672,17 @@ class PrivateFrame(FrameBase):
             ...     epsilon=1e6)
             >>> list(out.index), round(float(out.loc["mean", "x"]), 3)
             (['count', 'mean', 'std', '25%', '50%', '75%'], 2.5)
+            >>> out = df.dp(dpf.Session(1e9, seed=1), bounds={"x": (0, 5)}).describe(
+            ...     epsilon=1e6, percentiles=[0.5], ci=0.9)
+            >>> list(out.index)  # doctest: +NORMALIZE_WHITESPACE
+            ['count', 'count_lower', 'count_upper', 'mean', 'mean_lower', 'mean_upper',
+             'std', 'std_lower', 'std_upper', '50%', '50%_lower', '50%_upper']
+            >>> m = out["x"]
+            >>> bool(m["mean_lower"] <= m["mean"] <= m["mean_upper"])
+            True
+            >>> out.attrs["dp"]["covers"]
+            'values clamped to [0, 5]'
         """
         from .idioms import describe
 
-        return describe(self, epsilon, columns, percentiles, resolution, delta, dry_run)
+        return describe(self, epsilon, columns, percentiles, resolution, delta, dry_run, ci)

@@ -16,6 +16,7 @@ from ..core.values import NUMERIC_KINDS, sorted_order
 from ..errors import ValidationError
 
 if TYPE_CHECKING:
+    from ..core.measure import MeasureRelease
     from .frame import PrivateFrame
 
 #: What ``describe`` releases per column, in its rows' order (pandas' describe without min/max).
@@ -38,11 +39,13 @@ def sort_by_labels(out: pd.Series | pd.DataFrame) -> pd.Series | pd.DataFrame:
 
 def describe(priv: PrivateFrame, epsilon: object, columns: Sequence[str] | None,
              percentiles: Sequence[float], resolution: int = DEFAULT_GRID, delta: object = 0.0,
-             dry_run: bool = False) -> Any:
+             dry_run: bool = False, ci: float | None = None) -> Any:
     """Count, mean, std and the ``percentiles`` of each bounded numeric column in ONE release
     and one charge, ``epsilon`` split equally over every statistic of every column (the split
     is stated in ``attrs["dp"]["budget_split"]`` and each measure's provenance). Sequential
     composition of the measures (each is epsilon_i-DP; the release is sum epsilon_i = epsilon).
+    With ``ci=``, each statistic's row is followed by ``<stat>_lower`` and ``<stat>_upper``
+    (as ``agg``'s columns are named): post-processing of the same release.
     """
     kinds = priv._backend.schema()
     bounded = [c for c in priv._bounds if c in kinds and kinds[c] in NUMERIC_KINDS]
@@ -57,18 +60,29 @@ def describe(priv: PrivateFrame, epsilon: object, columns: Sequence[str] | None,
         measures += [Measure(op, c, label=op) for op in DESCRIBE_STATS]  # type: ignore[arg-type]
         measures += [Measure("quantile", c, label="quantile", q=quantile_level(q),
                              grid=resolution) for q in levels]
-    q = priv._query(measures, epsilon, delta, description=f"describe({cols})")
+    q = priv._query(measures, epsilon, delta, ci=ci, description=f"describe({cols})")
     r = priv._run(q, dry_run)
     if isinstance(r, dict):
         return r
     per = len(rows)
-    data = {c: [float(m.values[0]) for m in r.measures[i * per:(i + 1) * per]]
+    data = {c: [x for m in r.measures[i * per:(i + 1) * per] for x in _cells(m, ci)]
             for i, c in enumerate(cols)}
-    out = pd.DataFrame(data, index=rows)
+    index = rows if ci is None else [f"{s}{e}" for s in rows for e in ("", "_lower", "_upper")]
+    out = pd.DataFrame(data, index=index)
     names = [f"{c}.{stat}" for c in cols for stat in rows]
     split = {n: m.description["epsilon"] for n, m in zip(names, r.measures, strict=True)}
     out.attrs["dp"] = derived_provenance({**r.provenance, "budget_split": split})
     return out
+
+
+def _cells(m: MeasureRelease, ci: float | None) -> list[float]:
+    """A statistic's released value and, with ``ci=``, its interval's ends (NaN where the
+    release has none)."""
+    value = float(m.values[0])
+    if ci is None:
+        return [value]
+    ends = [float("nan") if e is None else float(e[0]) for e in (m.lower, m.upper)]
+    return [value, *ends]
 
 
 def _levels(percentiles: Sequence[float]) -> list[float]:

@@ -32,6 +32,17 @@ class _Provenance:
         return self.attrs["dp"]
 
     @property
+    def covers(self) -> str:
+        """What the value and its interval are about, in words: the declared clamp bounds and,
+        at the unit level, the contribution bounds, e.g. ``"values clamped to [-60, 240]; at
+        most 200 rows per unit"`` (``.attrs["dp"]["covers"]``; empty when there is nothing to
+        say). The interval covers that clamped, bounded value, not the raw one:
+        ``diagnostics=`` counts the rows clamped and dropped."""
+        from ..display.text import coverage_text
+
+        return str(self.attrs["dp"].get("covers") or coverage_text(self.attrs["dp"]))
+
+    @property
     def ci(self) -> tuple[float, float] | None:
         """``(lower, upper)`` when the query asked for ``ci=``, else None."""
         if self.lower is None or self.upper is None:

@@ -24,7 +24,8 @@ from tests.engine._releases import recording
 DOCUMENTED = {
     "format", "format_version", "library", "library_version", "exported_at", "query",
     "session", "ledger_entry", "ledger_head", "seeded", "neighbouring", "privacy_unit",
-    "max_rows_per_unit", "max_groups_per_unit", "max_rows_per_group", "epsilon", "delta",
+    "max_rows_per_unit", "max_groups_per_unit", "max_rows_per_group", "covers", "epsilon",
+    "delta",
     "charge_epsilon",
     "charge_delta", "mechanism",
     "noise_scale", "granularity", "ci_level", "ci_half_width", "group_by", "keys",

@@ -68,6 +68,10 @@ class Mean(Aggregate[Bounds]):
         return MeasureRelease(m.name, m.column, mean, lower.reshape(mean.shape),
                               upper.reshape(mean.shape), self.describe(mp, level))
 
+    def clamp_bounds(self, mp: MeasurePlan[Bounds]) -> tuple[float, float] | None:
+        """The declared bounds (the plan's params)."""
+        return mp.params
+
     def describe_parts(self, mp: MeasurePlan[Bounds], level: float) -> dict[str, object]:
         """The count's noise (:func:`describe_ratio`) and ``ci_half_width_times_rows``: the
         interval's public bound over ``n`` rows (a mean's half-width is about this / n; the

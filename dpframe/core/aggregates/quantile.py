@@ -281,6 +281,14 @@ class Quantile(Aggregate[QuantileParams]):
         nan = np.full(vals.shape, np.nan)
         return MeasureRelease(m.name, m.column, vals, nan, nan, self.describe(mp, level))
 
+    def clamp_bounds(self, mp: MeasurePlan[QuantileParams]) -> tuple[float, float] | None:
+        """The declared bounds: those of the cells (an integer grid's cells span half a unit
+        beyond them), or of the log-spaced candidates' request."""
+        if mp.params.cells is not None:
+            return mp.params.cells.bounds
+        req = mp.requests[0]
+        return (req.lo, req.hi)
+
     def describe(self, mp: MeasurePlan[QuantileParams], level: float) -> dict[str, object]:
         """The cells, the estimate's rank error at ``level`` and the interval's rank offset."""
         m, em, params = mp.measure, mp.exponential(), mp.params

@@ -50,5 +50,10 @@ class Sum(Aggregate[None]):
     def half_width(self, mp: MeasurePlan[None], level: float, min_rows: int | None) -> float:
         return mp.additive("sum").half_width(level)
 
+    def clamp_bounds(self, mp: MeasurePlan[None]) -> tuple[float, float] | None:
+        """The declared bounds, those of the fixed-point request (its ``lo`` / ``hi``)."""
+        req = mp.requests[0]
+        return (req.lo, req.hi)
+
 
 SUM = Sum()

@@ -73,6 +73,10 @@ class Variance(Aggregate[Bounds]):
         return MeasureRelease(m.name, m.column, est, lower.reshape(est.shape),
                               upper.reshape(est.shape), self.describe(mp, level))
 
+    def clamp_bounds(self, mp: MeasurePlan[Bounds]) -> tuple[float, float] | None:
+        """The declared bounds (the plan's params)."""
+        return mp.params
+
     def describe_parts(self, mp: MeasurePlan[Bounds], level: float) -> dict[str, object]:
         """The count's noise (:func:`~dpframe.core.aggregates.mean.describe_ratio`), then the
         squares' scale and sensitivity."""
