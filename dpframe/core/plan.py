@@ -37,7 +37,13 @@ from .measure import MeasurePlan, PlanContext
 from .mechanisms import NoiseSpec, gaussian_parts, noise_spec, rho_for
 from .memo import RecentCache
 from .query import Measure, Query
-from .selection import SelectionPlan, stability_threshold, truncated_geometric_table
+from .selection import (
+    SelectionPlan,
+    gaussian_selection,
+    half_count,
+    stability_threshold,
+    truncated_geometric_table,
+)
 from .sensitivity import Contribution, Relation, contribution, key_selection_sensitivity
 from .validate import check_query
 from .values import ColumnKind
@@ -405,7 +411,10 @@ class KeySelection:
         selection on distinct-unit counts: the truncated-geometric rule at per-key budget
         ``(eps / k', delta / k')``, ``k'`` the keys one neighbour can touch (``k``, or ``2k``
         under change_one); for a per-key epsilon so small that its table would be huge, the
-        geometric threshold of scale ``k' / eps`` (the same guarantee, slightly fewer keys).
+        geometric threshold of scale ``k' / eps`` (the same guarantee, slightly fewer keys);
+        or, where it releases keys from fewer units (the count kept with probability 1/2 is
+        lower: a function of (eps, delta, k') only), the Gaussian threshold on the same counts,
+        whose L2 sensitivity is ``sqrt(k')`` where the L1 is ``k'``.
         Keys never appear merely because they occur in the data.
         """
         if delta <= 0:
@@ -418,11 +427,16 @@ class KeySelection:
                                  True, used)
         table = truncated_geometric_table(eps / keys, delta / keys)
         if table is not None:
-            return SelectionPlan(None, len(table), eps, delta, "truncated geometric",
+            pure = SelectionPlan(None, len(table), eps, delta, "truncated geometric",
                                  delta_used=delta, probs=table)
-        noise = noise_spec("laplace", sens.l1, eps, integer=True)
-        tau, boundary, used = stability_threshold(noise, delta, 1, keys, coin=True)
-        return SelectionPlan(noise, tau, eps, delta, "stability histogram", boundary, False, used)
+        else:
+            noise = noise_spec("laplace", sens.l1, eps, integer=True)
+            tau, boundary, used = stability_threshold(noise, delta, 1, keys, coin=True)
+            pure = SelectionPlan(noise, tau, eps, delta, "stability histogram", boundary,
+                                 False, used)
+        # the rule that keeps more keys, by the count released with probability 1/2 (public)
+        gauss = gaussian_selection(eps, delta, sens.l2, keys, 1, below=half_count(pure))
+        return pure if gauss is None else gauss
 
 
 #: The planners a release uses beside the aggregates' own, by name: replaceable entries, as
