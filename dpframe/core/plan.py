@@ -61,6 +61,9 @@ class ReleasePlan:
     cost: PrivacyCost
     contribution: Contribution = field(default_factory=Contribution)
     diagnostics: DiagnosticsPlan | None = None
+    #: advice read from public parameters only, warned before the charge
+    #: (:class:`~dpframe.errors.KeySelectionWarning`)
+    advice: tuple[str, ...] = ()
 
     @cached_property
     def requests(self) -> list[AggregateRequest]:
@@ -129,7 +132,35 @@ def plan_query(query: Query, relation: Relation, column_kinds: dict[str, str]) -
     diagnostics = (None if query.diagnostics is None
                    else plan_diagnostics(query.diagnostics, contrib.cap))
     cost = _cost(query, relation, rho_total if pure_gaussian and diagnostics is None else None)
-    return ReleasePlan(query, relation, tuple(plans), selection, cost, contrib, diagnostics)
+    advice = _groups_advice(query, relation, contrib, selection)
+    return ReleasePlan(query, relation, tuple(plans), selection, cost, contrib, diagnostics,
+                       advice)
+
+
+#: ``max_groups_per_unit`` values whose thresholds :func:`_groups_advice` names.
+ADVISED_GROUPS = (1, 10)
+
+
+def _groups_advice(query: Query, relation: Relation, contrib: Contribution,
+                   selection: SelectionPlan | None) -> tuple[str, ...]:
+    """Advice when private keys are selected with ``k`` derived from T alone (a unit with T
+    rows touches at most T keys: sound, but each unit then counts in T keys' selection): the
+    distinct units a key needs now, and with a declared ``max_groups_per_unit``. Public
+    parameters only (the same plan for every data set)."""
+    if (selection is None or not query.privacy_unit or query.max_groups_per_unit is not None
+            or contrib.groups <= 1):
+        return ()
+    now = half_count(selection)
+    options = []
+    for k in (g for g in ADVISED_GROUPS if g < contrib.groups):
+        alt = replace(contrib, groups=k)
+        other = PLANNERS["key_selection"].plan(relation, alt, selection.epsilon,
+                                               selection.delta)
+        options.append(f"max_groups_per_unit={k} would need about {half_count(other):,}")
+    return (f"keys='private' without max_groups_per_unit: a unit may then be in up to "
+            f"{contrib.groups:,} keys (max_rows_per_unit), so a key needs about {now:,} "
+            f"distinct units to be released (with probability 1/2); "
+            f"{'; '.join(options)}. Declare the fewest keys one unit may be in",)
 
 
 #: Types whose pickle is their value, exactly: ``-0.0`` and ``0.0``, ``True`` and ``1``, ``1``
