@@ -55,6 +55,17 @@ def near_zero_hint(plans: Sequence[MeasurePlan], released: Sequence[MeasureRelea
 NO_KEYS = "no key was released"
 
 
+def _lowered_by(selection: SelectionPlan, groups: int) -> str:
+    """What would lower a selection's threshold (public parameters)."""
+    more = ["More epsilon"]
+    if not selection.released_count:
+        more.append("a larger selection_share")
+    more.append("a larger delta")
+    if groups > 1:
+        more.append("a smaller max_groups_per_unit")
+    return ", ".join(more)
+
+
 def no_keys_hint(selection: SelectionPlan, by: Sequence[str], groups: int,
                  unit: bool) -> str:
     """The hint of a ``keys="private"`` release that released no key: the threshold (public,
@@ -62,17 +73,15 @@ def no_keys_hint(selection: SelectionPlan, by: Sequence[str], groups: int,
     itself released: post-processing."""
     names = ", ".join(repr(b) for b in by)
     what = "distinct units" if unit else "rows"
-    per = (f", each unit counted in at most {groups:,} keys" if unit and groups > 1 else
-           ", each unit counted in one key" if unit else "")
-    lower = ["More epsilon", "a larger selection_share" if not selection.released_count
-             else None, "a larger delta",
-             "a smaller max_groups_per_unit" if unit and groups > 1 else None]
+    per = "" if not unit else (f", each unit counted in at most {groups:,} keys"
+                               if groups > 1 else ", each unit counted in one key")
     return (f"{NO_KEYS}: keys='private' releases a key of {names} only when its noisy count of "
             f"{what} clears the threshold {selection.threshold:,} (a key with about "
             f"{half_count(selection):,} {what} is released with probability 1/2; selection at "
             f"epsilon {float(selection.epsilon):g}, delta {float(selection.delta):g}{per}). "
-            f"{', '.join(x for x in lower if x)} would lower it; if the keys are public, "
-            "declare them (keys=[...]). This reads only the released keys; it costs no privacy")
+            f"{_lowered_by(selection, groups if unit else 1)} would lower it; if the keys are "
+            "public, declare them (keys=[...]). This reads only the released keys; it costs no "
+            "privacy")
 
 
 __all__ = ["MISS_RATE", "NO_KEYS", "ZERO_WHEN_EMPTY", "near_zero_hint", "no_keys_hint"]

@@ -89,9 +89,9 @@ from __future__ import annotations
 
 import itertools
 import math
-from statistics import NormalDist
 from dataclasses import dataclass, field
 from fractions import Fraction
+from statistics import NormalDist
 from typing import Literal
 
 import numpy as np

@@ -38,10 +38,10 @@ from typing import TYPE_CHECKING, Any, cast
 from ..backends.base import Backend
 from ..core.accuracy import epsilon_for_accuracy, measure_half_width, validate_accuracy
 from ..core.apply import CoreRelease, apply_plan
+from ..core.hints import NO_KEYS
 from ..core.names import close_names
 from ..core.plan import ReleasePlan, plan_query, plan_release
 from ..core.query import Query
-from ..core.hints import NO_KEYS
 from ..errors import (
     InputError,
     KeySelectionWarning,

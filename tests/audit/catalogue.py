@@ -64,8 +64,8 @@ from .findings_dask import (
 )
 from .findings_dask_distinct import finding_dask_distinct_nonconforming
 from .findings_diag import dropped_not_capped, finding_diagnostics_counts
-from .findings_i44_e import gaussian_key_selection, l2_understated
 from .findings_gaussian import finding_analytic_gaussian, two_percent_less_sigma
+from .findings_i44_e import gaussian_key_selection, l2_understated
 from .findings_local import finding_local_invalid_value, finding_local_spelling
 from .findings_local_categories import finding_local_categorical_levels
 from .findings_quant import finding_quantile_cells, halved_quantile_sensitivity

@@ -97,10 +97,36 @@ def _epsilon_at(p_log: np.ndarray, q_log: np.ndarray, delta: float) -> float:
     return hi
 
 
+def _kept(pmf: np.ndarray, z: np.ndarray, tau: int, c: int) -> tuple[float, float]:
+    """(P[c + Z >= tau], P[c + Z < tau]), each summed on its own side (precision near 1)."""
+    return float(pmf[z >= tau - c].sum()), float(pmf[z < tau - c].sum())
+
+
+def _worst_count(sel: Any, shared: int, new: int) -> tuple[float, int]:
+    """The worst exact epsilon (and its count ``c``) of the released key sets when ``shared``
+    keys of ``c`` units gain one and ``new`` keys appear with one unit."""
+    s2, tau = float(sel.noise.int_sigma2), sel.threshold
+    sigma = math.sqrt(s2)
+    z = np.arange(-int(40 * sigma) - 2, int(40 * sigma) + 2)
+    pmf = discrete_gaussian_pmf(z, s2)
+    new_d2 = _log_binomial(new, *_kept(pmf, z, tau, 1))
+    only_none = np.where(np.arange(new + 1) == 0, 0.0, -np.inf)  # D releases no new key
+    worst, at = 0.0, 0
+    for c in range(1, tau + int(8 * sigma), max(1, int(sigma / 8))):
+        shared_d = _log_binomial(shared, *_kept(pmf, z, tau, c))
+        shared_d2 = _log_binomial(shared, *_kept(pmf, z, tau, c + 1))
+        log_d = shared_d[:, None] + only_none[None, :]
+        log_d2 = shared_d2[:, None] + new_d2[None, :]
+        eps = _epsilon_at(log_d.ravel(), log_d2.ravel(), float(sel.delta))
+        if eps > worst:
+            worst, at = eps, c
+    return worst, at
+
+
 def gaussian_key_selection(seed: int) -> tuple[float, float, float, str]:
     """The worst exact epsilon of the released key set over the bounding draws and counts."""
     d, d2 = _frames()
-    worst, where = 0.0, ""
+    worst, where, sel = 0.0, "", None
     for draw in range(DRAWS):
         a, plan = _exact(d, seed * 100 + draw)
         b, _ = _exact(d2, seed * 100 + draw)
@@ -110,31 +136,13 @@ def gaussian_key_selection(seed: int) -> tuple[float, float, float, str]:
         assert set(shift.values()) <= {0, 1} and sum(shift.values()) <= K
         shared = sum(1 for k, v in shift.items() if v and a.get(k, 0) > 0)
         new = sum(1 for k, v in shift.items() if v and a.get(k, 0) == 0)
-        s2, tau = float(sel.noise.int_sigma2), sel.threshold
-        sigma = math.sqrt(s2)
-        z = np.arange(-int(40 * sigma) - 2, int(40 * sigma) + 2)
-        pmf = discrete_gaussian_pmf(z, s2)
-
-        def kept(c: int) -> tuple[float, float]:
-            """(P[c + Z >= tau], P[c + Z < tau]), each summed on its own side."""
-            return float(pmf[z >= tau - c].sum()), float(pmf[z < tau - c].sum())
-
-        q1, r1 = kept(1)
-        new_d2 = _log_binomial(new, q1, r1)
-        for c in range(1, tau + int(8 * sigma), max(1, int(sigma / 8))):
-            p0, r0 = kept(c)
-            p1, rr1 = kept(c + 1)
-            shared_d = _log_binomial(shared, p0, r0)
-            shared_d2 = _log_binomial(shared, p1, rr1)
-            # outcomes (i shared released, j new released): D never releases a new key
-            log_d = shared_d[:, None] + np.where(np.arange(new + 1) == 0, 0.0, -np.inf)[None]
-            log_d2 = shared_d2[:, None] + new_d2[None, :]
-            eps = _epsilon_at(log_d.ravel(), log_d2.ravel(), float(sel.delta))
-            if eps > worst:
-                worst, where = eps, f"c = {c}, {shared} shared and {new} new keys moved"
-    claimed = float(sel.epsilon)
-    return worst, claimed, float(sel.delta), (
-        f"released key sets, sigma {sigma:.4g}, threshold {tau}: worst at {where}")
+        eps, c = _worst_count(sel, shared, new)
+        if eps > worst:
+            worst, where = eps, f"c = {c}, {shared} shared and {new} new keys moved"
+    assert sel is not None and sel.noise is not None
+    return worst, float(sel.epsilon), float(sel.delta), (
+        f"released key sets, sigma {sel.noise.scale:.4g}, threshold {sel.threshold}: worst "
+        f"at {where}")
 
 
 @contextlib.contextmanager
