@@ -149,3 +149,32 @@ def test_the_real_table_of_issue_44(eps: float, target: int) -> None:
                         epsilon=eps, delta=DELTA)
         counts.append(len(out))
     assert median(counts) >= target, counts
+
+
+def test_every_backend_counts_the_same_distinct_units(table: pd.DataFrame) -> None:
+    """The selection's exact request (distinct units per key after bounding) is one exact
+    aggregation on every backend: where bounding cannot bind (each unit kept to its first 10
+    keys and 200 rows beforehand), pandas, a scan of Arrow batches and Dask give the oracle's
+    counts exactly."""
+    dd = pytest.importorskip("dask.dataframe")
+    import pyarrow as pa
+
+    from dpframe.engine.release import compute_exact
+
+    first = table.drop_duplicates(["u", "g"]).groupby("u").head(K)
+    df = table.merge(first[["u", "g"]], on=["u", "g"])
+    df = df[df.groupby("u").cumcount() < T].reset_index(drop=True)
+    oracle = df.groupby("g")["u"].nunique()
+    sources = {"pandas": df, "scan": dpf.scan(pa.Table.from_pandas(df, preserve_index=False),
+                                              batch_size=20_000),
+               "dask": dd.from_pandas(df, npartitions=3, sort=False)}
+    for name, obj in sources.items():
+        s = dpf.Session(1e9, 0.5, privacy_unit="u", seed=3)
+        priv = obj.dp(s, privacy_unit="u", max_rows_per_unit=T, max_groups_per_unit=K,
+                      bounds={"x": (-100.0, 100.0)})
+        q = priv.query("sum", "x", by="g", keys="private", epsilon=0.5, delta=DELTA)
+        computed = compute_exact(s, q, priv._backend)
+        assert computed.defect is None and computed.exact.unit_counts is not None, name
+        got = dict(zip((k[0] for k in computed.exact.keys),
+                       np.asarray(computed.exact.unit_counts).tolist(), strict=True))
+        assert got == oracle.to_dict(), name
