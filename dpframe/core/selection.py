@@ -167,6 +167,8 @@ class SelectionPlan:
         if self.noise is not None:
             noisy = np.asarray(self.noise.add_noise(c, Fraction(1), rng), dtype=np.int64)
             keep = noisy >= self.threshold
+            if self.rule == "gaussian threshold":  # a key no unit counts is absent (proof)
+                keep &= c > 0
             edge = np.flatnonzero(noisy == self.threshold - 1)
             if edge.size and self.boundary:
                 keep[edge] = rng.words(edge.size) < np.uint64(self.boundary)

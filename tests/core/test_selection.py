@@ -421,3 +421,12 @@ def test_gaussian_selection_probabilities() -> None:
     assert abs(kept - p) <= 5 * se
     wrong = float(pmf[z >= round(s) - round(0.1 * s)].sum())
     assert abs(kept - wrong) > 5 * se
+
+
+def test_gaussian_selection_never_releases_a_key_no_unit_counts() -> None:
+    """A key observed with no unit counted (its rows all dropped by bounding) is absent, as
+    in the proof; one of many units is always released."""
+    sel = count_plan("1/4", "1/1000000", "add_remove", "u", 10, op="sum")
+    assert sel.rule == "gaussian threshold"
+    out = sel.select(np.array([0] * 1000 + [sel.threshold * 10]), seeded(3))[0]
+    assert out.tolist() == [1000]
