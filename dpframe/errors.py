@@ -81,15 +81,29 @@ class NearZeroWarning(DPWarning):
     declared keys spelled as in the data? Read from the noisy values alone (no privacy cost)."""
 
 
+class KeySelectionWarning(DPWarning):
+    """Private keys will need many distinct units to be released: ``max_groups_per_unit`` was
+    not declared, so each unit counts in up to ``max_rows_per_unit`` keys' selection. Read
+    from public parameters only, before the charge."""
+
+
+class NoKeysReleasedWarning(KeySelectionWarning):
+    """A ``keys="private"`` release released no key. The number of released keys is public
+    (it is the release), so saying so costs no privacy; the message states the threshold
+    (public) and what would lower it."""
+
+
 __all__ = [
     "BoundsError",
     "BudgetExceededError",
     "DPError",
     "DPWarning",
     "InputError",
+    "KeySelectionWarning",
     "KeysError",
     "LedgerError",
     "NearZeroWarning",
+    "NoKeysReleasedWarning",
     "OptionError",
     "OutcomeNotRecordedError",
     "OutputError",

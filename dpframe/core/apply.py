@@ -14,7 +14,7 @@ import numpy as np
 from .aggregates import aggregate
 from .compute import ExactAggregates
 from .diagnostics import release_diagnostics
-from .hints import near_zero_hint
+from .hints import near_zero_hint, no_keys_hint
 from .measure import MeasurePlan, MeasureRelease, Rows
 from .plan import ReleasePlan
 from .rng import RandomSource
@@ -60,6 +60,10 @@ def apply_plan(plan: ReleasePlan, exact: ExactAggregates, rng: RandomSource) -> 
         hint = near_zero_hint(plan.measures, out, len(keys), plan.query.by)
         if hint is not None:
             prov["warnings"] = [hint]
+    elif not keys and plan.selection is not None:  # the released key set is empty (public)
+        prov["warnings"] = [no_keys_hint(plan.selection, plan.query.by,
+                                         plan.contribution.groups,
+                                         plan.query.privacy_unit is not None)]
     return CoreRelease(keys, plan.query.by, out, prov)
 
 

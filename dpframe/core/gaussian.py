@@ -250,6 +250,33 @@ def satisfies(eps: Fraction, delta: Fraction, parts: Sequence[Part]) -> bool:
     return False
 
 
+def discrete_tail_upper(s2: Fraction, m: int) -> Fraction:
+    """A proven upper bound on ``P[Z >= m]`` for the discrete Gaussian ``Z ~ N_Z(0, s2)``
+    (``m >= 1``), as a rational (key selection's threshold, :mod:`dpframe.core.selection`).
+
+    *Proof.* With ``f(x) = e^(-x^2 / (2 s2))``, ``P[Z >= m] = sum_(z >= m) f(z) / N``,
+    ``N = sum_z f(z) >= sqrt(2 pi s2) (1 - tau)`` (Lemma B's Poisson summation at ``x = 0``,
+    ``t^2 = s2``). ``f`` is convex on ``[sqrt(s2), inf)``, so where ``m - 1/2 >= sqrt(s2)``,
+    ``f(z) <= int_(z - 1/2)^(z + 1/2) f`` (Hermite-Hadamard) and the sum is at most
+    ``int_(m - 1/2)^inf f = sqrt(2 pi s2) Phi(-(m - 1/2) / sqrt(s2))``; elsewhere ``f``
+    decreases on ``[0, inf)``, so ``f(z) <= int_(z - 1)^z f`` and the sum is at most
+    ``sqrt(2 pi s2) Phi(-(m - 1) / sqrt(s2))``. Hence ``P[Z >= m] <= Phi(-a / sqrt(s2)) /
+    (1 - tau)`` with ``a = m - 1/2`` or ``m - 1``. Evaluated with :func:`phi_upper` (its
+    argument widened past its rounding) and rounded up."""
+    if m < 1:
+        return Fraction(1)
+    with decimal.localcontext(_ctx()):
+        s = _dec(s2).sqrt()
+        half = Decimal(m) - Decimal("0.5")
+        a = half if half >= s * (1 + _REL) else Decimal(m - 1)
+        tau = _tau_upper(s2) if s2 >= Fraction(1, 4) else Decimal(1)
+        if tau >= 1:
+            return Fraction(1)
+        bound = phi_upper(-a / s) / (1 - tau) * (1 + _REL)
+    num, den = bound.as_integer_ratio()
+    return min(Fraction(1), Fraction(num, den))
+
+
 # --------------------------------------------------------------------------------------------
 # Float twins, for searches only (every result is checked by the decimal bound above)
 # --------------------------------------------------------------------------------------------
@@ -364,6 +391,7 @@ __all__ = [
     "delta_float",
     "discrete_delta_bound",
     "discrete_epsilon",
+    "discrete_tail_upper",
     "phi_lower",
     "phi_upper",
     "satisfies",

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .measure import MeasurePlan, MeasureRelease
+from .selection import SelectionPlan, half_count
 
 #: Additive aggregates whose value is zero where a key has no row.
 ZERO_WHEN_EMPTY = frozenset({"count", "sum", "count_distinct"})
@@ -49,4 +50,38 @@ def near_zero_hint(plans: Sequence[MeasurePlan], released: Sequence[MeasureRelea
             "check reads only the noisy values; it costs no privacy")
 
 
-__all__ = ["MISS_RATE", "ZERO_WHEN_EMPTY", "near_zero_hint"]
+#: How the hint of an empty private-key release begins (warned as
+#: :class:`~dpframe.errors.NoKeysReleasedWarning`).
+NO_KEYS = "no key was released"
+
+
+def _lowered_by(selection: SelectionPlan, groups: int) -> str:
+    """What would lower a selection's threshold (public parameters)."""
+    more = ["More epsilon"]
+    if not selection.released_count:
+        more.append("a larger selection_share")
+    more.append("a larger delta")
+    if groups > 1:
+        more.append("a smaller max_groups_per_unit")
+    return ", ".join(more)
+
+
+def no_keys_hint(selection: SelectionPlan, by: Sequence[str], groups: int,
+                 unit: bool) -> str:
+    """The hint of a ``keys="private"`` release that released no key: the threshold (public,
+    from the plan) and what would lower it. Whether it fires is the number of released keys,
+    itself released: post-processing."""
+    names = ", ".join(repr(b) for b in by)
+    what = "distinct units" if unit else "rows"
+    per = "" if not unit else (f", each unit counted in at most {groups:,} keys"
+                               if groups > 1 else ", each unit counted in one key")
+    return (f"{NO_KEYS}: keys='private' releases a key of {names} only when its noisy count of "
+            f"{what} clears the threshold {selection.threshold:,} (a key with about "
+            f"{half_count(selection):,} {what} is released with probability 1/2; selection at "
+            f"epsilon {float(selection.epsilon):g}, delta {float(selection.delta):g}{per}). "
+            f"{_lowered_by(selection, groups if unit else 1)} would lower it; if the keys are "
+            "public, declare them (keys=[...]). This reads only the released keys; it costs no "
+            "privacy")
+
+
+__all__ = ["MISS_RATE", "NO_KEYS", "ZERO_WHEN_EMPTY", "near_zero_hint", "no_keys_hint"]

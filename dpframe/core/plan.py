@@ -37,7 +37,13 @@ from .measure import MeasurePlan, PlanContext
 from .mechanisms import NoiseSpec, gaussian_parts, noise_spec, rho_for
 from .memo import RecentCache
 from .query import Measure, Query
-from .selection import SelectionPlan, stability_threshold, truncated_geometric_table
+from .selection import (
+    SelectionPlan,
+    gaussian_selection,
+    half_count,
+    stability_threshold,
+    truncated_geometric_table,
+)
 from .sensitivity import Contribution, Relation, contribution, key_selection_sensitivity
 from .validate import check_query
 from .values import ColumnKind
@@ -55,6 +61,9 @@ class ReleasePlan:
     cost: PrivacyCost
     contribution: Contribution = field(default_factory=Contribution)
     diagnostics: DiagnosticsPlan | None = None
+    #: advice read from public parameters only, warned before the charge
+    #: (:class:`~dpframe.errors.KeySelectionWarning`)
+    advice: tuple[str, ...] = ()
 
     @cached_property
     def requests(self) -> list[AggregateRequest]:
@@ -123,7 +132,35 @@ def plan_query(query: Query, relation: Relation, column_kinds: dict[str, str]) -
     diagnostics = (None if query.diagnostics is None
                    else plan_diagnostics(query.diagnostics, contrib.cap))
     cost = _cost(query, relation, rho_total if pure_gaussian and diagnostics is None else None)
-    return ReleasePlan(query, relation, tuple(plans), selection, cost, contrib, diagnostics)
+    advice = _groups_advice(query, relation, contrib, selection)
+    return ReleasePlan(query, relation, tuple(plans), selection, cost, contrib, diagnostics,
+                       advice)
+
+
+#: ``max_groups_per_unit`` values whose thresholds :func:`_groups_advice` names.
+ADVISED_GROUPS = (1, 10)
+
+
+def _groups_advice(query: Query, relation: Relation, contrib: Contribution,
+                   selection: SelectionPlan | None) -> tuple[str, ...]:
+    """Advice when private keys are selected with ``k`` derived from T alone (a unit with T
+    rows touches at most T keys: sound, but each unit then counts in T keys' selection): the
+    distinct units a key needs now, and with a declared ``max_groups_per_unit``. Public
+    parameters only (the same plan for every data set)."""
+    if (selection is None or not query.privacy_unit or query.max_groups_per_unit is not None
+            or contrib.groups <= 1):
+        return ()
+    now = half_count(selection)
+    options = []
+    for k in (g for g in ADVISED_GROUPS if g < contrib.groups):
+        alt = replace(contrib, groups=k)
+        other = PLANNERS["key_selection"].plan(relation, alt, selection.epsilon,
+                                               selection.delta)
+        options.append(f"max_groups_per_unit={k} would need about {half_count(other):,}")
+    return (f"keys='private' without max_groups_per_unit: a unit may then be in up to "
+            f"{contrib.groups:,} keys (max_rows_per_unit), so a key needs about {now:,} "
+            f"distinct units to be released (with probability 1/2); "
+            f"{'; '.join(options)}. Declare the fewest keys one unit may be in",)
 
 
 #: Types whose pickle is their value, exactly: ``-0.0`` and ``0.0``, ``True`` and ``1``, ``1``
@@ -405,7 +442,10 @@ class KeySelection:
         selection on distinct-unit counts: the truncated-geometric rule at per-key budget
         ``(eps / k', delta / k')``, ``k'`` the keys one neighbour can touch (``k``, or ``2k``
         under change_one); for a per-key epsilon so small that its table would be huge, the
-        geometric threshold of scale ``k' / eps`` (the same guarantee, slightly fewer keys).
+        geometric threshold of scale ``k' / eps`` (the same guarantee, slightly fewer keys);
+        or, where it releases keys from fewer units (the count kept with probability 1/2 is
+        lower: a function of (eps, delta, k') only), the Gaussian threshold on the same counts,
+        whose L2 sensitivity is ``sqrt(k')`` where the L1 is ``k'``.
         Keys never appear merely because they occur in the data.
         """
         if delta <= 0:
@@ -418,11 +458,16 @@ class KeySelection:
                                  True, used)
         table = truncated_geometric_table(eps / keys, delta / keys)
         if table is not None:
-            return SelectionPlan(None, len(table), eps, delta, "truncated geometric",
+            pure = SelectionPlan(None, len(table), eps, delta, "truncated geometric",
                                  delta_used=delta, probs=table)
-        noise = noise_spec("laplace", sens.l1, eps, integer=True)
-        tau, boundary, used = stability_threshold(noise, delta, 1, keys, coin=True)
-        return SelectionPlan(noise, tau, eps, delta, "stability histogram", boundary, False, used)
+        else:
+            noise = noise_spec("laplace", sens.l1, eps, integer=True)
+            tau, boundary, used = stability_threshold(noise, delta, 1, keys, coin=True)
+            pure = SelectionPlan(noise, tau, eps, delta, "stability histogram", boundary,
+                                 False, used)
+        # the rule that keeps more keys, by the count released with probability 1/2 (public)
+        gauss = gaussian_selection(eps, delta, sens.l2, keys, 1, below=half_count(pure))
+        return pure if gauss is None else gauss
 
 
 #: The planners a release uses beside the aggregates' own, by name: replaceable entries, as

@@ -91,14 +91,17 @@ import itertools
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
+from statistics import NormalDist
 from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 
+from .accounting import round_up
+from .gaussian import analytic_mu, analytic_sigma2, discrete_tail_upper
 from .mechanisms import NoiseSpec
 from .rng import RandomSource
-from .samplers import exp_neg_fixed
+from .samplers import MAX_FAST_DEN, exp_neg_fixed
 
 #: Selection probabilities and boundary coins are multiples of 2**-PROB_BITS (one 64-bit word).
 PROB_BITS = 64
@@ -109,7 +112,7 @@ _ENCLOSURE_BITS = 256
 #: rule is used instead (same guarantee, a few percent fewer keys).
 MAX_TABLE = 1 << 16
 
-Rule = Literal["stability histogram", "truncated geometric"]
+Rule = Literal["stability histogram", "truncated geometric", "gaussian threshold"]
 
 
 @dataclass(frozen=True)
@@ -122,6 +125,8 @@ class SelectionPlan:
     ``released_count`` the released count measure is that same noisy count (the budget is spent
     once). ``rule == "truncated geometric"``: a key with ``n < threshold`` distinct units is
     kept with probability ``probs[n] / 2**64``, one with ``n >= threshold`` always.
+    ``rule == "gaussian threshold"``: keys whose distinct-unit count plus discrete Gaussian
+    ``noise`` is ``>= threshold`` are released (the noisy counts are not).
     ``delta_used`` is the exact delta the rule spends (``<= delta``)."""
 
     noise: NoiseSpec | None
@@ -136,13 +141,15 @@ class SelectionPlan:
 
     def describe(self) -> dict[str, object]:
         d: dict[str, object] = {
-            "mechanism": ("stability histogram key selection (thresholded geometric count)"
-                          if self.rule == "stability histogram" else
-                          "truncated geometric key selection"),
+            "mechanism": _MECHANISMS[self.rule],
             "epsilon": float(self.epsilon), "delta": float(self.delta),
             "delta_used": float(self.delta_used), "threshold": self.threshold,
             "released_count_is_thresholded": self.released_count}
-        if self.noise is not None:
+        if self.rule == "gaussian threshold" and self.noise is not None:
+            d["noise_scale"] = self.noise.scale
+            d["l2_sensitivity"] = float(self.noise.int_sensitivity)
+            d["noise_delta"] = float(self.noise.delta)
+        elif self.noise is not None:
             d["noise_scale"] = self.noise.scale
             d["boundary_probability"] = self.boundary / _ONE
         else:  # the count of units from which a key is kept with probability >= 1/2
@@ -160,6 +167,8 @@ class SelectionPlan:
         if self.noise is not None:
             noisy = np.asarray(self.noise.add_noise(c, Fraction(1), rng), dtype=np.int64)
             keep = noisy >= self.threshold
+            if self.rule == "gaussian threshold":  # a key no unit counts is absent (proof)
+                keep &= c > 0
             edge = np.flatnonzero(noisy == self.threshold - 1)
             if edge.size and self.boundary:
                 keep[edge] = rng.words(edge.size) < np.uint64(self.boundary)
@@ -170,6 +179,13 @@ class SelectionPlan:
             table = np.asarray(self.probs, dtype=np.uint64)
             keep[low] = rng.words(low.size) < table[c[low]]
         return np.flatnonzero(keep), None
+
+
+_MECHANISMS: dict[str, str] = {
+    "stability histogram": "stability histogram key selection (thresholded geometric count)",
+    "truncated geometric": "truncated geometric key selection",
+    "gaussian threshold": "Gaussian threshold key selection (distinct units per key)",
+}
 
 
 # -- exact arithmetic ---------------------------------------------------------------------------
@@ -324,3 +340,77 @@ def truncated_geometric_delta(table: tuple[int, ...], epsilon: Fraction) -> Frac
     for a, b in itertools.pairwise(pis):
         worst = max(worst, b - r * a, (1 - a) - r * (1 - b), a - r * b, (1 - b) - r * (1 - a))
     return worst
+
+
+# -- Gaussian thresholding ----------------------------------------------------------------------
+
+#: Shares of a Gaussian selection's delta tried for the noise (the rest bounds the threshold's
+#: tail): the one with the lowest float-estimated threshold is then proven.
+NOISE_SHARES = tuple(Fraction(i, 20) for i in range(1, 20))
+
+
+def half_count(plan: SelectionPlan) -> int:
+    """The least distinct-unit count a key is released with probability >= 1/2 under ``plan``
+    (public): the truncated geometric's first ``pi_n >= 1/2``; for a noisy threshold the
+    threshold itself (the noise is symmetric: ``P[Z >= 0] >= 1/2 > P[Z >= 1]``)."""
+    if plan.noise is None:
+        return next((n for n, m in enumerate(plan.probs) if 2 * m >= _ONE), plan.threshold)
+    return plan.threshold
+
+
+def gaussian_threshold(sigma2: Fraction, delta: Fraction, reach: int, keys: int
+                       ) -> tuple[int, Fraction]:
+    """The smallest threshold ``tau >= reach + 1`` with ``keys * P[reach + Z >= tau] <=
+    delta``, ``Z ~ N_Z(0, sigma2)``, by the proven tail bound
+    :func:`~dpframe.core.gaussian.discrete_tail_upper`: ``(tau, the delta it spends)``."""
+    budget = delta / keys
+
+    def fits(t: int) -> bool:
+        return discrete_tail_upper(sigma2, t) <= budget
+
+    z = -NormalDist().inv_cdf(max(float(budget), 1e-300))
+    t = max(1, math.ceil(math.sqrt(float(sigma2)) * z))  # float guess: exact steps decide
+    while t > 1 and fits(t - 1):
+        t -= 1
+    while not fits(t):
+        t += 1
+    used = keys * discrete_tail_upper(sigma2, t)
+    assert used <= delta
+    return reach + t, used
+
+
+def _estimated_threshold(eps: float, delta: float, l2: float, keys: int, share: float) -> float:
+    """The Gaussian threshold (less ``reach``) in floats, the noise at ``share`` of delta."""
+    mu = analytic_mu(eps, share * delta)
+    tail = (1 - share) * delta / keys
+    if mu <= 0 or tail <= 1e-300:
+        return math.inf
+    return l2 / mu * -NormalDist().inv_cdf(tail)
+
+
+def gaussian_selection(eps: Fraction, delta: Fraction, l2: Fraction, keys: int,
+                       reach: int = 1, below: float = math.inf) -> SelectionPlan | None:
+    """The Gaussian-threshold selection at (eps, delta) (docs/privacy.md#group-keys), or None
+    when it cannot give a threshold below ``below`` (the other rule's :func:`half_count`) or
+    its noise is out of the sampler's range.
+
+    Distinct-unit counts per key get discrete Gaussian noise of L2 sensitivity ``l2``
+    (``sqrt(k')``: one unit counts once in each of at most ``k'`` keys) at (eps, delta_n)
+    (the analytic calibration, Theorem C of :mod:`dpframe.core.gaussian`); a key is released
+    when its noisy count is ``>= tau``, ``tau`` the least with ``keys * P[reach + Z >= tau]
+    <= delta - delta_n`` (``keys`` keys one neighbour alone holds, each of count ``<=
+    reach``). The split of delta is chosen from (eps, delta, l2, keys) alone."""
+    e, d, s = float(eps), float(delta), float(l2)
+    share = min(NOISE_SHARES, key=lambda f: _estimated_threshold(e, d, s, keys, float(f)))
+    if reach + _estimated_threshold(e, d, s, keys, float(share)) >= below + 1:
+        return None
+    d_noise = delta * share
+    sigma2 = analytic_sigma2(eps, d_noise, l2)
+    if sigma2 is None or math.isqrt(sigma2.numerator // sigma2.denominator) + 1 > MAX_FAST_DEN:
+        return None
+    tau, used = gaussian_threshold(sigma2, delta - d_noise, reach, keys)
+    if tau >= below:
+        return None
+    noise = NoiseSpec("gaussian", eps, d_noise, l2, Fraction(1), l2, int_sigma2=sigma2,
+                      rho=round_up(l2 * l2 / (2 * sigma2)), integer=True)
+    return SelectionPlan(noise, tau, eps, delta, "gaussian threshold", 0, False, d_noise + used)

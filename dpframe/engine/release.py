@@ -39,11 +39,18 @@ from ..backends.base import Backend
 from ..core.accuracy import epsilon_for_accuracy, measure_half_width, validate_accuracy
 from ..core.apply import CoreRelease, apply_plan
 from ..core.digest import values_digest
+from ..core.hints import NO_KEYS
 from ..core.names import close_names
 from ..core.plan import ReleasePlan, plan_query, plan_release
 from ..core.query import Query
 from ..display.text import coverage_text
-from ..errors import InputError, NearZeroWarning, UnknownColumnError
+from ..errors import (
+    InputError,
+    KeySelectionWarning,
+    NearZeroWarning,
+    NoKeysReleasedWarning,
+    UnknownColumnError,
+)
 
 if TYPE_CHECKING:
     from .session import Session
@@ -64,12 +71,15 @@ def _named_closely(exc: UnknownColumnError, backend: Backend) -> UnknownColumnEr
 
 def _prepared(session: Session, query: Query, backend: Backend) -> tuple[ReleasePlan, Backend]:
     """:func:`prepare` on ``backend`` bound to the query's columns (one snapshot of them); an
-    unknown column is refused with close names from all of the data's columns."""
+    unknown column is refused with close names from all of the data's columns. The plan's
+    advice is warned here, before anything is charged."""
     bound = backend.bind(query.columns)
     try:
-        return prepare(session, query, bound), bound
+        plan = prepare(session, query, bound)
     except UnknownColumnError as exc:
         raise _named_closely(exc, backend) from None
+    warn_advice(plan)  # before any charge (public parameters only)
+    return plan, bound
 
 
 def explain(session: Session, query: Query, backend: Backend) -> dict[str, Any]:
@@ -198,10 +208,19 @@ def publish(session: Session, entry: int, release: CoreRelease,
 
 
 def warn_hints(release: CoreRelease) -> None:
-    """The release's hints (read from its noisy values: post-processing, core/hints.py) as
-    :class:`~dpframe.errors.NearZeroWarning`, pointed at the caller's line."""
+    """The release's hints (read from its noisy values and released keys: post-processing,
+    core/hints.py) as :class:`~dpframe.errors.NearZeroWarning` or, for an empty private-key
+    release, :class:`~dpframe.errors.NoKeysReleasedWarning`, pointed at the caller's line."""
     for hint in cast(list[str], release.provenance.get("warnings", [])):
-        warnings.warn(f"dpframe: {hint}", NearZeroWarning, stacklevel=_caller_level())
+        kind = NoKeysReleasedWarning if hint.startswith(NO_KEYS) else NearZeroWarning
+        warnings.warn(f"dpframe: {hint}", kind, stacklevel=_caller_level())
+
+
+def warn_advice(plan: ReleasePlan) -> None:
+    """The plan's advice (public parameters only, core/plan.py), before any charge, as
+    :class:`~dpframe.errors.KeySelectionWarning`."""
+    for text in plan.advice:
+        warnings.warn(f"dpframe: {text}", KeySelectionWarning, stacklevel=_caller_level())
 
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep

@@ -65,6 +65,7 @@ from .findings_dask import (
 from .findings_dask_distinct import finding_dask_distinct_nonconforming
 from .findings_diag import dropped_not_capped, finding_diagnostics_counts
 from .findings_gaussian import finding_analytic_gaussian, two_percent_less_sigma
+from .findings_i44_e import gaussian_key_selection, l2_understated
 from .findings_local import finding_local_invalid_value, finding_local_spelling
 from .findings_local_categories import finding_local_categorical_levels
 from .findings_quant import finding_quantile_cells, halved_quantile_sensitivity
@@ -493,6 +494,13 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("BROKEN: bounds() keeping a unit's T rows at one row's sensitivity",
              "as bounds() at the unit level", None, 1, 1, expect_violation=True,
              exact=unit_level_bounds, patch=every_row_of_a_unit),
+    Scenario("private keys by distinct units (Gaussian threshold, issue 44)",
+             "8 keys of 5 units vs one more unit in those 8 and 4 new keys, k=10 (exact: "
+             "the released key sets' hockey-stick divergence over the shared keys' counts)",
+             None, 1, 1, exact=gaussian_key_selection),
+    Scenario("BROKEN: Gaussian key selection with L2 sensitivity 1, not sqrt(k)",
+             "as private keys by distinct units", None, 1, 1, expect_violation=True,
+             exact=gaussian_key_selection, patch=l2_understated),
     # deliberately broken: the audit must find a violation
     Scenario("BROKEN: bound choice with the histograms' sensitivity understated",
              "as finding 59 (change_one, ungrouped)", finding_bound_choice("change_one", False),

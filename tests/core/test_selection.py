@@ -100,13 +100,19 @@ def test_the_coin_when_asked_spends_the_slack_exactly(eps: str, delta: str, keys
     assert d * (1 - Decimal("1e-12")) <= got <= d
 
 
-def test_a_separate_selection_falls_back_to_the_threshold_with_its_coin() -> None:
+def test_a_separate_selection_falls_back_to_the_threshold_with_its_coin(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """A per-key epsilon too small for the truncated-geometric table: the geometric threshold
-    of a separate selection keeps the coin (its released values have their own noise)."""
+    of a separate selection keeps the coin (its released values have their own noise). At
+    such an epsilon the Gaussian threshold needs fewer units (issue 44): it is chosen, and the
+    fallback is what remains without it."""
+    gauss = count_plan("1/10000", "1/1000000", op="sum")
+    monkeypatch.setattr("dpframe.core.plan.gaussian_selection", lambda *a, **k: None)
     sel = count_plan("1/10000", "1/1000000", op="sum")
     assert sel.rule == "stability histogram" and not sel.released_count
     assert sel.boundary > 0 and sel.delta_used <= Fraction(1, 1000000)
     assert float(sel.delta_used) == pytest.approx(1e-6, rel=1e-9)
+    assert gauss.rule == "gaussian threshold" and gauss.threshold < sel.threshold
 
 
 @pytest.mark.parametrize(("eps", "delta"), [("1/2", "1/1000000"), ("1/6", "1/3000000"),
@@ -329,3 +335,98 @@ def test_a_tiny_delta_gives_the_smallest_threshold_in_bounded_work(
             ctx.prec = 60
             assert decimal_delta(sel, 1, sel.threshold, sel.boundary) <= d
             assert decimal_delta(sel, 1, sel.threshold - 1, 0) > d
+
+
+# -- Gaussian threshold (issue 44) ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("s2", [Fraction(1, 2), Fraction(3), Fraction(2500), Fraction(23817)])
+def test_discrete_gaussian_tail_bound_holds(s2: Fraction) -> None:
+    """``discrete_tail_upper`` bounds ``P[Z >= m]`` of N_Z(0, s2) (summed pmf, float) at every
+    m, and within 0.1% from 3 sigma on at large sigma (the threshold's region)."""
+    from dpframe.core.discrete_gaussian import discrete_gaussian_pmf
+    from dpframe.core.gaussian import discrete_tail_upper
+
+    s = math.sqrt(float(s2))
+    z = np.arange(-int(60 * s) - 5, int(60 * s) + 5)
+    pmf = discrete_gaussian_pmf(z, float(s2))
+    for m in sorted({1, 2, int(s) + 1, int(3 * s), int(5.3 * s) + 1}):
+        exact = float(pmf[z >= m].sum())
+        bound = float(discrete_tail_upper(s2, m))
+        assert bound >= exact * (1 - 1e-12)
+        if s > 40 and m >= 3 * s:
+            assert bound <= exact * 1.001
+
+
+@pytest.mark.parametrize(("eps", "delta", "relation", "k"), [
+    ("1/4", "1/1000000", "add_remove", 10), ("3/40", "1/1000000", "add_remove", 10),
+    ("1/2", "1/1000000", "change_one", 2), ("1", "1/100000000", "add_remove", 50)])
+def test_gaussian_threshold_is_proven_and_smallest(eps: str, delta: str, relation: str,
+                                                   k: int) -> None:
+    """The Gaussian threshold at L2 sensitivity sqrt(k') (not k'): its noise is proven
+    (eps, delta_n) by Theorem C, its threshold's delta ``k' P[1 + Z >= tau]`` (recomputed from
+    the pmf) fits the rest, tau is the smallest that does (up to the bound's slack), and it
+    needs fewer units than the truncated geometric would."""
+    from dpframe.core.discrete_gaussian import discrete_gaussian_pmf
+    from dpframe.core.gaussian import satisfies
+
+    sel = count_plan(eps, delta, relation, "u", k, op="sum")
+    assert sel.rule == "gaussian threshold" and sel.noise is not None
+    keys = k if relation == "add_remove" else 2 * k
+    l2 = sel.noise.int_sensitivity
+    assert float(l2) == pytest.approx(math.sqrt(keys), rel=1e-8) and l2 * l2 >= keys
+    s2 = sel.noise.int_sigma2
+    assert sel.epsilon == Fraction(eps) / 2  # selection_share 1/2 of a sum's epsilon
+    assert satisfies(sel.epsilon, sel.noise.delta, [(l2, s2)])
+    s = math.sqrt(float(s2))
+    z = np.arange(-int(40 * s), int(40 * s))
+    pmf = discrete_gaussian_pmf(z, float(s2))
+    rest = float(Fraction(delta) - sel.noise.delta)
+    assert keys * float(pmf[z >= sel.threshold - 1].sum()) <= rest
+    assert keys * float(pmf[z >= sel.threshold - 3].sum()) > rest  # smallest, bar the slack
+    assert sel.delta_used <= Fraction(delta)
+    table = truncated_geometric_table(sel.epsilon / keys, Fraction(delta) / keys)
+    if table is not None:
+        half = next(n for n, m in enumerate(table) if 2 * m >= TWO64)
+        assert sel.threshold < half
+
+
+@pytest.mark.parametrize(("unit", "k", "op", "rule"), [
+    (None, 1, "count", "stability histogram"),       # row level: the released count
+    ("u", 1, "sum", "truncated geometric"),          # one key per unit: L2 = L1
+    (None, 1, "sum", "truncated geometric"),
+    ("u", 10, "sum", "gaussian threshold"),          # L2 sqrt(10) vs L1 10
+    ("u", 10, "count", "stability histogram")])  # R = 1: the released count (L1 k)
+def test_the_rule_keeping_more_keys_is_chosen(unit: str | None, k: int, op: str,
+                                              rule: str) -> None:
+    sel = count_plan("1/2", "1/1000000", "add_remove", unit, k, op=op)
+    assert sel.rule == rule
+
+
+def test_gaussian_selection_probabilities() -> None:
+    """A key of ``tau - sigma`` units is kept with probability P[Z >= sigma] (about 0.159):
+    20,000 keys, 5 binomial standard errors; a threshold 10% of sigma lower must reject."""
+    sel = count_plan("1/4", "1/1000000", "add_remove", "u", 10, op="sum")
+    assert sel.noise is not None
+    s = math.sqrt(float(sel.noise.int_sigma2))
+    n = sel.threshold - round(s)
+    counts = np.full(20_000, n)
+    kept = sel.select(counts, seeded(7))[0].size / counts.size
+    from dpframe.core.discrete_gaussian import discrete_gaussian_pmf
+
+    z = np.arange(-int(40 * s), int(40 * s))
+    pmf = discrete_gaussian_pmf(z, float(sel.noise.int_sigma2))
+    p = float(pmf[z >= round(s)].sum())
+    se = math.sqrt(p * (1 - p) / counts.size)
+    assert abs(kept - p) <= 5 * se
+    wrong = float(pmf[z >= round(s) - round(0.1 * s)].sum())
+    assert abs(kept - wrong) > 5 * se
+
+
+def test_gaussian_selection_never_releases_a_key_no_unit_counts() -> None:
+    """A key observed with no unit counted (its rows all dropped by bounding) is absent, as
+    in the proof; one of many units is always released."""
+    sel = count_plan("1/4", "1/1000000", "add_remove", "u", 10, op="sum")
+    assert sel.rule == "gaussian threshold"
+    out = sel.select(np.array([0] * 1000 + [sel.threshold * 10]), seeded(3))[0]
+    assert out.tolist() == [1000]

@@ -199,21 +199,28 @@ def test_private_key_selection_plan(relation):
     """Key selection of a count of rows (3 rows per unit: not the unit count): a separate
     truncated-geometric selection at per-key budget (eps_sel / k', delta / k'), k' = k
     (add_remove) or 2k (change_one), half of epsilon by default; its probabilities reach 1
-    where the recurrence of Desfontaines et al. (2022) does."""
+    where the recurrence of Desfontaines et al. (2022) does. Under change_one (k' = 4) the
+    Gaussian threshold (L2 sqrt(k') = 2) releases keys from fewer units: it is chosen (issue
+    44), its threshold below the half-probability count of the truncated geometric."""
     s, p = priv(relation, "uid", 3, 2, (0.0, 10.0))
     plan = p.groupby("g", keys="private").count(epsilon=1.0, delta=1e-6, dry_run=True)
     sel = plan["key_selection"]
     k = 2 if relation == "add_remove" else 4
     assert sel["epsilon"] == 0.5
-    assert sel["mechanism"] == "truncated geometric key selection"
     assert sel["released_count_is_thresholded"] is False
     eps, d = 0.5 / k, 1e-6 / k
-    pi, n = 0.0, 0
+    pi, n, half = 0.0, 0, None
     while pi < 1.0:
         rest = 1 - pi - d
         pi = min(1.0, math.exp(eps) * pi + d, 1 - math.exp(-eps) * rest if rest > 0 else 1.0)
         n += 1
-    assert abs(sel["threshold"] - n) <= 1
+        half = n if half is None and pi >= 0.5 else half
+    if relation == "add_remove":
+        assert sel["mechanism"] == "truncated geometric key selection"
+        assert abs(sel["threshold"] - n) <= 1
+    else:
+        assert sel["mechanism"].startswith("Gaussian threshold")
+        assert sel["l2_sensitivity"] == pytest.approx(2.0) and sel["threshold"] < half - 1
     m = _measure(plan)
     cnt, _ = oracle("groupby_count", relation, rows=3, groups=2)
     assert m["noise_scale"] == cnt / 0.5

@@ -125,6 +125,27 @@ def test_private_keys_equal_pandas(frames: Any) -> None:
     _same(a, b)
 
 
+def test_distinct_units_per_key_equal_pandas(frames: Any) -> None:
+    """A separate key selection's exact request (issue 44: distinct units per key after
+    bounding, the Gaussian threshold's counts) is the pandas backend's on Spark's blocks."""
+    from dpframe.engine.release import compute_exact
+
+    df, sdf = frames
+    got = []
+    for frame in (df, sdf):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            s = dpf.Session(HUGE, 1e-3, seed=3)
+            priv = frame.dp(s, bounds={"x": (0, 10)}, privacy_unit="u", max_rows_per_unit=40,
+                            max_groups_per_unit=3)
+            q = priv.query("sum", "x", by="g", keys="private", epsilon=1.0, delta=1e-6)
+            computed = compute_exact(s, q, priv._backend)
+        assert computed.defect is None and computed.exact.unit_counts is not None
+        got.append(dict(zip((k[0] for k in computed.exact.keys),
+                            np.asarray(computed.exact.unit_counts).tolist(), strict=True)))
+    assert got[0] == got[1] == df.groupby("g")["u"].nunique().to_dict()
+
+
 def test_a_binding_row_bound_keeps_one_row_per_unit(frames: Any) -> None:
     """R = 1 with no grouping: the exact count is the number of units (bounding ran in
     Spark's blocks of whole units)."""
