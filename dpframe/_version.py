@@ -1,3 +1,3 @@
 """The package version (one place: the package face, releases and exports read it here)."""
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"

@@ -45,7 +45,7 @@ def document(stdout: str) -> dict[str, Any]:
 def test_version() -> None:
     code, out, _ = invoke("--version")
     assert code == 0 and out.strip() == f"dpframe {dpf.__version__}"
-    assert dpf.__version__ == "0.2.0"
+    assert dpf.__version__ == "0.3.0"
 
 
 def test_run_json_dry_then_real(visits: Path, tmp_path: Path) -> None:
