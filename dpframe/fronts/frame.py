@@ -662,7 +662,8 @@ class PrivateFrame(FrameBase):
         ``ci=`` (a level, as every release takes it) adds each statistic's interval as two
         rows after it, ``<stat>_lower`` and ``<stat>_upper`` (named as ``agg``'s interval
         columns), so ``out.loc["mean_lower", "x"]`` is the lower end of the mean's interval.
-        Like every interval, it covers the clamped, bounded value (``.attrs["dp"]["covers"]``).
+        Like every interval, it covers the clamped, bounded value (the ``covers`` entry of
+        ``.attrs["dp"]``).
 
         Example:
             >>> import dpframe as dpf, pandas as pd, warnings
@@ -680,7 +681,8 @@ class PrivateFrame(FrameBase):
             >>> m = out["x"]
             >>> bool(m["mean_lower"] <= m["mean"] <= m["mean_upper"])
             True
-            >>> out.attrs["dp"]["covers"]
+            >>> dp = out.attrs["dp"]
+            >>> dp["covers"]
             'values clamped to [0, 5]'
         """
         from .idioms import describe
