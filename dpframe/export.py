@@ -515,6 +515,21 @@ def to_ipc(result: Result, path: str | os.PathLike[str], *,
     return atomic_write(path, write)
 
 
+def _read_file(source: str | os.PathLike[str], whole: bool) -> pa.Table | pa.Schema:
+    """A Parquet or Arrow IPC release file (told apart by its magic bytes): its schema, or
+    with ``whole`` its table."""
+    p = os.fspath(source)
+    with open(p, "rb") as f:
+        magic = f.read(4)
+    if magic == b"PAR1":
+        import pyarrow.parquet as pq
+
+        return pq.read_table(p) if whole else pq.read_schema(p)
+    with pa.memory_map(p) as src:
+        reader = pa.ipc.open_file(src)
+        return reader.read_all() if whole else reader.schema
+
+
 def read_provenance(source: str | os.PathLike[str] | pa.Table | pa.Schema) -> dict[str, Any]:
     """The provenance document of an exported table, Parquet file or Arrow IPC file."""
     if isinstance(source, pa.Table):
@@ -522,16 +537,8 @@ def read_provenance(source: str | os.PathLike[str] | pa.Table | pa.Schema) -> di
     elif isinstance(source, pa.Schema):
         schema = source
     else:
-        p = os.fspath(source)
-        with open(p, "rb") as f:
-            magic = f.read(4)
-        if magic == b"PAR1":
-            import pyarrow.parquet as pq
-
-            schema = pq.read_schema(p)
-        else:
-            with pa.memory_map(p) as src:
-                schema = pa.ipc.open_file(src).schema
+        read = _read_file(source, whole=False)
+        schema = read.schema if isinstance(read, pa.Table) else read
     meta = schema.metadata or {}
     if PROVENANCE_KEY not in meta:
         raise ValidationError("no dpframe provenance in this table")
@@ -541,16 +548,8 @@ def read_provenance(source: str | os.PathLike[str] | pa.Table | pa.Schema) -> di
 def file_values_digest(source: str | os.PathLike[str]) -> str:
     """The digest of the values a release file holds (its provenance's value columns), read
     again from the file: what ``dpframe ledger verify --against`` compares with the ledger's."""
-    p = os.fspath(source)
-    with open(p, "rb") as f:
-        magic = f.read(4)
-    if magic == b"PAR1":
-        import pyarrow.parquet as pq
-
-        table = pq.read_table(p)
-    else:
-        with pa.memory_map(p) as src:
-            table = pa.ipc.open_file(src).read_all()
+    table = _read_file(source, whole=True)
+    assert isinstance(table, pa.Table)
     doc = read_provenance(table)
     outputs = [m.get("output") or {} for m in doc.get("measures") or []]
     return exported_digest(table, [o.get("value") for o in outputs])

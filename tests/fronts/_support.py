@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -96,3 +97,40 @@ def check_spread(noise: np.ndarray, epsilon: float, sensitivity: float, *, integ
 def binomial_floor(p: float, n: int, k: float = 4.0) -> float:
     """``p - k`` standard errors of a proportion estimated from ``n`` trials."""
     return p - k * math.sqrt(p * (1 - p) / n)
+
+
+def mean_cost_spec(folder: Path, name: str, people: int, extra: str = "") -> Path:
+    """A seeded release spec over the generated visits: one grouped mean of ``cost`` by region
+    (unit person_id, T = 3, bounds [0, 200]), with ``extra`` lines added to its query."""
+    spec = folder / "spec.toml"
+    spec.write_text(f"""
+[release]
+name = "{name}"
+epsilon = 10.0
+seed = 1
+ledger = "{(folder / 'l.sqlite').as_posix()}"
+
+[input]
+generate = {{ dataset = "visits", people = {people}, seed = 1 }}
+
+[privacy]
+unit = "person_id"
+max_rows_per_unit = 3
+
+[bounds]
+cost = [0, 200]
+
+[keys]
+region = ["Northeast", "Midwest", "South", "West"]
+
+[output]
+dir = "{(folder / 'out').as_posix()}"
+
+[[query]]
+name = "mean_cost"
+aggregate = "mean"
+column = "cost"
+by = ["region"]
+epsilon = 0.5
+{extra}""")
+    return spec

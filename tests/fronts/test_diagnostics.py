@@ -26,6 +26,8 @@ import pytest
 import dpframe as dpf
 from dpframe.fronts.results import DPInt
 
+from ._support import mean_cost_spec
+
 pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning",
                                         "ignore::dpframe.errors.NearZeroWarning")
 
@@ -170,38 +172,7 @@ def test_provenance_states_each_counts_epsilon_noise_scale_and_cap(
 
 
 def test_the_cli_spec_takes_diagnostics(tmp_path: Path) -> None:
-    spec = tmp_path / "spec.toml"
-    spec.write_text(f"""
-[release]
-name = "diag"
-epsilon = 10.0
-seed = 1
-ledger = "{(tmp_path / 'l.sqlite').as_posix()}"
-
-[input]
-generate = {{ dataset = "visits", people = 500, seed = 1 }}
-
-[privacy]
-unit = "person_id"
-max_rows_per_unit = 3
-
-[bounds]
-cost = [0, 200]
-
-[keys]
-region = ["Northeast", "Midwest", "South", "West"]
-
-[output]
-dir = "{(tmp_path / 'out').as_posix()}"
-
-[[query]]
-name = "mean_cost"
-aggregate = "mean"
-column = "cost"
-by = ["region"]
-epsilon = 0.5
-diagnostics = 0.1
-""")
+    spec = mean_cost_spec(tmp_path, "diag", 500, 'diagnostics = 0.1\n')
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         out = subprocess.run([sys.executable, "-m", "dpframe", "run", str(spec), "--json"],

@@ -27,6 +27,8 @@ import pytest
 
 import dpframe as dpf
 
+from ._support import mean_cost_spec
+
 pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning",
                                         "ignore::dpframe.errors.NearZeroWarning")
 
@@ -243,37 +245,7 @@ def test_dpframe_run_states_what_each_release_covers(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    spec = tmp_path / "spec.toml"
-    spec.write_text(f"""
-[release]
-name = "covers"
-epsilon = 10.0
-seed = 1
-ledger = "{(tmp_path / 'l.sqlite').as_posix()}"
-
-[input]
-generate = {{ dataset = "visits", people = 300, seed = 1 }}
-
-[privacy]
-unit = "person_id"
-max_rows_per_unit = 3
-
-[bounds]
-cost = [0, 200]
-
-[keys]
-region = ["Northeast", "Midwest", "South", "West"]
-
-[output]
-dir = "{(tmp_path / 'out').as_posix()}"
-
-[[query]]
-name = "mean_cost"
-aggregate = "mean"
-column = "cost"
-by = ["region"]
-epsilon = 0.5
-""")
+    spec = mean_cost_spec(tmp_path, "covers", 300)
     words = "values clamped to [0, 200]; at most 3 rows per unit"
     out = subprocess.run([sys.executable, "-m", "dpframe", "run", str(spec)],
                          capture_output=True, text=True, check=True,
