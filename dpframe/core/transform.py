@@ -336,25 +336,23 @@ def dropped_rows(units: I64, groups: I64, keep: Bools, cap: int,
     here, on its rows with a unit and a group (a unit that sampling leaves out, its group codes
     -1, counts none). Each unit's term is then ``min(rows it had - rows it kept, cap)``, the
     law of bounding all its rows at once, however the rows were batched or pre-selected."""
+    _, per_unit = _drops_per_unit(units, groups, keep, before)
+    return 0 if per_unit is None else int(np.minimum(per_unit, cap).sum())
+
+
+def _drops_per_unit(units: I64, groups: I64, keep: Bools, before: I64 | None
+                    ) -> tuple[Bools, I64 | None]:
+    """The rows with a unit and a group, and per unit code the rows of them dropped: those
+    ``keep`` drops plus ``before`` (exact integers); None when no row has a unit and a group."""
     valid = (units >= 0) & (groups >= 0)
-    dropped = valid & ~keep
-    if before is None or not bool(before[valid].any()):
-        if not dropped.any():
-            return 0
-        per_unit = np.bincount(units[dropped].astype(np.int64))
-    else:
-        nu = int(units[valid].max()) + 1
-        per_unit = (np.bincount(units[dropped].astype(np.int64), minlength=nu)
-                    + _sum_by(units[valid], before[valid], nu))
-    return int(np.minimum(per_unit, cap).sum())
-
-
-def _sum_by(units: npt.NDArray[np.integer[Any]], counts: npt.NDArray[np.integer[Any]],
-            nu: int) -> I64:
-    """Exact integer sums of ``counts`` per unit code in ``[0, nu)``."""
-    out = np.zeros(nu, dtype=np.int64)
-    np.add.at(out, units.astype(np.int64, copy=False), counts.astype(np.int64, copy=False))
-    return out
+    if not bool(valid.any()):
+        return valid, None
+    nu = int(units[valid].max()) + 1
+    per_unit = np.bincount(units[valid & ~keep].astype(np.int64), minlength=nu)
+    if before is not None:
+        np.add.at(per_unit, units[valid].astype(np.int64, copy=False),
+                  before[valid].astype(np.int64, copy=False))
+    return valid, per_unit
 
 
 def carried_drops(units: I64, groups: I64, keep: Bools, before: I64 | None = None) -> I64:
@@ -366,14 +364,9 @@ def carried_drops(units: I64, groups: I64, keep: Bools, before: I64 | None = Non
     total is the rows it had less the rows kept, whatever the blocks."""
     kept = np.flatnonzero(keep)
     out = np.zeros(kept.size, dtype=np.int64)
-    valid = (units >= 0) & (groups >= 0)
-    if not kept.size or not bool(valid.any()):
+    valid, per_unit = _drops_per_unit(units, groups, keep, before)
+    if not kept.size or per_unit is None:
         return out
-    nu = int(units[valid].max()) + 1
-    dropped = valid & ~keep
-    per_unit = np.bincount(units[dropped].astype(np.int64), minlength=nu)
-    if before is not None:
-        per_unit += _sum_by(units[valid], before[valid], nu)
     kept_units = units[kept].astype(np.int64)
     ok = valid[kept]
     _, first = np.unique(kept_units[ok], return_index=True)
