@@ -59,10 +59,10 @@ from .._version import __version__
 from ..core.bounding import pair_priorities, ranked_private_keys, select_drawing
 from ..core.compute import AggregateRequest, ComputeRequest, ExactAggregates
 from ..core.hashing import value_words
+from ..core.transform import dropped_rows
 from ..core.values import ColumnKind, canonical
 from ..errors import DPError, InputError, ValidationError, WorkerError
-from .arrow.columns import is_text
-from .arrow.conform import conform_array
+from .arrow.conform import utf8_or_missing
 from .base import only_columns, public_key_list
 from .pandas import PandasBackend, factorize
 
@@ -391,13 +391,12 @@ def _block_aggregates(table: pa.Table, q: ComputeRequest, salt: int,
     kept = table.take(pa.array(rows[keep])).drop_columns([ROW_PRIORITY, DROPPED])
     agg = PandasBackend(_frame(kept)).exact(q, gen)
     if q.diagnostics_cap is not None and agg.diagnostics is not None:
-        units = p.units
-        lost = np.bincount(units[on][~keep], minlength=int(units.max(initial=-1)) + 1)
+        kept_here = np.ones(p.rows.size, dtype=bool)  # a tally row drops nothing itself
+        kept_here[np.flatnonzero(on)] = keep
         tallies = table.column(DROPPED).fill_null(0).to_numpy(zero_copy_only=False)
-        lost = lost + np.bincount(units[~on], weights=tallies[p.rows[~on]],
-                                  minlength=lost.size).astype(np.int64)
-        agg.diagnostics = (agg.diagnostics[0],
-                           int(np.minimum(lost, q.diagnostics_cap).sum()))
+        agg.diagnostics = (agg.diagnostics[0], dropped_rows(
+            p.units, p.groups, kept_here, q.diagnostics_cap,
+            np.asarray(tallies, dtype=np.int64)[p.rows]))
     return agg
 
 
@@ -526,21 +525,15 @@ def _frame(table: pa.Table) -> pd.DataFrame:
 
 def _utf8(table: pa.Table) -> pa.Table:
     """``table`` with each text value that is not UTF-8 missing (Spark's strings are bytes:
-    a binary column cast to string may hold any), read as a scan reads text spilled as bytes
-    (:func:`~dpframe.backends.arrow.conform.conform_array`): the others as they are."""
-    for i, field in enumerate(table.schema):
-        if not is_text(field.type):
-            continue
-        col = table.column(i)
-        try:
-            col.validate(full=True)  # one vectorized pass: UTF-8 (the usual case)
-            continue
-        except pa.ArrowInvalid:
-            pass
-        raw = col.combine_chunks().cast(pa.large_binary())
-        text = conform_array(raw, pa.large_string()).cast(field.type)
-        table = table.set_column(i, field, text)
-    return table
+    a binary column cast to string may hold any), as a scan and the pandas backend read it
+    (:func:`~dpframe.backends.arrow.conform.utf8_or_missing`): the others as they are."""
+    original = table.columns
+    columns = [utf8_or_missing(c) for c in original]
+    if all(c is d for c, d in zip(columns, original, strict=True)):
+        return table
+    return pa.Table.from_arrays([c if c.type == f.type else c.cast(f.type)  # a view read wide
+                                 for c, f in zip(columns, table.schema, strict=True)],
+                                schema=table.schema)
 
 
 def _declared_values(kind: ColumnKind, declared: tuple[object, ...]
