@@ -138,17 +138,22 @@ MISMATCH = "mismatch"
 NO_HEAD = "no head"
 
 
-def _release_head(source: str) -> dict[str, Any] | None:
-    """The ``ledger_head`` of the release file ``source`` (None if it has none);
-    ``ValidationError`` if it is not a readable dpframe release."""
+def _release_document(source: str) -> dict[str, Any]:
+    """The provenance document of the release file ``source``; ``ValidationError`` if it is
+    not a readable dpframe release."""
     from ..export import read_provenance
 
     try:
-        head = read_provenance(source).get("ledger_head")
+        return read_provenance(source)
     except (OSError, ValueError) as exc:  # pyarrow's errors are ValueErrors
         if isinstance(exc, ValidationError):
             raise ValidationError(f"{source}: {exc}") from None
         raise ValidationError(f"{source} is not a readable dpframe release file") from None
+
+
+def _release_head(doc: dict[str, Any]) -> dict[str, Any] | None:
+    """A release document's ``ledger_head`` (None if it has none, or a malformed one)."""
+    head = doc.get("ledger_head")
     if not isinstance(head, dict) or not {"ledger_id", "seq", "hash"} <= set(head):
         return None
     return head
@@ -159,9 +164,10 @@ def _against(led: SqliteLedger, ledger_id: str, rows: int, source: str,
     """Whether the chain head in the provenance of the release file ``source`` is a row of
     this ledger's (verified) chain, and its values those the ledger recorded for its entry
     (``released``: entry id -> values digest): ``("ok" | MISMATCH | NO_HEAD, message)``."""
-    head = _release_head(source)
-    derived = _derived(source)
-    if derived is not None:
+    doc = _release_document(source)
+    head = _release_head(doc)
+    if doc.get("derived"):
+        derived = (doc.get("derived_from") or {}).get("ledger_entry") or "?"
         return MISMATCH, (f"{source}: its values were derived from the release of ledger "
                           f"entry {derived} (changed after it): it claims no ledger entry")
     if head is None:
@@ -182,30 +188,20 @@ def _against(led: SqliteLedger, ledger_id: str, rows: int, source: str,
         return MISMATCH, (f"{source}: row {seq} of this ledger's chain is not the one the "
                           "release was charged at: since that release, the ledger was rolled "
                           "back and charged again, or its chain was rewritten")
-    why = _values_differ(source, released)
+    why = _values_differ(source, doc, released)
     if why is not None:
         return MISMATCH, f"{source}: {why}"
     return "ok", (f"{source}: charged at row {seq} of this ledger's chain (hash matches; its "
                   "values are the ones released)")
 
 
-def _derived(source: str) -> object | None:
-    """The ledger entry a derived release file names (``"?"`` when it names none); None for a
-    file that is not marked derived."""
-    from ..export import read_provenance
+def _values_differ(source: str, doc: dict[str, Any], released: dict[int, str | None]
+                   ) -> str | None:
+    """Why the values of ``source`` (its provenance document ``doc``) are not those its
+    ledger entry released (None when they are, or when the file or the entry predates values
+    digests)."""
+    from ..export import file_values_digest
 
-    doc = read_provenance(source)
-    if not doc.get("derived"):
-        return None
-    return (doc.get("derived_from") or {}).get("ledger_entry") or "?"
-
-
-def _values_differ(source: str, released: dict[int, str | None]) -> str | None:
-    """Why the values of ``source`` are not those its ledger entry released (None when they
-    are, or when the file or the entry predates values digests)."""
-    from ..export import file_values_digest, read_provenance
-
-    doc = read_provenance(source)
     stated, entry = doc.get("values_digest"), doc.get("ledger_entry")
     if stated is None:
         return None
