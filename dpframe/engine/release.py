@@ -62,7 +62,7 @@ def prepare(session: Session, query: Query, backend: Backend) -> ReleasePlan:
     return plan
 
 
-def _named_closely(exc: UnknownColumnError, backend: Backend) -> UnknownColumnError:
+def named_closely(exc: UnknownColumnError, backend: Backend) -> UnknownColumnError:
     """The refusal of an unknown column with the close names among all of the data's columns
     (the check saw only the columns the query reads; names are public schema)."""
     return UnknownColumnError(
@@ -77,7 +77,7 @@ def _prepared(session: Session, query: Query, backend: Backend) -> tuple[Release
     try:
         plan = prepare(session, query, bound)
     except UnknownColumnError as exc:
-        raise _named_closely(exc, backend) from None
+        raise named_closely(exc, backend) from None
     warn_advice(plan)  # before any charge (public parameters only)
     return plan, bound
 

@@ -232,16 +232,14 @@ class FrameBase:
         return frame._captured[0]
 
     def _run(self, query: Query, dry_run: bool) -> CoreRelease | dict[str, Any]:
-        from ..engine.release import explain, run_release
+        from ..engine.release import explain, named_closely, run_release
 
         if self._captured is not None:  # query(): the Query is the result, checked as a
             # release checks it (core/validate.py), nothing planned or charged
             try:
                 checked = check_query(query, self._backend.schema(query.columns))
             except UnknownColumnError as exc:  # close names among all columns (public)
-                raise UnknownColumnError(f"unknown column {exc.column!r}"
-                                         f"{close_names(exc.column, self._backend.schema())}",
-                                         exc.column) from None
+                raise named_closely(exc, self._backend) from None
             self._captured.append(checked)
             return {}
         if dry_run:

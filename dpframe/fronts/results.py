@@ -40,7 +40,7 @@ class _Provenance:
         ``diagnostics=`` counts the rows clamped and dropped."""
         from ..display.text import coverage_text
 
-        return str(self.attrs["dp"].get("covers") or coverage_text(self.attrs["dp"]))
+        return coverage_text(self.attrs["dp"])  # the stated "covers", else from the bounds
 
     @property
     def ci(self) -> tuple[float, float] | None:
