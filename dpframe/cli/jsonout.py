@@ -47,7 +47,10 @@ def run_document(report: RunReport) -> dict[str, Any]:
     ``path``, ``rows``, ``plan``, ``warnings``: hints read from the noisy values, such as
     :class:`~dpframe.errors.NearZeroWarning`'s), ``budget``, ``spent``, ``remaining``,
     ``charged`` (each ``{"epsilon", "delta"}``; a dry run's ``charged`` is what the run
-    would charge)."""
+    would charge), ``earlier_releases`` (releases of the same name the ledger held before: a
+    run without a run id charges again), ``run_id``, ``replayed`` (a re-run of a recorded run
+    id: nothing charged) and ``restored`` (each file of a replay: ``query``, ``path``,
+    ``action`` "restored", "intact" or, dry, "would restore", ``ledger_entry``)."""
     plan = report.plan
     charged: tuple[Any, Any] = report.charged
     if report.dry_run:
@@ -66,6 +69,10 @@ def run_document(report: RunReport) -> dict[str, Any]:
         "remaining": _budget(report.remaining),
         "charged": _budget(charged),
         "earlier_releases": report.earlier_releases,
+        "run_id": report.run_id,
+        "replayed": report.replayed is not None,
+        "restored": [{"query": d.query, "path": str(d.path), "action": d.action,
+                      "ledger_entry": d.ledger_entry} for d in report.replayed or []],
     }
 
 

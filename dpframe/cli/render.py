@@ -206,6 +206,24 @@ def print_release(con: Console, report: RunReport) -> None:
     _earlier_note(con, report, "held", "re-running a spec charges its budget again")
 
 
+def print_replay(con: Console, report: RunReport) -> None:
+    """A re-run of a recorded run id: each file restored from the ledger or left intact."""
+    done = report.replayed or []
+    title = (f"Run id {report.run_id!r} was released (ledger entries "
+             f"{', '.join(f'#{d.ledger_entry}' for d in done)}): "
+             + ("a real re-run would charge nothing" if report.dry_run else
+                "replayed from the ledger, nothing charged, no noise drawn"))
+    files = table(title, (("query", "left"), ("file", "left"), ("action", "left")))
+    for d in done:
+        files.add_row(d.query, str(d.path), d.action)
+    con.print(files)
+    n = sum(d.action != "intact" for d in done)
+    verb = "would restore" if report.dry_run else "restored"
+    con.print(f"{verb} {n} of {len(done)} file(s) in {report.folder} byte-identical to the first "
+              f"run; spent {report.spent[0]:.6g} of {report.budget[0]:.6g} (unchanged).",
+              markup=False)
+
+
 def _earlier_note(con: Console, report: RunReport, verb: str, what: str) -> None:
     """The releases of the same session name the ledger had before the run, if any."""
     earlier = report.earlier_releases
