@@ -207,14 +207,7 @@ def run_spec(spec: ReleaseSpec | str | os.PathLike[str], *,
         s = dataclasses.replace(s, input_engine=engine)
     template = run_id if run_id is not None else s.run_id
     rid = None if template is None else resolve_run_id(template, s.name, now)
-    if rid is not None and s.input_engine == "spark":
-        raise SpecError("a run id needs input files or [input] generate, not engine = "
-                        "\"spark\" (there is no digest of a Spark input to check a re-run)")
-    opened = None if s.input_engine == "spark" else open_input(s, progress)
-    backend = spark_input(s) if opened is None else opened.backend
-    files = None if opened is None else opened.source.files
-    run = None if rid is None else RunIdentity(  # a dry run reads no data: no input digest
-        rid, spec_digest(s), "" if dry_run else input_digest(s, files))
+    backend, run = _open_input(s, progress, rid, dry_run)
     job = ReleaseJob(s.name, s.epsilon, s.delta, backend,
                      s.frame_options(), s.queries, folder, ledger_path, s.output_format,
                      s.neighbouring, s.seed, allow_budget_change, run)
@@ -222,15 +215,28 @@ def run_spec(spec: ReleaseSpec | str | os.PathLike[str], *,
     with price_run(job, log, dry_run=dry_run) as priced:
         replay = priced.recorded()
         if replay:  # the run id was released: checked, then replayed (nothing charged)
-            assert run is not None
-            check_replay(replay, None if dry_run else run, run.spec,
-                         [q.name for q in s.queries])
             return priced.replay(replay, None if out_dir is None else folder, dry_run=dry_run)
         if dry_run:
             return priced.planned()
         if not priced.plan.fits:
             raise BudgetExceededError(priced.plan.over_budget())
         return priced.release(log)
+
+
+def _open_input(s: ReleaseSpec, progress: bool | None, run_id: str | None, dry_run: bool
+                ) -> tuple[Backend, RunIdentity | None]:
+    """The spec's input (its schema read) and, with a run id, the run's identity: the digests
+    of the spec and (not in a dry run, which reads no data) of the input's bytes."""
+    if run_id is not None and s.input_engine == "spark":
+        raise SpecError("a run id needs input files or [input] generate, not engine = "
+                        "\"spark\" (there is no digest of a Spark input to check a re-run)")
+    if s.input_engine == "spark":
+        return spark_input(s), None
+    opened = open_input(s, progress)
+    if run_id is None:
+        return opened.backend, None
+    digest = "" if dry_run else input_digest(s, opened.source.files)
+    return opened.backend, RunIdentity(run_id, spec_digest(s), digest)
 
 
 def _targets(s: ReleaseSpec, ledger: str | os.PathLike[str] | None,
@@ -286,7 +292,13 @@ class PricedRun:
                dry_run: bool) -> RunReport:
         """Re-run a recorded run id: no charge, no noise; each file missing or damaged is
         rewritten from the ledger's record (into ``folder``, else the first run's folder), an
-        intact one left alone (a dry run only says which it would restore)."""
+        intact one left alone (a dry run only says which it would restore). Refused first
+        (:class:`~dpframe.errors.RunIdError`) if the spec or the input differs from the first
+        run's (:func:`check_replay`)."""
+        run = self.job.run
+        assert run is not None
+        check_replay(records, None if dry_run else run, run.spec,
+                     [p.spec.name for p in self.queries])
         done = [restore(r, Path(r["folder"]) if folder is None else folder, write=not dry_run)
                 for r in records]
         by_name = {d.query: d for d in done}
