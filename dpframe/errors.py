@@ -74,8 +74,8 @@ class OutcomeNotRecordedError(LedgerError):
 
 class RunIdError(DPError):
     """A run id (``dpframe run --run-id``) that cannot be replayed: the ledger recorded it for
-    another spec or another input, or only for some of its queries. Raised before anything is
-    charged or written; the message never quotes a digest or a data value."""
+    another spec or another input. Raised before anything is charged or written; the message
+    never quotes a digest or a data value."""
 
 
 class DPWarning(UserWarning):

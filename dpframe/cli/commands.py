@@ -15,8 +15,8 @@ Exit codes (docs/cli.md):
   back or replaced since);
 * 7 - charged; outcome not recorded: a release's charge committed (its budget is spent) but
   recording its outcome failed (a full ledger disk despite the room its charge reserved);
-* 8 - ``run --run-id``: the run id was released by another spec or from another input, or
-  its first run recorded only some of its queries: nothing spent or written;
+* 8 - ``run --run-id``: the run id was released by another spec or from another input:
+  nothing spent or written;
 * 130 - interrupted (SIGINT); 143 - terminated (SIGTERM, as a service stop or ``timeout``
   sends it): handled alike: every entry the run charged gets an outcome (failed unless its
   file was written), and no partial output file is left.

@@ -205,9 +205,7 @@ def run_spec(spec: ReleaseSpec | str | os.PathLike[str], *,
         logger.info("Input: %s", s.input_generate.describe())
     if engine is not None:
         s = dataclasses.replace(s, input_engine=engine)
-    template = run_id if run_id is not None else s.run_id
-    rid = None if template is None else resolve_run_id(template, s.name, now)
-    backend, run = _open_input(s, progress, rid, dry_run)
+    backend, run = _open_input(s, progress, run_id, now, dry_run)
     job = ReleaseJob(s.name, s.epsilon, s.delta, backend,
                      s.frame_options(), s.queries, folder, ledger_path, s.output_format,
                      s.neighbouring, s.seed, allow_budget_change, run)
@@ -215,7 +213,8 @@ def run_spec(spec: ReleaseSpec | str | os.PathLike[str], *,
     with price_run(job, log, dry_run=dry_run) as priced:
         replay = priced.recorded()
         if replay:  # the run id was released: checked, then replayed (nothing charged)
-            return priced.replay(replay, None if out_dir is None else folder, dry_run=dry_run)
+            return priced.replay(replay, first_folder=out_dir is None, dry_run=dry_run,
+                                 log=log)
         if dry_run:
             return priced.planned()
         if not priced.plan.fits:
@@ -223,10 +222,13 @@ def run_spec(spec: ReleaseSpec | str | os.PathLike[str], *,
         return priced.release(log)
 
 
-def _open_input(s: ReleaseSpec, progress: bool | None, run_id: str | None, dry_run: bool
-                ) -> tuple[Backend, RunIdentity | None]:
-    """The spec's input (its schema read) and, with a run id, the run's identity: the digests
-    of the spec and (not in a dry run, which reads no data) of the input's bytes."""
+def _open_input(s: ReleaseSpec, progress: bool | None, run_id: str | None, now: datetime,
+                dry_run: bool) -> tuple[Backend, RunIdentity | None]:
+    """The spec's input (its schema read) and, with a run id (``run_id``, else ``[run] id``,
+    its placeholders filled in at ``now``), the run's identity: the digests of the spec and
+    (not in a dry run, which reads no data) of the input's bytes."""
+    template = run_id if run_id is not None else s.run_id
+    run_id = None if template is None else resolve_run_id(template, s.name, now)
     if run_id is not None and s.input_engine == "spark":
         raise SpecError("a run id needs input files or [input] generate, not engine = "
                         "\"spark\" (there is no digest of a Spark input to check a re-run)")
@@ -288,28 +290,42 @@ class PricedRun:
         run = self.job.run
         return [] if run is None else recorded(self.session.ledger_store.entries(), run.id)
 
-    def replay(self, records: list[dict[str, Any]], folder: Path | None, *,
-               dry_run: bool) -> RunReport:
-        """Re-run a recorded run id: no charge, no noise; each file missing or damaged is
-        rewritten from the ledger's record (into ``folder``, else the first run's folder), an
-        intact one left alone (a dry run only says which it would restore). Refused first
-        (:class:`~dpframe.errors.RunIdError`) if the spec or the input differs from the first
-        run's (:func:`check_replay`)."""
+    def replay(self, records: list[dict[str, Any]], *, first_folder: bool = True,
+               dry_run: bool, log: RunLog | None = None) -> RunReport:
+        """Re-run a recorded run id: no charge, no noise. Refused first
+        (:class:`~dpframe.errors.RunIdError`, :func:`check_replay`) if the spec or the input
+        differs from the first run's. Each file missing or damaged is rewritten from the
+        ledger's record (into the first run's folder or, ``first_folder=False``, this run's),
+        an intact one left alone (a dry run only says which it would restore). Queries the
+        first run charged but never recorded (it stopped before their values existed outside
+        the process) are released now, charged again (:meth:`_complete`)."""
         run = self.job.run
         assert run is not None
-        check_replay(records, None if dry_run else run, run.spec,
-                     [p.spec.name for p in self.queries])
-        done = [restore(r, Path(r["folder"]) if folder is None else folder, write=not dry_run)
-                for r in records]
+        check_replay(records, None if dry_run else run, run.spec)
+        done = _restore_all(records, None if first_folder else self.job.folder, dry_run)
         by_name = {d.query: d for d in done}
-        results = [QueryResult(p.spec.name, p.spec.epsilon, "replayed", ex,
-                               by_name[p.spec.name].ledger_entry, by_name[p.spec.name].path)
+        fresh, charged = self._complete(
+            [p for p in self.queries if p.spec.name not in by_name], dry_run, log)
+        results = [fresh.get(p.spec.name) or _replayed(p, ex, by_name[p.spec.name])
                    for p, ex in zip(self.queries, self.plan.explains, strict=True)]
-        before = self.plan.spent_before
-        self.plan = RunPlan(self.plan.explains, [], before, before, self.plan.total)
-        report = self._report(results, dry_run=dry_run, earlier=self.earlier_releases())
-        return dataclasses.replace(report, replayed=done,
-                                   folder=done[0].path.parent if done else report.folder)
+        report = self._report(results, dry_run=dry_run, charged=charged,
+                              earlier=self.earlier_releases())
+        return dataclasses.replace(report, replayed=done, folder=done[0].path.parent)
+
+    def _complete(self, missing: list[PricedQuery], dry_run: bool, log: RunLog | None
+                  ) -> tuple[dict[str, QueryResult], tuple[float, float]]:
+        """Release (or, dry, plan) the queries of a replayed run id that its first run did
+        not record; ``self.plan`` becomes what the replay charges."""
+        if not missing:
+            before = self.plan.spent_before
+            self.plan = RunPlan(self.plan.explains, [], before, before, self.plan.total)
+            return {}, (0.0, 0.0)
+        part = PricedRun(self.job, self.session, missing, plan_run(self.session, missing))
+        if not dry_run and not part.plan.fits:
+            raise BudgetExceededError(part.plan.over_budget())
+        report = part.planned() if dry_run else part.release(RunLog() if log is None else log)
+        self.plan = dataclasses.replace(part.plan, explains=self.plan.explains)
+        return {q.name: q for q in report.queries}, report.charged
 
     def release(self, log: RunLog) -> RunReport:
         """Release the run, noting each charge and file in ``log``: first every query's exact
@@ -448,6 +464,18 @@ class PricedRun:
         return RunReport(self.job.name, dry_run, self.job.ledger, self.job.folder, results,
                          self.plan, charged, s.spent, s.remaining, (s.epsilon, s.delta),
                          earlier, None if self.job.run is None else self.job.run.id)
+
+
+def _restore_all(records: list[dict[str, Any]], folder: Path | None, dry_run: bool
+                 ) -> list[Restored]:
+    """Each recorded file restored (or, dry, checked) in ``folder`` or, if None, its own."""
+    return [restore(r, Path(r["folder"]) if folder is None else folder, write=not dry_run)
+            for r in records]
+
+
+def _replayed(p: PricedQuery, explain: Mapping[str, Any], done: Restored) -> QueryResult:
+    return QueryResult(p.spec.name, p.spec.epsilon, "replayed", explain, done.ledger_entry,
+                       done.path)
 
 
 def _raise_defect(queries: list[PricedQuery], computed: list[Computed], log: RunLog) -> None:

@@ -146,14 +146,15 @@ run_id_replay = _run_ids(full_disk=False)
 run_id_full_disk = _run_ids(full_disk=True)
 
 
-def _redraw(self: runner.PricedRun, records: list[dict[str, Any]], folder: Path | None, *,
-            dry_run: bool) -> runner.RunReport:
+def _redraw(self: runner.PricedRun, records: list[dict[str, Any]], *,
+            first_folder: bool = True, dry_run: bool, log: runner.RunLog | None = None
+            ) -> runner.RunReport:
     """BROKEN: a replay that draws the noise again (no charge) instead of the recorded bytes."""
     for p, rec in zip(self.queries, records, strict=True):
         c = compute_exact(self.session, p.query, self.job.backend)
         release = apply_plan(c.plan, c.exact, self.session.rng)
-        where = Path(rec["folder"]) if folder is None else folder
-        write_bytes(where / rec["file"], release_bytes(release, self.job.output_format))
+        data = release_bytes(release, self.job.output_format)
+        write_bytes(Path(rec["folder"]) / rec["file"], data)
     return dataclasses.replace(self._report([], dry_run=dry_run), replayed=[])
 
 

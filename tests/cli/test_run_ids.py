@@ -75,7 +75,8 @@ def test_replay_charges_nothing_and_restores_files_byte_identical(tmp_path: Path
 
     mtime = (out / "visits.parquet").stat().st_mtime_ns
     code, text = inproc("run", spec, "--run-id", "n1", "--no-progress")
-    assert code == 0 and "restored 0 of 2 file(s)" in text and "nothing charged" in text, text
+    assert code == 0 and "restored 0 of 2 file(s)" in text and "no charge" in text, text
+    assert "(unchanged)" in text
     assert (out / "visits.parquet").stat().st_mtime_ns == mtime  # an intact file left alone
     assert _spent(ledger) == charged
 
@@ -149,6 +150,45 @@ def test_changed_input_is_refused_with_exit_8_before_any_charge(tmp_path: Path, 
     # a new id releases the new input (and charges)
     assert inproc("run", spec, "--run-id", "n2", "--no-progress")[0] == 0
     assert len(_spent(tmp_path / "budget.sqlite")) == 4
+
+
+def test_a_run_stopped_between_records_is_completed_by_its_id(
+        tmp_path: Path, data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A defect while recording the second query (after the first was recorded, before any
+    file): a re-run with the id replays the first from the ledger and releases the second,
+    charged again (its failed entry's charge stands); a third run changes nothing."""
+    from dpframe.cli import runner
+
+    spec = _spec(tmp_path, data)
+    ledger, out = tmp_path / "budget.sqlite", tmp_path / "out"
+    real, calls = runner.release_bytes, {"n": 0}
+
+    def defect(release: object, fmt: str) -> bytes:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise RuntimeError("a defect")
+        return real(release, fmt)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(runner, "release_bytes", defect)
+    code, text = inproc("run", spec, "--run-id", "n1", "--no-progress")
+    assert code == 1 and "#1 released; #2 failed" in text, text
+    assert not out.exists() or not list(out.iterdir())  # no value written anywhere
+    monkeypatch.setattr(runner, "release_bytes", real)
+    with sqlite3.connect(ledger) as conn:
+        (det,) = conn.execute("SELECT details FROM outcomes WHERE entry_id = 1").fetchone()
+    recorded_sha = json.loads(det)["run"]["sha256"]
+
+    code, doc = _json("run", spec, "--run-id", "n1", "--json")
+    assert code == 0, doc
+    assert doc["replayed"] is True and doc["charged"]["epsilon"] == pytest.approx(0.3)
+    assert [(q["name"], q["status"]) for q in doc["queries"]] == [
+        ("visits", "replayed"), ("cost_by_region", "released")]
+    assert _spent(ledger) == [(1, "released"), (2, "failed"), (3, "released")]
+    assert hashlib.sha256((out / "visits.parquet").read_bytes()).hexdigest() == recorded_sha
+    files = _digests(out)
+    code, doc = _json("run", spec, "--run-id", "n1", "--json")
+    assert code == 0 and doc["charged"]["epsilon"] == 0.0 and len(_spent(ledger)) == 3
+    assert {r["action"] for r in doc["restored"]} == {"intact"} and _digests(out) == files
 
 
 def test_without_a_run_id_json_says_a_rerun_charges_again(tmp_path: Path, data: Path) -> None:
