@@ -254,6 +254,22 @@ def test_full_output_disk_is_recovered_by_rerunning_the_id(tmp_path: Path, data:
     assert _digests(out) == recorded  # every charged release written, as recorded
 
 
+def test_ledger_show_json_does_not_print_the_input_digest(tmp_path: Path, data: Path) -> None:
+    spec = _spec(tmp_path, data)
+    assert inproc("run", spec, "--run-id", "n1", "--no-progress")[0] == 0
+    ledger = tmp_path / "budget.sqlite"
+    with sqlite3.connect(ledger) as conn:
+        stored = {json.loads(d)["run"]["input_digest"]
+                  for (d,) in conn.execute("SELECT details FROM outcomes")}
+    (digest,) = stored
+    assert digest.startswith("sha256:")
+    r = CliRunner().invoke(app, ["ledger", "show", str(ledger), "--json"])
+    assert r.exit_code == 0 and digest[7:] not in r.stdout and digest[7:19] not in r.stdout
+    doc = json.loads(r.stdout)
+    assert {e["details"]["run"]["input_digest"] for e in doc["entries"]} == {
+        "(recorded, not shown)"}
+
+
 # -- the ledger covers the run records ----------------------------------------------------------
 
 @pytest.mark.parametrize("table", ["outcomes", "entries"])
@@ -272,3 +288,49 @@ def test_tampered_run_record_fails_verification(tmp_path: Path, data: Path, tabl
     (tmp_path / "out" / "visits.parquet").unlink()
     code, text = inproc("run", spec, "--run-id", "n1", "--no-progress")  # never replayed
     assert code == EXIT_LEDGER and not (tmp_path / "out" / "visits.parquet").exists(), text
+
+
+# -- the crash points of docs/cli.md's fault table -----------------------------------------------
+
+SIGTERM_RUN = """
+import os, signal, sys
+from dpframe.cli import commands, runner
+at, where, calls = int(sys.argv[2]), sys.argv[3], {"n": 0}
+original = getattr(runner, where)
+def step(*args, **kwargs):
+    calls["n"] += 1
+    if calls["n"] == at:
+        os.kill(os.getpid(), signal.SIGTERM)
+    return original(*args, **kwargs)
+setattr(runner, where, step)
+sys.argv = ["dpframe", "run", sys.argv[1], "--run-id", "n1", "--no-progress"]
+commands.main()
+"""
+
+
+@pytest.mark.parametrize(("where", "statuses", "files", "recharged"), [
+    ("compute_exact", [], 0, True),  # before the charge: the re-run is the first run
+    ("add_noise", ["released", "released"], 0, False),  # after the charge, before any write
+    ("write_bytes", ["released", "released"], 1, False),  # mid-write
+])
+def test_sigterm_then_rerun_of_the_id(tmp_path: Path, data: Path, where: str,
+                                      statuses: list[str], files: int, recharged: bool
+                                      ) -> None:
+    """SIGTERM at the second query's read, noise or file write (exit 143), then a re-run with
+    the id: every release written, as recorded, charged once."""
+    spec = _spec(tmp_path, data)
+    ledger, out = tmp_path / "budget.sqlite", tmp_path / "out"
+    r = subprocess.run([sys.executable, "-c", SIGTERM_RUN, str(spec), "2", where], env=ENV,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 143 and "Traceback" not in r.stderr, (r.stdout, r.stderr)
+    assert [s for _, s in _spent(ledger)] == statuses
+    assert (sorted(p.name for p in out.iterdir()) if out.exists() else []) == \
+        ["visits.parquet"][:files]  # no temporary file
+    code, doc = _json("run", spec, "--run-id", "n1", "--json")
+    assert code == 0, doc
+    assert doc["charged"]["epsilon"] == pytest.approx(0.5 if recharged else 0.0)
+    assert _spent(ledger) == [(1, "released"), (2, "released")]
+    with sqlite3.connect(ledger) as conn:
+        recorded = {json.loads(d)["run"]["file"]: json.loads(d)["run"]["sha256"]
+                    for (d,) in conn.execute("SELECT details FROM outcomes")}
+    assert _digests(out) == recorded
