@@ -79,6 +79,9 @@ def test_replay_charges_nothing_and_restores_files_byte_identical(tmp_path: Path
     assert "(unchanged)" in text
     assert (out / "visits.parquet").stat().st_mtime_ns == mtime  # an intact file left alone
     assert _spent(ledger) == charged
+    code, text = inproc("ledger", "verify", ledger, "--against", out / "visits.parquet",
+                        "--against", damaged)
+    assert code == 0 and text.count("its values are the ones released") == 2, text
 
 
 def test_replay_draws_no_noise(tmp_path: Path, data: Path, monkeypatch: pytest.MonkeyPatch
