@@ -24,6 +24,7 @@ from .errors import (
     OutcomeNotRecordedError,
     OutputError,
     PrivacyUnitError,
+    RunIdError,
     UnknownColumnError,
     ValidationError,
 )
@@ -60,6 +61,7 @@ __all__ = [
     "PrivacyUnitError",
     "PrivateFrame",
     "PrivateGroupBy",
+    "RunIdError",
     "Scan",
     "Session",
     "UnknownColumnError",

@@ -72,6 +72,12 @@ class OutcomeNotRecordedError(LedgerError):
     ``charged``. Raised only after a charge; never means "nothing spent"."""
 
 
+class RunIdError(DPError):
+    """A run id (``dpframe run --run-id``) that cannot be replayed: the ledger recorded it for
+    another spec or another input. Raised before anything is charged or written; the message
+    never quotes a digest or a data value."""
+
+
 class DPWarning(UserWarning):
     """Base class of dpframe's warnings (they never quote private data values)."""
 
@@ -108,6 +114,7 @@ __all__ = [
     "OutcomeNotRecordedError",
     "OutputError",
     "PrivacyUnitError",
+    "RunIdError",
     "UnknownColumnError",
     "ValidationError",
 ]

@@ -15,6 +15,8 @@ Exit codes (docs/cli.md):
   back or replaced since);
 * 7 - charged; outcome not recorded: a release's charge committed (its budget is spent) but
   recording its outcome failed (a full ledger disk despite the room its charge reserved);
+* 8 - ``run --run-id``: the run id was released by another spec or from another input:
+  nothing spent or written;
 * 130 - interrupted (SIGINT); 143 - terminated (SIGTERM, as a service stop or ``timeout``
   sends it): handled alike: every entry the run charged gets an outcome (failed unless its
   file was written), and no partial output file is left.
@@ -38,12 +40,13 @@ from ..errors import (
     LedgerError,
     OutcomeNotRecordedError,
     OutputError,
+    RunIdError,
     ValidationError,
 )
 from . import runner
 from .demo import run_demo
 from .outputs import check_output_targets
-from .render import console, escape, print_plan, print_release, run_status
+from .render import console, escape, print_plan, print_release, print_replay, run_status
 from .runner import RunLog, run_spec
 from .spec import load_spec
 from .spec_errors import SpecError
@@ -56,6 +59,7 @@ EXIT_LEDGER = 4
 EXIT_OUTPUT = 5
 EXIT_MISMATCH = 6
 EXIT_UNRECORDED = 7
+EXIT_RUN_ID = 8
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
 
@@ -96,7 +100,8 @@ app = typer.Typer(
     epilog="Exit codes: 0 ok; 1 a release failed after its charge; 2 spec, usage or input error "
     "(nothing spent); 3 budget exceeded (nothing spent); 4 ledger error; 5 an output file "
     "could not be written; 6 a release is not in the ledger (ledger verify --against); "
-    "7 charged, outcome not recorded (the budget is spent); 130 interrupted; 143 terminated. "
+    "7 charged, outcome not recorded (the budget is spent); 8 a run id released by another "
+    "spec or input (nothing spent); 130 interrupted; 143 terminated. "
     "See docs/cli.md.",
     no_args_is_help=True,
     add_completion=False,
@@ -148,6 +153,8 @@ def _error_exit(exc: BaseException, debug: bool, log: RunLog | None = None,
                    f"; no partial output file is left{tail}")
     elif isinstance(exc, OutputError):
         code, message = EXIT_OUTPUT, f"{where}{exc}{tail}"
+    elif isinstance(exc, RunIdError):
+        code, message = EXIT_RUN_ID, f"{exc}{tail}"
     elif isinstance(exc, BudgetExceededError):
         code, message = EXIT_BUDGET, f"{where}{exc}{tail}"
     elif isinstance(exc, OutcomeNotRecordedError):  # charged: never "nothing spent" (4)
@@ -288,10 +295,14 @@ def run(
     engine: Annotated[str | None, typer.Option(
         "--engine", help="Read the input with 'arrow' (a scan, the default) or 'spark' "
                          "(overrides the spec's [input] engine).")] = None,
+    run_id: Annotated[str | None, typer.Option(
+        "--run-id", help="Make the run idempotent: a re-run with this id charges nothing and "
+                         "rewrites missing or damaged files from the ledger ({date}: the UTC "
+                         "date; overrides the spec's [run] id).")] = None,
 ) -> None:
     """Run a declarative release spec: check everything, then release and write each query."""
     _guarded(lambda log: _run(spec, dry_run, ledger, progress, log, as_json, allow_budget_change,
-                              engine),
+                              engine, run_id),
              debug=debug, as_json=as_json)
 
 
@@ -326,20 +337,24 @@ def _notices(quiet_stdout: bool = False) -> Iterator[None]:
 
 def _run(spec_path: Path, dry_run: bool, ledger: Path | None, progress: bool | None,
          log: RunLog, as_json: bool = False, allow_budget_change: bool = False,
-         engine: str | None = None) -> None:
+         engine: str | None = None, run_id: str | None = None) -> None:
     """Run the spec and print what it did (or, dry, would do)."""
     s = load_spec(spec_path)
     if engine not in (None, "arrow", "spark"):
         raise SpecError(f"--engine must be arrow or spark, not {engine!r}")
     with _notices(as_json):
         report = run_spec(s, ledger=ledger, dry_run=dry_run, progress=progress, log=log,
-                          allow_budget_change=allow_budget_change, engine=engine)
+                          allow_budget_change=allow_budget_change, engine=engine,
+                          run_id=run_id)
     if as_json:
         from .jsonout import emit, run_document
 
         if dry_run and not report.fits:  # the refusal's document, exit 3, as without --json
             raise BudgetExceededError(report.plan.over_budget())
         emit(run_document(report))
+        return
+    if report.replayed is not None:
+        print_replay(console(), report)
         return
     if not dry_run:
         print_release(console(), report)

@@ -47,7 +47,10 @@ def run_document(report: RunReport) -> dict[str, Any]:
     ``path``, ``rows``, ``plan``, ``warnings``: hints read from the noisy values, such as
     :class:`~dpframe.errors.NearZeroWarning`'s), ``budget``, ``spent``, ``remaining``,
     ``charged`` (each ``{"epsilon", "delta"}``; a dry run's ``charged`` is what the run
-    would charge)."""
+    would charge), ``earlier_releases`` (releases of the same name the ledger held before: a
+    run without a run id charges again), ``run_id``, ``replayed`` (a re-run of a recorded run
+    id: nothing charged) and ``restored`` (each file of a replay: ``query``, ``path``,
+    ``action`` "restored", "intact" or, dry, "would restore", ``ledger_entry``)."""
     plan = report.plan
     charged: tuple[Any, Any] = report.charged
     if report.dry_run:
@@ -66,13 +69,18 @@ def run_document(report: RunReport) -> dict[str, Any]:
         "remaining": _budget(report.remaining),
         "charged": _budget(charged),
         "earlier_releases": report.earlier_releases,
+        "run_id": report.run_id,
+        "replayed": report.replayed is not None,
+        "restored": [{"query": d.query, "path": str(d.path), "action": d.action,
+                      "ledger_entry": d.ledger_entry} for d in report.replayed or []],
     }
 
 
 def ledger_document(snap: LedgerSnapshot, verified: bool) -> dict[str, Any]:
     """A ledger as a JSON-safe dict. Keys: ``format``, ``path``, ``neighbouring``, ``budget``,
     ``spent``, ``remaining`` (each ``{"epsilon", "delta"}``), ``budget_history``, ``entries``
-    (one dict per entry, as ``Session.ledger`` has them), ``verified`` and ``chain`` (with
+    (one dict per entry, as ``Session.ledger`` has them, a run record's input digest not
+    shown), ``verified`` and ``chain`` (with
     ``--verify``: the chain's rows, head and schema version; else null)."""
     total, spent = snap.total, snap.spent
     return {
@@ -83,10 +91,20 @@ def ledger_document(snap: LedgerSnapshot, verified: bool) -> dict[str, Any]:
         "spent": _budget(spent),
         "remaining": _budget((max(total[0] - spent[0], 0), max(total[1] - spent[1], 0))),
         "budget_history": jsonable(snap.budget_history),
-        "entries": jsonable(snap.entries),
+        "entries": jsonable([_shown_entry(e) for e in snap.entries]),
         "verified": verified,
         "chain": jsonable(snap.chain) if verified else None,
     }
+
+
+def _shown_entry(entry: dict[str, Any]) -> dict[str, Any]:
+    """``entry`` as printed: a run record's input digest (a function of the private data,
+    dpframe.cli.runids) replaced by ``"(recorded, not shown)"``."""
+    run = (entry.get("details") or {}).get("run")
+    if not isinstance(run, dict) or "input_digest" not in run:
+        return entry
+    shown = {**run, "input_digest": "(recorded, not shown)"}
+    return {**entry, "details": {**entry["details"], "run": shown}}
 
 
 def error_document(exit_code: int, exc: BaseException, message: str) -> dict[str, Any]:

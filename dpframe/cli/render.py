@@ -206,6 +206,38 @@ def print_release(con: Console, report: RunReport) -> None:
     _earlier_note(con, report, "held", "re-running a spec charges its budget again")
 
 
+def print_replay(con: Console, report: RunReport) -> None:
+    """A re-run of a recorded run id: each file restored from the ledger or left intact, and
+    the queries its first run did not record, released (charged) now."""
+    done = report.replayed or []
+    title = (f"Run id {report.run_id!r} was released (ledger entries "
+             f"{', '.join(f'#{d.ledger_entry}' for d in done)}): replayed from the ledger, "
+             "no charge, no noise drawn")
+    files = table(title, (("query", "left"), ("file", "left"), ("action", "left")))
+    for d in done:
+        files.add_row(d.query, str(d.path), d.action)
+    con.print(files)
+    fresh = _fresh_note(con, report)
+    n = sum(d.action != "intact" for d in done)
+    verb = "would restore" if report.dry_run else "restored"
+    con.print(f"{verb} {n} of {len(done)} file(s) in {report.folder} byte-identical to the first "
+              f"run; spent {report.spent[0]:.6g} of {report.budget[0]:.6g}"
+              f"{'' if fresh else ' (unchanged)'}.", markup=False)
+
+
+def _fresh_note(con: Console, report: RunReport) -> bool:
+    """Say which queries of a replayed run id its first run did not record (released and
+    charged now); whether there are any."""
+    fresh = [q.name for q in report.queries if q.status in ("released", "planned")]
+    if fresh:
+        plan, dry = report.plan, report.dry_run
+        con.print(f"{'Would release' if dry else 'Released'} {', '.join(fresh)} (charged by "
+                  f"the first run, not recorded): {'would charge' if dry else 'charged'} "
+                  f"epsilon {float(plan.spent_after[0] - plan.spent_before[0]):.6g} again.",
+                  markup=False)
+    return bool(fresh)
+
+
 def _earlier_note(con: Console, report: RunReport, verb: str, what: str) -> None:
     """The releases of the same session name the ledger had before the run, if any."""
     earlier = report.earlier_releases

@@ -19,6 +19,7 @@ import os
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, cast
@@ -37,8 +38,22 @@ from ..export import to_ipc, to_parquet
 from .inputs import open_input, spark_input
 from .outputs import check_output_targets
 from .pricing import PricedQuery, RunPlan, charged_by, plan_run, price_queries
+from .runids import (
+    Restored,
+    RunIdentity,
+    check_replay,
+    input_digest,
+    record,
+    recorded,
+    release_bytes,
+    resolve_run_id,
+    restore,
+    spec_digest,
+    write_bytes,
+)
 from .schema import OUTPUT_FORMATS
 from .spec import QuerySpec, ReleaseSpec, load_spec
+from .spec_errors import SpecError
 
 if TYPE_CHECKING:
     from ..backends.base import Backend
@@ -63,11 +78,12 @@ class RunLog:
     written: list[Path] = field(default_factory=list)
     folder: Path | None = None
     status: dict[int, str] | None = None  # the ledger status of ``charged`` after a failure
+    missing: list[int] | None = None  # a run id's recorded releases whose file failed
 
     @property
     def unwritten(self) -> list[int]:
         """Released entries whose file was not written."""
-        return self.released[len(self.written):]
+        return self.released[len(self.written):] if self.missing is None else self.missing
 
     def snapshot(self, session: Session) -> None:
         """Read the ledger status of this run's entries (after a failure, before closing)."""
@@ -86,7 +102,7 @@ class QueryResult:
 
     name: str
     epsilon: float
-    status: str  # "planned" (a dry run) or "released"
+    status: str  # "planned" (a dry run), "released" or "replayed" (a run id's re-run)
     plan: Mapping[str, Any]  # mechanisms, noise scales, error bounds: public
     ledger_entry: int | None = None
     path: Path | None = None
@@ -108,6 +124,10 @@ class RunReport:
     remaining: tuple[float, float]
     budget: tuple[float, float]  # the ledger's total
     earlier_releases: int = 0  # releases of the same session name the ledger held before
+    run_id: str | None = None  # the run's id (--run-id, [run] id), if any
+    #: a re-run of a recorded run id: each file restored from the ledger or left intact (a
+    #: dry run: "intact" or "would restore"); None for a run that is not a replay
+    replayed: list[Restored] | None = None
 
     @property
     def fits(self) -> bool:
@@ -136,6 +156,7 @@ class ReleaseJob:
     neighbouring: str = "add_remove"
     seed: int | None = None
     allow_budget_change: bool = False  # a ledger total other than the spec's is recorded
+    run: RunIdentity | None = None  # a run id: the run is recorded, a re-run replayed
 
     def output(self, q: QuerySpec) -> Path:
         return self.folder / f"{q.name}{OUTPUT_FORMATS[self.output_format]}"
@@ -145,7 +166,8 @@ def run_spec(spec: ReleaseSpec | str | os.PathLike[str], *,
              ledger: str | os.PathLike[str] | None = None,
              out_dir: str | os.PathLike[str] | None = None, dry_run: bool = False,
              progress: bool | None = None, log: RunLog | None = None,
-             allow_budget_change: bool = False, engine: str | None = None) -> RunReport:
+             allow_budget_change: bool = False, engine: str | None = None,
+             run_id: str | None = None) -> RunReport:
     """Run a release spec (a :class:`ReleaseSpec` or the path of its TOML file).
 
     ``ledger`` overrides ``[release] ledger`` and ``out_dir`` the ``[output] dir`` (used as
@@ -155,6 +177,13 @@ def run_spec(spec: ReleaseSpec | str | os.PathLike[str], *,
     ``log`` is filled as the run goes, so that after an exception it tells what was charged
     and written. ``allow_budget_change=True`` (``--allow-budget-change``) lets the spec's
     budget replace a durable ledger's total; the change is recorded in the ledger.
+
+    ``run_id`` (or ``[run] id`` in the spec; ``{date}``, the run's UTC date, and ``{name}``
+    filled in) makes the run idempotent: the first run with an id records in the ledger each
+    release file's bytes and the digests of the spec and of the input; a re-run with that id
+    charges nothing, draws no noise and rewrites from the ledger each file that is missing or
+    damaged (into the first run's folder, or ``out_dir``); the same id with another spec or
+    input raises :class:`~dpframe.errors.RunIdError` before anything is charged or written.
 
     Everything is checked, and every query's exact half computed, before the run's one
     reservation of its whole cost; a failure then raises
@@ -168,19 +197,24 @@ def run_spec(spec: ReleaseSpec | str | os.PathLike[str], *,
     leaves no partial file.
     """
     s = spec if isinstance(spec, ReleaseSpec) else load_spec(spec)
-    ledger_path, folder = _targets(s, ledger, out_dir, dry_run)
+    now = datetime.now(UTC)
+    ledger_path, folder = _targets(s, ledger, out_dir, dry_run, now)
     if s.seed is not None:
         logger.warning(SEED_WARNING)
     if s.input_generate is not None:
         logger.info("Input: %s", s.input_generate.describe())
     if engine is not None:
         s = dataclasses.replace(s, input_engine=engine)
-    backend = spark_input(s) if s.input_engine == "spark" else open_input(s, progress).backend
+    backend, run = _open_input(s, progress, run_id, now, dry_run)
     job = ReleaseJob(s.name, s.epsilon, s.delta, backend,
                      s.frame_options(), s.queries, folder, ledger_path, s.output_format,
-                     s.neighbouring, s.seed, allow_budget_change)
+                     s.neighbouring, s.seed, allow_budget_change, run)
     log = RunLog() if log is None else log
     with price_run(job, log, dry_run=dry_run) as priced:
+        replay = priced.recorded()
+        if replay:  # the run id was released: checked, then replayed (nothing charged)
+            return priced.replay(replay, first_folder=out_dir is None, dry_run=dry_run,
+                                 log=log)
         if dry_run:
             return priced.planned()
         if not priced.plan.fits:
@@ -188,14 +222,34 @@ def run_spec(spec: ReleaseSpec | str | os.PathLike[str], *,
         return priced.release(log)
 
 
+def _open_input(s: ReleaseSpec, progress: bool | None, run_id: str | None, now: datetime,
+                dry_run: bool) -> tuple[Backend, RunIdentity | None]:
+    """The spec's input (its schema read) and, with a run id (``run_id``, else ``[run] id``,
+    its placeholders filled in at ``now``), the run's identity: the digests of the spec and
+    (not in a dry run, which reads no data) of the input's bytes."""
+    template = run_id if run_id is not None else s.run_id
+    run_id = None if template is None else resolve_run_id(template, s.name, now)
+    if run_id is not None and s.input_engine == "spark":
+        raise SpecError("a run id needs input files or [input] generate, not engine = "
+                        "\"spark\" (there is no digest of a Spark input to check a re-run)")
+    if s.input_engine == "spark":
+        return spark_input(s), None
+    opened = open_input(s, progress)
+    if run_id is None:
+        return opened.backend, None
+    digest = "" if dry_run else input_digest(s, opened.source.files)
+    return opened.backend, RunIdentity(run_id, spec_digest(s), digest)
+
+
 def _targets(s: ReleaseSpec, ledger: str | os.PathLike[str] | None,
-             out_dir: str | os.PathLike[str] | None, dry_run: bool) -> tuple[Path | None, Path]:
+             out_dir: str | os.PathLike[str] | None, dry_run: bool, now: datetime
+             ) -> tuple[Path | None, Path]:
     """The run's ledger and output folder, checked (nothing created)."""
     ledger_path = Path(ledger).absolute() if ledger is not None else s.ledger
     if ledger_path is None and not dry_run:
         raise ValidationError("a run needs a durable ledger: set [release] ledger in the spec "
                               "or pass --ledger PATH")
-    folder = s.output_folder() if out_dir is None else Path(out_dir).absolute()
+    folder = s.output_folder(now) if out_dir is None else Path(out_dir).absolute()
     check_output_targets(folder, s.output_paths(folder),
                          "[output] dir" if out_dir is None else "out_dir")
     return ledger_path, folder
@@ -210,6 +264,7 @@ class PricedRun:
     session: Session
     queries: list[PricedQuery]
     plan: RunPlan
+    _bytes: dict[int, bytes] = field(default_factory=dict)  # a run id's files, by entry
 
     def __enter__(self) -> PricedRun:
         return self
@@ -230,6 +285,48 @@ class PricedRun:
         name = self.job.name
         return sum(1 for e in self.session.ledger_store.entries() if e.get("session") == name)
 
+    def recorded(self) -> list[dict[str, Any]]:
+        """The ledger's records of this run's id ([] without an id, or when it has none)."""
+        run = self.job.run
+        return [] if run is None else recorded(self.session.ledger_store.entries(), run.id)
+
+    def replay(self, records: list[dict[str, Any]], *, first_folder: bool = True,
+               dry_run: bool, log: RunLog | None = None) -> RunReport:
+        """Re-run a recorded run id: no charge, no noise. Refused first
+        (:class:`~dpframe.errors.RunIdError`, :func:`check_replay`) if the spec or the input
+        differs from the first run's. Each file missing or damaged is rewritten from the
+        ledger's record (into the first run's folder or, ``first_folder=False``, this run's),
+        an intact one left alone (a dry run only says which it would restore). Queries the
+        first run charged but never recorded (it stopped before their values existed outside
+        the process) are released now, charged again (:meth:`_complete`)."""
+        run = self.job.run
+        assert run is not None
+        check_replay(records, None if dry_run else run, run.spec)
+        done = _restore_all(records, None if first_folder else self.job.folder, dry_run)
+        by_name = {d.query: d for d in done}
+        fresh, charged = self._complete(
+            [p for p in self.queries if p.spec.name not in by_name], dry_run, log)
+        results = [fresh.get(p.spec.name) or _replayed(p, ex, by_name[p.spec.name])
+                   for p, ex in zip(self.queries, self.plan.explains, strict=True)]
+        report = self._report(results, dry_run=dry_run, charged=charged,
+                              earlier=self.earlier_releases())
+        return dataclasses.replace(report, replayed=done, folder=done[0].path.parent)
+
+    def _complete(self, missing: list[PricedQuery], dry_run: bool, log: RunLog | None
+                  ) -> tuple[dict[str, QueryResult], tuple[float, float]]:
+        """Release (or, dry, plan) the queries of a replayed run id that its first run did
+        not record; ``self.plan`` becomes what the replay charges."""
+        if not missing:
+            before = self.plan.spent_before
+            self.plan = RunPlan(self.plan.explains, [], before, before, self.plan.total)
+            return {}, (0.0, 0.0)
+        part = PricedRun(self.job, self.session, missing, plan_run(self.session, missing))
+        if not dry_run and not part.plan.fits:
+            raise BudgetExceededError(part.plan.over_budget())
+        report = part.planned() if dry_run else part.release(RunLog() if log is None else log)
+        self.plan = dataclasses.replace(part.plan, explains=self.plan.explains)
+        return {q.name: q for q in report.queries}, report.charged
+
     def release(self, log: RunLog) -> RunReport:
         """Release the run, noting each charge and file in ``log``: first every query's exact
         half (nothing charged: an operational fault such as a corrupt or changed input
@@ -246,8 +343,7 @@ class PricedRun:
             computed = [self._compute(p, log) for p in self.queries]
             log.current = None
             entries = self._reserve(computed, log)
-            results = [self._release(p, c, entry, ex, log) for p, c, entry, ex in
-                       zip(self.queries, computed, entries, self.plan.explains, strict=True)]
+            results = self._released(computed, entries, log)
             log.current = None
             _raise_defect(self.queries, computed, log)
         except BaseException:
@@ -257,6 +353,19 @@ class PricedRun:
         ce, cd = charged_by(self.session, log.charged)
         return self._report(results, dry_run=False, charged=(float(ce), float(cd)),
                             earlier=earlier)
+
+    def _released(self, computed: list[Computed], entries: list[int], log: RunLog
+                  ) -> list[QueryResult]:
+        """Each query released: its file written, then its outcome recorded; with a run id,
+        every query's values recorded first (an interrupt waits until all are), then every
+        file written."""
+        todo = list(zip(self.queries, computed, entries, self.plan.explains, strict=True))
+        if self.job.run is None:
+            return [self._release(p, c, entry, ex, log) for p, c, entry, ex in todo]
+        with signals_held():
+            results = [self._record(p, c, entry, ex, log) for p, c, entry, ex in todo]
+        self._write_recorded(results, log)
+        return results
 
     def _compute(self, p: PricedQuery, log: RunLog) -> Computed:
         log.current = p.spec.name
@@ -303,12 +412,70 @@ class PricedRun:
         return QueryResult(p.spec.name, p.spec.epsilon, "released", explain, entry, path,
                            release)
 
+    def _record(self, p: PricedQuery, c: Computed, entry: int, explain: Mapping[str, Any],
+                log: RunLog) -> QueryResult:
+        """A run id's release: noise, then the file's bytes recorded in the ledger outcome
+        (``released``) before any file is written (:meth:`_write_recorded`), so that a file
+        the disk cannot take is written by a re-run with the id, from the ledger."""
+        log.current = p.spec.name
+        if c.defect is not None:  # raised once every other query is released
+            self.session.record(entry, status="failed", details={})
+            return QueryResult(p.spec.name, p.spec.epsilon, "failed", explain, entry)
+        assert self.job.run is not None
+        release, details = add_noise(self.session, c, entry)
+        for hint in cast(list[str], release.provenance.get("warnings", [])):
+            logger.warning("query %r: %s", p.spec.name, hint)  # read from the noisy values
+        path = self.job.output(p.spec)
+        data = release_bytes(release, self.job.output_format)
+        publish(self.session, entry, release,
+                {**details, "run": record(self.job.run, p.spec.name, path, data)})
+        log.released.append(entry)
+        self._bytes[entry] = data
+        return QueryResult(p.spec.name, p.spec.epsilon, "released", explain, entry, path,
+                           release)
+
+    def _write_recorded(self, results: list[QueryResult], log: RunLog) -> None:
+        """Write every recorded release's file; a file that cannot be written (a full disk)
+        does not stop the others, and the first failure is raised once all were tried."""
+        failed: list[tuple[int, OutputError]] = []
+        for q in results:
+            if q.path is None or q.ledger_entry is None:
+                continue
+            log.current = q.name
+            try:
+                self.job.folder.mkdir(parents=True, exist_ok=True)
+                log.written.append(write_bytes(q.path, self._bytes[q.ledger_entry]))
+            except OSError as exc:
+                failed.append((q.ledger_entry, exc if isinstance(exc, OutputError) else
+                               OutputError(f"cannot create the output folder "
+                                           f"{self.job.folder} ({type(exc).__name__})")))
+        log.current = None
+        if failed:
+            assert self.job.run is not None
+            log.missing = [entry for entry, _ in failed]
+            raise OutputError(f"{failed[0][1]}; {len(failed)} release file(s) not written: "
+                              "their values are recorded in the ledger: free space and re-run "
+                              f"with --run-id {self.job.run.id} to write them (nothing is "
+                              "charged again)")
+
     def _report(self, results: list[QueryResult], *, dry_run: bool,
                 charged: tuple[float, float] = (0.0, 0.0), earlier: int = 0) -> RunReport:
         s = self.session
         return RunReport(self.job.name, dry_run, self.job.ledger, self.job.folder, results,
                          self.plan, charged, s.spent, s.remaining, (s.epsilon, s.delta),
-                         earlier)
+                         earlier, None if self.job.run is None else self.job.run.id)
+
+
+def _restore_all(records: list[dict[str, Any]], folder: Path | None, dry_run: bool
+                 ) -> list[Restored]:
+    """Each recorded file restored (or, dry, checked) in ``folder`` or, if None, its own."""
+    return [restore(r, Path(r["folder"]) if folder is None else folder, write=not dry_run)
+            for r in records]
+
+
+def _replayed(p: PricedQuery, explain: Mapping[str, Any], done: Restored) -> QueryResult:
+    return QueryResult(p.spec.name, p.spec.epsilon, "replayed", explain, done.ledger_entry,
+                       done.path)
 
 
 def _raise_defect(queries: list[PricedQuery], computed: list[Computed], log: RunLog) -> None:

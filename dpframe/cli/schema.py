@@ -90,6 +90,14 @@ def _template(v: str) -> str:
     return v
 
 
+def _run_template(v: str) -> str:
+    try:
+        v.format(date="2000-01-01", name="name")
+    except (KeyError, IndexError, ValueError, AttributeError, TypeError):
+        raise ValueError("may only use {date} and {name}") from None
+    return v
+
+
 _Number = Annotated[float, PlainValidator(_number)]
 _Edge = Annotated[float, PlainValidator(_edge)]
 _Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
@@ -192,6 +200,13 @@ class OutputTable(_Table):
     format: Literal[tuple(OUTPUT_FORMATS)] = "parquet"  # type: ignore[valid-type]
 
 
+class RunTable(_Table):
+    """``[run]``: the run id that makes a run idempotent (``{date}``, ``{name}`` filled in;
+    dpframe.cli.runids)."""
+
+    id: Annotated[_Text, AfterValidator(_run_template)] | None = None
+
+
 #: What each aggregate needs (a field that is None or empty is missing), and what it refuses.
 def needs(names: Mapping[str, Aggregate] = NAMES) -> dict[str, tuple[str, ...]]:
     """The fields each aggregate of a query needs, from the registry: a column unless the
@@ -251,6 +266,7 @@ class SpecModel(_Table):
     bounds: dict[str, Annotated[tuple[float, float], PlainValidator(_pair)]] = {}
     keys: dict[str, Annotated[list[Any], Field(min_length=1)]] = {}
     output: OutputTable = OutputTable()
+    run: RunTable = RunTable()
 
     @model_validator(mode="after")
     def _unique_names(self) -> SpecModel:
@@ -265,5 +281,6 @@ class SpecModel(_Table):
 SECTIONS: dict[tuple[str, ...], type[BaseModel]] = {
     (): SpecModel, ("release",): ReleaseTable, ("input",): InputTable,
     ("input", "generate"): GenerateTable, ("privacy",): PrivacyTable, ("output",): OutputTable,
+    ("run",): RunTable,
     ("query",): QueryTable,
 }

@@ -97,6 +97,8 @@ class ReleaseSpec:
     #: ``"arrow"`` (a scan) or ``"spark"`` (dpframe.backends.spark), and a Spark table
     input_engine: str = "arrow"
     input_table: str | None = None
+    #: ``[run] id``: a run id template (dpframe.cli.runids), None for a run without one
+    run_id: str | None = None
 
     def output_folder(self, now: datetime | None = None) -> Path:
         """The output folder, with ``{date}``, ``{time}`` and ``{name}`` filled in."""
@@ -207,7 +209,7 @@ def parse_spec(raw: Mapping[str, Any], path: Path) -> ReleaseSpec:
         keys={k: list(v) for k, v in m.keys.items()}, output_dir=m.output.dir,
         output_format=m.output.format,
         queries=[_query_spec(q, i) for i, q in enumerate(m.query)],
-        input_engine=inp.engine, input_table=inp.table)
+        input_engine=inp.engine, input_table=inp.table, run_id=m.run.id)
 
 
 def _query_spec(q: QueryTable, i: int) -> QuerySpec:

@@ -91,6 +91,7 @@ from .findings_round4_c import (
     text_read_as_utf8,
 )
 from .findings_round4_d import finding_bounds_choice_undeclared_csv_unit, undeclared_unit_read
+from .findings_runs import replay_redraws, run_id_full_disk, run_id_replay
 from .findings_scan import (
     finding_scan_csv_time,
     finding_scan_empty_second_file,
@@ -501,6 +502,17 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("BROKEN: Gaussian key selection with L2 sensitivity 1, not sqrt(k)",
              "as private keys by distinct units", None, 1, 1, expect_violation=True,
              exact=gaussian_key_selection, patch=l2_understated),
+    Scenario("finding 87: a run id re-run (files deleted, then damaged) replays the ledger's "
+             "record", "first run and two re-runs of one id (structural: distinct releases x "
+             "epsilon, against the ledger's charge)", None, 1, 1, exact=run_id_replay),
+    Scenario("finding 88: a full output disk after the charge, recovered by re-running the id",
+             "as finding 87, the first file refused with ENOSPC", None, 1, 1,
+             exact=run_id_full_disk),
+    Scenario("BROKEN: a run id replay that draws the noise again (no charge)", "as finding 87",
+             None, 1, 1, expect_violation=True, exact=run_id_replay, patch=replay_redraws),
+    Scenario("BROKEN: a full-disk recovery that draws the noise again (no charge)",
+             "as finding 88", None, 1, 1, expect_violation=True, exact=run_id_full_disk,
+             patch=replay_redraws),
     # deliberately broken: the audit must find a violation
     Scenario("BROKEN: bound choice with the histograms' sensitivity understated",
              "as finding 59 (change_one, ungrouped)", finding_bound_choice("change_one", False),

@@ -18,7 +18,7 @@ from tests.cli._support import entries, write_visits
 from tests.cli.test_end_to_end import write_spec
 
 RUN_KEYS = {"format", "name", "dry_run", "fits", "ledger", "folder", "queries", "budget",
-            "spent", "remaining", "charged", "earlier_releases"}
+            "spent", "remaining", "charged", "earlier_releases", "run_id", "replayed", "restored"}
 QUERY_KEYS = {"name", "status", "epsilon", "ledger_entry", "path", "rows", "plan", "warnings"}
 
 
