@@ -176,6 +176,8 @@ def prefix_half_width(night: int, node_scale: float, level: float) -> float:
     b = math.sqrt(p) / (1 - p)
     groups = [(w * b, n) for w, n in prefix_weights(night)]
     sd = math.sqrt(sum(2 * s * s * n for s, n in groups))
+    if sd == 0.0:  # a scale so small that every node's noise is 0 but with p ~ 0
+        return 0.0
 
     def cf(u: float) -> float:
         return math.prod((1 + (s * u) ** 2) ** -n for s, n in groups)
