@@ -42,6 +42,7 @@ from ..core.continual import (
     add_node_noise,
     prefix_estimate,
 )
+from ..core.digest import values_digest
 from ..core.numbers import to_fraction
 from ..core.plan import plan_release
 from ..core.query import Measure, Query
@@ -49,12 +50,14 @@ from ..errors import (
     BoundsError,
     ContinualError,
     HorizonError,
+    InputError,
     UnknownColumnError,
     ValidationError,
 )
 from .results import DPFloat, DPInt
 
 if TYPE_CHECKING:
+    from ..backends.base import Backend
     from ..engine.session import Session
 
 MECHANISM = "continual binary tree"
@@ -99,6 +102,8 @@ class Continual:
     the whole horizon (enforced: each night keeps, per unit, at most the rows it has left,
     chosen at random); ``name`` records the release under a name a later process resumes
     from the ledger (with the private ``state=`` file); ``ci`` the intervals' level.
+    ``charge_on_first_add=True`` (a nightly job's first run) charges a new release in the
+    first :meth:`add`, once every check of that night has passed, instead of here.
 
     Guarantee: epsilon-DP for the whole sequence of releases over the horizon, under the
     session's neighbouring relation (:mod:`dpframe.core.continual`). Every check runs before
@@ -110,7 +115,7 @@ class Continual:
                  integer: bool = False, by: str | None = None, keys: object = None,
                  privacy_unit: str | None = None, max_rows_per_unit: int | None = None,
                  name: str | None = None, state: str | os.PathLike[str] | None = None,
-                 ci: float = 0.95) -> None:
+                 ci: float = 0.95, charge_on_first_add: bool = False) -> None:
         from ..engine.session import Session
 
         if not isinstance(session, Session):
@@ -136,10 +141,16 @@ class Continual:
         self._nodes: dict[Node, list[int]] = {}
         self._entries: dict[int, int] = {}  # night -> its ledger entry
         self._tally: dict[str, int] = {}
-        self.entry = self._resume() if name is not None else None
+        self._pending: dict[str, int] = {}
+        if not isinstance(charge_on_first_add, bool):
+            raise ValidationError("charge_on_first_add must be True or False")
+        self.entry: int | None = self._resume() if name is not None else None
         if self.entry is None:
             self._state = TreeState(self.spec.levels, max(len(self.keys), 1))
-            self.entry = self._charge()
+            if not charge_on_first_add:
+                self.entry = self._charge()
+            else:
+                session.require(PrivacyCost(self.epsilon))  # no side effect
 
     # -- checks (before any charge) -------------------------------------------------------
 
@@ -320,7 +331,7 @@ class Continual:
         """How many nights have been added (released) so far."""
         return self._state.night
 
-    def add(self, day: pd.DataFrame, night: int | None = None, *,
+    def add(self, day: object, night: int | None = None, *,
             fill_gaps: bool = False) -> DPInt | DPFloat | pd.DataFrame:
         """Add one night's rows (the next night, or ``night``) and return the running total.
 
@@ -341,15 +352,19 @@ class Continual:
         if t > self.nights + 1 and not fill_gaps:
             raise ContinualError(f"night {t} skips nights {self.nights + 1} to {t - 1}: add "
                                  "them, or pass fill_gaps=True to add them as empty nights")
+        if self.entry is None:  # charge_on_first_add: the budget, before reading the data
+            self.session.require(PrivacyCost(self.epsilon))
         leaves = self._leaves(day)  # every check of the data's schema; nothing charged yet
         zero = [0] * len(leaves)
         before = TreeState(self._state.levels, self._state.keys, self._state.night,
                            [list(r) for r in self._state.open])
         after = TreeState(before.levels, before.keys, before.night,
                           [list(r) for r in before.open])
-        tally = self._bounded_tally(day)
+        tally = self._pending
         exact = [after.add(zero if n < t else leaves, self.horizon)
                  for n in range(self.nights + 1, t + 1)]
+        if self.entry is None:  # charge_on_first_add: every check of the night has passed
+            self.entry = self._charge()
         self._save_state(before, dict(self._tally), after, tally)
         for n, done in zip(range(self.nights + 1, t + 1), exact, strict=True):
             self._release_night(n, done)
@@ -370,8 +385,9 @@ class Continual:
             "nodes": [[j, k, v] for (j, k), v in sorted(noisy.items())]})
 
     def _rows(self, day: pd.DataFrame) -> pd.DataFrame:
-        """The night's rows after bounding each unit to the rows it has left of ``T``."""
-        self._pending_tally = dict(self._tally)
+        """The night's rows after bounding each unit to the rows it has left of ``T`` over
+        the horizon (chosen at random); the tally after the night goes to ``_pending``."""
+        self._pending = dict(self._tally)
         if self.privacy_unit is None:
             return day
         gen = self.session.rng.sampling_generator()
@@ -383,19 +399,38 @@ class Continual:
         rank = ids.groupby(ids.to_numpy()).cumcount().to_numpy()
         used = ids.map(lambda u: self._tally.get(u, 0)).to_numpy(dtype=np.int64)
         keep = present & (rank < self.max_rows - used)
-        kept = shuffled[keep]
         for u, n in ids[keep].value_counts().items():
-            self._pending_tally[str(u)] = self._pending_tally.get(str(u), 0) + int(n)
-        return kept
+            self._pending[str(u)] = self._pending.get(str(u), 0) + int(n)
+        return shuffled[keep]
 
-    def _bounded_tally(self, day: pd.DataFrame) -> dict[str, int]:
-        return getattr(self, "_pending_tally", dict(self._tally))
+    def _backend(self, day: object) -> Backend:
+        """The night's input as a backend: a pandas DataFrame, or a ``dpf.scan`` (Arrow
+        batches; read into pandas when a unit's rows are bounded over the horizon)."""
+        from .scan import Scan
 
-    def _leaves(self, day: pd.DataFrame) -> list[int]:
-        """The night's exact leaves (one per key), on the noise lattice."""
-        if not isinstance(day, pd.DataFrame):
-            raise ValidationError("add() takes the night's rows as a pandas DataFrame")
-        backend = PandasBackend(day)
+        if isinstance(day, pd.DataFrame):
+            return PandasBackend(day)
+        if isinstance(day, Scan):
+            if self.privacy_unit is None:
+                return day.backend
+            import pyarrow as pa
+
+            cols = [c for c in self._columns() if c in day.columns]
+            table = pa.Table.from_batches(list(day.source.batches(cols, 1 << 20)),
+                                          schema=pa.schema([day.schema.field(c) for c in cols]))
+            return PandasBackend(table.to_pandas())
+        raise ValidationError("add() takes the night's rows as a pandas DataFrame or a "
+                              "dpf.scan")
+
+    def _leaves(self, day: object) -> list[int]:
+        """The night's exact leaves (one per key), on the noise lattice. Every refusal (the
+        columns, their dtypes) comes before anything is charged or drawn; an operational
+        fault of the read is an :class:`~dpframe.errors.InputError`."""
+        try:
+            backend = self._backend(day)
+        except OSError as exc:
+            raise InputError(f"cannot read the night's input ({type(exc).__name__}); nothing "
+                             "was charged") from None
         schema = backend.schema()
         for c in self._columns():
             if c not in schema:
@@ -413,9 +448,16 @@ class Continual:
                 plan.measures[0].requests[0].integer is False:
             raise ValidationError(f"integer=True needs an integer column; {self.column!r} is "
                                   "not one")
-        bound = PandasBackend(self._rows(day))
+        if isinstance(backend, PandasBackend):
+            backend = PandasBackend(self._rows(backend.df))
+        else:
+            self._pending = dict(self._tally)
         req = plan.measures[0].requests[0] if self._request is None else self._request
-        exact = bound.exact(replace(plan.compute, requests=(req,)), None)
+        try:
+            exact = backend.bind(cols).exact(replace(plan.compute, requests=(req,)), None)
+        except OSError as exc:
+            raise InputError(f"cannot read the night's input ({type(exc).__name__}); nothing "
+                             "was charged") from None
         return self.spec.lattice(np.asarray(exact.values[req.key]).tolist())
 
     # -- results ---------------------------------------------------------------------------
@@ -430,11 +472,12 @@ class Continual:
         nodes = {n: np.asarray(v, dtype=np.float64) for n, v in self._nodes.items()}
         est = prefix_estimate(nodes, t) * g
         hw = self.spec.half_width(t, self.level)
-        prov = self._provenance(t, hw)
         vals: np.ndarray = est
         lower, upper = est - hw, est + hw
         if self.spec.integer:  # the total is an integer: the interval's integers keep its cover
             vals, lower, upper = np.rint(est).astype(np.int64), np.ceil(lower), np.floor(upper)
+        prov = self._provenance(t, hw)
+        prov["values_digest"] = values_digest([vals])
         if self.by is None:
             cls = DPInt if self.spec.integer else DPFloat
             return cls(vals[0].item(), provenance=prov, lower=float(lower[0]),
@@ -446,7 +489,19 @@ class Continual:
 
     def _provenance(self, night: int, half_width: float) -> dict[str, Any]:
         noise = self.spec.noise
+        entry = self._entries.get(night)
+        head = getattr(self.session.ledger_store, "chain_head_of", None)
+        measure = {
+            "aggregate": self.op, "column": self.column, "mechanism": "continual binary tree",
+            "epsilon": float(self.epsilon), "delta": 0.0, "noise_scale": noise.scale,
+            "granularity": float(noise.granularity), "sensitivity": float(
+                self.spec.levels * self.spec.level_sensitivity),
+            "ci_level": self.level, "ci_half_width": half_width,
+            "bounds": None if self.bounds is None else [float(b) for b in self.bounds]}
         return {
+            "query": f"{self._label()} night {night}", "relation": self.session.neighbouring,
+            "delta": 0.0, "measures": [measure],
+            "ledger_head": None if head is None or entry is None else head(entry),
             "mechanism": f"{MECHANISM} (geometric), Honaker's estimate",
             "continual": self.name, "night": night, "horizon": self.horizon,
             "levels": self.spec.levels, "epsilon": float(self.epsilon),
