@@ -41,6 +41,7 @@ from ..errors import (
     ValidationError,
 )
 from . import runner
+from .continual import is_continual
 from .demo import run_demo
 from .outputs import check_output_targets
 from .render import console, escape, print_plan, print_release, run_status
@@ -331,6 +332,9 @@ def _run(spec_path: Path, dry_run: bool, ledger: Path | None, progress: bool | N
     s = load_spec(spec_path)
     if engine not in (None, "arrow", "spark"):
         raise SpecError(f"--engine must be arrow or spark, not {engine!r}")
+    if is_continual(s):  # running totals (docs/continual.md): a path of their own
+        _run_continual(s, dry_run, ledger, progress, as_json)
+        return
     with _notices(as_json):
         report = run_spec(s, ledger=ledger, dry_run=dry_run, progress=progress, log=log,
                           allow_budget_change=allow_budget_change, engine=engine)
@@ -347,6 +351,23 @@ def _run(spec_path: Path, dry_run: bool, ledger: Path | None, progress: bool | N
     print_plan(console(), report, s.output_suffix)
     if not report.fits:
         raise BudgetExceededError(report.plan.over_budget())
+
+
+def _run_continual(s: Any, dry_run: bool, ledger: Path | None, progress: bool | None,
+                   as_json: bool) -> None:
+    """A spec of continual queries: add this run's night, print or emit what it did."""
+    from .continual import document, render, run_continual
+    from .runner import _targets
+
+    ledger_path, folder = _targets(s, ledger, None, dry_run)
+    with _notices(as_json):
+        results = run_continual(s, ledger_path, folder, dry_run=dry_run, progress=progress)
+    if as_json:
+        from .jsonout import emit
+
+        emit(document(results, dry_run))
+        return
+    console().print(render(results, dry_run), markup=False, highlight=False)
 
 
 # -- ledger -------------------------------------------------------------------------------------

@@ -341,17 +341,9 @@ class Continual:
         nights between as empty nights (noise on zero). Past the horizon:
         :class:`~dpframe.errors.HorizonError`. Every refusal comes before anything is drawn.
         """
-        t = self.nights + 1 if night is None else _check_int(night, "night", 1)
-        if t > self.horizon:
-            raise HorizonError(f"night {t} is past the horizon of {self.horizon} nights: its "
-                               "charge covers those only; nothing was charged")
+        t = self._night(night, fill_gaps)
         if t <= self.nights:
             return self.result(t)
-        if not isinstance(fill_gaps, bool):
-            raise ValidationError("fill_gaps must be True or False")
-        if t > self.nights + 1 and not fill_gaps:
-            raise ContinualError(f"night {t} skips nights {self.nights + 1} to {t - 1}: add "
-                                 "them, or pass fill_gaps=True to add them as empty nights")
         if self.entry is None:  # charge_on_first_add: the budget, before reading the data
             self.session.require(PrivacyCost(self.epsilon))
         leaves = self._leaves(day)  # every check of the data's schema; nothing charged yet
@@ -370,6 +362,33 @@ class Continual:
             self._release_night(n, done)
         self._state, self._tally = after, tally
         return self.result(t)
+
+    def _night(self, night: int | None, fill_gaps: object) -> int:
+        """The night to add, or ``HorizonError`` / ``ContinualError`` (no side effect)."""
+        t = self.nights + 1 if night is None else _check_int(night, "night", 1)
+        if t > self.horizon:
+            raise HorizonError(f"night {t} is past the horizon of {self.horizon} nights: its "
+                               "charge covers those only; nothing was charged")
+        if not isinstance(fill_gaps, bool):
+            raise ValidationError("fill_gaps must be True or False")
+        if t > self.nights + 1 and not fill_gaps:
+            gap = (f"night {t - 1}" if t == self.nights + 2
+                   else f"nights {self.nights + 1} to {t - 1}")
+            raise ContinualError(f"night {t} skips {gap}: add it first, or pass "
+                                 "fill_gaps=True to add the skipped nights as empty ones")
+        return t
+
+    def check(self, day: object, night: int | None = None, *, fill_gaps: bool = False) -> int:
+        """Every refusal :meth:`add` could raise for this night and input (the night, the
+        budget of a release still to charge, the input's columns and dtypes), with no side
+        effect: nothing read but the schema, charged or drawn. Returns the night."""
+        t = self._night(night, fill_gaps)
+        if t <= self.nights:
+            return t
+        if self.entry is None:
+            self.session.require(PrivacyCost(self.epsilon))
+        self._plan(self._backend(day))
+        return t
 
     def _release_night(self, night: int, exact: Mapping[Node, list[int]]) -> None:
         """Charge nothing (a zero-cost chained entry), add the noise, record the nodes."""
@@ -431,6 +450,21 @@ class Continual:
         except OSError as exc:
             raise InputError(f"cannot read the night's input ({type(exc).__name__}); nothing "
                              "was charged") from None
+        plan, cols = self._plan(backend)
+        if isinstance(backend, PandasBackend):
+            backend = PandasBackend(self._rows(backend.df))
+        else:
+            self._pending = dict(self._tally)
+        req = plan.measures[0].requests[0] if self._request is None else self._request
+        try:
+            exact = backend.bind(cols).exact(replace(plan.compute, requests=(req,)), None)
+        except OSError as exc:
+            raise InputError(f"cannot read the night's input ({type(exc).__name__}); nothing "
+                             "was charged") from None
+        return self.spec.lattice(np.asarray(exact.values[req.key]).tolist())
+
+    def _plan(self, backend: Backend) -> tuple[Any, list[str]]:
+        """The exact half's plan on ``backend``'s schema: every refusal of the input."""
         schema = backend.schema()
         for c in self._columns():
             if c not in schema:
@@ -448,17 +482,7 @@ class Continual:
                 plan.measures[0].requests[0].integer is False:
             raise ValidationError(f"integer=True needs an integer column; {self.column!r} is "
                                   "not one")
-        if isinstance(backend, PandasBackend):
-            backend = PandasBackend(self._rows(backend.df))
-        else:
-            self._pending = dict(self._tally)
-        req = plan.measures[0].requests[0] if self._request is None else self._request
-        try:
-            exact = backend.bind(cols).exact(replace(plan.compute, requests=(req,)), None)
-        except OSError as exc:
-            raise InputError(f"cannot read the night's input ({type(exc).__name__}); nothing "
-                             "was charged") from None
-        return self.spec.lattice(np.asarray(exact.values[req.key]).tolist())
+        return plan, cols
 
     # -- results ---------------------------------------------------------------------------
 
