@@ -106,38 +106,56 @@ def run_continual(spec: ReleaseSpec, ledger: Path | None, folder: Path, *, dry_r
     queries' charges must fit together, else :class:`~dpframe.errors.BudgetExceededError`
     with nothing charged."""
     today = today or datetime.datetime.now(datetime.UTC).date()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        session = Session(spec.epsilon, spec.delta, neighbouring=spec.neighbouring,
-                          name=spec.name, seed=spec.seed,
-                          ledger=None if ledger is None or (dry_run and not ledger.exists())
-                          else str(ledger))
+    session = _session(spec, ledger, dry_run)
     try:
         scan = open_input(spec, progress)
         trees = [(q, _continual(spec, q, session, ledger), night_of(q, today))
                  for q in spec.queries]
-        for q, c, night in trees:  # every refusal of every query, before any charge
-            c.check(scan, night, fill_gaps=bool((q.continual or {}).get("fill_gaps")))
-        new = sum((c.epsilon for _, c, _ in trees if c.entry is None), to_fraction(0, "eps"))
-        if new and not session.fits(PrivacyCost(new)):
-            raise BudgetExceededError(f"privacy budget exceeded: the new continual queries "
-                                      f"need epsilon={float(new):g}; nothing was charged")
+        _check_all(session, scan, trees)
         if dry_run:
-            return [ContinualResult(q.name, c.nights + 1 if n is None else n, c.horizon,
-                                    n is not None and n <= c.nights, c.entry is None, None,
-                                    None) for q, c, n in trees]
-        out = []
-        for q, c, night in trees:
-            charged = c.entry is None
-            replayed = night is not None and night <= c.nights
-            value = c.add(scan, night, fill_gaps=bool((q.continual or {}).get("fill_gaps")))
-            folder.mkdir(parents=True, exist_ok=True)
-            path = _WRITERS[spec.output_format](value, folder / f"{q.name}{spec.output_suffix}")
-            out.append(ContinualResult(q.name, value.attrs["dp"]["night"], c.horizon,
-                                       replayed, charged, value, path))
-        return out
+            return [_planned(q, c, n) for q, c, n in trees]
+        return [_add(spec, scan, q, c, night, folder) for q, c, night in trees]
     finally:
         session.close()
+
+
+def _session(spec: ReleaseSpec, ledger: Path | None, dry_run: bool) -> Session:
+    """The run's session (quietly: a seeded run is warned about by the CLI); a dry run
+    opens an existing ledger (opening writes nothing) and never creates one."""
+    durable = ledger is not None and (not dry_run or ledger.exists())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return Session(spec.epsilon, spec.delta, neighbouring=spec.neighbouring,
+                       name=spec.name, seed=spec.seed, ledger=str(ledger) if durable else None)
+
+
+def _planned(q: QuerySpec, c: Continual, night: int | None) -> ContinualResult:
+    """What a dry run says of one query: its night, whether it replays or charges."""
+    t = c.nights + 1 if night is None else night
+    return ContinualResult(q.name, t, c.horizon, t <= c.nights, c.entry is None, None, None)
+
+
+def _check_all(session: Session, scan: Any, trees: list[tuple[QuerySpec, Continual,
+                                                              int | None]]) -> None:
+    """Every refusal of every query's night (no side effect), then the new charges' fit."""
+    for q, c, night in trees:
+        c.check(scan, night, fill_gaps=bool((q.continual or {}).get("fill_gaps")))
+    new = sum((c.epsilon for _, c, _ in trees if c.entry is None), to_fraction(0, "eps"))
+    if new and not session.fits(PrivacyCost(new)):
+        raise BudgetExceededError(f"privacy budget exceeded: the new continual queries need "
+                                  f"epsilon={float(new):g}; nothing was charged")
+
+
+def _add(spec: ReleaseSpec, scan: Any, q: QuerySpec, c: Continual, night: int | None,
+         folder: Path) -> ContinualResult:
+    """Add (or replay) one query's night and write its running value."""
+    charged = c.entry is None
+    replayed = night is not None and night <= c.nights
+    value = c.add(scan, night, fill_gaps=bool((q.continual or {}).get("fill_gaps")))
+    folder.mkdir(parents=True, exist_ok=True)
+    path = _WRITERS[spec.output_format](value, folder / f"{q.name}{spec.output_suffix}")
+    return ContinualResult(q.name, value.attrs["dp"]["night"], c.horizon, replayed, charged,
+                           value, path)
 
 
 def render(results: list[ContinualResult], dry_run: bool) -> str:

@@ -82,6 +82,11 @@ def _keys_of(by: object, keys: object) -> tuple[str | None, tuple[object, ...]]:
         keys = keys.tolist()
     if not isinstance(by, str) or not by:
         raise ValidationError("public keys need the key column: by='column' (or a named Series)")
+    return by, _declared(keys)
+
+
+def _declared(keys: object) -> tuple[object, ...]:
+    """The declared public keys: a non-empty list without repeats."""
     if isinstance(keys, str | bytes) or not isinstance(keys, Sequence | np.ndarray):
         raise ValidationError("keys must be a list of the public keys (or a Series)")
     declared = tuple(keys)
@@ -89,7 +94,19 @@ def _keys_of(by: object, keys: object) -> tuple[str | None, tuple[object, ...]]:
         raise ValidationError("keys must declare at least one key")
     if len(set(map(repr, declared))) != len(declared):
         raise ValidationError("keys must not repeat a key")
-    return by, declared
+    return declared
+
+
+def _check_options(name: object, ci: object, charge_on_first_add: object
+                   ) -> tuple[str | None, float]:
+    """``name`` and the interval level ``ci``, checked (and ``charge_on_first_add``)."""
+    if name is not None and (not isinstance(name, str) or not name):
+        raise ValidationError("name must be a non-empty string")
+    if not isinstance(ci, float | int) or isinstance(ci, bool) or not 0 < ci < 1:
+        raise ValidationError("ci must be a level between 0 and 1")
+    if not isinstance(charge_on_first_add, bool):
+        raise ValidationError("charge_on_first_add must be True or False")
+    return name, float(ci)
 
 
 class Continual:
@@ -128,11 +145,7 @@ class Continual:
                                                    to_fraction(bounds[1], "bounds"))
         self.by, self.keys = _keys_of(by, keys)
         self.privacy_unit, self.max_rows = self._check_unit(privacy_unit, max_rows_per_unit)
-        if name is not None and (not isinstance(name, str) or not name):
-            raise ValidationError("name must be a non-empty string")
-        if not isinstance(ci, float | int) or isinstance(ci, bool) or not 0 < ci < 1:
-            raise ValidationError("ci must be a level between 0 and 1")
-        self.name, self.level = name, float(ci)
+        self.name, self.level = _check_options(name, ci, charge_on_first_add)
         self.state_path = None if state is None else Path(state)
         self._request = self._make_request()
         self.spec = self._make_spec()
@@ -142,8 +155,6 @@ class Continual:
         self._entries: dict[int, int] = {}  # night -> its ledger entry
         self._tally: dict[str, int] = {}
         self._pending: dict[str, int] = {}
-        if not isinstance(charge_on_first_add, bool):
-            raise ValidationError("charge_on_first_add must be True or False")
         self.entry: int | None = self._resume() if name is not None else None
         if self.entry is None:
             self._state = TreeState(self.spec.levels, max(len(self.keys), 1))
@@ -245,9 +256,9 @@ class Continual:
     def _columns(self) -> list[str]:
         return [c for c in (self.by, self.column, self.privacy_unit) if c is not None]
 
-    def _resume(self) -> int | None:
-        """The ledger entry of the release named ``self.name`` with its nights' nodes, or None
-        (not found: a new release). A record whose parameters differ is refused."""
+    def _record(self) -> tuple[dict[str, Any] | None, dict[int, tuple[int, list[Any]]]]:
+        """The ledger's last release named ``self.name`` and its nights (entry, nodes): the
+        first record of a night counts, should another have been added concurrently."""
         head: dict[str, Any] | None = None
         nights: dict[int, tuple[int, list[Any]]] = {}
         for e in self.session.ledger_store.entries():
@@ -257,32 +268,36 @@ class Continual:
                 head, nights = e, {}
             elif head is not None and det.get("continual_of") == head["id"]:
                 nights.setdefault(int(det["night"]), (e["id"], det["nodes"]))
+        return head, nights
+
+    def _resume(self) -> int | None:
+        """The ledger entry of the release named ``self.name`` with its nights' nodes, or None
+        (not found: a new release). A record whose parameters differ is refused."""
+        head, nights = self._record()
         if head is None:
             return None
-        stored = dict(head["details"]["continual"])
-        if stored != self.params():
-            diff = sorted(k for k in set(stored) | set(self.params())
-                          if stored.get(k) != self.params().get(k))
+        stored, mine = dict(head["details"]["continual"]), self.params()
+        if stored != mine:
+            diff = sorted(k for k in set(stored) | set(mine) if stored.get(k) != mine.get(k))
             raise ContinualError(f"the ledger's continual release {self.name!r} was made with "
                                  f"other parameters ({', '.join(diff)}); nothing was charged")
-        done = len(nights)
-        if sorted(nights) != list(range(1, done + 1)):
+        if sorted(nights) != list(range(1, len(nights) + 1)):
             raise ContinualError(f"the ledger's continual release {self.name!r} has a gap in "
                                  "its nights; nothing was charged")
         for night, (entry, nodes) in nights.items():
             self._entries[night] = entry
-            for j, k, vals in nodes:
-                self._nodes[(int(j), int(k))] = [int(v) for v in vals]
-        self._state = self._load_state(done)
+            self._nodes.update({(int(j), int(k)): [int(v) for v in vals]
+                                for j, k, vals in nodes})
+        self._state = self._load_state(len(nights))
         return int(head["id"])
 
     # -- the private state file ------------------------------------------------------------
 
-    def _load_state(self, done: int) -> TreeState:
-        fresh = TreeState(self.spec.levels, max(len(self.keys), 1))
+    def _read_state(self, done: int) -> dict[str, Any] | None:
+        """The state file's content (None: no file and no night to resume)."""
         if self.state_path is None or not self.state_path.exists():
             if done == 0:
-                return fresh
+                return None
             raise ContinualError(
                 f"continual release {self.name!r} has {done} nights in the ledger: resuming it "
                 "needs its private state file (state=), which holds the exact sums of the open "
@@ -292,12 +307,23 @@ class Continual:
         except (OSError, ValueError):
             raise ContinualError("cannot read the continual state file; nothing was "
                                  "charged") from None
-        for key in ("after", "before"):
-            s = saved.get(key)
-            if saved.get("params") == self.params() and isinstance(s, dict) and \
-                    s.get("night") == done:
+        if not isinstance(saved, dict) or saved.get("params") != self.params():
+            raise ContinualError("the continual state file belongs to another release; "
+                                 "nothing was charged")
+        return saved
+
+    def _load_state(self, done: int) -> TreeState:
+        """The exact state after the ``done`` nights the ledger recorded: the state file's
+        ``after`` (or ``before``, when the process stopped between writing it and recording
+        the night)."""
+        saved = self._read_state(done)
+        keys = max(len(self.keys), 1)
+        if saved is None:
+            return TreeState(self.spec.levels, keys)
+        for s in (saved.get("after"), saved.get("before")):
+            if isinstance(s, dict) and s.get("night") == done:
                 self._tally = {str(u): int(n) for u, n in s.get("tally", {}).items()}
-                return TreeState(self.spec.levels, fresh.keys, done,
+                return TreeState(self.spec.levels, keys, done,
                                  [[int(v) for v in row] for row in s["open"]])
         raise ContinualError(f"the continual state file does not match the {done} nights the "
                              "ledger recorded for this release; nothing was charged")
@@ -469,6 +495,17 @@ class Continual:
         for c in self._columns():
             if c not in schema:
                 raise UnknownColumnError(f"unknown column {c!r}", c)
+        query, cols = self._query()
+        plan = plan_release(query, "add_remove", backend.schema(cols))  # the schema's checks
+        if self._request is not None and self.integer and \
+                plan.measures[0].requests[0].integer is False:
+            raise ValidationError(f"integer=True needs an integer column; {self.column!r} is "
+                                  "not one")
+        return plan, cols
+
+    def _query(self) -> tuple[Query, list[str]]:
+        """The exact half's query (row level: units are bounded over the horizon first) and
+        the columns it reads."""
         measure = Measure("count") if self.column is None else Measure("sum", self.column)
         bounds: dict[str, tuple[float, float]] = {}
         if self.column is not None and self.bounds is not None:
@@ -476,13 +513,7 @@ class Continual:
         by = () if self.by is None else (self.by,)
         keys = {} if self.by is None else {self.by: self.keys}
         query = Query((measure,), Fraction(1), bounds=bounds, by=by, keys=keys)
-        cols = [c for c in (self.by, self.column) if c is not None]
-        plan = plan_release(query, "add_remove", backend.schema(cols))  # the schema's checks
-        if self._request is not None and self.integer and \
-                plan.measures[0].requests[0].integer is False:
-            raise ValidationError(f"integer=True needs an integer column; {self.column!r} is "
-                                  "not one")
-        return plan, cols
+        return query, [c for c in (self.by, self.column) if c is not None]
 
     # -- results ---------------------------------------------------------------------------
 
