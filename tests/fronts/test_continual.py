@@ -169,3 +169,22 @@ def test_nodes_are_covered_by_the_hash_chain(tmp_path: Path) -> None:
     with pytest.raises(dpf.LedgerError), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         dpf.Session(2.0, ledger=ledger).ledger_store.verify()
+
+
+def test_a_scan_night_runs_on_the_arrow_backend(tmp_path: Path) -> None:
+    """The same nights as pandas frames and as dpf.scan files: the same releases."""
+    days = [pd.DataFrame({"g": ["a", "b", "a", "c"][: 2 + n % 3], "x": [1.0, 2.5, 30.0, 4.0][
+        : 2 + n % 3], "u": [1, 1, 2, 3][: 2 + n % 3]}) for n in range(5)]
+    for n, d in enumerate(days):
+        d.to_parquet(tmp_path / f"day{n}.parquet")
+    for unit in (None, "u"):
+        opts: dict[str, object] = {"column": "x", "bounds": (0, 10), "by": "g",
+                                   "keys": ["a", "b"]}
+        if unit:
+            opts.update(privacy_unit="u", max_rows_per_unit=2)
+        a = dpf.Continual(dpf.Session(2.0, seed=4, privacy_unit=unit), 8, 1.0, **opts)
+        b = dpf.Continual(dpf.Session(2.0, seed=4, privacy_unit=unit), 8, 1.0, **opts)
+        for n, d in enumerate(days):
+            ra = a.add(d)
+            rb = b.add(dpf.scan(tmp_path / f"day{n}.parquet"))
+            pd.testing.assert_frame_equal(ra, rb)
