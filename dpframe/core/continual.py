@@ -179,8 +179,11 @@ def prefix_half_width(night: int, node_scale: float, level: float) -> float:
     if sd == 0.0:  # a scale so small that every node's noise is 0 but with p ~ 0
         return 0.0
 
-    def cf(u: float) -> float:
-        return math.prod((1 + (s * u) ** 2) ** -n for s, n in groups)
+    s2 = np.array([s * s for s, _ in groups])
+    counts = np.array([float(n) for _, n in groups])
+
+    def cf(u: float) -> float:  # the characteristic function: prod (1 + s^2 u^2)^-n
+        return math.exp(-float(counts @ np.log1p(s2 * (u * u))))
 
     def inside(a: float) -> float:  # P(|S| <= a) = (2/pi) int_0^inf sin(a u) cf(u) / u du
         cut = 50.0 / sd
