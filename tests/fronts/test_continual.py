@@ -188,3 +188,19 @@ def test_a_scan_night_runs_on_the_arrow_backend(tmp_path: Path) -> None:
             ra = a.add(d)
             rb = b.add(dpf.scan(tmp_path / f"day{n}.parquet"))
             pd.testing.assert_frame_equal(ra, rb)
+
+
+def test_change_one_doubles_the_node_scale_and_integer_sums_are_ints() -> None:
+    add = dpf.Continual(dpf.Session(2.0, seed=1), horizon=365, epsilon=1.0)
+    one = dpf.Continual(dpf.Session(2.0, neighbouring="change_one", seed=1), horizon=365,
+                        epsilon=1.0)
+    assert add.spec.noise.int_scale == 9 and one.spec.noise.int_scale == 18
+    s = dpf.Session(2.0, seed=1)
+    c = dpf.Continual(s, horizon=4, epsilon=1.0, column="n", bounds=(0, 5), integer=True)
+    assert isinstance(c.add(pd.DataFrame({"n": [1, 2, 9]})), dpf.DPInt)
+    n = _entries(s)
+    with pytest.raises(dpf.ValidationError):
+        c.add(pd.DataFrame({"n": [1.5]}))  # integer=True on a float column: refused
+    with pytest.raises(dpf.ValidationError):
+        c.add(pd.DataFrame({"n": ["a"]}))
+    assert _entries(s) == n and c.nights == 1
