@@ -17,7 +17,7 @@ def _nights(extra: object) -> list[pd.DataFrame]:
     for n in range(6):
         d = pd.DataFrame({"u": np.arange(8) % 4, "g": ["a", "b"] * 4,
                           "x": np.linspace(-5, 50, 8)})
-        if extra is not None and n in (1, 4):  # the neighbour's unit: odd values, a key not declared, text
+        if extra is not None and n in (1, 4):  # the neighbour: odd values, an undeclared key
             d = pd.concat([d, pd.DataFrame({"u": [extra] * 3, "g": ["a", "zz", "b"],
                                             "x": [1e300, -np.inf, np.nan]})],
                           ignore_index=True)
