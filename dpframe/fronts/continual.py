@@ -141,8 +141,9 @@ class Continual:
         self.horizon = _check_int(horizon, "horizon", 1, MAX_HORIZON)
         self.epsilon = to_fraction(epsilon, "epsilon", positive=True)
         self.column, self.integer = self._check_column(column, bounds, integer)
-        self.bounds = None if bounds is None else (to_fraction(bounds[0], "bounds"),
-                                                   to_fraction(bounds[1], "bounds"))
+        self.bounds = None if bounds is None else (
+            to_fraction(bounds[0], "bounds", signed=True),
+            to_fraction(bounds[1], "bounds", signed=True))
         self.by, self.keys = _keys_of(by, keys)
         self.privacy_unit, self.max_rows = self._check_unit(privacy_unit, max_rows_per_unit)
         self.name, self.level = _check_options(name, ci, charge_on_first_add)
@@ -178,9 +179,9 @@ class Continual:
             raise ValidationError("column must be a column name")
         if not isinstance(bounds, tuple | list) or len(bounds) != 2:
             raise BoundsError(f"a running sum of {column!r} needs bounds=(lo, hi)")
-        lo, hi = to_fraction(bounds[0], "bounds"), to_fraction(bounds[1], "bounds")
-        if not lo <= hi or (lo == hi == 0):
-            raise BoundsError(f"bounds of {column!r} must satisfy lo <= hi (not both 0)")
+        # the releases' own rule (finite, lo < hi, within 2**52), before the charge
+        Query((Measure("sum", column),), Fraction(1), bounds={column: tuple(bounds)}
+              ).bounds_of(column)
         return column, integer
 
     @staticmethod
