@@ -94,6 +94,8 @@ def test_refusals_come_before_the_charge() -> None:
                         ({"keys": ["a"]}, dpf.ValidationError),
                         ({"privacy_unit": "u"}, dpf.ValidationError),
                         ({"horizon": 0}, dpf.ValidationError),
+                        ({"column": "x", "bounds": (1, 1)}, dpf.BoundsError),
+                        ({"column": "x", "bounds": (0, 1e60)}, dpf.BoundsError),
                         ({"epsilon": 2.0}, dpf.BudgetExceededError)]:
         args = {"horizon": 10, "epsilon": 0.5, **kwargs}
         with pytest.raises(err):
@@ -204,3 +206,27 @@ def test_change_one_doubles_the_node_scale_and_integer_sums_are_ints() -> None:
     with pytest.raises(dpf.ValidationError):
         c.add(pd.DataFrame({"n": ["a"]}))
     assert _entries(s) == n and c.nights == 1
+
+
+def test_a_stop_between_the_state_file_and_the_ledger_resumes_from_before(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The state file is written before the night is charged; a process stopped before the
+    night's nodes are recorded resumes from the state before it (the night is added once)."""
+    ledger, state = tmp_path / "budget.sqlite", tmp_path / "s.state"
+    s = dpf.Session(1e5, ledger=ledger, seed=1)
+    c = dpf.Continual(s, horizon=30, epsilon=1e4, name="n", state=state)
+    c.add(pd.DataFrame({"x": range(10)}))
+
+    def stop(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(dpf.Continual, "_release_night", stop)
+    with pytest.raises(KeyboardInterrupt):
+        c.add(pd.DataFrame({"x": range(5)}))
+    monkeypatch.undo()
+    s.close()
+    s2 = dpf.Session(1e5, ledger=ledger, seed=2)
+    c2 = dpf.Continual(s2, horizon=30, epsilon=1e4, name="n", state=state)
+    assert c2.nights == 1
+    assert int(c2.add(pd.DataFrame({"x": range(5)}))) == 15  # night 2 counted once
+    s2.close()
