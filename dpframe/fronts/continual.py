@@ -51,6 +51,7 @@ from ..errors import (
     ContinualError,
     HorizonError,
     InputError,
+    OutputError,
     UnknownColumnError,
     ValidationError,
 )
@@ -339,16 +340,24 @@ class Continual:
                 "before": {"night": before.night, "open": before.open, "tally": tally_before},
                 "after": {"night": after.night, "open": after.open, "tally": tally_after}}
         folder = self.state_path.parent
-        fd, tmp = tempfile.mkstemp(prefix=".dpframe-state-", dir=folder)
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".dpframe-state-", dir=folder)
+        except OSError as exc:
+            raise OutputError(f"cannot write the continual state file ({type(exc).__name__}); "
+                              "nothing was charged for this night") from None
         try:
             with os.fdopen(fd, "w") as fh:
                 json.dump(data, fh)
                 fh.flush()
                 os.fsync(fh.fileno())
             os.replace(tmp, self.state_path)
-        except BaseException:
+        except BaseException as exc:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+            if isinstance(exc, OSError):
+                raise OutputError(f"cannot write the continual state file "
+                                  f"({type(exc).__name__}); nothing was charged for this "
+                                  "night") from None
             raise
 
     # -- nights ----------------------------------------------------------------------------
@@ -382,9 +391,11 @@ class Continual:
         tally = self._pending
         exact = [after.add(zero if n < t else leaves, self.horizon)
                  for n in range(self.nights + 1, t + 1)]
+        # the private state first: a full disk refuses here, before the charge (a release
+        # not charged yet ignores the file when resumed: it starts afresh)
+        self._save_state(before, dict(self._tally), after, tally)
         if self.entry is None:  # charge_on_first_add: every check of the night has passed
             self.entry = self._charge()
-        self._save_state(before, dict(self._tally), after, tally)
         for n, done in zip(range(self.nights + 1, t + 1), exact, strict=True):
             self._release_night(n, done)
         self._state, self._tally = after, tally

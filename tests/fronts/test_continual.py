@@ -230,3 +230,13 @@ def test_a_stop_between_the_state_file_and_the_ledger_resumes_from_before(
     assert c2.nights == 1
     assert int(c2.add(pd.DataFrame({"x": range(5)}))) == 15  # night 2 counted once
     s2.close()
+
+
+def test_an_unwritable_state_file_refuses_before_the_charge(tmp_path: Path) -> None:
+    s = dpf.Session(2.0, ledger=tmp_path / "budget.sqlite", seed=1)
+    c = dpf.Continual(s, horizon=10, epsilon=1.0, name="n",
+                      state=tmp_path / "missing-folder" / "s.state", charge_on_first_add=True)
+    with pytest.raises(dpf.OutputError):
+        c.add(pd.DataFrame({"x": [1]}))
+    assert s.spent == (0.0, 0.0) and c.nights == 0
+    s.close()
