@@ -11,6 +11,7 @@ night past the horizon is refused. See docs/continual.md.
 from __future__ import annotations
 
 import datetime
+import math
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,8 @@ class ContinualResult:
     charged: bool
     value: Any
     path: Path | None
+    noise_scale: float = 0.0  # every node's (public)
+    std: float = 0.0  # the running total's standard deviation on this night (public)
 
 
 def is_continual(spec: ReleaseSpec) -> bool:
@@ -132,7 +135,8 @@ def _session(spec: ReleaseSpec, ledger: Path | None, dry_run: bool) -> Session:
 def _planned(q: QuerySpec, c: Continual, night: int | None) -> ContinualResult:
     """What a dry run says of one query: its night, whether it replays or charges."""
     t = c.nights + 1 if night is None else night
-    return ContinualResult(q.name, t, c.horizon, t <= c.nights, c.entry is None, None, None)
+    return ContinualResult(q.name, t, c.horizon, t <= c.nights, c.entry is None, None, None,
+                           c.spec.noise.scale, math.sqrt(c.spec.variance(t)))
 
 
 def _check_all(session: Session, scan: Any, trees: list[tuple[QuerySpec, Continual,
@@ -154,8 +158,9 @@ def _add(spec: ReleaseSpec, scan: Any, q: QuerySpec, c: Continual, night: int | 
     value = c.add(scan, night, fill_gaps=bool((q.continual or {}).get("fill_gaps")))
     folder.mkdir(parents=True, exist_ok=True)
     path = _WRITERS[spec.output_format](value, folder / f"{q.name}{spec.output_suffix}")
-    return ContinualResult(q.name, value.attrs["dp"]["night"], c.horizon, replayed, charged,
-                           value, path)
+    prov = value.attrs["dp"]
+    return ContinualResult(q.name, prov["night"], c.horizon, replayed, charged, value, path,
+                           prov["noise_scale"], prov["std"])
 
 
 def render(results: list[ContinualResult], dry_run: bool) -> str:
@@ -165,7 +170,8 @@ def render(results: list[ContinualResult], dry_run: bool) -> str:
         if dry_run:
             what = ("charges its epsilon once for the horizon" if r.charged else
                     "replays it" if r.replayed else "charges nothing")
-            lines.append(f"{r.name}: night {r.night} of {r.horizon}: {what}")
+            lines.append(f"{r.name}: night {r.night} of {r.horizon}: {what} (node noise "
+                         f"scale {r.noise_scale:g}, running total's sd {r.std:.4g})")
             continue
         how = "replayed" if r.replayed else ("charged once" if r.charged else "no charge")
         value = r.value
@@ -182,6 +188,7 @@ def document(results: list[ContinualResult], dry_run: bool) -> dict[str, Any]:
     def one(r: ContinualResult) -> dict[str, Any]:
         d: dict[str, Any] = {"name": r.name, "night": r.night, "horizon": r.horizon,
                              "replayed": r.replayed, "charged": r.charged,
+                             "noise_scale": r.noise_scale, "std": r.std,
                              "file": None if r.path is None else str(r.path)}
         v = r.value
         if v is not None and hasattr(v, "reset_index"):
