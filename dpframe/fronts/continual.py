@@ -46,6 +46,7 @@ from ..core.digest import values_digest
 from ..core.numbers import to_fraction
 from ..core.plan import plan_release
 from ..core.query import Measure, Query
+from ..core.values import canonical
 from ..errors import (
     BoundsError,
     ContinualError,
@@ -450,9 +451,12 @@ class Continual:
         gen = self.session.rng.sampling_generator()
         assert gen is not None
         shuffled = day.iloc[gen.permutation(len(day))]
-        units = shuffled[self.privacy_unit]
-        present = units.notna().to_numpy()
-        ids = units.map(str)
+        kind = PandasBackend(day).schema([self.privacy_unit])[self.privacy_unit]
+        # one unit, one identity: the core's canonical value (1, 1.0 and True are one unit);
+        # a missing or non-conforming unit drops its rows
+        labels = shuffled[self.privacy_unit].map(lambda v: canonical(v, kind))
+        present = labels.notna().to_numpy()
+        ids = labels.map(repr)
         rank = ids.groupby(ids.to_numpy()).cumcount().to_numpy()
         used = ids.map(lambda u: self._tally.get(u, 0)).to_numpy(dtype=np.int64)
         keep = present & (rank < self.max_rows - used)

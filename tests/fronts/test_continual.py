@@ -240,3 +240,10 @@ def test_an_unwritable_state_file_refuses_before_the_charge(tmp_path: Path) -> N
         c.add(pd.DataFrame({"x": [1]}))
     assert s.spent == (0.0, 0.0) and c.nights == 0
     s.close()
+
+
+def test_one_unit_spelled_three_ways_is_one_unit() -> None:
+    s = dpf.Session(1e6, privacy_unit="u", seed=2)
+    c = dpf.Continual(s, horizon=4, epsilon=1e5, privacy_unit="u", max_rows_per_unit=2)
+    day = pd.DataFrame({"u": pd.Series([1, 1.0, True, None], dtype=object)})
+    assert int(c.add(day)) == 2  # 1, 1.0 and True: one unit, at most 2 rows; None dropped
