@@ -384,23 +384,25 @@ class Continual:
         if self.entry is None:  # charge_on_first_add: the budget, before reading the data
             self.session.require(PrivacyCost(self.epsilon))
         leaves = self._leaves(day)  # every check of the data's schema; nothing charged yet
-        zero = [0] * len(leaves)
-        before = TreeState(self._state.levels, self._state.keys, self._state.night,
-                           [list(r) for r in self._state.open])
-        after = TreeState(before.levels, before.keys, before.night,
-                          [list(r) for r in before.open])
-        tally = self._pending
-        exact = [after.add(zero if n < t else leaves, self.horizon)
-                 for n in range(self.nights + 1, t + 1)]
-        # the private state first: a full disk refuses here, before the charge (a release
-        # not charged yet ignores the file when resumed: it starts afresh)
-        self._save_state(before, dict(self._tally), after, tally)
+        for n in range(self.nights + 1, t + 1):  # the skipped nights (empty), then night t
+            self._step(n, leaves if n == t else [0] * len(leaves),
+                       self._pending if n == t else dict(self._tally))
+        return self.result(t)
+
+    def _step(self, night: int, leaves: list[int], tally: dict[str, int]) -> None:
+        """Add one night, atomically with respect to the state file and this object: the
+        private state after it is written first (a full disk refuses here, before any charge;
+        a release not charged yet ignores the file when resumed), then the charge of a new
+        release (``charge_on_first_add``), then the night's zero-cost entry, noise and record;
+        only then does this object move on (a failure leaves it at the night before)."""
+        after = TreeState(self._state.levels, self._state.keys, self._state.night,
+                          [list(r) for r in self._state.open])
+        done = after.add(leaves, self.horizon)
+        self._save_state(self._state, dict(self._tally), after, tally)
         if self.entry is None:  # charge_on_first_add: every check of the night has passed
             self.entry = self._charge()
-        for n, done in zip(range(self.nights + 1, t + 1), exact, strict=True):
-            self._release_night(n, done)
+        self._release_night(night, done)
         self._state, self._tally = after, tally
-        return self.result(t)
 
     def _night(self, night: int | None, fill_gaps: object) -> int:
         """The night to add, or ``HorizonError`` / ``ContinualError`` (no side effect)."""
