@@ -12,8 +12,10 @@ from .engine.session import Session
 from .errors import (
     BoundsError,
     BudgetExceededError,
+    ContinualError,
     DPError,
     DPWarning,
+    HorizonError,
     InputError,
     KeySelectionWarning,
     KeysError,
@@ -30,6 +32,7 @@ from .errors import (
 )
 from .export import read_provenance, to_arrow, to_ipc, to_parquet
 from .fronts import accessor as _accessor  # noqa: F401  (registers the .dp accessor on DataFrames)
+from .fronts.continual import Continual
 from .fronts.frame import PrivateFrame
 from .fronts.groupby import PrivateGroupBy
 from .fronts.hooks import register_dask_accessor as _register_dask_accessor
@@ -45,10 +48,13 @@ __all__ = [
     "BatchSource",
     "BoundsError",
     "BudgetExceededError",
+    "Continual",
+    "ContinualError",
     "DPError",
     "DPFloat",
     "DPInt",
     "DPWarning",
+    "HorizonError",
     "InputError",
     "KeySelectionWarning",
     "KeysError",

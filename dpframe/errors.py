@@ -41,6 +41,17 @@ class PrivacyUnitError(ValidationError):
     """A release under another privacy unit than the one its session (and ledger) protects."""
 
 
+class ContinualError(ValidationError):
+    """A continual release (``dpf.Continual``) refused a night or a resume: a night skipped
+    without ``fill_gaps=True``, a resume whose parameters or private state file differ from
+    the ledger's record. Raised before anything is charged or drawn."""
+
+
+class HorizonError(ContinualError):
+    """A night past a continual release's horizon: its one charge covers ``horizon`` nights
+    only. Raised before anything is charged or drawn."""
+
+
 class InputError(ValidationError):
     """The input could not be read as one consistent snapshot (an I/O error, a corrupt file, a
     file changed or replaced during the release): an operational fault, raised before any
@@ -102,8 +113,10 @@ class NoKeysReleasedWarning(KeySelectionWarning):
 __all__ = [
     "BoundsError",
     "BudgetExceededError",
+    "ContinualError",
     "DPError",
     "DPWarning",
+    "HorizonError",
     "InputError",
     "KeySelectionWarning",
     "KeysError",

@@ -44,6 +44,7 @@ from ..errors import (
     ValidationError,
 )
 from . import runner
+from .continual import is_continual
 from .demo import run_demo
 from .outputs import check_output_targets
 from .render import console, escape, print_plan, print_release, print_replay, run_status
@@ -342,6 +343,12 @@ def _run(spec_path: Path, dry_run: bool, ledger: Path | None, progress: bool | N
     s = load_spec(spec_path)
     if engine not in (None, "arrow", "spark"):
         raise SpecError(f"--engine must be arrow or spark, not {engine!r}")
+    if is_continual(s):  # running totals (docs/continual.md): a path of their own
+        if run_id is not None or s.run_id is not None:
+            raise SpecError("continual queries replay a night by its date; a run id does not "
+                            "apply to them: remove --run-id or [run] id")
+        _run_continual(s, dry_run, ledger, progress, as_json)
+        return
     with _notices(as_json):
         report = run_spec(s, ledger=ledger, dry_run=dry_run, progress=progress, log=log,
                           allow_budget_change=allow_budget_change, engine=engine,
@@ -362,6 +369,27 @@ def _run(spec_path: Path, dry_run: bool, ledger: Path | None, progress: bool | N
     print_plan(console(), report, s.output_suffix)
     if not report.fits:
         raise BudgetExceededError(report.plan.over_budget())
+
+
+def _run_continual(s: Any, dry_run: bool, ledger: Path | None, progress: bool | None,
+                   as_json: bool) -> None:
+    """A spec of continual queries: add this run's night, print or emit what it did."""
+    from datetime import UTC, datetime
+
+    from .continual import document, render, run_continual
+    from .runner import _targets
+
+    now = datetime.now(UTC)  # one instant names the night and fills {date} in [output] dir
+    ledger_path, folder = _targets(s, ledger, None, dry_run, now)
+    with _notices(as_json):
+        results = run_continual(s, ledger_path, folder, dry_run=dry_run, progress=progress,
+                                today=now.date())
+    if as_json:
+        from .jsonout import emit
+
+        emit(document(results, dry_run))
+        return
+    console().print(render(results, dry_run), markup=False, highlight=False)
 
 
 # -- ledger -------------------------------------------------------------------------------------

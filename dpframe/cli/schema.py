@@ -7,6 +7,7 @@ failure into one message naming sections and fields, never values.
 
 from __future__ import annotations
 
+import datetime
 import math
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
@@ -223,6 +224,27 @@ _NEED_TEXT = {"column": "a column", "q": "q (a level in [0, 1])",
               "by": "by"}
 
 
+class ContinualTable(_Table):
+    """``continual = { horizon = 365 }`` on a count or sum query: a running total over the
+    horizon for one charge (docs/continual.md). ``start`` (a TOML date) numbers each run's
+    night by its UTC date (night 1 on ``start``), else ``night`` is given, else each run adds
+    the next night; ``fill_gaps`` adds skipped nights as empty ones; ``state`` is the private
+    file of the tree's exact state (default: beside the ledger)."""
+
+    horizon: Annotated[int, Field(ge=1, le=1 << 20)]
+    start: datetime.date | None = None
+    night: _Count | None = None
+    fill_gaps: bool = False
+    state: _PathText | None = None
+    integer: bool = False
+
+    @model_validator(mode="after")
+    def _one_night(self) -> ContinualTable:
+        if self.start is not None and self.night is not None:
+            raise ValueError("start and night both number the night: give one")
+        return self
+
+
 class QueryTable(_Table):
     """One ``[[query]]``: an aggregate, its epsilon and its options."""
 
@@ -245,6 +267,7 @@ class QueryTable(_Table):
     weights: dict[str, _Number] | None = None
     selection_share: _Level | None = None
     diagnostics: _Positive | None = None
+    continual: ContinualTable | None = None
 
     @model_validator(mode="after")
     def _complete(self) -> QueryTable:
@@ -253,6 +276,13 @@ class QueryTable(_Table):
             raise ValueError(f"aggregate {self.aggregate!r} needs {_NEED_TEXT[missing[0]]}")
         if self.keys == "private" and not self.by:
             raise ValueError("keys = 'private' needs by")
+        if self.continual is not None:
+            if self.aggregate not in ("count", "sum"):
+                raise ValueError("continual goes on a count or sum query")
+            if self.keys == "private" or len(self.by or []) > 1 or self.mechanism == "gaussian" \
+                    or self.delta or self.diagnostics is not None:
+                raise ValueError("a continual query takes at most one by column with public "
+                                 "keys, and no delta, gaussian mechanism or diagnostics")
         return self
 
 
@@ -269,6 +299,14 @@ class SpecModel(_Table):
     run: RunTable = RunTable()
 
     @model_validator(mode="after")
+    def _continual_alone(self) -> SpecModel:
+        kinds = {q.continual is None for q in self.query}
+        if len(kinds) > 1:
+            raise ValueError("a spec's queries are all continual or none: run continual "
+                             "queries from a spec of their own")
+        return self
+
+    @model_validator(mode="after")
     def _unique_names(self) -> SpecModel:
         names = [q.name or f"query{i + 1}" for i, q in enumerate(self.query)]
         dup = sorted({n for n in names if names.count(n) > 1})
@@ -282,5 +320,5 @@ SECTIONS: dict[tuple[str, ...], type[BaseModel]] = {
     (): SpecModel, ("release",): ReleaseTable, ("input",): InputTable,
     ("input", "generate"): GenerateTable, ("privacy",): PrivacyTable, ("output",): OutputTable,
     ("run",): RunTable,
-    ("query",): QueryTable,
+    ("query",): QueryTable, ("query", "continual"): ContinualTable,
 }

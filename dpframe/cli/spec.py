@@ -49,6 +49,8 @@ class QuerySpec:
     weights: dict[str, float] | None = None
     selection_share: float | None = None
     diagnostics: float | None = None
+    #: ``continual = {...}``: horizon, start or night, fill_gaps, state, integer
+    continual: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,12 @@ from .findings import (
 from .findings_bounds import finding_rows_per_group, finding_total_across_groups
 from .findings_bounds_choice import finding_bound_choice
 from .findings_cli import finding_cli_csv_inferred_types
+from .findings_continual import (
+    finding_continual_horizon,
+    finding_continual_rerun,
+    no_levels_factor,
+    rerun_draws_again,
+)
 from .findings_csv_quoting import finding_scan_unbalanced_quote
 from .findings_csv_types import (
     finding_scan_csv_fraction_switches_mechanism,
@@ -527,6 +533,18 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("BROKEN: private keys, threshold one too low", "key with 1 unit vs absent",
              selection(1, 0, 0.1), 500_000, 50_000, expect_violation=True,
              patch=low_selection_threshold),
+    Scenario("finding 89: continual release, one charge for 64 nights (unit T=3 over the "
+             "horizon, keys a/b)", "20 units every night vs one more unit with rows on nights "
+             "1, 33 and 40 (exact: node shifts / node scale)", None, 1, 1,
+             exact=finding_continual_horizon),
+    Scenario("BROKEN: continual node scale without the levels factor", "as finding 89", None,
+             1, 1, expect_violation=True, exact=finding_continual_horizon,
+             patch=no_levels_factor),
+    Scenario("finding 90: continual release, a re-run night replays its nodes", "one row more "
+             "on night 2, night 2 re-run (exact: node shifts times noisy copies)", None, 1, 1,
+             exact=finding_continual_rerun),
+    Scenario("BROKEN: continual re-run drawing fresh noise", "as finding 90", None, 1, 1,
+             expect_violation=True, exact=finding_continual_rerun, patch=rerun_draws_again),
 )
 
 
