@@ -43,6 +43,8 @@ if TYPE_CHECKING:
 
 #: The aggregates a rollup releases (sums of leaves are their levels' exact values).
 ROLLUP_OPS = ("count", "sum")
+#: The least noise variance GLS weighs with (core/consistency.py divides by variances).
+MIN_VARIANCE = 1e-300
 #: pandas' ``pivot_table(margins=True)`` label of a margin.
 MARGINS_NAME = "All"
 
@@ -170,10 +172,9 @@ def plan_rollup(ctx: PlanContext, query: Query) -> RollupPlan:
     levels = tuple(agg.plan(ctx, m, query.epsilon * s, Fraction(0), None) for s in shares)
     tree, prefixes = _tree(leaf_keys(query))
     noises = [mp.additive(agg.main) for mp in levels]
-    variances = tuple(n.std ** 2 for n in noises)
-    if min(variances) <= 0:
-        raise ValidationError("epsilon is too large for rollup=True: a level's noise "
-                              "variance underflows")
+    # a variance that underflows (a huge epsilon: the noise is 0 but with probability below
+    # 1e-300) weighs as the smallest positive one: GLS only needs the variances' ratios
+    variances = tuple(max(n.std ** 2, MIN_VARIANCE) for n in noises)
     level = float(query.ci or 0.95)
     hws = half_widths(tree, variances, *_noise_parameters(noises, levels[0].requests[0].unit),
                       level=level)
