@@ -156,7 +156,7 @@ class PrivateGroupBy:
         ``pivot_table(margins=True)``; epsilon is split over the levels equally or by
         ``level_shares=`` (the grand total's share first), and the values are float64 (the
         generalized least squares estimate of Hay et al. 2010: post-processing). See
-        docs/groupby.md#rollups.
+        docs/concepts.md#declared-combinations-and-rollups.
 
         Example:
             >>> import dpframe as dpf, pandas as pd, warnings

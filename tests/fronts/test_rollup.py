@@ -127,3 +127,12 @@ def test_backends_release_the_same_rollup() -> None:
     want = _release(df)
     pd.testing.assert_series_equal(_release(pl.from_pandas(df)), want)
     pd.testing.assert_series_equal(_release(dd.from_pandas(df, npartitions=3)), want)
+
+
+@pytest.mark.spark
+@pytest.mark.xdist_group("spark")
+def test_spark_releases_the_same_rollup(spark: Any) -> None:
+    """Spark computes the leaves' exact sums; the levels come from the core, as on pandas."""
+    df = data(600)
+    sdf = spark.createDataFrame(df, "region string, city string, x double, u long")
+    pd.testing.assert_series_equal(_release(sdf), _release(df))
