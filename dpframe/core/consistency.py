@@ -155,6 +155,38 @@ def chernoff_half_width(c: np.ndarray, g: np.ndarray, p: np.ndarray, alpha: floa
     return float(min(bound(float(res.x)), bound(s_max / 2)))
 
 
+def _laplace_tail(p: float, alpha: float) -> float:
+    """The least integer ``a >= 0`` with ``P[|Z| > a] = 2 p**(a + 1) / (1 + p) <= alpha`` for
+    a discrete Laplace ``Z`` of parameter ``p`` (exact)."""
+    if p <= 0.0:
+        return 0.0
+    return float(max(math.ceil(math.log(alpha * (1 + p) / 2) / math.log(p) - 1 - 1e-12), 0))
+
+
+#: The shares of alpha tried for the largest noise term alone in :func:`split_half_width`.
+_SPLITS = (0.5, 0.7, 0.8, 0.9, 0.95, 0.98)
+
+
+def split_half_width(c: np.ndarray, g: np.ndarray, p: np.ndarray, alpha: float) -> float:
+    """A ``t`` with ``P[|sum_i c_i g_i Z_i| > t] <= alpha``: the smaller of the Chernoff bound
+    of the whole sum and, for each split ``alpha = a1 + a2`` of :data:`_SPLITS`, the exact
+    tail of the largest term alone at ``a1`` plus the Chernoff bound of the rest at ``a2`` (a
+    union bound: ``|x + y| > t1 + t2`` needs ``|x| > t1`` or ``|y| > t2``). The largest term
+    (usually the node's own noise) is a discrete Laplace, whose exact tail is about half its
+    Chernoff bound."""
+    best = chernoff_half_width(c, g, p, alpha)
+    weight = np.abs(c) * g * np.where(p > 0, -1.0 / np.log(np.where(p > 0, p, 0.5)), 0.0)
+    top = int(np.argmax(weight))
+    if weight[top] <= 0:
+        return best
+    rest = c.copy()
+    rest[top] = 0.0
+    for share in _SPLITS:
+        own = abs(float(c[top])) * float(g[top]) * _laplace_tail(float(p[top]), alpha * share)
+        best = min(best, own + chernoff_half_width(rest, g, p, alpha * (1 - share)))
+    return best
+
+
 def half_widths(tree: Tree, var: Sequence[float], granularity: Sequence[float],
                 p: Sequence[float], rounding: Sequence[float], *,
                 level: float) -> list[np.ndarray]:
@@ -164,7 +196,7 @@ def half_widths(tree: Tree, var: Sequence[float], granularity: Sequence[float],
     granularity ``g`` times a discrete Laplace of parameter ``p`` (per level), and ``r_i`` its
     rounding to the lattice (``|r_i| <= rounding[level]``, 0 for counts). The half-width is
     the smaller of Chebyshev's ``sqrt(Var / alpha)`` (closed-form variance) and the Chernoff
-    bound of :func:`chernoff_half_width` (trees of at most :data:`MAX_CHERNOFF_NODES` nodes),
+    bounds of :func:`split_half_width` (trees of at most :data:`MAX_CHERNOFF_NODES` nodes),
     plus ``sum_i |c_i| rounding_i``: both are valid, so their minimum is. Public: depends on
     the tree and the noise parameters only."""
     alpha = 1.0 - level
@@ -178,11 +210,15 @@ def half_widths(tree: Tree, var: Sequence[float], granularity: Sequence[float],
                                                                    strict=True)]
     g_all, p_all, r_all = (_per_node(tree, x) for x in (granularity, p, rounding))
     out = []
+    known: dict[bytes, float] = {}  # nodes of one shape share their coefficients' multiset
     for lvl, k in enumerate(tree.sizes):
         hw = np.empty(k)
         for i in range(k):
             c = coefficient_row(tree, var, lvl, i)
-            t = min(float(cheb[lvl][i]), chernoff_half_width(c, g_all, p_all, alpha))
-            hw[i] = t + float(np.abs(c) @ r_all)
+            terms = np.stack([np.abs(c), g_all, p_all])
+            key = terms[:, np.lexsort(terms)].tobytes()  # the bound is a function of it
+            if key not in known:
+                known[key] = split_half_width(c, g_all, p_all, alpha)
+            hw[i] = min(float(cheb[lvl][i]), known[key]) + float(np.abs(c) @ r_all)
         out.append(hw)
     return out
