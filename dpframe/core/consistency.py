@@ -33,7 +33,7 @@ from scipy.optimize import minimize_scalar
 
 #: Above this many nodes the intervals use Chebyshev's bound from the closed-form variance
 #: (valid, wider) instead of the Chernoff bound, whose coefficients cost O(nodes**2).
-MAX_CHERNOFF_NODES = 3000
+MAX_CHERNOFF_NODES = 1000
 
 
 @dataclass(frozen=True)

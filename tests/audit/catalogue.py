@@ -522,8 +522,8 @@ SCENARIOS: tuple[Scenario, ...] = (
              selection(1, 0, 0.1), 500_000, 50_000, expect_violation=True,
              patch=low_selection_threshold),
     Scenario("finding 82: rollup over declared combinations, every level in one charge",
-             "one more row in a city, x at the bound (exact: sum over the 3 levels of "
-             "|Delta|_1 / scale, counts and sums)", None, 1, 1, exact=finding_rollup_rows),
+             "one more row in a city, x at the bound (exact: sum over the 3 levels of the "
+             "L1 shift over the scale, counts and sums)", None, 1, 1, exact=finding_rollup_rows),
     Scenario("BROKEN: rollup levels each planned at the whole epsilon", "as finding 82", None,
              1, 1, expect_violation=True, exact=finding_rollup_rows, patch=levels_charged_as_one),
     Scenario("finding 83: rollup at unit level (T=3), rows in an undeclared combination",
