@@ -93,8 +93,8 @@ def _worst(pairs: list[tuple[pd.DataFrame, pd.DataFrame, str, dict[str, Any]]], 
         claimed = float(plan.cost.epsilon)
         if loss > worst:
             worst, where = loss, f"{op}{' (unit)' if unit else ''}"
-    return float(worst), claimed, 0.0, f"exact: sum over the 3 levels of the L1 shift over the scale; " \
-                                        f"worst: {where}"
+    how = f"exact: sum over the 3 levels of the L1 shift over the scale; worst: {where}"
+    return float(worst), claimed, 0.0, how
 
 
 def finding_rollup_rows(seed: int) -> tuple[float, float, float, str]:
