@@ -33,7 +33,7 @@ from ..errors import KeysError, ValidationError
 from .aggregates import aggregate
 from .compute import ExactAggregates, add_into
 from .consistency import Tree, gls, half_widths
-from .measure import MeasurePlan, MeasureRelease, Rows
+from .measure import MeasurePlan, MeasureRelease
 from .mechanisms import NoiseSpec
 from .rng import RandomSource
 
@@ -217,12 +217,15 @@ def release_rollup(rp: RollupPlan, exact: ExactAggregates, rng: RandomSource
                    ) -> tuple[list[tuple[object, ...]], MeasureRelease]:
     """Noise on every level (root first, each with its plan), then GLS: the released keys
     (:attr:`RollupPlan.keys`) and one measure of float values with their intervals."""
-    req = rp.levels[-1].requests[0]
     agg = aggregate(rp.levels[0].measure.op)
     noisy = []
     for mp, vals in zip(rp.levels, level_exact(rp, exact), strict=True):
-        rows = Rows(ExactAggregates([], {req.key: vals}, {}), np.arange(len(vals)))
-        noisy.append(np.asarray(agg.release(mp, rows, rng, rp.ci_level, False).values,
+        # the level's planned noise on its exact integers (counts, or fixed-point sums in
+        # units of the request's ``unit``), drawn here rather than by the aggregate's release:
+        # no post-processing of a grouped release (such as a projection) precedes the GLS
+        req = mp.requests[0]
+        unit = req.unit if req.kind == "fixed_sum" else Fraction(1)
+        noisy.append(np.asarray(mp.additive(agg.main).add_noise(vals, unit, rng),
                                 dtype=np.float64))
     est = gls(rp.tree, noisy, rp.variances)
     order = range(rp.tree.depth, -1, -1)  # leaves first, the grand total last
