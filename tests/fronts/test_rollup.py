@@ -136,3 +136,15 @@ def test_spark_releases_the_same_rollup(spark: Any) -> None:
     df = data(600)
     sdf = spark.createDataFrame(df, "region string, city string, x double, u long")
     pd.testing.assert_series_equal(_release(sdf), _release(df))
+
+
+def test_empty_frame_releases_every_level() -> None:
+    """No rows: the same index, dtype and consistency, noise on zeros (nothing data-dependent
+    in the shape of the result)."""
+    empty = data().iloc[:0]
+    out = empty.dp(session(10), keys=COMBOS).groupby(["region", "city"]).count(
+        epsilon=1, rollup=True)
+    full = data().dp(session(10), keys=COMBOS).groupby(["region", "city"]).count(
+        epsilon=1, rollup=True)
+    assert out.index.equals(full.index) and out.dtype == full.dtype
+    assert out.iloc[:50].sum() == pytest.approx(out[("All", "All")], abs=1e-9)
