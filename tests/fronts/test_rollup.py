@@ -148,3 +148,21 @@ def test_empty_frame_releases_every_level() -> None:
         epsilon=1, rollup=True)
     assert out.index.equals(full.index) and out.dtype == full.dtype
     assert out.iloc[:50].sum() == pytest.approx(out[("All", "All")], abs=1e-9)
+
+
+def test_release_intervals_are_the_core_half_widths() -> None:
+    """The intervals a release states are the ones tests/core/test_consistency.py checks for
+    coverage: the core's half-widths for the tree and the levels' noise."""
+    import math
+
+    from dpframe.core.consistency import Tree, half_widths
+
+    out = data().dp(session(10), keys=COMBOS).groupby(["region", "city"]).count(
+        epsilon=1, rollup=True, ci=0.9)
+    p = math.exp(-1 / 3)
+    var = 2 * p / (1 - p) ** 2
+    tree = Tree((np.zeros(5, dtype=np.int64), np.repeat(np.arange(5), 10)))
+    hw = half_widths(tree, [var] * 3, [1.0] * 3, [p] * 3, [0.0] * 3, level=0.9)
+    want = np.concatenate([hw[2], hw[1], hw[0]])
+    assert np.allclose((out["upper"] - out["count"]).to_numpy(), want)
+    assert np.allclose((out["count"] - out["lower"]).to_numpy(), want)
