@@ -14,6 +14,7 @@ import numpy as np
 from .aggregates import aggregate
 from .compute import ExactAggregates
 from .diagnostics import release_diagnostics
+from .hierarchy import leaf_positions, release_rollup
 from .hints import near_zero_hint, no_keys_hint
 from .measure import MeasurePlan, MeasureRelease, Rows
 from .plan import ReleasePlan
@@ -40,8 +41,18 @@ def apply_plan(plan: ReleasePlan, exact: ExactAggregates, rng: RandomSource) -> 
     observed but not released cannot move them
     (docs/privacy.md#one-canonical-value-model-keys-and-units).
     """
+    if plan.rollup is not None:  # every level, made consistent (core/hierarchy.py)
+        keys, rolled = release_rollup(plan.rollup, exact, rng)
+        prov = plan.describe()
+        if plan.diagnostics is not None:
+            prov["diagnostics"] = release_diagnostics(plan.diagnostics, exact.diagnostics, rng,
+                                                      plan.query.ci or 0.95)
+        return CoreRelease(keys, plan.query.by, [rolled], prov)
     keys = exact.keys
     keep, noisy = _select(plan, exact, rng)
+    if plan.query.combos is not None:  # the declared combinations (core/hierarchy.py)
+        keep = leaf_positions(plan.query)
+        keys = [tuple(k) for k in plan.query.combos]
     if plan.query.private_keys:
         keep = keep[sorted_order([keys[i] for i in keep])]
         keys = [keys[i] for i in keep]

@@ -33,6 +33,7 @@ from .aggregates import AGGREGATES, aggregate
 from .compute import NO_GROUP_LIMIT, AggregateRequest, ComputeRequest
 from .diagnostics import DiagnosticsPlan, plan_diagnostics
 from .gaussian import analytic_mu, delta_float, discrete_epsilon, satisfies
+from .hierarchy import RollupPlan, plan_rollup
 from .measure import MeasurePlan, PlanContext
 from .mechanisms import NoiseSpec, gaussian_parts, noise_spec, rho_for
 from .memo import RecentCache
@@ -64,6 +65,8 @@ class ReleasePlan:
     #: advice read from public parameters only, warned before the charge
     #: (:class:`~dpframe.errors.KeySelectionWarning`)
     advice: tuple[str, ...] = ()
+    #: ``rollup=True``: every level's plan and the consistency step (core/hierarchy.py)
+    rollup: RollupPlan | None = None
 
     @cached_property
     def requests(self) -> list[AggregateRequest]:
@@ -104,6 +107,7 @@ class ReleasePlan:
                          for mp in self.measures],
             "key_selection": self.selection.describe() if self.selection else None,
             **({"diagnostics": self.diagnostics.describe(level)} if self.diagnostics else {}),
+            **({"rollup": self.rollup.describe()} if self.rollup else {}),
         }
 
 
@@ -112,6 +116,8 @@ def plan_query(query: Query, relation: Relation, column_kinds: dict[str, str]) -
     if relation not in ("add_remove", "change_one"):
         raise ValidationError("neighbouring must be 'add_remove' or 'change_one'")
     contrib = _contribution(query)
+    if query.rollup is not None:
+        return _plan_rollup(query, relation, contrib, column_kinds)
     gaussian = query.mechanism == "gaussian"
     one_count = query.private_keys and _one_count(query, contrib)
     selection, eps_measures, delta_measures = _split_selection(query, relation, contrib,
@@ -135,6 +141,19 @@ def plan_query(query: Query, relation: Relation, column_kinds: dict[str, str]) -
     advice = _groups_advice(query, relation, contrib, selection)
     return ReleasePlan(query, relation, tuple(plans), selection, cost, contrib, diagnostics,
                        advice)
+
+
+def _plan_rollup(query: Query, relation: Relation, contrib: Contribution,
+                 column_kinds: dict[str, str]) -> ReleasePlan:
+    """A rollup: every level planned at its share of epsilon (sequential composition over the
+    levels, core/hierarchy.py); the charge is the query's epsilon. The leaves' plan is the
+    plan's measure (its exact request is the backend's)."""
+    ctx = PlanContext(query, relation, contrib, column_kinds)
+    rollup = plan_rollup(ctx, query)
+    diagnostics = (None if query.diagnostics is None
+                   else plan_diagnostics(query.diagnostics, contrib.cap))
+    return ReleasePlan(query, relation, (rollup.levels[-1],), None,
+                       _cost(query, relation, None), contrib, diagnostics, rollup=rollup)
 
 
 #: ``max_groups_per_unit`` values whose thresholds :func:`_groups_advice` names.
@@ -206,7 +225,7 @@ def _plan_key(query: Query, relation: str,
     measures' aggregates and :data:`PLANNERS`) are part of it, by identity: an aggregate or
     planner swapped in (a test's broken control) never meets a plan another one made."""
     members: list[object] = []
-    for values in (*query.keys.values(), *query.bounds.values()):
+    for values in (*query.keys.values(), *query.bounds.values(), *(query.combos or ())):
         if not isinstance(values, tuple | list):
             return None
         members.extend(values)

@@ -17,6 +17,7 @@ from typing import Literal
 from ..errors import BoundsError, KeysError, UnknownColumnError, ValidationError
 from .aggregates import MAX_LEVEL_DENOMINATOR, aggregate
 from .compute import DEFAULT_QUANTILE_CELLS, MAX_CELLS
+from .hierarchy import check_combos, check_rollup
 from .names import close_names
 from .numbers import format_number, to_fraction
 from .values import NUMERIC_KINDS, ColumnKind, canonical
@@ -90,6 +91,13 @@ class Query:
     description: str = ""
     #: epsilon for noisy counts of the rows clamping and bounding changed (None: none)
     diagnostics: Fraction | None = None
+    #: the declared key combinations of ``by`` (``keys=`` a DataFrame), in declared order;
+    #: None: every combination of the columns' keys (core/hierarchy.py)
+    combos: tuple[tuple[object, ...], ...] | None = None
+    #: ``rollup=True``: each level's share of epsilon, the grand total first (None: no rollup)
+    rollup: tuple[Fraction, ...] | None = None
+    #: the label of a rollup's margins, as ``pivot_table(margins_name=)``
+    margins_name: str = "All"
 
     # -- validation ---------------------------------------------------------------------------
     def validate(self, schema: Mapping[str, ColumnKind]) -> Query:
@@ -108,6 +116,8 @@ class Query:
         if self.by and not self.private_keys:
             for col in self.by:
                 self._check_public_keys(col, schema[col])
+        check_combos(self)
+        check_rollup(self)
         for m in self.measures:
             self._validate_measure(m, schema)
         self._check_size()

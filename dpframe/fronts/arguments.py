@@ -20,7 +20,7 @@ from ..core.aggregates import LEVELS
 from ..core.names import close_names
 from ..core.numbers import to_fraction
 from ..core.query import Measure, quantile_level
-from ..errors import DPError, OptionError, UnknownColumnError, ValidationError
+from ..errors import DPError, KeysError, OptionError, UnknownColumnError, ValidationError
 
 if TYPE_CHECKING:
     from .framebase import FrameBase
@@ -348,3 +348,113 @@ def document_dp(call: Callable[..., Any], frame_class: type,
     checked.__signature__ = sig  # type: ignore[attr-defined]
     checked.__doc__ = DP_OPTIONS_DOC + engine_doc
     return checked
+
+
+#: Declared key combinations: the columns, then the rows (``keys=`` a DataFrame).
+Combos = tuple[tuple[str, ...], tuple[tuple[object, ...], ...]]
+
+
+def key_frame(keys: object) -> tuple[object, Combos | None]:
+    """``keys=`` a DataFrame of the declared combinations (as Tumult's
+    ``KeySet.from_dataframe``; a Polars or Arrow table through its ``to_pandas()``): each
+    column's keys (its distinct values, in order of first appearance) and the rows, the
+    combinations a multi-column groupby releases. Anything else is returned as it is, with no
+    combinations. Refused (:class:`~dpframe.errors.KeysError`): no rows, a column named by
+    anything but a string or named twice, a combination declared twice; missing values are
+    refused by the key lists' own check. Public: declared, never read from the data."""
+    import pandas as pd
+
+    keys = _as_pandas(keys)
+    if not isinstance(keys, pd.DataFrame):
+        return keys, None
+    cols = list(keys.columns)
+    if not _distinct_names(cols):
+        raise KeysError("a DataFrame of declared keys needs columns named by distinct strings")
+    if len(keys) == 0:
+        raise KeysError("the DataFrame of declared keys has no rows")
+    rows = _distinct_rows([tuple(r) for r in keys.itertuples(index=False, name=None)])
+    per_column = {c: [r[j] for r in rows] for j, c in enumerate(cols)}
+    return per_column, (tuple(cols), tuple(rows))
+
+
+def _as_pandas(keys: object) -> object:
+    """A Polars or Arrow table (anything with columns and ``to_pandas()``) as pandas."""
+    to_pandas = getattr(keys, "to_pandas", None)
+    return to_pandas() if callable(to_pandas) and hasattr(keys, "columns") else keys
+
+
+def _distinct_names(cols: Sequence[object]) -> bool:
+    return bool(cols) and all(isinstance(c, str) for c in cols) and len(set(cols)) == len(cols)
+
+
+def _distinct_rows(rows: list[tuple[object, ...]]) -> list[tuple[object, ...]]:
+    """``rows``, refused (:class:`~dpframe.errors.KeysError`) when one repeats another."""
+    seen: dict[tuple[object, ...], int] = {}
+    for i, r in enumerate(rows):
+        try:
+            first = seen.setdefault(r, i)
+        except TypeError:
+            raise KeysError("the declared keys must be hashable values") from None
+        if first != i:
+            raise KeysError(f"the DataFrame of declared keys repeats a combination (rows {first} "
+                            f"and {i}): declare each combination once")
+    return rows
+
+
+def combinations_for(by: Sequence[str], combos: Combos | None,
+                     keys: Mapping[str, Sequence[object]]) -> tuple[tuple[object, ...], ...] | None:
+    """The declared combinations of the ``by`` columns: the declared rows projected on them
+    (each once, in declared order) when ``by`` holds at least two of their columns; with other
+    ``by`` columns beside, the product of the columns' keys (first column slowest) filtered to
+    the declared projections. None: every combination (the product)."""
+    if combos is None:
+        return None
+    cols, rows = combos
+    inside = [c for c in by if c in cols]
+    if len(inside) < 2 or not set(by) <= set(keys):
+        return None  # a missing key list is refused by the core (Query.validate)
+    idx = [cols.index(c) for c in inside]
+    projected = list(dict.fromkeys(tuple(r[i] for i in idx) for r in rows))
+    if len(inside) == len(by):  # ``inside`` is in ``by`` order
+        return tuple(projected)
+    return _filtered_product(by, inside, set(projected), keys)
+
+
+def _filtered_product(by: Sequence[str], inside: list[str], allowed: set[tuple[object, ...]],
+                      keys: Mapping[str, Sequence[object]]) -> tuple[tuple[object, ...], ...]:
+    """The product of the ``by`` columns' keys whose values on ``inside`` are ``allowed``."""
+    import itertools
+
+    at = [list(by).index(c) for c in inside]
+    return tuple(t for t in itertools.product(*(keys[c] for c in by))
+                 if tuple(t[i] for i in at) in allowed)
+
+
+def rollup_shares(rollup: object, level_shares: object, width: int,
+                  accuracy: object) -> tuple[Fraction, ...] | None:
+    """``rollup=`` and ``level_shares=`` parsed: each level's share of epsilon (the grand
+    total first; equal by default), or None without a rollup. The core checks the rest
+    (core/hierarchy.py)."""
+    for failed, message in (
+            (rollup is not True and rollup is not False, "rollup must be True or False"),
+            (rollup is False and level_shares is not None, "level_shares= needs rollup=True"),
+            (rollup is True and accuracy is not None,
+             "accuracy= is not available with rollup=True (its intervals come from the "
+             "consistency step): pass epsilon=")):
+        if failed:
+            raise ValidationError(message)
+    if not rollup:
+        return None
+    return _level_shares(level_shares, width)
+
+
+def _level_shares(level_shares: object, width: int) -> tuple[Fraction, ...]:
+    """Each level's share as an exact fraction (equal when not given)."""
+    if level_shares is None:
+        return (Fraction(1),) * (width + 1)
+    if isinstance(level_shares, np.ndarray):
+        level_shares = level_shares.tolist()
+    if isinstance(level_shares, str | bytes) or not isinstance(level_shares, Sequence):
+        raise ValidationError("level_shares must be a list of positive numbers, the grand "
+                              "total's first")
+    return tuple(to_fraction(s, "level_shares", positive=True) for s in level_shares)

@@ -31,10 +31,13 @@ from .arguments import (
     check_declared_columns,
     check_unit,
     column_attribute,
+    combinations_for,
     declarations,
     identifiers,
+    key_frame,
     options_checked,
     pipe_to,
+    rollup_shares,
 )
 from .groupby import PrivateGroupBy
 from .results import ContributionBounds, DPFloat, DPInt, diagnostics_as_numbers
@@ -80,9 +83,10 @@ class FrameBase:
         self._session = session
         if strict is not True and strict is not False:
             raise ValidationError("strict must be True or False")
+        declared_keys, self._combos = key_frame(keys)  # a DataFrame of declared combinations
         if strict:
-            check_declared_columns(backend.schema(), bounds, keys)
-        b, k = declarations(bounds, keys, schema)
+            check_declared_columns(backend.schema(), bounds, declared_keys)
+        b, k = declarations(bounds, declared_keys, schema)
         self._bounds = b
         self._keys = normalise_keys(k)  # checks the key lists (a string is not a key list)
         check_unit(backend.schema(), privacy_unit, max_rows_per_unit, max_groups_per_unit,
@@ -150,10 +154,14 @@ class FrameBase:
                by: tuple[str, ...] = (), private: bool = False, mechanism: str | None = None,
                ci: float | None = None, description: str = "",
                selection_share: float | None = None, accuracy: object = None,
-               min_rows: object = None, diagnostics: object = None) -> Query:
+               min_rows: object = None, diagnostics: object = None,
+               rollup: object = False, level_shares: object = None,
+               margins_name: object = "All") -> Query:
         """The Query of a front method's call: its arguments parsed (numbers to exact
         fractions, aliases to names), every refusal left to the core. ``diagnostics`` is the
-        method's ``diagnostics=`` (an epsilon on top, or None), passed as a plain argument."""
+        method's ``diagnostics=`` (an epsilon on top, or None), passed as a plain argument;
+        ``rollup``, ``level_shares`` and ``margins_name`` those of a grouped count or sum."""
+        shares = rollup_shares(rollup, level_shares, len(by), accuracy)
         if accuracy is not None or epsilon is None:
             epsilon = self._epsilon_for(measures, epsilon, delta, by=by, private=private,
                                         mechanism=mechanism, ci=ci, description=description,
@@ -176,7 +184,9 @@ class FrameBase:
                      max_rows_per_group=self._bounds_tkr[2],
                      mechanism=mech,  # type: ignore[arg-type]
                      ci=ci, selection_share=share, sample_rate=self._sample_rate,
-                     description=description, diagnostics=diag)
+                     description=description, diagnostics=diag,
+                     combos=combinations_for(by, self._combos, keys) if not private else None,
+                     rollup=shares, margins_name=margins_name)  # type: ignore[arg-type]
 
     def _epsilon_for(self, measures: list[Measure], epsilon: object, delta: object,
                      accuracy: object, min_rows: object, **kw: Any) -> Fraction:

@@ -56,18 +56,23 @@ class PrivateGroupBy:
     def _release(self, measures: list[Measure], epsilon: object, delta: object, *,
                  mechanism: str | None, ci: float | None, dry_run: bool, description: str,
                  selection_share: float | None = None, accuracy: object = None,
-                 min_rows: object = None, diagnostics: object = None
+                 min_rows: object = None, diagnostics: object = None,
+                 rollup: Mapping[str, object] | None = None
                  ) -> tuple[Query, CoreRelease | dict[str, Any]]:
         q = self._frame._query(measures, epsilon, delta, by=self._by, private=self._private,
                                mechanism=mechanism, ci=ci, description=description,
                                selection_share=selection_share, accuracy=accuracy,
-                               min_rows=min_rows, diagnostics=diagnostics)
+                               min_rows=min_rows, diagnostics=diagnostics, **(rollup or {}))
         return q, self._frame._run(q, dry_run)
 
     def _index(self, q: Query, r: CoreRelease) -> pd.Index:
         """Public keys: the declared labels in declared order. Private keys: canonical labels
         (already in the core's total order) in an index whose dtype follows the column's public
         kind, not the released values."""
+        if q.rollup is not None or q.combos is not None:  # declared combinations, margins
+            if len(self._by) == 1:
+                return pd.Index([k[0] for k in r.keys], name=self._by[0])
+            return pd.MultiIndex.from_tuples(r.keys, names=list(self._by))
         if not self._private:
             return declared_index(tuple(q.keys[c] for c in self._by), self._by, r.keys)
         kinds = self._frame._backend.schema()
@@ -93,13 +98,15 @@ class PrivateGroupBy:
     def _one(self, meas: Measure, name: str, epsilon: object, delta: object,
              mechanism: str | None, ci: float | None, dry_run: bool,
              selection_share: float | None, accuracy: object = None,
-             min_rows: object = None, *, diagnostics: object = None) -> Any:
+             min_rows: object = None, *, diagnostics: object = None,
+             rollup: Mapping[str, object] | None = None) -> Any:
+        rolled = "" if not rollup or not rollup["rollup"] else ", rollup"
         q, r = self._release([meas], epsilon, delta, mechanism=mechanism, ci=ci,
                              dry_run=dry_run,
                              description=f"groupby({','.join(self._by)}).{meas.name}"
-                                         f"({meas.column or ''})",
+                                         f"({meas.column or ''}{rolled})",
                              selection_share=selection_share, accuracy=accuracy,
-                             min_rows=min_rows, diagnostics=diagnostics)
+                             min_rows=min_rows, diagnostics=diagnostics, rollup=rollup)
         return r if isinstance(r, dict) else self._series(q, r, name, ci)
 
     def contribution_bounds(self, *, epsilon: float, cap: int = 1000,
@@ -116,27 +123,40 @@ class PrivateGroupBy:
     def count(self, column: str | None = None, *, epsilon: float | None = None,
               delta: float = 0.0, mechanism: str | None = None, ci: float | None = None,
               dry_run: Literal[True], diagnostics: float | None = None,
-              selection_share: float | None = None, accuracy: float | None = None) -> dict[str,
-              Any]: ...
+              selection_share: float | None = None, accuracy: float | None = None,
+              rollup: bool = False, level_shares: Sequence[float] | None = None,
+              margins_name: str = "All") -> dict[str, Any]: ...
     @overload
     def count(self, column: str | None = None, *, epsilon: float | None = None,
               delta: float = 0.0, mechanism: str | None = None, ci: float | None = None,
               dry_run: Literal[False] = False, diagnostics: float | None = None,
-              selection_share: float | None = None,
-              accuracy: float | None = None) -> pd.Series | pd.DataFrame: ...
+              selection_share: float | None = None, accuracy: float | None = None,
+              rollup: bool = False, level_shares: Sequence[float] | None = None,
+              margins_name: str = "All") -> pd.Series | pd.DataFrame: ...
     @overload
     def count(self, column: str | None = None, *, epsilon: float | None = None,
               delta: float = 0.0, mechanism: str | None = None, ci: float | None = None,
               dry_run: bool = False, diagnostics: float | None = None,
-              selection_share: float | None = None,
-              accuracy: float | None = None) -> pd.Series | pd.DataFrame | dict[str, Any]: ...
+              selection_share: float | None = None, accuracy: float | None = None,
+              rollup: bool = False, level_shares: Sequence[float] | None = None,
+              margins_name: str = "All") -> pd.Series | pd.DataFrame | dict[str, Any]: ...
     @documented(RETURNS_SERIES)
     def count(self, column: str | None = None, *, epsilon: float | None = None,
               delta: float = 0.0, mechanism: str | None = None, ci: float | None = None,
               dry_run: bool = False, diagnostics: float | None = None,
-              selection_share: float | None = None, accuracy: float | None = None) -> Any:
+              selection_share: float | None = None, accuracy: float | None = None,
+              rollup: bool = False, level_shares: Sequence[float] | None = None,
+              margins_name: str = "All") -> Any:
         """Noisy row count per group: a Series named ``count``. ``accuracy=``: the smallest
         epsilon whose per-group interval meets that half-width (see ``PrivateFrame.count``).
+
+        ``rollup=True`` releases every level of the grouping in one charge, consistent
+        (children add up to their parent): the leaves, then each level's subtotals labelled
+        ``(key, ..., "All")``, then the grand total ``("All", ..., "All")``, as
+        ``pivot_table(margins=True)``; epsilon is split over the levels equally or by
+        ``level_shares=`` (the grand total's share first), and the values are float64 (the
+        generalized least squares estimate of Hay et al. 2010: post-processing). See
+        docs/concepts.md#declared-combinations-and-rollups.
 
         Example:
             >>> import dpframe as dpf, pandas as pd, warnings
@@ -148,7 +168,9 @@ class PrivateGroupBy:
             {'a': 50, 'b': 50}
         """
         return self._one(Measure("count", column), "count", epsilon, delta, mechanism, ci,
-                         dry_run, selection_share, accuracy, diagnostics=diagnostics)
+                         dry_run, selection_share, accuracy, diagnostics=diagnostics,
+                         rollup={"rollup": rollup, "level_shares": level_shares,
+                                 "margins_name": margins_name})
 
     # dry_run overloads: generated by tools/overloads.py, do not edit
     @overload
@@ -199,23 +221,31 @@ class PrivateGroupBy:
     def sum(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
             mechanism: str | None = None, ci: float | None = None, dry_run: Literal[True],
             diagnostics: float | None = None, selection_share: float | None = None,
-            accuracy: float | None = None) -> dict[str, Any]: ...
+            accuracy: float | None = None, rollup: bool = False,
+            level_shares: Sequence[float] | None = None, margins_name: str = "All") -> dict[str,
+            Any]: ...
     @overload
     def sum(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
             mechanism: str | None = None, ci: float | None = None, dry_run: Literal[False] = False,
             diagnostics: float | None = None, selection_share: float | None = None,
-            accuracy: float | None = None) -> pd.Series | pd.DataFrame: ...
+            accuracy: float | None = None, rollup: bool = False,
+            level_shares: Sequence[float] | None = None,
+            margins_name: str = "All") -> pd.Series | pd.DataFrame: ...
     @overload
     def sum(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
             mechanism: str | None = None, ci: float | None = None, dry_run: bool = False,
             diagnostics: float | None = None, selection_share: float | None = None,
-            accuracy: float | None = None) -> pd.Series | pd.DataFrame | dict[str, Any]: ...
+            accuracy: float | None = None, rollup: bool = False,
+            level_shares: Sequence[float] | None = None,
+            margins_name: str = "All") -> pd.Series | pd.DataFrame | dict[str, Any]: ...
     @documented(RETURNS_SERIES)
     def sum(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
             mechanism: str | None = None, ci: float | None = None, dry_run: bool = False,
             diagnostics: float | None = None, selection_share: float | None = None,
-            accuracy: float | None = None) -> Any:
-        """Noisy clamped sum per group (``accuracy=``: see ``PrivateFrame.count``).
+            accuracy: float | None = None, rollup: bool = False,
+            level_shares: Sequence[float] | None = None, margins_name: str = "All") -> Any:
+        """Noisy clamped sum per group (``accuracy=``: see ``PrivateFrame.count``;
+        ``rollup=``, ``level_shares=``, ``margins_name=``: see :meth:`count`).
 
         Example:
             >>> import dpframe as dpf, pandas as pd, warnings
@@ -227,7 +257,9 @@ class PrivateGroupBy:
             {'a': 50.0, 'b': 150.0}
         """
         return self._one(Measure("sum", column), column, epsilon, delta, mechanism, ci, dry_run,
-                         selection_share, accuracy, diagnostics=diagnostics)
+                         selection_share, accuracy, diagnostics=diagnostics,
+                         rollup={"rollup": rollup, "level_shares": level_shares,
+                                 "margins_name": margins_name})
 
     # dry_run overloads: generated by tools/overloads.py, do not edit
     @overload

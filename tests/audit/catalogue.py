@@ -75,6 +75,12 @@ from .findings_i44_e import gaussian_key_selection, l2_understated
 from .findings_local import finding_local_invalid_value, finding_local_spelling
 from .findings_local_categories import finding_local_categorical_levels
 from .findings_quant import finding_quantile_cells, halved_quantile_sensitivity
+from .findings_rollup import (
+    finding_rollup_rows,
+    finding_rollup_units,
+    levels_charged_as_one,
+    levels_for_one_row,
+)
 from .findings_round4_a import (
     drops_not_carried,
     finding_dask_partition_drops,
@@ -545,6 +551,18 @@ SCENARIOS: tuple[Scenario, ...] = (
              exact=finding_continual_rerun),
     Scenario("BROKEN: continual re-run drawing fresh noise", "as finding 90", None, 1, 1,
              expect_violation=True, exact=finding_continual_rerun, patch=rerun_draws_again),
+    Scenario("finding 82: rollup over declared combinations, every level in one charge",
+             "one more row in a city, x at the bound (exact: sum over the 3 levels of the "
+             "L1 shift over the scale, counts and sums)", None, 1, 1, exact=finding_rollup_rows),
+    Scenario("BROKEN: rollup levels each planned at the whole epsilon", "as finding 82", None,
+             1, 1, expect_violation=True, exact=finding_rollup_rows, patch=levels_charged_as_one),
+    Scenario("finding 83: rollup at unit level (T=3), rows in an undeclared combination",
+             "a unit's 3 rows in 3 cities of one region, or 2 rows in an undeclared "
+             "combination, vs without it (exact, as finding 82)", None, 1, 1,
+             exact=finding_rollup_units),
+    Scenario("BROKEN: rollup levels planned for one row of a unit, not T", "as finding 83",
+             None, 1, 1, expect_violation=True, exact=finding_rollup_units,
+             patch=levels_for_one_row),
 )
 
 
