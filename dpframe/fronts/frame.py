@@ -561,25 +561,29 @@ class PrivateFrame(FrameBase):
                   delta: float = 0.0, mechanism: str | None = None, right: bool = True,
                   include_lowest: bool | None = None, ci: float | None = None,
                   dry_run: Literal[True], diagnostics: float | None = None,
-                  accuracy: float | None = None) -> dict[str, Any]: ...
+                  accuracy: float | None = None,
+                  postprocess: str | None = "nonnegative") -> dict[str, Any]: ...
     @overload
     def histogram(self, column: str, bins: Sequence[float] | int, *, epsilon: float | None = None,
                   delta: float = 0.0, mechanism: str | None = None, right: bool = True,
                   include_lowest: bool | None = None, ci: float | None = None,
                   dry_run: Literal[False] = False, diagnostics: float | None = None,
-                  accuracy: float | None = None) -> pd.Series | pd.DataFrame: ...
+                  accuracy: float | None = None,
+                  postprocess: str | None = "nonnegative") -> pd.Series | pd.DataFrame: ...
     @overload
     def histogram(self, column: str, bins: Sequence[float] | int, *, epsilon: float | None = None,
                   delta: float = 0.0, mechanism: str | None = None, right: bool = True,
                   include_lowest: bool | None = None, ci: float | None = None,
                   dry_run: bool = False, diagnostics: float | None = None,
-                  accuracy: float | None = None) -> pd.Series | pd.DataFrame | dict[str, Any]: ...
+                  accuracy: float | None = None,
+                  postprocess: str | None = "nonnegative") -> pd.Series | pd.DataFrame | dict[str,
+                  Any]: ...
     @documented(RETURNS_HIST)
     def histogram(self, column: str, bins: Sequence[float] | int, *, epsilon: float | None = None,
                   delta: float = 0.0, mechanism: str | None = None, right: bool = True,
                   include_lowest: bool | None = None, ci: float | None = None,
                   dry_run: bool = False, diagnostics: float | None = None,
-                  accuracy: float | None = None) -> Any:
+                  accuracy: float | None = None, postprocess: str | None = "nonnegative") -> Any:
         """Noisy counts per public bin, exactly as ``pd.cut(x, bins, right=right,
         include_lowest=include_lowest).value_counts(sort=False)`` counts them, indexed by the
         same intervals (the declared edges; with ``include_lowest`` the first interval's left
@@ -587,6 +591,13 @@ class PrivateFrame(FrameBase):
         the bins are dropped. The outer edges may be ``-inf`` and ``inf``. ``bins=10`` spreads
         ten equal bins over the column's declared bounds (not the data's range, which is
         private), the lowest bound included (``include_lowest`` defaults to True then).
+
+        ``postprocess="nonnegative"`` (the default) projects the noisy counts onto the closest
+        non-negative integers whose sum is the noisy total (the sum of the raw noisy counts,
+        cut at 0): post-processing of the noisy values, no extra charge, far more accurate on
+        sparse histograms but biased toward 0 near 0 (the interval is the raw one cut at 0,
+        with the raw coverage). ``postprocess=None`` gives the raw, unbiased noisy counts
+        (docs/privacy.md#non-negative-counts); ``.attrs["dp"]["covers"]`` says which form.
 
         Example:
             >>> import dpframe as dpf, pandas as pd, warnings
@@ -601,7 +612,7 @@ class PrivateFrame(FrameBase):
         edges, include_lowest = meas.edges or (), meas.include_lowest
         r = self._run(self._query([meas], epsilon, delta, mechanism=mechanism, ci=ci,
                                   description=f"histogram({column})", accuracy=accuracy,
-                                  diagnostics=diagnostics),
+                                  diagnostics=diagnostics, postprocess=postprocess),
                       dry_run)
         if isinstance(r, dict):
             return r

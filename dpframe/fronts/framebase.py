@@ -150,15 +150,18 @@ class FrameBase:
                by: tuple[str, ...] = (), private: bool = False, mechanism: str | None = None,
                ci: float | None = None, description: str = "",
                selection_share: float | None = None, accuracy: object = None,
-               min_rows: object = None, diagnostics: object = None) -> Query:
+               min_rows: object = None, diagnostics: object = None,
+               postprocess: str | None = "nonnegative") -> Query:
         """The Query of a front method's call: its arguments parsed (numbers to exact
         fractions, aliases to names), every refusal left to the core. ``diagnostics`` is the
-        method's ``diagnostics=`` (an epsilon on top, or None), passed as a plain argument."""
+        method's ``diagnostics=`` (an epsilon on top, or None), passed as a plain argument;
+        ``postprocess`` the form of histograms and grouped counts (checked by the core)."""
         if accuracy is not None or epsilon is None:
             epsilon = self._epsilon_for(measures, epsilon, delta, by=by, private=private,
                                         mechanism=mechanism, ci=ci, description=description,
                                         selection_share=selection_share, accuracy=accuracy,
-                                        min_rows=min_rows, diagnostics=diagnostics)
+                                        min_rows=min_rows, diagnostics=diagnostics,
+                                        postprocess=postprocess)
         # parsing only: numbers to exact fractions, the 'geometric' alias to its name; every
         # refusal is the core's (core/validate.py), on the path all fronts share
         eps = to_fraction(epsilon, "epsilon", positive=True)
@@ -176,7 +179,7 @@ class FrameBase:
                      max_rows_per_group=self._bounds_tkr[2],
                      mechanism=mech,  # type: ignore[arg-type]
                      ci=ci, selection_share=share, sample_rate=self._sample_rate,
-                     description=description, diagnostics=diag)
+                     description=description, diagnostics=diag, postprocess=postprocess)
 
     def _epsilon_for(self, measures: list[Measure], epsilon: object, delta: object,
                      accuracy: object, min_rows: object, **kw: Any) -> Fraction:
