@@ -83,9 +83,10 @@ FORM_TEXT = {
 
 def _form_text(measures: Sequence[Any]) -> str:
     """Which form the counts of a histogram or grouped count are in (their measure's
-    ``"postprocess"``); empty for measures without one."""
+    ``"postprocess"``); empty for measures without one, and for ``bounds()`` (two numbers
+    read off a raw histogram, not counts)."""
     for m in measures:
-        if isinstance(m, dict) and "postprocess" in m:
+        if isinstance(m, dict) and "postprocess" in m and m.get("aggregate") != "bounds":
             return FORM_TEXT.get(m["postprocess"], f"counts post-processed: {m['postprocess']}")
     return ""
 

@@ -369,8 +369,9 @@ class PrivateFrame(FrameBase):
         edges = signed_octave_edges(float(max_abs))
         meas = Measure("histogram", column, label="bounds", edges=edges, right=False,
                        include_lowest=False)
+        # the raw counts: the threshold below is calibrated to their noise (no projection)
         q = frame._query([meas], epsilon, 0.0, mechanism="laplace",
-                         description=f"bounds({column})")
+                         description=f"bounds({column})", postprocess=None)
         r = frame._run(q, dry_run)
         if isinstance(r, dict):
             return r
