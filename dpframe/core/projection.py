@@ -39,13 +39,16 @@ Postprocess = Literal["nonnegative"] | None
 POSTPROCESS_OPTIONS: tuple[str | None, ...] = (NONNEGATIVE, None)
 
 
-def project_counts(noisy: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    """The integer point of ``{x >= 0, sum x = s}`` closest to ``noisy``, ``s`` the sum of
-    ``noisy`` cut at 0 (see the module docstring). Same shape, int64; exact."""
+def project_counts(noisy: npt.NDArray[np.int64], total: int | None = None
+                   ) -> npt.NDArray[np.int64]:
+    """The integer point of ``{x >= 0, sum x = s}`` closest to ``noisy``, ``s`` the given
+    ``total`` (a better noisy total released in the same call) or the sum of ``noisy``, cut at
+    0 (see the module docstring). Same shape, int64; exact."""
     x = np.asarray(noisy, dtype=np.int64).reshape(-1)
     out = np.zeros_like(x)
-    total = int(x.sum()) if x.size else 0
-    if total <= 0:
+    if total is None:
+        total = int(x.sum()) if x.size else 0
+    if total <= 0 or x.size == 0:
         return out.reshape(np.shape(noisy))
     order = np.argsort(-x, kind="stable")  # largest first, ties by position
     u = x[order]
