@@ -49,6 +49,7 @@ class QuerySpec:
     weights: dict[str, float] | None = None
     selection_share: float | None = None
     diagnostics: float | None = None
+    postprocess: str | None = None
 
 
 @dataclass(frozen=True)

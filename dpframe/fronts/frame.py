@@ -369,7 +369,7 @@ class PrivateFrame(FrameBase):
         edges = signed_octave_edges(float(max_abs))
         meas = Measure("histogram", column, label="bounds", edges=edges, right=False,
                        include_lowest=False)
-        # the raw counts: the threshold below is calibrated to their noise (no projection)
+        # the raw counts (postprocess=None): the threshold below is calibrated to their noise
         q = frame._query([meas], epsilon, 0.0, mechanism="laplace",
                          description=f"bounds({column})", postprocess=None)
         r = frame._run(q, dry_run)
@@ -593,12 +593,10 @@ class PrivateFrame(FrameBase):
         ten equal bins over the column's declared bounds (not the data's range, which is
         private), the lowest bound included (``include_lowest`` defaults to True then).
 
-        ``postprocess="nonnegative"`` (the default) projects the noisy counts onto the closest
-        non-negative integers whose sum is the noisy total (the sum of the raw noisy counts,
-        cut at 0): post-processing of the noisy values, no extra charge, far more accurate on
-        sparse histograms but biased toward 0 near 0 (the interval is the raw one cut at 0,
-        with the raw coverage). ``postprocess=None`` gives the raw, unbiased noisy counts
-        (docs/privacy.md#non-negative-counts); ``.attrs["dp"]["covers"]`` says which form.
+        ``postprocess="nonnegative"`` (default): the closest non-negative integer counts whose
+        sum is the noisy total (post-processing, no charge; biased toward 0 near 0; intervals
+        the raw ones cut at 0). ``postprocess=None``: the raw, unbiased counts
+        (docs/privacy.md#non-negative-counts).
 
         Example:
             >>> import dpframe as dpf, pandas as pd, warnings
