@@ -148,7 +148,7 @@ class PrivateGroupBy:
         non-negative values whose sum is the noisy total (the sum of the raw noisy counts):
         post-processing, no extra charge, more accurate on sparse groups but biased toward 0
         near 0; ``postprocess=None`` gives the raw, unbiased noisy counts
-        (docs/privacy.md#non-negative-counts). ``.attrs["dp"]["covers"]`` says which form.
+        (docs/privacy.md#non-negative-counts). The provenance's ``covers`` says which form.
 
         Example:
             >>> import dpframe as dpf, pandas as pd, warnings
