@@ -40,6 +40,8 @@ def front_call(q: QuerySpec) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
     takes = inspect.signature(getattr(PrivateGroupBy if q.by else PrivateFrame,
                                       method)).parameters
     kwargs = {k: getattr(q, k) for k in _OPTIONS if k in takes and getattr(q, k) is not None}
+    if kwargs.get("postprocess") == "none":  # TOML has no null: the raw counts
+        kwargs["postprocess"] = None
     kwargs["epsilon"] = q.epsilon
     return method, args, kwargs
 

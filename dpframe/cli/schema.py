@@ -268,6 +268,9 @@ class QueryTable(_Table):
     selection_share: _Level | None = None
     diagnostics: _Positive | None = None
     continual: ContinualTable | None = None
+    #: histograms and grouped counts: "nonnegative" (the default) or "none" (raw counts; TOML
+    #: has no null)
+    postprocess: Literal["nonnegative", "none"] | None = None
 
     @model_validator(mode="after")
     def _complete(self) -> QueryTable:

@@ -51,6 +51,7 @@ class QuerySpec:
     diagnostics: float | None = None
     #: ``continual = {...}``: horizon, start or night, fill_gaps, state, integer
     continual: dict[str, Any] | None = None
+    postprocess: str | None = None
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from .hierarchy import leaf_positions, release_rollup
 from .hints import near_zero_hint, no_keys_hint
 from .measure import MeasurePlan, MeasureRelease, Rows
 from .plan import ReleasePlan
+from .projection import postprocessed
 from .rng import RandomSource
 from .values import sorted_order
 
@@ -39,7 +40,9 @@ def apply_plan(plan: ReleasePlan, exact: ExactAggregates, rng: RandomSource) -> 
     only then sorted, by the total order of :mod:`dpframe.core.values` on their canonical labels:
     the order of the released keys is a function of the released set alone, so a key that was
     observed but not released cannot move them
-    (docs/privacy.md#one-canonical-value-model-keys-and-units).
+    (docs/privacy.md#one-canonical-value-model-keys-and-units). Histograms and grouped counts
+    are then put in the form their plan states (:func:`~dpframe.core.projection.postprocessed`:
+    projected over the released cells, post-processing), before any result is built.
     """
     if plan.rollup is not None:  # every level, made consistent (core/hierarchy.py)
         keys, rolled = release_rollup(plan.rollup, exact, rng)
@@ -63,6 +66,9 @@ def apply_plan(plan: ReleasePlan, exact: ExactAggregates, rng: RandomSource) -> 
         rows = Rows(exact, keep)
         out = [aggregate(mp.measure.op).release(mp, rows, rng, level, plan.query.ci is not None)
                for mp in plan.measures]
+    # post-processing of the noisy values (released keys only): histograms and grouped counts
+    # projected onto non-negative values with their noisy total kept (core/projection.py)
+    out = [postprocessed(m, mp.form) for mp, m in zip(plan.measures, out, strict=True)]
     prov = plan.describe()
     if plan.diagnostics is not None:  # the noisy counts of diagnostics=, after the measures
         prov["diagnostics"] = release_diagnostics(plan.diagnostics, exact.diagnostics, rng,

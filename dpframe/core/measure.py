@@ -55,6 +55,10 @@ class MeasurePlan(Generic[P]):
     requests: list[AggregateRequest]
     mechanisms: Mapping[str, Mechanism]
     params: P
+    #: The released form of a count vector (histograms, grouped counts): ``"nonnegative"``
+    #: (projected, :mod:`dpframe.core.projection`) or ``"raw"`` (``postprocess=None``); None
+    #: where no projection applies (every other measure, an ungrouped count).
+    form: str | None = None
 
     def additive(self, name: str) -> NoiseSpec:
         """The additive noise ``name``."""
@@ -119,6 +123,15 @@ class PlanContext:
     @property
     def grouped(self) -> bool:
         return bool(self.query.by)
+
+    @property
+    def count_form(self) -> str | None:
+        """The form of a count vector this query asks for (:attr:`MeasurePlan.form`):
+        ``"nonnegative"`` by default, ``"raw"`` with ``postprocess=None``; None for a rollup
+        (its levels are the consistent least-squares estimate, never projected)."""
+        if self.query.rollup is not None:
+            return None
+        return "raw" if self.query.postprocess is None else self.query.postprocess
 
     def count_sensitivity(self) -> Sensitivity:
         """Of a count per group (also per bin of a distinct count): one unit moves it by at most
@@ -235,6 +248,8 @@ class Aggregate(Generic[P]):
         d.update(noise_scale=noise.scale, granularity=float(noise.granularity),
                  sensitivity=float(noise.sensitivity), ci_level=level,
                  ci_half_width=noise.half_width(level))
+        if mp.form is not None:  # which form the values are (public: the query's option)
+            d["postprocess"] = None if mp.form == "raw" else mp.form
         d.update(self.describe_parts(mp, level))
         if noise.rho is not None:
             d["rho"] = float(noise.rho)

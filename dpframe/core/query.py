@@ -98,6 +98,9 @@ class Query:
     rollup: tuple[Fraction, ...] | None = None
     #: the label of a rollup's margins, as ``pivot_table(margins_name=)``
     margins_name: str = "All"
+    #: histograms and grouped counts: "nonnegative" (projected onto non-negative values with
+    #: their noisy total kept, core/projection.py) or None (the raw, unbiased noisy values)
+    postprocess: str | None = "nonnegative"
 
     # -- validation ---------------------------------------------------------------------------
     def validate(self, schema: Mapping[str, ColumnKind]) -> Query:
@@ -145,6 +148,11 @@ class Query:
              "privacy_unit needs max_rows_per_unit or max_rows_per_group (a contribution "
              "bound)"),
             (not (0 < self.selection_share < 1), "selection_share must be in (0, 1)"),
+            (not (self.postprocess is None or (isinstance(self.postprocess, str)
+                                               and self.postprocess == "nonnegative")),
+             "postprocess must be 'nonnegative' (the default: counts projected onto "
+             "non-negative values with their noisy total kept) or None (the raw noisy "
+             "values)"),
             (len(set(self.by)) != len(self.by),
              "a column is grouped by twice: name each grouping column once"),
         ):

@@ -58,6 +58,8 @@ def coverage_text(provenance: Any, grouped: bool = True) -> str:
     clamped to [-60, 240]; at most 200 rows per unit"``. An interval covers that clamped,
     bounded value, not the raw one; ``diagnostics=`` counts the rows clamped and dropped.
     ``grouped``: the release is grouped (an ungrouped one has one group: k is not named).
+    A histogram or grouped count also states its form: projected onto non-negative values
+    (the default) or raw (``postprocess=None``).
     Public: declared bounds only. A provenance stating ``"covers"`` (the engine writes it)
     gives that."""
     if not isinstance(provenance, dict):
@@ -65,8 +67,28 @@ def coverage_text(provenance: Any, grouped: bool = True) -> str:
     if isinstance(provenance.get("covers"), str):
         return str(provenance["covers"])
     parts = (_clamp_text(provenance.get("measures") or []),
-             _contribution_text(provenance, grouped))
+             _contribution_text(provenance, grouped),
+             _form_text(provenance.get("measures") or []))
     return "; ".join(p for p in parts if p)
+
+
+#: How a histogram's or grouped count's form is stated (``"postprocess"`` of its measure).
+FORM_TEXT = {
+    "nonnegative": "counts projected onto non-negative values keeping their noisy total "
+                   "(biased toward 0 near 0; interval: the raw one cut at 0, same coverage; "
+                   "postprocess=None for the raw counts)",
+    None: "raw noisy counts (unbiased, may be negative; postprocess=None)",
+}
+
+
+def _form_text(measures: Sequence[Any]) -> str:
+    """Which form the counts of a histogram or grouped count are in (their measure's
+    ``"postprocess"``); empty for measures without one, and for ``bounds()`` (two numbers
+    read off a raw histogram, not counts)."""
+    for m in measures:
+        if isinstance(m, dict) and "postprocess" in m and m.get("aggregate") != "bounds":
+            return FORM_TEXT.get(m["postprocess"], f"counts post-processed: {m['postprocess']}")
+    return ""
 
 
 def _clamp_text(measures: Sequence[Any]) -> str:

@@ -369,8 +369,9 @@ class PrivateFrame(FrameBase):
         edges = signed_octave_edges(float(max_abs))
         meas = Measure("histogram", column, label="bounds", edges=edges, right=False,
                        include_lowest=False)
+        # the raw counts (postprocess=None): the threshold below is calibrated to their noise
         q = frame._query([meas], epsilon, 0.0, mechanism="laplace",
-                         description=f"bounds({column})")
+                         description=f"bounds({column})", postprocess=None)
         r = frame._run(q, dry_run)
         if isinstance(r, dict):
             return r
@@ -561,25 +562,29 @@ class PrivateFrame(FrameBase):
                   delta: float = 0.0, mechanism: str | None = None, right: bool = True,
                   include_lowest: bool | None = None, ci: float | None = None,
                   dry_run: Literal[True], diagnostics: float | None = None,
-                  accuracy: float | None = None) -> dict[str, Any]: ...
+                  accuracy: float | None = None,
+                  postprocess: str | None = "nonnegative") -> dict[str, Any]: ...
     @overload
     def histogram(self, column: str, bins: Sequence[float] | int, *, epsilon: float | None = None,
                   delta: float = 0.0, mechanism: str | None = None, right: bool = True,
                   include_lowest: bool | None = None, ci: float | None = None,
                   dry_run: Literal[False] = False, diagnostics: float | None = None,
-                  accuracy: float | None = None) -> pd.Series | pd.DataFrame: ...
+                  accuracy: float | None = None,
+                  postprocess: str | None = "nonnegative") -> pd.Series | pd.DataFrame: ...
     @overload
     def histogram(self, column: str, bins: Sequence[float] | int, *, epsilon: float | None = None,
                   delta: float = 0.0, mechanism: str | None = None, right: bool = True,
                   include_lowest: bool | None = None, ci: float | None = None,
                   dry_run: bool = False, diagnostics: float | None = None,
-                  accuracy: float | None = None) -> pd.Series | pd.DataFrame | dict[str, Any]: ...
+                  accuracy: float | None = None,
+                  postprocess: str | None = "nonnegative") -> pd.Series | pd.DataFrame | dict[str,
+                  Any]: ...
     @documented(RETURNS_HIST)
     def histogram(self, column: str, bins: Sequence[float] | int, *, epsilon: float | None = None,
                   delta: float = 0.0, mechanism: str | None = None, right: bool = True,
                   include_lowest: bool | None = None, ci: float | None = None,
                   dry_run: bool = False, diagnostics: float | None = None,
-                  accuracy: float | None = None) -> Any:
+                  accuracy: float | None = None, postprocess: str | None = "nonnegative") -> Any:
         """Noisy counts per public bin, exactly as ``pd.cut(x, bins, right=right,
         include_lowest=include_lowest).value_counts(sort=False)`` counts them, indexed by the
         same intervals (the declared edges; with ``include_lowest`` the first interval's left
@@ -587,6 +592,11 @@ class PrivateFrame(FrameBase):
         the bins are dropped. The outer edges may be ``-inf`` and ``inf``. ``bins=10`` spreads
         ten equal bins over the column's declared bounds (not the data's range, which is
         private), the lowest bound included (``include_lowest`` defaults to True then).
+
+        ``postprocess="nonnegative"`` (default): the closest non-negative integer counts whose
+        sum is the noisy total (post-processing, no charge; biased toward 0 near 0; intervals
+        the raw ones cut at 0). ``postprocess=None``: the raw, unbiased counts
+        (docs/privacy.md#non-negative-counts).
 
         Example:
             >>> import dpframe as dpf, pandas as pd, warnings
@@ -601,7 +611,7 @@ class PrivateFrame(FrameBase):
         edges, include_lowest = meas.edges or (), meas.include_lowest
         r = self._run(self._query([meas], epsilon, delta, mechanism=mechanism, ci=ci,
                                   description=f"histogram({column})", accuracy=accuracy,
-                                  diagnostics=diagnostics),
+                                  diagnostics=diagnostics, postprocess=postprocess),
                       dry_run)
         if isinstance(r, dict):
             return r

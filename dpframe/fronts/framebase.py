@@ -156,17 +156,19 @@ class FrameBase:
                selection_share: float | None = None, accuracy: object = None,
                min_rows: object = None, diagnostics: object = None,
                rollup: object = False, level_shares: object = None,
-               margins_name: object = "All") -> Query:
+               margins_name: object = "All", postprocess: str | None = "nonnegative") -> Query:
         """The Query of a front method's call: its arguments parsed (numbers to exact
         fractions, aliases to names), every refusal left to the core. ``diagnostics`` is the
         method's ``diagnostics=`` (an epsilon on top, or None), passed as a plain argument;
-        ``rollup``, ``level_shares`` and ``margins_name`` those of a grouped count or sum."""
+        ``rollup``, ``level_shares`` and ``margins_name`` those of a grouped count or sum;
+        ``postprocess`` the form of histograms and grouped counts (checked by the core)."""
         shares = rollup_shares(rollup, level_shares, len(by), accuracy)
         if accuracy is not None or epsilon is None:
             epsilon = self._epsilon_for(measures, epsilon, delta, by=by, private=private,
                                         mechanism=mechanism, ci=ci, description=description,
                                         selection_share=selection_share, accuracy=accuracy,
-                                        min_rows=min_rows, diagnostics=diagnostics)
+                                        min_rows=min_rows, diagnostics=diagnostics,
+                                        postprocess=postprocess)
         # parsing only: numbers to exact fractions, the 'geometric' alias to its name; every
         # refusal is the core's (core/validate.py), on the path all fronts share
         eps = to_fraction(epsilon, "epsilon", positive=True)
@@ -186,7 +188,8 @@ class FrameBase:
                      ci=ci, selection_share=share, sample_rate=self._sample_rate,
                      description=description, diagnostics=diag,
                      combos=combinations_for(by, self._combos, keys) if not private else None,
-                     rollup=shares, margins_name=margins_name)  # type: ignore[arg-type]
+                     rollup=shares, margins_name=margins_name,  # type: ignore[arg-type]
+                     postprocess=postprocess)
 
     def _epsilon_for(self, measures: list[Measure], epsilon: object, delta: object,
                      accuracy: object, min_rows: object, **kw: Any) -> Fraction:

@@ -57,12 +57,14 @@ class PrivateGroupBy:
                  mechanism: str | None, ci: float | None, dry_run: bool, description: str,
                  selection_share: float | None = None, accuracy: object = None,
                  min_rows: object = None, diagnostics: object = None,
-                 rollup: Mapping[str, object] | None = None
+                 rollup: Mapping[str, object] | None = None,
+                 postprocess: str | None = "nonnegative"
                  ) -> tuple[Query, CoreRelease | dict[str, Any]]:
         q = self._frame._query(measures, epsilon, delta, by=self._by, private=self._private,
                                mechanism=mechanism, ci=ci, description=description,
                                selection_share=selection_share, accuracy=accuracy,
-                               min_rows=min_rows, diagnostics=diagnostics, **(rollup or {}))
+                               min_rows=min_rows, diagnostics=diagnostics,
+                               postprocess=postprocess, **(rollup or {}))
         return q, self._frame._run(q, dry_run)
 
     def _index(self, q: Query, r: CoreRelease) -> pd.Index:
@@ -99,14 +101,16 @@ class PrivateGroupBy:
              mechanism: str | None, ci: float | None, dry_run: bool,
              selection_share: float | None, accuracy: object = None,
              min_rows: object = None, *, diagnostics: object = None,
-             rollup: Mapping[str, object] | None = None) -> Any:
+             rollup: Mapping[str, object] | None = None,
+             postprocess: str | None = "nonnegative") -> Any:
         rolled = "" if not rollup or not rollup["rollup"] else ", rollup"
         q, r = self._release([meas], epsilon, delta, mechanism=mechanism, ci=ci,
                              dry_run=dry_run,
                              description=f"groupby({','.join(self._by)}).{meas.name}"
                                          f"({meas.column or ''}{rolled})",
                              selection_share=selection_share, accuracy=accuracy,
-                             min_rows=min_rows, diagnostics=diagnostics, rollup=rollup)
+                             min_rows=min_rows, diagnostics=diagnostics, rollup=rollup,
+                             postprocess=postprocess)
         return r if isinstance(r, dict) else self._series(q, r, name, ci)
 
     def contribution_bounds(self, *, epsilon: float, cap: int = 1000,
@@ -125,37 +129,48 @@ class PrivateGroupBy:
               dry_run: Literal[True], diagnostics: float | None = None,
               selection_share: float | None = None, accuracy: float | None = None,
               rollup: bool = False, level_shares: Sequence[float] | None = None,
-              margins_name: str = "All") -> dict[str, Any]: ...
+              margins_name: str = "All", postprocess: str | None = "nonnegative") -> dict[str,
+              Any]: ...
     @overload
     def count(self, column: str | None = None, *, epsilon: float | None = None,
               delta: float = 0.0, mechanism: str | None = None, ci: float | None = None,
               dry_run: Literal[False] = False, diagnostics: float | None = None,
               selection_share: float | None = None, accuracy: float | None = None,
               rollup: bool = False, level_shares: Sequence[float] | None = None,
-              margins_name: str = "All") -> pd.Series | pd.DataFrame: ...
+              margins_name: str = "All",
+              postprocess: str | None = "nonnegative") -> pd.Series | pd.DataFrame: ...
     @overload
     def count(self, column: str | None = None, *, epsilon: float | None = None,
               delta: float = 0.0, mechanism: str | None = None, ci: float | None = None,
               dry_run: bool = False, diagnostics: float | None = None,
               selection_share: float | None = None, accuracy: float | None = None,
               rollup: bool = False, level_shares: Sequence[float] | None = None,
-              margins_name: str = "All") -> pd.Series | pd.DataFrame | dict[str, Any]: ...
+              margins_name: str = "All",
+              postprocess: str | None = "nonnegative") -> pd.Series | pd.DataFrame | dict[str,
+              Any]: ...
     @documented(RETURNS_SERIES)
     def count(self, column: str | None = None, *, epsilon: float | None = None,
               delta: float = 0.0, mechanism: str | None = None, ci: float | None = None,
               dry_run: bool = False, diagnostics: float | None = None,
               selection_share: float | None = None, accuracy: float | None = None,
               rollup: bool = False, level_shares: Sequence[float] | None = None,
-              margins_name: str = "All") -> Any:
+              margins_name: str = "All", postprocess: str | None = "nonnegative") -> Any:
         """Noisy row count per group: a Series named ``count``. ``accuracy=``: the smallest
         epsilon whose per-group interval meets that half-width (see ``PrivateFrame.count``).
+
+        ``postprocess="nonnegative"`` (the default) projects the noisy counts onto
+        non-negative values whose sum is the noisy total (the sum of the raw noisy counts):
+        post-processing, no extra charge, more accurate on sparse groups but biased toward 0
+        near 0; ``postprocess=None`` gives the raw, unbiased noisy counts
+        (docs/privacy.md#non-negative-counts). The provenance's ``covers`` says which form.
 
         ``rollup=True`` releases every level of the grouping in one charge, consistent
         (children add up to their parent): the leaves, then each level's subtotals labelled
         ``(key, ..., "All")``, then the grand total ``("All", ..., "All")``, as
         ``pivot_table(margins=True)``; epsilon is split over the levels equally or by
         ``level_shares=`` (the grand total's share first), and the values are float64 (the
-        generalized least squares estimate of Hay et al. 2010: post-processing). See
+        generalized least squares estimate of Hay et al. 2010: post-processing, unbiased, and
+        not projected: ``postprocess`` does not apply to a rollup). See
         docs/concepts.md#declared-combinations-and-rollups.
 
         Example:
@@ -170,7 +185,7 @@ class PrivateGroupBy:
         return self._one(Measure("count", column), "count", epsilon, delta, mechanism, ci,
                          dry_run, selection_share, accuracy, diagnostics=diagnostics,
                          rollup={"rollup": rollup, "level_shares": level_shares,
-                                 "margins_name": margins_name})
+                                 "margins_name": margins_name}, postprocess=postprocess)
 
     # dry_run overloads: generated by tools/overloads.py, do not edit
     @overload
@@ -543,32 +558,35 @@ class PrivateGroupBy:
                   delta: float = 0.0, mechanism: str | None = None, right: bool = True,
                   include_lowest: bool | None = None, ci: float | None = None,
                   dry_run: Literal[True], diagnostics: float | None = None,
-                  selection_share: float | None = None,
-                  accuracy: float | None = None) -> dict[str, Any]: ...
+                  selection_share: float | None = None, accuracy: float | None = None,
+                  postprocess: str | None = "nonnegative") -> dict[str, Any]: ...
     @overload
     def histogram(self, column: str, bins: Sequence[float] | int, *, epsilon: float | None = None,
                   delta: float = 0.0, mechanism: str | None = None, right: bool = True,
                   include_lowest: bool | None = None, ci: float | None = None,
                   dry_run: Literal[False] = False, diagnostics: float | None = None,
-                  selection_share: float | None = None,
-                  accuracy: float | None = None) -> pd.Series | pd.DataFrame: ...
+                  selection_share: float | None = None, accuracy: float | None = None,
+                  postprocess: str | None = "nonnegative") -> pd.Series | pd.DataFrame: ...
     @overload
     def histogram(self, column: str, bins: Sequence[float] | int, *, epsilon: float | None = None,
                   delta: float = 0.0, mechanism: str | None = None, right: bool = True,
                   include_lowest: bool | None = None, ci: float | None = None,
                   dry_run: bool = False, diagnostics: float | None = None,
-                  selection_share: float | None = None,
-                  accuracy: float | None = None) -> pd.Series | pd.DataFrame | dict[str, Any]: ...
+                  selection_share: float | None = None, accuracy: float | None = None,
+                  postprocess: str | None = "nonnegative") -> pd.Series | pd.DataFrame | dict[str,
+                  Any]: ...
     def histogram(self, column: str, bins: Sequence[float] | int, *, epsilon: float | None = None,
                   delta: float = 0.0, mechanism: str | None = None, right: bool = True,
                   include_lowest: bool | None = None, ci: float | None = None,
                   dry_run: bool = False, diagnostics: float | None = None,
-                  selection_share: float | None = None, accuracy: float | None = None) -> Any:
+                  selection_share: float | None = None, accuracy: float | None = None,
+                  postprocess: str | None = "nonnegative") -> Any:
         """Noisy counts per group and public bin (a DP crosstab of the groups against
         ``pd.cut(column, bins)``): a Series indexed by (group keys..., interval), ``count``
         (with ``lower``/``upper`` columns under ``ci=``). Bins as for
         :meth:`PrivateFrame.histogram`; one release and one charge (the cells are disjoint).
-        ``.unstack()`` gives the crosstab's shape.
+        ``.unstack()`` gives the crosstab's shape. ``postprocess`` as for
+        :meth:`PrivateFrame.histogram` (the projection runs over every cell of every group).
 
         Example:
             >>> import dpframe as dpf, pandas as pd, warnings
@@ -584,7 +602,7 @@ class PrivateGroupBy:
                              dry_run=dry_run,
                              description=f"groupby({','.join(self._by)}).histogram({column})",
                              selection_share=selection_share, accuracy=accuracy,
-                             diagnostics=diagnostics)
+                             diagnostics=diagnostics, postprocess=postprocess)
         if isinstance(r, dict):
             return r
         m = r.measures[0]
@@ -610,31 +628,36 @@ class PrivateGroupBy:
             ci: float | None = None, weights: Mapping[str, float] | Sequence[float] | None = None,
             resolution: int = DEFAULT_GRID, dry_run: Literal[True],
             diagnostics: float | None = None, selection_share: float | None = None,
-            accuracy: float | None = None, **named: tuple[str, str]) -> dict[str, Any]: ...
+            accuracy: float | None = None, postprocess: str | None = "nonnegative",
+            **named: tuple[str, str]) -> dict[str, Any]: ...
     @overload
     def agg(self, spec: Mapping[str, str | Sequence[str]] | None = None, *,
             epsilon: float | None = None, delta: float = 0.0, mechanism: str | None = None,
             ci: float | None = None, weights: Mapping[str, float] | Sequence[float] | None = None,
             resolution: int = DEFAULT_GRID, dry_run: Literal[False] = False,
             diagnostics: float | None = None, selection_share: float | None = None,
-            accuracy: float | None = None, **named: tuple[str, str]) -> pd.DataFrame: ...
+            accuracy: float | None = None, postprocess: str | None = "nonnegative",
+            **named: tuple[str, str]) -> pd.DataFrame: ...
     @overload
     def agg(self, spec: Mapping[str, str | Sequence[str]] | None = None, *,
             epsilon: float | None = None, delta: float = 0.0, mechanism: str | None = None,
             ci: float | None = None, weights: Mapping[str, float] | Sequence[float] | None = None,
             resolution: int = DEFAULT_GRID, dry_run: bool = False,
             diagnostics: float | None = None, selection_share: float | None = None,
-            accuracy: float | None = None, **named: tuple[str, str]) -> pd.DataFrame | dict[str,
-            Any]: ...
+            accuracy: float | None = None, postprocess: str | None = "nonnegative",
+            **named: tuple[str, str]) -> pd.DataFrame | dict[str, Any]: ...
     @documented(RETURNS_AGG)
     def agg(self, spec: Mapping[str, str | Sequence[str]] | None = None, *,
             epsilon: float | None = None, delta: float = 0.0, mechanism: str | None = None,
             ci: float | None = None, weights: Mapping[str, float] | Sequence[float] | None = None,
             resolution: int = DEFAULT_GRID, dry_run: bool = False,
             diagnostics: float | None = None, selection_share: float | None = None,
-            accuracy: float | None = None, **named: tuple[str, str]) -> Any:
+            accuracy: float | None = None, postprocess: str | None = "nonnegative",
+            **named: tuple[str, str]) -> Any:
         """Several aggregates in one release and one charge: epsilon split by ``weights``
         (equal by default; a mapping is keyed "column.aggregate", or by output name).
+        ``postprocess`` is the form of its counts (as for :meth:`count`; the other
+        aggregates are as they are).
 
         Either a ``{column: aggregate(s)}`` mapping (a DataFrame with (column, aggregate)
         columns, like pandas) or pandas' named aggregation, ``agg(total=("income", "sum"),
@@ -660,7 +683,7 @@ class PrivateGroupBy:
                              dry_run=dry_run,
                              description=f"groupby({','.join(self._by)}).agg({labels})",
                              selection_share=selection_share, accuracy=accuracy,
-                             diagnostics=diagnostics)
+                             diagnostics=diagnostics, postprocess=postprocess)
         if isinstance(r, dict):
             return r
         data = agg_columns(pairs, names, r, ci is not None)

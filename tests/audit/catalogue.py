@@ -74,6 +74,7 @@ from .findings_gaussian import finding_analytic_gaussian, two_percent_less_sigma
 from .findings_i44_e import gaussian_key_selection, l2_understated
 from .findings_local import finding_local_invalid_value, finding_local_spelling
 from .findings_local_categories import finding_local_categorical_levels
+from .findings_projection import finding_projected_histogram, true_total
 from .findings_quant import finding_quantile_cells, halved_quantile_sensitivity
 from .findings_rollup import (
     finding_rollup_rows,
@@ -525,6 +526,13 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("BROKEN: a full-disk recovery that draws the noise again (no charge)",
              "as finding 88", None, 1, 1, expect_violation=True, exact=run_id_full_disk,
              patch=replay_redraws),
+    Scenario("finding 84: histogram projected onto non-negative counts, noisy total kept",
+             "3 rows in the first of 8 bins vs one more in the sixth (statistic: the released "
+             "total, or a sentinel when the structure is not the empty frame's)",
+             finding_projected_histogram(), FINDING_TRIALS, FINDING_FAST),
+    Scenario("BROKEN: histogram projected onto its true total", "as finding 84",
+             finding_projected_histogram(), FINDING_TRIALS, FINDING_FAST,
+             expect_violation=True, patch=true_total),
     # deliberately broken: the audit must find a violation
     Scenario("BROKEN: bound choice with the histograms' sensitivity understated",
              "as finding 59 (change_one, ungrouped)", finding_bound_choice("change_one", False),

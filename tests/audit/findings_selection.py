@@ -41,7 +41,9 @@ def finding_row_level_thresholded_count(rows_d: int, rows_d2: int
         return with_rows(rows_d), with_rows(rows_d2)
 
     def rel(df: pd.DataFrame, s: dpf.Session) -> FloatArray:
-        y = dp(df, s).groupby("g", keys="private").count(epsilon=1.0, delta=DELTA)
+        # raw (one draw per key: the projection's shared shift would couple the keys)
+        y = dp(df, s).groupby("g", keys="private").count(epsilon=1.0, delta=DELTA,
+                                                         postprocess=None)
         out = y.reindex(range(NKEYS)).to_numpy(dtype=np.float64, na_value=np.nan)
         return np.where(np.isnan(out), -np.inf, out)
 

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 def test_a_plan_holds_named_mechanisms_and_the_aggregates_params() -> None:
     assert [f.name for f in dataclasses.fields(MeasurePlan)] == [
-        "measure", "epsilon", "delta", "requests", "mechanisms", "params"]
+        "measure", "epsilon", "delta", "requests", "mechanisms", "params", "form"]
     assert [f.name for f in dataclasses.fields(MeasureRelease)] == [
         "name", "column", "values", "lower", "upper", "description", "layout"]
 

@@ -127,7 +127,8 @@ def grouped_noise(df: pd.DataFrame, relation: str, col: str | None, seed: int,
                   **opts) -> np.ndarray:
     def release(s):
         p = df.dp(s, bounds={"x": B}, keys={"g": KEYS}, **opts).groupby("g")
-        r = p.count(epsilon=EPS) if col is None else p.sum(col, epsilon=EPS)
+        # the raw mechanism's noise (postprocess=None: no projection onto non-negative counts)
+        r = p.count(epsilon=EPS, postprocess=None) if col is None else p.sum(col, epsilon=EPS)
         assert list(r.index) == KEYS
         return r.to_numpy(dtype=np.float64)
 
@@ -157,7 +158,7 @@ def test_histogram_spread(relation):
     exact = pd.cut(df["x"], edges).value_counts(sort=False).to_numpy()
 
     def release(s):
-        h = df.dp(s).histogram("x", bins=edges, epsilon=EPS)
+        h = df.dp(s).histogram("x", bins=edges, epsilon=EPS, postprocess=None)  # raw noise
         return h.to_numpy()
 
     noise = np.stack(repeat(N_GROUPED, release, neighbouring=relation, seed=7)) - exact

@@ -68,6 +68,9 @@ def test_rollup_levels_labels_and_consistency() -> None:
     assert roll["epsilon_per_level"] == pytest.approx([1 / 3] * 3)
     assert roll["noise_scale_per_level"] == pytest.approx([3.0] * 3)
     assert roll["groups_per_level"] == [1, 5, 50]
+    # the least-squares levels are never projected onto non-negative counts (postprocess=)
+    assert all(m.get("postprocess") is None for m in out.attrs["dp"]["measures"])
+    assert "non-negative" not in out.attrs["dp"].get("covers", "")
 
 
 def test_rollup_at_huge_epsilon_is_exact_at_every_level() -> None:

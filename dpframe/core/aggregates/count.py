@@ -5,6 +5,10 @@ the count vector has L1 sensitivity ``R k`` (add/remove; twice that for change-o
 :func:`~dpframe.core.sensitivity.count_sensitivity`); geometric noise of scale ``L1 / eps`` is
 eps-DP (Ghosh, Roughgarden and Sundararajan 2009), the discrete Gaussian rho-zCDP (Canonne,
 Kamath and Steinke 2020).
+
+Grouped, the noisy vector over the groups is then projected onto non-negative values with its
+noisy total kept (``postprocess="nonnegative"``, the default; ``postprocess=None`` keeps the raw,
+unbiased values): post-processing of the noisy values alone (:mod:`dpframe.core.projection`).
 """
 
 from __future__ import annotations
@@ -33,8 +37,10 @@ class Count(AdditiveCount[None]):
         s = ctx.count_sensitivity()
         req = (AggregateRequest("rows") if m.column is None
                else AggregateRequest("nonnull", m.column))
+        # grouped: one vector over disjoint groups, released in the query's form (projected
+        # onto non-negative values with its noisy total kept by default: core/projection.py)
         return MeasurePlan(m, eps, delta, [req], {"count": ctx.additive(s, eps, delta, rho, True)},
-                           None)
+                           None, ctx.count_form if ctx.grouped else None)
 
 
 COUNT = Count()

@@ -9,7 +9,10 @@ each (add/remove; see :func:`~dpframe.core.sensitivity.histogram_sensitivity`): 
 discrete Gaussian noise on every declared bin, empty or not. Grouped (a crosstab), the
 (group, bin) cells partition the rows too, and a unit touches at most its ``k`` groups' cells
 with ``R`` rows each: the grouped count's sensitivity
-(:func:`~dpframe.core.sensitivity.count_sensitivity`).
+(:func:`~dpframe.core.sensitivity.count_sensitivity`). The noisy cells (all of them, over the
+groups too) are then projected onto non-negative values with their noisy total kept
+(``postprocess="nonnegative"``, the default; ``postprocess=None`` keeps the raw, unbiased
+values): post-processing of the noisy values alone (:mod:`dpframe.core.projection`).
 """
 
 from __future__ import annotations
@@ -61,7 +64,8 @@ class Histogram(AdditiveCount[BinLayout]):
         req = AggregateRequest("bins", m.column, edges=bins.edges, right=bins.right,
                                include_lowest=bins.include_lowest)
         return MeasurePlan(m, eps, delta, [req],
-                           {"count": ctx.additive(s, eps, delta, rho, True)}, bins)
+                           {"count": ctx.additive(s, eps, delta, rho, True)}, bins,
+                           ctx.count_form)
 
     def layout(self, mp: MeasurePlan[BinLayout]) -> BinLayout:
         """The declared bins (the plan's params): the counts are per group and bin."""
