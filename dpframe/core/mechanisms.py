@@ -219,10 +219,7 @@ def noise_spec(
         raise ValueError("sensitivity must be positive")
     if integer:
         g = Fraction(1)
-        # L1 of an integer vector is an integer; its L2 norm need not be (sqrt(k) R): the
-        # discrete Gaussian's guarantees hold for any real bound on it (CKS 2020, Thm 4;
-        # Theorem C of core/gaussian.py), so it is kept exact, never rounded up to an integer
-        int_sens = (Fraction(math.ceil(sensitivity)) if kind == "laplace" else sensitivity)
+        int_sens = _integer_sensitivity(kind, sensitivity)
     else:
         g = granularity_for(sensitivity)
         if min_granularity is not None and g < min_granularity:
@@ -249,6 +246,14 @@ def noise_spec(
             "the exact sampler supports")
     return NoiseSpec("gaussian", epsilon, delta, sensitivity, g, int_sens, int_sigma2=sigma2,
                      rho=rho, integer=integer)
+
+
+def _integer_sensitivity(kind: Kind, sensitivity: Fraction) -> Fraction:
+    """The sensitivity of an integer release (g = 1). L1 of an integer vector is an integer,
+    so Laplace's is rounded up; its L2 norm need not be (``sqrt(k) R``), and the discrete
+    Gaussian's guarantees hold for any real bound on it (CKS 2020, Thm 4; Theorem C of
+    :mod:`dpframe.core.gaussian`), so it is kept exact, never rounded up (issue 47)."""
+    return Fraction(math.ceil(sensitivity)) if kind == "laplace" else sensitivity
 
 
 def _gaussian_variance(int_sens: Fraction, epsilon: Fraction, delta: Fraction,

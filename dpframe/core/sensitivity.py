@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
@@ -184,36 +185,31 @@ def change_one_square_sum(c: Contribution, width: Fraction, m: Fraction) -> Frac
     nothing; the objective is linear in ``j``, so ``j`` is ``0`` or its largest. Every case is
     enumerated. It is ``k R**2 max(width**2, 2 M**2)`` when ``T' = k R``."""
     q, rem = divmod(c.cap, c.rows)
-    big = c.rows
+    pair = _moved(c.rows, c.rows, width, m) ** 2
+    alone = _moved(c.rows, 0, width, m) ** 2
     best = Fraction(0)
-    # partner of the old side's r-group, of the new side's: none, the other r-group, an R-group
-    for old_r, new_r in itertools.product(("none", "r", "R"), repeat=2):
-        if rem == 0 and (old_r != "none" or new_r != "none"):
-            continue
-        if (old_r == "r") != (new_r == "r"):
-            continue
-        total = Fraction(0)
-        free_old, free_new = q, q  # R-groups not yet matched
-        if old_r == "r":
-            total += _moved(rem, rem, width, m) ** 2
-        else:
-            if old_r == "R":
-                free_new -= 1
-                total += _moved(rem, big, width, m) ** 2
-            else:
-                total += _moved(rem, 0, width, m) ** 2
-            if new_r == "R":
-                free_old -= 1
-                total += _moved(big, rem, width, m) ** 2
-            else:
-                total += _moved(0, rem, width, m) ** 2
+    for extra, used_old, used_new in _r_matchings(rem, c.rows, width, m):
+        free_old, free_new = q - used_old, q - used_new  # R-groups left to match
         if free_old < 0 or free_new < 0:
             continue
-        pair = _moved(big, big, width, m) ** 2
-        alone = _moved(big, 0, width, m) ** 2
         for j in {0, min(free_old, free_new)}:
-            best = max(best, total + j * pair + (free_old + free_new - 2 * j) * alone)
+            best = max(best, extra + j * pair + (free_old + free_new - 2 * j) * alone)
     return best
+
+
+def _r_matchings(rem: int, big: int, width: Fraction, m: Fraction
+                 ) -> Iterator[tuple[Fraction, int, int]]:
+    """Each way to place the two sides' ``r``-groups: (their squared moves, R-groups of the
+    old side and of the new side they use). Together; or each alone or with an R-group of
+    the other side."""
+    if rem == 0:
+        yield Fraction(0), 0, 0
+        return
+    yield _moved(rem, rem, width, m) ** 2, 0, 0
+    for old_with_r, new_with_r in itertools.product((0, 1), repeat=2):
+        extra = (_moved(rem, big * old_with_r, width, m) ** 2
+                 + _moved(big * new_with_r, rem, width, m) ** 2)
+        yield extra, new_with_r, old_with_r
 
 
 def histogram_sensitivity(relation: Relation, c: Contribution) -> Sensitivity:
