@@ -63,7 +63,9 @@ def apply_plan(plan: ReleasePlan, exact: ExactAggregates, rng: RandomSource) -> 
     elif not keys and plan.selection is not None:  # the released key set is empty (public)
         prov["warnings"] = [no_keys_hint(plan.selection, plan.query.by,
                                          plan.contribution.groups,
-                                         plan.query.privacy_unit is not None)]
+                                         plan.query.privacy_unit is not None,
+                                         plan.selection.released_count
+                                         and plan.contribution.rows > 1)]
     return CoreRelease(keys, plan.query.by, out, prov)
 
 

@@ -90,6 +90,9 @@ class Query:
     description: str = ""
     #: epsilon for noisy counts of the rows clamping and bounding changed (None: none)
     diagnostics: Fraction | None = None
+    #: ``selection_share`` was given: a separate selection, never the thresholded count of
+    #: rows where a unit has several rows per key (core/plan.py, ``_one_count``)
+    selection_share_given: bool = False
 
     # -- validation ---------------------------------------------------------------------------
     def validate(self, schema: Mapping[str, ColumnKind]) -> Query:

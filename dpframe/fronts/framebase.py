@@ -176,7 +176,8 @@ class FrameBase:
                      max_rows_per_group=self._bounds_tkr[2],
                      mechanism=mech,  # type: ignore[arg-type]
                      ci=ci, selection_share=share, sample_rate=self._sample_rate,
-                     description=description, diagnostics=diag)
+                     description=description, diagnostics=diag,
+                     selection_share_given=selection_share is not None)
 
     def _epsilon_for(self, measures: list[Measure], epsilon: object, delta: object,
                      accuracy: object, min_rows: object, **kw: Any) -> Fraction:
