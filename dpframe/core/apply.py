@@ -16,7 +16,7 @@ from .compute import ExactAggregates
 from .diagnostics import release_diagnostics
 from .hints import near_zero_hint, no_keys_hint
 from .measure import MeasurePlan, MeasureRelease, Rows
-from .plan import ReleasePlan
+from .plan import ReleasePlan, thresholds_rows
 from .rng import RandomSource
 from .values import sorted_order
 
@@ -64,8 +64,7 @@ def apply_plan(plan: ReleasePlan, exact: ExactAggregates, rng: RandomSource) -> 
         prov["warnings"] = [no_keys_hint(plan.selection, plan.query.by,
                                          plan.contribution.groups,
                                          plan.query.privacy_unit is not None,
-                                         plan.selection.released_count
-                                         and plan.contribution.rows > 1)]
+                                         thresholds_rows(plan.selection, plan.contribution))]
     return CoreRelease(keys, plan.query.by, out, prov)
 
 

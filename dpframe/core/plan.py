@@ -158,18 +158,29 @@ def _groups_advice(query: Query, relation: Relation, contrib: Contribution,
             or contrib.groups <= 1):
         return ()
     now = half_count(selection)
-    rows = selection.released_count and contrib.rows > 1  # thresholded rows, not units
+    rows = thresholds_rows(selection, contrib)
     options = []
     for k in (g for g in ADVISED_GROUPS if g < contrib.groups):
-        alt = replace(contrib, groups=k)
-        other = (thresholded_count_selection(query, relation, alt) if rows else
-                 PLANNERS["key_selection"].plan(relation, alt, selection.epsilon,
-                                                selection.delta))
+        other = _advised_selection(query, relation, replace(contrib, groups=k), selection)
         options.append(f"max_groups_per_unit={k} would need about {half_count(other):,}")
     return (f"keys='private' without max_groups_per_unit: a unit may then be in up to "
             f"{contrib.groups:,} keys (max_rows_per_unit), so a key needs about {now:,} "
             f"{'rows' if rows else 'distinct units'} to be released (with probability 1/2); "
             f"{'; '.join(options)}. Declare the fewest keys one unit may be in",)
+
+
+def thresholds_rows(selection: SelectionPlan | None, contrib: Contribution) -> bool:
+    """Whether ``selection`` thresholds the released count of rows, a unit holding several rows
+    per key (its threshold counts rows, not distinct units)."""
+    return selection is not None and selection.released_count and contrib.rows > 1
+
+
+def _advised_selection(query: Query, relation: Relation, alt: Contribution,
+                       selection: SelectionPlan) -> SelectionPlan:
+    """The selection the same rule would plan under the contribution bounds ``alt``."""
+    if thresholds_rows(selection, alt):
+        return thresholded_count_selection(query, relation, alt)
+    return PLANNERS["key_selection"].plan(relation, alt, selection.epsilon, selection.delta)
 
 
 #: Types whose pickle is their value, exactly: ``-0.0`` and ``0.0``, ``True`` and ``1``, ``1``
