@@ -17,7 +17,7 @@ from .diagnostics import release_diagnostics
 from .hierarchy import leaf_positions, release_rollup
 from .hints import near_zero_hint, no_keys_hint
 from .measure import MeasurePlan, MeasureRelease, Rows
-from .plan import ReleasePlan
+from .plan import ReleasePlan, thresholds_rows
 from .projection import postprocessed
 from .rng import RandomSource
 from .values import sorted_order
@@ -80,7 +80,8 @@ def apply_plan(plan: ReleasePlan, exact: ExactAggregates, rng: RandomSource) -> 
     elif not keys and plan.selection is not None:  # the released key set is empty (public)
         prov["warnings"] = [no_keys_hint(plan.selection, plan.query.by,
                                          plan.contribution.groups,
-                                         plan.query.privacy_unit is not None)]
+                                         plan.query.privacy_unit is not None,
+                                         thresholds_rows(plan.selection, plan.contribution))]
     return CoreRelease(keys, plan.query.by, out, prov)
 
 

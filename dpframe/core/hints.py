@@ -67,12 +67,13 @@ def _lowered_by(selection: SelectionPlan, groups: int) -> str:
 
 
 def no_keys_hint(selection: SelectionPlan, by: Sequence[str], groups: int,
-                 unit: bool) -> str:
+                 unit: bool, rows: bool = False) -> str:
     """The hint of a ``keys="private"`` release that released no key: the threshold (public,
     from the plan) and what would lower it. Whether it fires is the number of released keys,
-    itself released: post-processing."""
+    itself released: post-processing. ``rows``: the threshold is on rows although there is a
+    unit (a thresholded count of rows, several per unit and key)."""
     names = ", ".join(repr(b) for b in by)
-    what = "distinct units" if unit else "rows"
+    what = "distinct units" if unit and not rows else "rows"
     per = "" if not unit else (f", each unit counted in at most {groups:,} keys"
                                if groups > 1 else ", each unit counted in one key")
     return (f"{NO_KEYS}: keys='private' releases a key of {names} only when its noisy count of "

@@ -5,9 +5,10 @@ count of a power-of-two unit ``u`` (the backends accumulate in fixed point); it 
 coarser power-of-two granularity ``g`` and released as ``g * (round(x / g) + Z)`` with ``Z`` exact
 integer noise. Rounding moves each coordinate by less than one step of ``g``, so the integer
 sensitivity is ``floor(Delta / g) + c`` (L1) or ``Delta / g + sqrt(c)`` (L2), ``c`` being the
-number of coordinates a neighbour can change. The reachable outputs form the same lattice for
-every input, which defeats Mironov's (2012) floating-point attack; converting the final integer
-to a float is post-processing.
+number of coordinates a neighbour can change; an integer release (g = 1) keeps ``Delta`` as it
+is for the Gaussian (an L2 norm such as ``sqrt(10)`` is not rounded up to 4: issue 47). The
+reachable outputs form the same lattice for every input, which defeats Mironov's (2012)
+floating-point attack; converting the final integer to a float is post-processing.
 
 * Laplace: ``Z`` two-sided geometric with scale ``Delta_int / epsilon`` is epsilon-DP for L1
   sensitivity ``Delta_int`` (Ghosh, Roughgarden, Sundararajan 2009).
@@ -218,7 +219,7 @@ def noise_spec(
         raise ValueError("sensitivity must be positive")
     if integer:
         g = Fraction(1)
-        int_sens = Fraction(math.ceil(sensitivity))
+        int_sens = _integer_sensitivity(kind, sensitivity)
     else:
         g = granularity_for(sensitivity)
         if min_granularity is not None and g < min_granularity:
@@ -245,6 +246,14 @@ def noise_spec(
             "the exact sampler supports")
     return NoiseSpec("gaussian", epsilon, delta, sensitivity, g, int_sens, int_sigma2=sigma2,
                      rho=rho, integer=integer)
+
+
+def _integer_sensitivity(kind: Kind, sensitivity: Fraction) -> Fraction:
+    """The sensitivity of an integer release (g = 1). L1 of an integer vector is an integer,
+    so Laplace's is rounded up; its L2 norm need not be (``sqrt(k) R``), and the discrete
+    Gaussian's guarantees hold for any real bound on it (CKS 2020, Thm 4; Theorem C of
+    :mod:`dpframe.core.gaussian`), so it is kept exact, never rounded up (issue 47)."""
+    return Fraction(math.ceil(sensitivity)) if kind == "laplace" else sensitivity
 
 
 def _gaussian_variance(int_sens: Fraction, epsilon: Fraction, delta: Fraction,

@@ -8,9 +8,10 @@ Budget split rules (documented in docs/privacy.md):
   proportion to the aggregates' weights (equal by default): sequential composition.
 * ``mean``: half of its share for the noisy count, half for the noisy shifted sum.
 * ``keys="private"``: where the only aggregate is a count of units (a row unit, or one row per
-  unit and key), the count is released thresholded (stability histogram): the whole budget is
-  spent once. Otherwise ``selection_share`` (1/2 by default) of epsilon goes to a separate
-  selection (truncated geometric rule), the rest to the aggregates; delta goes to key
+  unit and key), or of rows with ``max_rows_per_group`` declared where a public rule prefers
+  it (``_rows_beat_units``), the count is released thresholded (stability histogram): the
+  whole budget is spent once. Otherwise ``selection_share`` (1/2 by default) of epsilon goes
+  to a separate selection (truncated geometric rule), the rest to the aggregates; delta goes to key
   selection unless Gaussian noise needs half of it (:mod:`dpframe.core.selection`).
 * groupby over disjoint groups: one charge (parallel composition), with sensitivities scaled by
   ``max_groups_per_unit`` (additive noise) or epsilon divided among the groups a unit can touch
@@ -45,7 +46,13 @@ from .selection import (
     stability_threshold,
     truncated_geometric_table,
 )
-from .sensitivity import Contribution, Relation, contribution, key_selection_sensitivity
+from .sensitivity import (
+    Contribution,
+    Relation,
+    contribution,
+    count_sensitivity,
+    key_selection_sensitivity,
+)
 from .validate import check_query
 from .values import ColumnKind
 
@@ -119,7 +126,7 @@ def plan_query(query: Query, relation: Relation, column_kinds: dict[str, str]) -
     if query.rollup is not None:
         return _plan_rollup(query, relation, contrib, column_kinds)
     gaussian = query.mechanism == "gaussian"
-    one_count = query.private_keys and _one_count(query, contrib)
+    one_count = query.private_keys and _one_count(query, relation, contrib)
     selection, eps_measures, delta_measures = _split_selection(query, relation, contrib,
                                                                one_count)
     ctx = PlanContext(query, relation, contrib, column_kinds)
@@ -170,16 +177,29 @@ def _groups_advice(query: Query, relation: Relation, contrib: Contribution,
             or contrib.groups <= 1):
         return ()
     now = half_count(selection)
+    rows = thresholds_rows(selection, contrib)
     options = []
     for k in (g for g in ADVISED_GROUPS if g < contrib.groups):
-        alt = replace(contrib, groups=k)
-        other = PLANNERS["key_selection"].plan(relation, alt, selection.epsilon,
-                                               selection.delta)
+        other = _advised_selection(query, relation, replace(contrib, groups=k), selection)
         options.append(f"max_groups_per_unit={k} would need about {half_count(other):,}")
     return (f"keys='private' without max_groups_per_unit: a unit may then be in up to "
             f"{contrib.groups:,} keys (max_rows_per_unit), so a key needs about {now:,} "
-            f"distinct units to be released (with probability 1/2); "
+            f"{'rows' if rows else 'distinct units'} to be released (with probability 1/2); "
             f"{'; '.join(options)}. Declare the fewest keys one unit may be in",)
+
+
+def thresholds_rows(selection: SelectionPlan | None, contrib: Contribution) -> bool:
+    """Whether ``selection`` thresholds the released count of rows, a unit holding several rows
+    per key (its threshold counts rows, not distinct units)."""
+    return selection is not None and selection.released_count and contrib.rows > 1
+
+
+def _advised_selection(query: Query, relation: Relation, alt: Contribution,
+                       selection: SelectionPlan) -> SelectionPlan:
+    """The selection the same rule would plan under the contribution bounds ``alt``."""
+    if thresholds_rows(selection, alt):
+        return thresholded_count_selection(query, relation, alt)
+    return PLANNERS["key_selection"].plan(relation, alt, selection.epsilon, selection.delta)
 
 
 #: Types whose pickle is their value, exactly: ``-0.0`` and ``0.0``, ``True`` and ``1``, ``1``
@@ -437,15 +457,58 @@ def _split_selection(query: Query, relation: Relation, contrib: Contribution,
             query.epsilon - eps_sel, query.delta - delta_sel)
 
 
-def _one_count(query: Query, contrib: Contribution) -> bool:
-    """Whether one noisy count serves as both the selection and the release: the query's only
-    aggregate is a row count with pure-DP noise, and each unit has at most one row per key
-    (``max_rows_per_unit == 1`` or a row unit), so rows per key are units per key. Any
-    ``max_groups_per_unit`` qualifies: the stability histogram with sensitivity ``k`` beats a
-    split budget (docs/benchmarks/accuracy.md)."""
+def _one_count(query: Query, relation: Relation, contrib: Contribution) -> bool:
+    """Whether one noisy count serves as both the selection and the release (the stability
+    histogram, :mod:`dpframe.core.selection`): the query's only aggregate is a row count with
+    pure-DP noise, and either each unit has at most one row per key (a row unit, or ``R = 1``:
+    rows per key are units per key; any ``max_groups_per_unit`` qualifies, the stability
+    histogram with sensitivity ``k`` beats a split budget, docs/benchmarks/accuracy.md), or
+    ``max_rows_per_group`` (R > 1) is declared, ``selection_share`` is not given (it asks for a
+    separate selection) and :func:`_rows_beat_units` says so."""
     m = query.measures
-    return (len(m) == 1 and m[0].op == "count" and m[0].column is None
-            and contrib.rows == 1 and query.mechanism != "gaussian")
+    if not (len(m) == 1 and m[0].op == "count" and m[0].column is None
+            and query.mechanism != "gaussian"):
+        return False
+    if contrib.rows == 1:
+        return True
+    return (query.max_rows_per_group is not None and not query.selection_share_given
+            and _rows_beat_units(query, relation, contrib))
+
+
+def thresholded_count_selection(query: Query, relation: Relation,
+                                contrib: Contribution) -> SelectionPlan:
+    """The stability histogram of a lone count at the query's whole budget: the count's own
+    geometric noise (L1 ``min(T, k R)``, twice under change_one, as
+    :class:`~dpframe.core.aggregates.count.Count` plans it), thresholded where a key only one
+    neighbour has (at most ``R`` rows, in at most ``k'`` keys) is released with total
+    probability <= delta."""
+    sens = count_sensitivity(relation, contrib, True)
+    noise = noise_spec("laplace", sens.l1, query.epsilon, changed=sens.changed, integer=True)
+    return PLANNERS["key_selection"].plan(relation, contrib, query.epsilon, query.delta, noise)
+
+
+#: How many more units (a share) the rows rule may need than the split's selection, for a key
+#: whose units hold the midpoint of the declared rows, in exchange for halving the released
+#: counts' noise (:func:`_rows_beat_units`).
+ROWS_RULE_SLACK = Fraction(1, 8)
+
+
+def _rows_beat_units(query: Query, relation: Relation, contrib: Contribution) -> bool:
+    """R > 1 (issue 47, item 8): the stability histogram of row counts (OpenDP's
+    ``make_count_by`` + threshold: no second charge, so the released counts' noise is at the
+    whole epsilon, half the split's) or the split (1/2 of epsilon selects by distinct units,
+    the rest counts)? From public parameters only: the rows rule is taken when a key whose
+    units hold ``(1 + R) / 2`` rows each (the midpoint of the declared ``1..R``) is released
+    with probability 1/2 from at most 1/8 more units than under the split (its count's noise
+    halves): ``2 tau <= (1 + R) n_half (1 + 1/8)``, ``tau`` the rows threshold, ``n_half``
+    the split's count kept with probability 1/2 (:func:`~dpframe.core.selection.half_count`).
+    At epsilon 1, delta 1e-6, R = 3, k = 4: tau = 178 rows (89 units at 2 rows each) against
+    88 units (the Gaussian threshold at epsilon 1/2): rows. At R = 10 (tau = 590, 107 units
+    at 5.5 rows) the split stays."""
+    tau = thresholded_count_selection(query, relation, contrib).threshold
+    split = PLANNERS["key_selection"].plan(relation, contrib,
+                                           query.epsilon * query.selection_share, query.delta)
+    return 2 * tau <= (1 + contrib.rows) * half_count(split) * (1 + ROWS_RULE_SLACK)
 
 
 class KeySelection:

@@ -101,6 +101,9 @@ class Query:
     #: histograms and grouped counts: "nonnegative" (projected onto non-negative values with
     #: their noisy total kept, core/projection.py) or None (the raw, unbiased noisy values)
     postprocess: str | None = "nonnegative"
+    #: ``selection_share`` was given: a separate selection, never the thresholded count of
+    #: rows where a unit has several rows per key (core/plan.py, ``_one_count``)
+    selection_share_given: bool = False
 
     # -- validation ---------------------------------------------------------------------------
     def validate(self, schema: Mapping[str, ColumnKind]) -> Query:

@@ -4,22 +4,24 @@ Two rules, each with its proof; the planner (:mod:`dpframe.core.plan`) picks one
 public information only.
 
 **Stability histogram** (Korolova et al. 2009; Wilson et al. 2020; OpenDP's ``make_count_by``
-then a threshold). The released aggregate is the count of units per key: noisy counts
-``c + Z`` with ``Z`` discrete Laplace of scale ``b = L1 / epsilon`` (L1 = ``k'``, the keys one
-neighbour can touch), released when ``c + Z >= tau``, and, only where asked (``coin=True``),
-when ``c + Z = tau - 1`` with probability ``q`` (an exact 64-bit coin spending the slack the
-integer threshold leaves). The released value *is* the thresholded count: the budget is
-spent once.
+then a threshold). The released aggregate is the count of rows per key (of units where a unit
+has one row per key): noisy counts ``c + Z`` with ``Z`` discrete Laplace of scale ``b = L1 /
+epsilon`` (L1 = the count's: ``k'`` keys one neighbour can touch, ``min(T, k R)`` rows when a
+unit has up to R rows per key, twice that under change_one; issue 47 item 8), released when ``c
++ Z >= tau``, and, only where asked (``coin=True``), when ``c + Z = tau - 1`` with probability
+``q`` (an exact 64-bit coin spending the slack the integer threshold leaves). The released value
+*is* the thresholded count: the budget is spent once.
 *Proof.* Split the keys into common ones (in both neighbours) and the keys only one neighbour
-has (at most ``k'`` in all, each of count ``<= reach`` there and absent, i.e. never released,
-from the other). The common part is a geometric mechanism with L1 sensitivity ``<= k'`` at
-scale ``k' / epsilon``: epsilon-DP; releasing a noisy value or not is a function of that value
-and an independent coin (post-processing). Each one-sided key is released with probability
-``P[reach + Z >= tau] + q P[reach + Z = tau - 1]`` (the most a count ``<= reach`` gives),
-and not at all in the other neighbour: that part is (0, sum of those)-DP both ways. The parts
-use independent noise on disjoint keys, so basic composition gives (epsilon, delta_used) with
-``delta_used = k' (T(tau - reach) + q M(tau - reach - 1))``, ``T(t) = p^t / (1 + p)`` the tail
-``P[Z >= t]`` and ``M(s) = (1 - p) p^s / (1 + p)`` the mass ``P[Z = s]``, ``p = e^(-1/b)``.
+has (at most ``k'`` in all, each of count ``<= reach`` there, ``reach = R`` rows of the one
+unit, and absent, i.e. never released, from the other). The common part is a geometric mechanism
+whose counts move by at most L1 in all (the unit's rows in common keys are part of its ``min(T,
+k R)``) at scale ``L1 / epsilon``: epsilon-DP; releasing a noisy value or not is a function of
+that value and an independent coin (post-processing). Each one-sided key is released with
+probability ``P[reach + Z >= tau] + q P[reach + Z = tau - 1]`` (the most a count ``<= reach``
+gives), and not at all in the other neighbour: that part is (0, sum of those)-DP both ways. The
+parts use independent noise on disjoint keys, so basic composition gives (epsilon, delta_used)
+with ``delta_used = k' (T(tau - reach) + q M(tau - reach - 1))``, ``T(t) = p^t / (1 + p)`` the
+tail ``P[Z >= t]`` and ``M(s) = (1 - p) p^s / (1 + p)`` the mass ``P[Z = s]``, ``p = e^(-1/b)``.
 ``delta_used`` is computed with exact rationals from a rigorous enclosure of ``p``
 (:func:`~dpframe.core.samplers.exp_neg_fixed`), rounding every bound up: ``delta_used <=
 delta``, and ``tau`` is the smallest integer for which it holds with ``q = 0``.
@@ -68,9 +70,10 @@ therefore has no coin (``coin=False``, the default); a separate selection, whose
 values carry their own noise, keeps it (``coin=True``: recall only gains).
 
 **Truncated geometric** (Desfontaines, Voss, Gipson and Mandayam 2022, Thm. 1). Where the
-released aggregate is not the unit count (sums, means, several aggregates, a unit with several
-rows in a key), a separate selection is needed: a key with ``n`` distinct units is kept with
-probability ``pi_n``, independently, where ``pi_0 = 0`` and
+released aggregate is not a lone count (sums, means, several aggregates; a count of rows where
+a unit has several rows in a key and the planner's public rule prefers units,
+``_rows_beat_units`` in :mod:`dpframe.core.plan`), a separate selection is needed: a key
+with ``n`` distinct units is kept with probability ``pi_n``, independently, where ``pi_0 = 0`` and
 ``pi_n = min(r pi_(n-1) + d, 1 - (1 - pi_(n-1) - d) / r, 1)`` with ``d = delta_sel / k'`` and
 ``r <= e^(epsilon_sel / k')`` rational, each ``pi_n`` rounded down to a multiple of 2**-64.
 *Proof.* The four (epsilon/k', d)-DP inequalities between counts ``n - 1`` and ``n`` (for the

@@ -13,6 +13,15 @@ sum a_g <= T and at most k of them are nonzero, so ``sum a_g`` is at most T (L1)
 sum of squares of numbers in [0, R] with a fixed sum is largest when they are extreme), which
 is <= min(T, sqrt(k) * R)**2: the L2 bound of docs/privacy.md#sensitivities, sharpened.
 
+**Every L2 sensitivity here is the exact supremum over the declared bounds** (issue 47), not a
+bound rounded up: the maximising neighbours exist (a unit whose rows sit at the bound ``M``,
+``q`` groups of R rows and one of r; under change_one, the old and new rows matched as
+:func:`change_one_square_sum` finds). With T alone R defaults to T, and the supremum is T (all
+T rows in one group); with R = 1 and k = T = 10 it is ``sqrt(10)``. Square roots are rounded
+up to a multiple of 2**-30 only, and an integer release keeps them as they are
+(:func:`~dpframe.core.mechanisms.noise_spec`: a count's L2 ``sqrt(10)`` was rounded up to 4,
+sigma 16.93 at (1, 1e-6) instead of 13.40).
+
 Each function returns the L1, L2 and L-infinity sensitivities and ``changed``, the number of
 output coordinates a neighbour can move (used for the rounding slack of granular noise).
 Nothing here is hard-coded per relation: every value follows from the two moves.
@@ -20,7 +29,9 @@ Nothing here is hard-coded per relation: every value follows from the two moves.
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
@@ -144,15 +155,61 @@ def sum_sensitivity(relation: Relation, lo: Fraction, hi: Fraction, c: Contribut
     # replace: a group holding a_g old and b_g new rows moves by at most
     # min(a_g, b_g) * width + |a_g - b_g| * M <= (a_g + b_g) * c, c = max(width / 2, M)
     # (pair min(a, b) old rows with new ones: width each; the rest M each). Summed: L1 <=
-    # (sum a_g + sum b_g) * c <= 2T * c = T * max(width, 2M). Squared: s_g = a_g + b_g <= 2R
-    # summing to <= 2T gives sum s_g**2 <= 4 (q R**2 + r**2), L2 <= max(width, 2M) *
-    # sqrt(q R**2 + r**2). Without T (k groups of R rows each side): the unit either stays
-    # in a group (moves it by <= R * width) or leaves one group and joins another (two
-    # coordinates, R * M each): L2 <= R * sqrt(k * max(width**2, 2 M**2)). Both hold: the min.
+    # (sum a_g + sum b_g) * c <= 2T * c = T * max(width, 2M). L2: the exact supremum
+    # (:func:`change_one_square_sum`).
     l1 = t * max(width, 2 * m)
-    l2_k = r * _sqrt_up(k * max(width * width, 2 * m * m))
-    l2 = min(l2_k, max(width, 2 * m) * _l2_rows(c))
+    l2 = _sqrt_up(change_one_square_sum(c, width, m))
     return Sensitivity(l1, l2, r * max(width, m), 2 * k)
+
+
+def _moved(a: int, b: int, width: Fraction, m: Fraction) -> Fraction:
+    """The most a group's clamped sum moves when ``a`` rows leave it and ``b`` join it:
+    ``min(a, b) * width + |a - b| * M`` (attained: pair rows at opposite bounds)."""
+    return min(a, b) * width + abs(a - b) * m
+
+
+def change_one_square_sum(c: Contribution, width: Fraction, m: Fraction) -> Fraction:
+    """The exact supremum of ``sum_g f(a_g, b_g)**2`` under change_one, ``f`` = :func:`_moved`,
+    over a unit's old and new per-group rows ``0 <= a_g, b_g <= R``, each side in at most k
+    groups with at most ``T' = min(T, k R)`` rows: the grouped sum's squared L2 sensitivity.
+
+    *Proof.* ``f(a, b) = M (a + b) - (2M - width) min(a, b)`` and ``width <= 2M`` (``U - L <=
+    |U| + |L|``), so ``f`` is convex (``-min`` is) and nonnegative, and ``sum_g f(a_g, b_g)**2``
+    is a convex function of ``(a, b)``. Relax each side to the polytope ``{0 <= a_g <= R,
+    sum a_g <= T'}``: a convex function's maximum over the product of two polytopes is at a
+    pair of vertices, and a vertex holds ``q`` groups of ``R`` rows and one of ``r``
+    (``T' = q R + r``): integral, in at most ``k`` groups (``q < k`` when ``r > 0``), so the
+    relaxation's maximum is attained by real units. At a vertex pair only the matching of old
+    groups with new ones is free: ``j`` groups where ``R`` rows leave and ``R`` join, the
+    ``r``-groups matched with each other, with an ``R``-group of the other side, or with
+    nothing; the objective is linear in ``j``, so ``j`` is ``0`` or its largest. Every case is
+    enumerated. It is ``k R**2 max(width**2, 2 M**2)`` when ``T' = k R``."""
+    q, rem = divmod(c.cap, c.rows)
+    pair = _moved(c.rows, c.rows, width, m) ** 2
+    alone = _moved(c.rows, 0, width, m) ** 2
+    best = Fraction(0)
+    for extra, used_old, used_new in _r_matchings(rem, c.rows, width, m):
+        free_old, free_new = q - used_old, q - used_new  # R-groups left to match
+        if free_old < 0 or free_new < 0:
+            continue
+        for j in {0, min(free_old, free_new)}:
+            best = max(best, extra + j * pair + (free_old + free_new - 2 * j) * alone)
+    return best
+
+
+def _r_matchings(rem: int, big: int, width: Fraction, m: Fraction
+                 ) -> Iterator[tuple[Fraction, int, int]]:
+    """Each way to place the two sides' ``r``-groups: (their squared moves, R-groups of the
+    old side and of the new side they use). Together; or each alone or with an R-group of
+    the other side."""
+    if rem == 0:
+        yield Fraction(0), 0, 0
+        return
+    yield _moved(rem, rem, width, m) ** 2, 0, 0
+    for old_with_r, new_with_r in itertools.product((0, 1), repeat=2):
+        extra = (_moved(rem, big * old_with_r, width, m) ** 2
+                 + _moved(big * new_with_r, rem, width, m) ** 2)
+        yield extra, new_with_r, old_with_r
 
 
 def histogram_sensitivity(relation: Relation, c: Contribution) -> Sensitivity:

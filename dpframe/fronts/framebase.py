@@ -189,7 +189,7 @@ class FrameBase:
                      description=description, diagnostics=diag,
                      combos=combinations_for(by, self._combos, keys) if not private else None,
                      rollup=shares, margins_name=margins_name,  # type: ignore[arg-type]
-                     postprocess=postprocess)
+                     postprocess=postprocess, selection_share_given=selection_share is not None)
 
     def _epsilon_for(self, measures: list[Measure], epsilon: object, delta: object,
                      accuracy: object, min_rows: object, **kw: Any) -> Fraction:

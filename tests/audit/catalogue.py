@@ -72,6 +72,12 @@ from .findings_dask_distinct import finding_dask_distinct_nonconforming
 from .findings_diag import dropped_not_capped, finding_diagnostics_counts
 from .findings_gaussian import finding_analytic_gaussian, two_percent_less_sigma
 from .findings_i44_e import gaussian_key_selection, l2_understated
+from .findings_keys import (
+    finding_gaussian_count_l2,
+    finding_rows_stability,
+    l2_rounded_down,
+    reach_one,
+)
 from .findings_local import finding_local_invalid_value, finding_local_spelling
 from .findings_local_categories import finding_local_categorical_levels
 from .findings_projection import finding_projected_histogram, true_total
@@ -571,6 +577,18 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("BROKEN: rollup levels planned for one row of a unit, not T", "as finding 83",
              None, 1, 1, expect_violation=True, exact=finding_rollup_units,
              patch=levels_for_one_row),
+    Scenario("finding 78: Gaussian grouped count at its exact L2 sensitivity (T=10, R=1)",
+             "10 keys of 3 units vs one more unit with a row in each (exact: the sum of the "
+             "moved counts' discrete Gaussians)", None, 1, 1, exact=finding_gaussian_count_l2),
+    Scenario("BROKEN: Gaussian count with L2 sqrt(10) rounded down to 3", "as finding 78",
+             None, 1, 1, expect_violation=True, exact=finding_gaussian_count_l2,
+             patch=l2_rounded_down),
+    Scenario("finding 79: private keys by thresholded row counts (R=3, k=4)",
+             "2 keys of 5 units x 3 rows vs one more unit with 3 rows in 6 keys, 4 kept (exact: "
+             "per-key privacy losses summed, the shared count swept)", None, 1, 1,
+             exact=finding_rows_stability),
+    Scenario("BROKEN: rows threshold as if a one-sided key held one row", "as finding 79",
+             None, 1, 1, expect_violation=True, exact=finding_rows_stability, patch=reach_one),
 )
 
 

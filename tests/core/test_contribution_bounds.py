@@ -33,14 +33,18 @@ from dpframe.core.sensitivity import (
 F = Fraction
 LO, HI = F(0), F(10)  # M = 10, width = 10
 
-# (T, k, R) -> grouped sum add_remove (L1, L2, Linf, changed), change_one (L1, L2)
+# (T, k, R) -> grouped sum add_remove (L1, L2, Linf, changed), change_one (L1, L2). change_one's
+# L2 is the exact supremum (issue 47): with M = width = 10 a group left by R rows at 10 and
+# another joined by R rows at 10 (2 M**2 R**2 = 200 R**2) beat one group whose R rows move
+# from 0 to 10 (width**2 R**2 = 100 R**2); T = 10 alone: sqrt(2) * 100 (200 before), T = 5 with
+# R = 2: groups of 2, 2 and 1 rows each side, sqrt(200 * 9) (60 and 2 sqrt(600) before).
 GROUPED_SUM = [
-    ((10, None, None), (100, 100, 100, 10), (200, 200)),
-    ((10, 3, None), (100, 100, 100, 3), (200, 200)),
+    ((10, None, None), (100, 100, 100, 10), (200, 100 * math.sqrt(2))),
+    ((10, 3, None), (100, 100, 100, 3), (200, 100 * math.sqrt(2))),
     ((None, 3, 2), (60, 10 * 2 * math.sqrt(3), 20, 3), (120, 2 * math.sqrt(3 * 200))),
-    ((5, 3, 2), (50, 30, 20, 3), (100, 2 * math.sqrt(600))),
+    ((5, 3, 2), (50, 30, 20, 3), (100, math.sqrt(1800))),
     ((None, None, 2), (20, 20, 20, 1), (40, 2 * math.sqrt(200))),
-    ((5, None, 2), (50, 30, 20, 5), (100, 60)),
+    ((5, None, 2), (50, 30, 20, 5), (100, math.sqrt(1800))),
     ((1, 4, 3), (10, 10, 10, 1), (20, math.sqrt(200))),
     ((7, 2, 2), (40, 10 * 2 * math.sqrt(2), 20, 2), (80, 2 * math.sqrt(400))),
 ]

@@ -201,9 +201,12 @@ def test_private_key_selection_plan(relation):
     (add_remove) or 2k (change_one), half of epsilon by default; its probabilities reach 1
     where the recurrence of Desfontaines et al. (2022) does. Under change_one (k' = 4) the
     Gaussian threshold (L2 sqrt(k') = 2) releases keys from fewer units: it is chosen (issue
-    44), its threshold below the half-probability count of the truncated geometric."""
+    44), its threshold below the half-probability count of the truncated geometric. A given
+    ``selection_share`` asks for this split (without it the planner may threshold the count
+    of rows itself: issue 47, tests/core/test_rows_stability.py)."""
     s, p = priv(relation, "uid", 3, 2, (0.0, 10.0))
-    plan = p.groupby("g", keys="private").count(epsilon=1.0, delta=1e-6, dry_run=True)
+    plan = p.groupby("g", keys="private").count(epsilon=1.0, delta=1e-6, dry_run=True,
+                                                selection_share=0.5)
     sel = plan["key_selection"]
     k = 2 if relation == "add_remove" else 4
     assert sel["epsilon"] == 0.5
