@@ -147,9 +147,13 @@ def _refine(accepts: Callable[[FloatArray], npt.NDArray[np.bool_]], inside: Floa
     return inside
 
 
-def inverted_interval(noisy_sum: FloatArray, noisy_count: FloatArray, sum_noise: NoiseSpec,
-                      count_noise: NoiseSpec, h: float, level: float
-                      ) -> tuple[FloatArray, FloatArray]:
+#: ``a(r)`` of a pivot given directly (a joint release's, :mod:`dpframe.core.knorm`).
+Law = Callable[[FloatArray], FloatArray]
+
+
+def inverted_interval(noisy_sum: FloatArray, noisy_count: FloatArray,
+                      sum_noise: NoiseSpec | None, count_noise: NoiseSpec | None, h: float,
+                      level: float, law: Law | None = None) -> tuple[FloatArray, FloatArray]:
     """The shifted means ``r`` in ``[-h, h]`` that the pivot test accepts, ``|S - r C| <=
     a(r)`` (module docstring), as the hull ``[lower, upper]`` per group (1-D arrays).
 
@@ -157,10 +161,12 @@ def inverted_interval(noisy_sum: FloatArray, noisy_count: FloatArray, sum_noise:
     accepted with probability ``level``: the hull covers it at least that often. Where no ``r``
     is accepted (the noise was extreme: an event of probability at most ``1 - level``), or a
     single point only, the interval is the whole ``[-h, h]``: wide, never empty and never of
-    zero width."""
+    zero width. ``law`` gives ``a(r)`` directly (the noises are then not read)."""
     s = np.asarray(noisy_sum, dtype=np.float64).reshape(-1)
     c = np.asarray(noisy_count, dtype=np.float64).reshape(-1)
-    a = _table(sum_noise, count_noise, h, level)
+    if law is None:
+        assert sum_noise is not None and count_noise is not None
+    a = law if law is not None else _table(sum_noise, count_noise, h, level)
     grid = np.linspace(-h, h, GRID)
     step = grid[1] - grid[0]
     lower, upper = np.full(s.size, -h), np.full(s.size, h)
@@ -189,7 +195,8 @@ def inverted_interval(noisy_sum: FloatArray, noisy_count: FloatArray, sum_noise:
 
 
 def first_order_interval(noisy_sum: FloatArray, noisy_count: FloatArray,
-                         sum_noise: NoiseSpec, count_noise: NoiseSpec, h: float, level: float
+                         sum_noise: NoiseSpec | None, count_noise: NoiseSpec | None, h: float,
+                         level: float, law: Law | None = None
                          ) -> tuple[FloatArray, FloatArray]:
     """The first-order interval of the shifted mean, ``S / C -+ a(S / C) / C`` (counts below 1
     read as 1), clipped to ``[-h, h]``: cheap, indicative only (it under-covers small groups),
@@ -197,13 +204,19 @@ def first_order_interval(noisy_sum: FloatArray, noisy_count: FloatArray,
     s = np.asarray(noisy_sum, dtype=np.float64).reshape(-1)
     c = np.maximum(np.asarray(noisy_count, dtype=np.float64).reshape(-1), 1.0)
     r = np.clip(s / c, -h, h)
-    half = np.maximum(pivot_half_width(sum_noise, count_noise, r, level) / c, 1e-12 * h)
+    if law is not None:
+        a = law(r)
+    else:
+        assert sum_noise is not None and count_noise is not None
+        a = pivot_half_width(sum_noise, count_noise, r, level)
+    half = np.maximum(a / c, 1e-12 * h)
     return np.clip(r - half, -h, h - 1e-12 * h), np.clip(r + half, -h + 1e-12 * h, h)
 
 
-def ratio_interval(noisy_sum: FloatArray, noisy_count: FloatArray, sum_noise: NoiseSpec,
-                   count_noise: NoiseSpec, bounds: tuple[float, float],
-                   level: float, exact: bool = True) -> tuple[FloatArray, FloatArray]:
+def ratio_interval(noisy_sum: FloatArray, noisy_count: FloatArray,
+                   sum_noise: NoiseSpec | None, count_noise: NoiseSpec | None,
+                   bounds: tuple[float, float], level: float, exact: bool = True,
+                   law: Law | None = None) -> tuple[FloatArray, FloatArray]:
     """Lower and upper ends of a ``level`` interval for the mean ``mid + s / c`` per group, by
     inverting the pivot ``S - r C`` (:func:`inverted_interval`), widened to hold the released
     estimate (:func:`mean_estimate`) where that lies outside. ``noisy_sum`` is the released
@@ -214,7 +227,7 @@ def ratio_interval(noisy_sum: FloatArray, noisy_count: FloatArray, sum_noise: No
     s = np.asarray(noisy_sum, dtype=np.float64)
     invert = inverted_interval if exact else first_order_interval
     lower, upper = invert(s, np.asarray(noisy_count, dtype=np.float64), sum_noise,
-                          count_noise, h, level)
+                          count_noise, h, level, law)
     est = mean_estimate(s, np.asarray(noisy_count, dtype=np.float64), bounds).reshape(-1)
     lower = np.clip(np.minimum(mid + lower, est), lo, hi)
     upper = np.clip(np.maximum(mid + upper, est), lo, hi)

@@ -6,7 +6,9 @@ Budget split rules (documented in docs/privacy.md):
 
 * ``agg`` with several aggregates: epsilon (and delta, and rho for Gaussian noise) is split in
   proportion to the aggregates' weights (equal by default): sequential composition.
-* ``mean``: half of its share for the noisy count, half for the noisy shifted sum.
+* ``mean`` (Gaussian noise): half of its share for the noisy count, half for the noisy
+  shifted sum. With pure-DP noise, a query's counts, sums and means share one K-norm release
+  of their counts and centred sums, charged the sum of their shares (:mod:`dpframe.core.joint`).
 * ``keys="private"``: where the only aggregate is a count of units (a row unit, or one row per
   unit and key), the count is released thresholded (stability histogram): the whole budget is
   spent once. Otherwise ``selection_share`` (1/2 by default) of epsilon goes to a separate
@@ -33,6 +35,7 @@ from .aggregates import AGGREGATES, aggregate
 from .compute import NO_GROUP_LIMIT, AggregateRequest, ComputeRequest
 from .diagnostics import DiagnosticsPlan, plan_diagnostics
 from .gaussian import analytic_mu, delta_float, discrete_epsilon, satisfies
+from .joint import join_measures
 from .measure import MeasurePlan, PlanContext
 from .mechanisms import NoiseSpec, gaussian_parts, noise_spec, rho_for
 from .memo import RecentCache
@@ -122,7 +125,7 @@ def plan_query(query: Query, relation: Relation, column_kinds: dict[str, str]) -
         budgets, plans = analytic
     else:
         budgets = _measure_budgets(query.measures, eps_measures, delta_measures, gaussian)
-        plans = _plan_measures(ctx, budgets)
+        plans = join_measures(ctx, _plan_measures(ctx, budgets))
     if one_count:  # the count's own noise, thresholded: the whole budget spent once
         selection = PLANNERS["key_selection"].plan(relation, contrib, query.epsilon,
                                                    query.delta, plans[0].additive("count"))

@@ -1,0 +1,149 @@
+"""Which measures of a query share one joint K-norm release (:mod:`dpframe.core.knorm`).
+
+With pure-DP noise, the counts, sums and means of one query are released together: their
+budgets (shares of epsilon) are pooled into one K-norm release with a box K over the distinct
+coordinates they need, and each measure reads its values from that one draw
+(post-processing). Sequential composition with the query's other measures is unchanged: the
+joint release is charged the sum of the shares it replaces, so the query's charge is its
+epsilon, as before.
+
+Coordinates (each at most :data:`~dpframe.core.knorm.MAX_COORDINATES`, else nothing is
+joined):
+
+* ``"rows"``: rows per group (``count()``); ``"count:c"``: non-missing values of ``c``.
+* ``"sum:c"``: the sum of ``c``'s values clamped and centred on the bounds' midpoint (one
+  row moves it by at most ``h``, half the bounds' width), in fixed point exactly as a mean's.
+  A mean of ``c`` is ``mid + sum:c / count:c``; a sum is ``sum:c + mid * count:c`` (when
+  ``count:c`` is there anyway: a mean or a count of ``c`` in the query, or ``0`` outside the
+  bounds).
+* ``"sum0:c"``: the same centred sum read over every row, a missing value counting as 0
+  (which the bounds hold, so every row's integer stays in ``[ilo, ihi]``): a sum of ``c``
+  is then ``sum0:c + mid * rows``, sharing the rows' count with ``count()`` and the other
+  sums. Used for a sum when ``0`` is within the bounds and no mean or count of ``c`` needs
+  ``count:c``.
+
+Joined when the query is not Gaussian, and has a mean or at least two of these measures
+(a lone count or sum is best released alone: its Laplace noise has no count to carry).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from fractions import Fraction
+
+import numpy as np
+
+from .compute import AggregateRequest, fixed_point_request
+from .knorm import (
+    MAX_COORDINATES,
+    JointRelease,
+    JointRole,
+    JointSource,
+    box_norm_spec,
+    coordinate,
+)
+from .measure import MeasurePlan, PlanContext
+
+#: The ops a joint release serves.
+JOINABLE = frozenset({"count", "sum", "mean"})
+
+
+def _sum_request(ctx: PlanContext, column: str) -> AggregateRequest:
+    lo, hi = ctx.query.bounds_of(column)
+    return fixed_point_request(column, lo, hi, (lo + hi) / 2, False, with_count=True)
+
+
+def _zero_inside(ctx: PlanContext, column: str) -> bool:
+    lo, hi = ctx.query.bounds_of(column)
+    return lo <= 0 <= hi
+
+
+def _fill(req: AggregateRequest) -> int:
+    """The fixed-point integer of the value 0 (inside the bounds), as a backend computes it."""
+    raw = int(np.rint((0.0 - req.shift) * req.scale))
+    return min(max(raw, req.ilo), req.ihi)
+
+
+class _Builder:
+    """Collects the distinct coordinates of the joined measures (in first-use order)."""
+
+    def __init__(self, ctx: PlanContext) -> None:
+        self.ctx = ctx
+        self.coords: dict[str, tuple[JointSource, Fraction, Fraction, bool]] = {}
+        s = ctx.count_sensitivity()
+        self.count_width = s.l1
+        self.changed = s.changed
+        per = Fraction(ctx.contribution.cap)
+        self.sum_rows = per if ctx.relation == "add_remove" else 2 * per
+
+    def count(self, name: str, source: JointSource) -> str:
+        self.coords.setdefault(name, (source, self.count_width, Fraction(1), True))
+        return name
+
+    def centred(self, name: str, source: JointSource) -> str:
+        req = source.request
+        m = max(abs(req.ilo), abs(req.ihi)) * req.unit
+        self.coords.setdefault(name, (source, self.sum_rows * m, req.unit, False))
+        return name
+
+
+def _roles(ctx: PlanContext, plans: Sequence[MeasurePlan], b: _Builder
+           ) -> list[tuple[str, str | None, float]]:
+    """Each joined measure's (value, count, shift) coordinates, registering them."""
+    meaned = {mp.measure.column for mp in plans
+              if mp.measure.op in ("mean", "count") and mp.measure.column is not None}
+    summed = {mp.measure.column for mp in plans if mp.measure.op in ("mean", "sum")}
+    rows_req = AggregateRequest("rows")
+    out: list[tuple[str, str | None, float]] = []
+    for mp in plans:
+        m = mp.measure
+        if m.op == "count":
+            if m.column is None:
+                out.append((b.count("rows", JointSource(rows_req, "values")), None, 0.0))
+            else:
+                src = (JointSource(_sum_request(ctx, m.column), "counts") if m.column in summed
+                       else JointSource(AggregateRequest("nonnull", m.column), "values"))
+                out.append((b.count(f"count:{m.column}", src), None, 0.0))
+            continue
+        assert m.column is not None
+        req = _sum_request(ctx, m.column)
+        if m.op == "sum" and m.column not in meaned and _zero_inside(ctx, m.column):
+            v = b.centred(f"sum0:{m.column}",
+                          JointSource(req, "values", rows=rows_req, fill=_fill(req)))
+            c = b.count("rows", JointSource(rows_req, "values"))
+        else:
+            v = b.centred(f"sum:{m.column}", JointSource(req, "values"))
+            c = b.count(f"count:{m.column}", JointSource(req, "counts"))
+        out.append((v, c, req.shift))
+    return out
+
+
+def join_measures(ctx: PlanContext, plans: list[MeasurePlan]) -> list[MeasurePlan]:
+    """The query's plans with its counts, sums and means sharing one K-norm release, when
+    the module docstring's rule joins them; ``plans`` unchanged otherwise."""
+    if ctx.query.mechanism == "gaussian":
+        return plans
+    idx = [i for i, mp in enumerate(plans) if mp.measure.op in JOINABLE]
+    if not idx or (len(idx) < 2 and plans[idx[0]].measure.op != "mean"):
+        return plans
+    b = _Builder(ctx)
+    roles = _roles(ctx, [plans[i] for i in idx], b)
+    if len(b.coords) > MAX_COORDINATES:
+        return plans
+    epsilon = sum((plans[i].epsilon for i in idx), Fraction(0))
+    coords = [coordinate(name, width, integer, unit)
+              for name, (_, width, unit, integer) in b.coords.items()]
+    spec = box_norm_spec(coords, epsilon, b.changed)
+    release = JointRelease(spec, tuple(src for src, *_ in b.coords.values()),
+                           tuple(Fraction(1) if integer else unit
+                                 for _, _, unit, integer in b.coords.values()),
+                           tuple(plans[i].measure.name for i in idx))
+    out = list(plans)
+    for i, (value, count, shift) in zip(idx, roles, strict=True):
+        out[i] = replace(plans[i], epsilon=epsilon, requests=release.requests,
+                         mechanisms={"joint": JointRole(release, value, count, shift)})
+    return out
+
+
+__all__ = ["JOINABLE", "join_measures"]
