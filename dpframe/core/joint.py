@@ -22,8 +22,11 @@ joined):
   sums. Used for a sum when ``0`` is within the bounds and no mean or count of ``c`` needs
   ``count:c``.
 
-Joined when the query is not Gaussian, and has a mean or at least two of these measures
-(a lone count or sum is best released alone: its Laplace noise has no count to carry).
+Joined when the query is not Gaussian, has a mean or at least two of these measures (a lone
+count or sum is best released alone: its Laplace noise has no count to carry), and the joint
+release gives each joined measure no more noise variance than its own planned release would
+(public: noise parameters only; weights that favour one measure can make its own release
+better). Else its means alone, on the same condition.
 """
 
 from __future__ import annotations
@@ -121,16 +124,29 @@ def _roles(ctx: PlanContext, plans: Sequence[MeasurePlan], b: _Builder
 
 def join_measures(ctx: PlanContext, plans: list[MeasurePlan]) -> list[MeasurePlan]:
     """The query's plans with its counts, sums and means sharing one K-norm release, when
-    the module docstring's rule joins them; ``plans`` unchanged otherwise."""
+    that gives every one of them no more noise variance than its own planned release (a
+    public comparison, :func:`_no_worse`); else its means alone, on the same condition;
+    else ``plans`` unchanged."""
     if ctx.query.mechanism == "gaussian":
         return plans
-    idx = [i for i, mp in enumerate(plans) if mp.measure.op in JOINABLE]
-    if not idx or (len(idx) < 2 and plans[idx[0]].measure.op != "mean"):
-        return plans
+    joinable = [i for i, mp in enumerate(plans) if mp.measure.op in JOINABLE]
+    means = [i for i in joinable if plans[i].measure.op == "mean"]
+    for idx in (joinable, means):
+        if not idx or (len(idx) < 2 and plans[idx[0]].measure.op != "mean"):
+            continue
+        joined = _join(ctx, plans, idx)
+        if joined is not None and all(_no_worse(plans[i], joined[i]) for i in idx):
+            return joined
+    return plans
+
+
+def _join(ctx: PlanContext, plans: list[MeasurePlan], idx: list[int]
+          ) -> list[MeasurePlan] | None:
+    """``plans`` with the measures ``idx`` in one joint release (None: too many coordinates)."""
     b = _Builder(ctx)
     roles = _roles(ctx, [plans[i] for i in idx], b)
     if len(b.coords) > MAX_COORDINATES:
-        return plans
+        return None
     epsilon = sum((plans[i].epsilon for i in idx), Fraction(0))
     coords = [coordinate(name, width, integer, unit)
               for name, (_, width, unit, integer) in b.coords.items()]
@@ -144,6 +160,31 @@ def join_measures(ctx: PlanContext, plans: list[MeasurePlan]) -> list[MeasurePla
         out[i] = replace(plans[i], epsilon=epsilon, requests=release.requests,
                          mechanisms={"joint": JointRole(release, value, count, shift)})
     return out
+
+
+def _variance(mp: MeasurePlan) -> float:
+    """The noise variance of a count's or sum's value, or of a mean's ratio numerator at the
+    worst shifted mean ``r = h`` (``z_s - h z_c``): public, from the plan."""
+    role = mp.joint()
+    h = 0.0
+    if mp.measure.op == "mean":
+        lo, hi = mp.params
+        h = (hi - lo) / 2
+    if role is not None:
+        spec = role.release.spec
+        times = h if mp.measure.op == "mean" else role.shift
+        count = spec.std(role.count) ** 2 if role.count is not None else 0.0
+        return spec.std(role.value) ** 2 + times * times * count
+    if mp.measure.op == "count":
+        return mp.additive("count").std ** 2
+    if mp.measure.op == "sum":
+        return mp.additive("sum").std ** 2
+    return mp.additive("sum").std ** 2 + h * h * mp.additive("count").std ** 2
+
+
+def _no_worse(own: MeasurePlan, joined: MeasurePlan) -> bool:
+    """Whether the joint release gives the measure no more noise than its own plan."""
+    return _variance(joined) <= _variance(own) * (1 + 1e-9)
 
 
 __all__ = ["JOINABLE", "join_measures"]

@@ -66,6 +66,7 @@ from .findings_dask_distinct import finding_dask_distinct_nonconforming
 from .findings_diag import dropped_not_capped, finding_diagnostics_counts
 from .findings_gaussian import finding_analytic_gaussian, two_percent_less_sigma
 from .findings_i44_e import gaussian_key_selection, l2_understated
+from .findings_joint_mean import finding_joint_k_norm, half_box
 from .findings_local import finding_local_invalid_value, finding_local_spelling
 from .findings_local_categories import finding_local_categorical_levels
 from .findings_quant import finding_quantile_cells, halved_quantile_sensitivity
@@ -515,6 +516,11 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("BROKEN: private keys, threshold one too low", "key with 1 unit vs absent",
              selection(1, 0, 0.1), 500_000, 50_000, expect_violation=True,
              patch=low_selection_threshold),
+    Scenario("finding 80: joint K-norm release of a centred sum and its count (box K)",
+             "3 rows of 0 vs one more at the bound 10, per group (the box's corner)",
+             finding_joint_k_norm(), 500_000, 50_000),
+    Scenario("BROKEN: joint K-norm release with the box K half as wide", "as finding 80",
+             finding_joint_k_norm(), 500_000, 50_000, expect_violation=True, patch=half_box),
 )
 
 

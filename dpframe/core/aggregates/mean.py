@@ -108,7 +108,11 @@ class Mean(Aggregate[Bounds]):
         role = mp.joint()
         assert role is not None
         h = (mp.params[1] - mp.params[0]) / 2
-        return {"ci_half_width": None,
+        assert role.count is not None
+        spec = role.release.spec
+        return {"count_noise_scale": spec.radius_scale(role.count),
+                "count_ci_half_width": spec.half_width(role.count, level),
+                "sum_ci_half_width": spec.half_width(role.value, level), "ci_half_width": None,
                 "ci_half_width_times_rows": float(joint_pivot(role, level, h)(np.array([h]))[0])}
 
     def half_width(self, mp: MeasurePlan[Bounds], level: float, min_rows: int | None) -> float:
