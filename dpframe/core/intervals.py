@@ -166,7 +166,8 @@ def inverted_interval(noisy_sum: FloatArray, noisy_count: FloatArray,
     c = np.asarray(noisy_count, dtype=np.float64).reshape(-1)
     if law is None:
         assert sum_noise is not None and count_noise is not None
-    a = law if law is not None else _table(sum_noise, count_noise, h, level)
+        law = _table(sum_noise, count_noise, h, level)
+    a = law
     grid = np.linspace(-h, h, GRID)
     step = grid[1] - grid[0]
     lower, upper = np.full(s.size, -h), np.full(s.size, h)

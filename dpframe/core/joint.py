@@ -47,6 +47,7 @@ from .knorm import (
     coordinate,
 )
 from .measure import MeasurePlan, PlanContext
+from .query import Measure
 
 #: The ops a joint release serves.
 JOINABLE = frozenset({"count", "sum", "mean"})
@@ -91,35 +92,38 @@ class _Builder:
         return name
 
 
-def _roles(ctx: PlanContext, plans: Sequence[MeasurePlan], b: _Builder
+def _count_role(m: Measure, b: _Builder, summed: set[str | None]) -> str:
+    """A count's coordinate: the rows, or a column's non-missing values (read from its
+    centred sum's request when the query has one: the same number)."""
+    if m.column is None:
+        return b.count("rows", JointSource(AggregateRequest("rows"), "values"))
+    src = (JointSource(_sum_request(b.ctx, m.column), "counts") if m.column in summed
+           else JointSource(AggregateRequest("nonnull", m.column), "values"))
+    return b.count(f"count:{m.column}", src)
+
+
+def _sum_role(m: Measure, b: _Builder, meaned: set[str | None]) -> tuple[str, str, float]:
+    """A sum's or a mean's (centred sum, count, midpoint) coordinates."""
+    assert m.column is not None
+    req = _sum_request(b.ctx, m.column)
+    if m.op == "sum" and m.column not in meaned and _zero_inside(b.ctx, m.column):
+        rows = AggregateRequest("rows")
+        v = b.centred(f"sum0:{m.column}", JointSource(req, "values", rows=rows,
+                                                      fill=_fill(req)))
+        return v, b.count("rows", JointSource(rows, "values")), req.shift
+    v = b.centred(f"sum:{m.column}", JointSource(req, "values"))
+    return v, b.count(f"count:{m.column}", JointSource(req, "counts")), req.shift
+
+
+def _roles(plans: Sequence[MeasurePlan], b: _Builder
            ) -> list[tuple[str, str | None, float]]:
     """Each joined measure's (value, count, shift) coordinates, registering them."""
-    meaned = {mp.measure.column for mp in plans
-              if mp.measure.op in ("mean", "count") and mp.measure.column is not None}
-    summed = {mp.measure.column for mp in plans if mp.measure.op in ("mean", "sum")}
-    rows_req = AggregateRequest("rows")
-    out: list[tuple[str, str | None, float]] = []
-    for mp in plans:
-        m = mp.measure
-        if m.op == "count":
-            if m.column is None:
-                out.append((b.count("rows", JointSource(rows_req, "values")), None, 0.0))
-            else:
-                src = (JointSource(_sum_request(ctx, m.column), "counts") if m.column in summed
-                       else JointSource(AggregateRequest("nonnull", m.column), "values"))
-                out.append((b.count(f"count:{m.column}", src), None, 0.0))
-            continue
-        assert m.column is not None
-        req = _sum_request(ctx, m.column)
-        if m.op == "sum" and m.column not in meaned and _zero_inside(ctx, m.column):
-            v = b.centred(f"sum0:{m.column}",
-                          JointSource(req, "values", rows=rows_req, fill=_fill(req)))
-            c = b.count("rows", JointSource(rows_req, "values"))
-        else:
-            v = b.centred(f"sum:{m.column}", JointSource(req, "values"))
-            c = b.count(f"count:{m.column}", JointSource(req, "counts"))
-        out.append((v, c, req.shift))
-    return out
+    meaned: set[str | None] = {mp.measure.column for mp in plans
+                               if mp.measure.op in ("mean", "count") and mp.measure.column}
+    summed: set[str | None] = {mp.measure.column for mp in plans
+                               if mp.measure.op in ("mean", "sum")}
+    return [(_count_role(mp.measure, b, summed), None, 0.0) if mp.measure.op == "count"
+            else _sum_role(mp.measure, b, meaned) for mp in plans]
 
 
 def join_measures(ctx: PlanContext, plans: list[MeasurePlan]) -> list[MeasurePlan]:
@@ -127,24 +131,30 @@ def join_measures(ctx: PlanContext, plans: list[MeasurePlan]) -> list[MeasurePla
     that gives every one of them no more noise variance than its own planned release (a
     public comparison, :func:`_no_worse`); else its means alone, on the same condition;
     else ``plans`` unchanged."""
-    if ctx.query.mechanism == "gaussian":
-        return plans
-    joinable = [i for i, mp in enumerate(plans) if mp.measure.op in JOINABLE]
-    means = [i for i in joinable if plans[i].measure.op == "mean"]
-    for idx in (joinable, means):
-        if not idx or (len(idx) < 2 and plans[idx[0]].measure.op != "mean"):
-            continue
+    for idx in _candidates(ctx, plans):
         joined = _join(ctx, plans, idx)
         if joined is not None and all(_no_worse(plans[i], joined[i]) for i in idx):
             return joined
     return plans
 
 
+def _candidates(ctx: PlanContext, plans: list[MeasurePlan]) -> list[list[int]]:
+    """The sets of measures to try joining, in order: every count, sum and mean, then the
+    means alone; each a mean or at least two measures (a lone count or sum has no count to
+    carry). None with Gaussian noise."""
+    if ctx.query.mechanism == "gaussian":
+        return []
+    joinable = [i for i, mp in enumerate(plans) if mp.measure.op in JOINABLE]
+    means = [i for i in joinable if plans[i].measure.op == "mean"]
+    return [idx for idx in (joinable, means)
+            if idx and (len(idx) >= 2 or plans[idx[0]].measure.op == "mean")]
+
+
 def _join(ctx: PlanContext, plans: list[MeasurePlan], idx: list[int]
           ) -> list[MeasurePlan] | None:
     """``plans`` with the measures ``idx`` in one joint release (None: too many coordinates)."""
     b = _Builder(ctx)
-    roles = _roles(ctx, [plans[i] for i in idx], b)
+    roles = _roles([plans[i] for i in idx], b)
     if len(b.coords) > MAX_COORDINATES:
         return None
     epsilon = sum((plans[i].epsilon for i in idx), Fraction(0))

@@ -72,7 +72,7 @@ from ..errors import ValidationError
 from .compute import AggregateRequest
 from .numbers import power_of_two_at_most
 from .rng import RandomSource
-from .samplers import MAX_FAST_DEN, bernoulli_exp_neg, discrete_laplace, round_scale_up
+from .samplers import bernoulli_exp_neg, discrete_laplace, round_scale_up
 
 #: The sampler's rounding of the acceptance exponent: ``2**-ROUNDING_BITS`` (paid from epsilon).
 ROUNDING_BITS = 40
@@ -198,7 +198,7 @@ class BoxNormSpec:
         vals = [np.asarray(v).reshape(-1) for v in exact]
         n = vals[0].size if vals else 0
         z = self.sample(n, rng)
-        out = []
+        out: list[np.ndarray] = []
         for i, (v, unit, c) in enumerate(zip(vals, units, self.coordinates, strict=True)):
             ratio = c.granularity / unit
             if ratio.denominator != 1:
@@ -235,18 +235,28 @@ def box_norm_spec(coordinates: Sequence[Coordinate], epsilon: Fraction,
     widths = tuple(c.sensitivity / c.granularity for c in coordinates)
     rounded = [w for w, c in zip(widths, coordinates, strict=True) if not c.integer]
     inflate = 1 + Fraction(changed) / min(rounded) if rounded else Fraction(1)
-    rate = Fraction(math.floor(epsilon / inflate * (1 << 48)), 1 << 48) - Fraction(
-        1, 1 << ROUNDING_BITS)
+    rate = _rate(epsilon / inflate)
+    return BoxNormSpec(epsilon, tuple(coordinates), changed, rate, widths,
+                       _proposal_scales(d, widths, rate))
+
+
+def _rate(epsilon: Fraction) -> Fraction:
+    """epsilon rounded down to a multiple of 2**-48, less the sampler's 2**-40."""
+    rate = Fraction(math.floor(epsilon * (1 << 48)), 1 << 48) - Fraction(1, 1 << ROUNDING_BITS)
     if rate <= 0:
         raise ValidationError("epsilon is too small for this joint release: raise epsilon")
+    return rate
+
+
+def _proposal_scales(d: int, widths: Sequence[Fraction], rate: Fraction
+                     ) -> tuple[Fraction, ...]:
+    """The proposal's discrete Laplace scales, ``d D_i / epsilon'`` rounded up for the exact
+    sampler (a larger scale keeps the acceptance exponent >= 0)."""
     try:
-        scales = tuple(round_scale_up(d * w / rate) for w in widths)
+        return tuple(round_scale_up(d * w / rate) for w in widths)
     except ValueError:
         raise ValidationError("epsilon is too small for this sensitivity: the noise scale "
                               "exceeds what the exact sampler supports") from None
-    if any(s.numerator > MAX_FAST_DEN for s in scales):  # pragma: no cover - round_scale_up
-        raise ValidationError("the joint noise exceeds what the exact sampler supports")
-    return BoxNormSpec(epsilon, tuple(coordinates), changed, rate, widths, scales)
 
 
 def gamma_survival(x: FloatArray, d: int) -> FloatArray:

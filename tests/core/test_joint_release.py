@@ -43,7 +43,7 @@ def _pmf(spec: knorm.BoxNormSpec, window: int) -> tuple[np.ndarray, np.ndarray, 
 def _chi2_pvalue(z: np.ndarray, spec: knorm.BoxNormSpec, window: int) -> float:
     from scipy.stats import chi2
 
-    x, y, p = _pmf(spec, window)
+    x, _, p = _pmf(spec, window)
     counts = np.zeros(x.shape)
     inside = (np.abs(z[:, 0]) <= window) & (np.abs(z[:, 1]) <= window)
     np.add.at(counts, (z[inside, 0] + window, z[inside, 1] + window), 1)
@@ -125,7 +125,7 @@ def test_every_neighbour_is_within_k_norm_one(relation: str, bounds: tuple[int, 
 
     plans = [aggregate(m.op).plan(ctx, m, Fraction(1, 3), Fraction(0), None)
              for m in ctx.query.measures]
-    _roles(ctx, plans, b)
+    _roles(plans, b)
     width = {name: float(w) for name, (_, w, _, _) in b.coords.items()}
     per_row = {"rows": 1.0, "count:x": 1.0, "sum:x": 5.0, "sum0:y": 4.0}
     c = ctx.contribution

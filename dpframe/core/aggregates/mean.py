@@ -3,8 +3,8 @@
 The sum uses values shifted by the bounds' midpoint, so one row moves it by at most
 ``(hi - lo) / 2`` instead of ``max(|lo|, |hi|)``; the count is a count.
 
-Privacy: with pure-DP noise (Laplace family), the (centred sum, count) pair is released at once by the
-K-norm mechanism with K the box hull of the sensitivity set ``{+-(c, 1): |c| <= h}``
+Privacy: with pure-DP noise (Laplace family), the (centred sum, count) pair is released at
+once by the K-norm mechanism with K the box hull of the sensitivity set ``{+-(c, 1): |c| <= h}``
 (Hardt and Talwar 2010; :mod:`dpframe.core.knorm`, Theorem K: epsilon-DP for the measure's
 whole epsilon), shared with the query's other counts, sums and means
 (:mod:`dpframe.core.joint`): half the variance of Laplace noise at epsilon / 2 each.
