@@ -48,6 +48,7 @@ class Mean(Aggregate[Bounds]):
     names = ("mean",)
     summary = "mean of values clamped to the declared bounds"
     main = "sum"
+    mechanism_pages = ("k-norm", "geometric", "granular-laplace", "discrete-gaussian")
 
     def plan(self, ctx: PlanContext, m: Measure, eps: Fraction, delta: Fraction,
              rho: Fraction | None) -> MeasurePlan[Bounds]:
