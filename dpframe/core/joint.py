@@ -47,6 +47,7 @@ from .knorm import (
     coordinate,
 )
 from .measure import MeasurePlan, PlanContext
+from .mechanisms import NoiseSpec
 from .query import Measure
 
 #: The ops a joint release serves.
@@ -174,7 +175,8 @@ def _join(ctx: PlanContext, plans: list[MeasurePlan], idx: list[int]
 
 def _variance(mp: MeasurePlan) -> float:
     """The noise variance of a count's or sum's value, or of a mean's ratio numerator at the
-    worst shifted mean ``r = h`` (``z_s - h z_c``): public, from the plan."""
+    worst shifted mean ``r = h`` (``z_s - h z_c``), by the continuous laws: public, from the
+    plan."""
     role = mp.joint()
     h = 0.0
     if mp.measure.op == "mean":
@@ -186,10 +188,17 @@ def _variance(mp: MeasurePlan) -> float:
         count = spec.std(role.count) ** 2 if role.count is not None else 0.0
         return spec.std(role.value) ** 2 + times * times * count
     if mp.measure.op == "count":
-        return mp.additive("count").std ** 2
+        return _laplace_variance(mp.additive("count"))
     if mp.measure.op == "sum":
-        return mp.additive("sum").std ** 2
-    return mp.additive("sum").std ** 2 + h * h * mp.additive("count").std ** 2
+        return _laplace_variance(mp.additive("sum"))
+    return _laplace_variance(mp.additive("sum")) + h * h * _laplace_variance(
+        mp.additive("count"))
+
+
+def _laplace_variance(spec: NoiseSpec) -> float:
+    """The continuous law's variance, ``2 b**2`` (the joint side is compared by its continuous
+    law too: a discrete Laplace of tiny scale has variance near 0, which would say nothing)."""
+    return 2 * spec.scale**2
 
 
 def _no_worse(own: MeasurePlan, joined: MeasurePlan) -> bool:
