@@ -286,18 +286,30 @@ MEAN_POINTS = 9
 VARIANCE_GRID = 65
 
 
+#: ``a(m1, k)``: the half-width the pivot ``W = z_q - 2 m1 z_s + k z_c`` of a variance is
+#: tested against (:func:`variance_interval`).
+WLaw = Callable[[FloatArray, FloatArray], FloatArray]
+
+
 def _variance_accepts(s: FloatArray, c: FloatArray, z: FloatArray, m1: FloatArray,
-                      v: FloatArray, sds: tuple[float, float, float], h: float, q: float
-                      ) -> npt.NDArray[np.bool_]:
+                      v: FloatArray, half: WLaw, h: float) -> npt.NDArray[np.bool_]:
     """Whether the population variance ``v`` (per group, shape ``[g, 1]``) is accepted with
-    some candidate mean of ``m1`` (shape ``[g, k]``): ``|W| <= q sd(W)`` and ``v`` possible
-    with that mean (``v <= h^2 - m1^2``). See :func:`variance_interval`."""
-    ss, sc, sq = sds
+    some candidate mean of ``m1`` (shape ``[g, k]``): ``|W| <= half(m1, k)`` and ``v``
+    possible with that mean (``v <= h^2 - m1^2``). See :func:`variance_interval`."""
     k = h * h / 2 + m1 * m1 - v
     w = z + (h * h / 2) * c - 2 * m1 * s + m1 * m1 * c - v * c
-    sd = np.sqrt(sq * sq + 4 * m1 * m1 * ss * ss + k * k * sc * sc)
-    ok = (np.abs(w) <= q * sd) & (v <= h * h - m1 * m1 + 1e-12)
+    ok = (np.abs(w) <= half(m1, k)) & (v <= h * h - m1 * m1 + 1e-12)
     return np.asarray(ok.any(axis=1), dtype=bool)
+
+
+def _independent_w_law(sum_noise: NoiseSpec, count_noise: NoiseSpec, square_noise: NoiseSpec,
+                       q: float) -> WLaw:
+    """``q sd(W)`` for independent noises (:func:`pivot_quantile`'s factor ``q``)."""
+    ss, sc, sq = sum_noise.std, count_noise.std, square_noise.std
+
+    def half(m1: FloatArray, k: FloatArray) -> FloatArray:
+        return np.asarray(q * np.sqrt(sq * sq + 4 * m1 * m1 * ss * ss + k * k * sc * sc))
+    return half
 
 
 def pivot_quantile(kind: str, tail: float) -> float:
@@ -311,9 +323,11 @@ def pivot_quantile(kind: str, tail: float) -> float:
 
 
 def variance_interval(noisy_sum: FloatArray, noisy_count: FloatArray, noisy_squares: FloatArray,
-                      sum_noise: NoiseSpec, count_noise: NoiseSpec, square_noise: NoiseSpec,
-                      bounds: tuple[float, float], ddof: int,
-                      level: float) -> tuple[FloatArray, FloatArray]:
+                      sum_noise: NoiseSpec | None, count_noise: NoiseSpec | None,
+                      square_noise: NoiseSpec | None, bounds: tuple[float, float], ddof: int,
+                      level: float,
+                      joint: Callable[[float], tuple[Law, WLaw]] | None = None
+                      ) -> tuple[FloatArray, FloatArray]:
     """A ``level`` interval for the variance per group, by inverting a pivot.
 
     With ``S, C, Z`` the noisy shifted sum, count and shifted sum of squares (``Z`` of
@@ -333,9 +347,15 @@ def variance_interval(noisy_sum: FloatArray, noisy_count: FloatArray, noisy_squa
     shape = np.shape(noisy_sum)
     s, c, z = (np.asarray(x, dtype=np.float64).reshape(-1)
                for x in (noisy_sum, noisy_count, noisy_squares))
-    l1, u1 = inverted_interval(s, c, sum_noise, count_noise, h, 1.0 - alpha * MEAN_SHARE)
-    q = pivot_quantile(sum_noise.kind, alpha * (1.0 - MEAN_SHARE))
-    sds = (sum_noise.std, count_noise.std, square_noise.std)
+    if joint is not None:  # a joint release's laws at the two levels
+        mean_law, _ = joint(1.0 - alpha * MEAN_SHARE)
+        _, w_half = joint(1.0 - alpha * (1.0 - MEAN_SHARE))
+        l1, u1 = inverted_interval(s, c, None, None, h, 1.0 - alpha * MEAN_SHARE, mean_law)
+    else:
+        assert sum_noise is not None and count_noise is not None and square_noise is not None
+        l1, u1 = inverted_interval(s, c, sum_noise, count_noise, h, 1.0 - alpha * MEAN_SHARE)
+        w_half = _independent_w_law(sum_noise, count_noise, square_noise, pivot_quantile(
+            sum_noise.kind, alpha * (1.0 - MEAN_SHARE)))
     grid = np.linspace(0.0, h * h, VARIANCE_GRID)
     step = grid[1] - grid[0]
     lower, upper = np.zeros(s.size), np.full(s.size, h * h)
@@ -346,7 +366,7 @@ def variance_interval(noisy_sum: FloatArray, noisy_count: FloatArray, noisy_squa
 
         def accepts(v: FloatArray, sg: FloatArray = sg, cg: FloatArray = cg,
                     zg: FloatArray = zg, m1: FloatArray = m1) -> npt.NDArray[np.bool_]:
-            return _variance_accepts(sg, cg, zg, m1, v[:, None], sds, h, q)
+            return _variance_accepts(sg, cg, zg, m1, v[:, None], w_half, h)
 
         ok = np.stack([accepts(np.full(m1.shape[0], g)) for g in grid], axis=1)
         vl = np.where(ok.any(axis=1), grid[np.argmax(ok, axis=1)], np.inf)
@@ -373,6 +393,8 @@ def variance_interval(noisy_sum: FloatArray, noisy_count: FloatArray, noisy_squa
 
 
 __all__ = [
+    "Law",
+    "WLaw",
     "first_order_interval",
     "inverted_interval",
     "laplace_difference_half_width",

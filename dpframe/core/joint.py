@@ -37,7 +37,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from .compute import AggregateRequest, fixed_point_request
+from .compute import AggregateRequest, fixed_point_request, square_request
 from .knorm import (
     MAX_COORDINATES,
     JointRelease,
@@ -51,7 +51,12 @@ from .mechanisms import NoiseSpec
 from .query import Measure
 
 #: The ops a joint release serves.
-JOINABLE = frozenset({"count", "sum", "mean"})
+JOINABLE = frozenset({"count", "sum", "mean", "var", "std"})
+#: The ops that need a column's own count (``count:c``) and those that need its centred sum.
+_COUNTED = ("mean", "var", "std", "count")
+_SUMMED = ("mean", "var", "std", "sum")
+#: Ratios of sums over a count: joined even alone (their count is theirs to carry).
+_RATIOS = ("mean", "var", "std")
 
 
 def _sum_request(ctx: PlanContext, column: str) -> AggregateRequest:
@@ -113,16 +118,19 @@ def _sum_role(m: Measure, b: _Builder, meaned: set[str | None]) -> tuple[str, st
                                                       fill=_fill(req)))
         return v, b.count("rows", JointSource(rows, "values")), req.shift
     v = b.centred(f"sum:{m.column}", JointSource(req, "values"))
-    return v, b.count(f"count:{m.column}", JointSource(req, "counts")), req.shift
+    c = b.count(f"count:{m.column}", JointSource(req, "counts"))
+    if m.op in ("var", "std"):  # and the shifted squares (the centred sum beside them)
+        lo, hi = b.ctx.query.bounds_of(m.column)
+        v = b.centred(f"sq:{m.column}", JointSource(square_request(m.column, lo, hi), "values"))
+    return v, c, req.shift
 
 
 def _roles(plans: Sequence[MeasurePlan], b: _Builder
            ) -> list[tuple[str, str | None, float]]:
     """Each joined measure's (value, count, shift) coordinates, registering them."""
     meaned: set[str | None] = {mp.measure.column for mp in plans
-                               if mp.measure.op in ("mean", "count") and mp.measure.column}
-    summed: set[str | None] = {mp.measure.column for mp in plans
-                               if mp.measure.op in ("mean", "sum")}
+                               if mp.measure.op in _COUNTED and mp.measure.column}
+    summed: set[str | None] = {mp.measure.column for mp in plans if mp.measure.op in _SUMMED}
     return [(_count_role(mp.measure, b, summed), None, 0.0) if mp.measure.op == "count"
             else _sum_role(mp.measure, b, meaned) for mp in plans]
 
@@ -140,15 +148,15 @@ def join_measures(ctx: PlanContext, plans: list[MeasurePlan]) -> list[MeasurePla
 
 
 def _candidates(ctx: PlanContext, plans: list[MeasurePlan]) -> list[list[int]]:
-    """The sets of measures to try joining, in order: every count, sum and mean, then the
-    means alone; each a mean or at least two measures (a lone count or sum has no count to
-    carry). None with Gaussian noise."""
+    """The sets of measures to try joining, in order: every count, sum, mean, var and std,
+    then the means, vars and stds alone; each a ratio or at least two measures (a lone count
+    or sum has no count to carry). None with Gaussian noise."""
     if ctx.query.mechanism == "gaussian":
         return []
     joinable = [i for i, mp in enumerate(plans) if mp.measure.op in JOINABLE]
-    means = [i for i in joinable if plans[i].measure.op == "mean"]
+    means = [i for i in joinable if plans[i].measure.op in _RATIOS]
     return [idx for idx in (joinable, means)
-            if idx and (len(idx) >= 2 or plans[idx[0]].measure.op == "mean")]
+            if idx and (len(idx) >= 2 or plans[idx[0]].measure.op in _RATIOS)]
 
 
 def _join(ctx: PlanContext, plans: list[MeasurePlan], idx: list[int]
@@ -177,22 +185,22 @@ def _variance(mp: MeasurePlan) -> float:
     """The noise variance of a count's or sum's value, or of a mean's ratio numerator at the
     worst shifted mean ``r = h`` (``z_s - h z_c``), by the continuous laws: public, from the
     plan."""
-    role = mp.joint()
-    h = 0.0
-    if mp.measure.op == "mean":
-        lo, hi = mp.params
-        h = (hi - lo) / 2
+    op, role = mp.measure.op, mp.joint()
+    h = (mp.params[1] - mp.params[0]) / 2 if op in ("mean", "var", "std") else 0.0
     if role is not None:
         spec = role.release.spec
-        times = h if mp.measure.op == "mean" else role.shift
-        count = spec.std(role.count) ** 2 if role.count is not None else 0.0
-        return spec.std(role.value) ** 2 + times * times * count
-    if mp.measure.op == "count":
-        return _laplace_variance(mp.additive("count"))
-    if mp.measure.op == "sum":
-        return _laplace_variance(mp.additive("sum"))
-    return _laplace_variance(mp.additive("sum")) + h * h * _laplace_variance(
-        mp.additive("count"))
+        v = {"value": spec.std(role.value) ** 2,
+             "count": spec.std(role.count) ** 2 if role.count is not None else 0.0,
+             "sum": spec.std(f"sum:{mp.measure.column}") ** 2 if op in ("var", "std") else 0.0}
+    else:
+        names = {"count": ("count", None, None), "sum": ("sum", None, None),
+                 "mean": ("sum", "count", None)}.get(op, ("squares", "count", "sum"))
+        v = {k: _laplace_variance(mp.additive(n)) if n else 0.0
+             for k, n in zip(("value", "count", "sum"), names, strict=True)}
+    if op in ("var", "std"):  # W = z_q - 2 m1 z_s + k z_c at m1 = h, k = 3 h^2 / 2
+        return v["value"] + 4 * h * h * v["sum"] + (1.5 * h * h) ** 2 * v["count"]
+    times = h if op == "mean" else (role.shift if role is not None else 0.0)
+    return v["value"] + times * times * v["count"]
 
 
 def _laplace_variance(spec: NoiseSpec) -> float:

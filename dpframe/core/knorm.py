@@ -292,7 +292,7 @@ def _tail(a: FloatArray, big: FloatArray, small: FloatArray, d: int) -> FloatArr
 
 
 @functools.lru_cache(maxsize=64)
-def _gamma_quantile(d: int, level: float) -> float:
+def gamma_quantile(d: int, level: float) -> float:
     """The ``level`` quantile of Gamma(d + 1, 1), by bisection on :func:`gamma_survival`."""
     lo, hi = 0.0, 200.0
     for _ in range(200):
@@ -315,7 +315,7 @@ def box_pivot_half_width(alpha: float, beta: FloatArray, d: int, level: float) -
         return np.zeros(beta.shape)
     tail = 1.0 - level
     lo = np.zeros(beta.shape)
-    hi = (big + small) * _gamma_quantile(d, level) * 1.01 + 1e-300
+    hi = (big + small) * gamma_quantile(d, level) * 1.01 + 1e-300
     for _ in range(64):
         mid = (lo + hi) / 2
         over = _tail(mid, big, small, d) > tail
@@ -324,7 +324,7 @@ def box_pivot_half_width(alpha: float, beta: FloatArray, d: int, level: float) -
 
 
 __all__ = ["BoxNormSpec", "Coordinate", "box_norm_spec", "box_pivot_half_width", "coordinate",
-           "gamma_survival"]
+           "gamma_quantile", "gamma_survival"]
 
 
 @dataclass(frozen=True)
