@@ -1,6 +1,7 @@
 """Which measures of a query share one joint K-norm release (:mod:`dpframe.core.knorm`).
 
-With pure-DP noise, the counts, sums and means of one query are released together: their
+With pure-DP noise, the counts, sums, means, variances and deviations of one query are
+released together: their
 budgets (shares of epsilon) are pooled into one K-norm release with a box K over the distinct
 coordinates they need, and each measure reads its values from that one draw
 (post-processing). Sequential composition with the query's other measures is unchanged: the
@@ -21,8 +22,10 @@ joined):
   is then ``sum0:c + mid * rows``, sharing the rows' count with ``count()`` and the other
   sums. Used for a sum when ``0`` is within the bounds and no mean or count of ``c`` needs
   ``count:c``.
+* ``"sq:c"``: the sum of shifted squares ``(x - mid)^2 - h^2/2`` of a variance or deviation
+  (one row moves it by at most ``h^2/2``), beside ``sum:c`` and ``count:c``.
 
-Joined when the query is not Gaussian, has a mean or at least two of these measures (a lone
+Joined when the query is not Gaussian, has a mean, var or std, or two of these measures (a lone
 count or sum is best released alone: its Laplace noise has no count to carry), and the joint
 release gives each joined measure no more noise variance than its own planned release would
 (public: noise parameters only; weights that favour one measure can make its own release

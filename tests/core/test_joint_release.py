@@ -101,7 +101,8 @@ def test_pivot_quantile_matches_the_continuous_law() -> None:
 
 def _ctx(relation: str, rows: int | None, groups: int | None, total: int | None,
          grouped: bool) -> PlanContext:
-    q = Query((Measure("mean", "x"), Measure("sum", "y"), Measure("count")), Fraction(1),
+    q = Query((Measure("mean", "x"), Measure("var", "x"), Measure("sum", "y"), Measure("count")),
+              Fraction(1),
               bounds={"x": (Fraction(0), Fraction(10)), "y": (Fraction(-2), Fraction(6))},
               by=("g",) if grouped else ())
     c = contribution(total, groups, rows, grouped) if (rows or total) else contribution(
@@ -123,11 +124,12 @@ def test_every_neighbour_is_within_k_norm_one(relation: str, bounds: tuple[int, 
     b = _Builder(ctx)
     from dpframe.core.aggregates import aggregate
 
-    plans = [aggregate(m.op).plan(ctx, m, Fraction(1, 3), Fraction(0), None)
+    plans = [aggregate(m.op).plan(ctx, m, Fraction(1, 4), Fraction(0), None)
              for m in ctx.query.measures]
     _roles(plans, b)
     width = {name: float(w) for name, (_, w, _, _) in b.coords.items()}
-    per_row = {"rows": 1.0, "count:x": 1.0, "sum:x": 5.0, "sum0:y": 4.0}
+    per_row = {"rows": 1.0, "count:x": 1.0, "sum:x": 5.0, "sq:x": 12.5, "sum0:y": 4.0}
+    assert set(width) == set(per_row)
     c = ctx.contribution
     k = c.groups if grouped else 1
     # every split of up to T rows over k groups (at most R per group), before and after

@@ -1,10 +1,14 @@
-"""``var`` and ``std``: three noisy releases and post-processing.
+"""``var`` and ``std``: three noisy values and post-processing.
 
-Privacy: a third of the measure's budget each (basic composition) for the count, the sum of
-values shifted by the bounds' midpoint (each in ``[-h, h]``, ``h`` the half-width of the
-bounds) and the sum of shifted squares (each in ``[-h^2/2, h^2/2]``,
-:func:`~dpframe.core.compute.square_request`); the variance (``ddof`` as pandas) and the
-standard deviation, and their intervals, are post-processing (:mod:`dpframe.core.intervals`).
+Privacy: the count, the sum of values shifted by the bounds' midpoint (each in ``[-h, h]``,
+``h`` the half-width of the bounds) and the sum of shifted squares (each in
+``[-h^2/2, h^2/2]``, :func:`~dpframe.core.compute.square_request`). With pure-DP noise the
+three are released at once by the K-norm mechanism with K the box of those half-widths
+(scaled by a unit's rows; :mod:`dpframe.core.knorm`, Theorem K: epsilon-DP for the measure's
+whole epsilon), possibly shared with the query's other counts, sums and means
+(:mod:`dpframe.core.joint`); with Gaussian noise a third of the measure's rho each (zCDP
+composition). The variance (``ddof`` as pandas) and the standard deviation, and their
+intervals, are post-processing (:mod:`dpframe.core.intervals`).
 """
 
 from __future__ import annotations
