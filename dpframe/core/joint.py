@@ -180,7 +180,8 @@ def _join(ctx: PlanContext, plans: list[MeasurePlan], idx: list[int]
     out = list(plans)
     for i, (value, count, shift) in zip(idx, roles, strict=True):
         out[i] = replace(plans[i], epsilon=epsilon, requests=release.requests,
-                         mechanisms={"joint": JointRole(release, value, count, shift)})
+                         mechanisms={"joint": JointRole(release, value, count, shift,
+                                                        plans[i].epsilon)})
     return out
 
 

@@ -372,6 +372,8 @@ class JointRole:
     value: str
     count: str | None = None
     shift: float = 0.0
+    #: the share of the query's epsilon this measure pooled into the joint release
+    share: Fraction = Fraction(0)
 
 
 __all__ += ["JointRelease", "JointRole", "JointSource"]

@@ -329,7 +329,8 @@ class AdditiveCount(Aggregate[P]):
 def describe_joint(role: JointRole, level: float) -> dict[str, object]:
     """A joint release's public description, as a measure sharing it shows it: the
     mechanism's epsilon, its coordinates' box half-widths (sensitivities) and lattice steps,
-    the measures sharing it; this measure's ``noise_scale`` (its value coordinate's
+    the measures sharing it; ``epsilon_share``, the share of the query's epsilon this measure
+    pooled into it (the shares add up to the joint's epsilon); this measure's ``noise_scale`` (its value coordinate's
     ``Delta / epsilon'``, the K-norm's radius scale), the standard deviation and the
     ``level`` half-width of ``value + shift * count`` (a mean's interval is its own)."""
     spec = role.release.spec
@@ -340,6 +341,7 @@ def describe_joint(role: JointRole, level: float) -> dict[str, object]:
             "granularity": float(spec.coordinates[spec.index(role.value)].granularity),
             "sensitivity": float(spec.coordinates[spec.index(role.value)].sensitivity),
             "ci_level": level, "ci_half_width": hw,
+            "epsilon_share": float(role.share),
             "joint": {"mechanism": "k-norm, box K (Hardt and Talwar 2010)",
                       "epsilon": float(spec.epsilon),
                       "coordinates": {c.name: {"sensitivity": float(c.sensitivity),
