@@ -330,8 +330,9 @@ def describe_joint(role: JointRole, level: float) -> dict[str, object]:
     """A joint release's public description, as a measure sharing it shows it: the
     mechanism's epsilon, its coordinates' box half-widths (sensitivities) and lattice steps,
     the measures sharing it; ``epsilon_share``, the share of the query's epsilon this measure
-    pooled into it (the shares add up to the joint's epsilon); this measure's ``noise_scale`` (its value coordinate's
-    ``Delta / epsilon'``, the K-norm's radius scale), the standard deviation and the
+    pooled into it (the shares add up to the joint's epsilon); this measure's
+    ``noise_scale`` (its value coordinate's ``Delta / epsilon'``, the K-norm's radius scale),
+    the standard deviation and the
     ``level`` half-width of ``value + shift * count`` (a mean's interval is its own)."""
     spec = role.release.spec
     hw = spec.half_width(role.value, level, role.shift if role.count else 0.0, role.count)
