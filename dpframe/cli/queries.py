@@ -21,7 +21,7 @@ from .spec import QuerySpec
 #: signature, so the spec cannot drift from the front). An option the method does not take is
 #: one that aggregate has no use for.
 _STRUCTURE = frozenset({"aggregate", "epsilon", "name", "column", "by", "keys", "q", "bins",
-                        "aggregates"})
+                        "aggregates", "continual"})  # continual: its own path (cli/continual.py)
 _OPTIONS = tuple(f for f in QueryTable.model_fields if f not in _STRUCTURE)
 
 

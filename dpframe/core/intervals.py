@@ -147,9 +147,13 @@ def _refine(accepts: Callable[[FloatArray], npt.NDArray[np.bool_]], inside: Floa
     return inside
 
 
-def inverted_interval(noisy_sum: FloatArray, noisy_count: FloatArray, sum_noise: NoiseSpec,
-                      count_noise: NoiseSpec, h: float, level: float
-                      ) -> tuple[FloatArray, FloatArray]:
+#: ``a(r)`` of a pivot given directly (a joint release's, :mod:`dpframe.core.knorm`).
+Law = Callable[[FloatArray], FloatArray]
+
+
+def inverted_interval(noisy_sum: FloatArray, noisy_count: FloatArray,
+                      sum_noise: NoiseSpec | None, count_noise: NoiseSpec | None, h: float,
+                      level: float, law: Law | None = None) -> tuple[FloatArray, FloatArray]:
     """The shifted means ``r`` in ``[-h, h]`` that the pivot test accepts, ``|S - r C| <=
     a(r)`` (module docstring), as the hull ``[lower, upper]`` per group (1-D arrays).
 
@@ -157,10 +161,13 @@ def inverted_interval(noisy_sum: FloatArray, noisy_count: FloatArray, sum_noise:
     accepted with probability ``level``: the hull covers it at least that often. Where no ``r``
     is accepted (the noise was extreme: an event of probability at most ``1 - level``), or a
     single point only, the interval is the whole ``[-h, h]``: wide, never empty and never of
-    zero width."""
+    zero width. ``law`` gives ``a(r)`` directly (the noises are then not read)."""
     s = np.asarray(noisy_sum, dtype=np.float64).reshape(-1)
     c = np.asarray(noisy_count, dtype=np.float64).reshape(-1)
-    a = _table(sum_noise, count_noise, h, level)
+    if law is None:
+        assert sum_noise is not None and count_noise is not None
+        law = _table(sum_noise, count_noise, h, level)
+    a = law
     grid = np.linspace(-h, h, GRID)
     step = grid[1] - grid[0]
     lower, upper = np.full(s.size, -h), np.full(s.size, h)
@@ -189,7 +196,8 @@ def inverted_interval(noisy_sum: FloatArray, noisy_count: FloatArray, sum_noise:
 
 
 def first_order_interval(noisy_sum: FloatArray, noisy_count: FloatArray,
-                         sum_noise: NoiseSpec, count_noise: NoiseSpec, h: float, level: float
+                         sum_noise: NoiseSpec | None, count_noise: NoiseSpec | None, h: float,
+                         level: float, law: Law | None = None
                          ) -> tuple[FloatArray, FloatArray]:
     """The first-order interval of the shifted mean, ``S / C -+ a(S / C) / C`` (counts below 1
     read as 1), clipped to ``[-h, h]``: cheap, indicative only (it under-covers small groups),
@@ -197,13 +205,19 @@ def first_order_interval(noisy_sum: FloatArray, noisy_count: FloatArray,
     s = np.asarray(noisy_sum, dtype=np.float64).reshape(-1)
     c = np.maximum(np.asarray(noisy_count, dtype=np.float64).reshape(-1), 1.0)
     r = np.clip(s / c, -h, h)
-    half = np.maximum(pivot_half_width(sum_noise, count_noise, r, level) / c, 1e-12 * h)
+    if law is not None:
+        a = law(r)
+    else:
+        assert sum_noise is not None and count_noise is not None
+        a = pivot_half_width(sum_noise, count_noise, r, level)
+    half = np.maximum(a / c, 1e-12 * h)
     return np.clip(r - half, -h, h - 1e-12 * h), np.clip(r + half, -h + 1e-12 * h, h)
 
 
-def ratio_interval(noisy_sum: FloatArray, noisy_count: FloatArray, sum_noise: NoiseSpec,
-                   count_noise: NoiseSpec, bounds: tuple[float, float],
-                   level: float, exact: bool = True) -> tuple[FloatArray, FloatArray]:
+def ratio_interval(noisy_sum: FloatArray, noisy_count: FloatArray,
+                   sum_noise: NoiseSpec | None, count_noise: NoiseSpec | None,
+                   bounds: tuple[float, float], level: float, exact: bool = True,
+                   law: Law | None = None) -> tuple[FloatArray, FloatArray]:
     """Lower and upper ends of a ``level`` interval for the mean ``mid + s / c`` per group, by
     inverting the pivot ``S - r C`` (:func:`inverted_interval`), widened to hold the released
     estimate (:func:`mean_estimate`) where that lies outside. ``noisy_sum`` is the released
@@ -214,7 +228,7 @@ def ratio_interval(noisy_sum: FloatArray, noisy_count: FloatArray, sum_noise: No
     s = np.asarray(noisy_sum, dtype=np.float64)
     invert = inverted_interval if exact else first_order_interval
     lower, upper = invert(s, np.asarray(noisy_count, dtype=np.float64), sum_noise,
-                          count_noise, h, level)
+                          count_noise, h, level, law)
     est = mean_estimate(s, np.asarray(noisy_count, dtype=np.float64), bounds).reshape(-1)
     lower = np.clip(np.minimum(mid + lower, est), lo, hi)
     upper = np.clip(np.maximum(mid + upper, est), lo, hi)
@@ -272,18 +286,30 @@ MEAN_POINTS = 9
 VARIANCE_GRID = 65
 
 
+#: ``a(m1, k)``: the half-width the pivot ``W = z_q - 2 m1 z_s + k z_c`` of a variance is
+#: tested against (:func:`variance_interval`).
+WLaw = Callable[[FloatArray, FloatArray], FloatArray]
+
+
 def _variance_accepts(s: FloatArray, c: FloatArray, z: FloatArray, m1: FloatArray,
-                      v: FloatArray, sds: tuple[float, float, float], h: float, q: float
-                      ) -> npt.NDArray[np.bool_]:
+                      v: FloatArray, half: WLaw, h: float) -> npt.NDArray[np.bool_]:
     """Whether the population variance ``v`` (per group, shape ``[g, 1]``) is accepted with
-    some candidate mean of ``m1`` (shape ``[g, k]``): ``|W| <= q sd(W)`` and ``v`` possible
-    with that mean (``v <= h^2 - m1^2``). See :func:`variance_interval`."""
-    ss, sc, sq = sds
+    some candidate mean of ``m1`` (shape ``[g, k]``): ``|W| <= half(m1, k)`` and ``v``
+    possible with that mean (``v <= h^2 - m1^2``). See :func:`variance_interval`."""
     k = h * h / 2 + m1 * m1 - v
     w = z + (h * h / 2) * c - 2 * m1 * s + m1 * m1 * c - v * c
-    sd = np.sqrt(sq * sq + 4 * m1 * m1 * ss * ss + k * k * sc * sc)
-    ok = (np.abs(w) <= q * sd) & (v <= h * h - m1 * m1 + 1e-12)
+    ok = (np.abs(w) <= half(m1, k)) & (v <= h * h - m1 * m1 + 1e-12)
     return np.asarray(ok.any(axis=1), dtype=bool)
+
+
+def _independent_w_law(sum_noise: NoiseSpec, count_noise: NoiseSpec, square_noise: NoiseSpec,
+                       q: float) -> WLaw:
+    """``q sd(W)`` for independent noises (:func:`pivot_quantile`'s factor ``q``)."""
+    ss, sc, sq = sum_noise.std, count_noise.std, square_noise.std
+
+    def half(m1: FloatArray, k: FloatArray) -> FloatArray:
+        return np.asarray(q * np.sqrt(sq * sq + 4 * m1 * m1 * ss * ss + k * k * sc * sc))
+    return half
 
 
 def pivot_quantile(kind: str, tail: float) -> float:
@@ -297,9 +323,11 @@ def pivot_quantile(kind: str, tail: float) -> float:
 
 
 def variance_interval(noisy_sum: FloatArray, noisy_count: FloatArray, noisy_squares: FloatArray,
-                      sum_noise: NoiseSpec, count_noise: NoiseSpec, square_noise: NoiseSpec,
-                      bounds: tuple[float, float], ddof: int,
-                      level: float) -> tuple[FloatArray, FloatArray]:
+                      sum_noise: NoiseSpec | None, count_noise: NoiseSpec | None,
+                      square_noise: NoiseSpec | None, bounds: tuple[float, float], ddof: int,
+                      level: float,
+                      joint: Callable[[float], tuple[Law, WLaw]] | None = None
+                      ) -> tuple[FloatArray, FloatArray]:
     """A ``level`` interval for the variance per group, by inverting a pivot.
 
     With ``S, C, Z`` the noisy shifted sum, count and shifted sum of squares (``Z`` of
@@ -319,9 +347,15 @@ def variance_interval(noisy_sum: FloatArray, noisy_count: FloatArray, noisy_squa
     shape = np.shape(noisy_sum)
     s, c, z = (np.asarray(x, dtype=np.float64).reshape(-1)
                for x in (noisy_sum, noisy_count, noisy_squares))
-    l1, u1 = inverted_interval(s, c, sum_noise, count_noise, h, 1.0 - alpha * MEAN_SHARE)
-    q = pivot_quantile(sum_noise.kind, alpha * (1.0 - MEAN_SHARE))
-    sds = (sum_noise.std, count_noise.std, square_noise.std)
+    if joint is not None:  # a joint release's laws at the two levels
+        mean_law, _ = joint(1.0 - alpha * MEAN_SHARE)
+        _, w_half = joint(1.0 - alpha * (1.0 - MEAN_SHARE))
+        l1, u1 = inverted_interval(s, c, None, None, h, 1.0 - alpha * MEAN_SHARE, mean_law)
+    else:
+        assert sum_noise is not None and count_noise is not None and square_noise is not None
+        l1, u1 = inverted_interval(s, c, sum_noise, count_noise, h, 1.0 - alpha * MEAN_SHARE)
+        w_half = _independent_w_law(sum_noise, count_noise, square_noise, pivot_quantile(
+            sum_noise.kind, alpha * (1.0 - MEAN_SHARE)))
     grid = np.linspace(0.0, h * h, VARIANCE_GRID)
     step = grid[1] - grid[0]
     lower, upper = np.zeros(s.size), np.full(s.size, h * h)
@@ -332,7 +366,7 @@ def variance_interval(noisy_sum: FloatArray, noisy_count: FloatArray, noisy_squa
 
         def accepts(v: FloatArray, sg: FloatArray = sg, cg: FloatArray = cg,
                     zg: FloatArray = zg, m1: FloatArray = m1) -> npt.NDArray[np.bool_]:
-            return _variance_accepts(sg, cg, zg, m1, v[:, None], sds, h, q)
+            return _variance_accepts(sg, cg, zg, m1, v[:, None], w_half, h)
 
         ok = np.stack([accepts(np.full(m1.shape[0], g)) for g in grid], axis=1)
         vl = np.where(ok.any(axis=1), grid[np.argmax(ok, axis=1)], np.inf)
@@ -359,6 +393,8 @@ def variance_interval(noisy_sum: FloatArray, noisy_count: FloatArray, noisy_squa
 
 
 __all__ = [
+    "Law",
+    "WLaw",
     "first_order_interval",
     "inverted_interval",
     "laplace_difference_half_width",

@@ -13,8 +13,9 @@ aggregate's mechanisms by name and its params of the aggregate's own type
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
 
@@ -23,6 +24,7 @@ import numpy.typing as npt
 
 from ..errors import ValidationError
 from .compute import AggregateRequest, ExactAggregates
+from .knorm import JointRelease, JointRole
 from .mechanisms import ExponentialSpec, NoiseSpec, noise_spec
 from .rng import RandomSource
 from .sensitivity import Contribution, Relation, Sensitivity, count_sensitivity, sum_sensitivity
@@ -31,8 +33,9 @@ if TYPE_CHECKING:
     from .query import Measure, Query
 
 
-#: One named mechanism of a measure: additive noise, or the exponential mechanism.
-Mechanism = NoiseSpec | ExponentialSpec
+#: One named mechanism of a measure: additive noise, the exponential mechanism, or its part
+#: of a joint K-norm release shared with other measures (:mod:`dpframe.core.knorm`).
+Mechanism = NoiseSpec | ExponentialSpec | JointRole
 
 #: An aggregate's own public parameters (:attr:`MeasurePlan.params`).
 P = TypeVar("P")
@@ -72,6 +75,11 @@ class MeasurePlan(Generic[P]):
         assert isinstance(spec, ExponentialSpec), name
         return spec
 
+    def joint(self) -> JointRole | None:
+        """The measure's part of a joint K-norm release (``"joint"``), or None."""
+        role = self.mechanisms.get("joint")
+        return role if isinstance(role, JointRole) else None
+
     def noises(self) -> list[NoiseSpec]:
         """Every additive noise, in the order drawn."""
         return [s for s in self.mechanisms.values() if isinstance(s, NoiseSpec)]
@@ -101,8 +109,10 @@ class MeasureRelease:
     layout: BinLayout | None = None
 
 
-def mechanism_name(spec: NoiseSpec | ExponentialSpec) -> str:
+def mechanism_name(spec: Mechanism) -> str:
     """The public name of a mechanism part, as descriptions and the ledger show it."""
+    if isinstance(spec, JointRole):
+        return "k-norm (box, joint)"
     if isinstance(spec, ExponentialSpec):
         return "exponential (permute-and-flip)"
     if spec.kind == "laplace":
@@ -162,12 +172,33 @@ class Rows:
 
     exact: ExactAggregates
     keep: npt.NDArray[np.intp]
+    #: joint releases drawn for this release, by identity: every measure sharing one reads
+    #: the same draw (drawn once, when the first of them is released)
+    drawn: dict[int, dict[str, np.ndarray]] = field(default_factory=dict, compare=False)
 
     def values(self, req: AggregateRequest) -> np.ndarray:
         return self.exact.values[req.key][self.keep]
 
     def counts(self, req: AggregateRequest) -> np.ndarray:
         return self.exact.counts[req.key][self.keep]
+
+    def joint(self, rel: JointRelease, rng: RandomSource) -> dict[str, np.ndarray]:
+        """The noisy coordinates of the joint release ``rel``, by name (drawn once)."""
+        known = self.drawn.get(id(rel))
+        if known is None:
+            exact = []
+            for src in rel.sources:
+                part = self.values(src.request) if src.part == "values" else self.counts(
+                    src.request)
+                if src.rows is not None:  # missing rows filled with the integer of 0
+                    filled = self.values(src.rows) - self.counts(src.request)
+                    part = np.asarray(part, dtype=object) + np.asarray(filled, dtype=object) * (
+                        src.fill)
+                exact.append(part)
+            noisy = rel.spec.release(exact, rel.units, rng)
+            known = {c.name: v for c, v in zip(rel.spec.coordinates, noisy, strict=True)}
+            self.drawn[id(rel)] = known
+        return known
 
 
 class Aggregate(Generic[P]):
@@ -223,7 +254,7 @@ class Aggregate(Generic[P]):
     def mechanism(self, mp: MeasurePlan[P]) -> str:
         """The name of the mechanism releasing ``mp`` (dry runs, the ledger, provenance): that
         of its ``main`` mechanism."""
-        return mechanism_name(mp.mechanisms[self.main])
+        return mechanism_name(mp.mechanisms.get("joint") or mp.mechanisms[self.main])
 
     def describe_common(self, mp: MeasurePlan[P]) -> dict[str, object]:
         """What every measure's description starts with."""
@@ -243,6 +274,10 @@ class Aggregate(Generic[P]):
     def describe(self, mp: MeasurePlan[P], level: float) -> dict[str, object]:
         """Public description: mechanism, then the ``main`` noise's scale, granularity,
         sensitivity and interval half-width, then :meth:`describe_parts`, then its rho."""
+        role = mp.joint()
+        if role is not None:
+            return {**self.describe_common(mp), **describe_joint(role, level),
+                    **self.joint_parts(mp, level)}
         noise = mp.additive(self.main)
         d = self.describe_common(mp)
         d.update(noise_scale=noise.scale, granularity=float(noise.granularity),
@@ -257,6 +292,10 @@ class Aggregate(Generic[P]):
 
     def describe_parts(self, mp: MeasurePlan[P], level: float) -> dict[str, object]:
         """What the description adds for the mechanisms beside ``main`` (none by default)."""
+        return {}
+
+    def joint_parts(self, mp: MeasurePlan[P], level: float) -> dict[str, object]:
+        """What the description of a measure in a joint release adds (none by default)."""
         return {}
 
     def half_width(self, mp: MeasurePlan[P], level: float, min_rows: int | None) -> float:
@@ -276,9 +315,14 @@ class AdditiveCount(Aggregate[P]):
 
     def release(self, mp: MeasurePlan[P], rows: Rows, rng: RandomSource, level: float,
                 want_ci: bool) -> MeasureRelease:
-        noise = mp.additive("count")
-        noisy = noise.add_noise(self.exact_counts(mp, rows), Fraction(1), rng)
-        hw = noise.half_width(level)
+        role = mp.joint()
+        if role is not None:  # a count of an agg sharing its K-norm release
+            noisy = rows.joint(role.release, rng)[role.value]
+            hw = role.release.spec.half_width(role.value, level)
+        else:
+            noise = mp.additive("count")
+            noisy = noise.add_noise(self.exact_counts(mp, rows), Fraction(1), rng)
+            hw = noise.half_width(level)
         m = mp.measure
         return MeasureRelease(m.name, m.column, noisy, noisy - hw, noisy + hw,
                               self.describe(mp, level), self.layout(mp))
@@ -291,4 +335,32 @@ class AdditiveCount(Aggregate[P]):
         return None
 
     def half_width(self, mp: MeasurePlan[P], level: float, min_rows: int | None) -> float:
+        role = mp.joint()
+        if role is not None:
+            return role.release.spec.half_width(role.value, level)
         return mp.additive("count").half_width(level)
+
+
+def describe_joint(role: JointRole, level: float) -> dict[str, object]:
+    """A joint release's public description, as a measure sharing it shows it: the
+    mechanism's epsilon, its coordinates' box half-widths (sensitivities) and lattice steps,
+    the measures sharing it; ``epsilon_share``, the share of the query's epsilon this measure
+    pooled into it (the shares add up to the joint's epsilon); this measure's
+    ``noise_scale`` (its value coordinate's ``Delta / epsilon'``, the K-norm's radius scale),
+    the standard deviation and the
+    ``level`` half-width of ``value + shift * count`` (a mean's interval is its own)."""
+    spec = role.release.spec
+    hw = spec.half_width(role.value, level, role.shift if role.count else 0.0, role.count)
+    std = math.hypot(spec.std(role.value), abs(role.shift) * spec.std(role.count)
+                     if role.count else 0.0)
+    return {"noise_scale": spec.radius_scale(role.value), "noise_std": std,
+            "granularity": float(spec.coordinates[spec.index(role.value)].granularity),
+            "sensitivity": float(spec.coordinates[spec.index(role.value)].sensitivity),
+            "ci_level": level, "ci_half_width": hw,
+            "epsilon_share": float(role.share),
+            "joint": {"mechanism": "k-norm, box K (Hardt and Talwar 2010)",
+                      "epsilon": float(spec.epsilon),
+                      "coordinates": {c.name: {"sensitivity": float(c.sensitivity),
+                                               "granularity": float(c.granularity)}
+                                      for c in spec.coordinates},
+                      "shared_by": list(role.release.shared_by)}}

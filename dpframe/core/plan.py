@@ -6,7 +6,9 @@ Budget split rules (documented in docs/privacy.md):
 
 * ``agg`` with several aggregates: epsilon (and delta, and rho for Gaussian noise) is split in
   proportion to the aggregates' weights (equal by default): sequential composition.
-* ``mean``: half of its share for the noisy count, half for the noisy shifted sum.
+* ``mean`` (Gaussian noise): half of its share for the noisy count, half for the noisy
+  shifted sum. With pure-DP noise, a query's counts, sums and means share one K-norm release
+  of their counts and centred sums, charged the sum of their shares (:mod:`dpframe.core.joint`).
 * ``keys="private"``: where the only aggregate is a count of units (a row unit, or one row per
   unit and key), or of rows with ``max_rows_per_group`` declared where a public rule prefers
   it (``_rows_beat_units``), the count is released thresholded (stability histogram): the
@@ -35,6 +37,7 @@ from .compute import NO_GROUP_LIMIT, AggregateRequest, ComputeRequest
 from .diagnostics import DiagnosticsPlan, plan_diagnostics
 from .gaussian import analytic_mu, delta_float, discrete_epsilon, satisfies
 from .hierarchy import RollupPlan, plan_rollup
+from .joint import join_measures
 from .measure import MeasurePlan, PlanContext
 from .mechanisms import NoiseSpec, gaussian_parts, noise_spec, rho_for
 from .memo import RecentCache
@@ -135,7 +138,7 @@ def plan_query(query: Query, relation: Relation, column_kinds: dict[str, str]) -
         budgets, plans = analytic
     else:
         budgets = _measure_budgets(query.measures, eps_measures, delta_measures, gaussian)
-        plans = _plan_measures(ctx, budgets)
+        plans = join_measures(ctx, _plan_measures(ctx, budgets))
     if one_count:  # the count's own noise, thresholded: the whole budget spent once
         selection = PLANNERS["key_selection"].plan(relation, contrib, query.epsilon,
                                                    query.delta, plans[0].additive("count"))

@@ -70,7 +70,9 @@ def describe(priv: PrivateFrame, epsilon: object, columns: Sequence[str] | None,
     index = rows if ci is None else [f"{s}{e}" for s in rows for e in ("", "_lower", "_upper")]
     out = pd.DataFrame(data, index=index)
     names = [f"{c}.{stat}" for c in cols for stat in rows]
-    split = {n: m.description["epsilon"] for n, m in zip(names, r.measures, strict=True)}
+    # a measure of a joint release states the joint's epsilon and its own share of it
+    split = {n: m.description.get("epsilon_share", m.description["epsilon"])
+             for n, m in zip(names, r.measures, strict=True)}
     out.attrs["dp"] = derived_provenance({**r.provenance, "budget_split": split})
     return out
 

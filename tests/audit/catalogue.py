@@ -72,6 +72,7 @@ from .findings_dask_distinct import finding_dask_distinct_nonconforming
 from .findings_diag import dropped_not_capped, finding_diagnostics_counts
 from .findings_gaussian import finding_analytic_gaussian, two_percent_less_sigma
 from .findings_i44_e import gaussian_key_selection, l2_understated
+from .findings_joint_mean import finding_joint_k_norm, half_box
 from .findings_keys import (
     finding_gaussian_count_l2,
     finding_rows_stability,
@@ -589,6 +590,11 @@ SCENARIOS: tuple[Scenario, ...] = (
              exact=finding_rows_stability),
     Scenario("BROKEN: rows threshold as if a one-sided key held one row", "as finding 79",
              None, 1, 1, expect_violation=True, exact=finding_rows_stability, patch=reach_one),
+    Scenario("finding 80: joint K-norm release of a centred sum and its count (box K)",
+             "3 rows of 0 vs one more at the bound 10, per group (the box's corner)",
+             finding_joint_k_norm(), 500_000, 50_000),
+    Scenario("BROKEN: joint K-norm release with the box K half as wide", "as finding 80",
+             finding_joint_k_norm(), 500_000, 50_000, expect_violation=True, patch=half_box),
 )
 
 

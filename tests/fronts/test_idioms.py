@@ -77,8 +77,11 @@ def test_named_aggregation(df: pd.DataFrame) -> None:
     assert out["n"].tolist() == clamped.x.count().tolist()
     weighted = _priv(df, session()).groupby("g").agg(
         total=("x", "sum"), avg=("x", "mean"), weights={"total": 3, "avg": 1}, epsilon=1.0)
+    # one K-norm release serves both (no more noise for either than its weighted share
+    # alone would give): each states the joint release's epsilon
     eps = {m["aggregate"]: m["epsilon"] for m in weighted.attrs["dp"]["measures"]}
-    assert eps["sum"] == pytest.approx(0.75) and eps["mean"] == pytest.approx(0.25)
+    assert eps["sum"] == pytest.approx(1.0) and eps["mean"] == pytest.approx(1.0)
+    assert {m["mechanism"] for m in weighted.attrs["dp"]["measures"]} == {"k-norm (box, joint)"}
     ci = _priv(df, session()).groupby("g").agg(total=("x", "sum"), epsilon=1.0, ci=0.95)
     assert list(ci.columns) == ["total", "total_lower", "total_upper"]
 

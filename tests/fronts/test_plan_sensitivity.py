@@ -149,23 +149,30 @@ def test_integer_bounds_are_rounded_inwards():
 @pytest.mark.parametrize(("unit", "rows", "groups"), UNITS)
 @pytest.mark.parametrize("bounds", [(0.0, 10.0), (-4.0, 10.0), (5.0, 10.0)])
 def test_mean_scales(relation, unit, rows, groups, bounds):
-    """Mean: noisy sum of (x - midpoint) and noisy count, each with half of epsilon."""
+    """Mean: one K-norm release of the sum of (x - midpoint) and the count (box K, at the
+    whole epsilon), the box's half-widths the count's sensitivity and the centred sum's:
+    ``S h`` under add_remove, ``2 S h`` under change_one (``S`` the unit's rows), which is the
+    sum oracle's over ``[-h, h]``."""
     lo, hi = bounds
     half = (hi - lo) / 2
     _, p = priv(relation, unit, rows, groups, bounds)
     m = _measure(p.mean("x", epsilon=EPS, dry_run=True))
     cnt, _ = oracle("count", relation, rows=rows)
     sm, changed = oracle("sum", relation, -half, half, rows=rows)
-    assert m["count_noise_scale"] == cnt / (EPS / 2)
+    assert m["mechanism"] == "k-norm (box, joint)" and m["epsilon"] == EPS
+    assert m["joint"]["coordinates"]["count:x"]["sensitivity"] == cnt
     assert m["sensitivity"] == pytest.approx(sm, rel=1e-12)
-    b = sm / (EPS / 2)
-    assert b <= m["noise_scale"] <= b * (1 + changed * 2.0**-20) * (1 + 1e-12)
+    # epsilon' = epsilon / (1 + changed / D) - 2**-40, D = Delta / g >= 2**20
+    assert cnt / EPS <= m["count_noise_scale"] <= cnt / EPS * (1 + changed * 2.0**-19)
+    b = sm / EPS
+    assert b <= m["noise_scale"] <= b * (1 + changed * 2.0**-19) * (1 + 1e-12)
 
     k = groups if unit else 1
     m = _measure(p.groupby("g").mean("x", epsilon=EPS, dry_run=True))
     cnt, _ = oracle("groupby_count", relation, rows=rows, groups=k)
     sm, changed = oracle("groupby_sum", relation, -half, half, rows=rows, groups=k)
-    assert m["count_noise_scale"] == cnt / (EPS / 2)
+    assert m["joint"]["coordinates"]["count:x"]["sensitivity"] == cnt
+    assert cnt / EPS <= m["count_noise_scale"] <= cnt / EPS * (1 + changed * 2.0**-19)
     assert m["sensitivity"] == pytest.approx(sm, rel=1e-12)
 
 

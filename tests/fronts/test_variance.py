@@ -57,7 +57,8 @@ def test_the_three_releases_have_the_privacy_md_sensitivities(df: pd.DataFrame, 
                                                               bounds: tuple[float, float]
                                                               ) -> None:
     """Sum of x - mid (bounds [-h, h]), sum of (x - mid)^2 - h^2/2 (bounds [-h^2/2, h^2/2])
-    and the count, each at epsilon / 3."""
+    and the count, released at once by the K-norm mechanism at the whole epsilon, the box's
+    half-widths their privacy.md sensitivities (epsilon' = epsilon / (1 + c / D) - 2**-40)."""
     h = (bounds[1] - bounds[0]) / 2
     eps = 0.6
     plan = df.dp(session(neighbouring=relation), bounds={"x": bounds}).var(
@@ -66,10 +67,11 @@ def test_the_three_releases_have_the_privacy_md_sensitivities(df: pd.DataFrame, 
     assert m["sensitivity"] == pytest.approx(oracle("sum", relation, -h, h)[0])
     assert m["square_sensitivity"] == pytest.approx(oracle("sum", relation, -h * h / 2,
                                                            h * h / 2)[0])
-    assert m["noise_scale"] == pytest.approx(m["sensitivity"] / (eps / 3), rel=1e-4)
-    assert m["square_noise_scale"] == pytest.approx(m["square_sensitivity"] / (eps / 3),
-                                                    rel=1e-4)
-    assert m["count_noise_scale"] == pytest.approx(oracle("count", relation)[0] / (eps / 3))
+    assert m["mechanism"] == "k-norm (box, joint)"
+    assert m["noise_scale"] == pytest.approx(m["sensitivity"] / eps, rel=1e-4)
+    assert m["square_noise_scale"] == pytest.approx(m["square_sensitivity"] / eps, rel=1e-4)
+    assert m["count_noise_scale"] == pytest.approx(oracle("count", relation)[0] / eps,
+                                                   rel=1e-4)
     assert plan["epsilon"] == pytest.approx(eps)
 
 

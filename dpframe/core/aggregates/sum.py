@@ -13,6 +13,8 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from ..compute import fixed_point_request
 from ..measure import Aggregate, MeasurePlan, MeasureRelease, PlanContext, Rows
 from ..rng import RandomSource
@@ -21,38 +23,58 @@ if TYPE_CHECKING:
     from ..query import Measure
 
 
-class Sum(Aggregate[None]):
+class Sum(Aggregate[bool]):
     op = "sum"
     names = ("sum",)
     summary = "sum of values clamped to the declared bounds"
     main = "sum"
 
     def plan(self, ctx: PlanContext, m: Measure, eps: Fraction, delta: Fraction,
-             rho: Fraction | None) -> MeasurePlan[None]:
+             rho: Fraction | None) -> MeasurePlan[bool]:
         assert m.column is not None
         lo, hi = ctx.query.bounds_of(m.column)
         is_int = ctx.column_kinds.get(m.column) in ("int", "bool")
         req = fixed_point_request(m.column, lo, hi, Fraction(0), is_int)
         s = ctx.sum_sensitivity(req)
         return MeasurePlan(m, eps, delta, [req],
-                           {"sum": ctx.additive(s, eps, delta, rho, req.integer, req.unit)}, None)
+                           {"sum": ctx.additive(s, eps, delta, rho, req.integer, req.unit)},
+                           req.integer)
 
-    def release(self, mp: MeasurePlan[None], rows: Rows, rng: RandomSource, level: float,
+    def release(self, mp: MeasurePlan[bool], rows: Rows, rng: RandomSource, level: float,
                 want_ci: bool) -> MeasureRelease:
-        noise = mp.additive("sum")
-        req = mp.requests[0]
-        noisy = noise.add_noise(rows.values(req), req.unit, rng)
-        hw = noise.half_width(level)
+        role = mp.joint()
+        if role is not None:  # centred sum + midpoint x count, from the agg's joint release
+            assert role.count is not None
+            drawn = rows.joint(role.release, rng)
+            noisy = drawn[role.value] + role.shift * drawn[role.count].astype(np.float64)
+            if mp.requests and self.integer_column(mp):  # the column's dtype: post-processing
+                noisy = np.clip(np.rint(noisy), -2.0**63, 2.0**63 - 1024).astype(np.int64)
+            hw = self.half_width(mp, level, None)
+        else:
+            noise = mp.additive("sum")
+            req = mp.requests[0]
+            noisy = noise.add_noise(rows.values(req), req.unit, rng)
+            hw = noise.half_width(level)
         m = mp.measure
         return MeasureRelease(m.name, m.column, noisy, noisy - hw, noisy + hw,
                               self.describe(mp, level))
 
-    def half_width(self, mp: MeasurePlan[None], level: float, min_rows: int | None) -> float:
+    def half_width(self, mp: MeasurePlan[bool], level: float, min_rows: int | None) -> float:
+        role = mp.joint()
+        if role is not None:
+            return role.release.spec.half_width(role.value, level, role.shift, role.count)
         return mp.additive("sum").half_width(level)
 
-    def clamp_bounds(self, mp: MeasurePlan[None]) -> tuple[float, float] | None:
+    @staticmethod
+    def integer_column(mp: MeasurePlan[bool]) -> bool:
+        """Whether the sum is released as integers (an integer or boolean column)."""
+        return bool(mp.params)
+
+    def clamp_bounds(self, mp: MeasurePlan[bool]) -> tuple[float, float] | None:
         """The declared bounds, those of the fixed-point request (its ``lo`` / ``hi``)."""
-        req = mp.requests[0]
+        role = mp.joint()
+        req = role.release.sources[role.release.spec.index(role.value)].request if role else (
+            mp.requests[0])
         return (req.lo, req.hi)
 
 

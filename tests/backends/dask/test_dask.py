@@ -163,6 +163,31 @@ def _exact(ddf: Any, session: dpf.Session, query: Query, seed: int = 0) -> Exact
     return backend.exact(plan.compute, np.random.default_rng(seed))
 
 
+def _clamped_sum(agg: ExactAggregates, group: int = 0) -> float:
+    """The clamped sum of the (only) fixed-point request: its integers times the unit, plus
+    the shift times the count (a sum released jointly with a count is centred on the bounds'
+    midpoint, dpframe/core/joint.py)."""
+    key = next(k for k in agg.values if k[0] == "fixed_sum")
+    shift = float(key[4])  # type: ignore[arg-type]
+    total = float(agg.values[key][group] * key[5])  # type: ignore[operator]
+    return total + (shift * float(agg.counts[key][group]) if shift else 0.0)
+
+
+def _nonnull_all(agg: ExactAggregates) -> np.ndarray:
+    """Non-missing values of the measured column per group: a ``nonnull`` request's, or the
+    fixed-point sum's own count where a joint release reads it from there."""
+    found = next((v for k, v in agg.values.items() if k[0] == "nonnull"), None)
+    if found is None:
+        key = next(k for k in agg.values if k[0] == "fixed_sum")
+        found = agg.counts[key]
+    return np.asarray(found)
+
+
+def _nonnull(agg: ExactAggregates) -> int:
+    """:func:`_nonnull_all` of the first group."""
+    return int(_nonnull_all(agg)[0])
+
+
 def _spread(units: np.ndarray, nparts: int) -> Any:
     """Rows in the given order, split in ``nparts`` contiguous partitions."""
     n = len(units)
@@ -573,7 +598,8 @@ def test_pre_selected_rows_keep_the_priorities_their_partition_drew() -> None:
         (pb,) = dask_backend.preselect_buckets(b, request, (1, 2), salt, sb, 1)
         assert len(pa) == 10 and dask_backend.ROW_PRIORITY_COLUMN not in pb.columns
         agg = dask_backend.bucket_exact([pa, pb], request, [("a",)], (1, 2), salt, sbucket)
-        count, total = (int(v[0]) for v in agg.values.values())
+        count = int(next(v for k, v in agg.values.items() if k[0] == "rows")[0])
+        total = round(_clamped_sum(agg))
         assert count == 10
         kept += total
     p = 10 / 21
@@ -642,9 +668,7 @@ def test_measured_values_survive_partition_dtypes(client: Any, how: str) -> None
     q = Query((Measure("sum", "x"),), Fraction(1), bounds={"x": (0, 10)}, privacy_unit="u",
               max_rows_per_unit=1, **keys, **sample)
     agg = _exact(ddf, _session(), q)
-    sums = next(v for k, v in agg.values.items() if k[0] == "fixed_sum")
-    scale = next(k for k in agg.values if k[0] == "fixed_sum")[5]
-    assert float(sums[0] * scale) == pytest.approx(10.0, abs=1e-6)
+    assert _clamped_sum(agg) == pytest.approx(10.0, abs=1e-6)
 
 
 @pytest.mark.parametrize("unit", [None, "u"])
@@ -664,10 +688,8 @@ def test_text_in_a_numeric_partition_is_missing_not_the_whole_column(client: Any
               privacy_unit=unit,
               max_rows_per_unit=1 if unit else None)
     agg = _exact(ddf, _session(), q)
-    key = next(k for k in agg.values if k[0] == "fixed_sum")
-    assert float(agg.values[key][0] * key[5]) == pytest.approx(15.0, abs=1e-6)
-    counts = next(v for k, v in agg.values.items() if k[0] == "nonnull")
-    assert int(counts[0]) == 5  # "abc" is missing
+    assert _clamped_sum(agg) == pytest.approx(15.0, abs=1e-6)
+    assert _nonnull(agg) == 5  # "abc" is missing
 
 
 def _parts(*parts: pd.DataFrame) -> Any:
@@ -680,8 +702,7 @@ def _parts(*parts: pd.DataFrame) -> Any:
 
 def _keyed_counts(agg: ExactAggregates) -> dict[Any, int]:
     """The non-missing count of each observed key, by its label."""
-    counts = next(v for k, v in agg.values.items() if k[0] == "nonnull")
-    return {k[0]: int(c) for k, c in zip(agg.keys, counts, strict=True)}
+    return {k[0]: int(c) for k, c in zip(agg.keys, _nonnull_all(agg), strict=True)}
 
 
 @pytest.mark.parametrize("how", ["private", "sample"])
@@ -740,8 +761,7 @@ def test_text_in_a_measured_key_keeps_the_partitions_numbers(unit: str | None) -
               max_rows_per_unit=1 if unit else None)
     with dask.config.set(scheduler="sync"):
         agg = _exact(ddf, _session(), q)
-    key = next(k for k in agg.values if k[0] == "fixed_sum")
-    assert float(agg.values[key][0] * key[5]) == pytest.approx(25.0, abs=1e-6)
+    assert _clamped_sum(agg) == pytest.approx(25.0, abs=1e-6)
     assert _keyed_counts(agg) == {5.0: 5}
 
 
@@ -839,9 +859,8 @@ def test_a_fraction_in_an_int_column_is_missing_not_rounded() -> None:
     q = Query((Measure("sum", "n"), Measure("count", "n")), Fraction(1), bounds={"n": (0, 10)})
     with dask.config.set(scheduler="sync"):
         agg = _exact(ddf, _session(), q)
-    key = next(k for k in agg.values if k[0] == "fixed_sum")
-    assert float(agg.values[key][0] * key[5]) == 7.0
-    assert int(next(v for k, v in agg.values.items() if k[0] == "nonnull")[0]) == 3
+    assert _clamped_sum(agg) == 7.0
+    assert _nonnull(agg) == 3
     b = numbers_only(pd.Series([0.0, 1.0, 2.0, np.nan]), "bool").tolist()
     assert b[:2] == [0.0, 1.0] and math.isnan(b[2]) and math.isnan(b[3])
     i = numbers_only(pd.Series([1.0, 2.5, 2.0**70, np.inf]), "int").tolist()
@@ -926,9 +945,8 @@ def test_big_integers_of_an_object_partition_are_read_as_in_an_int_partition(
               max_rows_per_unit=1 if unit else None)
     with dask.config.set(scheduler="sync"):
         agg = _exact(_parts(p0, odd), _session(), q)
-    key = next(k for k in agg.values if k[0] == "fixed_sum")
-    assert float(agg.values[key][0] * key[5]) == 400.0
-    assert int(next(v for k, v in agg.values.items() if k[0] == "nonnull")[0]) == 40
+    assert _clamped_sum(agg) == 400.0
+    assert _nonnull(agg) == 40
 
 
 def test_dates_and_spans_are_no_numbers_and_never_raise() -> None:
