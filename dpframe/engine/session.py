@@ -21,6 +21,13 @@ from fractions import Fraction
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, cast
 
+from ..core.accountant import (
+    ACCOUNTANTS,
+    Accountant,
+    AccountantName,
+    BasicAccountant,
+    split_epsilon,
+)
 from ..core.accounting import (
     PrivacyCost,
     posterior_bound,
@@ -121,6 +128,7 @@ class Session:
         seed: int | None = None,
         allow_budget_change: bool = False,
         privacy_unit: str | None = None,
+        accountant: AccountantName | None = None,
     ) -> None:
         eps = validate_epsilon(epsilon, "epsilon")
         if privacy_unit is not None and (not isinstance(privacy_unit, str) or not privacy_unit):
@@ -129,9 +137,12 @@ class Session:
         _check_options(neighbouring, name, seed, allow_budget_change)
         self.neighbouring: Neighbouring = cast(Neighbouring, neighbouring)
         self.name: str | None = name
+        if accountant is not None and accountant not in ACCOUNTANTS:
+            raise ValidationError("accountant must be one of "
+                                  f"{', '.join(map(repr, ACCOUNTANTS))}, got {accountant!r}")
         self._store: Ledger = _open_store(
             ledger, eps, dlt, neighbouring=neighbouring, name=name,
-            allow_budget_change=allow_budget_change,
+            allow_budget_change=allow_budget_change, accountant=accountant,
         )
         if privacy_unit is not None:
             self._store.bind_privacy_unit(unit_code(privacy_unit))
@@ -187,6 +198,47 @@ class Session:
         """``(epsilon, delta)`` left."""
         e, d = self.remaining_exact
         return float(e), float(d)
+
+    # -- accountant --------------------------------------------------------------------------
+
+    @property
+    def accountant_object(self) -> Accountant:
+        """The composition rule of this session's ledger (:mod:`dpframe.core.accountant`)."""
+        acc = getattr(self._store, "accountant", None)
+        return acc if isinstance(acc, Accountant) else BasicAccountant(self.total_exact)
+
+    @property
+    def accountant(self) -> str:
+        """Which accountant composes the releases: ``"pld"`` (privacy loss distributions, the
+        default when delta > 0), ``"rdp"`` or ``"basic"`` (exact sums; always for delta = 0)."""
+        return self.accountant_object.name
+
+    def basic_spend(self) -> tuple[Fraction, Fraction]:
+        """What basic composition (epsilons and deltas add; Gaussians in zCDP) would have spent
+        on the same releases: :attr:`spent` is never more, and the difference is what the
+        accountant saves."""
+        from .ledger.charges import entry_cost, fold
+
+        spend = fold(entry_cost(e) for e in self._store.entries()).spend()
+        return spend.epsilon, spend.delta
+
+    def split(self, n: int, *, mechanism: str = "laplace") -> float:
+        """The largest epsilon (6 significant digits, rounded down) such that ``n`` more
+        releases of ``mechanism`` (``"laplace"``: counts, sums or histograms with Laplace noise,
+        each asked for with ``epsilon=`` the result) fit the remaining budget
+        under this session's accountant, every release so far included. For pure-DP sessions
+        it is remaining epsilon / n. E.g. ``Session(1, 1e-6).split(50)`` is 1 / 29.6: fifty
+        Laplace counts with scale 29.6 instead of 50 under basic composition."""
+        from .ledger.charges import entry_cost, fold
+
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or int(n) < 1:
+            raise ValidationError("n must be a positive integer")
+        if mechanism != "laplace":
+            raise ValidationError("split() supports mechanism='laplace'")
+        start = fold((entry_cost(e) for e in self._store.entries()),
+                     self.accountant_object.start())
+        total = self.total_exact
+        return split_epsilon(start, total, self.spent_exact, int(n))
 
     # -- privacy unit ------------------------------------------------------------------------
 
@@ -274,10 +326,10 @@ class Session:
         effect): checked before any data is read; the charge checks again, atomically."""
         if self.fits(cost):
             return
-        from .ledger.charges import exceeded, fold, plan_charge
+        from .ledger.charges import entry_cost, exceeded, fold, plan_charge
 
-        costs = fold(PrivacyCost(e["requested_epsilon"], e["requested_delta"], e.get("rho"))
-                     for e in self._store.entries())
+        costs = fold((entry_cost(e) for e in self._store.entries()),
+                     self.accountant_object.start())
         old, new, _ = plan_charge(self.total_exact, costs, self.spent_exact, cost)
         raise exceeded(self.total_exact, old, new)
 
@@ -442,14 +494,15 @@ def _open_store(
     neighbouring: str,
     name: str | None,
     allow_budget_change: bool,
+    accountant: AccountantName | None = None,
 ) -> Ledger:
     """The ledger store of a session: in memory (``None``), a SQLite file (a path: its stored
     budget must match unless ``allow_budget_change``), or a given store with the same budget."""
     if ledger is None:
-        return MemoryLedger(epsilon, delta)
+        return MemoryLedger(epsilon, delta, accountant=accountant)
     if isinstance(ledger, str | os.PathLike):
         return SqliteLedger(ledger, epsilon, delta, neighbouring=neighbouring, name=name,
-                            allow_budget_change=allow_budget_change)
+                            allow_budget_change=allow_budget_change, accountant=accountant)
     if isinstance(ledger, Ledger):
         if ledger.total() != (epsilon, delta):
             raise LedgerError("the ledger's budget differs from this session's (epsilon, delta)")
