@@ -419,7 +419,8 @@ class Session:
         budget = budget_table((te, td), (se, sd))
         rel = entries_table(entries, entries_summary(entries, "Releases"))
 
-        lines = [explain_epsilon(float(se), float(sd), label="spent so far")]
+        lines = [self._accountant_line(), explain_epsilon(float(se), float(sd),
+                                                          label="spent so far")]
         if se != te:
             lines.append(explain_epsilon(float(te), float(td), label="the whole budget"))
         if self.seeded or any(e.get("seeded") for e in entries):
@@ -428,6 +429,21 @@ class Session:
                 "not be published."
             )
         return [head, budget, rel, Text("\n".join(lines))]
+
+    def _accountant_line(self) -> str:
+        """Which accountant composes the releases, and what it saves against basic
+        composition (the posterior explanation below reads the composed spend)."""
+        name = self.accountant
+        if name == "basic":
+            return ("Accountant: basic composition (epsilons and deltas add exactly; Gaussian "
+                    "releases in zCDP).")
+        what = {"pld": "privacy loss distributions (dp_accounting, pessimistic)",
+                "rdp": "Renyi DP (dp_accounting)"}[name]
+        (se, sd), (be, bd) = self.spent_exact, self.basic_spend()
+        return (f"Accountant: {name}, {what}: spent epsilon {float(se):.6g} at the budget's "
+                f"delta, delta {float(sd):.3g} at the budget's epsilon; basic composition "
+                f"would have spent epsilon {float(be):.6g}, delta {float(bd):.3g} (saved "
+                f"epsilon {max(float(be - se), 0.0):.6g}).")
 
     # -- active session ----------------------------------------------------------------------
 

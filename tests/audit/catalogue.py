@@ -117,6 +117,7 @@ from .grouped import (
     sampled_count,
     selection,
 )
+from .findings_pld import composition_ignores_one_event, pld_session_composition
 from .mechanisms import core_noise, core_pf, gaussian_spec, geometric_spec, granular_spec
 from .scenario import Scenario
 from .ungrouped import (
@@ -515,6 +516,13 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("BROKEN: private keys, threshold one too low", "key with 1 unit vs absent",
              selection(1, 0, 0.1), 500_000, 50_000, expect_violation=True,
              patch=low_selection_threshold),
+    Scenario("PLD session composition (issue 47)",
+             "50 Laplace counts at Session(1, 1e-6).split(50), then one more (exact: the "
+             "composed +-eps losses' hockey-stick divergence)", None, 1, 1,
+             exact=pld_session_composition),
+    Scenario("BROKEN: PLD composition ignoring one event", "as PLD session composition", None,
+             1, 1, expect_violation=True, exact=pld_session_composition,
+             patch=composition_ignores_one_event),
 )
 
 

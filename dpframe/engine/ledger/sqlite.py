@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 from ..._json import jsonable
 from ...core.accounting import Number, PrivacyCost
 from ...core.numbers import format_number
-from ...errors import LedgerError, OutcomeNotRecordedError
+from ...errors import LedgerError, OutcomeNotRecordedError, ValidationError
 from .chain import (
     Head,
     advance_checkpoint,
