@@ -372,7 +372,8 @@ def _widen_eps(x: float) -> Fraction:
 
 @lru_cache(maxsize=1024)
 def _single_pld(eps: Fraction, delta: Fraction) -> Any:
-    from dp_accounting.pld import common, privacy_loss_distribution as pld
+    from dp_accounting.pld import common
+    from dp_accounting.pld import privacy_loss_distribution as pld
 
     params = common.DifferentialPrivacyParameters(_up(float(eps)), min(_up(float(delta)), 1.0))
     return pld.from_privacy_parameters(params, value_discretization_interval=VALUE_DISCRETIZATION)
@@ -437,9 +438,9 @@ def _rdp_numbers(totals: ComposedTotals, te: float, td: float) -> tuple[Fraction
     if rho > 0:  # the discrete Gaussian's rho-zCDP (CKS 2020, Thm 4)
         acc.compose(dp_accounting.ZCDpEvent(_up(float(rho))))
     left = td - extra_delta
-    eps = acc.get_epsilon(left * (1 - _REL)) + extra_eps if left > 0 else math.inf
-    delta = acc.get_delta(te - extra_eps) + extra_delta if te - extra_eps > 0 else 1.0
-    return _widen_eps(eps), _widen_delta(delta)
+    e_out = float(acc.get_epsilon(left * (1 - _REL))) + extra_eps if left > 0 else math.inf
+    d_out = float(acc.get_delta(te - extra_eps)) + extra_delta if te - extra_eps > 0 else 1.0
+    return _widen_eps(e_out), _widen_delta(d_out)
 
 
 def split_epsilon(start: Totals, total: tuple[Fraction, Fraction],
@@ -493,7 +494,7 @@ __all__ = [
     "Totals",
     "accountant_for",
     "compose_events",
-    "split_epsilon",
     "event_of",
     "gaussian_smoothing",
+    "split_epsilon",
 ]

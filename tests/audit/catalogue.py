@@ -68,6 +68,7 @@ from .findings_gaussian import finding_analytic_gaussian, two_percent_less_sigma
 from .findings_i44_e import gaussian_key_selection, l2_understated
 from .findings_local import finding_local_invalid_value, finding_local_spelling
 from .findings_local_categories import finding_local_categorical_levels
+from .findings_pld import composition_ignores_one_event, pld_session_composition
 from .findings_quant import finding_quantile_cells, halved_quantile_sensitivity
 from .findings_round4_a import (
     drops_not_carried,
@@ -117,7 +118,6 @@ from .grouped import (
     sampled_count,
     selection,
 )
-from .findings_pld import composition_ignores_one_event, pld_session_composition
 from .mechanisms import core_noise, core_pf, gaussian_spec, geometric_spec, granular_spec
 from .scenario import Scenario
 from .ungrouped import (
