@@ -12,7 +12,6 @@ mechanism dpframe draws). No data set is needed: the numbers depend only on the 
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from fractions import Fraction
