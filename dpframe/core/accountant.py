@@ -48,6 +48,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any, Literal, Protocol
@@ -70,6 +71,7 @@ T2_CANDIDATES = (Fraction(1, 4), Fraction(1, 2), Fraction(1), Fraction(2), Fract
 _PENALTY_CAP = 1e-12
 _REL = 1e-9
 _ABS_DELTA = 1e-14
+_TINY = Decimal("1e-300")
 
 
 @dataclass(frozen=True)
@@ -416,8 +418,10 @@ def _gaussian_numbers(gauss: tuple[tuple[Fraction, Fraction], ...], te: Fraction
     from .gaussian import discrete_delta_bound, discrete_epsilon
 
     parts = list(gauss)
-    delta = Fraction(1) if te <= 0 else min(round_up(Fraction(discrete_delta_bound(te, parts))),
-                                            Fraction(1))
+    # below 1e-300 the bound is rounded up to 1e-300 (a short exact number)
+    bound = Fraction(1) if te <= 0 else Fraction(max(discrete_delta_bound(te, parts),
+                                                     _TINY))
+    delta = min(round_up(bound), Fraction(1))
     eps = discrete_epsilon(parts, td) if td > 0 else None
     return (Fraction(10 ** 9) if eps is None else eps), delta
 

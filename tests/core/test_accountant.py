@@ -133,3 +133,17 @@ def test_file_ledgers_refuse_accountants_they_cannot_record(tmp_path: object) ->
 
 def test_cost_event_is_not_part_of_equality() -> None:
     assert PrivacyCost(1, event=_laplace("2")) == PrivacyCost(1)
+
+
+def test_charge_many_is_all_or_none_under_pld() -> None:
+    """A batch (``dpframe run`` reserves a run so) is composed as a whole: 51 split releases
+    are refused together, nothing charged; 50 fit."""
+    s = dpf.Session(1, 1e-6)
+    eps = Fraction(s.split(50))
+    meta = {"query": "count", "columns": [], "mechanism": "laplace"}
+    cost = PrivacyCost(eps, event=PrivacyEvent((Component("laplace", 1, 1 / eps),)))
+    with pytest.raises(dpf.BudgetExceededError):
+        s.charge_many([(cost, meta)] * 51)
+    assert s.spent_exact == (0, 0) and len(s.ledger) == 0
+    assert len(s.charge_many([(cost, meta)] * 50)) == 50
+    assert not s.fits(cost)
