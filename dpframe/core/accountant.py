@@ -72,6 +72,12 @@ _PENALTY_CAP = 1e-12
 _REL = 1e-9
 _ABS_DELTA = 1e-14
 _TINY = Decimal("1e-300")
+#: Above these totals (the sum of the (epsilon, delta) and Laplace events' epsilons; the
+#: Gaussian events' mu^2) the PLD is not computed (its support would be huge, and basic
+#: composition is as good there): the accountant then states nothing and the basic bound holds.
+_PLD_MAX_EPS = 64.0
+_PLD_MAX_MU2 = 256.0
+_NOTHING = (Fraction(10 ** 9), Fraction(1))
 
 
 @dataclass(frozen=True)
@@ -199,8 +205,10 @@ class Totals(Protocol):
 class ComposedTotals:
     """The events so far, grouped (pure and approx components by their (epsilon, delta) with a
     count; Gaussian components summed into mu^2 and the smoothing penalty), beside today's
-    exact :class:`~dpframe.core.accounting.SpendTotals`. ``spend()`` is, coordinate by
-    coordinate, the better of two valid bounds for the same releases:
+    exact :class:`~dpframe.core.accounting.SpendTotals`. ``spend()`` is the basic (exact) spend
+    while it fits the budget, so sessions read as before until basic composition would refuse;
+    from then on it is, coordinate by coordinate, the better of two valid bounds for the same
+    releases:
 
     * spent epsilon = min(the accountant's epsilon at the budget's delta, the basic epsilon when
       the basic delta is within the budget's delta): the releases are (spent epsilon, budget
@@ -257,9 +265,9 @@ class ComposedTotals:
 
     def _spend_now(self) -> PrivacyCost:
         basic = self.basic.spend()
-        if self.n == 0:
-            return basic
         te, td = self.accountant.budget
+        if self.n == 0 or (basic.epsilon <= te and basic.delta <= td):
+            return basic  # exact, as before, while basic composition fits
         eps, delta = self.composed()
         if basic.delta <= td:
             eps = min(eps, basic.epsilon)
@@ -324,6 +332,8 @@ class PLDAccountant(Accountant):
         if not totals.approx:  # Gaussian noise only: Theorem C over every part, proven
             return _gaussian_numbers(totals.gauss, te, td)
         mu2, penalty = totals.smoothed()
+        if sum(float(e) * k for (e, _), k in totals.approx) > _PLD_MAX_EPS or mu2 > _PLD_MAX_MU2:
+            return _NOTHING  # a PLD this wide is huge and useless: the basic bound decides
         return _pld_numbers(totals.approx, mu2, penalty, float(te), float(td))
 
 

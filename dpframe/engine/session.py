@@ -26,6 +26,7 @@ from ..core.accountant import (
     Accountant,
     AccountantName,
     BasicAccountant,
+    ComposedTotals,
     split_epsilon,
 )
 from ..core.accounting import (
@@ -220,6 +221,18 @@ class Session:
         from .ledger.charges import entry_cost, fold
 
         spend = fold(entry_cost(e) for e in self._store.entries()).spend()
+        return spend.epsilon, spend.delta
+
+    def composed_spend(self) -> tuple[Fraction, Fraction]:
+        """The accountant's own composition of every release so far: (epsilon at the budget's
+        delta, delta at the budget's epsilon), rounded up; the basic spend for ``"basic"``."""
+        from .ledger.charges import entry_cost, fold
+
+        totals = fold((entry_cost(e) for e in self._store.entries()),
+                      self.accountant_object.start())
+        if isinstance(totals, ComposedTotals):
+            return totals.composed()
+        spend = totals.spend()
         return spend.epsilon, spend.delta
 
     def split(self, n: int, *, mechanism: str = "laplace") -> float:
@@ -419,7 +432,9 @@ class Session:
         budget = budget_table((te, td), (se, sd))
         rel = entries_table(entries, entries_summary(entries, "Releases"))
 
-        lines = [self._accountant_line(), explain_epsilon(float(se), float(sd),
+        # a composed epsilon holds at the budget's delta (basic: at the summed delta)
+        at_delta = sd if self.accountant == "basic" or se == 0 else td
+        lines = [self._accountant_line(), explain_epsilon(float(se), float(at_delta),
                                                           label="spent so far")]
         if se != te:
             lines.append(explain_epsilon(float(te), float(td), label="the whole budget"))
@@ -439,11 +454,12 @@ class Session:
                     "releases in zCDP).")
         what = {"pld": "privacy loss distributions (dp_accounting, pessimistic)",
                 "rdp": "Renyi DP (dp_accounting)"}[name]
-        (se, sd), (be, bd) = self.spent_exact, self.basic_spend()
-        return (f"Accountant: {name}, {what}: spent epsilon {float(se):.6g} at the budget's "
-                f"delta, delta {float(sd):.3g} at the budget's epsilon; basic composition "
-                f"would have spent epsilon {float(be):.6g}, delta {float(bd):.3g} (saved "
-                f"epsilon {max(float(be - se), 0.0):.6g}).")
+        (ce, cd), (be, bd) = self.composed_spend(), self.basic_spend()
+        return (f"Accountant: {name}, {what}: the releases compose to epsilon {float(ce):.6g} "
+                f"at the budget's delta and delta {float(cd):.3g} at the budget's epsilon; "
+                f"basic composition: epsilon {float(be):.6g}, delta {float(bd):.3g} (saved "
+                f"epsilon {max(float(be - ce), 0.0):.6g}). The spend below is the basic one "
+                "while it fits the budget, then the composed one.")
 
     # -- active session ----------------------------------------------------------------------
 

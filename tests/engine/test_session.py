@@ -97,8 +97,7 @@ def test_hundred_queries_at_a_hundredth_fit_and_the_next_does_not() -> None:
 
 
 def test_refused_query_changes_nothing_and_smaller_ones_still_run() -> None:
-    # exact basic arithmetic (the PLD default would report epsilon at the budget's delta)
-    s = dpf.Session(1.0, 1e-6, accountant="basic")
+    s = dpf.Session(1.0, 1e-6)
     _charge(s, PrivacyCost(0.7))
     before = s.ledger.copy()
     assert not s.fits(PrivacyCost(0.5))  # fits has no side effect
