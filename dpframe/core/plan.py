@@ -285,8 +285,10 @@ def with_event(cost: PrivacyCost, plans: Sequence[MeasurePlan]) -> PrivacyCost:
                 if s.int_scale <= 0 or s.int_sensitivity / s.int_scale > s.epsilon:
                     return cost
                 parts.append(Component("laplace", s.int_sensitivity, s.int_scale))
-            else:
+            elif s.kind == "gaussian":
                 parts.append(Component("gaussian", s.int_sensitivity, s.int_sigma2))
+            else:  # a kind the accountant does not know: its stated (epsilon, delta)
+                return cost
     if not parts:
         return cost
     return PrivacyCost(cost.epsilon, cost.delta, cost.rho, event=PrivacyEvent(tuple(parts)))

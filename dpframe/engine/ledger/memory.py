@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import threading
 from collections.abc import Mapping, Sequence
@@ -153,7 +154,8 @@ class MemoryLedger:
         """Every entry, oldest first (copies)."""
         with self._lock:
             return [
-                {**r, "columns": list(r["columns"]), "details": dict(r["details"])}
+                {**r, "columns": list(r["columns"]), "details": dict(r["details"]),
+                 "event": copy.deepcopy(r.get("event"))}
                 for r, _ in self._log
             ]
 
