@@ -457,15 +457,33 @@ def _rdp_numbers(totals: ComposedTotals, te: float, td: float) -> tuple[Fraction
     return _widen_eps(e_out), _widen_delta(d_out)
 
 
+def _split_cost(eps: float, gaussian_delta: Fraction | None) -> PrivacyCost | None:
+    e = Fraction(eps)
+    if gaussian_delta is None:
+        return PrivacyCost(e, 0, event=PrivacyEvent.approx(e, Fraction(0)))
+    from .gaussian import analytic_sigma2
+
+    s2 = analytic_sigma2(e, gaussian_delta, Fraction(1)) if e > 0 else None
+    if s2 is None:
+        return None
+    return PrivacyCost(e, gaussian_delta,
+                       event=PrivacyEvent((Component("gaussian", 1, s2),)))
+
+
 def split_epsilon(start: Totals, total: tuple[Fraction, Fraction],
-                  last_spent: tuple[Fraction, Fraction], n: int) -> float:
+                  last_spent: tuple[Fraction, Fraction], n: int,
+                  gaussian_delta: Fraction | None = None) -> float:
     """The largest epsilon (6 significant digits, rounded down) such that ``n`` more pure
     epsilon-DP releases (Laplace noise) after the totals ``start`` keep the spend (never below
-    ``last_spent``) within ``total``; 0.0 when none fits. Bisection in floats, each candidate
-    checked by the accountant itself."""
+    ``last_spent``) within ``total``; 0.0 when none fits. With ``gaussian_delta``: ``n``
+    Gaussian counts (L2 sensitivity 1) each asked for at (epsilon, ``gaussian_delta``), their
+    noise predicted by the analytic calibration (:func:`~dpframe.core.gaussian.analytic_sigma2`).
+    Bisection in floats, each candidate checked by the accountant itself."""
     def fits(eps: float) -> bool:
         t = start
-        cost = PrivacyCost(Fraction(eps), 0, event=PrivacyEvent.approx(Fraction(eps), Fraction(0)))
+        cost = _split_cost(eps, gaussian_delta)
+        if cost is None:
+            return False
         for _ in range(n):
             t = t.add(cost)
         s = t.spend()

@@ -240,18 +240,24 @@ class Session:
         releases of ``mechanism`` (``"laplace"``: counts, sums or histograms with Laplace noise,
         each asked for with ``epsilon=`` the result) fit the remaining budget
         under this session's accountant, every release so far included. For pure-DP sessions
-        it is remaining epsilon / n. E.g. ``Session(1, 1e-6).split(50)`` is 1 / 29.6: fifty
-        Laplace counts with scale 29.6 instead of 50 under basic composition."""
+        it is remaining epsilon / n. E.g. ``Session(1, 1e-6).split(50)`` is 1 / 29.15: fifty
+        Laplace counts with scale 29.15 instead of 50 under basic composition.
+        ``mechanism="gaussian"``: ``n`` Gaussian counts (L2 sensitivity 1), each asked for
+        with ``epsilon=`` the result and ``delta=session.delta / n``, their noise predicted by
+        the analytic calibration (the session still checks each charge)."""
         from .ledger.charges import entry_cost, fold
 
         if isinstance(n, bool) or not isinstance(n, numbers.Integral) or int(n) < 1:
             raise ValidationError("n must be a positive integer")
-        if mechanism != "laplace":
-            raise ValidationError("split() supports mechanism='laplace'")
+        if mechanism not in ("laplace", "gaussian"):
+            raise ValidationError("split() supports mechanism='laplace' or 'gaussian'")
+        total = self.total_exact
+        if mechanism == "gaussian" and total[1] == 0:
+            raise ValidationError("Gaussian releases need a session with delta > 0")
         start = fold((entry_cost(e) for e in self._store.entries()),
                      self.accountant_object.start())
-        total = self.total_exact
-        return split_epsilon(start, total, self.spent_exact, int(n))
+        gdelta = total[1] / int(n) if mechanism == "gaussian" else None
+        return split_epsilon(start, total, self.spent_exact, int(n), gdelta)
 
     # -- privacy unit ------------------------------------------------------------------------
 

@@ -147,3 +147,23 @@ def test_charge_many_is_all_or_none_under_pld() -> None:
     assert s.spent_exact == (0, 0) and len(s.ledger) == 0
     assert len(s.charge_many([(cost, meta)] * 50)) == 50
     assert not s.fits(cost)
+
+
+def test_fifty_gaussian_counts_at_the_split_fit_and_the_51st_does_not() -> None:
+    """``split(50, mechanism="gaussian")``: 50 real Gaussian counts of sigma < 29.95 (zCDP
+    needed 32.04) fit (1, 1e-6); the 51st is refused."""
+    s = dpf.Session(1, 1e-6, seed=3)
+    eps = s.split(50, mechanism="gaussian")
+    df = pd.DataFrame({"x": np.arange(20)})
+    done = 0
+    for _ in range(51):
+        try:
+            df.dp(s).count(epsilon=eps, delta=1e-6 / 50, mechanism="gaussian")
+        except dpf.BudgetExceededError:
+            break
+        done += 1
+    assert done == 50
+    part = PrivacyEvent.from_json(s.ledger_store.entries()[-1]["event"]).parts[0]
+    assert part.kind == "gaussian" and float(part.b) ** 0.5 < 29.95
+    with pytest.raises(dpf.ValidationError):
+        dpf.Session(1).split(5, mechanism="gaussian")
