@@ -467,7 +467,7 @@ def _split_cost(eps: float, gaussian_delta: Fraction | None) -> PrivacyCost | No
     if s2 is None:
         return None
     return PrivacyCost(e, gaussian_delta,
-                       event=PrivacyEvent((Component("gaussian", 1, s2),)))
+                       event=PrivacyEvent((Component("gaussian", Fraction(1), s2),)))
 
 
 def split_epsilon(start: Totals, total: tuple[Fraction, Fraction],
