@@ -21,7 +21,7 @@ import decimal
 import math
 import numbers
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
 from functools import lru_cache
@@ -63,14 +63,20 @@ class PrivacyCost:
     epsilon: Fraction
     delta: Fraction
     rho: Fraction | None
+    #: The release's privacy loss as a ``dpframe.core.accountant.PrivacyEvent`` (its noises),
+    #: composed by the session's accountant; None: the generic (epsilon, delta) event. Not part
+    #: of equality (the same guarantee).
+    event: Any = field(default=None, compare=False)
 
-    def __init__(self, epsilon: Number, delta: Number = 0, rho: Number | None = None) -> None:
+    def __init__(self, epsilon: Number, delta: Number = 0, rho: Number | None = None, *,
+                 event: Any = None) -> None:
         d = to_fraction(delta, "delta")
         if d > 1:
             raise ValidationError(f"delta must be at most 1, got {_fmt(d)}")
         object.__setattr__(self, "epsilon", to_fraction(epsilon, "epsilon"))
         object.__setattr__(self, "delta", d)
         object.__setattr__(self, "rho", None if rho is None else to_fraction(rho, "rho"))
+        object.__setattr__(self, "event", event)
 
     @property
     def is_gaussian(self) -> bool:

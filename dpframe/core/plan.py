@@ -23,7 +23,7 @@ Budget split rules (documented in docs/privacy.md):
 from __future__ import annotations
 
 import pickle
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from fractions import Fraction
@@ -31,6 +31,7 @@ from functools import cached_property
 from typing import Any
 
 from ..errors import ValidationError
+from .accountant import Component, PrivacyEvent
 from .accounting import PrivacyCost, poisson_subsampling, round_up, zcdp_to_approx_dp
 from .aggregates import AGGREGATES, aggregate
 from .compute import NO_GROUP_LIMIT, AggregateRequest, ComputeRequest
@@ -148,6 +149,8 @@ def plan_query(query: Query, relation: Relation, column_kinds: dict[str, str]) -
     diagnostics = (None if query.diagnostics is None
                    else plan_diagnostics(query.diagnostics, contrib.cap))
     cost = _cost(query, relation, rho_total if pure_gaussian and diagnostics is None else None)
+    if selection is None and diagnostics is None and query.sample_rate is None:
+        cost = with_event(cost, plans)
     advice = _groups_advice(query, relation, contrib, selection)
     return ReleasePlan(query, relation, tuple(plans), selection, cost, contrib, diagnostics,
                        advice)
@@ -308,6 +311,29 @@ def _cost(query: Query, relation: Relation, rho: Fraction | None) -> PrivacyCost
                                   "only")
         return poisson_subsampling(epsilon, query.delta, query.sample_rate)
     return PrivacyCost(epsilon, query.delta, rho=rho)
+
+
+def with_event(cost: PrivacyCost, plans: Sequence[MeasurePlan]) -> PrivacyCost:
+    """``cost`` with the privacy event of its noises (:mod:`dpframe.core.accountant`) when every
+    mechanism of ``plans`` is additive noise whose own guarantee is within its measure's share
+    (a Laplace noise's Delta / b <= its epsilon); ``cost`` unchanged (its generic (epsilon,
+    delta) event) otherwise. Public parameters only."""
+    parts: list[Component] = []
+    for mp in plans:
+        if aggregate(mp.measure.op).exponential or len(mp.noises()) != len(mp.mechanisms):
+            return cost
+        for s in mp.noises():
+            if s.kind == "laplace":
+                if s.int_scale <= 0 or s.int_sensitivity / s.int_scale > s.epsilon:
+                    return cost
+                parts.append(Component("laplace", s.int_sensitivity, s.int_scale))
+            elif s.kind == "gaussian":
+                parts.append(Component("gaussian", s.int_sensitivity, s.int_sigma2))
+            else:  # a kind the accountant does not know: its stated (epsilon, delta)
+                return cost
+    if not parts:
+        return cost
+    return PrivacyCost(cost.epsilon, cost.delta, cost.rho, event=PrivacyEvent(tuple(parts)))
 
 
 Budgets = list[tuple[Fraction, Fraction, Fraction | None]]

@@ -21,6 +21,14 @@ from fractions import Fraction
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, cast
 
+from ..core.accountant import (
+    ACCOUNTANTS,
+    Accountant,
+    AccountantName,
+    BasicAccountant,
+    ComposedTotals,
+    split_epsilon,
+)
 from ..core.accounting import (
     PrivacyCost,
     posterior_bound,
@@ -121,6 +129,7 @@ class Session:
         seed: int | None = None,
         allow_budget_change: bool = False,
         privacy_unit: str | None = None,
+        accountant: AccountantName | None = None,
     ) -> None:
         eps = validate_epsilon(epsilon, "epsilon")
         if privacy_unit is not None and (not isinstance(privacy_unit, str) or not privacy_unit):
@@ -129,9 +138,12 @@ class Session:
         _check_options(neighbouring, name, seed, allow_budget_change)
         self.neighbouring: Neighbouring = cast(Neighbouring, neighbouring)
         self.name: str | None = name
+        if accountant is not None and accountant not in ACCOUNTANTS:
+            raise ValidationError("accountant must be one of "
+                                  f"{', '.join(map(repr, ACCOUNTANTS))}, got {accountant!r}")
         self._store: Ledger = _open_store(
             ledger, eps, dlt, neighbouring=neighbouring, name=name,
-            allow_budget_change=allow_budget_change,
+            allow_budget_change=allow_budget_change, accountant=accountant,
         )
         if privacy_unit is not None:
             self._store.bind_privacy_unit(unit_code(privacy_unit))
@@ -187,6 +199,65 @@ class Session:
         """``(epsilon, delta)`` left."""
         e, d = self.remaining_exact
         return float(e), float(d)
+
+    # -- accountant --------------------------------------------------------------------------
+
+    @property
+    def accountant_object(self) -> Accountant:
+        """The composition rule of this session's ledger (:mod:`dpframe.core.accountant`)."""
+        acc = getattr(self._store, "accountant", None)
+        return acc if isinstance(acc, Accountant) else BasicAccountant(self.total_exact)
+
+    @property
+    def accountant(self) -> str:
+        """Which accountant composes the releases: ``"pld"`` (privacy loss distributions, the
+        default when delta > 0), ``"rdp"`` or ``"basic"`` (exact sums; always for delta = 0)."""
+        return self.accountant_object.name
+
+    def basic_spend(self) -> tuple[Fraction, Fraction]:
+        """What basic composition (epsilons and deltas add; Gaussians in zCDP) would have spent
+        on the same releases: :attr:`spent` is never more, and the difference is what the
+        accountant saves."""
+        from .ledger.charges import entry_cost, fold
+
+        spend = fold(entry_cost(e) for e in self._store.entries()).spend()
+        return spend.epsilon, spend.delta
+
+    def composed_spend(self) -> tuple[Fraction, Fraction]:
+        """The accountant's own composition of every release so far: (epsilon at the budget's
+        delta, delta at the budget's epsilon), rounded up; the basic spend for ``"basic"``."""
+        from .ledger.charges import entry_cost, fold
+
+        totals = fold((entry_cost(e) for e in self._store.entries()),
+                      self.accountant_object.start())
+        if isinstance(totals, ComposedTotals):
+            return totals.composed()
+        spend = totals.spend()
+        return spend.epsilon, spend.delta
+
+    def split(self, n: int, *, mechanism: str = "laplace") -> float:
+        """The largest epsilon (6 significant digits, rounded down) such that ``n`` more
+        releases of ``mechanism`` (``"laplace"``: counts, sums or histograms with Laplace noise,
+        each asked for with ``epsilon=`` the result) fit the remaining budget
+        under this session's accountant, every release so far included. For pure-DP sessions
+        it is remaining epsilon / n. E.g. ``Session(1, 1e-6).split(50)`` is 1 / 29.15: fifty
+        Laplace counts with scale 29.15 instead of 50 under basic composition.
+        ``mechanism="gaussian"``: ``n`` Gaussian counts (L2 sensitivity 1), each asked for
+        with ``epsilon=`` the result and ``delta=session.delta / n``, their noise predicted by
+        the analytic calibration (the session still checks each charge)."""
+        from .ledger.charges import entry_cost, fold
+
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or int(n) < 1:
+            raise ValidationError("n must be a positive integer")
+        if mechanism not in ("laplace", "gaussian"):
+            raise ValidationError("split() supports mechanism='laplace' or 'gaussian'")
+        total = self.total_exact
+        if mechanism == "gaussian" and total[1] == 0:
+            raise ValidationError("Gaussian releases need a session with delta > 0")
+        start = fold((entry_cost(e) for e in self._store.entries()),
+                     self.accountant_object.start())
+        gdelta = total[1] / int(n) if mechanism == "gaussian" else None
+        return split_epsilon(start, total, self.spent_exact, int(n), gdelta)
 
     # -- privacy unit ------------------------------------------------------------------------
 
@@ -274,10 +345,10 @@ class Session:
         effect): checked before any data is read; the charge checks again, atomically."""
         if self.fits(cost):
             return
-        from .ledger.charges import exceeded, fold, plan_charge
+        from .ledger.charges import entry_cost, exceeded, fold, plan_charge
 
-        costs = fold(PrivacyCost(e["requested_epsilon"], e["requested_delta"], e.get("rho"))
-                     for e in self._store.entries())
+        costs = fold((entry_cost(e) for e in self._store.entries()),
+                     self.accountant_object.start())
         old, new, _ = plan_charge(self.total_exact, costs, self.spent_exact, cost)
         raise exceeded(self.total_exact, old, new)
 
@@ -367,7 +438,10 @@ class Session:
         budget = budget_table((te, td), (se, sd))
         rel = entries_table(entries, entries_summary(entries, "Releases"))
 
-        lines = [explain_epsilon(float(se), float(sd), label="spent so far")]
+        # a composed epsilon holds at the budget's delta (basic: at the summed delta)
+        at_delta = sd if self.accountant == "basic" or se == 0 else td
+        lines = [self._accountant_line(), explain_epsilon(float(se), float(at_delta),
+                                                          label="spent so far")]
         if se != te:
             lines.append(explain_epsilon(float(te), float(td), label="the whole budget"))
         if self.seeded or any(e.get("seeded") for e in entries):
@@ -376,6 +450,22 @@ class Session:
                 "not be published."
             )
         return [head, budget, rel, Text("\n".join(lines))]
+
+    def _accountant_line(self) -> str:
+        """Which accountant composes the releases, and what it saves against basic
+        composition (the posterior explanation below reads the composed spend)."""
+        name = self.accountant
+        if name == "basic":
+            return ("Accountant: basic composition (epsilons and deltas add exactly; Gaussian "
+                    "releases in zCDP).")
+        what = {"pld": "privacy loss distributions (dp_accounting, pessimistic)",
+                "rdp": "Renyi DP (dp_accounting)"}[name]
+        (ce, cd), (be, bd) = self.composed_spend(), self.basic_spend()
+        return (f"Accountant: {name}, {what}: the releases compose to epsilon {float(ce):.6g} "
+                f"at the budget's delta and delta {float(cd):.3g} at the budget's epsilon; "
+                f"basic composition: epsilon {float(be):.6g}, delta {float(bd):.3g} (saved "
+                f"epsilon {max(float(be - ce), 0.0):.6g}). The spend below is the basic one "
+                "while it fits the budget, then the composed one.")
 
     # -- active session ----------------------------------------------------------------------
 
@@ -442,14 +532,15 @@ def _open_store(
     neighbouring: str,
     name: str | None,
     allow_budget_change: bool,
+    accountant: AccountantName | None = None,
 ) -> Ledger:
     """The ledger store of a session: in memory (``None``), a SQLite file (a path: its stored
     budget must match unless ``allow_budget_change``), or a given store with the same budget."""
     if ledger is None:
-        return MemoryLedger(epsilon, delta)
+        return MemoryLedger(epsilon, delta, accountant=accountant)
     if isinstance(ledger, str | os.PathLike):
         return SqliteLedger(ledger, epsilon, delta, neighbouring=neighbouring, name=name,
-                            allow_budget_change=allow_budget_change)
+                            allow_budget_change=allow_budget_change, accountant=accountant)
     if isinstance(ledger, Ledger):
         if ledger.total() != (epsilon, delta):
             raise LedgerError("the ledger's budget differs from this session's (epsilon, delta)")

@@ -81,6 +81,7 @@ from .findings_keys import (
 )
 from .findings_local import finding_local_invalid_value, finding_local_spelling
 from .findings_local_categories import finding_local_categorical_levels
+from .findings_pld import composition_ignores_one_event, pld_session_composition
 from .findings_projection import finding_projected_histogram, true_total
 from .findings_quant import finding_quantile_cells, halved_quantile_sensitivity
 from .findings_rollup import (
@@ -595,6 +596,13 @@ SCENARIOS: tuple[Scenario, ...] = (
              finding_joint_k_norm(), 500_000, 50_000),
     Scenario("BROKEN: joint K-norm release with the box K half as wide", "as finding 80",
              finding_joint_k_norm(), 500_000, 50_000, expect_violation=True, patch=half_box),
+    Scenario("PLD session composition (issue 47)",
+             "50 Laplace counts at Session(1, 1e-6).split(50), then one more (exact: the "
+             "composed +-eps losses' hockey-stick divergence)", None, 1, 1,
+             exact=pld_session_composition),
+    Scenario("BROKEN: PLD composition ignoring one event", "as PLD session composition", None,
+             1, 1, expect_violation=True, exact=pld_session_composition,
+             patch=composition_ignores_one_event),
 )
 
 

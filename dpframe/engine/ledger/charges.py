@@ -13,7 +13,8 @@ from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any
 
-from ...core.accounting import PrivacyCost, SpendTotals, session_spend
+from ...core.accountant import PrivacyEvent, Totals, event_of
+from ...core.accounting import PrivacyCost, SpendTotals
 from ...core.numbers import format_number
 from ...errors import BudgetExceededError, ValidationError
 
@@ -53,22 +54,35 @@ def meta_fields(meta: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def fold(costs: Iterable[PrivacyCost]) -> SpendTotals:
-    """The running totals of ``costs``."""
-    totals = SpendTotals()
+def event_json(cost: PrivacyCost) -> dict[str, Any]:
+    """The versioned JSON of ``cost``'s privacy event, as ledgers store it."""
+    return event_of(cost).to_json()
+
+
+def entry_cost(entry: Mapping[str, Any]) -> PrivacyCost:
+    """The cost a ledger entry records, with its privacy event when it has one."""
+    ev = entry.get("event")
+    return PrivacyCost(entry["requested_epsilon"], entry["requested_delta"], entry.get("rho"),
+                       event=None if not ev else PrivacyEvent.from_json(ev))
+
+
+def fold(costs: Iterable[PrivacyCost], start: Totals | None = None) -> Totals:
+    """The running totals of ``costs`` (from ``start``: an accountant's empty totals; today's
+    exact basic totals by default)."""
+    totals: Totals = SpendTotals() if start is None else start
     for c in costs:
         totals = totals.add(c)
     return totals
 
 
 def plan_charge(
-    total: Pair, costs: list[PrivacyCost] | SpendTotals, last_spent: Pair, cost: PrivacyCost,
-    after_totals: SpendTotals | None = None,
+    total: Pair, costs: list[PrivacyCost] | Totals, last_spent: Pair, cost: PrivacyCost,
+    after_totals: Totals | None = None,
 ) -> tuple[Pair, Pair, bool]:
     """The spend before and after ``cost`` and whether it fits ``total``. A caller that keeps
     the totals after ``cost`` passes them as ``after_totals`` (``totals.add(cost)``), so their
     spend is computed once."""
-    totals = costs if isinstance(costs, SpendTotals) else fold(costs)
+    totals = fold(costs) if isinstance(costs, list) else costs
     before = totals.spend()
     old = (max(before.epsilon, last_spent[0]), max(before.delta, last_spent[1]))
     after = (totals.add(cost) if after_totals is None else after_totals).spend()
@@ -89,9 +103,8 @@ def exceeded(total: Pair, old: Pair, new: Pair) -> BudgetExceededError:
     )
 
 
-def spend_of(entries: Iterable[Mapping[str, Any]]) -> PrivacyCost:
-    """:func:`session_spend` of ledger entries (dicts as returned by ``entries()``)."""
-    return session_spend(
-        PrivacyCost(e["requested_epsilon"], e["requested_delta"], e.get("rho"))
-        for e in entries
-    )
+def spend_of(entries: Iterable[Mapping[str, Any]], start: Totals | None = None
+             ) -> PrivacyCost:
+    """The spend of ledger entries (dicts as returned by ``entries()``), recomposed from their
+    events by the accountant whose empty totals are ``start`` (basic by default)."""
+    return fold((entry_cost(e) for e in entries), start).spend()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import threading
 from collections.abc import Mapping, Sequence
@@ -9,9 +10,18 @@ from fractions import Fraction
 from typing import Any
 
 from ..._json import jsonable
-from ...core.accounting import Number, PrivacyCost, SpendTotals, validate_delta, validate_epsilon
+from ...core.accountant import Accountant, Totals, accountant_for
+from ...core.accounting import Number, PrivacyCost, validate_delta, validate_epsilon
 from ...errors import LedgerError
-from .charges import check_cost, check_status, exceeded, meta_fields, now, plan_charge
+from .charges import (
+    check_cost,
+    check_status,
+    event_json,
+    exceeded,
+    meta_fields,
+    now,
+    plan_charge,
+)
 from .units import check_unit, meta_unit, unit_refused
 
 
@@ -23,16 +33,20 @@ class MemoryLedger:
     either wholly made or not made at all. A first unit is bound just before that append: an
     interrupt in between leaves the unit bound and nothing charged, which only refuses more."""
 
-    def __init__(self, epsilon: Number, delta: Number = 0) -> None:
+    def __init__(self, epsilon: Number, delta: Number = 0, *,
+                 accountant: str | Accountant | None = None) -> None:
         self._total = (validate_epsilon(epsilon), validate_delta(delta))
-        self._log: list[tuple[dict[str, Any], SpendTotals]] = []
+        #: The composition rule (:mod:`dpframe.core.accountant`): PLD by default when delta > 0,
+        #: exact basic composition for a pure-DP budget.
+        self.accountant: Accountant = accountant_for(accountant, self._total)
+        self._log: list[tuple[dict[str, Any], Totals]] = []
         self._unit: str | None = None
         self._lock = threading.Lock()
         self._pid = os.getpid()
 
     @property
-    def _totals(self) -> SpendTotals:
-        return self._log[-1][1] if self._log else SpendTotals()
+    def _totals(self) -> Totals:
+        return self._log[-1][1] if self._log else self.accountant.start()
 
     def total(self) -> tuple[Fraction, Fraction]:
         """The budget ``(epsilon, delta)``."""
@@ -85,7 +99,7 @@ class MemoryLedger:
                               "processes with ledger='budget.sqlite')")
         with self._lock:
             bound = self._unit
-            made: list[tuple[dict[str, Any], SpendTotals]] = []
+            made: list[tuple[dict[str, Any], Totals]] = []
             totals, spent = self._totals, self._last_spent()
             start = spent
             for cost, fields, unit in rows:
@@ -114,6 +128,7 @@ class MemoryLedger:
             "requested_epsilon": cost.epsilon,
             "requested_delta": cost.delta,
             "rho": cost.rho,
+            "event": event_json(cost),
             "epsilon": new[0] - old[0],
             "delta": new[1] - old[1],
             "spent_epsilon": new[0],
@@ -139,7 +154,8 @@ class MemoryLedger:
         """Every entry, oldest first (copies)."""
         with self._lock:
             return [
-                {**r, "columns": list(r["columns"]), "details": dict(r["details"])}
+                {**r, "columns": list(r["columns"]), "details": dict(r["details"]),
+                 "event": copy.deepcopy(r.get("event"))}
                 for r, _ in self._log
             ]
 

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 from ..._json import jsonable
 from ...core.accounting import Number, PrivacyCost
 from ...core.numbers import format_number
-from ...errors import LedgerError, OutcomeNotRecordedError
+from ...errors import LedgerError, OutcomeNotRecordedError, ValidationError
 from .chain import (
     Head,
     advance_checkpoint,
@@ -106,7 +106,13 @@ class SqliteLedger:
         create: bool = True,
         timeout: float = 60.0,
         readonly: bool = False,
+        accountant: str | None = None,
     ) -> None:
+        if accountant not in (None, "basic"):
+            raise ValidationError(
+                f"accountant={accountant!r} needs events in the ledger file, which its schema "
+                f"{SCHEMA_VERSION} does not record yet: use accountant='basic' with a ledger "
+                "file, or an in-memory session")
         self.path, eps_total, delta_total = checked_arguments(
             path, epsilon, delta, neighbouring, allow_budget_change, readonly
         )
