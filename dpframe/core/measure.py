@@ -100,6 +100,8 @@ class MeasureRelease:
 def mechanism_name(spec: NoiseSpec | ExponentialSpec) -> str:
     """The public name of a mechanism part, as descriptions and the ledger show it."""
     if isinstance(spec, ExponentialSpec):
+        if hasattr(spec, "levels"):
+            return "joint exponential (JointExp)"
         return "exponential (permute-and-flip)"
     if spec.kind == "laplace":
         return "geometric" if spec.integer else "granular laplace"

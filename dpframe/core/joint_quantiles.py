@@ -1,0 +1,261 @@
+"""Several quantiles in one release: JointExp (Gillenwater, Joseph and Kulesza 2021,
+"Differentially Private Quantiles", ICML), on dpframe's public cells, sampled exactly from
+its dynamic program's log-weights.
+
+**Candidates.** The ``K`` public cells of a quantile (:class:`~dpframe.core.aggregates.quantile.
+CellGrid`), each split into ``S + 1`` sub-candidates ``(k, r)``, ``r = 0..S`` (``S`` =
+:func:`sub_candidates`, public): a fixed, data-independent set of ``K (S + 1)`` candidates,
+ordered by ``(k, r)``. Candidate ``(k, r)`` has the rank ``rho = B_k + min(r, N_k)``, ``B_k``
+the clamped values in cells before ``k`` and ``N_k`` those in ``k``: the first ``S`` values of
+a cell are read as spread inside it, so a target rank inside a tie of up to ``S`` values is
+attained (a cell's candidates past ``N_k`` repeat its top rank). Ranks are nondecreasing in the
+candidates' order, and adding one value to cell ``k*`` raises ``rho`` by ``delta = 0`` for
+every candidate before ``(k*, N_k*)`` and by ``delta = 1`` from ``(k*, N_k* + 1)`` on:
+``delta`` is nondecreasing along the candidates.
+
+**Utility.** An output is a nondecreasing tuple ``c_1 <= ... <= c_m`` of candidates for the
+levels ``q_1 <= ... <= q_m`` (with public integer rank shifts ``s_j``, 0 unless an interval
+asks for them). With ``D`` the levels' common denominator, ``a_j = D q_j``, the targets
+``T_j = a_j n + D s_j`` (``T_0 = 0``, ``T_{m+1} = D n``) and ``P_j = D rho(c_j)``
+(``P_0 = 0``, ``P_{m+1} = D n``), the utility is JointExp's, scaled to integers::
+
+    U(c) = - sum_{j=1..m+1} | (P_j - P_{j-1}) - (T_j - T_{j-1}) |
+
+(``D`` times the L1 distance between the counts between consecutive outputs and their
+targets). **Sensitivity.** Adding a row moves every ``P_j`` by ``D delta_j``, ``delta``
+nondecreasing from 0 (``j = 0``) to 1 (``j = m + 1``): one step of ``D``. The targets' gaps
+move by ``a_j - a_{j-1}`` (summing to ``D``). So ``|Delta U| <= (D - g) + (D - g) = 2 (D -
+g)`` where ``g`` is the gap at the step, at most ``2 (D - g_min)``; a unit with ``T`` rows:
+``2 T (D - g_min)`` (a nondecreasing ``delta`` from 0 to ``T``: the worst split puts it all at
+the smallest gap). Replacing rows (``change_one``): two such ``delta``, ``n`` unchanged:
+``2 T D``. (:func:`joint_utility_sensitivity`.)
+
+**Mechanism.** The exponential mechanism over the nondecreasing tuples (counting measure):
+``P(c) ~ exp(rate U(c))`` with ``rate = a / d <= epsilon' / (2 Delta_U)`` (the exact dyadic
+rate of :meth:`~dpframe.core.mechanisms.ExponentialSpec.acceptance_rate`), which is
+``epsilon'``-DP (McSherry and Talwar 2007). The released values are a uniform point of each
+chosen cell, sorted (post-processing). ``epsilon' = epsilon (1 - 2**-10)``: the rest pays for
+the sampler's floating-point error below.
+
+**Sampling (dynamic program, log space).** ``alpha_1(c) = -rate |P(c) - G_1|`` and
+``alpha_j(c) = log sum_{k <= c} exp(alpha_{j-1}(k) - rate |P(c) - P(k) - G_j|)``, ``G_j = T_j
+- T_{j-1}``. Splitting the ``k`` at ``P(k) <= P(c) - G_j`` makes each kernel a product
+``exp(+-rate P(k)) exp(-+rate (P(c) - G_j))``: a prefix log-sum-exp (``logaddexp.accumulate``)
+and a range log-sum-exp (a disjoint sparse table: sums of positive terms only, no
+cancellation), ``O(m C log C)`` for ``C`` candidates. Then ``c_m`` is drawn with weights
+``exp(alpha_m(k) - rate |D n - P(k) - G_{m+1}|)`` and each ``c_{j-1}`` given ``c_j`` with
+``exp(alpha_{j-1}(k) - rate |P(c_j) - P(k) - G_j|)``, ``k <= c_j``: the exact law of the
+exponential mechanism when the ``alpha`` are exact (the conditionals telescope).
+
+**Floating-point safety.** Each draw is exact given its computed log-weights: a float is a
+dyadic rational, the gap to the row's largest is rounded *up* to a multiple of ``2**-20`` and
+a uniformly proposed candidate is accepted with an exact Bernoulli(exp(-gap)) coin
+(:func:`~dpframe.core.samplers.bernoulli_exp_neg`, rejection sampling: the output is exactly
+proportional to the rounded weights, however small). The output lattice is the public cells.
+What floating point changes is the log-weights themselves: each computed ``alpha`` is within
+``gamma`` of the exact one, ``gamma <= (C + 4) * 2**-52 * M`` per layer (``M`` the largest
+magnitude in the layer's sums, at most ``rate D n`` plus ``m log C``; logaddexp's error is half
+an ulp of its result plus that of ``log1p(exp())``). Each of the ``m`` conditionals is then off
+by a factor ``exp(+-(2 m gamma + 2**-20))``, the output law by ``exp(+-2 m (2 m gamma +
+2**-20))``, and the release is ``epsilon' + 4 m (2 m gamma + 2**-20)``-DP. The plan keeps
+``epsilon 2**-10`` aside for it: this covers ``gamma`` (so ``n``) up to about ``2**-12 epsilon
+/ m**2``, i.e. ``n`` in the hundreds of millions of rows at the default grid and epsilon 1
+(docs/privacy.md says so).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+import numpy.typing as npt
+
+from .mechanisms import ExponentialSpec
+from .rng import RandomSource
+from .samplers import bernoulli_exp_neg
+from .sensitivity import Contribution, Relation
+
+I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
+
+#: Candidates of a joint release at most (cells times sub-candidates), keeping the dynamic
+#: program's tables (about 20 floats per candidate) within tens of MiB.
+MAX_JOINT_CANDIDATES = 1 << 15
+#: Sub-candidates per cell at most (ties of up to this many values are resolved inside a cell).
+MAX_SUB = 16
+#: Share of epsilon kept aside for the sampler's floating-point error (module docstring).
+FLOAT_SLACK = Fraction(1, 1 << 10)
+#: The gaps' rounding: multiples of 2**-GAP_BITS, rounded up.
+GAP_BITS = 20
+_GAP_CAP = float(1 << 42)  # gaps beyond (weights below exp(-2**42)) are capped: int64 safe
+
+
+def sub_candidates(cells: int) -> int:
+    """``S``: sub-candidates per cell beyond the first (public: a function of the cells)."""
+    return int(max(0, min(MAX_SUB, MAX_JOINT_CANDIDATES // max(1, cells)) - 1))
+
+
+def common_denominator(levels: Sequence[Fraction]) -> int:
+    d = 1
+    for q in levels:
+        d = d * q.denominator // math.gcd(d, q.denominator)
+    return d
+
+
+def joint_utility_sensitivity(relation: Relation, levels: Sequence[Fraction],
+                              c: Contribution) -> int:
+    """``Delta_U`` of the joint utility (module docstring): ``2 T (D - g_min)`` under
+    add_remove, ``2 T D`` under change_one, ``T`` a unit's rows."""
+    d = common_denominator(levels)
+    a = [0, *(int(q * d) for q in levels), d]
+    g_min = min(y - x for x, y in zip(a, a[1:], strict=False))
+    per = 2 * (d - g_min) if relation == "add_remove" else 2 * d
+    return max(1, per) * c.rows
+
+
+@dataclass(frozen=True)
+class JointQuantileSpec(ExponentialSpec):
+    """The exponential mechanism of JointExp over nondecreasing candidate tuples. ``levels``
+    nondecreasing, ``shifts`` their public rank shifts (zeros but for an interval's ends);
+    ``n_candidates`` is the cells ``K``."""
+
+    levels: tuple[Fraction, ...] = ()
+    shifts: tuple[int, ...] = ()
+
+    def acceptance_rate(self) -> tuple[int, int]:
+        """The exact rate of :class:`ExponentialSpec` at ``epsilon (1 - FLOAT_SLACK)``."""
+        return ExponentialSpec(self.epsilon * (1 - FLOAT_SLACK), self.utility_sensitivity,
+                               self.n_candidates).acceptance_rate()
+
+    def utility_error(self, level: float = 0.95) -> float:
+        """A bound on the utility shortfall at ``level``: ``log(#tuples / beta) / rate``."""
+        a, d = self.acceptance_rate()
+        m = len(self.levels)
+        cands = self.n_candidates * (sub_candidates(self.n_candidates) + 1)
+        log_tuples = math.lgamma(cands + m) - math.lgamma(m + 1) - math.lgamma(cands)
+        return (log_tuples + math.log(1 / (1 - level))) * d / a
+
+    def choose_joint(self, cells: npt.ArrayLike, rng: RandomSource) -> I64:
+        """The chosen cell of each level, per group (rows of ``cells``): shape
+        ``(groups, m)``, nondecreasing along each row."""
+        c = np.atleast_2d(np.asarray(cells, dtype=np.int64))
+        out = np.zeros((c.shape[0], len(self.levels)), dtype=np.int64)
+        a, d = self.acceptance_rate()
+        sub = sub_candidates(c.shape[1])
+        for g in range(c.shape[0]):
+            out[g] = sample_joint(c[g], self.levels, self.shifts, a / d, sub, rng) // (sub + 1)
+        return out
+
+
+def candidate_ranks(cells: I64, sub: int) -> I64:
+    """``rho`` of every candidate ``(k, r)`` in order: ``B_k + min(r, N_k)``."""
+    below = np.cumsum(cells) - cells
+    r = np.arange(sub + 1, dtype=np.int64)
+    return (below[:, None] + np.minimum(r[None, :], cells[:, None])).reshape(-1)
+
+
+def targets(n: int, levels: Sequence[Fraction], shifts: Sequence[int]) -> tuple[int, I64]:
+    """``(D, G)``: the common denominator and the target gaps ``G_1..G_{m+1}``."""
+    d = common_denominator(levels)
+    t = [0, *(int(q * d) * n + d * s for q, s in zip(levels, shifts, strict=True)), d * n]
+    return d, np.diff(np.asarray(t, dtype=np.int64))
+
+
+def _sparse_table(v: F64) -> F64:
+    """A disjoint sparse table of log-sum-exp over ``v`` (length a power of two):
+    ``T[h, i]`` is the log-sum-exp from ``i`` to the middle of its level-``h`` block (left
+    half) or from the middle to ``i`` (right half)."""
+    size = v.size
+    levels = max(2, size.bit_length())
+    table = np.full((levels, size), -np.inf)
+    table[0] = v
+    for h in range(1, levels):
+        half = 1 << (h - 1)
+        blocks = v.reshape(-1, 2, half).transpose(1, 2, 0)  # (side, position, block)
+        left = np.logaddexp.accumulate(np.ascontiguousarray(blocks[0, ::-1]), axis=0)[::-1]
+        right = np.logaddexp.accumulate(np.ascontiguousarray(blocks[1]), axis=0)
+        table[h] = np.stack([left, right]).transpose(2, 0, 1).reshape(-1)
+    return table
+
+
+def _range_lse(table: F64, lo: I64, hi: I64) -> F64:
+    """log-sum-exp of ``v[lo..hi]`` (inclusive) per pair; ``-inf`` where ``lo > hi``."""
+    out = np.full(lo.shape, -np.inf)
+    ok = lo <= hi
+    lo_, hi_ = lo[ok], hi[ok]
+    same = lo_ == hi_
+    h = np.frexp((lo_ ^ hi_).astype(np.float64))[1]  # bit length of lo ^ hi
+    res = np.where(same, table[0, lo_],
+                   np.logaddexp(table[np.maximum(h, 1), lo_], table[np.maximum(h, 1), hi_]))
+    out[ok] = res
+    return out
+
+
+def _next_layer(alpha: F64, p: I64, gap: int, rate: float) -> F64:
+    """``alpha_j`` from ``alpha_{j-1}`` (module docstring)."""
+    size = alpha.size
+    thr = p - gap
+    split = np.minimum(np.searchsorted(p, thr, side="right") - 1, np.arange(size))
+    rp = rate * p.astype(np.float64)
+    prefix = np.logaddexp.accumulate(alpha + rp)
+    part_a = np.where(split >= 0, prefix[np.maximum(split, 0)], -np.inf) - rate * thr
+    padded = np.full(1 << max(1, (size - 1).bit_length()), -np.inf)
+    padded[:size] = alpha - rp
+    part_b = _range_lse(_sparse_table(padded), split + 1, np.arange(size)) + rate * thr
+    return np.logaddexp(part_a, part_b)
+
+
+def _draw(logw: F64, rng: RandomSource) -> int:
+    """One index drawn exactly proportionally to ``exp(w_i)``, ``w_i`` the computed weights with
+    their gaps to the largest rounded up to multiples of ``2**-GAP_BITS``: rejection from
+    uniform proposals with exact Bernoulli(exp(-gap)) coins."""
+    gap = np.minimum(logw.max() - logw, _GAP_CAP)
+    num = np.ceil(gap * (1 << GAP_BITS)).astype(np.int64)
+    size = num.size
+    batch = int(min(size, 4096))
+    while True:
+        idx = rng.below(np.full(batch, size, dtype=np.uint64)).astype(np.int64)
+        ok = bernoulli_exp_neg(num[idx], 1 << GAP_BITS, rng)
+        hit = np.flatnonzero(ok)
+        if hit.size:
+            return int(idx[hit[0]])
+
+
+def sample_joint(cells: I64, levels: Sequence[Fraction], shifts: Sequence[int], rate: float,
+                 sub: int, rng: RandomSource) -> I64:
+    """One draw of the joint mechanism on one group's cell counts: the chosen candidate of
+    each level (indices into the ``K (sub + 1)`` candidates), nondecreasing."""
+    m = len(levels)
+    rho = candidate_ranks(np.asarray(cells, dtype=np.int64), sub)
+    n = int(cells.sum())
+    d, gaps = targets(n, levels, shifts)
+    p = d * rho
+    alphas = [-rate * np.abs(p - gaps[0]).astype(np.float64)]
+    for j in range(1, m):
+        alphas.append(_next_layer(alphas[-1], p, int(gaps[j]), rate))
+    out = np.zeros(m, dtype=np.int64)
+    last = alphas[-1] - rate * np.abs(d * n - p - gaps[m]).astype(np.float64)
+    out[m - 1] = _draw(last, rng)
+    for j in range(m - 1, 0, -1):
+        c = int(out[j])
+        w = alphas[j - 1][:c + 1] - rate * np.abs(p[c] - p[:c + 1] - gaps[j]).astype(
+            np.float64)
+        out[j - 1] = _draw(w, rng)
+    return out
+
+
+def joint_utility(cells: I64, chosen: I64, levels: Sequence[Fraction], shifts: Sequence[int],
+                  sub: int) -> int:
+    """The integer utility ``U`` of one chosen candidate tuple (tests and audits)."""
+    rho = candidate_ranks(np.asarray(cells, dtype=np.int64), sub)
+    n = int(np.asarray(cells).sum())
+    d, gaps = targets(n, levels, shifts)
+    pts = np.concatenate([[0], d * rho[np.asarray(chosen)], [d * n]])
+    return -int(np.abs(np.diff(pts) - gaps).sum())
+
+
+__all__ = ["FLOAT_SLACK", "JointQuantileSpec", "candidate_ranks", "joint_utility",
+           "joint_utility_sensitivity", "sample_joint", "sub_candidates"]
