@@ -142,116 +142,138 @@ class JointQuantileSpec(ExponentialSpec):
         """The chosen cell of each level, per group (rows of ``cells``): shape
         ``(groups, m)``, nondecreasing along each row."""
         c = np.atleast_2d(np.asarray(cells, dtype=np.int64))
-        out = np.zeros((c.shape[0], len(self.levels)), dtype=np.int64)
+        if c.shape[0] == 0:
+            return np.zeros((0, len(self.levels)), dtype=np.int64)
         a, d = self.acceptance_rate()
         sub = sub_candidates(c.shape[1])
-        for g in range(c.shape[0]):
-            out[g] = sample_joint(c[g], self.levels, self.shifts, a / d, sub, rng) // (sub + 1)
-        return out
+        return sample_joint(c, self.levels, self.shifts, a / d, sub, rng) // (sub + 1)
 
 
 def candidate_ranks(cells: I64, sub: int) -> I64:
-    """``rho`` of every candidate ``(k, r)`` in order: ``B_k + min(r, N_k)``."""
-    below = np.cumsum(cells) - cells
+    """``rho`` of every candidate ``(k, r)`` in order, per row: ``B_k + min(r, N_k)``."""
+    c = np.atleast_2d(cells)
+    below = np.cumsum(c, axis=1) - c
     r = np.arange(sub + 1, dtype=np.int64)
-    return (below[:, None] + np.minimum(r[None, :], cells[:, None])).reshape(-1)
+    rho = below[:, :, None] + np.minimum(r[None, None, :], c[:, :, None])
+    out: I64 = rho.reshape(c.shape[0], -1)
+    return out if np.ndim(cells) == 2 else out[0]
 
 
-def targets(n: int, levels: Sequence[Fraction], shifts: Sequence[int]) -> tuple[int, I64]:
-    """``(D, G)``: the common denominator and the target gaps ``G_1..G_{m+1}``."""
+def targets(n: npt.ArrayLike, levels: Sequence[Fraction], shifts: Sequence[int]
+            ) -> tuple[int, I64]:
+    """``(D, G)``: the common denominator and the target gaps ``G_1..G_{m+1}`` (per ``n``)."""
     d = common_denominator(levels)
-    t = [0, *(int(q * d) * n + d * s for q, s in zip(levels, shifts, strict=True)), d * n]
-    return d, np.diff(np.asarray(t, dtype=np.int64))
+    nn = np.asarray(n, dtype=np.int64)[..., None]
+    a = np.asarray([0, *(int(q * d) for q in levels), d], dtype=np.int64)
+    s = np.asarray([0, *shifts, 0], dtype=np.int64)
+    t = a * nn + d * s
+    return d, np.diff(t, axis=-1)
 
 
 def _sparse_table(v: F64) -> F64:
-    """A disjoint sparse table of log-sum-exp over ``v`` (length a power of two):
-    ``T[h, i]`` is the log-sum-exp from ``i`` to the middle of its level-``h`` block (left
+    """A disjoint sparse table of log-sum-exp over each row of ``v`` (width a power of two):
+    ``T[h, g, i]`` is the log-sum-exp from ``i`` to the middle of its level-``h`` block (left
     half) or from the middle to ``i`` (right half)."""
-    size = v.size
+    rows, size = v.shape
     levels = max(2, size.bit_length())
-    table = np.full((levels, size), -np.inf)
+    table = np.full((levels, rows, size), -np.inf)
     table[0] = v
     for h in range(1, levels):
         half = 1 << (h - 1)
-        blocks = v.reshape(-1, 2, half).transpose(1, 2, 0)  # (side, position, block)
+        blocks = v.reshape(rows, -1, 2, half).transpose(2, 3, 0, 1)  # side, pos, row, block
         left = np.logaddexp.accumulate(np.ascontiguousarray(blocks[0, ::-1]), axis=0)[::-1]
         right = np.logaddexp.accumulate(np.ascontiguousarray(blocks[1]), axis=0)
-        table[h] = np.stack([left, right]).transpose(2, 0, 1).reshape(-1)
+        table[h] = np.stack([left, right]).transpose(2, 3, 0, 1).reshape(rows, size)
     return table
 
 
 def _range_lse(table: F64, lo: I64, hi: I64) -> F64:
-    """log-sum-exp of ``v[lo..hi]`` (inclusive) per pair; ``-inf`` where ``lo > hi``."""
-    out = np.full(lo.shape, -np.inf)
+    """log-sum-exp of ``v[g, lo..hi]`` (inclusive) per entry; ``-inf`` where ``lo > hi``."""
+    g = np.broadcast_to(np.arange(lo.shape[0])[:, None], lo.shape)
     ok = lo <= hi
-    lo_, hi_ = lo[ok], hi[ok]
-    same = lo_ == hi_
-    h = np.frexp((lo_ ^ hi_).astype(np.float64))[1]  # bit length of lo ^ hi
-    res = np.where(same, table[0, lo_],
-                   np.logaddexp(table[np.maximum(h, 1), lo_], table[np.maximum(h, 1), hi_]))
-    out[ok] = res
+    lo_, hi_ = np.where(ok, lo, 0), np.where(ok, hi, 0)
+    h = np.maximum(np.frexp((lo_ ^ hi_).astype(np.float64))[1], 1)  # bit length of lo ^ hi
+    res = np.where(lo_ == hi_, table[0, g, lo_],
+                   np.logaddexp(table[h, g, lo_], table[h, g, hi_]))
+    return np.where(ok, res, -np.inf)
+
+
+def _next_layer(alpha: F64, p: I64, gap: I64, rate: float) -> F64:
+    """``alpha_j`` from ``alpha_{j-1}`` per row (module docstring); ``gap`` per row."""
+    rows, size = alpha.shape
+    thr = p - gap[:, None]
+    split = np.stack([np.searchsorted(p[g], thr[g], side="right") for g in range(rows)]) - 1
+    split = np.minimum(split, np.arange(size)[None, :])
+    rp = rate * p.astype(np.float64)
+    prefix = np.logaddexp.accumulate(alpha + rp, axis=1)
+    part_a = np.where(split >= 0, np.take_along_axis(prefix, np.maximum(split, 0), axis=1),
+                      -np.inf) - rate * thr
+    padded = np.full((rows, 1 << max(1, (size - 1).bit_length())), -np.inf)
+    padded[:, :size] = alpha - rp
+    upto = np.broadcast_to(np.arange(size)[None, :], (rows, size))
+    part_b = _range_lse(_sparse_table(padded), split + 1, upto) + rate * thr
+    out: F64 = np.logaddexp(part_a, part_b)
     return out
 
 
-def _next_layer(alpha: F64, p: I64, gap: int, rate: float) -> F64:
-    """``alpha_j`` from ``alpha_{j-1}`` (module docstring)."""
-    size = alpha.size
-    thr = p - gap
-    split = np.minimum(np.searchsorted(p, thr, side="right") - 1, np.arange(size))
-    rp = rate * p.astype(np.float64)
-    prefix = np.logaddexp.accumulate(alpha + rp)
-    part_a = np.where(split >= 0, prefix[np.maximum(split, 0)], -np.inf) - rate * thr
-    padded = np.full(1 << max(1, (size - 1).bit_length()), -np.inf)
-    padded[:size] = alpha - rp
-    part_b = _range_lse(_sparse_table(padded), split + 1, np.arange(size)) + rate * thr
-    return np.logaddexp(part_a, part_b)
-
-
-def _draw(logw: F64, rng: RandomSource) -> int:
-    """One index drawn exactly proportionally to ``exp(w_i)``, ``w_i`` the computed weights with
-    their gaps to the largest rounded up to multiples of ``2**-GAP_BITS``: rejection from
-    uniform proposals with exact Bernoulli(exp(-gap)) coins."""
-    gap = np.minimum(logw.max() - logw, _GAP_CAP)
+def _draw(logw: F64, limit: I64, rng: RandomSource) -> I64:
+    """One index per row, in ``[0, limit]``, drawn exactly proportionally to ``exp(w_i)``, ``w``
+    the computed weights with their gaps to the row's largest (over ``[0, limit]``) rounded up
+    to multiples of ``2**-GAP_BITS``: rejection from uniform proposals with exact
+    Bernoulli(exp(-gap)) coins, the first accepted proposal of each row."""
+    rows, size = logw.shape
+    inside = np.arange(size)[None, :] <= limit[:, None]
+    top = np.where(inside, logw, -np.inf).max(axis=1, keepdims=True)
+    gap = np.minimum(np.where(inside, top - logw, _GAP_CAP), _GAP_CAP)
     num = np.ceil(gap * (1 << GAP_BITS)).astype(np.int64)
-    size = num.size
-    batch = int(min(size, 4096))
-    while True:
-        idx = rng.below(np.full(batch, size, dtype=np.uint64)).astype(np.int64)
-        ok = bernoulli_exp_neg(num[idx], 1 << GAP_BITS, rng)
-        hit = np.flatnonzero(ok)
-        if hit.size:
-            return int(idx[hit[0]])
+    out = np.zeros(rows, dtype=np.int64)
+    active = np.arange(rows)
+    batch = int(min(size, 1024))
+    while active.size:
+        bound = np.repeat(limit[active] + 1, batch).astype(np.uint64)
+        idx = rng.below(bound).astype(np.int64).reshape(active.size, batch)
+        ok = bernoulli_exp_neg(num[active[:, None], idx].reshape(-1), 1 << GAP_BITS,
+                               rng).reshape(active.size, batch)
+        hit = ok.any(axis=1)
+        first = ok.argmax(axis=1)
+        out[active[hit]] = idx[hit, first[hit]]
+        active = active[~hit]
+    return out
 
 
 def sample_joint(cells: I64, levels: Sequence[Fraction], shifts: Sequence[int], rate: float,
                  sub: int, rng: RandomSource) -> I64:
-    """One draw of the joint mechanism on one group's cell counts: the chosen candidate of
-    each level (indices into the ``K (sub + 1)`` candidates), nondecreasing."""
-    m = len(levels)
-    rho = candidate_ranks(np.asarray(cells, dtype=np.int64), sub)
-    n = int(cells.sum())
-    d, gaps = targets(n, levels, shifts)
+    """One draw of the joint mechanism per row of ``cells`` (a group's cell counts): the
+    chosen candidate of each level (indices into the ``K (sub + 1)`` candidates),
+    nondecreasing; shape ``(groups, m)``."""
+    c = np.atleast_2d(np.asarray(cells, dtype=np.int64))
+    rows, m = c.shape[0], len(levels)
+    rho = candidate_ranks(c, sub)
+    size = rho.shape[1]
+    n = c.sum(axis=1)
+    d, gaps = targets(n, levels, shifts)  # [rows, m + 1]
     p = d * rho
-    alphas = [-rate * np.abs(p - gaps[0]).astype(np.float64)]
+    alphas = [-rate * np.abs(p - gaps[:, :1]).astype(np.float64)]
     for j in range(1, m):
-        alphas.append(_next_layer(alphas[-1], p, int(gaps[j]), rate))
-    out = np.zeros(m, dtype=np.int64)
-    last = alphas[-1] - rate * np.abs(d * n - p - gaps[m]).astype(np.float64)
-    out[m - 1] = _draw(last, rng)
+        alphas.append(_next_layer(alphas[-1], p, gaps[:, j], rate))
+    out = np.zeros((rows, m), dtype=np.int64)
+    end = (d * n)[:, None]
+    last = alphas[-1] - rate * np.abs(end - p - gaps[:, m:]).astype(np.float64)
+    out[:, m - 1] = _draw(last, np.full(rows, size - 1), rng)
     for j in range(m - 1, 0, -1):
-        c = int(out[j])
-        w = alphas[j - 1][:c + 1] - rate * np.abs(p[c] - p[:c + 1] - gaps[j]).astype(
-            np.float64)
-        out[j - 1] = _draw(w, rng)
+        chosen = out[:, j]
+        pc = np.take_along_axis(p, chosen[:, None], axis=1)
+        w = alphas[j - 1] - rate * np.abs(pc - p - gaps[:, j:j + 1]).astype(np.float64)
+        out[:, j - 1] = _draw(w, chosen, rng)
     return out
 
 
 def joint_utility(cells: I64, chosen: I64, levels: Sequence[Fraction], shifts: Sequence[int],
                   sub: int) -> int:
     """The integer utility ``U`` of one chosen candidate tuple (tests and audits)."""
-    rho = candidate_ranks(np.asarray(cells, dtype=np.int64), sub)
-    n = int(np.asarray(cells).sum())
+    c = np.asarray(cells, dtype=np.int64)
+    rho = candidate_ranks(c, sub)
+    n = int(c.sum())
     d, gaps = targets(n, levels, shifts)
     pts = np.concatenate([[0], d * rho[np.asarray(chosen)], [d * n]])
     return -int(np.abs(np.diff(pts) - gaps).sum())

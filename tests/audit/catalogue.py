@@ -69,6 +69,12 @@ from .findings_i44_e import gaussian_key_selection, l2_understated
 from .findings_local import finding_local_invalid_value, finding_local_spelling
 from .findings_local_categories import finding_local_categorical_levels
 from .findings_quant import finding_quantile_cells, halved_quantile_sensitivity
+from .findings_joint_quantiles import (
+    finding_joint_exact,
+    finding_joint_sampling,
+    halved_joint_sensitivity,
+    quadrupled_joint_rate,
+)
 from .findings_round4_a import (
     drops_not_carried,
     finding_dask_partition_drops,
@@ -515,6 +521,18 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("BROKEN: private keys, threshold one too low", "key with 1 unit vs absent",
              selection(1, 0, 0.1), 500_000, 50_000, expect_violation=True,
              patch=low_selection_threshold),
+    Scenario("finding 85: several quantiles in one JointExp release (exact law)",
+             "every dataset of up to 4 rows on 3 cells against one more row (two with "
+             "max_rows_per_unit=2; under change_one also a row moved): the exact law of the "
+             "quartiles' cells", None, 1, 1, exact=finding_joint_exact),
+    Scenario("BROKEN: JointExp with halved utility sensitivity", "as finding 85", None, 1, 1,
+             expect_violation=True, exact=finding_joint_exact, patch=halved_joint_sensitivity),
+    Scenario("finding 86: JointExp's sampler (log-space dynamic program, exact draws)",
+             "finding 85's worst pair (one more row), statistic: the exact log ratio of the "
+             "cells released", finding_joint_sampling, 200_000, 40_000),
+    Scenario("BROKEN: JointExp's sampler at four times its rate", "as finding 86",
+             finding_joint_sampling, 200_000, 40_000, expect_violation=True,
+             patch=quadrupled_joint_rate),
 )
 
 
