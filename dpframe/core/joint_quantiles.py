@@ -5,13 +5,16 @@ its dynamic program's log-weights.
 **Candidates.** The ``K`` public cells of a quantile (:class:`~dpframe.core.aggregates.quantile.
 CellGrid`), each split into ``S + 1`` sub-candidates ``(k, r)``, ``r = 0..S`` (``S`` =
 :func:`sub_candidates`, public): a fixed, data-independent set of ``K (S + 1)`` candidates,
-ordered by ``(k, r)``. Candidate ``(k, r)`` has the rank ``rho = B_k + min(r, N_k)``, ``B_k``
-the clamped values in cells before ``k`` and ``N_k`` those in ``k``: the first ``S`` values of
-a cell are read as spread inside it, so a target rank inside a tie of up to ``S`` values is
-attained (a cell's candidates past ``N_k`` repeat its top rank). Ranks are nondecreasing in the
-candidates' order, and adding one value to cell ``k*`` raises ``rho`` by ``delta = 0`` for
-every candidate before ``(k*, N_k*)`` and by ``delta = 1`` from ``(k*, N_k* + 1)`` on:
-``delta`` is nondecreasing along the candidates.
+ordered by ``(k, r)``. With ``B_k`` the clamped values in cells before ``k``, ``N_k`` those in
+``k`` and ``h = S // 2``, candidate ``(k, r)`` has the rank ``rho = B_k + min(r, N_k)`` for
+``r <= h`` and ``B_k + max(min(r, N_k), N_k - S + r)`` for ``r > h``: a tie of up to ``S``
+values inside a cell is read as spread over it (every rank ``B_k..B_k + N_k`` is a candidate's;
+the candidates past ``N_k`` repeat the top one), a larger one by its ``h + 1`` lowest and
+``S - h`` highest ranks, so a target rank near either end of a heavy tie stays in its cell.
+Ranks are nondecreasing in the candidates' order, and adding one value to cell ``k*`` raises
+``rho`` by ``delta = 0`` for the candidates of cells before ``k*``, by ``1`` for those after,
+and inside ``k*`` by ``1[r >= N + 1]`` (``N < S``) or by ``1[r > h]`` (``N >= S``): ``delta``
+is nondecreasing along the candidates (checked exhaustively in the tests).
 
 **Utility.** An output is a nondecreasing tuple ``c_1 <= ... <= c_m`` of candidates for the
 levels ``q_1 <= ... <= q_m`` (with public integer rank shifts ``s_j``, 0 unless an interval
@@ -84,8 +87,10 @@ F64 = npt.NDArray[np.float64]
 #: Candidates of a joint release at most (cells times sub-candidates), keeping the dynamic
 #: program's tables (about 20 floats per candidate) within tens of MiB.
 MAX_JOINT_CANDIDATES = 1 << 15
-#: Sub-candidates per cell at most (ties of up to this many values are resolved inside a cell).
-MAX_SUB = 16
+#: Sub-candidates per cell at most: a tie of up to this many values is resolved inside its cell.
+MAX_SUB = 63
+#: Candidates times groups of one batch of the dynamic program (its tables' memory).
+BATCH_CANDIDATES = 1 << 17
 #: Share of epsilon kept aside for the sampler's floating-point error (module docstring).
 FLOAT_SLACK = Fraction(1, 1 << 10)
 #: The gaps' rounding: multiples of 2**-GAP_BITS, rounded up.
@@ -95,7 +100,7 @@ _GAP_CAP = float(1 << 42)  # gaps beyond (weights below exp(-2**42)) are capped:
 
 def sub_candidates(cells: int) -> int:
     """``S``: sub-candidates per cell beyond the first (public: a function of the cells)."""
-    return int(max(0, min(MAX_SUB, MAX_JOINT_CANDIDATES // max(1, cells)) - 1))
+    return int(max(0, min(MAX_SUB + 1, MAX_JOINT_CANDIDATES // max(1, cells)) - 1))
 
 
 def common_denominator(levels: Sequence[Fraction]) -> int:
@@ -146,15 +151,21 @@ class JointQuantileSpec(ExponentialSpec):
             return np.zeros((0, len(self.levels)), dtype=np.int64)
         a, d = self.acceptance_rate()
         sub = sub_candidates(c.shape[1])
-        return sample_joint(c, self.levels, self.shifts, a / d, sub, rng) // (sub + 1)
+        step = max(1, BATCH_CANDIDATES // (c.shape[1] * (sub + 1)))
+        parts = [sample_joint(c[i:i + step], self.levels, self.shifts, a / d, sub, rng)
+                 for i in range(0, c.shape[0], step)]
+        return np.concatenate(parts) // (sub + 1)
 
 
 def candidate_ranks(cells: I64, sub: int) -> I64:
-    """``rho`` of every candidate ``(k, r)`` in order, per row: ``B_k + min(r, N_k)``."""
+    """``rho`` of every candidate ``(k, r)`` in order, per row (module docstring): ``B_k +
+    min(r, N_k)`` for ``r <= S // 2``, ``B_k + max(min(r, N_k), N_k - S + r)`` above."""
     c = np.atleast_2d(cells)
     below = np.cumsum(c, axis=1) - c
-    r = np.arange(sub + 1, dtype=np.int64)
-    rho = below[:, :, None] + np.minimum(r[None, None, :], c[:, :, None])
+    r = np.arange(sub + 1, dtype=np.int64)[None, None, :]
+    n = c[:, :, None]
+    low = np.minimum(r, n)
+    rho = below[:, :, None] + np.where(r <= sub // 2, low, np.maximum(low, n - sub + r))
     out: I64 = rho.reshape(c.shape[0], -1)
     return out if np.ndim(cells) == 2 else out[0]
 
@@ -228,7 +239,7 @@ def _draw(logw: F64, limit: I64, rng: RandomSource) -> I64:
     num = np.ceil(gap * (1 << GAP_BITS)).astype(np.int64)
     out = np.zeros(rows, dtype=np.int64)
     active = np.arange(rows)
-    batch = int(min(size, 1024))
+    batch = int(min(size, 256))
     while active.size:
         bound = np.repeat(limit[active] + 1, batch).astype(np.uint64)
         idx = rng.below(bound).astype(np.int64).reshape(active.size, batch)

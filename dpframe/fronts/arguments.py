@@ -214,7 +214,7 @@ def quantile_measure(column: str, label: str, q: object, resolution: object,
     qs = several_levels(q) if label not in QUANTILE_LEVELS else None
     if qs is not None:
         if not qs:
-            raise ValidationError("quantile levels: give at least one")
+            raise ValidationError("quantile levels q: give at least one")
         levels = tuple(quantile_level(v) for v in qs)
         return Measure("quantile", column, label=label, q=levels[0], grid=as_grid(resolution),
                        weight=weight, levels=levels)

@@ -529,9 +529,9 @@ SCENARIOS: tuple[Scenario, ...] = (
              expect_violation=True, exact=finding_joint_exact, patch=halved_joint_sensitivity),
     Scenario("finding 86: JointExp's sampler (log-space dynamic program, exact draws)",
              "finding 85's worst pair (one more row), statistic: the exact log ratio of the "
-             "cells released", finding_joint_sampling, 200_000, 40_000),
+             "cells released", finding_joint_sampling, 200_000, 20_000),
     Scenario("BROKEN: JointExp's sampler at four times its rate", "as finding 86",
-             finding_joint_sampling, 200_000, 40_000, expect_violation=True,
+             finding_joint_sampling, 200_000, 20_000, expect_violation=True,
              patch=quadrupled_joint_rate),
 )
 

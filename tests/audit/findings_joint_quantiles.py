@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
+import math
 from collections.abc import Iterator
 from fractions import Fraction
 
@@ -31,12 +32,7 @@ import pytest
 import dpframe as dpf
 from dpframe.core import joint_quantiles
 from dpframe.core.aggregates import quantile as quantile_module
-from dpframe.core.joint_quantiles import (
-    JointQuantileSpec,
-    candidate_ranks,
-    sub_candidates,
-    targets,
-)
+from dpframe.core.joint_quantiles import JointQuantileSpec, sub_candidates, targets
 from dpframe.core.plan import plan_query
 from dpframe.core.rng import RandomSource
 
@@ -45,7 +41,7 @@ from .scenario import Built, Run
 CELLS = 3
 MAX_ROWS = 4
 LEVELS = (0.25, 0.5, 0.75)
-CHUNK = 2048
+CHUNK = 512
 
 
 def _plan(relation: str, unit: bool, levels: tuple[float, ...] = LEVELS) -> object:
@@ -58,23 +54,54 @@ def _plan(relation: str, unit: bool, levels: tuple[float, ...] = LEVELS) -> obje
     return plan_query(query, relation, {"x": "float", "u": "int"})
 
 
+def _distinct(cells: np.ndarray, sub: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct candidates of the module docstring (cell, rank), with how many of the
+    ``sub + 1`` candidates of their cell repeat them: a cell of ``N <= S`` values has the ranks
+    ``B..B + N``, the top one ``S + 1 - N`` times; a larger tie its ``h + 1`` lowest and
+    ``S - h`` highest ranks once each (written here independently of ``candidate_ranks``)."""
+    cell, rank, mult = [], [], []
+    below = 0
+    for k, nk in enumerate(int(v) for v in cells):
+        if nk <= sub:
+            rs, ms = list(range(nk + 1)), [1] * nk + [sub + 1 - nk]
+        else:
+            h = sub // 2
+            rs = list(range(h + 1)) + [nk - sub + r for r in range(h + 1, sub + 1)]
+            ms = [1] * (sub + 1)
+        cell += [k] * len(rs)
+        rank += [below + r for r in rs]
+        mult += ms
+        below += nk
+    return np.asarray(cell), np.asarray(rank, dtype=np.int64), np.asarray(mult)
+
+
 def joint_law(spec: JointQuantileSpec, cells: tuple[int, ...]) -> dict[tuple[int, ...], float]:
     """The exact law of the released cell tuple: every nondecreasing candidate tuple weighted
-    ``exp(rate U)``, summed by the cells they name."""
+    ``exp(rate U)``, summed by the cells they name. Candidates that repeat one rank in one cell
+    are gathered: ``r`` levels on a candidate repeated ``M`` times stand for ``C(M + r - 1, r)``
+    nondecreasing candidate tuples."""
     c = np.asarray(cells, dtype=np.int64)
     sub = sub_candidates(c.size)
-    rho = candidate_ranks(c, sub)
+    cell, rho, mult = _distinct(c, sub)
+    m = len(spec.levels)
     d, gaps = targets(int(c.sum()), spec.levels, spec.shifts)
     a, den = spec.acceptance_rate()
-    tuples = _tuples(rho.size, len(spec.levels))
+    tuples = _tuples(rho.size, m)
     pts = np.concatenate([np.zeros((len(tuples), 1), dtype=np.int64), d * rho[tuples],
                           np.full((len(tuples), 1), d * int(c.sum()))], axis=1)
     u = -np.abs(np.diff(pts, axis=1) - gaps[None, :]).sum(axis=1)
-    w = np.exp(float(Fraction(a, den)) * (u - u.max()))
-    cell = tuples // (sub + 1)
-    code = (cell * (c.size ** np.arange(cell.shape[1]))[None, :]).sum(axis=1)
-    law = np.bincount(code, weights=w, minlength=c.size ** cell.shape[1]) / w.sum()
-    return {tuple(int(x) for x in np.unravel_index(k, (c.size,) * cell.shape[1], order="F")):
+    logm = np.zeros(len(tuples))
+    for i, t in enumerate(tuples):
+        vals, runs = np.unique(t, return_counts=True)
+        for v, r in zip(vals, runs, strict=True):
+            mv = int(mult[v])
+            logm[i] += math.lgamma(mv + r) - math.lgamma(r + 1) - math.lgamma(mv)
+    logw = float(Fraction(a, den)) * u + logm
+    w = np.exp(logw - logw.max())
+    tc = cell[tuples]
+    code = (tc * (c.size ** np.arange(m))[None, :]).sum(axis=1)
+    law = np.bincount(code, weights=w, minlength=c.size ** m) / w.sum()
+    return {tuple(int(x) for x in np.unravel_index(k, (c.size,) * m, order="F")):
             float(p) for k, p in enumerate(law) if p > 0}
 
 
