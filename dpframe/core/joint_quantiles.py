@@ -68,6 +68,7 @@ by a factor ``exp(+-(2 m gamma + 2**-20))``, the output law by ``exp(+-2 m (2 m 
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -116,7 +117,7 @@ def joint_utility_sensitivity(relation: Relation, levels: Sequence[Fraction],
     add_remove, ``2 T D`` under change_one, ``T`` a unit's rows."""
     d = common_denominator(levels)
     a = [0, *(int(q * d) for q in levels), d]
-    g_min = min(y - x for x, y in zip(a, a[1:], strict=False))
+    g_min = min(y - x for x, y in itertools.pairwise(a))
     per = 2 * (d - g_min) if relation == "add_remove" else 2 * d
     return max(1, per) * c.rows
 

@@ -24,9 +24,9 @@ from .arguments import (
     column_attribute,
     fraction_weights,
     identifiers,
+    level_index,
     options_checked,
     pipe_to,
-    level_index,
     quantile_measure,
 )
 from .docs import (

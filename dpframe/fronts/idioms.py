@@ -48,8 +48,9 @@ def describe(priv: PrivateFrame, epsilon: object, columns: Sequence[str] | None,
     composition of the measures (each is epsilon_i-DP; the release is sum epsilon_i = epsilon).
     Without ``ci=``, a column's percentiles are ONE joint release (JointExp,
     :mod:`dpframe.core.joint_quantiles`) at the share they would have had one by one (shown
-    as ``<column>.percentiles`` in the split). With ``ci=``, each statistic's row is followed by ``<stat>_lower`` and ``<stat>_upper``
-    (as ``agg``'s columns are named): post-processing of the same release.
+    as ``<column>.percentiles`` in the split). With ``ci=``, each statistic's row is followed
+    by ``<stat>_lower`` and ``<stat>_upper`` (as ``agg``'s columns are named):
+    post-processing of the same release.
     """
     kinds = priv._backend.schema()
     bounded = [c for c in priv._bounds if c in kinds and kinds[c] in NUMERIC_KINDS]
@@ -62,14 +63,7 @@ def describe(priv: PrivateFrame, epsilon: object, columns: Sequence[str] | None,
     rows: list[str] = [*DESCRIBE_STATS, *(f"{100 * q:g}%" for q in levels)]
     joint = ci is None and len(levels) > 1  # one JointExp release of a column's percentiles
     for c in cols:
-        measures += [Measure(op, c, label=op) for op in DESCRIBE_STATS]  # type: ignore[arg-type]
-        fr = tuple(quantile_level(q) for q in levels)
-        if joint:
-            measures.append(Measure("quantile", c, label="quantile", q=fr[0], grid=resolution,
-                                    weight=Fraction(len(fr)), levels=fr))
-        else:
-            measures += [Measure("quantile", c, label="quantile", q=f, grid=resolution)
-                         for f in fr]
+        measures += _column_measures(c, levels, resolution, joint)
     q = priv._query(measures, epsilon, delta, ci=ci, description=f"describe({cols})")
     r = priv._run(q, dry_run)
     if isinstance(r, dict):
@@ -84,6 +78,19 @@ def describe(priv: PrivateFrame, epsilon: object, columns: Sequence[str] | None,
     split = {n: m.description["epsilon"] for n, m in zip(names, r.measures, strict=True)}
     out.attrs["dp"] = derived_provenance({**r.provenance, "budget_split": split})
     return out
+
+
+def _column_measures(column: str, levels: list[float], resolution: int, joint: bool
+                     ) -> list[Measure]:
+    """A column's count, mean, std and percentiles (one joint measure when ``joint``, at the
+    weight the levels would have one by one)."""
+    out = [Measure(op, column, label=op) for op in DESCRIBE_STATS]  # type: ignore[arg-type]
+    fr = tuple(quantile_level(q) for q in levels)
+    if joint:
+        return [*out, Measure("quantile", column, label="quantile", q=fr[0], grid=resolution,
+                              weight=Fraction(len(fr)), levels=fr)]
+    return out + [Measure("quantile", column, label="quantile", q=f, grid=resolution)
+                  for f in fr]
 
 
 def _cells(m: MeasureRelease, ci: float | None) -> list[float]:

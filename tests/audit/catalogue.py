@@ -66,15 +66,15 @@ from .findings_dask_distinct import finding_dask_distinct_nonconforming
 from .findings_diag import dropped_not_capped, finding_diagnostics_counts
 from .findings_gaussian import finding_analytic_gaussian, two_percent_less_sigma
 from .findings_i44_e import gaussian_key_selection, l2_understated
-from .findings_local import finding_local_invalid_value, finding_local_spelling
-from .findings_local_categories import finding_local_categorical_levels
-from .findings_quant import finding_quantile_cells, halved_quantile_sensitivity
 from .findings_joint_quantiles import (
     finding_joint_exact,
     finding_joint_sampling,
     halved_joint_sensitivity,
     quadrupled_joint_rate,
 )
+from .findings_local import finding_local_invalid_value, finding_local_spelling
+from .findings_local_categories import finding_local_categorical_levels
+from .findings_quant import finding_quantile_cells, halved_quantile_sensitivity
 from .findings_round4_a import (
     drops_not_carried,
     finding_dask_partition_drops,

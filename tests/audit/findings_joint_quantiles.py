@@ -211,5 +211,10 @@ def quadrupled_joint_rate() -> Iterator[None]:
         yield
 
 
-__all__ = ["quadrupled_joint_rate", "finding_joint_exact", "finding_joint_sampling",
-           "halved_joint_sensitivity", "joint_law"]
+__all__ = [
+    "finding_joint_exact",
+    "finding_joint_sampling",
+    "halved_joint_sensitivity",
+    "joint_law",
+    "quadrupled_joint_rate",
+]

@@ -364,14 +364,21 @@ class Quantile(Aggregate[QuantileParams]):
         req = mp.requests[0]
         return (req.lo, req.hi)
 
+    @staticmethod
+    def _rank_unit(mp: MeasurePlan[QuantileParams], d: dict[str, object]) -> int:
+        """The utility's unit of rank (the levels' denominator); a joint release also states
+        its levels in ``d``."""
+        em, m = mp.exponential(), mp.measure
+        if isinstance(em, JointQuantileSpec):
+            d.update(levels=[float(v) for v in (m.levels or ())], joint="JointExp")
+            return common_denominator(em.levels)
+        return max(1, (m.q or Fraction(1)).denominator)
+
     def describe(self, mp: MeasurePlan[QuantileParams], level: float) -> dict[str, object]:
         """The cells, the estimate's rank error at ``level`` and the interval's rank offset."""
-        m, em, params = mp.measure, mp.exponential(), mp.params
+        em, params = mp.exponential(), mp.params
         d = self.describe_common(mp)
-        b = max(1, (m.q or Fraction(1)).denominator)
-        if isinstance(em, JointQuantileSpec):
-            b = common_denominator(em.levels)
-            d.update(levels=[float(v) for v in (m.levels or ())], joint="JointExp")
+        b = self._rank_unit(mp, d)
         d.update(candidates=em.n_candidates, utility_sensitivity=em.utility_sensitivity,
                  rank_error=em.utility_error(level) / b)
         if params.cells is not None:
