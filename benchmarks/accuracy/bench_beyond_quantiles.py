@@ -119,7 +119,7 @@ def section(quick: bool = False) -> str:
         f"{'met' if ok_est else 'not met'}); half-width {med['half_width']:.3f} (target <= "
         f"0.46: {'met' if ok_hw else 'not met'}), coverage {med['coverage']:.2f}. Item 7 is "
         "not changed by this release: docs/mechanisms/quantiles.md says why a valid interval "
-        "is about twenty times the error made.",
+        "is 15-20 times the error made.",
         "",
     ])
 

@@ -37,7 +37,7 @@ the smallest gap). Replacing rows (``change_one``): two such ``delta``, ``n`` un
 ``P(c) ~ exp(rate U(c))`` with ``rate = a / d <= epsilon' / (2 Delta_U)`` (the exact dyadic
 rate of :meth:`~dpframe.core.mechanisms.ExponentialSpec.acceptance_rate`), which is
 ``epsilon'``-DP (McSherry and Talwar 2007). The released values are a uniform point of each
-chosen cell, sorted (post-processing). ``epsilon' = epsilon (1 - 2**-10)``: the rest pays for
+chosen cell, sorted (post-processing). ``epsilon' = epsilon (1 - 2**-7)``: the rest pays for
 the sampler's floating-point error below.
 
 **Sampling (dynamic program, log space).** ``alpha_1(c) = -rate |P(c) - G_1|`` and
@@ -56,14 +56,18 @@ a uniformly proposed candidate is accepted with an exact Bernoulli(exp(-gap)) co
 (:func:`~dpframe.core.samplers.bernoulli_exp_neg`, rejection sampling: the output is exactly
 proportional to the rounded weights, however small). The output lattice is the public cells.
 What floating point changes is the log-weights themselves: each computed ``alpha`` is within
-``gamma`` of the exact one, ``gamma <= (C + 4) * 2**-52 * M`` per layer (``M`` the largest
-magnitude in the layer's sums, at most ``rate D n`` plus ``m log C``; logaddexp's error is half
-an ulp of its result plus that of ``log1p(exp())``). Each of the ``m`` conditionals is then off
-by a factor ``exp(+-(2 m gamma + 2**-20))``, the output law by ``exp(+-2 m (2 m gamma +
-2**-20))``, and the release is ``epsilon' + 4 m (2 m gamma + 2**-20)``-DP. The plan keeps
-``epsilon 2**-10`` aside for it: this covers ``gamma`` (so ``n``) up to about ``2**-12 epsilon
-/ m**2``, i.e. ``n`` in the hundreds of millions of rows at the default grid and epsilon 1
-(docs/privacy.md says so).
+``gamma`` of the exact one, ``gamma <= (C + 4) * 2**-52 * M`` per layer (``C`` candidates, at
+most ``2**15``; ``M`` the largest magnitude in the layer's sums, about ``rate D n`` because of
+the factors ``exp(+-rate P)``; logaddexp's error is half an ulp of its result plus that of
+``log1p(exp())``). Each of the ``m`` conditionals is then off by a factor
+``exp(+-(2 m gamma + 2**-20))``, the output law by ``exp(+-2 m (2 m gamma + 2**-20))``, and
+the release is ``epsilon' + 4 m (2 m gamma + 2**-20)``-DP. The plan keeps ``epsilon 2**-7``
+aside for it. With ``rate D`` about ``epsilon / 3.6`` (nine deciles), that covers the
+worst-case ``gamma`` up to about ``n = 2**30 * 3.6 / (8 m**2)``, some 6 million clamped rows
+for nine levels (epsilon cancels; about 15 times more for a pair of levels). Past that, the proven
+guarantee is the expression above (about ``1.01 epsilon`` at ``n = 10**7``, nine levels); the
+errors actually made are random-walk sums far below this worst case. Local references per
+block of candidates would remove the dependence on ``n``: not done yet.
 """
 
 from __future__ import annotations
@@ -93,7 +97,7 @@ MAX_SUB = 63
 #: Candidates times groups of one batch of the dynamic program (its tables' memory).
 BATCH_CANDIDATES = 1 << 17
 #: Share of epsilon kept aside for the sampler's floating-point error (module docstring).
-FLOAT_SLACK = Fraction(1, 1 << 10)
+FLOAT_SLACK = Fraction(1, 1 << 7)
 #: The gaps' rounding: multiples of 2**-GAP_BITS, rounded up.
 GAP_BITS = 20
 _GAP_CAP = float(1 << 42)  # gaps beyond (weights below exp(-2**42)) are capped: int64 safe
