@@ -116,7 +116,7 @@ def test_list_is_a_series_indexed_by_q_in_the_asked_order() -> None:
 
 
 def test_shape_does_not_depend_on_the_data() -> None:
-    for x in ([], [np.nan] * 3, [1.0] * 50):
+    for x in ([], [np.nan] * 3, [1.0] * 50, [np.inf, -np.inf, np.nan, 1e308, -1e308, 5.0]):
         priv = pd.DataFrame({"x": pd.Series(x, dtype="float64")}).dp(
             _session(), bounds={"x": (0, 10)})
         s = priv.quantile("x", [0.2, 0.8], epsilon=1)
