@@ -202,9 +202,9 @@ def quadrupled_joint_rate() -> Iterator[None]:
     doubled and the sensitivity halved)."""
     real = joint_quantiles.sample_joint
 
-    def broken(cells: object, levels: object, shifts: object, rate: float, sub: int,
-               rng: RandomSource) -> object:
-        return real(cells, levels, shifts, 4 * rate, sub, rng)  # type: ignore[arg-type]
+    def broken(cells: object, levels: object, shifts: object, rate: Fraction, sub: int,
+               rng: RandomSource, bits: int = joint_quantiles.GAP_BITS) -> object:
+        return real(cells, levels, shifts, 4 * rate, sub, rng, bits)  # type: ignore[arg-type]
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(joint_quantiles, "sample_joint", broken)

@@ -30,9 +30,13 @@ def test_layer_matches_brute_force() -> None:
     for _ in range(30):
         rows, size = 2, int(gen.integers(1, 50))
         p = np.sort(gen.integers(0, 40, (rows, size)), axis=1)
-        alpha = gen.normal(0, 5, (rows, size))
+        big = gen.integers(-30, 0, (rows, size))
+        beta = gen.uniform(0, 3, (rows, size))
+        alpha = 0.41 * big + beta
         gap = gen.integers(-5, 25, rows)
-        got = jq._next_layer(alpha, p, gap, 0.41)
+        lv, ls = jq._next_layer((big, beta), p, gap, 0.41, jq.reach(3, size, 0.41))
+        got = 0.41 * lv + ls
+        assert (ls >= -1e-12).all()
         for g in range(rows):
             want = [np.logaddexp.reduce(alpha[g, :c + 1] - 0.41 * np.abs(
                 p[g, c] - p[g, :c + 1] - gap[g])) for c in range(size)]
