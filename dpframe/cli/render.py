@@ -109,8 +109,23 @@ def _bin_rows(release: CoreRelease, m: Any) -> list[_Row]:
     return rows
 
 
+def _level_rows(release: CoreRelease, m: Any) -> list[_Row]:
+    """Several quantile levels released jointly: one row per group and level, named by the
+    key and the level (``quantile[0.1]``); no interval."""
+    vals = np.asarray(m.values, dtype=np.float64)
+    levels = m.description.get("levels") or []
+    rows: list[_Row] = []
+    for g, key in enumerate(release.keys):
+        name = ", ".join(str(k) for k in key)
+        for j, q in enumerate(levels):
+            rows.append((f"{name} {m.name}[{fmt(q)}]".strip(), float(vals[g, j]), fmt(None)))
+    return rows
+
+
 def _group_rows(release: CoreRelease, m: Any, label: bool) -> list[_Row]:
     """One row per group, named by its key (and the measure's name when there are several)."""
+    if np.ndim(m.values) == 2:
+        return _level_rows(release, m)
     vals, lo, hi = _arrays(m)
     rows: list[_Row] = []
     for g, key in enumerate(release.keys):

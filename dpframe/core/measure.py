@@ -114,6 +114,8 @@ def mechanism_name(spec: Mechanism) -> str:
     if isinstance(spec, JointRole):
         return "k-norm (box, joint)"
     if isinstance(spec, ExponentialSpec):
+        if hasattr(spec, "levels"):
+            return "joint exponential (JointExp)"
         return "exponential (permute-and-flip)"
     if spec.kind == "laplace":
         return "geometric" if spec.integer else "granular laplace"

@@ -63,6 +63,7 @@ class Measure:
     weight: Fraction = Fraction(1)       # share of the query's epsilon (relative)
     ddof: int = 1                        # var / std: delta degrees of freedom, as pandas
     log_grid: bool = False               # quantile candidates log-spaced (bounds estimation)
+    levels: tuple[Fraction, ...] | None = None  # several quantile levels, released jointly
 
     @property
     def name(self) -> str:

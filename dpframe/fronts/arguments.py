@@ -15,6 +15,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
+import pandas as pd
 
 from ..core.aggregates import LEVELS
 from ..core.names import close_names
@@ -198,13 +199,33 @@ def pipe_to(obj: Any, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) 
 QUANTILE_LEVELS = LEVELS  # the fixed levels of max, min and median (core/aggregates/quantile.py)
 
 
+def several_levels(q: object) -> list[object] | None:
+    """``q`` as a list when it is list-like (pandas' ``quantile([...])``), else None."""
+    if isinstance(q, str | bytes) or not isinstance(q, list | tuple | np.ndarray | pd.Index
+                                                   | pd.Series):
+        return None
+    return list(np.asarray(q, dtype=object).reshape(-1))
+
+
 def quantile_measure(column: str, label: str, q: object, resolution: object,
                       weight: Fraction = Fraction(1)) -> Measure:
     """An exponential-mechanism measure: ``label`` is max/min/median (its level) or quantile
-    (level ``q``)."""
+    (level ``q``; a list of levels: one joint release, :mod:`dpframe.core.joint_quantiles`)."""
+    qs = several_levels(q) if label not in QUANTILE_LEVELS else None
+    if qs is not None:
+        if not qs:
+            raise ValidationError("quantile levels q: give at least one")
+        levels = tuple(quantile_level(v) for v in qs)
+        return Measure("quantile", column, label=label, q=levels[0], grid=as_grid(resolution),
+                       weight=weight, levels=levels)
     level = QUANTILE_LEVELS[label] if label in QUANTILE_LEVELS else quantile_level(q)
     return Measure("quantile", column, label=label, q=level, grid=as_grid(resolution),
                    weight=weight)
+
+
+def level_index(m: Measure) -> pd.Index:
+    """The levels of a joint quantile as pandas indexes them (floats, in the order asked)."""
+    return pd.Index([float(v) for v in (m.levels or ())], dtype="float64")
 
 
 def as_grid(resolution: object) -> int:

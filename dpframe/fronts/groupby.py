@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, overload
 
+import numpy as np
 import pandas as pd
 
 from ..core.apply import CoreRelease
@@ -23,6 +24,7 @@ from .arguments import (
     column_attribute,
     fraction_weights,
     identifiers,
+    level_index,
     options_checked,
     pipe_to,
     quantile_measure,
@@ -89,6 +91,15 @@ class PrivateGroupBy:
         m = r.measures[0]
         idx = self._index(q, r)
         out: pd.Series | pd.DataFrame
+        meas = q.measures[0]
+        if meas.levels is not None:  # pandas' groupby().quantile(list): (group, q) rows
+            lv = level_index(meas)
+            keys = [k if isinstance(k, tuple) else (k,) for k in idx]
+            full = pd.MultiIndex.from_tuples([(*k, v) for k in keys for v in lv],
+                                             names=[*idx.names, None])
+            out = pd.Series(np.asarray(m.values).reshape(-1), index=full, name=name)
+            out.attrs["dp"] = r.provenance
+            return sort_by_labels(out) if self._sort else out
         if ci is None:
             out = pd.Series(m.values, index=idx, name=name)
         else:

@@ -5,8 +5,10 @@ computes a sensitivity or touches data: each builds Measures and wraps released 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 from ..core.digest import derived_provenance
@@ -44,8 +46,11 @@ def describe(priv: PrivateFrame, epsilon: object, columns: Sequence[str] | None,
     and one charge, ``epsilon`` split equally over every statistic of every column (the split
     is stated in ``attrs["dp"]["budget_split"]`` and each measure's provenance). Sequential
     composition of the measures (each is epsilon_i-DP; the release is sum epsilon_i = epsilon).
-    With ``ci=``, each statistic's row is followed by ``<stat>_lower`` and ``<stat>_upper``
-    (as ``agg``'s columns are named): post-processing of the same release.
+    Without ``ci=``, a column's percentiles are ONE joint release (JointExp,
+    :mod:`dpframe.core.joint_quantiles`) at the share they would have had one by one (shown
+    as ``<column>.percentiles`` in the split). With ``ci=``, each statistic's row is followed
+    by ``<stat>_lower`` and ``<stat>_upper`` (as ``agg``'s columns are named):
+    post-processing of the same release.
     """
     kinds = priv._backend.schema()
     bounded = [c for c in priv._bounds if c in kinds and kinds[c] in NUMERIC_KINDS]
@@ -56,20 +61,20 @@ def describe(priv: PrivateFrame, epsilon: object, columns: Sequence[str] | None,
     levels = _levels(percentiles)
     measures: list[Measure] = []
     rows: list[str] = [*DESCRIBE_STATS, *(f"{100 * q:g}%" for q in levels)]
+    joint = ci is None and len(levels) > 1  # one JointExp release of a column's percentiles
     for c in cols:
-        measures += [Measure(op, c, label=op) for op in DESCRIBE_STATS]  # type: ignore[arg-type]
-        measures += [Measure("quantile", c, label="quantile", q=quantile_level(q),
-                             grid=resolution) for q in levels]
+        measures += _column_measures(c, levels, resolution, joint)
     q = priv._query(measures, epsilon, delta, ci=ci, description=f"describe({cols})")
     r = priv._run(q, dry_run)
     if isinstance(r, dict):
         return r
-    per = len(rows)
+    per = len(measures) // len(cols)
     data = {c: [x for m in r.measures[i * per:(i + 1) * per] for x in _cells(m, ci)]
             for i, c in enumerate(cols)}
     index = rows if ci is None else [f"{s}{e}" for s in rows for e in ("", "_lower", "_upper")]
     out = pd.DataFrame(data, index=index)
-    names = [f"{c}.{stat}" for c in cols for stat in rows]
+    names = [f"{c}.{stat}" for c in cols
+             for stat in ([*DESCRIBE_STATS, "percentiles"] if joint else rows)]
     # a measure of a joint release states the joint's epsilon and its own share of it
     split = {n: m.description.get("epsilon_share", m.description["epsilon"])
              for n, m in zip(names, r.measures, strict=True)}
@@ -77,12 +82,25 @@ def describe(priv: PrivateFrame, epsilon: object, columns: Sequence[str] | None,
     return out
 
 
+def _column_measures(column: str, levels: list[float], resolution: int, joint: bool
+                     ) -> list[Measure]:
+    """A column's count, mean, std and percentiles (one joint measure when ``joint``, at the
+    weight the levels would have one by one)."""
+    out = [Measure(op, column, label=op) for op in DESCRIBE_STATS]  # type: ignore[arg-type]
+    fr = tuple(quantile_level(q) for q in levels)
+    if joint:
+        return [*out, Measure("quantile", column, label="quantile", q=fr[0], grid=resolution,
+                              weight=Fraction(len(fr)), levels=fr)]
+    return out + [Measure("quantile", column, label="quantile", q=f, grid=resolution)
+                  for f in fr]
+
+
 def _cells(m: MeasureRelease, ci: float | None) -> list[float]:
     """A statistic's released value and, with ``ci=``, its interval's ends (NaN where the
     release has none)."""
-    value = float(m.values[0])
     if ci is None:
-        return [value]
+        return [float(v) for v in np.asarray(m.values[0]).reshape(-1)]
+    value = float(m.values[0])
     ends = [float("nan") if e is None else float(e[0]) for e in (m.lower, m.upper)]
     return [value, *ends]
 

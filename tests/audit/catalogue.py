@@ -73,6 +73,12 @@ from .findings_diag import dropped_not_capped, finding_diagnostics_counts
 from .findings_gaussian import finding_analytic_gaussian, two_percent_less_sigma
 from .findings_i44_e import gaussian_key_selection, l2_understated
 from .findings_joint_mean import finding_joint_k_norm, half_box
+from .findings_joint_quantiles import (
+    finding_joint_exact,
+    finding_joint_sampling,
+    halved_joint_sensitivity,
+    quadrupled_joint_rate,
+)
 from .findings_keys import (
     finding_gaussian_count_l2,
     finding_rows_stability,
@@ -603,6 +609,18 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("BROKEN: PLD composition ignoring one event", "as PLD session composition", None,
              1, 1, expect_violation=True, exact=pld_session_composition,
              patch=composition_ignores_one_event),
+    Scenario("finding 85: several quantiles in one JointExp release (exact law)",
+             "every dataset of up to 4 rows on 3 cells against one more row (two with "
+             "max_rows_per_unit=2; under change_one also a row moved): the exact law of the "
+             "quartiles' cells", None, 1, 1, exact=finding_joint_exact),
+    Scenario("BROKEN: JointExp with halved utility sensitivity", "as finding 85", None, 1, 1,
+             expect_violation=True, exact=finding_joint_exact, patch=halved_joint_sensitivity),
+    Scenario("finding 86: JointExp's sampler (log-space dynamic program, exact draws)",
+             "finding 85's worst pair (one more row), statistic: the exact log ratio of the "
+             "cells released", finding_joint_sampling, 200_000, 20_000),
+    Scenario("BROKEN: JointExp's sampler at four times its rate", "as finding 86",
+             finding_joint_sampling, 200_000, 20_000, expect_violation=True,
+             patch=quadrupled_joint_rate),
 )
 
 

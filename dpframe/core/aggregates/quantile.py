@@ -40,6 +40,12 @@ import numpy.typing as npt
 
 from ...errors import ValidationError
 from ..compute import DEFAULT_QUANTILE_CELLS, MAX_CELLS, AggregateRequest
+from ..joint_quantiles import (
+    MAX_JOINT_CANDIDATES,
+    JointQuantileSpec,
+    common_denominator,
+    joint_utility_sensitivity,
+)
 from ..measure import Aggregate, MeasurePlan, MeasureRelease, PlanContext, Rows
 from ..mechanisms import ExponentialSpec
 from ..rng import RandomSource
@@ -66,6 +72,13 @@ LOG_GRID_RANGE = 1e-15
 
 #: Shares of a quantile's epsilon when ``ci=`` is asked: the estimate, then each endpoint.
 CI_SPLIT = (Fraction(1, 2), Fraction(1, 4), Fraction(1, 4))
+
+#: Cells of a joint release of several levels at the default resolution (JointExp's dynamic
+#: program costs ``O(m C log C)`` for ``C`` candidates: :mod:`dpframe.core.joint_quantiles`).
+JOINT_CELLS = 1 << 13
+#: Most levels of one joint release, and the largest common denominator of its levels.
+MAX_JOINT_LEVELS = 64
+MAX_JOINT_DENOMINATOR = 1_000_000
 
 
 def log_candidates(lo: float, hi: float, n: int) -> np.ndarray:
@@ -165,6 +178,8 @@ class QuantileParams:
     cells: CellGrid | None = None
     candidates: F64 | None = None
     t: int | None = None
+    #: Several levels released jointly: their order as asked (indices into the sorted levels).
+    order: tuple[int, ...] | None = None
 
 
 def rank_offset(em: ExponentialSpec, b: int, level: float) -> int:
@@ -215,6 +230,29 @@ class Quantile(Aggregate[QuantileParams]):
                 2 <= m.grid <= MAX_GRID):
             raise ValidationError("resolution must be an integer between 2 and 1e6 (the "
                                   "candidate cells)")
+        if m.levels is not None:
+            self._check_levels(m, query)
+
+    @staticmethod
+    def _check_levels(m: Measure, query: Query) -> None:
+        """Several levels: each a level as ``q`` is, at most :data:`MAX_JOINT_LEVELS`, a
+        common denominator up to :data:`MAX_JOINT_DENOMINATOR`; no ``ci=`` (public)."""
+        levels = m.levels or ()
+        if not 1 <= len(levels) <= MAX_JOINT_LEVELS:
+            raise ValidationError(f"quantile levels: between 1 and {MAX_JOINT_LEVELS} of them")
+        for q in levels:
+            if type(q) is not Fraction or not (0 <= q <= 1) or (
+                    q.denominator > MAX_LEVEL_DENOMINATOR):
+                raise ValidationError("each quantile level must be in [0, 1] (a Fraction with "
+                                      f"denominator <= {MAX_LEVEL_DENOMINATOR})")
+        if common_denominator(levels) > MAX_JOINT_DENOMINATOR:
+            raise ValidationError("quantile levels: their common denominator must be at most "
+                                  f"{MAX_JOINT_DENOMINATOR} (round them, e.g. to percents)")
+        if m.log_grid:
+            raise ValidationError("several levels are not available on a log-spaced grid")
+        if query.ci is not None:
+            raise ValidationError("ci= with several quantile levels is not available: ask "
+                                  "quantile(column, q, ci=...) for one level")
 
     def cells(self, m: Measure, groups: int = 1) -> int:
         return grid_cells(m, groups)
@@ -233,6 +271,8 @@ class Quantile(Aggregate[QuantileParams]):
             em = ExponentialSpec(per_group_eps, usens, m.grid)
             return MeasurePlan(m, eps, delta, [req], {"choice": em},
                                QuantileParams(candidates=cands))
+        if m.levels is not None:
+            return self._plan_joint(ctx, m, eps, delta, per_group_eps)
         grid = cell_grid(float(lo), float(hi), grid_cells(m, ctx.query.cell_groups),
                          ctx.column_kinds.get(m.column) in ("int", "bool"))
         if ctx.query.ci is None:
@@ -248,11 +288,46 @@ class Quantile(Aggregate[QuantileParams]):
                            {"choice": ExponentialSpec(est, usens, grid.n), "ci_lower": lower,
                             "ci_upper": upper}, QuantileParams(grid, t=t))
 
+    def _plan_joint(self, ctx: PlanContext, m: Measure, eps: Fraction, delta: Fraction,
+                    per_group_eps: Fraction) -> MeasurePlan[QuantileParams]:
+        """Several levels in one JointExp release over the cells (at most
+        :data:`JOINT_CELLS` at the default resolution): :mod:`dpframe.core.joint_quantiles`."""
+        assert m.levels is not None and m.column is not None
+        lo, hi = ctx.query.bounds_of(m.column)
+        n = grid_cells(m, ctx.query.cell_groups)
+        n = min(n, JOINT_CELLS if m.grid == DEFAULT_QUANTILE_CELLS else MAX_JOINT_CANDIDATES)
+        grid = cell_grid(float(lo), float(hi), n,
+                         ctx.column_kinds.get(m.column) in ("int", "bool"))
+        order = sorted(range(len(m.levels)), key=lambda i: m.levels[i])  # type: ignore[index]
+        levels = tuple(m.levels[i] for i in order)
+        usens = joint_utility_sensitivity(ctx.relation, levels, ctx.contribution)
+        spec = JointQuantileSpec(per_group_eps, usens, grid.n, levels, (0,) * len(levels))
+        return MeasurePlan(m, eps, delta, [grid.request(m.column)], {"choice": spec},
+                           QuantileParams(grid, order=tuple(order)))
+
+    def _release_joint(self, mp: MeasurePlan[QuantileParams], cells: I64, rng: RandomSource,
+                       level: float) -> MeasureRelease:
+        """The chosen cells of every level, a uniform point in each, sorted along the levels
+        (post-processing), then put back in the order the levels were asked."""
+        grid, order = mp.params.cells, mp.params.order
+        assert grid is not None and order is not None
+        spec = mp.mechanisms["choice"]
+        assert isinstance(spec, JointQuantileSpec)
+        idx = spec.choose_joint(cells, rng)  # [groups, levels], nondecreasing
+        vals = np.sort(grid.value(idx.reshape(-1), rng).reshape(idx.shape), axis=1)
+        out = np.empty_like(vals)
+        out[:, list(order)] = vals
+        nan = np.full(out.shape, np.nan)
+        return MeasureRelease(mp.measure.name, mp.measure.column, out, nan, nan,
+                              self.describe(mp, level))
+
     def release(self, mp: MeasurePlan[QuantileParams], rows: Rows, rng: RandomSource,
                 level: float, want_ci: bool) -> MeasureRelease:
         m, em, t = mp.measure, mp.exponential(), mp.params.t
         assert m.q is not None
         cells = rows.values(mp.requests[0])  # [groups, candidates]
+        if mp.params.order is not None:
+            return self._release_joint(mp, cells, rng, level)
         if mp.params.cells is None:
             return self._release_points(mp, cells, rng, level)
         grid = mp.params.cells
@@ -289,11 +364,21 @@ class Quantile(Aggregate[QuantileParams]):
         req = mp.requests[0]
         return (req.lo, req.hi)
 
+    @staticmethod
+    def _rank_unit(mp: MeasurePlan[QuantileParams], d: dict[str, object]) -> int:
+        """The utility's unit of rank (the levels' denominator); a joint release also states
+        its levels in ``d``."""
+        em, m = mp.exponential(), mp.measure
+        if isinstance(em, JointQuantileSpec):
+            d.update(levels=[float(v) for v in (m.levels or ())], joint="JointExp")
+            return common_denominator(em.levels)
+        return max(1, (m.q or Fraction(1)).denominator)
+
     def describe(self, mp: MeasurePlan[QuantileParams], level: float) -> dict[str, object]:
         """The cells, the estimate's rank error at ``level`` and the interval's rank offset."""
-        m, em, params = mp.measure, mp.exponential(), mp.params
+        em, params = mp.exponential(), mp.params
         d = self.describe_common(mp)
-        b = max(1, (m.q or Fraction(1)).denominator)
+        b = self._rank_unit(mp, d)
         d.update(candidates=em.n_candidates, utility_sensitivity=em.utility_sensitivity,
                  rank_error=em.utility_error(level) / b)
         if params.cells is not None:
