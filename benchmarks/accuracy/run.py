@@ -100,22 +100,34 @@ def _loose_targets(topic: str, text: str) -> list[dict[str, Any]]:
     return out
 
 
+def target_table(title: str, targets: list[dict[str, Any]]) -> str:
+    """A summary table of measured targets (``item``, ``target``, ``measured``, ``met``)."""
+    rows = [f"## {title}", "", "| item | target | measured | outcome |",
+            "| --- | --- | --- | --- |"]
+    rows += [f"| {t['item']} | {t['target']} | {t['measured']} | "
+             f"{'met' if t['met'] else '**not met**'} |" for t in targets]
+    return "\n".join(rows)
+
+
 def build(quick: bool, only: list[str] | None, peers: list[str]) -> str:
-    sections, targets = [], []
+    """The page: sections in topic order, then the "beyond the peers" targets (modules
+    ``bench_beyond_*``, issues 45 and 47) and the issue-32 targets, each in a summary table."""
+    sections: list[str] = []
+    beyond: list[dict[str, Any]] = []
+    targets: list[dict[str, Any]] = []
     for topic, path in modules(only):
         t0 = time.perf_counter()
         mod = load(path)
         text = mod.section(quick=quick).rstrip() + "\n"
         sections.append(text)
         found = getattr(mod, "TARGETS", None)
-        targets += [dict(t) for t in found] if found else _loose_targets(topic, text)
+        got = [dict(t) for t in found] if found else _loose_targets(topic, text)
+        (beyond if topic.startswith("beyond_") else targets).extend(got)
         print(f"{topic}: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
-    rows = ["## Issue 32 targets", "", "| item | target | measured | outcome |",
-            "| --- | --- | --- | --- |"]
-    rows += [f"| {t['item']} | {t['target']} | {t['measured']} | "
-             f"{'met' if t['met'] else '**not met**'} |" for t in targets]
     mode = " (quick: fewer repetitions)" if quick else ""
-    return "\n".join([HEAD, versions(peers) + mode, "", *sections, "\n".join(rows), ""])
+    tables = [target_table("Beyond the peers: issue 47 (and 45) targets", beyond)] if beyond else []
+    return "\n".join([HEAD, versions(peers) + mode, "", *sections, *tables, "",
+                      target_table("Issue 32 targets", targets), ""])
 
 
 def main(argv: list[str] | None = None) -> None:

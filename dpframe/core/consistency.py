@@ -29,7 +29,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import minimize_scalar
 
 #: Above this many nodes the intervals use Chebyshev's bound from the closed-form variance
 #: (valid, wider) instead of the Chernoff bound, whose coefficients cost O(nodes**2).
@@ -149,6 +148,8 @@ def chernoff_half_width(c: np.ndarray, g: np.ndarray, p: np.ndarray, alpha: floa
 
     def bound(s: float) -> float:
         return (_log_mgf(s, c, g, p) + log2a) / s
+
+    from scipy.optimize import minimize_scalar  # here: ``import dpframe`` stays without scipy
 
     res = minimize_scalar(bound, bounds=(s_max * 1e-6, s_max * (1 - 1e-9)), method="bounded",
                           options={"xatol": s_max * 1e-6})

@@ -24,6 +24,7 @@ from ..core.query import Measure, quantile_level
 from ..errors import DPError, KeysError, OptionError, UnknownColumnError, ValidationError
 
 if TYPE_CHECKING:
+    from ..core.apply import CoreRelease
     from .framebase import FrameBase
 
 #: pandera checks that declare bounds: check name -> (statistic of the lower bound, of the upper)
@@ -226,6 +227,13 @@ def quantile_measure(column: str, label: str, q: object, resolution: object,
 def level_index(m: Measure) -> pd.Index:
     """The levels of a joint quantile as pandas indexes them (floats, in the order asked)."""
     return pd.Index([float(v) for v in (m.levels or ())], dtype="float64")
+
+
+def levels_series(m: Measure, r: CoreRelease, column: str) -> pd.Series:
+    """An ungrouped joint quantile as pandas' ``quantile(list)``: a Series indexed by q."""
+    out = pd.Series(r.measures[0].values[0], index=level_index(m), name=column)
+    out.attrs["dp"] = r.provenance
+    return out
 
 
 def as_grid(resolution: object) -> int:

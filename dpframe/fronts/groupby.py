@@ -35,7 +35,7 @@ from .docs import (
     documented,
 )
 from .idioms import sort_by_labels
-from .results import ContributionBounds, declared_index, histogram_index, label_index
+from .results import ContributionBounds, histogram_index, released_index
 from .selection import PrivateSelection
 
 if TYPE_CHECKING:
@@ -70,21 +70,8 @@ class PrivateGroupBy:
         return q, self._frame._run(q, dry_run)
 
     def _index(self, q: Query, r: CoreRelease) -> pd.Index:
-        """Public keys: the declared labels in declared order. Private keys: canonical labels
-        (already in the core's total order) in an index whose dtype follows the column's public
-        kind, not the released values."""
-        if q.rollup is not None or q.combos is not None:  # declared combinations, margins
-            if len(self._by) == 1:
-                return pd.Index([k[0] for k in r.keys], name=self._by[0])
-            return pd.MultiIndex.from_tuples(r.keys, names=list(self._by))
-        if not self._private:
-            return declared_index(tuple(q.keys[c] for c in self._by), self._by, r.keys)
-        kinds = self._frame._backend.schema()
-        levels = [label_index([k[i] for k in r.keys], kinds[col], col)
-                  for i, col in enumerate(self._by)]
-        if len(levels) == 1:
-            return levels[0]
-        return pd.MultiIndex.from_arrays(levels, names=list(self._by))
+        kinds = self._frame._backend.schema() if self._private else {}
+        return released_index(q, r.keys, self._by, self._private, kinds)
 
     def _series(self, q: Query, r: CoreRelease, name: str, ci: float | None
                 ) -> pd.Series | pd.DataFrame:
@@ -169,20 +156,11 @@ class PrivateGroupBy:
         """Noisy row count per group: a Series named ``count``. ``accuracy=``: the smallest
         epsilon whose per-group interval meets that half-width (see ``PrivateFrame.count``).
 
-        ``postprocess="nonnegative"`` (the default) projects the noisy counts onto
-        non-negative values whose sum is the noisy total (the sum of the raw noisy counts):
-        post-processing, no extra charge, more accurate on sparse groups but biased toward 0
-        near 0; ``postprocess=None`` gives the raw, unbiased noisy counts
-        (docs/privacy.md#non-negative-counts). The provenance's ``covers`` says which form.
-
-        ``rollup=True`` releases every level of the grouping in one charge, consistent
-        (children add up to their parent): the leaves, then each level's subtotals labelled
-        ``(key, ..., "All")``, then the grand total ``("All", ..., "All")``, as
-        ``pivot_table(margins=True)``; epsilon is split over the levels equally or by
-        ``level_shares=`` (the grand total's share first), and the values are float64 (the
-        generalized least squares estimate of Hay et al. 2010: post-processing, unbiased, and
-        not projected: ``postprocess`` does not apply to a rollup). See
-        docs/concepts.md#declared-combinations-and-rollups.
+        ``postprocess=`` as for :meth:`PrivateFrame.histogram` (None: the raw counts).
+        ``rollup=True``: every level in one charge, made consistent (float64, generalized least
+        squares, never projected), labelled as ``pivot_table(margins=True)`` with
+        ``margins_name``; epsilon split over the levels equally or by ``level_shares=`` (the
+        grand total first): docs/concepts.md#declared-combinations-and-rollups.
 
         Example:
             >>> import dpframe as dpf, pandas as pd, warnings

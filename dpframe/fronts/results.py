@@ -17,6 +17,7 @@ import pandas as pd
 
 from ..core.memo import IdentityCache, RecentCache
 from ..core.plan import exact_fingerprint
+from ..core.query import Query
 
 
 class _Provenance:
@@ -195,3 +196,21 @@ def declared_index(declared: tuple[tuple[object, ...], ...], by: tuple[str, ...]
         _DECLARED_INDEXES.put(fingerprint, index)
     _BY_IDENTITY.put(declared, index, by)
     return index.view()
+
+
+def released_index(q: Query, keys: list[tuple[object, ...]], by: tuple[str, ...],
+                   private: bool, kinds: Mapping[str, str]) -> pd.Index:
+    """The index of a grouped release. Declared combinations and rollups: their labels in
+    declared order (margins last). Public keys: the declared labels in declared order. Private
+    keys: canonical labels (already in the core's total order) in an index whose dtype follows
+    the column's public kind (``kinds``), not the released values."""
+    if q.rollup is not None or q.combos is not None:  # declared combinations, margins
+        if len(by) == 1:
+            return pd.Index([k[0] for k in keys], name=by[0])
+        return pd.MultiIndex.from_tuples(keys, names=list(by))
+    if not private:
+        return declared_index(tuple(q.keys[c] for c in by), by, keys)
+    levels = [label_index([k[i] for k in keys], kinds[col], col) for i, col in enumerate(by)]
+    if len(levels) == 1:
+        return levels[0]
+    return pd.MultiIndex.from_arrays(levels, names=list(by))
