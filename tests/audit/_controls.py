@@ -106,3 +106,17 @@ def understated_sensitivity() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(getattr(importlib.import_module(module), cls), attr, property(lambda _: 1))
         yield
+
+
+@contextlib.contextmanager
+def halved_integer_result(module: object, name: str) -> Iterator[None]:
+    """BROKEN on purpose: ``module.name`` (an integer sensitivity) returns half its value, at
+    least 1 (the quantile and joint-quantile controls)."""
+    real = getattr(module, name)
+
+    def broken(*args: object) -> int:
+        return max(1, real(*args) // 2)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(module, name, broken)
+        yield

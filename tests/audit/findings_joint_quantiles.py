@@ -36,6 +36,7 @@ from dpframe.core.joint_quantiles import JointQuantileSpec, sub_candidates, targ
 from dpframe.core.plan import plan_query
 from dpframe.core.rng import RandomSource
 
+from ._controls import halved_integer_result
 from .scenario import Built, Run
 
 CELLS = 3
@@ -183,17 +184,9 @@ def finding_joint_sampling(seed: int) -> Built:
     return run(d), run(d2), float(spec.epsilon), 0.0
 
 
-@contextlib.contextmanager
-def halved_joint_sensitivity() -> Iterator[None]:
+def halved_joint_sensitivity() -> contextlib.AbstractContextManager[None]:
     """BROKEN on purpose: the joint utility's sensitivity halved (at least 1)."""
-    real = quantile_module.joint_utility_sensitivity
-
-    def broken(*args: object) -> int:
-        return max(1, real(*args) // 2)  # type: ignore[arg-type]
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(quantile_module, "joint_utility_sensitivity", broken)
-        yield
+    return halved_integer_result(quantile_module, "joint_utility_sensitivity")
 
 
 @contextlib.contextmanager

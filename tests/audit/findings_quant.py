@@ -21,13 +21,14 @@ from fractions import Fraction
 
 import numpy as np
 import pandas as pd
-import pytest
 
 import dpframe as dpf
 from dpframe.core.aggregates import quantile as quantile_module
 from dpframe.core.aggregates.quantile import rank_utilities
 from dpframe.core.mechanisms import ExponentialSpec
 from dpframe.core.plan import plan_query
+
+from ._controls import halved_integer_result
 
 CELLS = 4
 MAX_ROWS = 4
@@ -129,17 +130,9 @@ def finding_quantile_cells(seed: int) -> tuple[float, float, float, str]:
                              f"to {MAX_ROWS} rows; worst: {where}")
 
 
-@contextlib.contextmanager
-def halved_quantile_sensitivity() -> Iterator[None]:
+def halved_quantile_sensitivity() -> contextlib.AbstractContextManager[None]:
     """BROKEN on purpose: the quantile's utility sensitivity halved (at least 1)."""
-    real = quantile_module.quantile_utility_sensitivity
-
-    def broken(*args: object) -> int:
-        return max(1, real(*args) // 2)  # type: ignore[arg-type]
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(quantile_module, "quantile_utility_sensitivity", broken)
-        yield
+    return halved_integer_result(quantile_module, "quantile_utility_sensitivity")
 
 
 __all__ = ["finding_quantile_cells", "halved_quantile_sensitivity", "pf_probabilities"]
