@@ -1,5 +1,5 @@
 """Schema-1 ledgers (dpframe 0.1, no hash chain): read as they are when opened read-only,
-refused by every writable open, and migrated to schema 2 only by an explicit
+refused by every writable open, and migrated (to schema 4) only by an explicit
 ``dpframe ledger migrate PATH`` (:func:`migrate`), which records the migration as a chained
 budget row (shown by ``dpframe ledger show``).
 
