@@ -22,6 +22,7 @@ from typing import Any
 from ...core.accountant import Accountant, BasicAccountant, PrivacyEvent, Totals, accountant_for
 from ...core.accounting import PrivacyCost
 from ...errors import LedgerMigrationError
+from .chain import verify_chain
 from .charges import plan_charge
 from .diagnose import tampered
 from .schema import SCHEMA_VERSION, parse_frac
@@ -70,10 +71,15 @@ class Events:
     def spend(self, conn: sqlite3.Connection, path: Path, budget: Pair) -> tuple[Totals, Pair]:
         """The accountant's totals and spend of every entry's event, in the caller's
         transaction (a charge's: under its write lock, other processes' charges included):
-        the entries since the last call are read and added (O(new entries))."""
+        the entries since the last call are read and added (O(new entries)). The first call
+        reads every event, so it verifies the whole chain first (an open verifies only the rows
+        after its checkpoint): an event edited anywhere refuses the ledger instead of lowering
+        the spend. Later calls add rows appended since, each under the head's check."""
         if budget != self.accountant.budget:
             self.use(self.version, budget)
         state = self._replay
+        if state is None:  # every event is read: the whole chain vouches for them first
+            verify_chain(conn, path)
         if state is None or state[3] != budget:
             state = (0, self.accountant.start(), (Fraction(0), Fraction(0)), budget)
         last, totals, spent, _ = state

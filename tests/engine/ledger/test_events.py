@@ -189,3 +189,23 @@ def test_a_schema_2_ledger_migrates_to_4(tmp_path: Path) -> None:
     assert led.spent() == (Fraction(3, 10), 0)
     led.charge(PrivacyCost(Fraction(1, 10)), META)
     assert led.verify()["entries"] == 4
+
+
+def test_an_event_edited_before_the_checkpoint_is_caught_when_recomposing(tmp_path: Path
+                                                                          ) -> None:
+    """An open verifies only the rows after its checkpoint, but a PLD session recomposes every
+    event: its first recomposition walks the whole chain, so an event edited before the
+    checkpoint (its hash left as it was) refuses the session instead of lowering its spend."""
+    path = tmp_path / "b.sqlite"
+    led = SqliteLedger(path, *BUDGET)
+    for _ in range(3):
+        led.charge(_laplace(Fraction(1, 10)), META)
+    led.close()
+    led = SqliteLedger(path, *BUDGET)  # its first charge moves the checkpoint past them
+    led.charge(_laplace(Fraction(1, 10)), META)
+    led.close()
+    assert SqliteLedger(path, *BUDGET, accountant="basic").spent()[0] == Fraction(2, 5)
+    run_sql(path, "UPDATE entries SET event = '{\"v\":1,\"parts\":[[\"laplace\",\"1\",\"1000\"]]}' "
+                  "WHERE id = 1")
+    with pytest.raises(dpf.LedgerError, match="fails verification"):
+        SqliteLedger(path, *BUDGET).spent()
