@@ -440,7 +440,10 @@ class SqliteLedger:
             self._integrity_check(conn)
             if chain is None:
                 raise has_no_chain(self.path)
-        return snapshot(conn, self.path, chain, legacy=self._legacy, last=last)
+        snap = snapshot(conn, self.path, chain, legacy=self._legacy, last=last)
+        if self._events.composes:  # schema 4, delta > 0: what a (PLD) session spends
+            snap = replace(snap, spent=self._events.spend(conn, self.path, snap.total)[1])
+        return snap
 
     # -- interface ---------------------------------------------------------------------------
 

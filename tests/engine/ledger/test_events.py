@@ -209,3 +209,17 @@ def test_an_event_edited_before_the_checkpoint_is_caught_when_recomposing(tmp_pa
                   "WHERE id = 1")
     with pytest.raises(dpf.LedgerError, match="fails verification"):
         SqliteLedger(path, *BUDGET).spent()
+
+
+def test_ledger_show_states_the_pld_spend(tmp_path: Path) -> None:
+    """``ledger show`` (and ``--json``) state what a PLD session spends on the file (the
+    default for delta > 0), not the basic sum, which may exceed the budget."""
+    path = tmp_path / "b.sqlite"
+    led = SqliteLedger(path, *BUDGET)
+    cost = _laplace(Fraction(1, 25))
+    for _ in range(30):
+        led.charge(cost, META)
+    spent = led.spent()
+    led.close()
+    snap = SqliteLedger.read_snapshot(path)
+    assert snap.spent == spent and spent[0] <= 1 < 30 * Fraction(1, 25)
