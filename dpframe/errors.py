@@ -83,6 +83,13 @@ class OutcomeNotRecordedError(LedgerError):
     ``charged``. Raised only after a charge; never means "nothing spent"."""
 
 
+class LedgerMigrationError(LedgerError):
+    """A ledger file of an older schema (1, 2 or 3: no privacy events) opened by a session
+    whose accountant composes events (PLD or RDP, the default when delta > 0). Raised before
+    anything is charged or written; ``dpframe ledger migrate PATH`` migrates it explicitly (a
+    session with ``accountant="basic"`` may open it as it is)."""
+
+
 class RunIdError(DPError):
     """A run id (``dpframe run --run-id``) that cannot be replayed: the ledger recorded it for
     another spec or another input. Raised before anything is charged or written; the message
@@ -121,6 +128,7 @@ __all__ = [
     "KeySelectionWarning",
     "KeysError",
     "LedgerError",
+    "LedgerMigrationError",
     "NearZeroWarning",
     "NoKeysReleasedWarning",
     "OptionError",

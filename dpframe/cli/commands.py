@@ -438,11 +438,13 @@ def _ledger_command(body: Callable[[], int]) -> None:
 
 @ledger_app.command("migrate")
 def ledger_migrate(
-    path: Annotated[Path, typer.Argument(help="The SQLite ledger file (schema 1, dpframe 0.1).")],
+    path: Annotated[Path, typer.Argument(help="The SQLite ledger file (schema 1, 2 or 3).")],
 ) -> None:
-    """Migrate a dpframe 0.1 (schema 1) ledger to the current schema, explicitly: its rows are
-    chained as they are and the migration is recorded in the ledger (its budget history). Exit
-    4, nothing changed, if the file shows remains of a newer ledger (a downgrade)."""
+    """Migrate a ledger of schema 1, 2 or 3 to schema 4, explicitly and in one transaction:
+    every entry records its (epsilon, delta) as its privacy event (so PLD composes it), the
+    chain is verified then (re-)hashed, and the migration is recorded in the ledger (its budget
+    history). Exit 4, nothing changed, if the file shows remains of a newer ledger (a
+    downgrade) or its chain does not verify."""
 
     def body() -> int:
         from .ledger import migrate_ledger

@@ -1,7 +1,8 @@
 """``dpframe ledger show PATH [--verify]``: render a SQLite ledger as tables (budget history,
-entries) without writing to it; ``dpframe ledger migrate PATH``: migrate a schema-1 ledger
-explicitly; ``dpframe ledger verify PATH --against RELEASE``: check that releases were charged
-in this ledger's chain (a rolled-back or replaced ledger fails)."""
+entries) without writing to it; ``dpframe ledger migrate PATH``: migrate a ledger of schema 1,
+2 or 3 to schema 4 explicitly (its entries' (epsilon, delta) recorded as privacy events);
+``dpframe ledger verify PATH --against RELEASE``: check that releases were charged in this
+ledger's chain (a rolled-back or replaced ledger fails)."""
 
 from __future__ import annotations
 
@@ -120,9 +121,11 @@ def _history_table(history: list[dict[str, Any]]) -> Table:
 
 
 def migrate_ledger(path: str | os.PathLike[str]) -> str:
-    """``dpframe ledger migrate PATH``: migrate a schema-1 (dpframe 0.1) ledger explicitly
-    (:meth:`SqliteLedger.migrate`); the migration is recorded in the ledger as a chained budget
-    row. ``LedgerError`` (nothing changed) for a downgraded or damaged file."""
+    """``dpframe ledger migrate PATH``: migrate a ledger of schema 1 (dpframe 0.1), 2 or 3 to
+    schema 4 explicitly, in one transaction (:meth:`SqliteLedger.migrate`): every entry records
+    its stated (epsilon, delta) as its privacy event, the chain is (re-)hashed in the schema-4
+    format, and the migration is recorded in the ledger as a chained budget row.
+    ``LedgerError`` (nothing changed) for a downgraded, damaged or tampered file."""
     report = SqliteLedger.migrate(path, session="dpframe ledger migrate")
     if not report["migrated"]:
         return (f"ledger {os.fspath(path)} is already at schema {report['schema_version']}: "

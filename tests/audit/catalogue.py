@@ -85,6 +85,7 @@ from .findings_keys import (
     l2_rounded_down,
     reach_one,
 )
+from .findings_ledger4 import file_ledger_composition, recomposition_ignores_one_event
 from .findings_local import finding_local_invalid_value, finding_local_spelling
 from .findings_local_categories import finding_local_categorical_levels
 from .findings_pld import composition_ignores_one_event, pld_session_composition
@@ -609,6 +610,13 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("BROKEN: PLD composition ignoring one event", "as PLD session composition", None,
              1, 1, expect_violation=True, exact=pld_session_composition,
              patch=composition_ignores_one_event),
+    Scenario("PLD composition in a ledger file across a reopen (issue 47, schema 4)",
+             "25 Laplace counts at Session(1, 1e-6, ledger=file).split(50), reopen, counts "
+             "until refused (exact: the composed +-eps losses' hockey-stick divergence)", None,
+             1, 1, exact=file_ledger_composition),
+    Scenario("BROKEN: ledger-file recomposition ignoring one event",
+             "as PLD composition in a ledger file", None, 1, 1, expect_violation=True,
+             exact=file_ledger_composition, patch=recomposition_ignores_one_event),
     Scenario("finding 85: several quantiles in one JointExp release (exact law)",
              "every dataset of up to 4 rows on 3 cells against one more row (two with "
              "max_rows_per_unit=2; under change_one also a row moved): the exact law of the "

@@ -123,12 +123,18 @@ def test_pld_never_worse_than_basic_for_one_release() -> None:
     assert s.spent_exact[0] <= Fraction(1, 3)
 
 
-def test_file_ledgers_refuse_accountants_they_cannot_record(tmp_path: object) -> None:
+def test_file_ledgers_record_events_for_every_accountant(tmp_path: object) -> None:
+    """Schema-4 ledger files record events: PLD (the default), RDP and basic sessions open them
+    (tests/engine/ledger/test_events.py); an unknown name is still refused."""
     import pathlib
 
-    path = pathlib.Path(str(tmp_path)) / "b.sqlite"
+    for name in ("pld", "rdp", "basic"):
+        path = pathlib.Path(str(tmp_path)) / f"{name}.sqlite"
+        assert dpf.Session(1, 1e-6, ledger=path, accountant=name).accountant == name
+    assert dpf.Session(1, 1e-6, ledger=pathlib.Path(str(tmp_path)) / "d.sqlite"
+                       ).accountant == "pld"
     with pytest.raises(dpf.ValidationError):
-        dpf.Session(1, 1e-6, ledger=path, accountant="pld")
+        dpf.Session(1, 1e-6, ledger=pathlib.Path(str(tmp_path)) / "x.sqlite", accountant="zz")
 
 
 def test_cost_event_is_not_part_of_equality() -> None:

@@ -54,7 +54,9 @@ negative (:mod:`.charges`). A charge is O(1): it reads the sealed running totals
   anything but a non-empty regular file is refused.
 - **No downgrade** (:mod:`.legacy`). Schema 2 (dpframe 0.2) adds the chain to schema 1 (dpframe
   0.1); schema 3 hashes the same fields in a cheaper encoding (:mod:`.formats`; schema-2 ledgers
-  keep theirs, and neither can be read as the other). A schema-1 ledger is read as it is
+  keep theirs, and neither can be read as the other); schema 4 adds each entry's privacy event,
+  chained, from which a session's accountant recomposes its spend (:mod:`.events`; schema 2/3
+  ledgers are refused by PLD/RDP sessions until migrated). A schema-1 ledger is read as it is
   read-only, refused by writable opens, and migrated only by ``dpframe ledger migrate``
   (:meth:`SqliteLedger.migrate`), which records the migration as a chained budget row; a
   schema-1 claim with remains of a newer ledger is refused as tampered with. Every charge's

@@ -26,7 +26,7 @@ from typing import Any
 from ...core.accounting import SpendTotals
 from ...errors import LedgerError
 from .diagnose import tampered
-from .formats import GENESIS, ROW_HASH, ROW_SQL, WIDTH, Row, canon, sha
+from .formats import GENESIS, ROW_HASH, WIDTH, Row, canon, row_sql, sha
 from .schema import APP_ID, CHAINED, NEIGHBOURING, SCHEMA_VERSION, frac_text, parse_frac
 from .walk import Walk
 
@@ -84,7 +84,7 @@ def link(conn: sqlite3.Connection, head: Head, table: str, rid: int) -> Head:
     conn.execute(f"UPDATE {table} SET seq = ?, prev_hash = ? WHERE id = ?",
                  (seq, head.hash, rid))
     # hashed as stored (read back: exactly what a verification reads)
-    row = conn.execute(f"{ROW_SQL[table]} WHERE id = ?", (rid,)).fetchone()
+    row = conn.execute(f"{row_sql(head.version)[table]} WHERE id = ?", (rid,)).fetchone()
     digest = ROW_HASH[head.version](row, WIDTH[table])
     conn.execute(f"UPDATE {table} SET row_hash = ? WHERE id = ?", (digest, rid))
     return replace(head, rows=seq, hash=digest)
@@ -216,7 +216,8 @@ def _walk_all(conn: sqlite3.Connection, walk: Walk) -> None:
     position (cheaper than SQLite's ``UNION ALL ... ORDER BY`` merge); then check that no row
     was left out (a position outside the windows walked, or none: the counts differ)."""
     start = walk.rows
-    selects = [f"{ROW_SQL[t]} WHERE seq > ? AND seq <= ? ORDER BY seq" for t in CHAINED]
+    sql = row_sql(walk.version)
+    selects = [f"{sql[t]} WHERE seq > ? AND seq <= ? ORDER BY seq" for t in CHAINED]
     while True:
         low = walk.rows
         parts = [conn.execute(q, (low, low + WINDOW)).fetchall() for q in selects]
@@ -285,7 +286,7 @@ def _check_budget_rows(conn: sqlite3.Connection, path: Path, first: str, version
     the chain, against its own hash and its predecessor's: a tail walk covers only the rows
     since the checkpoint, and a budget is what an edit would raise."""
     digest = ROW_HASH[version]
-    for r in conn.execute(f"{ROW_SQL['budget']} ORDER BY seq"):
+    for r in conn.execute(f"{row_sql(version)['budget']} ORDER BY seq"):
         seq = r[2]
         if isinstance(seq, bool) or not isinstance(seq, int):
             raise tampered(path, "a row of budget has no place in the hash chain")
@@ -321,7 +322,7 @@ def _start(conn: sqlite3.Connection, path: Path, first: str, version: int, *, ta
 def _last_row_of(conn: sqlite3.Connection, walk: Walk, table: str, first: str) -> Row | None:
     """The last row of ``table`` at or before the checkpoint's position (verification layout),
     its hash and its link to the row before it checked (O(log n) on the ``seq`` index)."""
-    row = conn.execute(f"{ROW_SQL[table]} WHERE seq <= ? ORDER BY seq DESC LIMIT 1",
+    row = conn.execute(f"{row_sql(walk.version)[table]} WHERE seq <= ? ORDER BY seq DESC LIMIT 1",
                        (walk.rows,)).fetchone()
     if row is None:
         return None

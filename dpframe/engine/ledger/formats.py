@@ -5,15 +5,18 @@ Both formats hash the same fields of a row: ``row_hash = sha256(encoding of (tab
 prev_hash, *hashed values))``, the hashed values being :data:`.schema.CHAINED`'s columns in
 that order; only the encoding differs.
 
-- **Schema 3** (:func:`row_hash_3`, every new ledger): the ASCII representation of the tuple
-  ``(table, seq, id, prev_hash, *values)`` as Python's ``ascii()`` writes it, UTF-8 bytes
-  hashed. Each value is a self-delimiting literal: ``None``, a decimal integer, a quoted
-  string with every non-ASCII character escaped (``\\xNN``, ``\\uNNNN``, ``\\UNNNNNNNN``, so it
-  does not depend on the Unicode tables), ``1.0`` for a float, ``b'...'`` for a blob; so the
-  encoding is injective: two rows that differ in any field, or in a field's type, differ in
-  their encoding. It is one C call per row (JSON costs a few times more), and the chain's
-  genesis hash names the version, so a schema-3 ledger relabelled as schema 2 fails its first
-  row.
+- **Schema 4** (:func:`row_hash_4`, every new ledger): schema 3's encoding, each entry's
+  ``event`` column (the versioned JSON of its privacy event, :mod:`dpframe.core.accountant`)
+  appended to its hashed values, so an edited event breaks the chain.
+- **Schema 3** (:func:`row_hash_3`, dpframe 0.3's ledgers, which keep it): the ASCII
+  representation of the tuple ``(table, seq, id, prev_hash, *values)`` as Python's ``ascii()``
+  writes it, UTF-8 bytes hashed. Each value is a self-delimiting literal: ``None``, a decimal
+  integer, a quoted string with every non-ASCII character escaped (``\\xNN``, ``\\uNNNN``,
+  ``\\UNNNNNNNN``, so it does not depend on the Unicode tables), ``1.0`` for a float, ``b'...'``
+  for a blob; so the encoding is injective: two rows that differ in any field, or in a field's
+  type, differ in their encoding. It is one C call per row (JSON costs a few times more), and
+  the chain's genesis hash names the version, so a schema-3 ledger relabelled as schema 2 fails
+  its first row.
 - **Schema 2** (:func:`row_hash_2`, dpframe 0.2's ledgers, which keep it: re-chaining them would
   change the chain heads their releases carry): ``sha256(prev_hash + "\\n" + JSON of [table,
   seq, id, *values])`` (``ensure_ascii``, no spaces), kept here verbatim.
@@ -48,8 +51,20 @@ ROW_COLUMNS = {
     + (", status, details" if table == "entries" else "")
     for table, cols in CHAINED.items()
 }
-#: The SELECT of each table's rows in the verification layout (a WHERE to be added).
-ROW_SQL = {table: f"SELECT {cols} FROM {table}" for table, cols in ROW_COLUMNS.items()}
+#: The SELECT of each table's rows in the verification layout (a WHERE to be added), schemas
+#: 2 and 3: an entry's row ends with ``NULL`` where schema 4 has its event.
+ROW_SQL = {table: f"SELECT {cols}" + (", NULL" if table == "entries" else "") + f" FROM {table}"
+           for table, cols in ROW_COLUMNS.items()}
+#: Schema 4's: an entry's row ends with its ``event`` (hashed, :func:`row_hash_4`).
+ROW_SQL_4 = {table: f"SELECT {cols}" + (", event" if table == "entries" else "") + f" FROM {table}"
+             for table, cols in ROW_COLUMNS.items()}
+#: Where an entry's event sits in the verification layout (after ``status, details``).
+EVENT_AT = WIDTH["entries"] + 2
+
+
+def row_sql(version: int) -> dict[str, str]:
+    """The verification SELECTs of a ledger of schema ``version``."""
+    return ROW_SQL_4 if version >= 4 else ROW_SQL
 
 
 def canon(values: Iterable[Any]) -> str:
@@ -86,6 +101,31 @@ def genesis_3(app: Any, created: Any, neighbouring: Any, ledger_id: Any) -> str:
                    ).hexdigest()
 
 
+# -- schema 4 --------------------------------------------------------------------------------
+
+def _part_4(row: Row, width: int) -> tuple[Any, ...]:
+    part = tuple(row[1:width])
+    return (*part, row[EVENT_AT]) if row[1] == "entries" else part
+
+
+def row_hash_4(row: Row, width: int) -> str:
+    """The schema-4 hash of ``row``: schema 3's encoding, an entry's ``event`` (its versioned
+    privacy-event JSON text) appended to its hashed values: ``sha256(ascii((table, seq, id,
+    prev_hash, *values[, event])))``."""
+    return _sha256(ascii(_part_4(row, width)).encode()).hexdigest()
+
+
+def hashes_4(rows: list[Row], width: int) -> list[str]:
+    """:func:`row_hash_4` of every row of ``rows`` (one table's)."""
+    return [row_hash_4(r, width) for r in rows]
+
+
+def genesis_4(app: Any, created: Any, neighbouring: Any, ledger_id: Any) -> str:
+    """The ``prev_hash`` of a schema-4 ledger's first row (the version named, as schema 3)."""
+    return _sha256(ascii(("genesis", 4, app, created, neighbouring, ledger_id)).encode()
+                   ).hexdigest()
+
+
 # -- schema 2 (dpframe 0.2), kept verbatim ---------------------------------------------------
 
 def legacy_row_hash(prev: str, table: str, seq: int, rid: int, values: Iterable[Any]) -> str:
@@ -114,6 +154,8 @@ def genesis_2(app: Any, created: Any, neighbouring: Any, ledger_id: Any) -> str:
 
 
 #: The row hash and the genesis hash of each chained schema version.
-ROW_HASH: dict[int, Callable[[Row, int], str]] = {2: row_hash_2, 3: row_hash_3}
-HASHES: dict[int, Callable[[list[Row], int], list[str]]] = {2: hashes_2, 3: hashes_3}
-GENESIS: dict[int, Callable[[Any, Any, Any, Any], str]] = {2: genesis_2, 3: genesis_3}
+ROW_HASH: dict[int, Callable[[Row, int], str]] = {2: row_hash_2, 3: row_hash_3, 4: row_hash_4}
+HASHES: dict[int, Callable[[list[Row], int], list[str]]] = {
+    2: hashes_2, 3: hashes_3, 4: hashes_4}
+GENESIS: dict[int, Callable[[Any, Any, Any, Any], str]] = {
+    2: genesis_2, 3: genesis_3, 4: genesis_4}

@@ -1,5 +1,5 @@
 """Schema-1 ledgers (dpframe 0.1, no hash chain): read as they are when opened read-only,
-refused by every writable open, and migrated to schema 2 only by an explicit
+refused by every writable open, and migrated (to schema 4) only by an explicit
 ``dpframe ledger migrate PATH`` (:func:`migrate`), which records the migration as a chained
 budget row (shown by ``dpframe ledger show``).
 
@@ -18,25 +18,30 @@ identity), and why exports carry the chain head (``dpframe ledger verify --again
 from __future__ import annotations
 
 import heapq
+import json
 import sqlite3
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from ...core.accountant import PrivacyEvent
 from ...core.accounting import PrivacyCost, SpendTotals, session_spend
-from ...errors import LedgerError
-from .chain import Head, append, genesis, link, write_head
+from ...errors import LedgerError, LedgerMigrationError
+from .chain import Head, append, genesis, link, read_head, verify_chain, write_head
 from .charges import now
 from .diagnose import tampered
 from .schema import (
+    APP_ID,
     CHAINED,
     LEGACY_COLUMNS,
     SCHEMA_2,
     SCHEMA_VERSION,
     STATUSES,
     UPGRADE_1_TO_2,
+    UPGRADE_3_TO_4,
     frac_text,
     header_version,
     parse_frac,
@@ -160,7 +165,8 @@ def upgrade(conn: sqlite3.Connection, path: Path) -> Head:
     for b in budgets:
         parse_frac(b[2])
         parse_frac(b[3])
-    run_script(conn, UPGRADE_1_TO_2 + ";" + SCHEMA_2)
+    run_script(conn, UPGRADE_1_TO_2 + ";" + SCHEMA_2 + ";" + UPGRADE_3_TO_4)
+    record_events(conn)
     when = now()
     head = _new_chain(conn, when)
     order = heapq.merge([("budget", str(b[1]), int(b[0])) for b in budgets],
@@ -240,9 +246,9 @@ def check_header(conn: sqlite3.Connection, path: Path, version: int, *, stamp: b
                          f"schema {header} (a downgraded ledger)")
 
 
-def needs_migration(path: Path) -> LedgerError:
+def needs_migration(path: Path) -> LedgerMigrationError:
     """A writable open of a schema-1 ledger: refused, nothing changed."""
-    return LedgerError(
+    return LedgerMigrationError(
         f"ledger {path} was written by dpframe 0.1 (schema 1, no hash chain) and is not "
         "migrated silently; nothing was changed. Check that it is the ledger you expect, then "
         f"run `dpframe ledger migrate {path}` (the migration is recorded in the ledger)"
@@ -264,6 +270,91 @@ def migrate(conn: sqlite3.Connection, path: Path, session: str | None) -> None:
     head, _ = append(conn, head, "budget", {
         "time": now(), "epsilon": frac_text(head.budget[0]),
         "delta": frac_text(head.budget[1]), "session": session, "note": MIGRATION_NOTE,
+    })
+    write_head(conn, head)
+    stamp_header(conn, SCHEMA_VERSION)
+
+
+def has_no_chain(path: Path) -> LedgerError:
+    """A schema-1 ledger asked to verify its chain."""
+    return LedgerError(
+        f"ledger {path} was written by dpframe 0.1 (schema 1) and has no hash chain to "
+        f"verify; run `dpframe ledger migrate {path}` to migrate it (the migration is "
+        "recorded in the ledger)")
+
+
+def migrate_any(conn: sqlite3.Connection, path: Path, session: str | None,
+                check_version: Callable[[Any], None]) -> bool:
+    """``dpframe ledger migrate``, in the caller's write transaction: False (nothing written)
+    for a ledger at the current schema. Schema 1 (dpframe 0.1): :func:`migrate` (refused if it
+    shows remains of a newer ledger, :func:`legacy_remains`; its rows chained as they are);
+    schema 2 or 3: :func:`rechain` (the whole chain verified, then re-hashed in the schema-4
+    format). Either way every entry records its stated (epsilon, delta) as its privacy event
+    and the migration is recorded as a chained budget row (``dpframe ledger show`` lists it)."""
+    row = conn.execute("SELECT app, version FROM dpframe_schema").fetchone()
+    if row is None or row[0] != APP_ID:
+        raise LedgerError(f"{path} is not a dpframe ledger")
+    check_version(row[1])
+    if int(row[1]) >= SCHEMA_VERSION:
+        return False
+    if int(row[1]) < 2:
+        migrate(conn, path, session)
+    else:
+        check_header(conn, path, int(row[1]), stamp=True)
+        rechain(conn, path, session)
+    return True
+
+
+def record_events(conn: sqlite3.Connection) -> None:
+    """Give every entry without an event (a ledger of schema 1, 2 or 3 being migrated) the
+    generic (epsilon, delta) event of its stated cost: each release was calibrated to its
+    requested (epsilon, delta), and PLD composes such an event as its dominating pair."""
+    rows = conn.execute("SELECT id, requested_epsilon, requested_delta FROM entries "
+                        "WHERE event IS NULL ORDER BY id").fetchall()
+    for rid, re_, rd in rows:
+        eps, delta = parse_frac(re_), parse_frac(rd)
+        if eps is None or delta is None or eps < 0 or not 0 <= delta <= 1:
+            raise LedgerError(f"ledger entry #{rid} has a malformed cost; the file is corrupt")
+        event = json.dumps(PrivacyEvent.approx(eps, delta).to_json(), separators=(",", ":"))
+        conn.execute("UPDATE entries SET event = ? WHERE id = ?", (event, rid))
+
+
+RECHAIN_NOTE = (
+    "migrated from schema {old} by `dpframe ledger migrate`: every entry before this row records "
+    "its stated (epsilon, delta) as its privacy event; the chain was re-hashed in the schema-4 "
+    "format (its head before: {head})"
+)
+
+
+def rechain(conn: sqlite3.Connection, path: Path, session: str | None) -> None:
+    """Schema 2 or 3 -> 4, explicitly (in one write transaction): verify the whole chain in its
+    own format first (nothing unverified is vouched for), record every entry's (epsilon, delta)
+    event (:func:`record_events`), re-hash every chained row in chain order in the schema-4
+    format (same positions, a new ledger identity), keep the head's budget, spend and basic
+    totals, record the migration as a chained budget row and mark the header."""
+    old = int(conn.execute("SELECT version FROM dpframe_schema").fetchone()[0])
+    verify_chain(conn, path)
+    before = read_head(conn, path, check_last=True)
+    conn.execute(UPGRADE_3_TO_4)
+    record_events(conn)
+    when, ledger_id = now(), uuid.uuid4().hex
+    conn.execute("UPDATE dpframe_schema SET version = ?, ledger_id = ?, upgraded = ?",
+                 (SCHEMA_VERSION, ledger_id, when))
+    app, created, rel = conn.execute(
+        "SELECT app, created, neighbouring FROM dpframe_schema").fetchone()
+    head = replace(before, rows=0, hash=genesis(app, created, rel, ledger_id, SCHEMA_VERSION),
+                   version=SCHEMA_VERSION)
+    rows = sorted((int(seq), table, int(rid)) for table in CHAINED
+                  for rid, seq in conn.execute(f"SELECT id, seq FROM {table}"))
+    for seq, table, rid in rows:
+        if seq != head.rows + 1:
+            raise LedgerError(f"ledger {path}: its chain has a gap; it is corrupt")
+        head = link(conn, head, table, rid)
+    conn.execute("DROP TABLE IF EXISTS chain_checkpoint")  # its hash is of the old format
+    head, _ = append(conn, head, "budget", {
+        "time": now(), "epsilon": frac_text(head.budget[0]),
+        "delta": frac_text(head.budget[1]), "session": session,
+        "note": RECHAIN_NOTE.format(old=old, head=before.hash),
     })
     write_head(conn, head)
     stamp_header(conn, SCHEMA_VERSION)

@@ -3,7 +3,9 @@
 Fractions are stored exactly, as TEXT ``"num/den"``. Schema 2 (dpframe 0.2) adds the hash chain
 (``seq``, ``prev_hash``, ``row_hash`` columns, the ``outcomes``, ``units`` and ``chain_head``
 tables) to schema 1 (dpframe 0.1). Schema 3 has the same tables and hashes the same fields, in a
-cheaper encoding (:mod:`.formats`); schema-2 ledgers keep theirs.
+cheaper encoding (:mod:`.formats`); schema-2 ledgers keep theirs. Schema 4 adds each entry's
+``event`` (the versioned JSON of its privacy event), hashed with the entry's row: a session's
+spend on a schema-4 ledger is recomposed from the events by its accountant.
 """
 
 from __future__ import annotations
@@ -15,9 +17,9 @@ from typing import Any
 
 from ...errors import LedgerError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: The versions of a ledger with a hash chain (each with its row encoding, :mod:`.formats`).
-CHAINED_VERSIONS = (2, 3)
+CHAINED_VERSIONS = (2, 3, 4)
 APP_ID = "dpframe-ledger"
 STATUSES = ("charged", "released", "failed")
 NEIGHBOURING = ("add_remove", "change_one")
@@ -79,9 +81,13 @@ CREATE TABLE entries (
     privacy_unit TEXT,
     seq INTEGER,
     prev_hash TEXT,
-    row_hash TEXT
+    row_hash TEXT,
+    event TEXT
 )
 """
+
+#: Schema 3 -> 4 (``dpframe ledger migrate``): the entries' event column.
+UPGRADE_3_TO_4 = "ALTER TABLE entries ADD COLUMN event TEXT"
 
 #: Schema-2 additions, shared by new ledgers and the upgrade of schema-1 ones.
 SCHEMA_2 = """
@@ -207,19 +213,22 @@ def status_counts(conn: sqlite3.Connection) -> dict[str, int]:
 
 
 def read_entries(conn: sqlite3.Connection, *, with_unit: bool,
-                 last: int | None = None) -> list[dict[str, Any]]:
+                 last: int | None = None, with_event: bool = False) -> list[dict[str, Any]]:
     """Every entry (or the ``last`` ones), oldest first, as dicts (Fractions for budget
-    numbers). ``with_unit=False`` for schema-1 ledgers, whose entries name no privacy unit."""
+    numbers). ``with_unit=False`` for schema-1 ledgers, whose entries name no privacy unit;
+    ``with_event`` for schema-4 ones, whose entries record their privacy event."""
     unit_col = "privacy_unit" if with_unit else "NULL"
+    event_col = "event" if with_event else "NULL"
     out = []
-    query = f"SELECT {_ENTRY_COLS}, {unit_col} FROM entries ORDER BY id"
+    query = f"SELECT {_ENTRY_COLS}, {unit_col}, {event_col} FROM entries ORDER BY id"
     if last is not None:
         query = f"SELECT * FROM ({query} DESC LIMIT {max(int(last), 0)}) ORDER BY id"
     for row in conn.execute(query):
-        (i, t, sess, q, cols, mech, re_, rd, rho, e, d, se, sd, seeded, st, det, unit) = row
+        (i, t, sess, q, cols, mech, re_, rd, rho, e, d, se, sd, seeded, st, det, unit, ev) = row
         try:
             columns = json.loads(cols)
             details = json.loads(det)
+            event = None if ev is None else json.loads(ev)
         except (json.JSONDecodeError, TypeError) as exc:
             raise LedgerError("ledger entry is malformed; the file is corrupt") from exc
         out.append(
@@ -241,6 +250,7 @@ def read_entries(conn: sqlite3.Connection, *, with_unit: bool,
                 "status": st,
                 "details": details,
                 "privacy_unit": unit,
+                **({} if event is None else {"event": event}),
             }
         )
     return out

@@ -14,7 +14,6 @@ import contextlib
 import json
 import os
 import sqlite3
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from fractions import Fraction
@@ -22,30 +21,41 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..._json import jsonable
+from ...core.accountant import Accountant
 from ...core.accounting import Number, PrivacyCost
 from ...core.numbers import format_number
-from ...errors import LedgerError, OutcomeNotRecordedError, ValidationError
+from ...errors import LedgerError, OutcomeNotRecordedError
 from .chain import (
     Head,
     advance_checkpoint,
     append,
-    genesis,
     hash_at,
     read_head,
     verify_chain,
     write_head,
 )
-from .charges import check_cost, check_status, exceeded, meta_fields, now, plan_charge
+from .charges import (
+    check_cost,
+    check_status,
+    event_json,
+    exceeded,
+    meta_fields,
+    now,
+    plan_charge,
+)
 from .connection import LedgerConnection
+from .create import budget_values, create_ledger
 from .diagnose import SQLITE_CANTOPEN, SQLITE_READONLY, corrupt, sqlite_code, tampered
+from .events import Events
 from .files import create_atomically, ledger_file
 from .legacy import (
     check_header,
     check_legacy,
+    has_no_chain,
     legacy_costs,
     legacy_spent,
     legacy_total,
-    migrate,
+    migrate_any,
     needs_migration,
 )
 from .reports import LedgerSnapshot as LedgerSnapshot
@@ -53,15 +63,11 @@ from .reports import checked_arguments, checked_path, snapshot
 from .room import free, reserve
 from .schema import (
     APP_ID,
-    SCHEMA,
-    SCHEMA_2,
     SCHEMA_VERSION,
     SQLITE_MAGIC,
     frac_text,
     read_budget_history,
     read_entries,
-    run_script,
-    stamp_header,
     table_names,
 )
 from .units import check_unit, meta_unit, unit_refused
@@ -108,11 +114,7 @@ class SqliteLedger:
         readonly: bool = False,
         accountant: str | None = None,
     ) -> None:
-        if accountant not in (None, "basic"):
-            raise ValidationError(
-                f"accountant={accountant!r} needs events in the ledger file, which its schema "
-                f"{SCHEMA_VERSION} does not record yet: use accountant='basic' with a ledger "
-                "file, or an in-memory session")
+        self._events = Events(accountant)
         self.path, eps_total, delta_total = checked_arguments(
             path, epsilon, delta, neighbouring, allow_budget_change, readonly
         )
@@ -133,6 +135,8 @@ class SqliteLedger:
     def _setup(self, name: str | None, readonly: bool, timeout: float, *,
                needs_file: bool) -> None:
         self._name = name
+        if not hasattr(self, "_events"):
+            self._events = Events(None)
         self._legacy = False  # a schema-1 ledger opened read-only (no chain)
         self._verified: dict[str, Any] | None = None  # the open's verified walk (a checkpoint)
         self._wal = True
@@ -163,12 +167,10 @@ class SqliteLedger:
     @classmethod
     def migrate(cls, path: str | os.PathLike[str], *, session: str | None = None,
                 timeout: float = 60.0) -> dict[str, Any]:
-        """Migrate the schema-1 (dpframe 0.1) ledger at ``path`` to the current schema, in one
-        transaction: refuse it if it shows remains of a newer ledger (a downgrade,
-        :func:`~.legacy.legacy_remains`), chain its rows as they are, and record the migration
-        as a chained budget row (``dpframe ledger show`` lists it). Returns :meth:`verify`'s
-        report plus ``migrated`` (False: the ledger was already current, nothing written).
-        ``LedgerError`` otherwise, nothing changed."""
+        """Migrate the ledger of schema 1, 2 or 3 at ``path`` to schema 4, in one transaction
+        (:func:`~.legacy.migrate_any`). Returns :meth:`verify`'s report plus ``migrated``
+        (False: the ledger was already current, nothing written); ``LedgerError`` otherwise,
+        nothing changed."""
         ledger = cls.__new__(cls)
         ledger.path = checked_path(path).absolute()
         ledger._setup(session, False, timeout, needs_file=True)
@@ -176,20 +178,18 @@ class SqliteLedger:
         try:
             ledger._prepare_writable(nothing)
 
-            def go(conn: sqlite3.Connection) -> bool:
-                row = conn.execute("SELECT app, version FROM dpframe_schema").fetchone()
-                if row is None or row[0] != APP_ID:
-                    raise LedgerError(f"{ledger.path} is not a dpframe ledger")
-                ledger._check_version(row[1])
-                if int(row[1]) >= 2:  # chained already (schema 2 keeps its format)
-                    return False
-                migrate(conn, ledger.path, session)
-                return True
-
-            migrated = ledger._db.transaction(go, write=True, nothing=nothing)
+            migrated = ledger._db.transaction(
+                lambda conn: migrate_any(conn, ledger.path, session, ledger._check_version),
+                write=True, nothing=nothing)
             return {**ledger.verify(), "migrated": migrated}
         finally:
             ledger.close()
+
+    @property
+    def accountant(self) -> Accountant:
+        """The composition rule (:mod:`.events`): on a schema-4 ledger the session's (PLD by
+        default when delta > 0: the recorded events are recomposed), basic otherwise."""
+        return self._events.accountant
 
     # -- connection --------------------------------------------------------------------------
 
@@ -212,7 +212,7 @@ class SqliteLedger:
         """Create the ledger atomically (:mod:`.files`): built whole in a temporary file, then
         linked to its name; if another process created it first, its ledger is opened."""
         create_atomically(
-            self.path, lambda conn: self._create(conn, set(), epsilon, delta, rel)
+            self.path, lambda conn: create_ledger(conn, self.path, epsilon, delta, rel, self._name)
         )
         self.path = ledger_file(self.path, must_exist=True)  # ours, or the winner's
         self._check_header()
@@ -279,12 +279,14 @@ class SqliteLedger:
             if row is None or row[0] != APP_ID:
                 raise LedgerError(f"{self.path} is not a dpframe ledger")
             self._check_version(row[1])
+            self._events.version = int(row[1])
             if int(row[1]) < 2:
                 check_legacy(conn, self.path)
                 self._legacy = True
                 legacy_total(conn)
             else:
                 check_header(conn, self.path, int(row[1]), stamp=False)
+                self._events.use(int(row[1]), self._head(conn, check_last=False).budget)
             return read(conn)
 
         try:
@@ -332,6 +334,8 @@ class SqliteLedger:
             raise LedgerError(f"{self.path} is an SQLite database but not a dpframe ledger")
         self._check_schema(conn, neighbouring)
         head = self._head(conn, check_last=True)
+        self._events.check(self.path, self._events.version, head.budget if epsilon is None
+                           else (Fraction(epsilon), Fraction(delta or 0)))
         # the rows since the verified checkpoint (O(tail)); the checkpoint moves to the head
         # verified here with this ledger's first charge, never by the open itself: a run refused
         # after its open leaves the file as it was
@@ -356,6 +360,7 @@ class SqliteLedger:
         if int(row[1]) < 2:  # never migrated silently (legacy.py): refused, nothing changed
             check_legacy(conn, self.path)
             raise needs_migration(self.path)
+        self._events.version = int(row[1])
         check_header(conn, self.path, int(row[1]), stamp=True)
         if neighbouring is not None and row[2] != neighbouring:
             raise LedgerError(
@@ -385,45 +390,9 @@ class SqliteLedger:
             )
         if not verified:  # never extend a chain that does not verify
             self._verify(conn)
-        head, _ = append(conn, head, "budget", self._budget_values(
-            want[0], want[1], "changed (allow_budget_change=True)"))
+        head, _ = append(conn, head, "budget", budget_values(
+            want[0], want[1], "changed (allow_budget_change=True)", self._name))
         write_head(conn, replace(head, budget=want))
-
-    def _create(
-        self,
-        conn: sqlite3.Connection,
-        tables: set[str],
-        epsilon: Fraction | None,
-        delta: Fraction | None,
-        rel: str,
-    ) -> None:
-        """Create the ledger's tables and its first budget row, in an empty database."""
-        if tables:
-            raise LedgerError(f"{self.path} is an SQLite database but not a dpframe ledger")
-        if epsilon is None:
-            raise LedgerError(f"{self.path} is not a dpframe ledger and no budget was given")
-        delta = delta or Fraction(0)
-        run_script(conn, SCHEMA + ";" + SCHEMA_2)
-        created, ledger_id = now(), uuid.uuid4().hex
-        conn.execute(
-            "INSERT INTO dpframe_schema (app, version, created, neighbouring, ledger_id) "
-            "VALUES (?, ?, ?, ?, ?)",
-            (APP_ID, SCHEMA_VERSION, created, rel, ledger_id),
-        )
-        head = Head.first(genesis(APP_ID, created, rel, ledger_id), (epsilon, delta),
-                          SCHEMA_VERSION)
-        head, _ = append(conn, head, "budget", self._budget_values(epsilon, delta, "created"))
-        write_head(conn, head, insert=True)
-        stamp_header(conn, SCHEMA_VERSION)
-
-    def _budget_values(self, eps: Fraction, delta: Fraction, note: str) -> dict[str, Any]:
-        return {
-            "time": now(),
-            "epsilon": frac_text(Fraction(eps)),
-            "delta": frac_text(Fraction(delta)),
-            "session": self._name,
-            "note": note,
-        }
 
     # -- the chain ---------------------------------------------------------------------------
 
@@ -447,13 +416,6 @@ class SqliteLedger:
         if bad != ["ok"]:
             raise corrupt(self.path)
 
-    def _has_no_chain(self) -> LedgerError:
-        return LedgerError(
-            f"ledger {self.path} was written by dpframe 0.1 (schema 1) and has no hash "
-            f"chain to verify; run `dpframe ledger migrate {self.path}` to migrate it (the "
-            "migration is recorded in the ledger)"
-        )
-
     def _total(self, conn: sqlite3.Connection) -> tuple[Fraction, Fraction]:
         if self._legacy:
             return legacy_total(conn)
@@ -462,7 +424,10 @@ class SqliteLedger:
     def _spent(self, conn: sqlite3.Connection) -> tuple[Fraction, Fraction]:
         if self._legacy:
             return legacy_spent(conn)
-        return self._head(conn, check_last=False).spent
+        head = self._head(conn, check_last=False)
+        if self._events.composes:
+            return self._events.spend(conn, self.path, head.budget)[1]
+        return head.spent
 
     @staticmethod
     def _neighbouring(conn: sqlite3.Connection) -> str:
@@ -474,8 +439,11 @@ class SqliteLedger:
         if integrity:
             self._integrity_check(conn)
             if chain is None:
-                raise self._has_no_chain()
-        return snapshot(conn, self.path, chain, legacy=self._legacy, last=last)
+                raise has_no_chain(self.path)
+        snap = snapshot(conn, self.path, chain, legacy=self._legacy, last=last)
+        if self._events.composes:  # schema 4, delta > 0: what a (PLD) session spends
+            snap = replace(snap, spent=self._events.spend(conn, self.path, snap.total)[1])
+        return snap
 
     # -- interface ---------------------------------------------------------------------------
 
@@ -501,6 +469,9 @@ class SqliteLedger:
 
         def go(conn: sqlite3.Connection) -> bool:
             head = self._head(conn, check_last=False)
+            if self._events.composes:
+                return plan_charge(head.budget, *self._events.spend(conn, self.path, head.budget),
+                                   cost)[2]
             return plan_charge(head.budget, head.totals, head.spent, cost)[2]
 
         return self._db.read(go)
@@ -559,14 +530,23 @@ class SqliteLedger:
                 advance_checkpoint(conn, self.path, self._verified)
             head = self._head(conn, check_last=True)
             ledger_id = conn.execute("SELECT ledger_id FROM dpframe_schema").fetchone()[0]
-            start_spent, charged = head.spent, []
+            composes = self._events.composes
+            # the spend checked: the basic one of the head, or (schema 4, PLD/RDP) the events'
+            # recomposition under this same write lock (another process's charges included)
+            totals, spent = (self._events.spend(conn, self.path, head.budget) if composes
+                             else (head.totals, head.spent))
+            start_spent, charged = spent, []
             for cost, fields, unit in rows:
                 head, entry_id = self._charge_row(conn, head, cost, fields, unit)
                 charged.append((entry_id, {"ledger_id": ledger_id, "seq": head.rows,
                                            "hash": head.hash}))
-            ok = head.spent[0] <= head.budget[0] and head.spent[1] <= head.budget[1]
-            if not ok:
-                raise exceeded(head.budget, start_spent, head.spent)
+                if composes:
+                    after = totals.add(cost)
+                    _, spent, _ = plan_charge(head.budget, totals, spent, cost, after)
+                    totals = after
+            spent = spent if composes else head.spent
+            if not (spent[0] <= head.budget[0] and spent[1] <= head.budget[1]):
+                raise exceeded(head.budget, start_spent, spent)
             write_head(conn, head)
             reserve(conn, [entry_id for entry_id, _ in charged])  # room for the outcomes
             return charged
@@ -622,7 +602,9 @@ class SqliteLedger:
                 "pid": os.getpid(),
                 "privacy_unit": unit,
             },
-            extra={"status": "charged", "details": "{}"},
+            extra={"status": "charged", "details": "{}",
+                   **({"event": json.dumps(event_json(cost), separators=(",", ":"))}
+                      if head.version >= 4 else {})},
         )
         return replace(head, spent=new, totals=head.totals.add(cost)), entry_id
 
@@ -667,7 +649,8 @@ class SqliteLedger:
 
         def go(conn: sqlite3.Connection) -> list[dict[str, Any]]:
             self._verify_chain(conn)
-            return read_entries(conn, with_unit=not self._legacy)
+            return read_entries(conn, with_unit=not self._legacy,
+                                with_event=self._events.version >= 4)
 
         return self._db.read(go)
 
@@ -686,7 +669,7 @@ class SqliteLedger:
             if integrity:
                 self._integrity_check(conn)
             if self._legacy:
-                raise self._has_no_chain()
+                raise has_no_chain(self.path)
             return self._verify(conn)
 
         return self._db.read(go)

@@ -271,7 +271,7 @@ def test_a_schema_1_ledger_is_migrated_and_then_verified(tmp_path: Path) -> None
     led = SqliteLedger(path)
     assert led.spent() == spent
     report = led.verify()
-    assert report["schema_version"] == 3  # migrated to the current format
+    assert report["schema_version"] == 4  # migrated to the current format
     led.close()
     _sql(path, "DELETE FROM entries WHERE id = (SELECT max(id) FROM entries)")
     _refused(path)

@@ -31,7 +31,7 @@ CHAIN_INDEXES = ("budget_seq", "entries_seq", "outcomes_seq", "units_seq")
 CHAIN_COLUMNS = {
     "dpframe_schema": ("ledger_id", "upgraded"),
     "budget": ("seq", "prev_hash", "row_hash"),
-    "entries": ("privacy_unit", "seq", "prev_hash", "row_hash"),
+    "entries": ("privacy_unit", "seq", "prev_hash", "row_hash", "event"),
 }
 DF = pd.DataFrame({"x": [1.0, 2.0, 3.0]})
 
@@ -122,7 +122,7 @@ def test_a_schema_1_ledger_is_refused_until_migrated_explicitly(tmp_path: Path) 
     assert "Migrated" in result.output
     led = SqliteLedger(path)
     assert led.spent() == spent
-    assert led.verify()["schema_version"] == 3  # migrated to the current format
+    assert led.verify()["schema_version"] == 4  # migrated to the current format
     history = led.budget_history()
     assert [h["note"].split(" ")[0] for h in history] == ["created", "migrated"]
     assert history[-1]["session"] == "dpframe ledger migrate"

@@ -166,15 +166,15 @@ def test_a_symlink_to_a_ledger_is_followed(tmp_path: Path) -> None:
 
 def _die_while_creating(path: str) -> None:
     """A first run SIGKILLed while it creates the ledger (after its tables exist)."""
-    import dpframe.engine.ledger.sqlite as sqlite_module
+    import dpframe.engine.ledger.create as create_module
 
-    real = sqlite_module.append
+    real = create_module.append
 
     def append(conn: Any, *args: Any, **kwargs: Any) -> Any:
         real(conn, *args, **kwargs)
         os._exit(9)
 
-    sqlite_module.append = append  # type: ignore[assignment]
+    create_module.append = append  # type: ignore[assignment]
     SqliteLedger(path, 1)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fractions
 import hashlib
+import json
 import sqlite3
 import sys
 from fractions import Fraction
@@ -51,6 +52,7 @@ def make_schema_2_ledger(path: Path, charges: int = 3) -> Path:
     con.execute("PRAGMA journal_mode = WAL")
     con.execute("BEGIN")
     run_script(con, SCHEMA + ";" + SCHEMA_2)
+    con.execute("ALTER TABLE entries DROP COLUMN event")  # schema 4's
     created, lid = "2026-01-01T00:00:00+00:00", "0" * 32
     con.execute("INSERT INTO dpframe_schema (app, version, created, neighbouring, ledger_id) "
                 "VALUES (?, 2, ?, 'add_remove', ?)", (APP_ID, created, lid))
@@ -113,24 +115,28 @@ def test_the_schema_2_encoding_is_kept_bit_for_bit() -> None:
                            ) == "50a4cad2b46c82d17ae7fac410ef1d94b66ff89f7685dc9f0684f8f2cd2eda2a"
 
 
-def test_a_new_ledger_is_schema_3_and_hashes_each_row_as_documented(tmp_path: Path) -> None:
-    """``row_hash = sha256(ascii((table, seq, id, prev_hash, *hashed values)))``, recomputed
-    here from the file alone; the version is in the schema row and SQLite's header."""
+def test_a_new_ledger_is_schema_4_and_hashes_each_row_as_documented(tmp_path: Path) -> None:
+    """``row_hash = sha256(ascii((table, seq, id, prev_hash, *hashed values[, event])))``,
+    recomputed here from the file alone; the version is in the schema row and SQLite's
+    header; an entry's event is its privacy event's versioned JSON."""
     path = _new_ledger(tmp_path / "l.db")
     con = sqlite3.connect(path)
-    assert con.execute("SELECT version FROM dpframe_schema").fetchone() == (3,)
-    assert con.execute("PRAGMA user_version").fetchone() == (3,)
+    assert con.execute("SELECT version FROM dpframe_schema").fetchone() == (4,)
+    assert con.execute("PRAGMA user_version").fetchone() == (4,)
     seen = 0
     for table, cols in CHAINED.items():
-        for row in con.execute(f"SELECT seq, id, prev_hash, row_hash, {', '.join(cols)} "
+        event = ", event" if table == "entries" else ""
+        for row in con.execute(f"SELECT seq, id, prev_hash, row_hash, {', '.join(cols)}{event} "
                                f"FROM {table}"):
             seq, rid, prev, digest, *values = row
+            if table == "entries":
+                assert json.loads(values[-1])["v"] == 1
             text = ascii((table, seq, rid, prev, *values))
             assert hashlib.sha256(text.encode()).hexdigest() == digest
             seen += 1
     con.close()
     assert seen == 1 + 2 * 3  # the budget, then 3 x (entry, outcome)
-    assert SqliteLedger(path, readonly=True).verify()["schema_version"] == 3
+    assert SqliteLedger(path, readonly=True).verify()["schema_version"] == 4
 
 
 def test_a_schema_2_ledger_keeps_verifying_charging_and_its_format(tmp_path: Path) -> None:
@@ -139,7 +145,6 @@ def test_a_schema_2_ledger_keeps_verifying_charging_and_its_format(tmp_path: Pat
     path = make_schema_2_ledger(tmp_path / "old.db")
     before = SqliteLedger(path, readonly=True).verify()
     assert before["schema_version"] == 2 and before["entries"] == 3
-    assert not SqliteLedger.migrate(path)["migrated"]
     led = SqliteLedger(path, 1)
     assert led.spent() == (Fraction(3, 10), 0)
     led.record(led.charge(COST, META), "released", {"noise_scale": 10})

@@ -128,7 +128,7 @@ def test_sqlite_stores_exact_fractions_and_schema(tmp_path: Path) -> None:
     with sqlite3.connect(p) as con:
         assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert con.execute("SELECT app, version FROM dpframe_schema").fetchone() == (
-            "dpframe-ledger", 3)
+            "dpframe-ledger", 4)
         row = con.execute("SELECT epsilon, spent_epsilon, session FROM entries").fetchone()
         assert row == ("1/3", "1/3", "census")
         assert con.execute("SELECT epsilon, delta FROM budget").fetchone() == ("1/1", "1/1000000")

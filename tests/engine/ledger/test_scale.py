@@ -15,7 +15,7 @@ import pytest
 from dpframe.core.accounting import PrivacyCost
 from dpframe.engine.ledger import SqliteLedger
 from dpframe.engine.ledger.chain import _HEAD_COLS, _seal, genesis
-from dpframe.engine.ledger.formats import ROW_HASH, ROW_SQL, WIDTH
+from dpframe.engine.ledger.formats import ROW_HASH, WIDTH, row_sql
 from dpframe.engine.ledger.schema import CHAINED
 from dpframe.errors import LedgerError
 from tests.cli._support import inproc
@@ -102,7 +102,7 @@ def rechain(path: Path) -> None:
             "SELECT app, version, created, neighbouring, ledger_id FROM dpframe_schema").fetchone()
         rows = []
         for table in CHAINED:
-            rows += con.execute(ROW_SQL[table]).fetchall()
+            rows += con.execute(row_sql(version)[table]).fetchall()
         prev = genesis(app, created, rel, lid, version)
         for r in sorted(rows, key=lambda r: r[2]):
             r = (None, *r[1:4], prev, *r[5:])
