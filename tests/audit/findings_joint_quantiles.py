@@ -37,6 +37,7 @@ from dpframe.core.plan import plan_query
 from dpframe.core.rng import RandomSource
 
 from ._controls import halved_integer_result
+from .findings_quant import histograms, neighbouring_histograms
 from .scenario import Built, Run
 
 CELLS = 3
@@ -111,25 +112,6 @@ def _tuples(candidates: int, m: int) -> np.ndarray:
     return np.asarray(list(itertools.combinations_with_replacement(range(candidates), m)))
 
 
-def _datasets() -> Iterator[tuple[int, ...]]:
-    for n in range(MAX_ROWS + 1):
-        for cells in itertools.combinations_with_replacement(range(CELLS), n):
-            yield tuple(np.bincount(np.asarray(cells, dtype=np.int64), minlength=CELLS))
-
-
-def _neighbours(c: tuple[int, ...], relation: str, rows: int) -> Iterator[tuple[int, ...]]:
-    base = np.asarray(c)
-    for added in itertools.combinations_with_replacement(range(CELLS), rows):
-        yield tuple(base + np.bincount(np.asarray(added), minlength=CELLS))
-    if relation == "change_one":
-        for i, j in itertools.permutations(range(CELLS), 2):
-            if base[i] >= 1:
-                moved = base.copy()
-                moved[i] -= 1
-                moved[j] += 1
-                yield tuple(moved)
-
-
 def _worst(spec: JointQuantileSpec, relation: str, rows: int
            ) -> tuple[float, tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
     """The largest log ratio, its pair of datasets and its cell tuple."""
@@ -141,8 +123,8 @@ def _worst(spec: JointQuantileSpec, relation: str, rows: int
         return seen[c]
 
     worst: tuple[float, tuple[int, ...], tuple[int, ...], tuple[int, ...]] = (0.0, (), (), ())
-    for d in _datasets():
-        for d2 in _neighbours(d, relation, rows):
+    for d in histograms(CELLS, MAX_ROWS):
+        for d2 in neighbouring_histograms(d, relation, rows):
             a, b = law(d), law(d2)
             for t in a:
                 r = abs(np.log(a[t]) - np.log(b[t]))

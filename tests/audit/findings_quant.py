@@ -65,20 +65,23 @@ def _plan(level: str, relation: str, ci: bool, unit: bool) -> object:
     return plan_query(query, relation, {"x": "float", "u": "int"})
 
 
-def _datasets() -> Iterator[tuple[int, ...]]:
-    for n in range(MAX_ROWS + 1):
-        for cells in itertools.combinations_with_replacement(range(CELLS), n):
-            yield tuple(np.bincount(np.asarray(cells, dtype=np.int64), minlength=CELLS))
+def histograms(cells: int, max_rows: int) -> Iterator[tuple[int, ...]]:
+    """Every dataset of up to ``max_rows`` rows over ``cells`` cells, as its cell counts."""
+    for n in range(max_rows + 1):
+        for picked in itertools.combinations_with_replacement(range(cells), n):
+            yield tuple(np.bincount(np.asarray(picked, dtype=np.int64), minlength=cells))
 
 
-def _neighbours(c: tuple[int, ...], relation: str, rows: int) -> Iterator[tuple[int, ...]]:
+def neighbouring_histograms(c: tuple[int, ...], relation: str, rows: int
+                            ) -> Iterator[tuple[int, ...]]:
     """Datasets one unit away: ``rows`` rows added anywhere (removal is the same pair read
     backwards), and under change_one up to ``rows`` rows moved."""
     base = np.asarray(c)
-    for added in itertools.combinations_with_replacement(range(CELLS), rows):
-        yield tuple(base + np.bincount(np.asarray(added), minlength=CELLS))
+    cells = len(c)
+    for added in itertools.combinations_with_replacement(range(cells), rows):
+        yield tuple(base + np.bincount(np.asarray(added), minlength=cells))
     if relation == "change_one":
-        for i, j in itertools.permutations(range(CELLS), 2):
+        for i, j in itertools.permutations(range(cells), 2):
             if base[i] >= 1:
                 moved = base.copy()
                 moved[i] -= 1
@@ -107,9 +110,9 @@ def _worst(plan: object, relation: str, rows: int) -> float:
             seen[c] = _laws(plan, c)
         return seen[c]
 
-    for d in _datasets():
+    for d in histograms(CELLS, MAX_ROWS):
         law_d = laws(d)
-        for d2 in _neighbours(d, relation, rows):
+        for d2 in neighbouring_histograms(d, relation, rows):
             law_d2 = laws(d2)
             eps = sum(float(np.max(np.abs(np.log(a) - np.log(b))))
                       for a, b in zip(law_d, law_d2, strict=True))
@@ -135,4 +138,5 @@ def halved_quantile_sensitivity() -> contextlib.AbstractContextManager[None]:
     return halved_integer_result(quantile_module, "quantile_utility_sensitivity")
 
 
-__all__ = ["finding_quantile_cells", "halved_quantile_sensitivity", "pf_probabilities"]
+__all__ = ["finding_quantile_cells", "halved_quantile_sensitivity", "histograms",
+           "neighbouring_histograms", "pf_probabilities"]
