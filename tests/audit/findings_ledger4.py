@@ -22,8 +22,6 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pandas as pd
 import pytest
 
 import dpframe as dpf
@@ -32,19 +30,7 @@ from dpframe.core.accounting import PrivacyCost
 from dpframe.engine.ledger import SqliteLedger
 from dpframe.engine.ledger import events as events_module
 
-from .findings_pld import BUDGET, N, _exact_epsilon
-
-
-def _counts(s: dpf.Session, eps: float, most: int) -> int:
-    df = pd.DataFrame({"x": np.arange(10)})
-    done = 0
-    for _ in range(most):
-        try:
-            df.dp(s).count(epsilon=eps)
-        except dpf.BudgetExceededError:
-            break
-        done += 1
-    return done
+from .findings_pld import BUDGET, N, _exact_epsilon, counts_until_refused
 
 
 def file_ledger_composition(seed: int) -> tuple[float, float, float, str]:
@@ -54,10 +40,10 @@ def file_ledger_composition(seed: int) -> tuple[float, float, float, str]:
         s = dpf.Session(*BUDGET, ledger=path, seed=seed)
         assert s.accountant == "pld"
         eps = s.split(N)
-        accepted = _counts(s, eps, N // 2)
+        accepted = counts_until_refused(s, eps, N // 2)
         del s
         again = dpf.Session(*BUDGET, ledger=path, seed=seed + 1)
-        accepted += _counts(again, eps, N)
+        accepted += counts_until_refused(again, eps, N)
         del again
         led = SqliteLedger(path, readonly=True)
         losses = []

@@ -57,19 +57,24 @@ def _exact_epsilon(epsilons: list[float], delta: float) -> float:
     return hi
 
 
+def counts_until_refused(s: dpf.Session, eps: float, most: int) -> int:
+    """Release counts at ``eps`` (at most ``most``) until the session refuses one: how many it
+    accepted."""
+    df = pd.DataFrame({"x": np.arange(10)})
+    for done in range(most):
+        try:
+            df.dp(s).count(epsilon=eps)
+        except dpf.BudgetExceededError:
+            return done
+    return most
+
+
 def pld_session_composition(seed: int) -> tuple[float, float, float, str]:
     """The exact epsilon (at the budget's delta) of every count the session accepted."""
     s = dpf.Session(*BUDGET, seed=seed)
     assert s.accountant == "pld"
     eps = s.split(N)
-    df = pd.DataFrame({"x": np.arange(10)})
-    accepted = 0
-    for _ in range(N + 5):
-        try:
-            df.dp(s).count(epsilon=eps)
-        except dpf.BudgetExceededError:
-            break
-        accepted += 1
+    accepted = counts_until_refused(s, eps, N + 5)
     losses = []
     for e in s.ledger_store.entries():
         ev = PrivacyEvent.from_json(e["event"])

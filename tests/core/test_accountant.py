@@ -22,6 +22,7 @@ from dpframe.core.accountant import (
 )
 from dpframe.core.accounting import PrivacyCost
 from dpframe.engine.ledger.charges import entry_cost, fold
+from tests.audit.findings_pld import counts_until_refused
 
 BUDGET = (Fraction(1), Fraction(1, 10**6))
 
@@ -74,24 +75,12 @@ def test_event_json_round_trip() -> None:
     assert ev.to_dp_event() is not None
 
 
-def _counts(s: dpf.Session, n: int, eps: float) -> int:
-    df = pd.DataFrame({"x": np.arange(20)})
-    done = 0
-    for _ in range(n):
-        try:
-            df.dp(s).count(epsilon=eps)
-        except dpf.BudgetExceededError:
-            break
-        done += 1
-    return done
-
-
 def test_session_accepts_fifty_split_counts_and_refuses_the_51st() -> None:
     s = dpf.Session(1, 1e-6, seed=1)
     assert s.accountant == "pld"
     eps = s.split(50)
     assert 1 / 29.2 < eps < 1 / 29.1  # basic composition: 1/50
-    assert _counts(s, 51, eps) == 50
+    assert counts_until_refused(s, eps, 51) == 50
     se, sd = s.spent_exact
     assert se <= 1 and sd <= Fraction(1, 10**6)
     # recomposed from the recorded events: the same spend
@@ -105,21 +94,21 @@ def test_session_accepts_fifty_split_counts_and_refuses_the_51st() -> None:
 def test_basic_accountant_refuses_where_pld_accepts() -> None:
     s = dpf.Session(1, 1e-6, accountant="basic", seed=1)
     assert s.accountant == "basic"
-    assert _counts(s, 50, 1 / 29.15) == 29
+    assert counts_until_refused(s, 1 / 29.15, 50) == 29
 
 
 def test_pure_dp_sessions_are_exact_and_unchanged() -> None:
     s = dpf.Session(1, seed=1)
     assert s.accountant == "basic"
     assert s.split(100) == pytest.approx(0.01)
-    assert _counts(s, 101, 0.01) == 100
+    assert counts_until_refused(s, 0.01, 101) == 100
     assert s.spent_exact == (Fraction(1), Fraction(0))
 
 
 def test_pld_never_worse_than_basic_for_one_release() -> None:
     """A single pure release of the whole epsilon fits (the basic bound is kept)."""
     s = dpf.Session(Fraction(1, 3), 1e-6, seed=1)
-    assert _counts(s, 1, 1 / 3) == 1
+    assert counts_until_refused(s, 1 / 3, 1) == 1
     assert s.spent_exact[0] <= Fraction(1, 3)
 
 
