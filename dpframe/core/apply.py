@@ -46,11 +46,7 @@ def apply_plan(plan: ReleasePlan, exact: ExactAggregates, rng: RandomSource) -> 
     """
     if plan.rollup is not None:  # every level, made consistent (core/hierarchy.py)
         keys, rolled = release_rollup(plan.rollup, exact, rng)
-        prov = plan.describe()
-        if plan.diagnostics is not None:
-            prov["diagnostics"] = release_diagnostics(plan.diagnostics, exact.diagnostics, rng,
-                                                      plan.query.ci or 0.95)
-        return CoreRelease(keys, plan.query.by, [rolled], prov)
+        return CoreRelease(keys, plan.query.by, [rolled], _described(plan, exact, rng))
     keys = exact.keys
     keep, noisy = _select(plan, exact, rng)
     if plan.query.combos is not None:  # the declared combinations (core/hierarchy.py)
@@ -69,10 +65,7 @@ def apply_plan(plan: ReleasePlan, exact: ExactAggregates, rng: RandomSource) -> 
     # post-processing of the noisy values (released keys only): histograms and grouped counts
     # projected onto non-negative values with their noisy total kept (core/projection.py)
     out = [postprocessed(m, mp.form) for mp, m in zip(plan.measures, out, strict=True)]
-    prov = plan.describe()
-    if plan.diagnostics is not None:  # the noisy counts of diagnostics=, after the measures
-        prov["diagnostics"] = release_diagnostics(plan.diagnostics, exact.diagnostics, rng,
-                                                  level)
+    prov = _described(plan, exact, rng)
     if not plan.query.private_keys:  # post-processing of the noisy values (core/hints.py)
         hint = near_zero_hint(plan.measures, out, len(keys), plan.query.by)
         if hint is not None:
@@ -83,6 +76,17 @@ def apply_plan(plan: ReleasePlan, exact: ExactAggregates, rng: RandomSource) -> 
                                          plan.query.privacy_unit is not None,
                                          thresholds_rows(plan.selection, plan.contribution))]
     return CoreRelease(keys, plan.query.by, out, prov)
+
+
+def _described(plan: ReleasePlan, exact: ExactAggregates, rng: RandomSource
+               ) -> dict[str, object]:
+    """The release's provenance: the plan's description, then the noisy counts of
+    ``diagnostics=`` (drawn after the measures, at the query's interval level)."""
+    prov = plan.describe()
+    if plan.diagnostics is not None:
+        prov["diagnostics"] = release_diagnostics(plan.diagnostics, exact.diagnostics, rng,
+                                                  plan.query.ci or 0.95)
+    return prov
 
 
 def _select(plan: ReleasePlan, exact: ExactAggregates, rng: RandomSource
