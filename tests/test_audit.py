@@ -118,7 +118,7 @@ def test_same_audit_catches_a_halved_sensitivity(monkeypatch: pytest.MonkeyPatch
 
 
 @pytest.mark.audit
-@pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+@pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning")
 def test_claims_are_the_charged_budget() -> None:
     """Each end-to-end audit compares with what the ledger charged for one release."""
     _, _, eps, delta = scenario("groupby count").build(0)

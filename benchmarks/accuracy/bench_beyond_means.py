@@ -173,7 +173,7 @@ def variances(groups: int) -> list[str]:
     one (three Laplace releases at epsilon / 3), measured on this code with the joint planner
     switched off for the second run."""
     from dpframe.core import joint, plan
-    from dpframe.core.memo import RecentCache
+    from dpframe.core.exact.memo import RecentCache
 
     n = 40
     g = np.random.default_rng(8)

@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 
 from ..core.digest import derived_provenance
+from ..core.exact.values import NUMERIC_KINDS, sorted_order
 from ..core.names import close_names
 from ..core.query import DEFAULT_GRID, Measure, quantile_level
-from ..core.values import NUMERIC_KINDS, sorted_order
 from ..errors import ValidationError
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..core.memo import IdentityCache, RecentCache
+from ..core.exact.memo import IdentityCache, RecentCache
 from ..core.plan import exact_fingerprint
 from ..core.query import Query
 

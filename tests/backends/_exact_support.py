@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 
 import dpframe as dpf
-from dpframe.core.compute import ExactAggregates
+from dpframe.core.exact.compute import ExactAggregates
+from dpframe.core.exact.values import sorted_order
 from dpframe.core.query import Query
-from dpframe.core.values import sorted_order
 from dpframe.engine.release import prepare
 from dpframe.fronts.frame import PrivateFrame
 

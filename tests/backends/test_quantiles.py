@@ -17,9 +17,9 @@ import pytest
 import dpframe as dpf
 from dpframe.backends.pandas import PandasBackend
 from dpframe.core.aggregates import quantile as quantile_module
-from dpframe.core.compute import AggregateRequest, ComputeRequest
+from dpframe.core.exact.compute import AggregateRequest, ComputeRequest
 
-pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning")
 
 KEYS = (0, 1, 2)
 
@@ -200,7 +200,7 @@ def test_interval_coverage_is_calibrated(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(quantile_module, "rank_offset",
                         lambda em, b, lv: max(1, real(em, b, lv) // 8))
     from dpframe.core import plan as plan_module
-    from dpframe.core.memo import RecentCache
+    from dpframe.core.exact.memo import RecentCache
     monkeypatch.setattr(plan_module, "_PLANS", RecentCache(plan_module.PLAN_CACHE_SIZE),
                         raising=False)
     assert _coverage(level, reps, 11) < level - tol

@@ -16,9 +16,9 @@ import pytest
 
 import dpframe as dpf
 from dpframe.core.aggregates import AGGREGATES
-from dpframe.core.compute import fixed_point_request
+from dpframe.core.exact.compute import fixed_point_request
 from dpframe.core.measure import Aggregate, MeasurePlan, MeasureRelease, PlanContext, Rows
-from dpframe.core.rng import RandomSource
+from dpframe.core.noise.rng import RandomSource
 
 if TYPE_CHECKING:
     from dpframe.core.query import Measure

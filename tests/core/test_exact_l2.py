@@ -22,9 +22,9 @@ import pytest
 from dp_accounting.pld import privacy_loss_distribution as pld
 
 import dpframe as dpf
-from dpframe.core.gaussian import analytic_sigma2
-from dpframe.core.mechanisms import noise_spec
-from dpframe.core.rng import InsecureSeedWarning
+from dpframe.core.noise.gaussian import analytic_sigma2
+from dpframe.core.noise.mechanisms import noise_spec
+from dpframe.core.noise.rng import InsecureSeedWarning
 from dpframe.core.sensitivity import (
     _moved,
     change_one_square_sum,

@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 
 import dpframe as dpf
-from dpframe.core.mechanisms import noise_spec
-from dpframe.core.rng import RandomSource
+from dpframe.core.noise.mechanisms import noise_spec
+from dpframe.core.noise.rng import RandomSource
 from dpframe.core.value_bounds import (
     TAIL_PROBABILITY,
     bounds_from_counts,
@@ -25,7 +25,7 @@ from dpframe.core.value_bounds import (
 
 from ._support import session
 
-pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning")
 
 
 def _octave(v: float, max_abs: float = 1e12) -> tuple[float, float]:

@@ -14,7 +14,7 @@ import dpframe as dpf
 from ._support import session
 from .test_plan_sensitivity import oracle
 
-pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning")
 
 HUGE = 1e6
 KEYS = ["a", "b", "c"]

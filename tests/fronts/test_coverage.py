@@ -15,7 +15,7 @@ import pytest
 
 from ._support import binomial_floor, repeat
 
-pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning")
 
 LEVEL = 0.95
 KEYS = ["a", "b", "c", "d", "e"]

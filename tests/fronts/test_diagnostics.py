@@ -28,7 +28,7 @@ from dpframe.fronts.results import DPInt
 
 from ._support import mean_cost_spec
 
-pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning",
+pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning",
                                         "ignore::dpframe.errors.NearZeroWarning")
 
 KEYS = ["a", "b", "c"]

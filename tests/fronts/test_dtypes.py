@@ -14,7 +14,7 @@ import dpframe as dpf
 
 from ._support import session
 
-pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning")
 
 HUGE = 1000.0  # integer results are exact at this epsilon (noise scale <= 1e-2)
 FINE = 1e5     # real results within ~1e-3 (granular noise of scale bound / 1e5)

@@ -16,7 +16,7 @@ import pytest
 
 import dpframe as dpf
 
-pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning")
 
 SECRETS = ("987654", "987,654", "9.87654", "SECRET-KEY", "secret-key", "424242", "31415926")
 

@@ -148,7 +148,7 @@ def test_mixed_gaussian_agg_is_charged_with_a_valid_proof_and_true_provenance():
     gauss = [m for m in measures if m["mechanism"] == "discrete gaussian"]
     pure = sum(Fraction(m["epsilon"]) for m in measures if m not in gauss)
     # the whole query's guarantee: the Gaussian block is (1 - pure, 1e-6)-DP on the analytic
-    # curve (core/gaussian.py proves it for the discrete noise), the pure measures add theirs
+    # curve (core/noise/gaussian.py proves it for the discrete noise), the pure measures add theirs
     assert _analytic_delta(float(1 - pure), sum(_mu2(m) for m in gauss)) <= 1e-6
     # each Gaussian measure's stated (epsilon, delta) is true of its own noise, and at most
     # what its own rho gives in zCDP (a measure's rho here is its sum part's)

@@ -17,7 +17,7 @@ import pytest
 
 from ._support import session
 
-pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning")
 
 RELATIONS = ("add_remove", "change_one")
 EPS = 0.5

@@ -29,7 +29,7 @@ import dpframe as dpf
 
 from ._support import mean_cost_spec
 
-pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning",
+pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning",
                                         "ignore::dpframe.errors.NearZeroWarning")
 
 BOUNDS = (-60, 240)

@@ -15,7 +15,7 @@ import dpframe as dpf
 
 from ._support import repeat, session
 
-pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning")
 
 HUGE = 1000.0  # geometric noise of scale <= 3/1000 is 0 except with probability ~1e-144
 

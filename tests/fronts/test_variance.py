@@ -14,12 +14,12 @@ import pytest
 
 import dpframe as dpf
 from dpframe.core.intervals import noise_draws, variance_estimate, variance_interval
-from dpframe.core.mechanisms import noise_spec
+from dpframe.core.noise.mechanisms import noise_spec
 
 from ._support import session
 from .test_plan_sensitivity import oracle
 
-pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning")
 
 HUGE = 1e6
 BOUNDS = (0.0, 10.0)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...errors import ValidationError
-from ..compute import fixed_point_request
+from ..exact.compute import fixed_point_request
 from ..intervals import (
     mean_estimate,
     mean_half_width_bound,
@@ -32,8 +32,8 @@ from ..intervals import (
 )
 from ..knorm import BoxNormSpec, JointRole, box_pivot_half_width
 from ..measure import Aggregate, MeasurePlan, MeasureRelease, PlanContext, Rows
-from ..mechanisms import NoiseSpec
-from ..rng import RandomSource
+from ..noise.mechanisms import NoiseSpec
+from ..noise.rng import RandomSource
 
 if TYPE_CHECKING:
     from ..query import Measure

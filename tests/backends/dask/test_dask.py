@@ -29,7 +29,7 @@ distributed = pytest.importorskip("dask.distributed")
 import dpframe as dpf  # noqa: E402
 import dpframe.fronts.dask  # noqa: E402
 from dpframe.backends.dask import DaskBackend, merge_partials, unit_hash  # noqa: E402
-from dpframe.core.compute import ExactAggregates  # noqa: E402
+from dpframe.core.exact.compute import ExactAggregates  # noqa: E402
 from dpframe.core.query import Measure, Query  # noqa: E402
 from dpframe.engine.release import prepare  # noqa: E402
 from dpframe.fronts.frame import PrivateFrame  # noqa: E402

@@ -20,7 +20,7 @@ import pytest
 
 import dpframe as dpf
 from dpframe.backends.pandas import PandasBackend
-from dpframe.core.compute import ComputeRequest, fixed_point_request, square_request
+from dpframe.core.exact.compute import ComputeRequest, fixed_point_request, square_request
 
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
 
