@@ -237,3 +237,34 @@ def test_choose_never_raises() -> None:
                  (np.array([0.0]), np.array([0.0])), (np.array([-1e9, 1e9]), np.array([3, -2]))):
         assert 0 <= ts.choose(s, c) < len(ts.candidates)
 
+
+
+def test_unit_level_grouped_release_uses_todays_l2_sensitivities() -> None:
+    """A unit with T = 3 rows over k = 2 groups, R = 2: the pilot and stage 2 are calibrated to
+    the exact L2 bounds (sqrt(5) rows of h for the sum, sqrt(5) for the count)."""
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame({"u": np.repeat(np.arange(300), 3), "g": rng.integers(0, 4, 900),
+                       "x": rng.uniform(0, 10, 900)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = df.dp(dpf.Session(10, 1e-3, seed=5), bounds={"x": BOUNDS},
+                    keys={"g": [0, 1, 2, 3]}, privacy_unit="u", max_rows_per_unit=3,
+                    max_groups_per_unit=2, max_rows_per_group=2).groupby("g").mean(
+            "x", epsilon=1.0, delta=1e-6, mechanism="gaussian", ci=0.9)
+    m = out.attrs["dp"]["measures"][0]
+    assert m["sensitivity"] == pytest.approx(math.sqrt(5) * 5, rel=1e-5)
+    assert "two_stage" in m and len(out) == 4
+    assert ((out.lower <= out.x) & (out.x <= out.upper)).all()
+
+
+def test_gaussian_agg_means_use_two_stages_and_sums_do_not() -> None:
+    """An agg shares no count with a Gaussian mean: its mean is two-stage, its sum one noise."""
+    df = pd.DataFrame({"g": [0, 1] * 20, "x": np.linspace(0, 10, 40)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = df.dp(dpf.Session(10, 1e-3, seed=6), bounds={"x": BOUNDS},
+                    keys={"g": [0, 1]}).groupby("g").agg({"x": ["sum", "mean"]}, epsilon=1.0,
+                                                         delta=1e-6, mechanism="gaussian")
+    sum_m, mean_m = out.attrs["dp"]["measures"]
+    assert "two_stage" in mean_m and "released" in mean_m
+    assert "two_stage" not in sum_m and "released" not in sum_m
