@@ -125,8 +125,9 @@ class TwoStage:
         raises."""
         s = np.asarray(noisy_sum, dtype=np.float64).reshape(-1)
         c = np.asarray(noisy_count, dtype=np.float64).reshape(-1)
-        num = float(np.sum(s * s - self.pilot_sum.std ** 2))
-        den = float(np.sum(c * c - self.pilot_count.std ** 2))
+        with np.errstate(all="ignore"):  # noisy values only; overflow reads as unknown
+            num = float(np.sum(s * s - self.pilot_sum.std ** 2))
+            den = float(np.sum(c * c - self.pilot_count.std ** 2))
         if not (math.isfinite(num) and math.isfinite(den)) or den <= 0 or s.size == 0:
             return self.pick(self.h ** 2, 1.0)
         return self.pick(min(max(num, 0.0) / den, self.h ** 2), max(den / s.size, 1.0))
