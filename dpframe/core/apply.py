@@ -67,6 +67,11 @@ def apply_plan(plan: ReleasePlan, exact: ExactAggregates, rng: RandomSource) -> 
     # projected onto non-negative values with their noisy total kept (core/projection.py)
     out = [postprocessed(m, mp.form) for mp, m in zip(plan.measures, out, strict=True)]
     prov = _described(plan, exact, rng)
+    measures = prov.get("measures")
+    if isinstance(measures, list):  # what a release states once drawn (a two-stage mean's
+        for d, m in zip(measures, out, strict=True):  # split: a function of its pilot)
+            if "released" in m.description:
+                d["released"] = m.description["released"]
     if not plan.query.private_keys:  # post-processing of the noisy values (core/hints.py)
         hint = near_zero_hint(plan.measures, out, len(keys), plan.query.by)
         if hint is not None:
