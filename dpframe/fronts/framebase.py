@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, ClassVar, Self, cast
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, ClassVar, Self, Unpack, cast
 
 from ..backends.base import Backend
 from ..core.accuracy import validate_accuracy
@@ -26,7 +24,7 @@ from ..core.query import (
     normalise_keys,
 )
 from ..core.validate import check_query
-from ..errors import KeysError, UnknownColumnError, ValidationError
+from ..errors import KeysError, OptionError, UnknownColumnError, ValidationError
 from .arguments import (
     check_declared_columns,
     check_unit,
@@ -39,13 +37,23 @@ from .arguments import (
     pipe_to,
     rollup_shares,
 )
+from .docs import DEFAULTS, ReleaseOptions
 from .groupby import PrivateGroupBy
-from .results import ContributionBounds, DPFloat, DPInt, diagnostics_as_numbers
+from .results import ContributionBounds, diagnostics_as_numbers
 from .selection import PrivateSelection
 
 if TYPE_CHECKING:
     from ..engine.session import Session
     from .frame import PrivateFrame
+
+
+class Previewed(Exception):
+    """How a release under ``query`` / ``explain`` ends: its Query or plan (``result``), raised
+    from :meth:`FrameBase._run` to the verb, past the method's wrapping of a release."""
+
+    def __init__(self, result: object) -> None:
+        super().__init__("preview")
+        self.result = result
 
 
 @options_checked
@@ -96,7 +104,7 @@ class FrameBase:
         self._bounds_tkr = tuple(None if b is None else int(b) for b in (
             max_rows_per_unit, max_groups_per_unit, max_rows_per_group))
         self._sample_rate: Fraction | None = None
-        self._captured: list[Query] | None = None  # set by query(): keep, never run
+        self._mode: str | None = None  # "query" / "explain": releases stop at their preview
 
     def sample(self, rate: float) -> Self:
         """Queries on a Poisson sample of the privacy units at ``rate``, charged the amplified
@@ -150,58 +158,56 @@ class FrameBase:
 
         return active_session()
 
-    def _query(self, measures: list[Measure], epsilon: object, delta: object, *,
-               by: tuple[str, ...] = (), private: bool = False, mechanism: str | None = None,
-               ci: float | None = None, description: str = "",
-               selection_share: float | None = None, accuracy: object = None,
-               min_rows: object = None, diagnostics: object = None,
-               rollup: object = False, level_shares: object = None,
-               margins_name: object = "All", postprocess: str | None = "nonnegative") -> Query:
-        """The Query of a front method's call: its arguments parsed (numbers to exact
-        fractions, aliases to names), every refusal left to the core. ``diagnostics`` is the
-        method's ``diagnostics=`` (an epsilon on top, or None), passed as a plain argument;
-        ``rollup``, ``level_shares`` and ``margins_name`` those of a grouped count or sum;
-        ``postprocess`` the form of histograms and grouped counts (checked by the core)."""
-        shares = rollup_shares(rollup, level_shares, len(by), accuracy)
-        if accuracy is not None or epsilon is None:
-            epsilon = self._epsilon_for(measures, epsilon, delta, by=by, private=private,
-                                        mechanism=mechanism, ci=ci, description=description,
-                                        selection_share=selection_share, accuracy=accuracy,
-                                        min_rows=min_rows, diagnostics=diagnostics,
-                                        postprocess=postprocess)
+    def _query(self, measures: list[Measure], description: str = "", *,
+               by: tuple[str, ...] = (), private: bool = False, rollup: object = False,
+               level_shares: object = None, margins_name: object = "All",
+               **options: Unpack[ReleaseOptions]) -> Query:
+        """The Query of a front method's call: its options parsed (numbers to exact
+        fractions, aliases to names), every refusal left to the core. ``rollup``,
+        ``level_shares`` and ``margins_name`` are those of a grouped count or sum."""
+        o: dict[str, Any] = {**DEFAULTS, **options}
+        shares = rollup_shares(rollup, level_shares, len(by), o["accuracy"])
+        epsilon = o["epsilon"]
+        if o["accuracy"] is not None or epsilon is None:
+            epsilon = self._epsilon_for(measures, description, by=by, private=private,
+                                        **options)
         # parsing only: numbers to exact fractions, the 'geometric' alias to its name; every
         # refusal is the core's (core/validate.py), on the path all fronts share
         eps = to_fraction(epsilon, "epsilon", positive=True)
-        dlt = to_fraction(delta, "delta")
-        mech = "laplace" if mechanism == "geometric" else mechanism
+        dlt = to_fraction(o["delta"], "delta")
+        mech = "laplace" if o["mechanism"] == "geometric" else o["mechanism"]
         keys = self._resolved_keys(by if not private else ())
-        share = Fraction(1, 2) if selection_share is None else to_fraction(
-            selection_share, "selection_share", positive=True)
-        diag = (None if diagnostics is None
-                else to_fraction(diagnostics, "diagnostics", positive=True))
+        given = o["selection_share"]
+        share = Fraction(1, 2) if given is None else to_fraction(
+            given, "selection_share", positive=True)
+        diag = (None if o["diagnostics"] is None
+                else to_fraction(o["diagnostics"], "diagnostics", positive=True))
         return Query(tuple(measures), eps, dlt, bounds=self._bounds, by=by, keys=keys,
                      private_keys=private, privacy_unit=self._unit,
                      max_rows_per_unit=self._bounds_tkr[0],
                      max_groups_per_unit=self._bounds_tkr[1],
                      max_rows_per_group=self._bounds_tkr[2],
                      mechanism=mech,  # type: ignore[arg-type]
-                     ci=ci, selection_share=share, sample_rate=self._sample_rate,
-                     description=description, diagnostics=diag,
+                     ci=o["ci"], selection_share=share,
+                     sample_rate=self._sample_rate, description=description, diagnostics=diag,
                      combos=combinations_for(by, self._combos, keys) if not private else None,
                      rollup=shares, margins_name=margins_name,  # type: ignore[arg-type]
-                     postprocess=postprocess, selection_share_given=selection_share is not None)
+                     postprocess=o["postprocess"], selection_share_given=given is not None)
 
-    def _epsilon_for(self, measures: list[Measure], epsilon: object, delta: object,
-                     accuracy: object, min_rows: object, **kw: Any) -> Fraction:
+    def _epsilon_for(self, measures: list[Measure], description: str, *,
+                     by: tuple[str, ...], private: bool,
+                     **options: Unpack[ReleaseOptions]) -> Fraction:
         """``accuracy=`` instead of ``epsilon=``: the smallest epsilon (3 significant digits,
         rounded up) whose ``ci`` half-width (level 0.95 by default) is at most ``accuracy`` in
         the result's units (core/accuracy.py). Depends on the arguments and the public schema
         only, never on the data."""
         from ..engine.release import epsilon_for
 
-        validate_accuracy(epsilon, accuracy, len(measures), min_rows)  # only a front knows
-        # whether epsilon= was given; the engine runs the rest of the rules again
-        base = self._query(measures, Fraction(1), delta, **kw)
+        accuracy, min_rows = options.get("accuracy"), options.get("min_rows")
+        validate_accuracy(options.get("epsilon"), accuracy, len(measures), min_rows)  # only a
+        # front knows whether epsilon= was given; the engine runs the rest of the rules again
+        base_options: ReleaseOptions = {**options, "epsilon": 1.0, "accuracy": None}
+        base = self._query(measures, description, by=by, private=private, **base_options)
         return epsilon_for(self.session, base, self._backend, accuracy, min_rows)
 
     def _resolved_keys(self, by: tuple[str, ...]) -> dict[str, tuple[object, ...]]:
@@ -236,44 +242,74 @@ class FrameBase:
             >>> q.by, float(q.epsilon), [m.op for m in q.measures]
             (('g',), 0.5, ['sum'])
         """
-        if aggregate not in (*NAMES, "agg", "bounds"):
-            raise ValidationError(f"unknown aggregate {aggregate!r}")
-        frame = copy.copy(self)
-        frame._captured = []
-        target: Any = frame if by is None else frame.groupby(by, keys=keys)
-        getattr(target, aggregate)(*args, dry_run=True, **kwargs)
-        return frame._captured[0]
+        out: Query = self._verb("query", aggregate, args, by, keys, kwargs)
+        return out
 
-    def _run(self, query: Query, dry_run: bool) -> CoreRelease | dict[str, Any]:
+    def explain(self, aggregate: str, *args: Any, by: str | Sequence[str] | None = None,
+                keys: str | None = None, **kwargs: Any) -> dict[str, Any]:
+        """The plan of ``self[.groupby(by, keys=keys)].<aggregate>(*args, **kwargs)``, with
+        nothing computed or charged: its mechanisms, noise scales, intervals, cost (the
+        epsilon ``accuracy=`` chooses) and whether it fits the remaining budget, as a dict.
+        Takes what :meth:`query` takes; the same typed errors as the release itself. It
+        reads only the public schema and declarations, never the data.
+
+        Example:
+            >>> import dpframe as dpf, pandas as pd, warnings
+            >>> warnings.simplefilter("ignore")  # seeded: insecure, docs only
+            >>> priv = pd.DataFrame({"x": range(100)}).dp(dpf.Session(10, seed=1))
+            >>> plan = priv.explain("count", accuracy=10)
+            >>> (measure,) = plan["measures"]
+            >>> plan["epsilon"], measure["ci_half_width"] <= 10
+            (0.285, True)
+        """
+        out: dict[str, Any] = self._verb("explain", aggregate, args, by, keys, kwargs)
+        return out
+
+    def _verb(self, mode: str, aggregate: str, args: tuple[Any, ...],
+              by: str | Sequence[str] | None, keys: str | None, kwargs: dict[str, Any]) -> Any:
+        """What ``self[.groupby(by, keys=keys)].<aggregate>(*args, **kwargs)`` gives in
+        ``mode`` (``"query"``: its checked Query; ``"explain"``: its plan)."""
+        if aggregate not in (*NAMES, "agg", "bounds", "describe"):
+            raise ValidationError(f"unknown aggregate {aggregate!r}"
+                                  f"{close_names(aggregate, [*NAMES, 'agg', 'bounds'])}")
+        if "dry_run" in kwargs:
+            raise OptionError(f"{mode}() takes no dry_run: it is the preview itself")
+
+        def call(frame: FrameBase) -> object:
+            target: Any = frame if by is None else frame.groupby(by, keys=keys)
+            return getattr(target, aggregate)(*args, **kwargs)
+
+        return self._preview(mode, call)
+
+    def _preview(self, mode: str, call: Callable[[Any], object]) -> Any:
+        """``call`` on a copy of this frame whose releases stop before anything is planned or
+        charged (``"query"``: the checked Query is the result) or charged (``"explain"``:
+        the plan is): both leave the session as it was."""
+        frame = copy.copy(self)
+        frame._mode = mode
+        try:
+            call(frame)
+        except Previewed as done:
+            return done.result
+        raise AssertionError("a front method returned without a release")  # pragma: no cover
+
+    def _run(self, query: Query) -> CoreRelease:
+        """Send ``query`` through the session's release path; under :meth:`query` or
+        :meth:`explain`, raise :class:`Previewed` with their result instead."""
         from ..engine.release import explain, named_closely, run_release
 
-        if self._captured is not None:  # query(): the Query is the result, checked as a
-            # release checks it (core/validate.py), nothing planned or charged
+        if self._mode == "query":  # the Query is the result, checked as a release checks it
+            # (core/validate.py), nothing planned or charged
             try:
                 checked = check_query(query, self._backend.schema(query.columns))
             except UnknownColumnError as exc:  # close names among all columns (public)
                 raise named_closely(exc, self._backend) from None
-            self._captured.append(checked)
-            return {}
-        if dry_run:
-            return explain(self.session, query, self._backend)
+            raise Previewed(checked)
+        if self._mode == "explain":
+            raise Previewed(explain(self.session, query, self._backend))
         release = run_release(self.session, query, self._backend)
         diagnostics_as_numbers(release.provenance)
         return release
-
-    @staticmethod
-    def _scalar(r: CoreRelease, integer: bool, ci: float | None = None) -> DPInt | DPFloat:
-        """The release's one value as a number carrying its provenance (``.attrs["dp"]``) and,
-        when ``ci=`` was asked, its interval (``.lower`` / ``.upper``)."""
-        m = r.measures[0]
-        lo = hi = None
-        if ci is not None and m.lower is not None and m.upper is not None and bool(
-                np.isfinite(m.lower[0])):
-            lo, hi = float(m.lower[0]), float(m.upper[0])
-        v = m.values[0]
-        if integer:
-            return DPInt(int(v), provenance=r.provenance, lower=lo, upper=hi)
-        return DPFloat(float(v), provenance=r.provenance, lower=lo, upper=hi)
 
     def contribution_bounds(self, *, epsilon: float, by: str | Sequence[str] | None = None,
                             cap: int = 1000, release_epsilon: float = 1.0,
