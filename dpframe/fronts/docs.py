@@ -25,30 +25,30 @@ class ReleaseOptions(TypedDict, total=False):
     any other name is refused with an :class:`~dpframe.errors.OptionError` (a
     ``ValidationError``) naming the closest option, before anything is charged.
 
-    :param epsilon: the privacy budget this release spends; charged to the session before
+    :ivar epsilon: the privacy budget this release spends; charged to the session before
         anything is computed (``BudgetExceededError`` and nothing spent if it does not fit)
-    :param accuracy: instead of ``epsilon``: the target half-width of the ``ci`` interval
+    :ivar accuracy: instead of ``epsilon``: the target half-width of the ``ci`` interval
         (95% by default) in the result's units; the smallest epsilon meeting it is charged
-    :param delta: the delta this release spends: needed by ``mechanism='gaussian'`` and by
+    :ivar delta: the delta this release spends: needed by ``mechanism='gaussian'`` and by
         ``keys='private'`` (0 otherwise)
-    :param mechanism: ``'laplace'`` (default; geometric for integer results) or
+    :ivar mechanism: ``'laplace'`` (default; geometric for integer results) or
         ``'gaussian'`` (discrete Gaussian, needs ``delta > 0``)
-    :param ci: a level in (0, 1), e.g. 0.95: adds the interval (``.lower`` / ``.upper`` on a
+    :ivar ci: a level in (0, 1), e.g. 0.95: adds the interval (``.lower`` / ``.upper`` on a
         number, ``lower`` / ``upper`` columns on a grouped result); free (post-processing). It
         covers the value clamped to the bounds, not the raw one
-    :param diagnostics: an epsilon spent on top: noisy counts of the rows clamping and
+    :ivar diagnostics: an epsilon spent on top: noisy counts of the rows clamping and
         contribution bounding changed, ``.attrs['dp']['diagnostics']`` =
         ``{'rows_clamped': DPInt, 'rows_dropped': DPInt}`` (each unit's dropped rows counted
         up to min(T, k R))
-    :param selection_share: with ``keys='private'``: the share of epsilon spent on a separate
+    :ivar selection_share: with ``keys='private'``: the share of epsilon spent on a separate
         key selection (default 0.5); unused where the released count of units is itself
         thresholded (one count, the whole budget)
-    :param min_rows: with ``accuracy``: a lower bound you know on the number of rows a mean
+    :ivar min_rows: with ``accuracy``: a lower bound you know on the number of rows a mean
         is over (the number itself is private)
-    :param postprocess: the form of released counts: ``"nonnegative"`` (default), the closest
+    :ivar postprocess: the form of released counts: ``"nonnegative"`` (default), the closest
         non-negative integers summing to the noisy total (post-processing; biased toward 0
         near 0), or None, the raw unbiased counts (docs/privacy.md#non-negative-counts)
-    :param dry_run: deprecated, use ``priv.explain(...)``: ``True`` returns the plan
+    :ivar dry_run: deprecated, use ``priv.explain(...)``: ``True`` returns the plan
         (mechanisms, noise scales, intervals and cost) as a dict; nothing is computed or
         charged
     """
@@ -79,7 +79,7 @@ def _option_texts() -> dict[str, str]:
     """``{option: text}`` read from :class:`ReleaseOptions`' docstring, where each is
     documented once."""
     doc = inspect.cleandoc(ReleaseOptions.__doc__ or "")
-    found = re.findall(r"^:param (\w+): (.*?)(?=^:param |\Z)", doc, re.M | re.S)
+    found = re.findall(r"^:ivar (\w+): (.*?)(?=^:ivar |\Z)", doc, re.M | re.S)
     return {name: " ".join(text.split()) for name, text in found}
 
 

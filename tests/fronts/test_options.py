@@ -45,7 +45,7 @@ def test_every_option_is_documented_once_in_release_options() -> None:
     doc = ReleaseOptions.__doc__ or ""
     assert set(OPTIONS) == set(DEFAULTS)
     for name in OPTIONS:
-        assert doc.count(f":param {name}:") == 1, name
+        assert doc.count(f":ivar {name}:") == 1, name
         assert COMMON_PARAMS[name]  # read from that docstring, not written a second time
 
 
