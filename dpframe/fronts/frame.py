@@ -1,35 +1,37 @@
-"""The pandas-shaped query front shared by every backend (pandas, Arrow scans, Dask).
+"""The pandas-shaped query front shared by every backend (pandas, Arrow scans, Dask, Polars,
+Spark): :class:`PrivateFrame`, its aggregates and the ways to the other fronts (``groupby``,
+column selections, ``pipe``, ``sample``, ``query``, ``explain``).
 
-``PrivateFrame`` (its aggregates here; its declarations and release plumbing in
-``fronts/framebase.py``) and ``PrivateGroupBy`` (``fronts/groupby.py``) only build
-:class:`~dpframe.core.query.Query` objects, send them through the session's release path, and
-wrap the result as plain numbers or pandas objects with ``.attrs["dp"]`` provenance. No
+A front holds a :class:`~dpframe.fronts.release.Releaser` (its declarations, the Query
+building and the run through the session's release path) and only builds measures and wraps
+released values as plain numbers or pandas objects with ``.attrs["dp"]`` provenance. No
 sensitivity, noise or budget logic lives here.
 """
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 import numbers
 import warnings
-from collections.abc import Sequence
-from typing import Any, Unpack
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Unpack
 
-import numpy as np
 import pandas as pd
 
-from ..core.aggregates import histogram_edges
+from ..backends.base import Backend
+from ..core.aggregates import NAMES
 from ..core.digest import derived_provenance
-from ..core.query import (
-    DEFAULT_GRID,
-    Measure,
-    quantile_level,
-)
+from ..core.names import close_names
+from ..core.query import DEFAULT_GRID, Measure, Query, quantile_level
 from ..core.value_bounds import bounds_from_counts, noise_threshold, signed_octave_edges
-from ..errors import DPWarning, ValidationError
+from ..errors import DPWarning, OptionError, ValidationError
 from .arguments import (
     as_ddof,
+    column_attribute,
+    identifiers,
     levels_series,
+    options_checked,
+    pipe_to,
     quantile_measure,
 )
 from .docs import (
@@ -43,16 +45,234 @@ from .docs import (
     ReleaseOptions,
     releases,
 )
-from .framebase import FrameBase
-from .results import DPFloat, DPInt, as_float, as_int, histogram_index
+from .groupby import PrivateGroupBy
+from .idioms import describe
+from .release import Releaser
+from .results import ContributionBounds, DPFloat, DPInt, as_float, as_int, histogram_index
+from .selection import PrivateSelection
+
+if TYPE_CHECKING:
+    from ..engine.session import Session
 
 #: The contribution bounds (T, k, R) of ``bounds()``'s sensitivity-1 reduction: one random row
 #: per unit (core/value_bounds.py).
 ONE_ROW_PER_UNIT: tuple[int | None, ...] | None = (1, None, None)
 
-class PrivateFrame(FrameBase):
+
+@options_checked
+class PrivateFrame:
     """Differentially private aggregates over declared bounds and keys
     (docs/reference.md#queries-on-a-frame)."""
+
+    _grouped: ClassVar[bool] = False  # selections tell group-bys from frames by it
+
+    def __init__(
+        self,
+        backend: Backend,
+        session: Session | None = None,
+        *,
+        bounds: Mapping[str, tuple[float, float]] | None = None,
+        keys: Mapping[str, Sequence[object] | str] | None = None,
+        schema: Any = None,
+        privacy_unit: str | None = None,
+        max_rows_per_unit: int | None = None,
+        max_groups_per_unit: int | None = None,
+        max_rows_per_group: int | None = None,
+        strict: bool = True,
+    ) -> None:
+        self._rel = Releaser.declare(
+            backend, session, bounds=bounds, keys=keys, schema=schema,
+            privacy_unit=privacy_unit, strict=strict,
+            tkr=(max_rows_per_unit, max_groups_per_unit, max_rows_per_group))
+
+    @classmethod
+    def _of(cls, releaser: Releaser) -> PrivateFrame:
+        """The frame of ``releaser`` (a sample, a preview), its declarations checked."""
+        frame = cls.__new__(cls)
+        frame._rel = releaser
+        return frame
+
+    @property
+    def _backend(self) -> Backend:
+        return self._rel.backend
+
+    @property
+    def session(self) -> Session:
+        return self._rel.session
+
+    def sample(self, rate: float) -> PrivateFrame:
+        """Queries on a Poisson sample of the privacy units at ``rate``, charged the amplified
+        cost ln(1 + q (e^eps - 1)) for the epsilon given to each aggregate (add_remove only).
+        The rate is rounded up to a multiple of 2**-53 (the rate actually used and charged). A
+        sample of a sample is one sample at the product of the rates (``sample(0.5)
+        .sample(0.5)`` samples at 0.25), as two independent Poisson samplings are."""
+        return PrivateFrame._of(self._rel.sampled(rate))
+
+    def declared(self) -> dict[str, Any]:
+        """What this frame declares (public): bounds, keys, privacy unit and contribution
+        bounds, sampling rate, and the columns with their public kinds."""
+        return self._rel.declared()
+
+    def __repr__(self) -> str:
+        d = self.declared()
+        unit = "rows" if d["privacy_unit"] is None else (
+            f"{d['privacy_unit']!r} (max_rows_per_unit={d['max_rows_per_unit']}, "
+            f"max_groups_per_unit={d['max_groups_per_unit']}, "
+            f"max_rows_per_group={d['max_rows_per_group']})")
+        return (f"PrivateFrame(columns={list(d['columns'])}, bounds={d['bounds']}, "
+                f"keys={sorted(d['keys'])}, privacy_unit={unit})")
+
+    def _repr_html_(self) -> str:
+        """Notebook display: declared bounds and keys, the privacy unit, the columns."""
+        from ..display.html import frame_html
+
+        return frame_html(self.declared())
+
+    def query(self, aggregate: str, *args: Any, by: str | Sequence[str] | None = None,
+              keys: str | None = None, **kwargs: Any) -> Query:
+        """The Query that ``self[.groupby(by, keys=keys)].<aggregate>(*args, **kwargs)`` would
+        release, after the same checks (the same typed errors: core/validate.py), with
+        nothing planned, charged or run: for pipelines that price, store or run queries later
+        (``dpframe.engine.release.prepare`` / ``run_release``).
+
+        Example:
+            >>> import dpframe as dpf, pandas as pd, warnings
+            >>> warnings.simplefilter("ignore")  # seeded: insecure, docs only
+            >>> priv = pd.DataFrame({"g": ["a", "b"], "x": [1.0, 3.0]}).dp(
+            ...     dpf.Session(1, seed=1), bounds={"x": (0, 5)}, keys={"g": ["a", "b"]})
+            >>> q = priv.query("sum", "x", by="g", epsilon=0.5)
+            >>> q.by, float(q.epsilon), [m.op for m in q.measures]
+            (('g',), 0.5, ['sum'])
+        """
+        out: Query = self._verb("query", aggregate, args, by, keys, kwargs)
+        return out
+
+    def explain(self, aggregate: str, *args: Any, by: str | Sequence[str] | None = None,
+                keys: str | None = None, **kwargs: Any) -> dict[str, Any]:
+        """The plan of ``self[.groupby(by, keys=keys)].<aggregate>(*args, **kwargs)``, with
+        nothing computed or charged: its mechanisms, noise scales, intervals, cost (the
+        epsilon ``accuracy=`` chooses) and whether it fits the remaining budget, as a dict.
+        Takes what :meth:`query` takes; the same typed errors as the release itself. It
+        reads only the public schema and declarations, never the data.
+
+        Example:
+            >>> import dpframe as dpf, pandas as pd, warnings
+            >>> warnings.simplefilter("ignore")  # seeded: insecure, docs only
+            >>> priv = pd.DataFrame({"x": range(100)}).dp(dpf.Session(10, seed=1))
+            >>> plan = priv.explain("count", accuracy=10)
+            >>> (measure,) = plan["measures"]
+            >>> plan["epsilon"], measure["ci_half_width"] <= 10
+            (0.285, True)
+        """
+        out: dict[str, Any] = self._verb("explain", aggregate, args, by, keys, kwargs)
+        return out
+
+    def _verb(self, mode: str, aggregate: str, args: tuple[Any, ...],
+              by: str | Sequence[str] | None, keys: str | None, kwargs: dict[str, Any]) -> Any:
+        """What ``self[.groupby(by, keys=keys)].<aggregate>(*args, **kwargs)`` gives in
+        ``mode`` (``"query"``: its checked Query; ``"explain"``: its plan)."""
+        if aggregate not in (*NAMES, "agg", "bounds", "describe"):
+            raise ValidationError(f"unknown aggregate {aggregate!r}"
+                                  f"{close_names(aggregate, [*NAMES, 'agg', 'bounds'])}")
+        if "dry_run" in kwargs:
+            raise OptionError(f"{mode}() takes no dry_run: it is the preview itself")
+
+        def call(frame: PrivateFrame) -> object:
+            target: Any = frame if by is None else frame.groupby(by, keys=keys)
+            return getattr(target, aggregate)(*args, **kwargs)
+
+        return self._preview(mode, call)
+
+    def _preview(self, mode: str, call: Callable[[Any], object]) -> Any:
+        """``call`` on this frame whose releases stop before anything is planned or charged
+        (``"query"``: the checked Query is the result) or charged (``"explain"``: the plan
+        is): both leave the session as it was."""
+        return self._rel.previewed(mode, lambda rel: call(PrivateFrame._of(rel)))
+
+    def contribution_bounds(self, *, epsilon: float, by: str | Sequence[str] | None = None,
+                            cap: int = 1000, release_epsilon: float = 1.0,
+                            release: str = "sum") -> ContributionBounds:
+        """A DP choice of the contribution bounds T, k and R (``max_rows_per_unit``,
+        ``max_groups_per_unit``, ``max_rows_per_group``) for a release grouped by ``by``
+        (ungrouped: T only); ``priv.groupby(by).contribution_bounds(...)`` is the same.
+
+        Spends ``epsilon`` once (delta 0), like any release: noisy histograms of each unit's
+        rows, groups and largest group over the candidates 1, 2, 3, 5, 7, 10, 15, ... up to ``cap``
+        (sensitivity 1 each: one unit is in one bin), then the bounds that minimise the
+        estimated per-group RMSE of the release they are for, at ``release_epsilon`` over the
+        declared keys' groups: noise against the bias of the rows the bounds drop
+        (:mod:`dpframe.core.choose_bounds` has the proof and each release's error model).
+        Needs ``privacy_unit``; the frame may declare no bound yet.
+
+        :param release: the release the bounds are tuned for: ``"count"``, ``"sum"`` (the
+            default), ``"mean"`` or ``"quantile"`` (also median, max, min). A count or a sum
+            pays for every dropped row, so it keeps more rows; a mean or a quantile is hurt
+            less by dropped rows than by noise, so it bounds tighter.
+        :returns: a dict of all three bounds, ``max_rows_per_unit``, ``max_groups_per_unit``
+            and ``max_rows_per_group``, always: an int for each bound that binds, None for
+            one that does not (not declared: the release derives it and it drops nothing
+            more), to pass as ``df.dp(..., **bounds)``.
+
+        Example:
+            >>> import dpframe as dpf, numpy as np, pandas as pd, warnings
+            >>> warnings.simplefilter("ignore")  # seeded: insecure, docs only
+            >>> rng = np.random.default_rng(0)
+            >>> uid = np.repeat(np.arange(2000), rng.integers(1, 11, 2000))
+            >>> df = pd.DataFrame({"uid": uid, "g": rng.integers(0, 20, uid.size)})
+            >>> s = dpf.Session(1.0, seed=1)
+            >>> priv = df.dp(s, privacy_unit="uid", keys={"g": list(range(20))})
+            >>> bounds = priv.groupby("g").contribution_bounds(epsilon=0.1, release_epsilon=0.9)
+            >>> bounds
+            {'max_rows_per_unit': 10, 'max_groups_per_unit': None, 'max_rows_per_group': None}
+            >>> counts = df.dp(s, privacy_unit="uid", keys={"g": list(range(20))},
+            ...                **bounds).groupby("g").count(epsilon=0.9)
+        """
+        return self._rel.contribution_bounds(epsilon, by, cap, release_epsilon, release)
+
+    def __getitem__(self, column: str) -> PrivateSelection:
+        """Column selection, as in pandas: ``priv["income"].mean(epsilon=0.2)``."""
+        if not isinstance(column, str):
+            if not isinstance(column, list | tuple) or not all(
+                    isinstance(c, str) for c in column):
+                raise ValidationError(
+                    "a private frame cannot filter its rows: filter the pandas frame before "
+                    ".dp, e.g. df[df['origin'] == 'JFK'].dp(session, ...) (a filter on "
+                    "public criteria; priv['income'] selects one column by its name)")
+            raise ValidationError("select one column by its name: priv['income'] (a list of "
+                                  "columns is for group-bys: priv.groupby(...)[['a', 'b']])")
+        return PrivateSelection(self, column)
+
+    def __getattr__(self, name: str) -> PrivateSelection:
+        """Attribute access to a column, as in pandas: ``priv.income.mean(epsilon=0.2)``."""
+        return PrivateSelection(self, column_attribute(self._backend.schema(), name))
+
+    def __dir__(self) -> list[str]:
+        return [*super().__dir__(), *identifiers(self._backend.schema())]
+
+    def pipe(self, func: Any, *args: Any, **kwargs: Any) -> Any:
+        """``func(self, *args, **kwargs)``, as ``DataFrame.pipe``: chains of reusable steps."""
+        return pipe_to(self, func, args, kwargs)
+
+    def groupby(self, by: str | Sequence[str], keys: str | None = None, *,
+                sort: bool = False) -> PrivateGroupBy:
+        """Group by public keys (declared, pandera isin, or Categorical) or ``keys="private"``.
+
+        Results come in declared-key order (public keys) or the core's total order (private
+        keys); ``sort=True`` sorts them by label as ``df.groupby(sort=True)`` does, so they line
+        up with pandas' own group-bys (post-processing of released labels)."""
+        try:
+            cols = (by,) if isinstance(by, str) else tuple(by)
+        except TypeError:
+            raise ValidationError("groupby columns are named by strings") from None
+        if not cols:
+            raise ValidationError("groupby needs at least one column")
+        if not all(isinstance(c, str) for c in cols):
+            raise ValidationError("groupby columns are named by strings")
+        if keys not in (None, "public", "private"):
+            raise ValidationError("keys must be 'private' (DP key selection) or omitted")
+        if not isinstance(sort, bool):
+            raise ValidationError("sort must be True or False")
+        return PrivateGroupBy(self._rel, cols, keys == "private", sort)
 
     # -- aggregates ------------------------------------------------------------------------------
     @releases(RETURNS_COUNT, *BASIC)
@@ -72,7 +292,7 @@ class PrivateFrame(FrameBase):
             >>> plan["epsilon"], measure["ci_half_width"] <= 10
             (0.285, True)
         """
-        r = self._run(self._query([Measure("count", column)], f"count({column or ''})",
+        r = self._rel.run(self._rel.query([Measure("count", column)], f"count({column or ''})",
                                   **options))
         return as_int(r, options.get("ci"))
 
@@ -89,7 +309,7 @@ class PrivateFrame(FrameBase):
             >>> int(df.dp(dpf.Session(1e9, seed=1)).count_distinct("city", epsilon=1e6))
             3
         """
-        r = self._run(self._query([Measure("count_distinct", column)],
+        r = self._rel.run(self._rel.query([Measure("count_distinct", column)],
                                   f"count_distinct({column})", **options))
         return as_int(r, options.get("ci"))
 
@@ -107,7 +327,7 @@ class PrivateFrame(FrameBase):
             >>> float(priv.sum("x", epsilon=1e6))
             200.0
         """
-        r = self._run(self._query([Measure("sum", column)], f"sum({column})", **options))
+        r = self._rel.run(self._rel.query([Measure("sum", column)], f"sum({column})", **options))
         integer = r.measures[0].values.dtype.kind == "i"
         return (as_int if integer else as_float)(r, options.get("ci"))
 
@@ -129,7 +349,7 @@ class PrivateFrame(FrameBase):
             >>> float(m), m.lower <= 2.0 <= m.upper
             (2.0, True)
         """
-        r = self._run(self._query([Measure("mean", column)], f"mean({column})", **options))
+        r = self._rel.run(self._rel.query([Measure("mean", column)], f"mean({column})", **options))
         return as_float(r, options.get("ci"))
 
     @releases(RETURNS_FLOAT, *BASIC)
@@ -167,7 +387,7 @@ class PrivateFrame(FrameBase):
 
     def _moment(self, op: str, column: str, ddof: int, options: ReleaseOptions) -> DPFloat:
         meas = Measure(op, column, ddof=as_ddof(ddof))  # type: ignore[arg-type]
-        r = self._run(self._query([meas], f"{op}({column})", **options))
+        r = self._rel.run(self._rel.query([meas], f"{op}({column})", **options))
         return as_float(r, options.get("ci"))
 
     @releases(RETURNS_BOUNDS, "epsilon", "accuracy")
@@ -219,15 +439,15 @@ class PrivateFrame(FrameBase):
         if resolution is not None:
             warnings.warn("bounds(resolution=) is deprecated and ignored: the estimate is a "
                           "histogram over powers of two", DeprecationWarning, stacklevel=2)
-        frame = copy.copy(self)
-        frame._bounds = {**self._bounds, column: (-float(max_abs), float(max_abs))}
-        if self._unit is not None and ONE_ROW_PER_UNIT is not None:
-            frame._bounds_tkr = ONE_ROW_PER_UNIT
+        rel = self._rel
+        one_row = rel.tkr if rel.unit is None or ONE_ROW_PER_UNIT is None else ONE_ROW_PER_UNIT
+        rel = dataclasses.replace(rel, tkr=one_row, bounds={
+            **rel.bounds, column: (-float(max_abs), float(max_abs))})
         edges = signed_octave_edges(float(max_abs))
         meas = Measure("histogram", column, "bounds", edges=edges, right=False)
-        q = frame._query([meas], f"bounds({column})", epsilon=options.get("epsilon"),
-                         mechanism="laplace", postprocess=None)  # raw counts: the threshold
-        r = frame._run(q)  # is for their noise
+        q = rel.query([meas], f"bounds({column})", epsilon=options.get("epsilon"),
+                      mechanism="laplace", postprocess=None)  # raw counts: the threshold
+        r = rel.run(q)  # is for their noise
         scale = r.provenance["measures"][0]["noise_scale"]
         read = bounds_from_counts(r.measures[0].values, edges,
                                   (float(levels[0]), float(levels[1])),
@@ -248,7 +468,7 @@ class PrivateFrame(FrameBase):
     def _quantile(self, column: str, label: str, q: object, resolution: int, description: str,
                   options: ReleaseOptions) -> Any:
         meas = quantile_measure(column, label, q, resolution)
-        r = self._run(self._query([meas], description, **options))
+        r = self._rel.run(self._rel.query([meas], description, **options))
         if meas.levels is not None:  # quantile(list): a Series indexed by q
             return levels_series(meas, r, column)
         return as_float(r, options.get("ci"))
@@ -349,8 +569,8 @@ class PrivateFrame(FrameBase):
             >>> priv.histogram("x", [0, 2, 4], epsilon=1e6).tolist()
             [50, 50]
         """
-        meas = self._histogram_measure(column, bins, right, include_lowest)
-        r = self._run(self._query([meas], f"histogram({column})", **options))
+        meas = self._rel.histogram_measure(column, bins, right, include_lowest)
+        r = self._rel.run(self._rel.query([meas], f"histogram({column})", **options))
         m = r.measures[0]
         index = histogram_index(meas.edges or (), right, meas.include_lowest, column)
         values = m.values.reshape(-1)
@@ -362,23 +582,6 @@ class PrivateFrame(FrameBase):
                                 "upper": m.upper.reshape(-1)}, index=index)
         out.attrs["dp"] = r.provenance
         return out
-
-    def _histogram_measure(self, column: str, bins: Sequence[float] | int, right: bool,
-                           include_lowest: bool | None) -> Measure:
-        """The histogram measure of ``bins`` (edges, or a number of equal bins over the
-        column's declared bounds, the lowest included unless ``include_lowest=False``)."""
-        if isinstance(bins, int | np.integer) and not isinstance(bins, bool):
-            edges = histogram_edges(int(bins), self._bounds.get(column), column)
-            include_lowest = True if include_lowest is None else include_lowest
-        else:
-            try:
-                edges = tuple(float(b) for b in bins)  # type: ignore[union-attr]
-            except (TypeError, ValueError):
-                raise ValidationError("bins must be a list of numbers or a number of bins"
-                                      ) from None
-        include_lowest = False if include_lowest is None else include_lowest
-        return Measure("histogram", column, edges=edges, right=right,
-                       include_lowest=include_lowest)
 
     @releases(RETURNS_TABLE, "epsilon", "delta", "ci")
     def describe(self, *, columns: Sequence[str] | None = None,
@@ -416,6 +619,5 @@ class PrivateFrame(FrameBase):
             >>> dp["covers"]
             'values clamped to [0, 5]'
         """
-        from .idioms import describe
 
-        return describe(self, columns, percentiles, resolution, options)
+        return describe(self._rel, columns, percentiles, resolution, options)

@@ -6,7 +6,7 @@ objects with ``.attrs["dp"]`` provenance; no sensitivity, noise or budget logic 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Unpack
+from typing import Any, ClassVar, Unpack
 
 import numpy as np
 import pandas as pd
@@ -37,11 +37,9 @@ from .docs import (
     releases,
 )
 from .idioms import sort_by_labels
+from .release import Releaser
 from .results import ContributionBounds, histogram_index, released_index
 from .selection import PrivateSelection
-
-if TYPE_CHECKING:
-    from .frame import PrivateFrame
 
 #: The options of a grouped aggregate.
 GROUPED = (*BASIC, "selection_share")
@@ -53,9 +51,9 @@ class PrivateGroupBy:
 
     _grouped: ClassVar[bool] = True  # selections tell group-bys from frames by it
 
-    def __init__(self, frame: PrivateFrame, by: tuple[str, ...], private: bool,
+    def __init__(self, releaser: Releaser, by: tuple[str, ...], private: bool,
                  sort: bool = False) -> None:
-        self._frame = frame
+        self._rel = releaser
         self._by = by
         self._private = private
         self._sort = sort
@@ -63,18 +61,18 @@ class PrivateGroupBy:
     def _release(self, measures: list[Measure], description: str,
                  rollup: Mapping[str, object] | None = None,
                  **options: Unpack[ReleaseOptions]) -> tuple[Query, CoreRelease]:
-        q = self._frame._query(measures, description, by=self._by, private=self._private,
-                               **(rollup or {}), **options)
-        return q, self._frame._run(q)
+        q = self._rel.query(measures, description, by=self._by, private=self._private,
+                            **(rollup or {}), **options)
+        return q, self._rel.run(q)
 
     def _preview(self, mode: str, call: Callable[[Any], object]) -> Any:
-        """``call`` on this group-by of a previewing copy of the frame (see
+        """``call`` on this group-by with its releases previewed (see
         ``PrivateFrame._preview``)."""
-        return self._frame._preview(mode, lambda frame: call(
-            PrivateGroupBy(frame, self._by, self._private, self._sort)))
+        return self._rel.previewed(mode, lambda rel: call(
+            PrivateGroupBy(rel, self._by, self._private, self._sort)))
 
     def _index(self, q: Query, r: CoreRelease) -> pd.Index:
-        kinds = self._frame._backend.schema() if self._private else {}
+        kinds = self._rel.backend.schema() if self._private else {}
         return released_index(q, r.keys, self._by, self._private, kinds)
 
     def _series(self, q: Query, r: CoreRelease, name: str, ci: float | None
@@ -111,9 +109,7 @@ class PrivateGroupBy:
                             ) -> ContributionBounds:
         """A DP choice of T, k and R for a release grouped like this one:
         :meth:`PrivateFrame.contribution_bounds` with ``by`` these columns."""
-        return self._frame.contribution_bounds(epsilon=epsilon, by=self._by, cap=cap,
-                                               release_epsilon=release_epsilon,
-                                               release=release)
+        return self._rel.contribution_bounds(epsilon, self._by, cap, release_epsilon, release)
 
     @releases(RETURNS_SERIES, *GROUPED, "postprocess")
     def count(self, column: str | None = None, *, rollup: bool = False,
@@ -319,7 +315,7 @@ class PrivateGroupBy:
             >>> priv.groupby("g").histogram("x", [0, 2, 4], epsilon=1e6).unstack().values.tolist()
             [[50, 0], [0, 50]]
         """
-        meas = self._frame._histogram_measure(column, bins, right, include_lowest)
+        meas = self._rel.histogram_measure(column, bins, right, include_lowest)
         q, r = self._release([meas], f"groupby({','.join(self._by)}).histogram({column})",
                              **options)
         m = r.measures[0]
@@ -383,10 +379,10 @@ class PrivateGroupBy:
 
     def __getattr__(self, name: str) -> PrivateSelection:
         """Attribute access to a column, as in pandas: ``priv.groupby("g").wage.mean(...)``."""
-        return PrivateSelection(self, column_attribute(self._frame, name))
+        return PrivateSelection(self, column_attribute(self._rel.backend.schema(), name))
 
     def __dir__(self) -> list[str]:
-        return [*super().__dir__(), *identifiers(self._frame._backend.schema())]
+        return [*super().__dir__(), *identifiers(self._rel.backend.schema())]
 
     def __getitem__(self, columns: str | Sequence[str]) -> PrivateSelection:
         """Column selection, as in pandas: ``priv.groupby("g")["x"].sum(epsilon=...)`` (a

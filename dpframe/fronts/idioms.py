@@ -20,7 +20,7 @@ from ..errors import OptionError, ValidationError
 if TYPE_CHECKING:
     from ..core.measure import MeasureRelease
     from .docs import ReleaseOptions
-    from .frame import PrivateFrame
+    from .release import Releaser
 
 _Out = TypeVar("_Out", bound="pd.Series | pd.DataFrame")
 #: What ``describe`` releases per column, in its rows' order (pandas' describe without min/max).
@@ -41,7 +41,7 @@ def sort_by_labels(out: _Out) -> _Out:
     return result  # type: ignore[return-value]  # the same class as out
 
 
-def describe(priv: PrivateFrame, columns: Sequence[str] | None, percentiles: Sequence[float],
+def describe(rel: Releaser, columns: Sequence[str] | None, percentiles: Sequence[float],
              resolution: int, options: ReleaseOptions) -> pd.DataFrame:
     """Count, mean, std and the ``percentiles`` of each bounded numeric column in ONE release
     and one charge, ``epsilon`` split equally over every statistic of every column (the split
@@ -56,8 +56,8 @@ def describe(priv: PrivateFrame, columns: Sequence[str] | None, percentiles: Seq
     if options.get("epsilon") is None:
         raise OptionError("describe() needs epsilon= (accuracy= is not available for it)")
     ci = options.get("ci")
-    kinds = priv._backend.schema()
-    bounded = [c for c in priv._bounds if c in kinds and kinds[c] in NUMERIC_KINDS]
+    kinds = rel.backend.schema()
+    bounded = [c for c in rel.bounds if c in kinds and kinds[c] in NUMERIC_KINDS]
     cols = bounded if columns is None else list(columns)
     if not cols:
         raise ValidationError("describe needs at least one numeric column with declared "
@@ -68,7 +68,7 @@ def describe(priv: PrivateFrame, columns: Sequence[str] | None, percentiles: Seq
     joint = ci is None and len(levels) > 1  # one JointExp release of a column's percentiles
     for c in cols:
         measures += _column_measures(c, levels, resolution, joint)
-    r = priv._run(priv._query(measures, f"describe({cols})", **options))
+    r = rel.run(rel.query(measures, f"describe({cols})", **options))
     per = len(measures) // len(cols)
     data = {c: [x for m in r.measures[i * per:(i + 1) * per] for x in _cells(m, ci)]
             for i, c in enumerate(cols)}

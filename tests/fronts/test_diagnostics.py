@@ -258,9 +258,9 @@ def test_diagnostics_is_a_plain_argument_not_a_context_variable() -> None:
     p = data().head(10).dp(dpf.Session(10, seed=5), bounds=BOUNDS)
     from dpframe.core.query import Measure
 
-    q = p._query([Measure("count")], epsilon=0.5, diagnostics=0.25)
+    q = p._rel.query([Measure("count")], epsilon=0.5, diagnostics=0.25)
     assert q.diagnostics == Fraction(1, 4)
-    assert p._query([Measure("count")], epsilon=0.5).diagnostics is None
+    assert p._rel.query([Measure("count")], epsilon=0.5).diagnostics is None
     for info in pkgutil.iter_modules(fronts.__path__, "dpframe.fronts."):
         module = importlib.import_module(info.name)
         held = [n for n, v in vars(module).items() if isinstance(v, contextvars.ContextVar)]

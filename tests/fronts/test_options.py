@@ -38,7 +38,8 @@ def _priv(session: dpf.Session) -> PrivateFrame:
 
 def _methods() -> list[tuple[type, str]]:
     return [(cls, n) for cls in (PrivateFrame, PrivateGroupBy) for n, fn in vars(cls).items()
-            if not n.startswith("_") and "dry_run" in inspect.signature(fn).parameters]
+            if not n.startswith("_") and inspect.isfunction(fn)
+            and "dry_run" in inspect.signature(fn).parameters]
 
 
 def test_every_option_is_documented_once_in_release_options() -> None:
