@@ -121,7 +121,7 @@ def test_grouped_median_of_1k_rows_per_group() -> None:
 def test_integer_columns_release_their_integers() -> None:
     df = pd.DataFrame({"x": np.arange(101), "g": np.arange(101) % 2})
     priv = df.dp(_session(), bounds={"x": (0, 100)}, keys={"g": [0, 1]})
-    plan = priv.median("x", epsilon=1, dry_run=True)["measures"][0]
+    plan = priv.explain("median", "x", epsilon=1)["measures"][0]
     assert plan["grid"] == "integers" and plan["cells"] == 101
     for v in [priv.median("x", epsilon=1), priv.max("x", epsilon=1),
               *priv.groupby("g").quantile("x", 0.3, epsilon=1, ci=0.9).to_numpy().ravel()]:
@@ -233,9 +233,9 @@ def test_many_declared_keys_get_fewer_cells_not_a_refusal() -> None:
     df = pd.DataFrame({"x": np.linspace(0, 1000, 4000), "g": np.arange(4000) % 2000})
     s = _session()
     priv = df.dp(s, bounds={"x": (0, 1000)}, keys={"g": list(range(2000))})
-    plan = priv.groupby("g").median("x", epsilon=1, dry_run=True)["measures"][0]
+    plan = priv.explain("median", "x", by="g", epsilon=1)["measures"][0]
     assert plan["cells"] == 1 << 14
-    assert priv.groupby("g").median("x", epsilon=1, resolution=500, dry_run=True)[
+    assert priv.explain("median", "x", by="g", epsilon=1, resolution=500)[
         "measures"][0]["cells"] == 500
     with pytest.raises(dpf.ValidationError, match="exact counters"):
         priv.groupby("g").median("x", epsilon=1, resolution=1 << 15)
@@ -249,11 +249,11 @@ def test_private_keys_get_fewer_cells_per_group_by_default() -> None:
     df = pd.DataFrame({"x": np.linspace(0, 1000, 4000), "g": np.arange(4000) % 20})
     s = _session()
     priv = df.dp(s, bounds={"x": (0, 1000)}, keys={"g": list(range(20))})
-    private = priv.groupby("g", keys="private")
-    plan = private.median("x", epsilon=1, delta=1e-6, dry_run=True)["measures"][0]
+    private = {"by": "g", "keys": "private", "epsilon": 1, "delta": 1e-6}
+    plan = priv.explain("median", "x", **private)["measures"][0]
     assert plan["cells"] == 1 << 11
-    assert private.median("x", epsilon=1, delta=1e-6, resolution=1 << 14,
-                          dry_run=True)["measures"][0]["cells"] == 1 << 14
-    public = priv.groupby("g").median("x", epsilon=1, dry_run=True)["measures"][0]
+    plan = priv.explain("median", "x", resolution=1 << 14, **private)
+    assert plan["measures"][0]["cells"] == 1 << 14
+    public = priv.explain("median", "x", by="g", epsilon=1)["measures"][0]
     assert public["cells"] == 1 << 16
     assert s.spent == (0.0, 0.0)

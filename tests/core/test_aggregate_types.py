@@ -91,8 +91,7 @@ def test_the_plumbing_serves_an_aggregate_it_does_not_know(
         warnings.simplefilter("ignore")
         session = dpf.Session(10.0, 1e-3, seed=5)
         priv = _frame(session)
-        dry = priv.groupby("g").sum("x", epsilon=1.0, delta=delta,
-                                    mechanism=mechanism, dry_run=True)
+        dry = priv.explain("sum", "x", by="g", epsilon=1.0, delta=delta, mechanism=mechanism)
         out = priv.groupby("g").sum("x", epsilon=1.0, delta=delta,
                                     mechanism=mechanism)
     described = out.attrs["dp"]["measures"][0]

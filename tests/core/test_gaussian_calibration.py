@@ -44,8 +44,8 @@ def _frame(n: int = 200) -> pd.DataFrame:
 
 def _plan(eps: float, delta: float, **kw: object) -> dict[str, object]:
     s = dpf.Session(100.0, 0.1)
-    out: dict[str, object] = _frame().dp(s, bounds={"x": (0.0, 100.0)}).sum(
-        "x", epsilon=eps, delta=delta, mechanism="gaussian", dry_run=True, **kw)
+    out: dict[str, object] = _frame().dp(s, bounds={"x": (0.0, 100.0)}).explain(
+        "sum", "x", epsilon=eps, delta=delta, mechanism="gaussian", **kw)
     return out
 
 
@@ -212,7 +212,7 @@ def test_accuracy_first_uses_the_analytic_calibration() -> None:
     target = 900.0
     s = dpf.Session(100.0, 0.1)
     p = _frame().dp(s, bounds={"x": (0.0, 100.0)})
-    plan = p.sum("x", accuracy=target, delta=1e-6, mechanism="gaussian", dry_run=True)
+    plan = p.explain("sum", "x", accuracy=target, delta=1e-6, mechanism="gaussian")
     eps = plan["epsilon"]
     assert eps <= 0.92  # the zCDP route needs 0.986
     assert _measure(plan)["ci_half_width"] <= target

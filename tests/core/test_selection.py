@@ -252,7 +252,7 @@ def test_row_level_count_spends_the_budget_once() -> None:
     selection at half epsilon with threshold 28 and a second count of scale 2)."""
     df = pd.DataFrame({"g": np.arange(10)})
     s = dpf.Session(10, 1e-3, seed=1)
-    plan = df.dp(s).groupby("g", keys="private").count(epsilon=1, delta=1e-6, dry_run=True)
+    plan = df.dp(s).explain("count", by="g", keys="private", epsilon=1, delta=1e-6)
     sel = plan["key_selection"]
     assert sel["released_count_is_thresholded"] is True
     assert sel["epsilon"] == 1.0 and sel["delta"] == 1e-6
@@ -282,8 +282,8 @@ def test_user_level_sum_keeps_a_split_with_the_truncated_geometric_rule() -> Non
     df = pd.DataFrame({"g": np.arange(10), "x": 1.0, "u": np.arange(10)})
     s = dpf.Session(10, 1e-3, seed=1)
     plan = df.dp(s, privacy_unit="u", max_rows_per_unit=1, max_groups_per_unit=2,
-                 bounds={"x": (0, 1)}).groupby("g", keys="private").sum(
-        "x", epsilon=1, delta=1e-6, dry_run=True)
+                 bounds={"x": (0, 1)}).explain("sum", "x", by="g", keys="private", epsilon=1,
+                                               delta=1e-6)
     sel = plan["key_selection"]
     assert sel["mechanism"] == "truncated geometric key selection"
     assert sel["epsilon"] == 0.5 and sel["released_count_is_thresholded"] is False

@@ -80,8 +80,8 @@ def test_intervals_are_symmetric_and_match_the_plan():
     df = frame()
     from ._support import session
 
-    plan = df.dp(session(), bounds={"x": (0, 10)}, keys={"g": KEYS}).groupby("g").sum(
-        "x", epsilon=0.5, ci=LEVEL, dry_run=True)
+    plan = df.dp(session(), bounds={"x": (0, 10)}, keys={"g": KEYS}).explain(
+        "sum", "x", by="g", epsilon=0.5, ci=LEVEL)
     assert np.allclose(hw, plan["measures"][0]["ci_half_width"])
 
 

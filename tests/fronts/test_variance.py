@@ -61,8 +61,8 @@ def test_the_three_releases_have_the_privacy_md_sensitivities(df: pd.DataFrame, 
     half-widths their privacy.md sensitivities (epsilon' = epsilon / (1 + c / D) - 2**-40)."""
     h = (bounds[1] - bounds[0]) / 2
     eps = 0.6
-    plan = df.dp(session(neighbouring=relation), bounds={"x": bounds}).var(
-        "x", epsilon=eps, dry_run=True)
+    plan = df.dp(session(neighbouring=relation), bounds={"x": bounds}).explain("var", "x",
+                                                                               epsilon=eps)
     m = plan["measures"][0]
     assert m["sensitivity"] == pytest.approx(oracle("sum", relation, -h, h)[0])
     assert m["square_sensitivity"] == pytest.approx(oracle("sum", relation, -h * h / 2,
