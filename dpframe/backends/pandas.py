@@ -271,35 +271,71 @@ _BY_OBJECT_ROWS = 1 << 14
 
 
 def _by_object(values: npt.NDArray[np.object_]
-               ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]] | None:
-    """Each row's object as a code (rows holding the same object, hence one value, share it)
-    and one row holding each object; None when the column is short or its first
-    :data:`_BY_OBJECT_ROWS` rows hold mostly distinct objects (text parsed row by row, as
-    ``json.loads`` makes it: addresses would add a pass and save none).
+               ) -> tuple[npt.NDArray[np.signedinteger[Any]], npt.NDArray[np.intp]] | None:
+    """Each row's object as a code (rows holding the same object, hence one value, share it;
+    numbered as ``pd.factorize`` of the addresses numbers them) and one row holding each
+    object; None when the column is short or its first :data:`_BY_OBJECT_ROWS` rows hold
+    mostly distinct objects (text parsed row by row, as ``json.loads`` makes it).
 
     An object array holds its objects' addresses; two rows with one address hold one object,
     and the value model maps an object to its canonical form by the object alone
     (:func:`~dpframe.core.values.canonical`), so they are one value. Rows holding equal
-    objects at different addresses are merged afterwards, by value, like any other rows."""
+    objects at different addresses are merged afterwards, by value, like any other rows.
+    The sample's objects appear first (the first codes): each row is looked up among them
+    (:func:`_sample_positions`), and only rows of other objects are factorized, numbered
+    after them in their order of first appearance, which is theirs in the column."""
     n = values.size
     if n == 0 or n < 4 * _BY_OBJECT_ROWS:
         return None
-    addresses = _addresses(values)
-    sample = pd.factorize(addresses[:_BY_OBJECT_ROWS])[1]
+    held = np.ascontiguousarray(values)  # referenced to the end: the addresses are a view
+    addresses = _addresses(held)
+    first, sample = pd.factorize(addresses[:_BY_OBJECT_ROWS])
     if 4 * len(sample) > _BY_OBJECT_ROWS:
         return None
-    rows, objects = pd.factorize(addresses)
-    one_row = np.empty(len(objects), dtype=np.intp)
-    one_row[rows] = np.arange(n, dtype=np.intp)  # any row of an object: they hold the same
-    return np.asarray(rows, dtype=np.intp), one_row
+    rows, late = _sample_positions(addresses, np.asarray(sample, dtype=np.uintp))
+    one_row = np.empty(len(sample), dtype=np.intp)
+    one_row[first] = np.arange(len(first), dtype=np.intp)  # any row of an object will do
+    if late.size:
+        late_rows, late_objects = pd.factorize(addresses[late])
+        rows[late] = late_rows + len(sample)
+        late_one = np.empty(len(late_objects), dtype=np.intp)
+        late_one[late_rows] = late
+        one_row = np.concatenate([one_row, late_one])
+    del held  # the addresses' objects are no longer read
+    return rows, one_row
+
+
+def _sample_positions(addresses: npt.NDArray[np.uintp], sample: npt.NDArray[np.uintp]
+                      ) -> tuple[npt.NDArray[np.signedinteger[Any]], npt.NDArray[np.intp]]:
+    """Each address's position in ``sample`` (distinct; -1 where absent) and the rows where
+    it is absent: Arrow's ``index_in``, ranges of rows on several threads."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    out: npt.NDArray[np.signedinteger[Any]] = np.empty(
+        addresses.size, dtype=np.int32 if addresses.size < 1 << 31 else np.int64)
+    if sample.size == 0:
+        out[:] = -1
+        return out, np.arange(addresses.size, dtype=np.intp)
+    value_set = pa.array(sample)
+
+    def look_up(a: int, b: int) -> npt.NDArray[np.intp]:
+        found = pc.index_in(pa.array(addresses[a:b]), value_set=value_set)
+        out[a:b] = np.frombuffer(found.buffers()[1], dtype=np.int32, count=b - a)  # no offset
+        if not found.null_count:
+            return np.zeros(0, dtype=np.intp)
+        absent = np.flatnonzero(~found.is_valid().to_numpy(zero_copy_only=False)) + a
+        out[absent] = -1
+        return absent
+
+    return out, np.concatenate(map_ranges(look_up, addresses.size))
 
 
 def _addresses(values: npt.NDArray[np.object_]) -> npt.NDArray[np.uintp]:
-    """The address of each value of an object array (what the array stores), copied while
-    ``values`` holds the objects alive."""
-    held = np.ascontiguousarray(values)
-    stored = (ctypes.c_size_t * held.size).from_address(held.ctypes.data)
-    return np.ctypeslib.as_array(stored).astype(np.uintp, copy=True)
+    """The address of each value of a contiguous object array (what the array stores): a
+    view of its buffer, valid while ``values`` is referenced and unchanged."""
+    stored = (ctypes.c_size_t * values.size).from_address(values.ctypes.data)
+    return np.ctypeslib.as_array(stored)
 
 
 def _factorize_objects(values: npt.NDArray[np.object_]) -> tuple[Any, Any]:
@@ -392,8 +428,8 @@ def factorize(s: pd.Series) -> tuple[npt.NDArray[np.int64], list[object]]:
     return (codes if rows is None else codes[rows]), labels
 
 
-def _factorized(s: pd.Series
-                ) -> tuple[npt.NDArray[np.intp] | None, npt.NDArray[np.int64], list[object]]:
+def _factorized(s: pd.Series) -> tuple[npt.NDArray[np.signedinteger[Any]] | None,
+                                      npt.NDArray[np.int64], list[object]]:
     """:func:`factorize` in two steps where an object column repeats its objects: ``rows``
     (each row's object, :func:`_by_object`), the codes of one row of each object and the
     labels (a row's code is ``codes[rows]``: callers mapping the codes further map the short
