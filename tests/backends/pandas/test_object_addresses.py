@@ -7,13 +7,15 @@ The address path looks every row up among the objects of a sample of the first r
 (codes, labels, declared positions, distinct-count hashes) that of reading every row by value,
 on adversarial columns: ints equal to the texts' hashes or to their objects' addresses,
 ``True`` / ``1`` / ``1.0``, ``-0.0``, NaN, None, bytes, a ``str`` subclass, an equal text at
-another address and one object in many rows. Grouped counts of narrow codes (read as unsigned,
-no drop bucket) equal the drop-bucket count.
+another address and one object in many rows. Text with a few other values is factorized in
+pieces (views of the column, no copy): the codes and uniques of the text joined. Grouped
+counts of narrow codes (read as unsigned, no drop bucket) equal the drop-bucket count.
 """
 
 from __future__ import annotations
 
 import enum
+import itertools
 import math
 from typing import Any
 from unittest import mock
@@ -25,6 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpframe.backends import pandas as backend
+from dpframe.backends.objects import factorize_pieces
 from dpframe.core import transform
 
 
@@ -174,3 +177,73 @@ def test_narrow_codes_count_as_the_drop_bucket_does(dtype: Any, ngroups: int) ->
     assert transform.grouped_count(codes, ngroups, mask).tolist() == np.bincount(
         np.where((codes < 0) | (codes >= ngroups) | ~mask, ngroups, codes).astype(np.intp),
         minlength=ngroups + 1)[:ngroups].tolist()
+
+
+# -- text in pieces: no copy of the column, the codes of the joined text ------------------------
+
+def _joined(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`~dpframe.backends.pandas._factorize_objects` as it was: the mapped column copied,
+    the other rows given a text value, the text factorized as one array."""
+    mapped, rest = backend._mapped_objects(values)
+    others = np.concatenate(rest) if rest else np.zeros(0, dtype=np.intp)
+    if others.size == 0 or 2 * others.size > mapped.size:
+        return pd.factorize(mapped, use_na_sentinel=True)
+    other_values = mapped[others]
+    text = mapped.copy() if mapped is values else mapped
+    is_other = np.zeros(mapped.size, dtype=bool)
+    is_other[others] = True
+    text[others] = text[int(np.argmin(is_other))]
+    codes, uniques = pd.factorize(text, use_na_sentinel=True)
+    other_codes, other_uniques = pd.factorize(other_values, use_na_sentinel=True)
+    codes[others] = np.where(other_codes >= 0, other_codes + len(uniques), -1)
+    return codes, np.concatenate([np.asarray(uniques, dtype=object),
+                                  np.asarray(other_uniques, dtype=object)])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["red", "k01", "1", "True", _RED, "x\ud800"]), min_size=2,
+                max_size=120),
+       st.lists(st.tuples(st.integers(0, 119), st.sampled_from(POOL)), max_size=40),
+       st.sampled_from([(8, 2), (16, 4), (1 << 14, 1 << 8)]))
+def test_text_in_pieces_gives_the_joined_text(text: list[object],
+                                              odd: list[tuple[int, object]],
+                                              sizes: tuple[int, int]) -> None:
+    """A few other values or mapped leaves (pieces), or more than
+    :data:`~dpframe.backends.objects.MAX_PIECES` (the text joined): codes, labels and their
+    objects' types are those of the text factorized as one array."""
+    values = list(text)
+    for at, v in odd:
+        values.insert(at % (len(values) + 1), v)
+    arr = np.empty(len(values), dtype=object)
+    arr[:] = values
+    with mock.patch.object(backend, "_SEGMENT", sizes[0]), \
+            mock.patch.object(backend, "_LEAF", sizes[1]):
+        codes, uniques = backend._factorize_objects(arr)
+        want_codes, want_uniques = _joined(arr)
+    assert codes.tolist() == want_codes.tolist()
+    assert [(type(u), repr(u)) for u in uniques] == [(type(u), repr(u)) for u in want_uniques]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["a", "b", "c", None, "d"]), min_size=1, max_size=60),
+       st.lists(st.integers(0, 60), max_size=6))
+def test_factorize_pieces_is_factorize_of_the_joined_values(values: list[object],
+                                                            cuts: list[int]) -> None:
+    """Pieces as slices and as positions, missing values included, some rows in no piece."""
+    arr = np.empty(len(values), dtype=object)
+    arr[:] = values
+    bounds = sorted({0, len(values), *(c % (len(values) + 1) for c in cuts)})
+    pieces: list[Any] = []
+    for k, (a, b) in enumerate(itertools.pairwise(bounds)):
+        if k % 3 == 2:
+            continue  # rows in no piece: -1
+        rows: Any = slice(a, b) if k % 2 else np.arange(a, b)
+        pieces.append((rows, arr[a:b]))
+    codes, uniques = factorize_pieces(arr.size, pieces)
+    covered = np.zeros(arr.size, dtype=bool)
+    for rows, _ in pieces:
+        covered[rows] = True
+    want_codes, want_uniques = pd.factorize(arr[covered], use_na_sentinel=True)
+    assert codes[covered].tolist() == want_codes.tolist()
+    assert (codes[~covered] == -1).all()
+    assert uniques.tolist() == want_uniques.tolist()
