@@ -114,14 +114,29 @@ def sample_positions(addresses: npt.NDArray[np.uintp], sample: npt.NDArray[np.ui
 
     def look_up(a: int, b: int) -> npt.NDArray[np.intp]:
         found = pc.index_in(pa.array(addresses[a:b]), value_set=value_set)
-        out[a:b] = np.frombuffer(found.buffers()[1], dtype=np.int32, count=b - a)  # no offset
+        if found.offset or found.type != pa.int32():  # not Arrow's usual answer: the long way
+            filled = found.fill_null(-1).to_numpy(zero_copy_only=False)
+            out[a:b] = filled
+            return np.flatnonzero(filled < 0) + a
+        out[a:b] = np.frombuffer(found.buffers()[1], dtype=np.int32, count=b - a)
         if not found.null_count:
             return np.zeros(0, dtype=np.intp)
-        absent = np.flatnonzero(~found.is_valid().to_numpy(zero_copy_only=False)) + a
+        absent = _nulls(found.buffers()[0], b - a) + a
         out[absent] = -1
         return absent
 
     return out, np.concatenate(map_ranges(look_up, addresses.size))
+
+
+def _nulls(validity: Any, n: int) -> npt.NDArray[np.intp]:
+    """Positions of the nulls of an Arrow array of ``n`` values (no offset) from its validity
+    bitmap: only the bytes not all valid are unpacked (one null costs one byte, not a pass
+    making a boolean per value)."""
+    bits = np.frombuffer(validity, dtype=np.uint8, count=(n + 7) // 8)
+    partial = np.flatnonzero(bits != 0xFF)
+    valid = np.unpackbits(bits[partial], bitorder="little").reshape(-1, 8)
+    rows = (partial[:, None] * 8 + np.arange(8))[valid == 0]
+    return rows[rows < n].astype(np.intp, copy=False)
 
 
 def addresses(values: npt.NDArray[np.object_]) -> npt.NDArray[np.uintp]:

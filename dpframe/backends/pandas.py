@@ -449,6 +449,8 @@ def _factorize_values(s: pd.Series) -> tuple[npt.NDArray[np.int64], list[object]
     if is_canonical(uniques, kind):
         return codes, uniques
     remap, labels = canonicalize(uniques, kind)
+    if np.array_equal(remap, np.arange(len(remap))):  # none merged or moved: no pass
+        return codes, labels
     return remap_codes(codes, remap), labels
 
 
@@ -482,7 +484,9 @@ def declared_codes(s: pd.Series, declared: tuple[object, ...], dtype: npt.DTypeL
             return out
     rows, codes, uniques = _factorized(s)
     mapping = declared_positions(uniques, declared)
-    found = remap_codes(codes, mapping).astype(dtype, copy=False)
+    table = np.full(len(mapping) + 1, -1, dtype=dtype)  # a code -1 reads the last, -1
+    table[:-1] = mapping
+    found = table[codes]
     return found if rows is None else found[rows]
 
 

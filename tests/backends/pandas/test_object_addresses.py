@@ -27,7 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpframe.backends import pandas as backend
-from dpframe.backends.objects import factorize_pieces
+from dpframe.backends.objects import _nulls, factorize_pieces, sample_positions
 from dpframe.core import transform
 
 
@@ -247,3 +247,39 @@ def test_factorize_pieces_is_factorize_of_the_joined_values(values: list[object]
     assert codes[covered].tolist() == want_codes.tolist()
     assert (codes[~covered] == -1).all()
     assert uniques.tolist() == want_uniques.tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.booleans(), min_size=1, max_size=70))
+def test_nulls_read_from_the_bitmap_are_arrows(valid: list[bool]) -> None:
+    """The nulls found from the validity bitmap (bytes not all valid unpacked) are Arrow's,
+    whatever the length (the last byte's padding bits are no rows)."""
+    import pyarrow as pa
+
+    arr = pa.array([i if ok else None for i, ok in enumerate(valid)], type=pa.int32())
+    want = [i for i, ok in enumerate(valid) if not ok]
+    if arr.null_count:
+        assert _nulls(arr.buffers()[0], len(arr)).tolist() == want
+    else:
+        assert not want
+
+
+def test_sample_positions_through_arrows_general_answer() -> None:
+    """An answer with an offset (not what ``index_in`` gives a new array) is read the long way,
+    to the same positions."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    addresses = np.array([5, 7, 9, 5, 11, 7], dtype=np.uintp)
+    sample = np.array([5, 7], dtype=np.uintp)
+    want = sample_positions(addresses, sample)
+    inner = pc.index_in
+
+    def offset(*args: Any, **kwargs: Any) -> Any:
+        found = inner(*args, **kwargs)
+        return pa.concat_arrays([pa.array([0], type=found.type), found]).slice(1)
+
+    with mock.patch.object(pc, "index_in", offset):
+        got = sample_positions(addresses, sample)
+    assert got[0].tolist() == want[0].tolist() == [0, 1, -1, 0, -1, 1]
+    assert got[1].tolist() == want[1].tolist() == [2, 4]
