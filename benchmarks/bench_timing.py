@@ -11,7 +11,11 @@ the text-only column measured in the same run; never asserts. ``--clock cpu`` ti
 process's CPU time instead of wall time: on a shared, loaded machine it is far less disturbed
 by other processes. Figures are recorded in docs/benchmarks/timing.md.
 
-    python benchmarks/bench_timing.py [--rows 1000000] [--repeat 7] [--clock cpu]
+    python benchmarks/bench_timing.py [--rows 1000000] [--repeat 7] [--clock cpu] [--before REV]
+
+``--before REV`` adds, to each table, the same releases with the pandas backend's key codes and
+the grouped count of git revision ``REV`` (``git show`` into this process), so that "now" and
+"before" are timed in one run against the same text-only column.
 
 A second table (issue 43, item 9) times pandas' own switch: a column of text alone is pandas'
 ``str`` dtype (Arrow-backed), one person's int makes it ``object``. It compares the ``str``
@@ -24,9 +28,12 @@ parsed row by row, ``json.loads``: read by value, then and now).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import decimal
+import importlib.util
 import math
+import subprocess
 import sys
 import time
 import warnings
@@ -71,20 +78,62 @@ def column(rows: int, odd: str, at: int) -> pd.Series:
     return pd.Series(values, dtype=object)
 
 
-def releases(g: pd.Series) -> dict[str, Callable[[], Any]]:
-    """The grouped counts timed: public (declared) keys and private keys."""
+def releases(g: pd.Series, within: Callable[[], Any] = contextlib.nullcontext
+             ) -> dict[str, Callable[[], Any]]:
+    """The grouped counts timed: public (declared) keys and private keys, each run ``within``
+    a context (:func:`at_revision`'s, or none)."""
     df = pd.DataFrame({"g": g})
     session = dpf.Session(epsilon=1e12, delta=0.5)
-    return {
-        "public keys": lambda: df.dp(session, keys={"g": KEYS}).groupby("g").count(epsilon=1.0),
-        "private keys": lambda: df.dp(session).groupby("g", keys="private").count(
-            epsilon=1.0, delta=1e-9),
-    }
+
+    def public() -> Any:
+        with within():
+            return df.dp(session, keys={"g": KEYS}).groupby("g").count(epsilon=1.0)
+
+    def private() -> Any:
+        with within():
+            return df.dp(session).groupby("g", keys="private").count(epsilon=1.0, delta=1e-9)
+
+    return {"public keys": public, "private keys": private}
 
 
-def dtype_switch(rows: int, at: int, repeat: int, clock: Callable[[], float]) -> None:
+def at_revision(rev: str) -> Callable[[], Any]:
+    """A context running releases with the key codes (``declared_codes``, ``factorize``) of the
+    pandas backend and the ``grouped_count`` of git revision ``rev``."""
+    from unittest import mock
+
+    from dpframe.backends import pandas as backend
+    from dpframe.core.exact import primitives
+
+    root = Path(__file__).resolve().parents[1]
+    loaded = {}
+    for name, path in (("backends._before_pandas", "dpframe/backends/pandas.py"),
+                       ("core._before_transform", "dpframe/core/exact/transform.py")):
+        text = subprocess.run(["git", "-C", str(root), "show", f"{rev}:{path}"], check=True,
+                              capture_output=True, text=True).stdout
+        module_name = f"dpframe.{name}"
+        spec = importlib.util.spec_from_loader(module_name, loader=None)
+        assert spec is not None
+        module = importlib.util.module_from_spec(spec)
+        module.__package__ = module_name.rpartition(".")[0]
+        sys.modules[module_name] = module
+        exec(compile(text, f"{rev}:{path}", "exec"), module.__dict__)
+        loaded[path] = module
+    old, old_transform = loaded.values()
+
+    @contextlib.contextmanager
+    def within() -> Any:
+        with mock.patch.object(backend, "declared_codes", old.declared_codes), \
+                mock.patch.object(backend, "factorize", old.factorize), \
+                mock.patch.object(primitives, "grouped_count", old_transform.grouped_count):
+            yield
+
+    return within
+
+
+def dtype_switch(rows: int, at: int, repeat: int, clock: Callable[[], float],
+                 before: tuple[str, Callable[[], Any]] | None = None) -> None:
     """The second table: the ``str`` column of text alone against ``object`` columns holding
-    one int (module docstring)."""
+    one int (module docstring); ``before``: a revision's name and :func:`at_revision`."""
     from unittest import mock
 
     from dpframe.backends import pandas as backend
@@ -99,27 +148,16 @@ def dtype_switch(rows: int, at: int, repeat: int, clock: Callable[[], float]) ->
         "one int, one object per row (object dtype)": pd.Series([*parsed[:at], 7,
                                                                  *parsed[at + 1:]]),
     }
-    session = dpf.Session(epsilon=1e12, delta=0.5)
 
-    def timed(g: pd.Series, by_value: bool) -> dict[str, Callable[[], Any]]:
-        df = pd.DataFrame({"g": g})
+    def by_value() -> Any:  # the address path off (every row read by value)
+        return mock.patch.object(backend, "_BY_OBJECT_ROWS", rows + 1)
 
-        def run(call: Callable[[], Any]) -> Callable[[], Any]:
-            def inner() -> Any:
-                if not by_value:
-                    return call()
-                with mock.patch.object(backend, "_BY_OBJECT_ROWS", rows + 1):  # before
-                    return call()
-            return inner
-
-        return {"public keys": run(lambda: df.dp(session, keys={"g": KEYS}).groupby(
-            "g").count(epsilon=1.0)),
-                "private keys": run(lambda: df.dp(session).groupby(
-                    "g", keys="private").count(epsilon=1.0, delta=1e-9))}
-
-    cases = {name: timed(g, False) for name, g in columns.items()}
-    cases["one int, repeated objects, by value (before)"] = timed(
-        columns["one int, repeated objects (object dtype)"], True)
+    cases = {name: releases(g) for name, g in columns.items()}
+    cases["one int, repeated objects, by value (before)"] = releases(
+        columns["one int, repeated objects (object dtype)"], by_value)
+    if before is not None:
+        for name in list(columns)[1:]:
+            cases[f"{name}, at {before[0]}"] = releases(columns[name], before[1])
     fns = {(case, q): fn for case, qs in cases.items() for q, fn in qs.items()}
     best = best_of(fns, repeat, clock=clock)
     print()
@@ -140,30 +178,37 @@ def main() -> None:
     ap.add_argument("--at", type=float, default=None,
                     help="row of the odd value (default: the last, read after every other)")
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall")
+    ap.add_argument("--before", default=None,
+                    help="git revision whose key codes and grouped count are timed too")
     args = ap.parse_args()
     rows = int(args.rows)
     at = rows - 1 if args.at is None else int(args.at)
     warnings.simplefilter("ignore")
-    fns = {(odd, q): fn for odd in ODD for q, fn in releases(column(rows, odd, at)).items()}
-    best = best_of(fns, args.repeat,
-                   clock=time.perf_counter if args.clock == "wall" else time.process_time)
+    clock = time.perf_counter if args.clock == "wall" else time.process_time
+    before = None if args.before is None else (args.before, at_revision(args.before))
+    versions: dict[str, Callable[[], Any]] = {"": contextlib.nullcontext}
+    if before is not None:
+        versions[f" (at {before[0]})"] = before[1]
+    fns = {(odd + tag, q): fn for odd in ODD for tag, within in versions.items()
+           for q, fn in releases(column(rows, odd, at), within).items()}
+    best = best_of(fns, args.repeat, clock=clock)
     print(f"rows={rows:,}, object column of 50 text keys, odd value at row {at:,} "
           f"(best of {args.repeat}, interleaved, {args.clock} time)")
     queries = ("public keys", "private keys")
     print(f"| one row replaced by | {' | '.join(f'{q} (ms) | ratio' for q in queries)} |")
     print("| --- |" + " ---: | ---: |" * len(queries))
-    worst = dict.fromkeys(queries, 0.0)
-    for odd in ODD:
-        cells = []
-        for q in queries:
-            ratio = best[(odd, q)] / best[("text only", q)]
-            worst[q] = max(worst[q], ratio)
-            cells.append(f"{best[(odd, q)] * 1e3:.1f} | {ratio:.2f}")
-        print(f"| {odd} | {' | '.join(cells)} |")
-    print("largest ratio: " + ", ".join(f"{q} {worst[q]:.2f}x" for q in queries)
-          + " (target <= 1.5x)")
-    dtype_switch(rows, at, args.repeat,
-                 time.perf_counter if args.clock == "wall" else time.process_time)
+    for tag in versions:
+        worst = dict.fromkeys(queries, 0.0)
+        for odd in ODD:
+            cells = []
+            for q in queries:
+                ratio = best[(odd + tag, q)] / best[("text only" + tag, q)]
+                worst[q] = max(worst[q], ratio)
+                cells.append(f"{best[(odd + tag, q)] * 1e3:.1f} | {ratio:.2f}")
+            print(f"| {odd}{tag} | {' | '.join(cells)} |")
+        print(f"largest ratio{tag}: " + ", ".join(f"{q} {worst[q]:.2f}x" for q in queries)
+              + " (target <= 1.5x)")
+    dtype_switch(rows, at, args.repeat, clock, before)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import ctypes
 import decimal
 import functools
 from collections.abc import Sequence
@@ -33,6 +32,14 @@ from .base import (
     public_key_list,
     python_objects,
     remap_codes,
+)
+from .objects import (
+    MAX_PIECES,
+    addresses,
+    factorize_pieces,
+    patched,
+    sample_positions,
+    text_pieces,
 )
 
 
@@ -205,11 +212,19 @@ def _mapped_objects(values: npt.NDArray[np.object_]
     as the model does stays as it is, and only the ranges that hold another value are cut
     down, to :data:`_LEAF` rows mapped one by one. One person's odd value among a million text
     keys costs one leaf, never a pass over every row (docs/privacy.md, "Timing")."""
-    out: list[npt.NDArray[np.object_]] = []  # the copy, made at the first leaf mapped
+    leaves, rest = _settled(values)
+    return patched(values, leaves), rest
+
+
+def _settled(values: npt.NDArray[np.object_]
+             ) -> tuple[list[tuple[int, npt.NDArray[np.object_]]], list[npt.NDArray[np.intp]]]:
+    """The leaves :func:`_mapped_objects` maps (first row, values in canonical form) and the
+    positions of the values that are not text, in row order (:func:`_settle`)."""
+    leaves: list[tuple[int, npt.NDArray[np.object_]]] = []
     rest: list[npt.NDArray[np.intp]] = []
     for a in range(0, values.size, _SEGMENT):
-        _settle(values, a, min(a + _SEGMENT, values.size), out, rest)
-    return (out[0] if out else values), rest
+        _settle(values, a, min(a + _SEGMENT, values.size), leaves, rest)
+    return leaves, rest
 
 
 #: Rows whose kind one ``infer_dtype`` call reads, and rows mapped one by one where a range
@@ -233,12 +248,13 @@ def _kind_merged_as_canonical(part: npt.NDArray[np.object_]) -> str | None:
 
 
 def _settle(values: npt.NDArray[np.object_], a: int, b: int,
-            out: list[npt.NDArray[np.object_]], rest: list[npt.NDArray[np.intp]]) -> None:
+            leaves: list[tuple[int, npt.NDArray[np.object_]]],
+            rest: list[npt.NDArray[np.intp]]) -> None:
     """Rows ``a:b`` of ``values`` as :func:`_mapped_objects` needs them: left as they are where
     pandas merges them as the model does, else halved down to leaves of :data:`_LEAF` rows,
-    each value of which is written in canonical form into ``out`` (a copy of ``values``,
-    made the first time). The positions of the rows that are not text (missing values,
-    numbers, bytes, mapped values that are not ``str``) are appended to ``rest``."""
+    whose values in canonical form are appended to ``leaves``. The positions of the rows
+    that are not text (missing values, numbers, bytes, mapped values that are not ``str``)
+    are appended to ``rest``."""
     part = values[a:b]
     try:  # text without a missing value: the usual range, read once
         if pd.api.types.infer_dtype(part, skipna=False) == "string":
@@ -254,13 +270,11 @@ def _settle(values: npt.NDArray[np.object_], a: int, b: int,
         return
     if b - a > _LEAF:
         mid = (a + b) // 2
-        _settle(values, a, mid, out, rest)
-        _settle(values, mid, b, out, rest)
+        _settle(values, a, mid, leaves, rest)
+        _settle(values, mid, b, leaves, rest)
         return
-    if not out:
-        out.append(values.copy())
     mapped = _canonical_values(part)
-    out[0][a:b] = mapped
+    leaves.append((a, mapped))
     rest.append(a + np.array([i for i, c in enumerate(mapped) if type(c) is not str],
                              dtype=np.intp))
 
@@ -271,35 +285,38 @@ _BY_OBJECT_ROWS = 1 << 14
 
 
 def _by_object(values: npt.NDArray[np.object_]
-               ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]] | None:
-    """Each row's object as a code (rows holding the same object, hence one value, share it)
-    and one row holding each object; None when the column is short or its first
-    :data:`_BY_OBJECT_ROWS` rows hold mostly distinct objects (text parsed row by row, as
-    ``json.loads`` makes it: addresses would add a pass and save none).
+               ) -> tuple[npt.NDArray[np.signedinteger[Any]], npt.NDArray[np.intp]] | None:
+    """Each row's object as a code (rows holding the same object, hence one value, share it;
+    numbered as ``pd.factorize`` of the addresses numbers them) and one row holding each
+    object; None when the column is short or its first :data:`_BY_OBJECT_ROWS` rows hold
+    mostly distinct objects (text parsed row by row, as ``json.loads`` makes it).
 
     An object array holds its objects' addresses; two rows with one address hold one object,
     and the value model maps an object to its canonical form by the object alone
     (:func:`~dpframe.core.exact.values.canonical`), so they are one value. Rows holding equal
-    objects at different addresses are merged afterwards, by value, like any other rows."""
+    objects at different addresses are merged afterwards, by value, like any other rows.
+    The sample's objects appear first (the first codes): each row is looked up among them
+    (:func:`~dpframe.backends.objects.sample_positions`), and only rows of other objects are
+    factorized, numbered after them in their order of first appearance in the column."""
     n = values.size
     if n == 0 or n < 4 * _BY_OBJECT_ROWS:
         return None
-    addresses = _addresses(values)
-    sample = pd.factorize(addresses[:_BY_OBJECT_ROWS])[1]
+    held = np.ascontiguousarray(values)  # referenced to the end: the addresses are a view
+    stored = addresses(held)
+    first, sample = pd.factorize(stored[:_BY_OBJECT_ROWS])
     if 4 * len(sample) > _BY_OBJECT_ROWS:
         return None
-    rows, objects = pd.factorize(addresses)
-    one_row = np.empty(len(objects), dtype=np.intp)
-    one_row[rows] = np.arange(n, dtype=np.intp)  # any row of an object: they hold the same
-    return np.asarray(rows, dtype=np.intp), one_row
-
-
-def _addresses(values: npt.NDArray[np.object_]) -> npt.NDArray[np.uintp]:
-    """The address of each value of an object array (what the array stores), copied while
-    ``values`` holds the objects alive."""
-    held = np.ascontiguousarray(values)
-    stored = (ctypes.c_size_t * held.size).from_address(held.ctypes.data)
-    return np.ctypeslib.as_array(stored).astype(np.uintp, copy=True)
+    rows, late = sample_positions(stored, np.asarray(sample, dtype=np.uintp))
+    one_row = np.empty(len(sample), dtype=np.intp)
+    one_row[first] = np.arange(len(first), dtype=np.intp)  # any row of an object will do
+    if late.size:
+        late_rows, late_objects = pd.factorize(stored[late])
+        rows[late] = late_rows + len(sample)
+        late_one = np.empty(len(late_objects), dtype=np.intp)
+        late_one[late_rows] = late
+        one_row = np.concatenate([one_row, late_one])
+    del held  # the addresses' objects are no longer read
+    return rows, one_row
 
 
 def _factorize_objects(values: npt.NDArray[np.object_]) -> tuple[Any, Any]:
@@ -309,19 +326,25 @@ def _factorize_objects(values: npt.NDArray[np.object_]) -> tuple[Any, Any]:
     pandas hashes an object array with its string table only when every value is a ``str``,
     else with its object table, which is about 1.3 times slower on text: one person's
     ``None`` or number among a million text keys would slow the whole column. So the text is
-    factorized alone (the other rows given a text value of the column, then their codes
-    replaced) and the other values apart: no value that is not a ``str`` equals one, so no
-    class spans the two. Codes of the other values follow the text's."""
-    mapped, rest = _mapped_objects(values)
+    factorized alone and the other values apart: no value that is not a ``str`` equals one,
+    so no class spans the two. Codes of the other values follow the text's. A few other
+    values or mapped leaves leave the text in pieces, factorized as views of the column
+    (:func:`~dpframe.backends.objects.factorize_pieces`: no copy of a million objects)."""
+    leaves, rest = _settled(values)
     others = np.concatenate(rest) if rest else np.zeros(0, dtype=np.intp)
-    if others.size == 0 or 2 * others.size > mapped.size:  # text alone, or mostly other
-        return pd.factorize(mapped, use_na_sentinel=True)
-    other_values = mapped[others]
-    text = mapped.copy() if mapped is values else mapped
-    is_other = np.zeros(mapped.size, dtype=bool)
-    is_other[others] = True
-    text[others] = text[int(np.argmin(is_other))]  # a text value of the column
-    codes, uniques = pd.factorize(text, use_na_sentinel=True)
+    if others.size == 0 or 2 * others.size > values.size:  # text alone, or mostly other
+        return pd.factorize(patched(values, leaves), use_na_sentinel=True)
+    if others.size + len(leaves) > MAX_PIECES:  # many pieces: the text as one array
+        mapped = patched(values, leaves)
+        other_values = mapped[others]
+        text = mapped.copy() if mapped is values else mapped
+        is_other = np.zeros(mapped.size, dtype=bool)
+        is_other[others] = True
+        text[others] = text[int(np.argmin(is_other))]  # a text value of the column
+        codes, uniques = pd.factorize(text, use_na_sentinel=True)
+    else:
+        other_values, pieces = text_pieces(values, leaves, others)
+        codes, uniques = factorize_pieces(values.size, pieces)
     other_codes, other_uniques = pd.factorize(other_values, use_na_sentinel=True)
     codes[others] = np.where(other_codes >= 0, other_codes + len(uniques), -1)
     return codes, np.concatenate([np.asarray(uniques, dtype=object),
@@ -393,8 +416,8 @@ def factorize(s: pd.Series) -> tuple[npt.NDArray[np.int64], list[object]]:
     return (codes if rows is None else codes[rows]), labels
 
 
-def _factorized(s: pd.Series
-                ) -> tuple[npt.NDArray[np.intp] | None, npt.NDArray[np.int64], list[object]]:
+def _factorized(s: pd.Series) -> tuple[npt.NDArray[np.signedinteger[Any]] | None,
+                                      npt.NDArray[np.int64], list[object]]:
     """:func:`factorize` in two steps where an object column repeats its objects: ``rows``
     (each row's object, :func:`_by_object`), the codes of one row of each object and the
     labels (a row's code is ``codes[rows]``: callers mapping the codes further map the short
@@ -427,6 +450,8 @@ def _factorize_values(s: pd.Series) -> tuple[npt.NDArray[np.int64], list[object]
     if is_canonical(uniques, kind):
         return codes, uniques
     remap, labels = canonicalize(uniques, kind)
+    if np.array_equal(remap, np.arange(len(remap))):  # none merged or moved: no pass
+        return codes, labels
     return remap_codes(codes, remap), labels
 
 
@@ -460,7 +485,9 @@ def declared_codes(s: pd.Series, declared: tuple[object, ...], dtype: npt.DTypeL
             return out
     rows, codes, uniques = _factorized(s)
     mapping = declared_positions(uniques, declared)
-    found = remap_codes(codes, mapping).astype(dtype, copy=False)
+    table = np.full(len(mapping) + 1, -1, dtype=dtype)  # a code -1 reads the last, -1
+    table[:-1] = mapping
+    found = table[codes]
     return found if rows is None else found[rows]
 
 
