@@ -38,12 +38,13 @@ from ..backends.arrow import (
     DEFAULT_PARTITION_ROWS,
     PREFETCH,
     ArrowBackend,
+    BatchFactory,
+    BatchSource,
     prefetch,
 )
 from ..errors import ValidationError
 from .arguments import document_dp
 from .frame import PrivateFrame
-from .scan import BatchFactory, BatchSource
 
 if TYPE_CHECKING:
     from ..engine.session import Session
