@@ -45,6 +45,7 @@ from ..backends.arrow import (
 from ..errors import ValidationError
 from .arguments import document_dp
 from .frame import PrivateFrame
+from .scan import ENGINE_DOC
 
 if TYPE_CHECKING:
     from ..engine.session import Session
@@ -194,14 +195,6 @@ def private_frame(frame: pl.DataFrame | pl.LazyFrame, session: Session | None = 
                             partition_rows=partition_rows, partitions=partitions,
                             spill_dir=spill_dir)
     return PrivateFrame(backend, session, **options)
-
-
-ENGINE_DOC = """:param batch_size: rows per batch (default 2**20).
-:param progress: show a progress bar (default: on a terminal).
-:param partition_rows: rows per partition of a privacy-unit plan.
-:param partitions: how many partitions a privacy-unit plan uses.
-:param spill_dir: where partitions spill (default: a temporary folder).
-"""
 
 
 class PolarsDPNamespace:

@@ -35,6 +35,15 @@ if TYPE_CHECKING:
     from ..engine.session import Session
 
 
+#: The engine knobs' parameter texts, for the fronts that stream Arrow batches (Polars, DuckDB).
+ENGINE_DOC = """:param batch_size: rows per batch (default 2**20).
+:param progress: show a progress bar (default: on a terminal).
+:param partition_rows: rows per partition of a privacy-unit plan.
+:param partitions: how many partitions a privacy-unit plan uses.
+:param spill_dir: where partitions spill (default: a temporary folder).
+"""
+
+
 class Scan:
     """A dataset read lazily, batch by batch; ``.dp(...)`` starts private queries over it."""
 
@@ -111,4 +120,4 @@ def _declared_types(types: Any) -> Mapping[str, Any] | None:
             if getattr(col, "dtype", None) is not None}
 
 
-__all__ = ["BatchFactory", "BatchSource", "Scan", "scan"]
+__all__ = ["ENGINE_DOC", "BatchFactory", "BatchSource", "Scan", "scan"]
