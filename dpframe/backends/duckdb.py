@@ -71,10 +71,12 @@ def _quoted(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _project(rel: duckdb.DuckDBPyRelation, columns: Sequence[str]) -> duckdb.DuckDBPyRelation:
-    """The relation's ``columns`` by position (``#i``), so names DuckDB binds case-insensitively
-    (``a`` beside ``A``) are never ambiguous. Names are unique (BatchSource checks)."""
-    position = {name: i for i, name in enumerate(rel.columns)}
+def _project(rel: duckdb.DuckDBPyRelation, names: Sequence[str],
+             columns: Sequence[str]) -> duckdb.DuckDBPyRelation:
+    """The relation's ``columns`` by position (``#i``) in ``names`` (the public schema's), so
+    names DuckDB binds case-insensitively (``a`` beside ``A``, which its Arrow result spells
+    ``A_1``) are never ambiguous. Names are unique (BatchSource checks)."""
+    position = {name: i for i, name in enumerate(names)}
     return rel.project(", ".join(f"#{position[c] + 1} AS {_quoted(c)}" for c in columns))
 
 
@@ -98,21 +100,23 @@ def arrow_schema(rel: duckdb.DuckDBPyRelation) -> pa.Schema:
     raise ValidationError("cannot convert the relation's types to Arrow")  # pragma: no cover
 
 
-def _enum_categories(rel: duckdb.DuckDBPyRelation) -> dict[str, tuple[object, ...]]:
-    """The declared values of ``ENUM`` columns (the type's, never the data's)."""
+def _enum_categories(rel: duckdb.DuckDBPyRelation, names: Sequence[str]
+                     ) -> dict[str, tuple[object, ...]]:
+    """The declared values of ``ENUM`` columns (the type's, never the data's), by the public
+    schema's ``names``."""
     out: dict[str, tuple[object, ...]] = {}
-    for name, dtype in zip(rel.columns, rel.types, strict=True):
+    for name, dtype in zip(names, rel.types, strict=True):
         values = dict(dtype.children).get("values") if dtype.id == "enum" else None
         if isinstance(values, list):
             out[name] = tuple(values)
     return out
 
 
-def _batches(rel: duckdb.DuckDBPyRelation) -> BatchFactory:
+def _batches(rel: duckdb.DuckDBPyRelation, names: Sequence[str]) -> BatchFactory:
     def stream(columns: Sequence[str], batch_size: int) -> Iterator[pa.RecordBatch]:
         reader: pa.RecordBatchReader | None = None
         try:
-            reader = _project(rel, columns).to_arrow_reader(batch_size)
+            reader = _project(rel, names, columns).to_arrow_reader(batch_size)
             yield from reader
         except Exception as exc:  # a DuckDB message may quote a value of the data
             raise ValidationError(f"the DuckDB relation failed while it was read "
@@ -145,8 +149,9 @@ class DuckDBBackend(ArrowBackend):
                  spill_dir: str | os.PathLike[str] | None = None) -> None:
         rel = relation_of(source, con)
         self.relation = rel
-        self._categories = _enum_categories(rel)
-        super().__init__(BatchSource(arrow_schema(rel), _batches(rel)), batch_size=batch_size,
+        schema = arrow_schema(rel)
+        self._categories = _enum_categories(rel, schema.names)
+        super().__init__(BatchSource(schema, _batches(rel, schema.names)), batch_size=batch_size,
                          progress=progress, partition_rows=partition_rows,
                          partitions=partitions, spill_dir=spill_dir)
 
