@@ -87,17 +87,25 @@ def _unreadable(name: str, dtype: object) -> ValidationError:
 
 def arrow_schema(rel: duckdb.DuckDBPyRelation) -> pa.Schema:
     """The Arrow schema of the relation's types: DuckDB's Arrow result of no row
-    (``LIMIT 0``). A type with no Arrow form is refused, naming its column."""
+    (``LIMIT 0``). A type with no Arrow form is refused, naming its column; a relation that
+    cannot run at all (a closed connection, a dropped table) naming the exception type."""
     try:
         return rel.limit(0).to_arrow_table().schema
+    except Exception as exc:
+        failure = type(exc).__name__
+    try:
+        columns = list(zip(rel.columns, rel.types, strict=True))
     except Exception:
-        pass
-    for i, (name, dtype) in enumerate(zip(rel.columns, rel.types, strict=True)):
+        columns = []
+    bad = []
+    for i, (name, dtype) in enumerate(columns):
         try:
             rel.project(f"#{i + 1}").limit(0).to_arrow_table()
         except Exception:
-            raise _unreadable(name, dtype) from None
-    raise ValidationError("cannot convert the relation's types to Arrow")  # pragma: no cover
+            bad.append((name, dtype))
+    if bad and len(bad) < len(columns):
+        raise _unreadable(*bad[0])
+    raise ValidationError(f"cannot run the DuckDB relation ({failure}) {_FAILED}")
 
 
 def _enum_categories(rel: duckdb.DuckDBPyRelation, names: Sequence[str]

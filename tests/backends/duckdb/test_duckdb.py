@@ -5,7 +5,7 @@ what is DuckDB's own: the same queries on the same data through pandas and a Duc
 identical answers, labels, provenance, charges and ledger rows (the noise is drawn from the
 same generator); the public schema comes from the relation's types (an ``ENUM``'s values are
 declared categories, a column DuckDB cannot hand to Arrow is refused by name before any
-charge); columns are read by position; a query failing while DuckDB runs it quotes no value;
+charge); columns whose names differ in case are read apart; a query failing while DuckDB runs it quotes no value;
 ``import dpframe`` never imports duckdb, and ``rel.dp`` exists whatever the import order.
 """
 
@@ -151,9 +151,10 @@ def test_schema_comes_from_types_and_enum_values_are_declared_keys() -> None:
     assert duckdb_backend.arrow_schema(empty) == duckdb_backend.arrow_schema(con.table("m"))
 
 
-def test_columns_are_read_by_position() -> None:
-    """``a`` beside ``A``: DuckDB binds names case-insensitively, so a projection by name
-    would be ambiguous; by position each column is itself."""
+def test_columns_that_differ_in_case_or_hold_quotes_are_each_themselves() -> None:
+    """``a`` beside ``A`` (DuckDB binds names case-insensitively, and its Arrow result spells
+    the second ``A_1``) and a name holding a quote: each column reads its own values (the
+    adapter projects by position, ``#i``)."""
     rel = duckdb.sql('SELECT 1.0::DOUBLE AS a, 5.0::DOUBLE AS "A", 2.0::DOUBLE AS "we""ird"')
     names = duckdb_backend.arrow_schema(rel).names  # DuckDB's Arrow result spells it A_1
     assert names[0] == "a" and names[1].lower().startswith("a") and names[1] != "a"
@@ -177,6 +178,15 @@ def test_a_type_without_arrow_form_is_refused_by_name_before_any_charge(
 
     monkeypatch.setattr(duckdb.DuckDBPyRelation, "to_arrow_table", fails_on_b)
     with pytest.raises(dpf.ValidationError, match="column 'b' has the DuckDB type INTEGER"):
+        rel.dp(_session())
+
+
+def test_a_relation_that_cannot_run_is_refused_before_any_charge() -> None:
+    con = duckdb.connect()
+    con.execute("CREATE TABLE gone AS SELECT 1 AS a")
+    rel = con.table("gone")
+    con.execute("DROP TABLE gone")
+    with pytest.raises(dpf.ValidationError, match="cannot run the DuckDB relation"):
         rel.dp(_session())
 
 
