@@ -5,8 +5,9 @@ what is DuckDB's own: the same queries on the same data through pandas and a Duc
 identical answers, labels, provenance, charges and ledger rows (the noise is drawn from the
 same generator); the public schema comes from the relation's types (an ``ENUM``'s values are
 declared categories, a column DuckDB cannot hand to Arrow is refused by name before any
-charge); columns whose names differ in case are read apart; a query failing while DuckDB runs it quotes no value;
-``import dpframe`` never imports duckdb, and ``rel.dp`` exists whatever the import order.
+charge); columns whose names differ in case are read apart; a query failing while DuckDB
+runs it quotes no value; ``import dpframe`` never imports duckdb, and ``rel.dp`` exists
+whatever the import order.
 """
 
 from __future__ import annotations
