@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 from _timing import best_of
 
 from dpframe import local
-from dpframe.core.rng import RandomSource
+from dpframe.core.noise.rng import RandomSource
 from dpframe.local._design import Design, exact_epsilon
 from dpframe.local._sampling import draw_offsets
 

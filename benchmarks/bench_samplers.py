@@ -31,11 +31,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from _timing import best_of
 
-from dpframe.core import samplers
 from dpframe.core.aggregates.quantile import rank_utilities
-from dpframe.core.discrete_gaussian import discrete_gaussian
-from dpframe.core.mechanisms import ExponentialSpec
-from dpframe.core.rng import RandomSource
+from dpframe.core.noise import samplers
+from dpframe.core.noise.discrete_gaussian import discrete_gaussian
+from dpframe.core.noise.mechanisms import ExponentialSpec
+from dpframe.core.noise.rng import RandomSource
 
 
 def main(argv: list[str] | None = None) -> int:

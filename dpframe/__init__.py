@@ -34,6 +34,7 @@ from .errors import (
 from .export import read_provenance, to_arrow, to_ipc, to_parquet
 from .fronts import accessor as _accessor  # noqa: F401  (registers the .dp accessor on DataFrames)
 from .fronts.continual import Continual
+from .fronts.docs import ReleaseOptions
 from .fronts.frame import PrivateFrame
 from .fronts.groupby import PrivateGroupBy
 from .fronts.hooks import register_dask_accessor as _register_dask_accessor
@@ -70,6 +71,7 @@ __all__ = [
     "PrivacyUnitError",
     "PrivateFrame",
     "PrivateGroupBy",
+    "ReleaseOptions",
     "RunIdError",
     "Scan",
     "Session",

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from .core.mechanisms import normal_quantile
+from .core.noise.mechanisms import normal_quantile
 
 __all__ = [
     "DEFAULT_ALPHA",

@@ -38,7 +38,7 @@ print(f"{n} people (95% interval {n.lower:.0f} to {n.upper:.0f})")
 print(f"mean income {avg:,.0f} (95% interval {avg.lower:,.0f} to {avg.upper:,.0f})")
 avg  # the HTML repr: value, interval, query and charge"""),
     ("md", """## Accuracy first: say how precise, let dpframe pick epsilon"""),
-    ("code", """plan = priv.groupby("region").count(accuracy=50, dry_run=True)
+    ("code", """plan = priv.explain("count", by="region", accuracy=50)
 print("a +-50 count per region costs epsilon", plan["epsilon"])
 by_region = priv.groupby("region").count(accuracy=50, ci=0.95)
 assert ((by_region["upper"] - by_region["count"]) <= 50).all()

@@ -43,7 +43,7 @@ def test_every_module_is_named() -> None:
     assert not unnamed, f"docs/architecture.md does not place: {unnamed}"
 
 
-#: The most lines a module of the package may have, generated ``dry_run`` overloads included
+#: The most lines a module of the package may have
 #: (issue 35 / review R4: big modules are split along their seams).
 MAX_LINES = 700
 #: Modules still over it, each with the ceiling it may not grow past (to split, then remove).

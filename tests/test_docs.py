@@ -40,7 +40,7 @@ def test_posterior_bound_table_in_concepts() -> None:
             assert abs(shown - true) <= 0.5 * 10 ** (math.floor(math.log10(true)) - 2) + 1e-12
 
 
-@pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+@pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning")
 def test_quickstart_first_release_in_five_lines() -> None:
     code = _section_code("quickstart.md", "## Your first release in five lines")
     lines = [ln for ln in code.splitlines() if ln.strip()]

@@ -23,7 +23,7 @@ def test_docstring_examples(name: str) -> None:
 
 
 def test_every_query_method_documents_its_shared_parameters() -> None:
-    """Every query method documents epsilon (or its alternative), dry_run, what it returns and
+    """Every query method documents epsilon (and its alternative, accuracy), what it returns and
     what it raises, with a doctested example (0.1's 17 query methods documented none of
     them)."""
     from dpframe.fronts.frame import PrivateFrame
@@ -36,6 +36,6 @@ def test_every_query_method_documents_its_shared_parameters() -> None:
             "median", "agg")]
     for fn in methods:
         doc = fn.__doc__ or ""
-        for field in (":param epsilon:", ":param dry_run:", ":returns:",
+        for field in (":param epsilon:", ":param accuracy:", ":returns:",
                       ":raises BudgetExceededError:", "Example:", ">>> "):
             assert field in doc, (fn.__qualname__, field)

@@ -128,7 +128,8 @@ def section(quick: bool = False) -> str:
         "the same discrete noise is the fair comparison (within 0.1%); the continuous "
         "column is the issue's reference. Laplace: `Session(1, 1e-6).split(50)` and 50 real "
         "counts at that epsilon. Gaussian: `split(50, mechanism=\"gaussian\")` and 50 real "
-        "Gaussian counts at that epsilon and delta 1e-6 / 50 (Theorem C of `core/gaussian.py` "
+        "Gaussian counts at that epsilon and delta 1e-6 / 50 (Theorem C of "
+        "`core/noise/gaussian.py` "
         "over all 50 releases).",
         "",
         *rows,

@@ -24,8 +24,8 @@ import pandas as pd
 
 import dpframe as dpf
 from dpframe.core.continual import plain_variance_factor, prefix_blocks
-from dpframe.core.rng import RandomSource
-from dpframe.core.samplers import discrete_laplace
+from dpframe.core.noise.rng import RandomSource
+from dpframe.core.noise.samplers import discrete_laplace
 
 HORIZON, EPSILON = 365, 1.0
 TARGET = 40.0

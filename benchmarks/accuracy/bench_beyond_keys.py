@@ -265,7 +265,7 @@ def section(quick: bool = False) -> str:
         "before |",
         "",
         f"Item 2: the sigma is the analytic Gaussian at the exact sensitivity plus the lattice's "
-        f"proven correction (Theorem C of `dpframe/core/gaussian.py`: +{sigma / acc - 1:.2%} "
+        f"proven correction (Theorem C of `dpframe/core/noise/gaussian.py`: +{sigma / acc - 1:.2%} "
         "over the continuous optimum, which a floating-point Gaussian such as PipelineDP's "
         "reaches without the protection against Mironov's attack).",
         "",

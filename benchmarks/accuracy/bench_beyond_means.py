@@ -112,7 +112,7 @@ def laplace_means(groups: int) -> list[str]:
 
 
 def gaussian_means(groups: int) -> list[str]:
-    rows = ["| data | dpframe RMSE (equal rho split) | optimal fixed split (oracle) | "
+    rows = ["| data | dpframe RMSE (two-stage, 10% pilot) | optimal fixed split (oracle) | "
             "ratio |", "| --- | ---: | ---: | ---: |"]
     ratios = []
     from fractions import Fraction
@@ -130,10 +130,12 @@ def gaussian_means(groups: int) -> list[str]:
         oracle = float(np.sqrt(np.mean((h + r) ** 2) / (2 * rho))) / ROWS
         ratios.append(ours / oracle)
         rows.append(f"| {name} | {ours:.4g} | {oracle:.4g} | {ours / oracle:.2f} |")
-    TARGETS.append({"item": "47.3 Gaussian mean: RMSE / two-stage split's",
-                    "target": "two-stage split (10% pilot); 1.1-1.4x before",
-                    "measured": f"{min(ratios):.2f}-{max(ratios):.2f} x the per-group oracle "
-                                "split (not implemented: equal split kept)", "met": False})
+    TARGETS.append({"item": "47.3 Gaussian mean: RMSE / the per-group oracle split's",
+                    "target": "two-stage split (10% pilot, combined by inverse variance), "
+                              "<= 1.15 (the oracle ignores the count's noise and the pilot; "
+                              "equal split before: 1.1-1.4x, 1.27 on uniform data)",
+                    "measured": f"{min(ratios):.2f}-{max(ratios):.2f}",
+                    "met": max(ratios) <= 1.15})
     return rows
 
 
@@ -173,7 +175,7 @@ def variances(groups: int) -> list[str]:
     one (three Laplace releases at epsilon / 3), measured on this code with the joint planner
     switched off for the second run."""
     from dpframe.core import joint, plan
-    from dpframe.core.memo import RecentCache
+    from dpframe.core.exact.memo import RecentCache
 
     n = 40
     g = np.random.default_rng(8)
@@ -238,8 +240,10 @@ def section(quick: bool = False) -> str:
             "agg row: 30 rows); each group one independent draw.", "",
             "**Laplace mean: one K-norm release of (centred sum, count)**", "",
             *laplace_means(groups), "",
-            "**Gaussian mean at (1, 1e-6)** (the oracle is the best fixed split of rho between "
-            "sum and count for the data's mean: a bound no data-independent split reaches)",
+            "**Gaussian mean at (1, 1e-6): two stages** (a pilot at a tenth of rho picks stage "
+            "2's split, the stages combined by inverse variance; the oracle is the best fixed "
+            "split of rho between sum and count for each group's true mean, by the delta "
+            "method: a bound no data-independent split reaches)",
             "", *gaussian_means(groups), "",
             "**agg at epsilon 1** (bounds [0, 100] and [0, 1000], values uniform)", "",
             *agg_row(groups), "",

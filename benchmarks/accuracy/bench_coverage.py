@@ -36,7 +36,7 @@ HERE = Path(__file__).resolve()
 sys.path.insert(0, os.environ.get("DPFRAME_BENCH_CHECKOUT", str(HERE.parents[2])))
 
 from dpframe.core import intervals  # noqa: E402
-from dpframe.core.mechanisms import noise_spec  # noqa: E402
+from dpframe.core.noise.mechanisms import noise_spec  # noqa: E402
 
 BOUNDS = (0.0, 10.0)
 H = 5.0

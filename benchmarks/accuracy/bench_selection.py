@@ -257,8 +257,8 @@ class Paired:
 
 def paired_coin(case: str, reps: int) -> Paired:
     """MAE with minus without the boundary coin, dpframe's sampler on the same seeds."""
-    from dpframe.core.mechanisms import noise_spec
-    from dpframe.core.rng import RandomSource
+    from dpframe.core.noise.mechanisms import noise_spec
+    from dpframe.core.noise.rng import RandomSource
     from dpframe.core.selection import SelectionPlan, stability_threshold
     df, opts = make_case(case)
     n = true_counts(df).to_numpy().astype(np.int64)
@@ -385,7 +385,7 @@ SPLIT = "dpframe before issue 32 c (split budget)"
 
 def coin_probability(scale: float, keys: int) -> float:
     """The largest boundary coin the slack of the threshold allows (``coin=True``)."""
-    from dpframe.core.mechanisms import noise_spec
+    from dpframe.core.noise.mechanisms import noise_spec
     from dpframe.core.selection import stability_threshold
     noise = noise_spec("laplace", Fraction(keys), Fraction(keys) / Fraction(scale),
                        integer=True)

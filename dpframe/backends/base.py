@@ -1,8 +1,8 @@
 """The backend contract: exact aggregates only, never noise.
 
-A backend turns a :class:`~dpframe.core.compute.ComputeRequest` into
-:class:`~dpframe.core.compute.ExactAggregates` using the shared transformations of
-:mod:`dpframe.core.transform`. Group codes are computed by :func:`group_codes_from_uniques` so
+A backend turns a :class:`~dpframe.core.exact.compute.ComputeRequest` into
+:class:`~dpframe.core.exact.compute.ExactAggregates` using the shared transformations of
+:mod:`dpframe.core.exact.transform`. Group codes are computed by :func:`group_codes_from_uniques` so
 every backend maps declared keys the same way.
 """
 
@@ -20,13 +20,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..core.bounding import narrowest_signed
-from ..core.compute import ComputeRequest, ExactAggregates
+from ..core.exact.bounding import narrowest_signed
+from ..core.exact.compute import ComputeRequest, ExactAggregates
 
 # the column views every engine gives the exact primitives (numbers, words, codes): pandas,
 # Arrow scans and Polars, Dask, Spark
-from ..core.primitives import Columns as Columns
-from ..core.values import ColumnKind
+from ..core.exact.primitives import Columns as Columns
+from ..core.exact.values import ColumnKind
 
 
 def only_columns(kinds: dict[str, ColumnKind], columns: Sequence[object]
@@ -78,7 +78,7 @@ def declared_positions(uniques: Sequence[object], declared: Sequence[object]) ->
 
 def group_code_dtype(request: ComputeRequest) -> np.dtype[np.signedinteger[Any]]:
     """The narrowest signed integer type holding every public group code of ``request`` and -1
-    (:func:`~dpframe.core.transform.narrowest_signed`). Code columns that travel with each row
+    (:func:`~dpframe.core.exact.transform.narrowest_signed`). Code columns that travel with each row
     (scan spill files, the Dask exchange) use it."""
     return narrowest_signed(math.prod(len(request.keys[c]) for c in request.by))
 

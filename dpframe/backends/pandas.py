@@ -13,13 +13,13 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from ..core.compute import ComputeRequest, ExactAggregates
-from ..core.hashing import distinct_hash, value_words
-from ..core.memo import IdentityCache
-from ..core.parallel import map_ranges, row_ranges
-from ..core.primitives import compute_exact
-from ..core.transform import SMALL_GROUPED_ROWS
-from ..core.values import NUMERIC_KINDS, ColumnKind, canonical, canonicalize, is_canonical
+from ..core.exact.compute import ComputeRequest, ExactAggregates
+from ..core.exact.hashing import distinct_hash, value_words
+from ..core.exact.memo import IdentityCache
+from ..core.exact.parallel import map_ranges, row_ranges
+from ..core.exact.primitives import compute_exact
+from ..core.exact.transform import SMALL_GROUPED_ROWS
+from ..core.exact.values import NUMERIC_KINDS, ColumnKind, canonical, canonicalize, is_canonical
 from ..errors import ValidationError
 from .base import (
     declared_positions,
@@ -279,7 +279,7 @@ def _by_object(values: npt.NDArray[np.object_]
 
     An object array holds its objects' addresses; two rows with one address hold one object,
     and the value model maps an object to its canonical form by the object alone
-    (:func:`~dpframe.core.values.canonical`), so they are one value. Rows holding equal
+    (:func:`~dpframe.core.exact.values.canonical`), so they are one value. Rows holding equal
     objects at different addresses are merged afterwards, by value, like any other rows."""
     n = values.size
     if n == 0 or n < 4 * _BY_OBJECT_ROWS:
@@ -386,7 +386,8 @@ def _factorize_raw(s: pd.Series) -> tuple[npt.NDArray[np.int64], list[object]]:
 
 def factorize(s: pd.Series) -> tuple[npt.NDArray[np.int64], list[object]]:
     """Codes (-1 for missing) and canonical labels of the distinct values
-    (:mod:`dpframe.core.values`): equal values (``0.0`` / ``-0.0``, ``True`` / ``1`` / ``1.0``)
+    (:mod:`dpframe.core.exact.values`): equal values (``0.0`` / ``-0.0``, ``True`` / ``1`` /
+    ``1.0``)
     share one code and one canonical label, whatever row came first."""
     rows, codes, labels = _factorized(s)
     return (codes if rows is None else codes[rows]), labels
@@ -514,9 +515,9 @@ def _arrow_value_set(declared: tuple[object, ...], pa_type: Any) -> Any:
 
 
 def value_hashes(s: pd.Series) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.bool_]]:
-    """A hash of each value's canonical label (:mod:`dpframe.core.values`: 0.0 and -0.0, True
+    """A hash of each value's canonical label (:mod:`dpframe.core.exact.values`: 0.0 and -0.0, True
     and 1 are one value; missing and non-conforming values are absent) and whether it is
-    present, for distinct counts. The hash is the core's (:mod:`dpframe.core.hashing`) and
+    present, for distinct counts. The hash is the core's (:mod:`dpframe.core.exact.hashing`) and
     depends on the label only, so equal values hash equal in every partition of a Dask frame."""
     codes, labels = factorize(s)
     if not labels:
@@ -566,7 +567,7 @@ class PandasBackend:
     """Exact aggregates of an in-memory pandas DataFrame."""
 
     #: ``diagnostics=``: per row, rows of its unit a pre-selection dropped before these rows
-    #: reached this backend (a Dask bucket's: :func:`~dpframe.core.transform.carried_drops`)
+    #: reached this backend (a Dask bucket's: :func:`~dpframe.core.exact.transform.carried_drops`)
     dropped_before: npt.NDArray[np.int64] | None = None
 
     def __init__(self, df: pd.DataFrame) -> None:

@@ -8,7 +8,8 @@ per-group aggregates, and no row is ever collected to the driver. Two plans:
   undeclared keys are then dropped (a hash-set ``IN`` per group, Python equality as
   :func:`~dpframe.backends.base.declared_positions`; the driver maps each observed key to its
   first declared position), each value's fixed-point integer the expression
-  :func:`dpframe.core.transform.fixed_point` computes (clamp, centre, shift, exact power-of-two
+  :func:`dpframe.core.exact.transform.fixed_point` computes (clamp, centre, shift, exact
+  power-of-two
   scaling, ``rint`` half-to-even, clip after rounding, missing -> the integer nearest 0), summed
   exactly in long arithmetic split at 2**26 (the driver adds the halves as Python integers): the
   same integers as pandas, with no cast that can fail.
@@ -18,8 +19,8 @@ per-group aggregates, and no row is ever collected to the driver. Two plans:
   rows that can survive bounding with the priorities it read (:func:`_preselect`: a heavy
   unit's rows no longer all travel, so a worker's memory does not grow with one person's
   rows), and each partition selects again by those priorities, then runs the exact primitives
-  (:func:`dpframe.core.primitives.compute_exact`, through the pandas backend: the same
-  canonical value model, the same keyed priorities of :mod:`dpframe.core.hashing` for
+  (:func:`dpframe.core.exact.primitives.compute_exact`, through the pandas backend: the same
+  canonical value model, the same keyed priorities of :mod:`dpframe.core.exact.hashing` for
   bounding), with a generator seeded from the release's sampling generator and the partition
   id. Each partition returns its per-group aggregates; the driver merges them with the
   primitives' merge (blocks holding disjoint units add up).
@@ -56,11 +57,11 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         from exc
 
 from .._version import __version__
-from ..core.bounding import pair_priorities, ranked_private_keys, select_drawing
-from ..core.compute import AggregateRequest, ComputeRequest, ExactAggregates
-from ..core.hashing import value_words
-from ..core.transform import dropped_rows
-from ..core.values import ColumnKind, canonical
+from ..core.exact.bounding import pair_priorities, ranked_private_keys, select_drawing
+from ..core.exact.compute import AggregateRequest, ComputeRequest, ExactAggregates
+from ..core.exact.hashing import value_words
+from ..core.exact.transform import dropped_rows
+from ..core.exact.values import ColumnKind, canonical
 from ..errors import DPError, InputError, ValidationError, WorkerError
 from .arrow.conform import utf8_or_missing
 from .base import only_columns, public_key_list
@@ -329,7 +330,7 @@ class _Pairs:
 def _preselect(chunk: pa.Table, q: ComputeRequest, salt: int, gen: np.random.Generator
                ) -> pa.Table:
     """The rows of ``chunk`` that can survive bounding, as they came, with the row
-    priorities the selection read (:func:`~dpframe.core.bounding.select_drawing`: per unit
+    priorities the selection read (:func:`~dpframe.core.exact.bounding.select_drawing`: per unit
     its ``max_groups`` pairs of least keyed priority, in each its ``max_rows`` rows of least
     fresh priority, and its ``max_total`` of those without a group step); with
     ``diagnostics=``, one tally row per unit that lost rows here."""
@@ -365,7 +366,7 @@ def _block_aggregates(table: pa.Table, q: ComputeRequest, salt: int,
     """One partition's exact aggregates. Without a unit, its rows as they are; with one,
     selected again over every chunk's pre-selection by the carried priorities (a row that
     carries none draws its own: the law of bounding over all rows,
-    :func:`~dpframe.core.bounding.select_by_priority`), so every unit is within its bounds and
+    :func:`~dpframe.core.exact.bounding.select_by_priority`), so every unit is within its bounds and
     the pandas backend's own bounding keeps every row; its dropped rows (``diagnostics=``)
     are the tallies plus this selection's, each unit's capped."""
     if not q.privacy_unit:
@@ -582,7 +583,7 @@ def _missing(col: Column, t: Any) -> Column:
 
 
 def _fixed_point(col: Column, r: AggregateRequest, t: Any) -> Column:
-    """Each row's fixed-point integer, as :func:`dpframe.core.transform.fixed_point` computes
+    """Each row's fixed-point integer, as :func:`dpframe.core.exact.transform.fixed_point` computes
     it (same float64 operations in the same order, so the same integers)."""
     missing = float(min(max(0, r.ilo), r.ihi))
     if r.integer and isinstance(t, _INTS):
@@ -603,7 +604,7 @@ def _fixed_point(col: Column, r: AggregateRequest, t: Any) -> Column:
 
 
 def _clamped(q: ComputeRequest, fields: dict[str, Any]) -> Column:
-    """How many rows clamping changed, as :func:`dpframe.core.primitives.clamped_rows` counts
+    """How many rows clamping changed, as :func:`dpframe.core.exact.primitives.clamped_rows` counts
     them: a row with a value (not null, not NaN) of a summed column outside its bounds."""
     hit: Column = F.lit(False)
     for r in q.requests:

@@ -21,7 +21,8 @@ What each kind of event composes as (``Component``):
   and dimension the canonical pair of an (a / b, 0)-DP mechanism dominates it (Kairouz, Oh and
   Viswanath 2015, Thm 2.1), which is what the PLD composes (exact for counts: sensitivity 1).
 * ``gaussian``: discrete Gaussian of variance ``b`` on an integer vector moved by at most ``a``
-  in L2. By Lemma B of :mod:`dpframe.core.gaussian` each of its d = floor(a^2) moving coordinates
+  in L2. By Lemma B of :mod:`dpframe.core.noise.gaussian` each of its d = floor(a^2) moving
+  coordinates
   is, pointwise within a factor e^(L/2), K applied to a continuous Gaussian of variance
   b - t^2 (L = 2 tau / (1 - tau), tau = 2 e^(-2 pi^2 t^2)). The continuous parts of all Gaussian
   events compose exactly as one Gaussian with mu^2 = sum a^2 / (b - t^2) (Dong, Roth and Su 2022);
@@ -65,7 +66,7 @@ EVENT_VERSION = 1
 KINDS = ("laplace", "gaussian", "approx")
 #: PLD discretisation interval of the privacy loss (dp_accounting's default).
 VALUE_DISCRETIZATION = 1e-4
-#: Smoothing widths tried for a Gaussian component (as in core/gaussian.py's Theorem C).
+#: Smoothing widths tried for a Gaussian component (as in core/noise/gaussian.py's Theorem C).
 T2_CANDIDATES = (Fraction(1, 4), Fraction(1, 2), Fraction(1), Fraction(2), Fraction(4),
                  Fraction(16))
 _PENALTY_CAP = 1e-12
@@ -422,10 +423,10 @@ def _pld_numbers(approx: tuple[tuple[tuple[Fraction, Fraction], int], ...], mu2:
 
 def _gaussian_numbers(gauss: tuple[tuple[Fraction, Fraction], ...], te: Fraction,
                       td: Fraction) -> tuple[Fraction, Fraction]:
-    """Theorem C of :mod:`dpframe.core.gaussian` for all Gaussian parts of every release (the
+    """Theorem C of :mod:`dpframe.core.noise.gaussian` for all Gaussian parts of every release (the
     density-ratio argument holds for adaptive composition; Gaussian DP composes adaptively):
     proven in decimal arithmetic, rounded up."""
-    from .gaussian import discrete_delta_bound, discrete_epsilon
+    from .noise.gaussian import discrete_delta_bound, discrete_epsilon
 
     parts = list(gauss)
     # below 1e-300 the bound is rounded up to 1e-300 (a short exact number)
@@ -461,7 +462,7 @@ def _split_cost(eps: float, gaussian_delta: Fraction | None) -> PrivacyCost | No
     e = Fraction(eps)
     if gaussian_delta is None:
         return PrivacyCost(e, 0, event=PrivacyEvent.approx(e, Fraction(0)))
-    from .gaussian import analytic_sigma2
+    from .noise.gaussian import analytic_sigma2
 
     s2 = analytic_sigma2(e, gaussian_delta, Fraction(1)) if e > 0 else None
     if s2 is None:
@@ -477,7 +478,8 @@ def split_epsilon(start: Totals, total: tuple[Fraction, Fraction],
     epsilon-DP releases (Laplace noise) after the totals ``start`` keep the spend (never below
     ``last_spent``) within ``total``; 0.0 when none fits. With ``gaussian_delta``: ``n``
     Gaussian counts (L2 sensitivity 1) each asked for at (epsilon, ``gaussian_delta``), their
-    noise predicted by the analytic calibration (:func:`~dpframe.core.gaussian.analytic_sigma2`).
+    noise predicted by the analytic calibration
+    (:func:`~dpframe.core.noise.gaussian.analytic_sigma2`).
     Bisection in floats, each candidate checked by the accountant itself."""
     def fits(eps: float) -> bool:
         t = start

@@ -1,7 +1,7 @@
 """Applying a plan to exact aggregates: the only place noise meets data.
 
 :func:`apply_plan` takes a :class:`~dpframe.core.plan.ReleasePlan` (public) and the backend's
-:class:`~dpframe.core.compute.ExactAggregates`, selects private keys, and asks each measure's
+:class:`~dpframe.core.exact.compute.ExactAggregates`, selects private keys, and asks each measure's
 aggregate (:mod:`dpframe.core.aggregates`) to add its planned noise.
 """
 
@@ -12,15 +12,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from .aggregates import aggregate
-from .compute import ExactAggregates
 from .diagnostics import release_diagnostics
+from .exact.compute import ExactAggregates
+from .exact.values import sorted_order
 from .hierarchy import leaf_positions, release_rollup
 from .hints import near_zero_hint, no_keys_hint
 from .measure import MeasurePlan, MeasureRelease, Rows
+from .noise.rng import RandomSource
 from .plan import ReleasePlan, thresholds_rows
 from .projection import postprocessed
-from .rng import RandomSource
-from .values import sorted_order
 
 
 @dataclass
@@ -37,7 +37,8 @@ def apply_plan(plan: ReleasePlan, exact: ExactAggregates, rng: RandomSource) -> 
     """Add noise to exact aggregates as planned. The only place noise meets data.
 
     Private keys are selected first (:meth:`~dpframe.core.selection.SelectionPlan.select`), and
-    only then sorted, by the total order of :mod:`dpframe.core.values` on their canonical labels:
+    only then sorted, by the total order of :mod:`dpframe.core.exact.values` on their canonical
+    labels:
     the order of the released keys is a function of the released set alone, so a key that was
     observed but not released cannot move them
     (docs/privacy.md#one-canonical-value-model-keys-and-units). Histograms and grouped counts
@@ -66,6 +67,11 @@ def apply_plan(plan: ReleasePlan, exact: ExactAggregates, rng: RandomSource) -> 
     # projected onto non-negative values with their noisy total kept (core/projection.py)
     out = [postprocessed(m, mp.form) for mp, m in zip(plan.measures, out, strict=True)]
     prov = _described(plan, exact, rng)
+    measures = prov.get("measures")
+    if isinstance(measures, list):  # what a release states once drawn (a two-stage mean's
+        for d, m in zip(measures, out, strict=True):  # split: a function of its pilot)
+            if "released" in m.description:
+                d["released"] = m.description["released"]
     if not plan.query.private_keys:  # post-processing of the noisy values (core/hints.py)
         hint = near_zero_hint(plan.measures, out, len(keys), plan.query.by)
         if hint is not None:

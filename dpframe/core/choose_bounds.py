@@ -74,9 +74,9 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import ValidationError
-from .compute import DEFAULT_QUANTILE_CELLS, AggregateRequest, ComputeRequest, ExactAggregates
-from .mechanisms import noise_spec
-from .rng import RandomSource
+from .exact.compute import DEFAULT_QUANTILE_CELLS, AggregateRequest, ComputeRequest, ExactAggregates
+from .noise.mechanisms import noise_spec
+from .noise.rng import RandomSource
 from .sensitivity import Relation
 
 #: The names of the three bounds, as ``df.dp(...)`` takes them.

@@ -23,7 +23,7 @@ most ``T`` changed leaves moves by at most one step more when rounded). Under ch
 unit's rows may also move to other nights and keys: twice that. Over the ``L`` levels, the
 vector of all released nodes has L1 sensitivity ``Delta = L (T M / g + T)`` lattice steps
 (``L T`` for a count), and two-sided geometric noise of scale ``Delta / epsilon`` on every
-node, independently (exact samplers, :func:`~dpframe.core.samplers.discrete_laplace`), is
+node, independently (exact samplers, :func:`~dpframe.core.noise.samplers.discrete_laplace`), is
 epsilon-DP for the whole vector (Ghosh, Roughgarden and Sundararajan 2009). Every released
 running total is post-processing of these nodes; a re-run of a night replays its stored nodes
 and draws nothing, so the horizon costs epsilon once, charged up front.
@@ -55,9 +55,9 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import ValidationError
-from .mechanisms import NoiseSpec, noise_spec
-from .rng import RandomSource
-from .samplers import discrete_laplace
+from .noise.mechanisms import NoiseSpec, noise_spec
+from .noise.rng import RandomSource
+from .noise.samplers import discrete_laplace
 
 #: A node of the tree: (level, index).
 Node = tuple[int, int]

@@ -12,7 +12,7 @@ clamping and bounding is outside it. These two counts show its size, at a price:
   the rows dropped, and says so in its provenance (``rows_dropped_cap``). The term of a unit is
   a function of its own rows and randomness on every backend: rows a scan or Dask dropped
   while pre-selecting are handed on with the unit's kept rows and counted with bounding's
-  (:func:`~dpframe.core.transform.carried_drops`), never lost with a batch or a partition.
+  (:func:`~dpframe.core.exact.transform.carried_drops`), never lost with a batch or a partition.
 
 Each released count states, beside its value and interval, its epsilon, mechanism, noise scale,
 sensitivity and (``rows_dropped``) the cap: ``.attrs["dp"]["diagnostics"][name].attrs["dp"]``
@@ -27,7 +27,8 @@ count gets two-sided geometric noise of scale ``D / (eps / 2)``: ``eps / 2``-DP 
 for both (basic composition), charged with the query (sequential composition: the query's
 epsilon plus ``eps``, in the same charge, before any noise). The counts are totals over the
 release, so disjoint groups need no split. The backends only count
-(:func:`~dpframe.core.primitives.clamped_rows`, :func:`~dpframe.core.transform.dropped_rows`);
+(:func:`~dpframe.core.exact.primitives.clamped_rows`,
+:func:`~dpframe.core.exact.transform.dropped_rows`);
 the noise is added here, after the charge.
 """
 
@@ -38,8 +39,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from .mechanisms import NoiseSpec, noise_spec
-from .rng import RandomSource
+from .noise.mechanisms import NoiseSpec, noise_spec
+from .noise.rng import RandomSource
 
 #: The two released counts, in order.
 NAMES = ("rows_clamped", "rows_dropped")

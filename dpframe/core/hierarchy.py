@@ -31,11 +31,11 @@ import numpy as np
 
 from ..errors import KeysError, ValidationError
 from .aggregates import aggregate
-from .compute import ExactAggregates, add_into
 from .consistency import Tree, gls, half_widths
+from .exact.compute import ExactAggregates, add_into
 from .measure import MeasurePlan, MeasureRelease
-from .mechanisms import NoiseSpec
-from .rng import RandomSource
+from .noise.mechanisms import NoiseSpec
+from .noise.rng import RandomSource
 
 if TYPE_CHECKING:
     from .measure import PlanContext

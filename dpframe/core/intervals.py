@@ -35,7 +35,7 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
-from .mechanisms import NoiseSpec, normal_quantile
+from .noise.mechanisms import NoiseSpec, normal_quantile
 
 FloatArray = npt.NDArray[np.float64]
 

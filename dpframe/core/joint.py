@@ -40,7 +40,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from .compute import AggregateRequest, fixed_point_request, square_request
+from .exact.compute import AggregateRequest, fixed_point_request, square_request
 from .knorm import (
     MAX_COORDINATES,
     JointRelease,
@@ -50,7 +50,7 @@ from .knorm import (
     coordinate,
 )
 from .measure import MeasurePlan, PlanContext
-from .mechanisms import NoiseSpec
+from .noise.mechanisms import NoiseSpec
 from .query import Measure
 
 #: The ops a joint release serves.

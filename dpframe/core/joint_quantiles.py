@@ -35,7 +35,7 @@ the smallest gap). Replacing rows (``change_one``): two such ``delta``, ``n`` un
 
 **Mechanism.** The exponential mechanism over the nondecreasing tuples (counting measure):
 ``P(c) ~ exp(rate U(c))`` with ``rate = a / d <= epsilon' / (2 Delta_U)`` (the exact dyadic
-rate of :meth:`~dpframe.core.mechanisms.ExponentialSpec.acceptance_rate`), which is
+rate of :meth:`~dpframe.core.noise.mechanisms.ExponentialSpec.acceptance_rate`), which is
 ``epsilon'``-DP (McSherry and Talwar 2007). The released values are a uniform point of each
 chosen cell, sorted (post-processing). ``epsilon' = epsilon (1 - 2**-7)``: the rest pays for
 the sampler's floating-point error below, for every ``n``.
@@ -65,7 +65,7 @@ conditionals telescope).
 the exact rate (its Bernoulli coin exact; chunks of ``X`` keep its numerators in int64), plus a
 float part rounded *up* to a multiple of ``2**-g`` (``g >= 20``, public); a uniformly proposed
 candidate is accepted with an exact Bernoulli(exp(-gap)) coin
-(:func:`~dpframe.core.samplers.bernoulli_exp_neg`, rejection sampling: the output is exactly
+(:func:`~dpframe.core.noise.samplers.bernoulli_exp_neg`, rejection sampling: the output is exactly
 proportional to the rounded weights, however small). The output lattice is the public cells.
 What floating point changes is the float parts, bounded from public quantities only (``m``,
 ``C``, float64's unit roundoff ``u = 2**-53``; :func:`float_error_bounds`): one combine adds
@@ -97,9 +97,9 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import ValidationError
-from .mechanisms import ExponentialSpec
-from .rng import RandomSource
-from .samplers import Bools, bernoulli_exp_neg
+from .noise.mechanisms import ExponentialSpec
+from .noise.rng import RandomSource
+from .noise.samplers import Bools, bernoulli_exp_neg
 from .sensitivity import Contribution, Relation
 
 I64 = npt.NDArray[np.int64]

@@ -24,9 +24,9 @@ Delta_i <= sum_g a_g / S <= 1``. Change-one, grouped: ``sum_g (a_g + b_g) / (2 S
 ungrouped (one group, ``a, b <= S``): ``max((a + b) / (2 S), |a - b| / S) <= 1``. So every
 neighbour is within K-norm 1, and the mechanism is epsilon-DP.
 
-**No floating point (Mironov 2012).** As for :mod:`dpframe.core.mechanisms`' granular noise,
+**No floating point (Mironov 2012).** As for :mod:`dpframe.core.noise.mechanisms`' granular noise,
 the exact value of coordinate ``i`` (an integer count of its accumulation unit: counts are
-integers, sums fixed-point, :func:`~dpframe.core.compute.fixed_point_request`) is rounded to
+integers, sums fixed-point, :func:`~dpframe.core.exact.compute.fixed_point_request`) is rounded to
 a power-of-two lattice ``g_i Z`` (``g_i = 1`` for counts and integer sums, exact) and released
 as ``g_i (x_i + Z_i)`` with ``Z`` an integer vector of pmf proportional to
 ``exp(-epsilon' max_i |Z_i| / D_i)``, ``D_i = Delta_i / g_i``. Rounding moves a coordinate by
@@ -69,10 +69,10 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import ValidationError
-from .compute import AggregateRequest
+from .exact.compute import AggregateRequest
+from .noise.rng import RandomSource
+from .noise.samplers import bernoulli_exp_neg, discrete_laplace, round_scale_up
 from .numbers import power_of_two_at_most
-from .rng import RandomSource
-from .samplers import bernoulli_exp_neg, discrete_laplace, round_scale_up
 
 #: The sampler's rounding of the acceptance exponent: ``2**-ROUNDING_BITS`` (paid from epsilon).
 ROUNDING_BITS = 40

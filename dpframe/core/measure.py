@@ -23,10 +23,10 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import ValidationError
-from .compute import AggregateRequest, ExactAggregates
+from .exact.compute import AggregateRequest, ExactAggregates
 from .knorm import JointRelease, JointRole
-from .mechanisms import ExponentialSpec, NoiseSpec, noise_spec
-from .rng import RandomSource
+from .noise.mechanisms import ExponentialSpec, NoiseSpec, noise_spec
+from .noise.rng import RandomSource
 from .sensitivity import Contribution, Relation, Sensitivity, count_sensitivity, sum_sensitivity
 
 if TYPE_CHECKING:

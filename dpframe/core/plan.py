@@ -34,14 +34,15 @@ from ..errors import ValidationError
 from .accountant import Component, PrivacyEvent
 from .accounting import PrivacyCost, poisson_subsampling, round_up, zcdp_to_approx_dp
 from .aggregates import AGGREGATES, aggregate
-from .compute import NO_GROUP_LIMIT, AggregateRequest, ComputeRequest
 from .diagnostics import DiagnosticsPlan, plan_diagnostics
-from .gaussian import analytic_mu, delta_float, discrete_epsilon, satisfies
+from .exact.compute import NO_GROUP_LIMIT, AggregateRequest, ComputeRequest
+from .exact.memo import RecentCache
+from .exact.values import ColumnKind
 from .hierarchy import RollupPlan, plan_rollup
 from .joint import join_measures
 from .measure import MeasurePlan, PlanContext
-from .mechanisms import NoiseSpec, gaussian_parts, noise_spec, rho_for
-from .memo import RecentCache
+from .noise.gaussian import analytic_mu, delta_float, discrete_epsilon, satisfies
+from .noise.mechanisms import NoiseSpec, gaussian_parts, noise_spec, rho_for
 from .query import Measure, Query
 from .selection import (
     SelectionPlan,
@@ -58,7 +59,6 @@ from .sensitivity import (
     key_selection_sensitivity,
 )
 from .validate import check_query
-from .values import ColumnKind
 
 
 @dataclass(frozen=True)
@@ -290,7 +290,7 @@ def enforced_bounds(query: Query, c: Contribution) -> tuple[int, int, int | None
     normalized ``c``: a group step unless T implies it (k >= T, or k not declared
     with T declared), a total step only when T binds (T < k * R). Leaving a step out that
     cannot bind changes no distribution; leaving the group step out lets blocks pre-select by
-    T too (:func:`~dpframe.core.bounding.select_by_priority`)."""
+    T too (:func:`~dpframe.core.exact.bounding.select_by_priority`)."""
     if not query.privacy_unit or not query.by:
         return c.rows, c.groups, None
     t = query.max_rows_per_unit
@@ -362,7 +362,7 @@ def _analytic_block(ctx: PlanContext, eps: Fraction,
                     delta: Fraction) -> tuple[Budgets, list[MeasurePlan]] | None:
     """The Gaussian block calibrated on the analytic curve, or None (then the zCDP plan).
 
-    The block's measures are independent discrete Gaussians; :mod:`dpframe.core.gaussian`'s
+    The block's measures are independent discrete Gaussians; :mod:`dpframe.core.noise.gaussian`'s
     Theorem C bounds their joint (eps_g, delta) from mu^2 = sum Delta^2 / sigma^2 (Gaussian DP
     composes exactly). Its rho_g = mu^2 / 2, less the least slack (a float search) that covers
     the discrete correction, is shared by weight as the zCDP rho is; the planned noise is then

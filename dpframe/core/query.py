@@ -16,11 +16,11 @@ from typing import Literal
 
 from ..errors import BoundsError, KeysError, UnknownColumnError, ValidationError
 from .aggregates import MAX_LEVEL_DENOMINATOR, aggregate
-from .compute import DEFAULT_QUANTILE_CELLS, MAX_CELLS
+from .exact.compute import DEFAULT_QUANTILE_CELLS, MAX_CELLS
+from .exact.values import NUMERIC_KINDS, ColumnKind, canonical
 from .hierarchy import check_combos, check_rollup
 from .names import close_names
 from .numbers import format_number, to_fraction
-from .values import NUMERIC_KINDS, ColumnKind, canonical
 
 Op = Literal["count", "count_distinct", "sum", "mean", "var", "std", "quantile", "histogram"]
 MechanismName = Literal["laplace", "gaussian"]
@@ -28,7 +28,7 @@ MechanismName = Literal["laplace", "gaussian"]
 #: ``keys={"col": CATEGORIES}`` takes a Categorical's declared categories as public keys.
 CATEGORIES = "categories"
 
-#: Cells of a quantile's grid by default (core/compute.py).
+#: Cells of a quantile's grid by default (core/exact/compute.py).
 DEFAULT_GRID = DEFAULT_QUANTILE_CELLS
 MAX_ABS_BOUND = 1 << 52
 #: Narrowest declared span hi - lo: the fixed-point unit of a narrower one underflows float64.

@@ -23,7 +23,7 @@ parts use independent noise on disjoint keys, so basic composition gives (epsilo
 with ``delta_used = k' (T(tau - reach) + q M(tau - reach - 1))``, ``T(t) = p^t / (1 + p)`` the
 tail ``P[Z >= t]`` and ``M(s) = (1 - p) p^s / (1 + p)`` the mass ``P[Z = s]``, ``p = e^(-1/b)``.
 ``delta_used`` is computed with exact rationals from a rigorous enclosure of ``p``
-(:func:`~dpframe.core.samplers.exp_neg_fixed`), rounding every bound up: ``delta_used <=
+(:func:`~dpframe.core.noise.samplers.exp_neg_fixed`), rounding every bound up: ``delta_used <=
 delta``, and ``tau`` is the smallest integer for which it holds with ``q = 0``.
 
 **Why no boundary coin where the count is released** (issue 32 c: recall >= the best peer's
@@ -101,10 +101,10 @@ import numpy as np
 import numpy.typing as npt
 
 from .accounting import round_up
-from .gaussian import analytic_mu, analytic_sigma2, discrete_tail_upper
-from .mechanisms import NoiseSpec
-from .rng import RandomSource
-from .samplers import MAX_FAST_DEN, exp_neg_fixed
+from .noise.gaussian import analytic_mu, analytic_sigma2, discrete_tail_upper
+from .noise.mechanisms import NoiseSpec
+from .noise.rng import RandomSource
+from .noise.samplers import MAX_FAST_DEN, exp_neg_fixed
 
 #: Selection probabilities and boundary coins are multiples of 2**-PROB_BITS (one 64-bit word).
 PROB_BITS = 64
@@ -365,7 +365,7 @@ def gaussian_threshold(sigma2: Fraction, delta: Fraction, reach: int, keys: int
                        ) -> tuple[int, Fraction]:
     """The smallest threshold ``tau >= reach + 1`` with ``keys * P[reach + Z >= tau] <=
     delta``, ``Z ~ N_Z(0, sigma2)``, by the proven tail bound
-    :func:`~dpframe.core.gaussian.discrete_tail_upper`: ``(tau, the delta it spends)``."""
+    :func:`~dpframe.core.noise.gaussian.discrete_tail_upper`: ``(tau, the delta it spends)``."""
     budget = delta / keys
 
     def fits(t: int) -> bool:
@@ -399,7 +399,7 @@ def gaussian_selection(eps: Fraction, delta: Fraction, l2: Fraction, keys: int,
 
     Distinct-unit counts per key get discrete Gaussian noise of L2 sensitivity ``l2``
     (``sqrt(k')``: one unit counts once in each of at most ``k'`` keys) at (eps, delta_n)
-    (the analytic calibration, Theorem C of :mod:`dpframe.core.gaussian`); a key is released
+    (the analytic calibration, Theorem C of :mod:`dpframe.core.noise.gaussian`); a key is released
     when its noisy count is ``>= tau``, ``tau`` the least with ``keys * P[reach + Z >= tau]
     <= delta - delta_n`` (``keys`` keys one neighbour alone holds, each of count ``<=
     reach``). The split of delta is chosen from (eps, delta, l2, keys) alone."""

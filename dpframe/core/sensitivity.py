@@ -19,7 +19,7 @@ bound rounded up: the maximising neighbours exist (a unit whose rows sit at the 
 :func:`change_one_square_sum` finds). With T alone R defaults to T, and the supremum is T (all
 T rows in one group); with R = 1 and k = T = 10 it is ``sqrt(10)``. Square roots are rounded
 up to a multiple of 2**-30 only, and an integer release keeps them as they are
-(:func:`~dpframe.core.mechanisms.noise_spec`: a count's L2 ``sqrt(10)`` was rounded up to 4,
+(:func:`~dpframe.core.noise.mechanisms.noise_spec`: a count's L2 ``sqrt(10)`` was rounded up to 4,
 sigma 16.93 at (1, 1e-6) instead of 13.40).
 
 Each function returns the L1, L2 and L-infinity sensitivities and ``changed``, the number of

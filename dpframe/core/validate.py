@@ -20,9 +20,9 @@ from fractions import Fraction
 
 from ..errors import KeysError, ValidationError
 from .aggregates import aggregate
+from .exact.values import ColumnKind, canonical
 from .numbers import to_fraction
 from .query import Query
-from .values import ColumnKind, canonical
 
 
 def check_query(query: Query, schema: Mapping[str, ColumnKind]) -> Query:

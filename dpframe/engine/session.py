@@ -36,7 +36,7 @@ from ..core.accounting import (
     validate_delta,
     validate_epsilon,
 )
-from ..core.rng import RandomSource
+from ..core.noise.rng import RandomSource
 from ..errors import LedgerError, PrivacyUnitError, ValidationError
 from .ledger import (
     NEIGHBOURING,

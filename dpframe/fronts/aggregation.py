@@ -19,7 +19,7 @@ AGG_NAMES = agg_names()
 #: ``agg``'s own options (a test keeps them equal to its signature's): a keyword close to one
 #: of them that is not a (column, aggregate) pair is a misspelled option, not an aggregation.
 AGG_OPTIONS = ("spec", "epsilon", "delta", "mechanism", "ci", "weights", "resolution",
-               "dry_run", "diagnostics", "selection_share", "accuracy", "postprocess")
+               "diagnostics", "selection_share", "accuracy", "postprocess", "dry_run")
 
 
 def agg_name(op: object) -> str:

@@ -25,7 +25,6 @@ from ..errors import DPError, KeysError, OptionError, UnknownColumnError, Valida
 
 if TYPE_CHECKING:
     from ..core.apply import CoreRelease
-    from .framebase import FrameBase
 
 #: pandera checks that declare bounds: check name -> (statistic of the lower bound, of the upper)
 RANGE_CHECKS: dict[str, tuple[str | None, str | None]] = {
@@ -244,13 +243,13 @@ def as_grid(resolution: object) -> int:
     return resolution  # type: ignore[return-value]
 
 
-def column_attribute(frame: FrameBase, name: str) -> str:
-    """``name`` when it is a column of ``frame`` (attribute access as in pandas); an
+def column_attribute(schema: Mapping[str, object], name: str) -> str:
+    """``name`` when it is a column of ``schema`` (attribute access as in pandas); an
     AttributeError with close names otherwise. Private names (``_x``) are never columns, so
     copying and pickling see ordinary attribute errors."""
     if name.startswith("_"):
         raise AttributeError(name)
-    columns = list(frame._backend.schema())
+    columns = list(schema)
     if name in columns:
         return name
     raise AttributeError(f"no method or column {name!r}{close_names(name, columns)}")

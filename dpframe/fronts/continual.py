@@ -33,7 +33,6 @@ import pandas as pd
 from .._json import jsonable
 from ..backends.pandas import PandasBackend
 from ..core.accounting import PrivacyCost
-from ..core.compute import fixed_point_request
 from ..core.continual import (
     MAX_HORIZON,
     Node,
@@ -43,10 +42,11 @@ from ..core.continual import (
     prefix_estimate,
 )
 from ..core.digest import values_digest
+from ..core.exact.compute import fixed_point_request
+from ..core.exact.values import canonical
 from ..core.numbers import to_fraction
 from ..core.plan import plan_release
 from ..core.query import Measure, Query
-from ..core.values import canonical
 from ..errors import (
     BoundsError,
     ContinualError,

@@ -18,8 +18,8 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("dpframe.fronts.dask needs dask: pip install 'dpframe[dask]'") from exc
 
-from ..backends.dask import DEFAULT_SPLIT_EVERY, DaskBackend
-from .arguments import document_dp
+from ..backends.dask import DaskBackend
+from .accessor import accessor_for
 from .frame import PrivateFrame
 
 if TYPE_CHECKING:
@@ -27,38 +27,20 @@ if TYPE_CHECKING:
 
 __all__ = ["DaskBackend", "DaskDPAccessor", "private_frame"]
 
+#: ``ddf.dp(...)``: ``split_every`` is the merge tree's fan-in; ``shuffle_method`` is accepted
+#: and has no effect (deprecated: dpframe exchanges a unit's rows itself).
+DaskDPAccessor = accessor_for(
+    DaskBackend, "DaskDPAccessor",
+    "``ddf.dp(...)``: differentially private aggregates of this Dask DataFrame.",
+    ":param split_every: the merge tree's fan-in.\n"
+    ":param shuffle_method: deprecated, no effect.\n")
 
-def private_frame(ddf: dd.DataFrame, session: Session | None = None, *,
-                  split_every: int = DEFAULT_SPLIT_EVERY, shuffle_method: str | None = None,
+
+def private_frame(ddf: dd.DataFrame, session: Session | None = None,
                   **options: Any) -> PrivateFrame:
-    """A :class:`PrivateFrame` over a Dask DataFrame (what ``ddf.dp(...)`` returns).
-
-    ``options`` are the pandas accessor's (bounds, keys, schema, privacy_unit,
-    max_rows_per_unit, max_groups_per_unit, max_rows_per_group); ``split_every`` is the merge
-    tree's fan-in; ``shuffle_method`` is accepted and has no effect (deprecated: dpframe
-    exchanges a unit's rows itself).
-    """
-    backend = DaskBackend(ddf, split_every=split_every, shuffle_method=shuffle_method)
-    return PrivateFrame(backend, session, **options)
-
-
-class DaskDPAccessor:
-    """``ddf.dp(...)``: differentially private aggregates of this Dask DataFrame."""
-
-    def __init__(self, ddf: dd.DataFrame) -> None:
-        self._ddf = ddf
-
-    def __call__(self, session: Session | None = None, **options: Any) -> PrivateFrame:
-        return private_frame(self._ddf, session, **options)
-
-    __call__ = document_dp(__call__, PrivateFrame, private_frame,
-                           ":param split_every: the merge tree's fan-in.\n"
-                           ":param shuffle_method: deprecated, no effect.\n")
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return getattr(self(), name)
+    """A :class:`PrivateFrame` over a Dask DataFrame: what ``ddf.dp(session, **options)``
+    returns (its options: the pandas accessor's, ``split_every`` and ``shuffle_method``)."""
+    return DaskDPAccessor(ddf)(session, **options)
 
 
 if getattr(dd.DataFrame, "dp", None) is not DaskDPAccessor:

@@ -25,52 +25,40 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         from exc
 
 from ..backends.arrow import DEFAULT_BATCH_SIZE, DEFAULT_PARTITION_ROWS
-from ..backends.duckdb import DuckDBBackend
-from .arguments import document_dp
+from ..backends.duckdb import DuckDBBackend, relation_of
+from .accessor import accessor_for
 from .frame import PrivateFrame
 from .scan import ENGINE_DOC
 
 if TYPE_CHECKING:
     from ..engine.session import Session
 
-__all__ = ["DuckDBBackend", "DuckDBDPAccessor", "private_frame"]
+__all__ = ["DuckDBBackend", "DuckDBDPAccessor", "duckdb_backend", "private_frame"]
+
+
+def duckdb_backend(relation: DuckDBPyRelation, *, batch_size: int = DEFAULT_BATCH_SIZE,
+                   progress: bool | None = None, partition_rows: int = DEFAULT_PARTITION_ROWS,
+                   partitions: int | None = None,
+                   spill_dir: str | os.PathLike[str] | None = None) -> DuckDBBackend:
+    """The backend of ``relation``; the engine's knobs tune it as for ``dpf.scan``
+    (docs/scan.md)."""
+    return DuckDBBackend(relation, batch_size=batch_size, progress=progress,
+                         partition_rows=partition_rows, partitions=partitions,
+                         spill_dir=spill_dir)
+
+
+DuckDBDPAccessor = accessor_for(
+    duckdb_backend, "DuckDBDPAccessor",
+    "``rel.dp(...)``: differentially private aggregates of this DuckDB relation.", ENGINE_DOC)
 
 
 def private_frame(relation: DuckDBPyRelation | str, session: Session | None = None, *,
-                  con: Any = None, batch_size: int = DEFAULT_BATCH_SIZE,
-                  progress: bool | None = None, partition_rows: int = DEFAULT_PARTITION_ROWS,
-                  partitions: int | None = None,
-                  spill_dir: str | os.PathLike[str] | None = None,
-                  **options: Any) -> PrivateFrame:
-    """A :class:`PrivateFrame` over a DuckDB relation, or a table or view named in ``con``
-    (what ``rel.dp(...)`` returns).
-
-    ``options`` are the pandas accessor's (bounds, keys, schema, privacy_unit,
-    max_rows_per_unit, max_groups_per_unit, max_rows_per_group); ``batch_size``,
-    ``progress``, ``partition_rows``, ``partitions`` and ``spill_dir`` tune the engine as for
-    ``dpf.scan`` (docs/scan.md).
-    """
-    backend = DuckDBBackend(relation, con=con, batch_size=batch_size, progress=progress,
-                            partition_rows=partition_rows, partitions=partitions,
-                            spill_dir=spill_dir)
-    return PrivateFrame(backend, session, **options)
-
-
-class DuckDBDPAccessor:
-    """``rel.dp(...)``: differentially private aggregates of this DuckDB relation."""
-
-    def __init__(self, relation: DuckDBPyRelation) -> None:
-        self._relation = relation
-
-    def __call__(self, session: Session | None = None, **options: Any) -> PrivateFrame:
-        return private_frame(self._relation, session, **options)
-
-    __call__ = document_dp(__call__, PrivateFrame, private_frame, ENGINE_DOC)
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return getattr(self(), name)
+                  con: Any = None, **options: Any) -> PrivateFrame:
+    """A :class:`PrivateFrame` over a DuckDB relation, or over the table or view of that name
+    in ``con`` (default: DuckDB's default connection): what ``rel.dp(session, **options)``
+    returns (its options: the pandas accessor's and the engine's ``batch_size``,
+    ``progress``, ``partition_rows``, ``partitions``, ``spill_dir``)."""
+    return DuckDBDPAccessor(relation_of(relation, con))(session, **options)
 
 
 class _Accessor:

@@ -5,8 +5,8 @@ objects with ``.attrs["dp"]`` provenance; no sensitivity, noise or budget logic 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, overload
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar, Unpack
 
 import numpy as np
 import pandas as pd
@@ -30,16 +30,19 @@ from .arguments import (
     quantile_measure,
 )
 from .docs import (
+    BASIC,
     RETURNS_AGG,
     RETURNS_SERIES,
-    documented,
+    ReleaseOptions,
+    releases,
 )
 from .idioms import sort_by_labels
+from .release import Releaser
 from .results import ContributionBounds, histogram_index, released_index
 from .selection import PrivateSelection
 
-if TYPE_CHECKING:
-    from .frame import PrivateFrame
+#: The options of a grouped aggregate.
+GROUPED = (*BASIC, "selection_share")
 
 
 @options_checked
@@ -48,29 +51,28 @@ class PrivateGroupBy:
 
     _grouped: ClassVar[bool] = True  # selections tell group-bys from frames by it
 
-    def __init__(self, frame: PrivateFrame, by: tuple[str, ...], private: bool,
+    def __init__(self, releaser: Releaser, by: tuple[str, ...], private: bool,
                  sort: bool = False) -> None:
-        self._frame = frame
+        self._rel = releaser
         self._by = by
         self._private = private
         self._sort = sort
 
-    def _release(self, measures: list[Measure], epsilon: object, delta: object, *,
-                 mechanism: str | None, ci: float | None, dry_run: bool, description: str,
-                 selection_share: float | None = None, accuracy: object = None,
-                 min_rows: object = None, diagnostics: object = None,
+    def _release(self, measures: list[Measure], description: str,
                  rollup: Mapping[str, object] | None = None,
-                 postprocess: str | None = "nonnegative"
-                 ) -> tuple[Query, CoreRelease | dict[str, Any]]:
-        q = self._frame._query(measures, epsilon, delta, by=self._by, private=self._private,
-                               mechanism=mechanism, ci=ci, description=description,
-                               selection_share=selection_share, accuracy=accuracy,
-                               min_rows=min_rows, diagnostics=diagnostics,
-                               postprocess=postprocess, **(rollup or {}))
-        return q, self._frame._run(q, dry_run)
+                 **options: Unpack[ReleaseOptions]) -> tuple[Query, CoreRelease]:
+        q = self._rel.query(measures, description, by=self._by, private=self._private,
+                            **(rollup or {}), **options)
+        return q, self._rel.run(q)
+
+    def _preview(self, mode: str, call: Callable[[Any], object]) -> Any:
+        """``call`` on this group-by with its releases previewed (see
+        ``PrivateFrame._preview``)."""
+        return self._rel.previewed(mode, lambda rel: call(
+            PrivateGroupBy(rel, self._by, self._private, self._sort)))
 
     def _index(self, q: Query, r: CoreRelease) -> pd.Index:
-        kinds = self._frame._backend.schema() if self._private else {}
+        kinds = self._rel.backend.schema() if self._private else {}
         return released_index(q, r.keys, self._by, self._private, kinds)
 
     def _series(self, q: Query, r: CoreRelease, name: str, ci: float | None
@@ -95,64 +97,24 @@ class PrivateGroupBy:
         out.attrs["dp"] = r.provenance
         return sort_by_labels(out) if self._sort else out
 
-    def _one(self, meas: Measure, name: str, epsilon: object, delta: object,
-             mechanism: str | None, ci: float | None, dry_run: bool,
-             selection_share: float | None, accuracy: object = None,
-             min_rows: object = None, *, diagnostics: object = None,
-             rollup: Mapping[str, object] | None = None,
-             postprocess: str | None = "nonnegative") -> Any:
+    def _one(self, meas: Measure, name: str, options: ReleaseOptions,
+             rollup: Mapping[str, object] | None = None) -> pd.Series | pd.DataFrame:
         rolled = "" if not rollup or not rollup["rollup"] else ", rollup"
-        q, r = self._release([meas], epsilon, delta, mechanism=mechanism, ci=ci,
-                             dry_run=dry_run,
-                             description=f"groupby({','.join(self._by)}).{meas.name}"
-                                         f"({meas.column or ''}{rolled})",
-                             selection_share=selection_share, accuracy=accuracy,
-                             min_rows=min_rows, diagnostics=diagnostics, rollup=rollup,
-                             postprocess=postprocess)
-        return r if isinstance(r, dict) else self._series(q, r, name, ci)
+        q, r = self._release([meas], f"groupby({','.join(self._by)}).{meas.name}"
+                                     f"({meas.column or ''}{rolled})", rollup, **options)
+        return self._series(q, r, name, options.get("ci"))
 
     def contribution_bounds(self, *, epsilon: float, cap: int = 1000,
                             release_epsilon: float = 1.0, release: str = "sum"
                             ) -> ContributionBounds:
         """A DP choice of T, k and R for a release grouped like this one:
         :meth:`PrivateFrame.contribution_bounds` with ``by`` these columns."""
-        return self._frame.contribution_bounds(epsilon=epsilon, by=self._by, cap=cap,
-                                               release_epsilon=release_epsilon,
-                                               release=release)
+        return self._rel.contribution_bounds(epsilon, self._by, cap, release_epsilon, release)
 
-    # dry_run overloads: generated by tools/overloads.py, do not edit
-    @overload
-    def count(self, column: str | None = None, *, epsilon: float | None = None,
-              delta: float = 0.0, mechanism: str | None = None, ci: float | None = None,
-              dry_run: Literal[True], diagnostics: float | None = None,
-              selection_share: float | None = None, accuracy: float | None = None,
-              rollup: bool = False, level_shares: Sequence[float] | None = None,
-              margins_name: str = "All", postprocess: str | None = "nonnegative") -> dict[str,
-              Any]: ...
-    @overload
-    def count(self, column: str | None = None, *, epsilon: float | None = None,
-              delta: float = 0.0, mechanism: str | None = None, ci: float | None = None,
-              dry_run: Literal[False] = False, diagnostics: float | None = None,
-              selection_share: float | None = None, accuracy: float | None = None,
-              rollup: bool = False, level_shares: Sequence[float] | None = None,
-              margins_name: str = "All",
-              postprocess: str | None = "nonnegative") -> pd.Series | pd.DataFrame: ...
-    @overload
-    def count(self, column: str | None = None, *, epsilon: float | None = None,
-              delta: float = 0.0, mechanism: str | None = None, ci: float | None = None,
-              dry_run: bool = False, diagnostics: float | None = None,
-              selection_share: float | None = None, accuracy: float | None = None,
-              rollup: bool = False, level_shares: Sequence[float] | None = None,
-              margins_name: str = "All",
-              postprocess: str | None = "nonnegative") -> pd.Series | pd.DataFrame | dict[str,
-              Any]: ...
-    @documented(RETURNS_SERIES)
-    def count(self, column: str | None = None, *, epsilon: float | None = None,
-              delta: float = 0.0, mechanism: str | None = None, ci: float | None = None,
-              dry_run: bool = False, diagnostics: float | None = None,
-              selection_share: float | None = None, accuracy: float | None = None,
-              rollup: bool = False, level_shares: Sequence[float] | None = None,
-              margins_name: str = "All", postprocess: str | None = "nonnegative") -> Any:
+    @releases(RETURNS_SERIES, *GROUPED, "postprocess")
+    def count(self, column: str | None = None, *, rollup: bool = False,
+              level_shares: Sequence[float] | None = None, margins_name: str = "All",
+              **options: Unpack[ReleaseOptions]) -> pd.Series | pd.DataFrame:
         """Noisy row count per group: a Series named ``count``. ``accuracy=``: the smallest
         epsilon whose per-group interval meets that half-width (see ``PrivateFrame.count``).
 
@@ -171,36 +133,13 @@ class PrivateGroupBy:
             >>> priv.groupby("g").count(epsilon=1e6).to_dict()
             {'a': 50, 'b': 50}
         """
-        return self._one(Measure("count", column), "count", epsilon, delta, mechanism, ci,
-                         dry_run, selection_share, accuracy, diagnostics=diagnostics,
-                         rollup={"rollup": rollup, "level_shares": level_shares,
-                                 "margins_name": margins_name}, postprocess=postprocess)
+        return self._one(Measure("count", column), "count", options,
+                         {"rollup": rollup, "level_shares": level_shares,
+                          "margins_name": margins_name})
 
-    # dry_run overloads: generated by tools/overloads.py, do not edit
-    @overload
-    def count_distinct(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
-                       mechanism: str | None = None, ci: float | None = None,
-                       dry_run: Literal[True], diagnostics: float | None = None,
-                       selection_share: float | None = None,
-                       accuracy: float | None = None) -> dict[str, Any]: ...
-    @overload
-    def count_distinct(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
-                       mechanism: str | None = None, ci: float | None = None,
-                       dry_run: Literal[False] = False, diagnostics: float | None = None,
-                       selection_share: float | None = None,
-                       accuracy: float | None = None) -> pd.Series | pd.DataFrame: ...
-    @overload
-    def count_distinct(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
-                       mechanism: str | None = None, ci: float | None = None,
-                       dry_run: bool = False, diagnostics: float | None = None,
-                       selection_share: float | None = None,
-                       accuracy: float | None = None) -> pd.Series | pd.DataFrame | dict[str,
-                       Any]: ...
-    @documented(RETURNS_SERIES)
-    def count_distinct(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
-                       mechanism: str | None = None, ci: float | None = None,
-                       dry_run: bool = False, diagnostics: float | None = None,
-                       selection_share: float | None = None, accuracy: float | None = None) -> Any:
+    @releases(RETURNS_SERIES, *GROUPED)
+    def count_distinct(self, column: str, **options: Unpack[ReleaseOptions]
+                       ) -> pd.Series | pd.DataFrame:
         """Noisy number of distinct values of ``column`` per group (see
         ``PrivateFrame.count_distinct``).
 
@@ -213,41 +152,16 @@ class PrivateGroupBy:
             >>> priv.groupby("g").count_distinct("x", epsilon=1e6).to_dict()
             {'a': 1, 'b': 1}
         """
-        return self._one(Measure("count_distinct", column), "count_distinct", epsilon, delta,
-                         mechanism, ci, dry_run, selection_share, accuracy, diagnostics=diagnostics)
+        return self._one(Measure("count_distinct", column), "count_distinct", options)
 
     def size(self, *, epsilon: float, **kw: Any) -> Any:
         """Alias of :meth:`count` over rows."""
         return self.count(epsilon=epsilon, **kw)
 
-    # dry_run overloads: generated by tools/overloads.py, do not edit
-    @overload
-    def sum(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
-            mechanism: str | None = None, ci: float | None = None, dry_run: Literal[True],
-            diagnostics: float | None = None, selection_share: float | None = None,
-            accuracy: float | None = None, rollup: bool = False,
-            level_shares: Sequence[float] | None = None, margins_name: str = "All") -> dict[str,
-            Any]: ...
-    @overload
-    def sum(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
-            mechanism: str | None = None, ci: float | None = None, dry_run: Literal[False] = False,
-            diagnostics: float | None = None, selection_share: float | None = None,
-            accuracy: float | None = None, rollup: bool = False,
-            level_shares: Sequence[float] | None = None,
-            margins_name: str = "All") -> pd.Series | pd.DataFrame: ...
-    @overload
-    def sum(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
-            mechanism: str | None = None, ci: float | None = None, dry_run: bool = False,
-            diagnostics: float | None = None, selection_share: float | None = None,
-            accuracy: float | None = None, rollup: bool = False,
-            level_shares: Sequence[float] | None = None,
-            margins_name: str = "All") -> pd.Series | pd.DataFrame | dict[str, Any]: ...
-    @documented(RETURNS_SERIES)
-    def sum(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
-            mechanism: str | None = None, ci: float | None = None, dry_run: bool = False,
-            diagnostics: float | None = None, selection_share: float | None = None,
-            accuracy: float | None = None, rollup: bool = False,
-            level_shares: Sequence[float] | None = None, margins_name: str = "All") -> Any:
+    @releases(RETURNS_SERIES, *GROUPED)
+    def sum(self, column: str, *, rollup: bool = False,
+            level_shares: Sequence[float] | None = None, margins_name: str = "All",
+            **options: Unpack[ReleaseOptions]) -> pd.Series | pd.DataFrame:
         """Noisy clamped sum per group (``accuracy=``: see ``PrivateFrame.count``;
         ``rollup=``, ``level_shares=``, ``margins_name=``: see :meth:`count`).
 
@@ -260,34 +174,12 @@ class PrivateGroupBy:
             >>> priv.groupby("g").sum("x", epsilon=1e6).to_dict()
             {'a': 50.0, 'b': 150.0}
         """
-        return self._one(Measure("sum", column), column, epsilon, delta, mechanism, ci, dry_run,
-                         selection_share, accuracy, diagnostics=diagnostics,
-                         rollup={"rollup": rollup, "level_shares": level_shares,
-                                 "margins_name": margins_name})
+        return self._one(Measure("sum", column), column, options,
+                         {"rollup": rollup, "level_shares": level_shares,
+                          "margins_name": margins_name})
 
-    # dry_run overloads: generated by tools/overloads.py, do not edit
-    @overload
-    def mean(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
-             mechanism: str | None = None, ci: float | None = None, dry_run: Literal[True],
-             diagnostics: float | None = None, selection_share: float | None = None,
-             accuracy: float | None = None, min_rows: int | None = None) -> dict[str, Any]: ...
-    @overload
-    def mean(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
-             mechanism: str | None = None, ci: float | None = None, dry_run: Literal[False] = False,
-             diagnostics: float | None = None, selection_share: float | None = None,
-             accuracy: float | None = None,
-             min_rows: int | None = None) -> pd.Series | pd.DataFrame: ...
-    @overload
-    def mean(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
-             mechanism: str | None = None, ci: float | None = None, dry_run: bool = False,
-             diagnostics: float | None = None, selection_share: float | None = None,
-             accuracy: float | None = None,
-             min_rows: int | None = None) -> pd.Series | pd.DataFrame | dict[str, Any]: ...
-    @documented(RETURNS_SERIES)
-    def mean(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
-             mechanism: str | None = None, ci: float | None = None, dry_run: bool = False,
-             diagnostics: float | None = None, selection_share: float | None = None,
-             accuracy: float | None = None, min_rows: int | None = None) -> Any:
+    @releases(RETURNS_SERIES, *GROUPED, "min_rows")
+    def mean(self, column: str, **options: Unpack[ReleaseOptions]) -> pd.Series | pd.DataFrame:
         """Noisy mean per group (``accuracy=`` with ``min_rows=``: see ``PrivateFrame.mean``).
 
         Example:
@@ -299,33 +191,11 @@ class PrivateGroupBy:
             >>> priv.groupby("g").mean("x", epsilon=1e6).round(6).to_dict()
             {'a': 1.0, 'b': 3.0}
         """
-        return self._one(Measure("mean", column), column, epsilon, delta, mechanism, ci,
-                         dry_run, selection_share, accuracy, min_rows, diagnostics=diagnostics)
+        return self._one(Measure("mean", column), column, options)
 
-    # dry_run overloads: generated by tools/overloads.py, do not edit
-    @overload
-    def var(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
-            mechanism: str | None = None, ci: float | None = None, ddof: int = 1,
-            dry_run: Literal[True], diagnostics: float | None = None,
-            selection_share: float | None = None, accuracy: float | None = None) -> dict[str,
-            Any]: ...
-    @overload
-    def var(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
-            mechanism: str | None = None, ci: float | None = None, ddof: int = 1,
-            dry_run: Literal[False] = False, diagnostics: float | None = None,
-            selection_share: float | None = None,
-            accuracy: float | None = None) -> pd.Series | pd.DataFrame: ...
-    @overload
-    def var(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
-            mechanism: str | None = None, ci: float | None = None, ddof: int = 1,
-            dry_run: bool = False, diagnostics: float | None = None,
-            selection_share: float | None = None,
-            accuracy: float | None = None) -> pd.Series | pd.DataFrame | dict[str, Any]: ...
-    @documented(RETURNS_SERIES)
-    def var(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
-            mechanism: str | None = None, ci: float | None = None, ddof: int = 1,
-            dry_run: bool = False, diagnostics: float | None = None,
-            selection_share: float | None = None, accuracy: float | None = None) -> Any:
+    @releases(RETURNS_SERIES, *GROUPED)
+    def var(self, column: str, *, ddof: int = 1, **options: Unpack[ReleaseOptions]
+            ) -> pd.Series | pd.DataFrame:
         """Noisy variance per group (see :meth:`PrivateFrame.var`).
 
         Example:
@@ -337,33 +207,11 @@ class PrivateGroupBy:
             >>> priv.groupby("g").var("x", epsilon=1e6).round(6).to_dict()
             {'a': 0.0, 'b': 0.0}
         """
-        return self._one(Measure("var", column, ddof=as_ddof(ddof)), column, epsilon, delta,
-                         mechanism, ci, dry_run, selection_share, accuracy, diagnostics=diagnostics)
+        return self._one(Measure("var", column, ddof=as_ddof(ddof)), column, options)
 
-    # dry_run overloads: generated by tools/overloads.py, do not edit
-    @overload
-    def std(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
-            mechanism: str | None = None, ci: float | None = None, ddof: int = 1,
-            dry_run: Literal[True], diagnostics: float | None = None,
-            selection_share: float | None = None, accuracy: float | None = None) -> dict[str,
-            Any]: ...
-    @overload
-    def std(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
-            mechanism: str | None = None, ci: float | None = None, ddof: int = 1,
-            dry_run: Literal[False] = False, diagnostics: float | None = None,
-            selection_share: float | None = None,
-            accuracy: float | None = None) -> pd.Series | pd.DataFrame: ...
-    @overload
-    def std(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
-            mechanism: str | None = None, ci: float | None = None, ddof: int = 1,
-            dry_run: bool = False, diagnostics: float | None = None,
-            selection_share: float | None = None,
-            accuracy: float | None = None) -> pd.Series | pd.DataFrame | dict[str, Any]: ...
-    @documented(RETURNS_SERIES)
-    def std(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
-            mechanism: str | None = None, ci: float | None = None, ddof: int = 1,
-            dry_run: bool = False, diagnostics: float | None = None,
-            selection_share: float | None = None, accuracy: float | None = None) -> Any:
+    @releases(RETURNS_SERIES, *GROUPED)
+    def std(self, column: str, *, ddof: int = 1, **options: Unpack[ReleaseOptions]
+            ) -> pd.Series | pd.DataFrame:
         """Noisy standard deviation per group (see :meth:`PrivateFrame.std`).
 
         Example:
@@ -375,34 +223,11 @@ class PrivateGroupBy:
             >>> priv["x"].std(epsilon=1e6, ddof=0) > 0.99  # every row together
             True
         """
-        return self._one(Measure("std", column, ddof=as_ddof(ddof)), column, epsilon, delta,
-                         mechanism, ci, dry_run, selection_share, accuracy, diagnostics=diagnostics)
+        return self._one(Measure("std", column, ddof=as_ddof(ddof)), column, options)
 
-    # dry_run overloads: generated by tools/overloads.py, do not edit
-    @overload
-    def max(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
-            resolution: int = DEFAULT_GRID, dry_run: Literal[True],
-            diagnostics: float | None = None, selection_share: float | None = None,
-            ci: float | None = None, accuracy: float | None = None,
-            mechanism: str | None = None) -> dict[str, Any]: ...
-    @overload
-    def max(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
-            resolution: int = DEFAULT_GRID, dry_run: Literal[False] = False,
-            diagnostics: float | None = None, selection_share: float | None = None,
-            ci: float | None = None, accuracy: float | None = None,
-            mechanism: str | None = None) -> pd.Series | pd.DataFrame: ...
-    @overload
-    def max(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
-            resolution: int = DEFAULT_GRID, dry_run: bool = False,
-            diagnostics: float | None = None, selection_share: float | None = None,
-            ci: float | None = None, accuracy: float | None = None,
-            mechanism: str | None = None) -> pd.Series | pd.DataFrame | dict[str, Any]: ...
-    @documented(RETURNS_SERIES)
-    def max(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
-            resolution: int = DEFAULT_GRID, dry_run: bool = False,
-            diagnostics: float | None = None, selection_share: float | None = None,
-            ci: float | None = None, accuracy: float | None = None,
-            mechanism: str | None = None) -> Any:
+    @releases(RETURNS_SERIES, *GROUPED)
+    def max(self, column: str, *, resolution: int = DEFAULT_GRID, **options: Unpack[ReleaseOptions]
+            ) -> pd.Series | pd.DataFrame:
         """Per-group maximum by the exponential mechanism.
 
         Example:
@@ -416,34 +241,11 @@ class PrivateGroupBy:
             True
         """
         meas = quantile_measure(column, "max", None, resolution)
-        return self._one(meas, column, epsilon, delta, mechanism, ci, dry_run,
-                         selection_share, accuracy, diagnostics=diagnostics)
+        return self._one(meas, column, options)
 
-    # dry_run overloads: generated by tools/overloads.py, do not edit
-    @overload
-    def min(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
-            resolution: int = DEFAULT_GRID, dry_run: Literal[True],
-            diagnostics: float | None = None, selection_share: float | None = None,
-            ci: float | None = None, accuracy: float | None = None,
-            mechanism: str | None = None) -> dict[str, Any]: ...
-    @overload
-    def min(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
-            resolution: int = DEFAULT_GRID, dry_run: Literal[False] = False,
-            diagnostics: float | None = None, selection_share: float | None = None,
-            ci: float | None = None, accuracy: float | None = None,
-            mechanism: str | None = None) -> pd.Series | pd.DataFrame: ...
-    @overload
-    def min(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
-            resolution: int = DEFAULT_GRID, dry_run: bool = False,
-            diagnostics: float | None = None, selection_share: float | None = None,
-            ci: float | None = None, accuracy: float | None = None,
-            mechanism: str | None = None) -> pd.Series | pd.DataFrame | dict[str, Any]: ...
-    @documented(RETURNS_SERIES)
-    def min(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
-            resolution: int = DEFAULT_GRID, dry_run: bool = False,
-            diagnostics: float | None = None, selection_share: float | None = None,
-            ci: float | None = None, accuracy: float | None = None,
-            mechanism: str | None = None) -> Any:
+    @releases(RETURNS_SERIES, *GROUPED)
+    def min(self, column: str, *, resolution: int = DEFAULT_GRID, **options: Unpack[ReleaseOptions]
+            ) -> pd.Series | pd.DataFrame:
         """Per-group minimum by the exponential mechanism.
 
         Example:
@@ -457,35 +259,11 @@ class PrivateGroupBy:
             True
         """
         meas = quantile_measure(column, "min", None, resolution)
-        return self._one(meas, column, epsilon, delta, mechanism, ci, dry_run,
-                         selection_share, accuracy, diagnostics=diagnostics)
+        return self._one(meas, column, options)
 
-    # dry_run overloads: generated by tools/overloads.py, do not edit
-    @overload
-    def quantile(self, column: str, q: float = 0.5, *, epsilon: float | None = None,
-                 delta: float = 0.0, resolution: int = DEFAULT_GRID, dry_run: Literal[True],
-                 diagnostics: float | None = None, selection_share: float | None = None,
-                 ci: float | None = None, accuracy: float | None = None,
-                 mechanism: str | None = None) -> dict[str, Any]: ...
-    @overload
-    def quantile(self, column: str, q: float = 0.5, *, epsilon: float | None = None,
-                 delta: float = 0.0, resolution: int = DEFAULT_GRID,
-                 dry_run: Literal[False] = False,
-                 diagnostics: float | None = None, selection_share: float | None = None,
-                 ci: float | None = None, accuracy: float | None = None,
-                 mechanism: str | None = None) -> pd.Series | pd.DataFrame: ...
-    @overload
-    def quantile(self, column: str, q: float = 0.5, *, epsilon: float | None = None,
-                 delta: float = 0.0, resolution: int = DEFAULT_GRID, dry_run: bool = False,
-                 diagnostics: float | None = None, selection_share: float | None = None,
-                 ci: float | None = None, accuracy: float | None = None,
-                 mechanism: str | None = None) -> pd.Series | pd.DataFrame | dict[str, Any]: ...
-    @documented(RETURNS_SERIES)
-    def quantile(self, column: str, q: float = 0.5, *, epsilon: float | None = None,
-                 delta: float = 0.0, resolution: int = DEFAULT_GRID, dry_run: bool = False,
-                 diagnostics: float | None = None, selection_share: float | None = None,
-                 ci: float | None = None, accuracy: float | None = None,
-                 mechanism: str | None = None) -> Any:
+    @releases(RETURNS_SERIES, *GROUPED)
+    def quantile(self, column: str, q: float = 0.5, *, resolution: int = DEFAULT_GRID,
+                 **options: Unpack[ReleaseOptions]) -> pd.Series | pd.DataFrame:
         """Per-group quantile by the exponential mechanism.
 
         Example:
@@ -498,34 +276,11 @@ class PrivateGroupBy:
             {'a': 1.0, 'b': 3.0}
         """
         meas = quantile_measure(column, "quantile", q, resolution)
-        return self._one(meas, column, epsilon, delta, mechanism, ci, dry_run,
-                         selection_share, accuracy, diagnostics=diagnostics)
+        return self._one(meas, column, options)
 
-    # dry_run overloads: generated by tools/overloads.py, do not edit
-    @overload
-    def median(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
-               resolution: int = DEFAULT_GRID, dry_run: Literal[True],
-               diagnostics: float | None = None, selection_share: float | None = None,
-               ci: float | None = None, accuracy: float | None = None,
-               mechanism: str | None = None) -> dict[str, Any]: ...
-    @overload
-    def median(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
-               resolution: int = DEFAULT_GRID, dry_run: Literal[False] = False,
-               diagnostics: float | None = None, selection_share: float | None = None,
-               ci: float | None = None, accuracy: float | None = None,
-               mechanism: str | None = None) -> pd.Series | pd.DataFrame: ...
-    @overload
-    def median(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
-               resolution: int = DEFAULT_GRID, dry_run: bool = False,
-               diagnostics: float | None = None, selection_share: float | None = None,
-               ci: float | None = None, accuracy: float | None = None,
-               mechanism: str | None = None) -> pd.Series | pd.DataFrame | dict[str, Any]: ...
-    @documented(RETURNS_SERIES)
-    def median(self, column: str, *, epsilon: float | None = None, delta: float = 0.0,
-               resolution: int = DEFAULT_GRID, dry_run: bool = False,
-               diagnostics: float | None = None, selection_share: float | None = None,
-               ci: float | None = None, accuracy: float | None = None,
-               mechanism: str | None = None) -> Any:
+    @releases(RETURNS_SERIES, *GROUPED)
+    def median(self, column: str, *, resolution: int = DEFAULT_GRID,
+               **options: Unpack[ReleaseOptions]) -> pd.Series | pd.DataFrame:
         """Per-group median by the exponential mechanism.
 
         Example:
@@ -538,38 +293,12 @@ class PrivateGroupBy:
             {'a': 1.0, 'b': 3.0}
         """
         meas = quantile_measure(column, "median", None, resolution)
-        return self._one(meas, column, epsilon, delta, mechanism, ci, dry_run,
-                         selection_share, accuracy, diagnostics=diagnostics)
+        return self._one(meas, column, options)
 
-    # dry_run overloads: generated by tools/overloads.py, do not edit
-    @overload
-    def histogram(self, column: str, bins: Sequence[float] | int, *, epsilon: float | None = None,
-                  delta: float = 0.0, mechanism: str | None = None, right: bool = True,
-                  include_lowest: bool | None = None, ci: float | None = None,
-                  dry_run: Literal[True], diagnostics: float | None = None,
-                  selection_share: float | None = None, accuracy: float | None = None,
-                  postprocess: str | None = "nonnegative") -> dict[str, Any]: ...
-    @overload
-    def histogram(self, column: str, bins: Sequence[float] | int, *, epsilon: float | None = None,
-                  delta: float = 0.0, mechanism: str | None = None, right: bool = True,
-                  include_lowest: bool | None = None, ci: float | None = None,
-                  dry_run: Literal[False] = False, diagnostics: float | None = None,
-                  selection_share: float | None = None, accuracy: float | None = None,
-                  postprocess: str | None = "nonnegative") -> pd.Series | pd.DataFrame: ...
-    @overload
-    def histogram(self, column: str, bins: Sequence[float] | int, *, epsilon: float | None = None,
-                  delta: float = 0.0, mechanism: str | None = None, right: bool = True,
-                  include_lowest: bool | None = None, ci: float | None = None,
-                  dry_run: bool = False, diagnostics: float | None = None,
-                  selection_share: float | None = None, accuracy: float | None = None,
-                  postprocess: str | None = "nonnegative") -> pd.Series | pd.DataFrame | dict[str,
-                  Any]: ...
-    def histogram(self, column: str, bins: Sequence[float] | int, *, epsilon: float | None = None,
-                  delta: float = 0.0, mechanism: str | None = None, right: bool = True,
-                  include_lowest: bool | None = None, ci: float | None = None,
-                  dry_run: bool = False, diagnostics: float | None = None,
-                  selection_share: float | None = None, accuracy: float | None = None,
-                  postprocess: str | None = "nonnegative") -> Any:
+    @releases(RETURNS_SERIES, *GROUPED, "postprocess")
+    def histogram(self, column: str, bins: Sequence[float] | int, *, right: bool = True,
+                  include_lowest: bool | None = None,
+                  **options: Unpack[ReleaseOptions]) -> pd.Series | pd.DataFrame:
         """Noisy counts per group and public bin (a DP crosstab of the groups against
         ``pd.cut(column, bins)``): a Series indexed by (group keys..., interval), ``count``
         (with ``lower``/``upper`` columns under ``ci=``). Bins as for
@@ -586,21 +315,16 @@ class PrivateGroupBy:
             >>> priv.groupby("g").histogram("x", [0, 2, 4], epsilon=1e6).unstack().values.tolist()
             [[50, 0], [0, 50]]
         """
-        meas = self._frame._histogram_measure(column, bins, right, include_lowest)
-        q, r = self._release([meas], epsilon, delta, mechanism=mechanism, ci=ci,
-                             dry_run=dry_run,
-                             description=f"groupby({','.join(self._by)}).histogram({column})",
-                             selection_share=selection_share, accuracy=accuracy,
-                             diagnostics=diagnostics, postprocess=postprocess)
-        if isinstance(r, dict):
-            return r
+        meas = self._rel.histogram_measure(column, bins, right, include_lowest)
+        q, r = self._release([meas], f"groupby({','.join(self._by)}).histogram({column})",
+                             **options)
         m = r.measures[0]
         groups = self._index(q, r)
         bins_index = histogram_index(meas.edges or (), right, meas.include_lowest, column)
         labels = [g if isinstance(groups, pd.MultiIndex) else (g,) for g in groups]
         index = pd.MultiIndex.from_tuples([(*g, b) for g in labels for b in bins_index],
                                           names=[*groups.names, column])
-        if ci is None:
+        if options.get("ci") is None:
             out: pd.Series | pd.DataFrame = pd.Series(m.values.reshape(-1), index=index,
                                                       name="count")
         else:
@@ -610,39 +334,13 @@ class PrivateGroupBy:
         out.attrs["dp"] = r.provenance
         return sort_by_labels(out) if self._sort else out
 
-    # dry_run overloads: generated by tools/overloads.py, do not edit
-    @overload
+    @releases(RETURNS_AGG)
     def agg(self, spec: Mapping[str, str | Sequence[str]] | None = None, *,
             epsilon: float | None = None, delta: float = 0.0, mechanism: str | None = None,
             ci: float | None = None, weights: Mapping[str, float] | Sequence[float] | None = None,
-            resolution: int = DEFAULT_GRID, dry_run: Literal[True],
-            diagnostics: float | None = None, selection_share: float | None = None,
-            accuracy: float | None = None, postprocess: str | None = "nonnegative",
-            **named: tuple[str, str]) -> dict[str, Any]: ...
-    @overload
-    def agg(self, spec: Mapping[str, str | Sequence[str]] | None = None, *,
-            epsilon: float | None = None, delta: float = 0.0, mechanism: str | None = None,
-            ci: float | None = None, weights: Mapping[str, float] | Sequence[float] | None = None,
-            resolution: int = DEFAULT_GRID, dry_run: Literal[False] = False,
-            diagnostics: float | None = None, selection_share: float | None = None,
-            accuracy: float | None = None, postprocess: str | None = "nonnegative",
-            **named: tuple[str, str]) -> pd.DataFrame: ...
-    @overload
-    def agg(self, spec: Mapping[str, str | Sequence[str]] | None = None, *,
-            epsilon: float | None = None, delta: float = 0.0, mechanism: str | None = None,
-            ci: float | None = None, weights: Mapping[str, float] | Sequence[float] | None = None,
-            resolution: int = DEFAULT_GRID, dry_run: bool = False,
-            diagnostics: float | None = None, selection_share: float | None = None,
-            accuracy: float | None = None, postprocess: str | None = "nonnegative",
-            **named: tuple[str, str]) -> pd.DataFrame | dict[str, Any]: ...
-    @documented(RETURNS_AGG)
-    def agg(self, spec: Mapping[str, str | Sequence[str]] | None = None, *,
-            epsilon: float | None = None, delta: float = 0.0, mechanism: str | None = None,
-            ci: float | None = None, weights: Mapping[str, float] | Sequence[float] | None = None,
-            resolution: int = DEFAULT_GRID, dry_run: bool = False,
-            diagnostics: float | None = None, selection_share: float | None = None,
-            accuracy: float | None = None, postprocess: str | None = "nonnegative",
-            **named: tuple[str, str]) -> Any:
+            resolution: int = DEFAULT_GRID, diagnostics: float | None = None,
+            selection_share: float | None = None, accuracy: float | None = None,
+            postprocess: str | None = "nonnegative", **named: tuple[str, str]) -> pd.DataFrame:
         """Several aggregates in one release and one charge: epsilon split by ``weights``
         (equal by default; a mapping is keyed "column.aggregate", or by output name).
         ``postprocess`` is the form of its counts (as for :meth:`count`; the other
@@ -668,13 +366,10 @@ class PrivateGroupBy:
         measures = [quantile_measure(col, op, None, resolution, w) if op in QUANTILE_LEVELS
                     else Measure(op, col, label=op, weight=w)  # type: ignore[arg-type]
                     for (col, op), w in zip(pairs, ws, strict=True)]
-        q, r = self._release(measures, epsilon, delta, mechanism=mechanism, ci=ci,
-                             dry_run=dry_run,
-                             description=f"groupby({','.join(self._by)}).agg({labels})",
+        q, r = self._release(measures, f"groupby({','.join(self._by)}).agg({labels})",
+                             epsilon=epsilon, delta=delta, mechanism=mechanism, ci=ci,
                              selection_share=selection_share, accuracy=accuracy,
                              diagnostics=diagnostics, postprocess=postprocess)
-        if isinstance(r, dict):
-            return r
         data = agg_columns(pairs, names, r, ci is not None)
         out = pd.DataFrame(data, index=self._index(q, r))
         if names is None:
@@ -684,10 +379,10 @@ class PrivateGroupBy:
 
     def __getattr__(self, name: str) -> PrivateSelection:
         """Attribute access to a column, as in pandas: ``priv.groupby("g").wage.mean(...)``."""
-        return PrivateSelection(self, column_attribute(self._frame, name))
+        return PrivateSelection(self, column_attribute(self._rel.backend.schema(), name))
 
     def __dir__(self) -> list[str]:
-        return [*super().__dir__(), *identifiers(self._frame._backend.schema())]
+        return [*super().__dir__(), *identifiers(self._rel.backend.schema())]
 
     def __getitem__(self, columns: str | Sequence[str]) -> PrivateSelection:
         """Column selection, as in pandas: ``priv.groupby("g")["x"].sum(epsilon=...)`` (a

@@ -6,26 +6,28 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 import pandas as pd
 
 from ..core.digest import derived_provenance
+from ..core.exact.values import NUMERIC_KINDS, sorted_order
 from ..core.names import close_names
-from ..core.query import DEFAULT_GRID, Measure, quantile_level
-from ..core.values import NUMERIC_KINDS, sorted_order
-from ..errors import ValidationError
+from ..core.query import Measure, quantile_level
+from ..errors import OptionError, ValidationError
 
 if TYPE_CHECKING:
     from ..core.measure import MeasureRelease
-    from .frame import PrivateFrame
+    from .docs import ReleaseOptions
+    from .release import Releaser
 
+_Out = TypeVar("_Out", bound="pd.Series | pd.DataFrame")
 #: What ``describe`` releases per column, in its rows' order (pandas' describe without min/max).
 DESCRIBE_STATS = ("count", "mean", "std")
 
 
-def sort_by_labels(out: pd.Series | pd.DataFrame) -> pd.Series | pd.DataFrame:
+def sort_by_labels(out: _Out) -> _Out:
     """A grouped result sorted by its labels as ``df.groupby(sort=True)`` sorts them; labels
     pandas cannot compare (mixed types) in the core's total order instead. Post-processing of
     released (public or DP-selected) labels: it reads no data."""
@@ -36,12 +38,11 @@ def sort_by_labels(out: pd.Series | pd.DataFrame) -> pd.Series | pd.DataFrame:
         labels = [k if isinstance(k, tuple) else (k,) for k in out.index]
         result = out.iloc[sorted_order(labels)]
     result.attrs.update(attrs)
-    return result
+    return result  # type: ignore[return-value]  # the same class as out
 
 
-def describe(priv: PrivateFrame, epsilon: object, columns: Sequence[str] | None,
-             percentiles: Sequence[float], resolution: int = DEFAULT_GRID, delta: object = 0.0,
-             dry_run: bool = False, ci: float | None = None) -> Any:
+def describe(rel: Releaser, columns: Sequence[str] | None, percentiles: Sequence[float],
+             resolution: int, options: ReleaseOptions) -> pd.DataFrame:
     """Count, mean, std and the ``percentiles`` of each bounded numeric column in ONE release
     and one charge, ``epsilon`` split equally over every statistic of every column (the split
     is stated in ``attrs["dp"]["budget_split"]`` and each measure's provenance). Sequential
@@ -52,8 +53,11 @@ def describe(priv: PrivateFrame, epsilon: object, columns: Sequence[str] | None,
     by ``<stat>_lower`` and ``<stat>_upper`` (as ``agg``'s columns are named):
     post-processing of the same release.
     """
-    kinds = priv._backend.schema()
-    bounded = [c for c in priv._bounds if c in kinds and kinds[c] in NUMERIC_KINDS]
+    if options.get("epsilon") is None:
+        raise OptionError("describe() needs epsilon= (accuracy= is not available for it)")
+    ci = options.get("ci")
+    kinds = rel.backend.schema()
+    bounded = [c for c in rel.bounds if c in kinds and kinds[c] in NUMERIC_KINDS]
     cols = bounded if columns is None else list(columns)
     if not cols:
         raise ValidationError("describe needs at least one numeric column with declared "
@@ -64,10 +68,7 @@ def describe(priv: PrivateFrame, epsilon: object, columns: Sequence[str] | None,
     joint = ci is None and len(levels) > 1  # one JointExp release of a column's percentiles
     for c in cols:
         measures += _column_measures(c, levels, resolution, joint)
-    q = priv._query(measures, epsilon, delta, ci=ci, description=f"describe({cols})")
-    r = priv._run(q, dry_run)
-    if isinstance(r, dict):
-        return r
+    r = rel.run(rel.query(measures, f"describe({cols})", **options))
     per = len(measures) // len(cols)
     data = {c: [x for m in r.measures[i * per:(i + 1) * per] for x in _cells(m, ci)]
             for i, c in enumerate(cols)}

@@ -43,7 +43,7 @@ from ..backends.arrow import (
     prefetch,
 )
 from ..errors import ValidationError
-from .arguments import document_dp
+from .accessor import accessor_for
 from .frame import PrivateFrame
 from .scan import ENGINE_DOC
 
@@ -178,40 +178,19 @@ def _lazy_batches(lf: pl.LazyFrame) -> BatchFactory:
     return batches
 
 
-def private_frame(frame: pl.DataFrame | pl.LazyFrame, session: Session | None = None, *,
-                  batch_size: int = DEFAULT_BATCH_SIZE, progress: bool | None = None,
-                  partition_rows: int = DEFAULT_PARTITION_ROWS, partitions: int | None = None,
-                  spill_dir: str | os.PathLike[str] | None = None,
+#: ``frame.dp(...)``: the engine's knobs tune it as for ``dpf.scan`` (docs/scan.md).
+PolarsDPNamespace = accessor_for(
+    PolarsBackend, "PolarsDPNamespace",
+    "``frame.dp(...)``: differentially private aggregates of this Polars frame.", ENGINE_DOC)
+
+
+def private_frame(frame: pl.DataFrame | pl.LazyFrame, session: Session | None = None,
                   **options: Any) -> PrivateFrame:
-    """A :class:`PrivateFrame` over a Polars DataFrame or LazyFrame (what ``frame.dp(...)``
-    returns).
-
-    ``options`` are the pandas accessor's (bounds, keys, schema, privacy_unit,
-    max_rows_per_unit, max_groups_per_unit, max_rows_per_group); ``batch_size``,
-    ``progress``, ``partition_rows``, ``partitions`` and ``spill_dir`` tune the engine as for
-    ``dpf.scan`` (docs/scan.md).
-    """
-    backend = PolarsBackend(frame, batch_size=batch_size, progress=progress,
-                            partition_rows=partition_rows, partitions=partitions,
-                            spill_dir=spill_dir)
-    return PrivateFrame(backend, session, **options)
-
-
-class PolarsDPNamespace:
-    """``frame.dp(...)``: differentially private aggregates of this Polars frame."""
-
-    def __init__(self, frame: pl.DataFrame | pl.LazyFrame) -> None:
-        self._frame = frame
-
-    def __call__(self, session: Session | None = None, **options: Any) -> PrivateFrame:
-        return private_frame(self._frame, session, **options)
-
-    __call__ = document_dp(__call__, PrivateFrame, private_frame, ENGINE_DOC)
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return getattr(self(), name)
+    """A :class:`PrivateFrame` over a Polars DataFrame or LazyFrame: what
+    ``frame.dp(session, **options)`` returns (its options: the pandas accessor's and the
+    engine's ``batch_size``, ``progress``, ``partition_rows``, ``partitions``,
+    ``spill_dir``)."""
+    return PolarsDPNamespace(frame)(session, **options)
 
 
 if getattr(pl.DataFrame, "dp", None) is not PolarsDPNamespace:

@@ -13,9 +13,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from ..core.memo import IdentityCache, RecentCache
+from ..core.apply import CoreRelease
+from ..core.exact.memo import IdentityCache, RecentCache
 from ..core.plan import exact_fingerprint
 from ..core.query import Query
 
@@ -214,3 +216,26 @@ def released_index(q: Query, keys: list[tuple[object, ...]], by: tuple[str, ...]
     if len(levels) == 1:
         return levels[0]
     return pd.MultiIndex.from_arrays(levels, names=list(by))
+
+
+def _one_value(r: CoreRelease, ci: float | None) -> tuple[Any, float | None, float | None]:
+    """A release's one value and, when ``ci=`` was asked, its interval's ends."""
+    m = r.measures[0]
+    lo = hi = None
+    if ci is not None and m.lower is not None and m.upper is not None and bool(
+            np.isfinite(m.lower[0])):
+        lo, hi = float(m.lower[0]), float(m.upper[0])
+    return m.values[0], lo, hi
+
+
+def as_int(r: CoreRelease, ci: float | None) -> DPInt:
+    """The release's one value as an int carrying its provenance (``.attrs["dp"]``) and, with
+    ``ci=``, its interval (``.lower`` / ``.upper``): post-processing."""
+    v, lo, hi = _one_value(r, ci)
+    return DPInt(int(v), provenance=r.provenance, lower=lo, upper=hi)
+
+
+def as_float(r: CoreRelease, ci: float | None) -> DPFloat:
+    """As :func:`as_int`, a float."""
+    v, lo, hi = _one_value(r, ci)
+    return DPFloat(float(v), provenance=r.provenance, lower=lo, upper=hi)

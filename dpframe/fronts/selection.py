@@ -6,22 +6,18 @@ releases only (column labels), no privacy logic.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import Any
 
 import pandas as pd
 
 from ..errors import ValidationError
 from .arguments import pipe_to
 
-if TYPE_CHECKING:
-    from .frame import PrivateFrame
-    from .groupby import PrivateGroupBy
 
-
-def _grouped(target: PrivateFrame | PrivateGroupBy) -> TypeGuard[PrivateGroupBy]:
-    """Whether ``target`` is a group-by, by its class's ``_grouped`` mark (groupby.py builds
-    selections, so this module does not import it: no import cycle)."""
-    return type(target)._grouped
+def _grouped(target: Any) -> bool:
+    """Whether ``target`` is a group-by, by its class's ``_grouped`` mark (the fronts build
+    selections, so this module imports none of them: no import cycle)."""
+    return bool(type(target)._grouped)
 
 
 class PrivateSelection:
@@ -30,8 +26,9 @@ class PrivateSelection:
     frame's or group-by's with the column filled in; with several columns, one release (and one
     charge) covers them all and the result has one column each, like pandas."""
 
-    def __init__(self, target: PrivateFrame | PrivateGroupBy, columns: str | Sequence[str]
-                 ) -> None:
+    def __init__(self, target: Any, columns: str | Sequence[str]) -> None:
+        """``target``: the ``PrivateFrame`` or ``PrivateGroupBy`` the columns are selected
+        from, whose methods this selection calls (by name: it imports neither class)."""
         if isinstance(columns, str):
             cols: tuple[str, ...] = (columns,)
         else:

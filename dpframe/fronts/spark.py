@@ -20,7 +20,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         from exc
 
 from ..backends.spark import SparkBackend
-from .arguments import document_dp
+from .accessor import accessor_for
 from .frame import PrivateFrame
 
 if TYPE_CHECKING:
@@ -29,33 +29,24 @@ if TYPE_CHECKING:
 __all__ = ["SparkBackend", "SparkDPAccessor", "private_frame"]
 
 
-def private_frame(sdf: DataFrame, session: Session | None = None, *,
-                  partitions: int | None = None, **options: Any) -> PrivateFrame:
-    """A :class:`PrivateFrame` over a Spark DataFrame (what ``sdf.dp(...)`` returns).
-
-    ``options`` are the pandas accessor's (bounds, keys, schema, privacy_unit,
-    max_rows_per_unit, max_groups_per_unit, max_rows_per_group); ``partitions`` is how many
-    blocks of whole units bounding uses (default: ``spark.sql.shuffle.partitions``)."""
-    return PrivateFrame(SparkBackend(sdf, partitions), session, **options)
+def spark_backend(sdf: DataFrame, *, partitions: int | None = None) -> SparkBackend:
+    """The backend of ``sdf``: ``partitions`` is how many blocks of whole units bounding
+    uses (default: ``spark.sql.shuffle.partitions``)."""
+    return SparkBackend(sdf, partitions)
 
 
-class SparkDPAccessor:
-    """``sdf.dp(...)``: differentially private aggregates of this Spark DataFrame."""
+SparkDPAccessor = accessor_for(
+    spark_backend, "SparkDPAccessor",
+    "``sdf.dp(...)``: differentially private aggregates of this Spark DataFrame.",
+    ":param partitions: how many blocks of whole units bounding uses "
+    "(default: ``spark.sql.shuffle.partitions``).\n")
 
-    def __init__(self, sdf: DataFrame) -> None:
-        self._sdf = sdf
 
-    def __call__(self, session: Session | None = None, **options: Any) -> PrivateFrame:
-        return private_frame(self._sdf, session, **options)
-
-    __call__ = document_dp(__call__, PrivateFrame, private_frame,
-                           ":param partitions: how many blocks of whole units bounding uses "
-                           "(default: ``spark.sql.shuffle.partitions``).\n")
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return getattr(self(), name)
+def private_frame(sdf: DataFrame, session: Session | None = None,
+                  **options: Any) -> PrivateFrame:
+    """A :class:`PrivateFrame` over a Spark DataFrame: what ``sdf.dp(session, **options)``
+    returns (its options: the pandas accessor's and ``partitions``)."""
+    return SparkDPAccessor(sdf)(session, **options)
 
 
 class _Accessor:

@@ -4,7 +4,7 @@ k-RR reports category ``(x + D) mod k`` for a data-independent offset ``D`` in `
 with ``P(D = 0) = p = 1 / (1 + (k - 1) q)`` and ``P(D = j) = p' = q / (1 + (k - 1) q)``,
 ``q = e^-eps``, so ``p / p' = e^eps`` exactly. ``epsilon`` is read as an exact rational by the
 one number rule (0.1 is 1/10); ``q`` is never rounded: it is bounded rigorously by the core's
-enclosure of ``exp(-x)`` (:mod:`dpframe.core.samplers`), refined until every comparison the
+enclosure of ``exp(-x)`` (:mod:`dpframe.core.noise.samplers`), refined until every comparison the
 sampler needs is certain (:mod:`dpframe.local._sampling`).
 """
 
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
+from ..core.noise.samplers import exp_neg_fixed
 from ..core.numbers import to_fraction
-from ..core.samplers import exp_neg_fixed
 from ..errors import ValidationError
 
 #: Privacy level of the two-coin survey design: truthful with probability 3/4, eps = ln 3.

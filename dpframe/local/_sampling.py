@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..core.rng import RandomSource
+from ..core.noise.rng import RandomSource
 from ._design import Design
 
 

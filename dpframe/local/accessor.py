@@ -6,7 +6,7 @@ from collections.abc import Hashable
 
 import pandas as pd
 
-from ..core.rng import RandomSource
+from ..core.noise.rng import RandomSource
 from ..errors import ValidationError
 from ._encoding import CategoriesArg
 from .estimators import Method, estimate_frequencies

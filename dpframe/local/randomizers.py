@@ -13,7 +13,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from ..core.rng import RandomSource
+from ..core.noise.rng import RandomSource
 from ..errors import ValidationError
 from ._design import design_for, rappor_design
 from ._encoding import (

@@ -21,9 +21,9 @@ import pytest
 
 from dpframe.core.aggregates import AGGREGATES
 from dpframe.core.aggregates.sum import Sum
-from dpframe.core.compute import AggregateRequest
+from dpframe.core.exact.compute import AggregateRequest
 from dpframe.core.measure import MeasurePlan, PlanContext
-from dpframe.core.mechanisms import NoiseSpec
+from dpframe.core.noise.mechanisms import NoiseSpec
 from dpframe.core.plan import PLANNERS, KeySelection
 from dpframe.core.selection import SelectionPlan
 from dpframe.core.sensitivity import Sensitivity

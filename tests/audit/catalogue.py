@@ -132,6 +132,7 @@ from .findings_scan import (
 )
 from .findings_selection import finding_row_level_thresholded_count
 from .findings_spark import finding_spark_nan_spelling, nan_not_missing
+from .findings_two_stage import exact_stage_two_count, finding_two_stage_mean
 from .grouped import (
     enforced,
     grouped_agg,
@@ -603,6 +604,12 @@ SCENARIOS: tuple[Scenario, ...] = (
              finding_joint_k_norm(), 500_000, 50_000),
     Scenario("BROKEN: joint K-norm release with the box K half as wide", "as finding 80",
              finding_joint_k_norm(), 500_000, 50_000, expect_violation=True, patch=half_box),
+    Scenario("finding 77: two-stage Gaussian mean (a pilot, then a split it picks)",
+             "3 rows at the lower bound 0 vs one more at 10, per group (the sum and the count "
+             "both move)", finding_two_stage_mean(), 500_000, 50_000),
+    Scenario("BROKEN: two-stage Gaussian mean whose stage 2 reads the true count",
+             "as finding 77", finding_two_stage_mean(), 500_000, 50_000,
+             expect_violation=True, patch=exact_stage_two_count),
     Scenario("PLD session composition (issue 47)",
              "50 Laplace counts at Session(1, 1e-6).split(50), then one more (exact: the "
              "composed +-eps losses' hockey-stick divergence)", None, 1, 1,

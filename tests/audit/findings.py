@@ -22,7 +22,7 @@ import pandas as pd
 import pyarrow as pa
 
 import dpframe as dpf
-from dpframe.core.rng import InsecureSeedWarning
+from dpframe.core.noise.rng import InsecureSeedWarning
 
 from .scenario import Built
 from .support import Frames, Release, charged, dp, frame, runs, session

@@ -68,8 +68,7 @@ def finding_rows_per_group() -> Callable[[int], Built]:
 def total_not_enforced() -> Iterator[None]:
     """The bounding of 0.1 (rows per group and groups only: T ignored), with the new
     sensitivity: the release the scenarios must catch (tests/test_audit_bounds.py)."""
-    from dpframe.core import bounding
-
+    from dpframe.core.exact import bounding
     bound = bounding.bound_rows
 
     def old(units: Any, groups_: Any, max_rows: int, max_groups: int, gen: Any,
@@ -86,8 +85,7 @@ def total_not_enforced() -> Iterator[None]:
 @contextlib.contextmanager
 def rows_per_group_not_enforced() -> Iterator[None]:
     """Bounding that ignores R (a unit keeps every row of its groups)."""
-    from dpframe.core import bounding
-
+    from dpframe.core.exact import bounding
     bound = bounding.bound_rows
 
     def loose(units: Any, groups_: Any, max_rows: int, max_groups: int, gen: Any,

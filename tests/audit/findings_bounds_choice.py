@@ -25,7 +25,7 @@ import pandas as pd
 
 import dpframe as dpf
 from dpframe.core.choose_bounds import BoundsRequest, add_histogram_noise, exact_histograms
-from dpframe.core.rng import RandomSource
+from dpframe.core.noise.rng import RandomSource
 from dpframe.testing import FloatArray
 
 from .scenario import Built

@@ -32,7 +32,7 @@ import pytest
 
 import dpframe as dpf
 from dpframe.core.continual import TreeSpec
-from dpframe.core.mechanisms import noise_spec
+from dpframe.core.noise.mechanisms import noise_spec
 from dpframe.fronts import continual as front
 
 EPSILON = 1.0

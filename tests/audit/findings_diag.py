@@ -72,8 +72,7 @@ def finding_diagnostics_counts(seed: int) -> tuple[float, float, float, str]:
 @contextlib.contextmanager
 def dropped_not_capped() -> Iterator[None]:
     """BROKEN on purpose: every unit's dropped rows counted in full (no cap)."""
-    from dpframe.core import transform
-
+    from dpframe.core.exact import transform
     real = transform.dropped_rows
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(transform, "dropped_rows",

@@ -84,8 +84,8 @@ def two_percent_less_sigma() -> Iterator[None]:
     """BROKEN on purpose: every analytic Gaussian block planned with 2% less sigma."""
     from dpframe.core import plan as plan_module
     from dpframe.core.aggregates import aggregate
-    from dpframe.core.mechanisms import NoiseSpec
-    from dpframe.core.memo import RecentCache
+    from dpframe.core.exact.memo import RecentCache
+    from dpframe.core.noise.mechanisms import NoiseSpec
 
     real = plan_module._analytic_block
 

@@ -35,7 +35,7 @@ import pytest
 import dpframe as dpf
 from dpframe.backends.pandas import PandasBackend
 from dpframe.core import plan as plan_module
-from dpframe.core.discrete_gaussian import discrete_gaussian_pmf
+from dpframe.core.noise.discrete_gaussian import discrete_gaussian_pmf
 from dpframe.core.plan import PLANNERS, KeySelection
 from dpframe.engine.release import compute_exact
 

@@ -67,8 +67,8 @@ def half_box() -> Iterator[None]:
     """BROKEN on purpose: every joint release's box K half as wide (the noise of 2 epsilon)."""
     from dpframe.core import joint as joint_module
     from dpframe.core import plan as plan_module
+    from dpframe.core.exact.memo import RecentCache
     from dpframe.core.knorm import coordinate
-    from dpframe.core.memo import RecentCache
 
     def halved(name: str, sensitivity: Fraction, integer: bool,
                unit: Fraction = Fraction(1)) -> object:

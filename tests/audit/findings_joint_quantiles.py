@@ -33,8 +33,8 @@ import dpframe as dpf
 from dpframe.core import joint_quantiles
 from dpframe.core.aggregates import quantile as quantile_module
 from dpframe.core.joint_quantiles import JointQuantileSpec, sub_candidates, targets
+from dpframe.core.noise.rng import RandomSource
 from dpframe.core.plan import plan_query
-from dpframe.core.rng import RandomSource
 
 from ._controls import halved_integer_result
 from .findings_quant import histograms, neighbouring_histograms

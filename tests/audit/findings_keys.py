@@ -42,8 +42,8 @@ import dpframe as dpf
 from dpframe.backends.pandas import PandasBackend
 from dpframe.core import measure as measure_module
 from dpframe.core import plan as plan_module
-from dpframe.core.discrete_gaussian import discrete_gaussian_pmf
-from dpframe.core.memo import RecentCache
+from dpframe.core.exact.memo import RecentCache
+from dpframe.core.noise.discrete_gaussian import discrete_gaussian_pmf
 from dpframe.core.plan import PLANNERS, KeySelection
 from dpframe.core.sensitivity import Sensitivity
 from dpframe.engine.release import compute_exact

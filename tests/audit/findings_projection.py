@@ -28,8 +28,8 @@ import dpframe as dpf
 from dpframe.core.aggregates import AGGREGATES
 from dpframe.core.aggregates.histogram import Histogram
 from dpframe.core.measure import BinLayout, MeasurePlan, MeasureRelease, Rows
+from dpframe.core.noise.rng import RandomSource
 from dpframe.core.projection import project_counts
-from dpframe.core.rng import RandomSource
 
 from .findings import finding
 from .scenario import Built

@@ -25,7 +25,7 @@ import pandas as pd
 import dpframe as dpf
 from dpframe.core.aggregates import quantile as quantile_module
 from dpframe.core.aggregates.quantile import rank_utilities
-from dpframe.core.mechanisms import ExponentialSpec
+from dpframe.core.noise.mechanisms import ExponentialSpec
 from dpframe.core.plan import plan_query
 
 from ._controls import halved_integer_result

@@ -37,7 +37,7 @@ from dpframe.backends.pandas import PandasBackend
 from dpframe.core import hierarchy
 from dpframe.core import plan as plan_module
 from dpframe.core.aggregates import aggregate
-from dpframe.core.memo import RecentCache
+from dpframe.core.exact.memo import RecentCache
 from dpframe.engine.release import compute_exact
 
 EPSILON = 1.0

@@ -9,8 +9,8 @@ from fractions import Fraction
 import numpy as np
 import numpy.typing as npt
 
-from dpframe.core.mechanisms import ExponentialSpec, NoiseSpec, noise_spec
-from dpframe.core.rng import RandomSource
+from dpframe.core.noise.mechanisms import ExponentialSpec, NoiseSpec, noise_spec
+from dpframe.core.noise.rng import RandomSource
 
 from .scenario import Built, Run
 

@@ -15,7 +15,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from dpframe.core.rng import InsecureSeedWarning
+from dpframe.core.noise.rng import InsecureSeedWarning
 from dpframe.testing import DEFAULT_ALPHA, AuditResult, FloatArray, audit_release
 
 #: One release on one dataset: its draws.

@@ -9,31 +9,21 @@ from typing import Any
 import numpy as np
 
 import dpframe as dpf
-from dpframe.core.compute import ExactAggregates
+from dpframe.core.exact.compute import ExactAggregates
+from dpframe.core.exact.values import sorted_order
 from dpframe.core.query import Query
-from dpframe.core.values import sorted_order
 from dpframe.engine.release import prepare
 from dpframe.fronts.frame import PrivateFrame
 
 Call = Callable[[PrivateFrame], Any]
 
 
-class _Capture(PrivateFrame):
-    """A frame whose releases are dry runs, keeping the queries they made."""
-
-    captured: list[Query]
-
-    def _run(self, query: Query, dry_run: bool) -> Any:
-        self.captured.append(query)
-        return super()._run(query, True)
-
-
 def plan(backend: Any, session: dpf.Session, opts: dict[str, Any], call: Call) -> Any:
-    """The prepared plan of the last query ``call`` makes on ``backend`` (nothing charged)."""
-    f = _Capture(backend, session, **{"strict": False, **opts})  # opts shared by frames
-    f.captured = []
-    call(f)
-    return prepare(session, f.captured[-1], backend)
+    """The prepared plan of the query ``call`` makes on ``backend`` (nothing charged): the
+    frame's ``query`` preview of that call."""
+    f = PrivateFrame(backend, session, **{"strict": False, **opts})  # opts shared by frames
+    query: Query = f._preview("query", call)
+    return prepare(session, query, backend)
 
 
 def _normal(a: ExactAggregates, drop_unitless: bool) -> ExactAggregates:

@@ -17,7 +17,7 @@ import pytest
 import dpframe as dpf
 from dpframe.core.projection import project_counts
 
-pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning")
 
 KEYS = {"g": ["a", "b", *[f"z{i}" for i in range(20)]]}
 EDGES = [0, 1, 2, 3, 4, 5, 6, 7, 8]

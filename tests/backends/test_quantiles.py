@@ -17,9 +17,9 @@ import pytest
 import dpframe as dpf
 from dpframe.backends.pandas import PandasBackend
 from dpframe.core.aggregates import quantile as quantile_module
-from dpframe.core.compute import AggregateRequest, ComputeRequest
+from dpframe.core.exact.compute import AggregateRequest, ComputeRequest
 
-pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning")
 
 KEYS = (0, 1, 2)
 
@@ -121,7 +121,7 @@ def test_grouped_median_of_1k_rows_per_group() -> None:
 def test_integer_columns_release_their_integers() -> None:
     df = pd.DataFrame({"x": np.arange(101), "g": np.arange(101) % 2})
     priv = df.dp(_session(), bounds={"x": (0, 100)}, keys={"g": [0, 1]})
-    plan = priv.median("x", epsilon=1, dry_run=True)["measures"][0]
+    plan = priv.explain("median", "x", epsilon=1)["measures"][0]
     assert plan["grid"] == "integers" and plan["cells"] == 101
     for v in [priv.median("x", epsilon=1), priv.max("x", epsilon=1),
               *priv.groupby("g").quantile("x", 0.3, epsilon=1, ci=0.9).to_numpy().ravel()]:
@@ -200,7 +200,7 @@ def test_interval_coverage_is_calibrated(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(quantile_module, "rank_offset",
                         lambda em, b, lv: max(1, real(em, b, lv) // 8))
     from dpframe.core import plan as plan_module
-    from dpframe.core.memo import RecentCache
+    from dpframe.core.exact.memo import RecentCache
     monkeypatch.setattr(plan_module, "_PLANS", RecentCache(plan_module.PLAN_CACHE_SIZE),
                         raising=False)
     assert _coverage(level, reps, 11) < level - tol
@@ -233,9 +233,9 @@ def test_many_declared_keys_get_fewer_cells_not_a_refusal() -> None:
     df = pd.DataFrame({"x": np.linspace(0, 1000, 4000), "g": np.arange(4000) % 2000})
     s = _session()
     priv = df.dp(s, bounds={"x": (0, 1000)}, keys={"g": list(range(2000))})
-    plan = priv.groupby("g").median("x", epsilon=1, dry_run=True)["measures"][0]
+    plan = priv.explain("median", "x", by="g", epsilon=1)["measures"][0]
     assert plan["cells"] == 1 << 14
-    assert priv.groupby("g").median("x", epsilon=1, resolution=500, dry_run=True)[
+    assert priv.explain("median", "x", by="g", epsilon=1, resolution=500)[
         "measures"][0]["cells"] == 500
     with pytest.raises(dpf.ValidationError, match="exact counters"):
         priv.groupby("g").median("x", epsilon=1, resolution=1 << 15)
@@ -249,11 +249,11 @@ def test_private_keys_get_fewer_cells_per_group_by_default() -> None:
     df = pd.DataFrame({"x": np.linspace(0, 1000, 4000), "g": np.arange(4000) % 20})
     s = _session()
     priv = df.dp(s, bounds={"x": (0, 1000)}, keys={"g": list(range(20))})
-    private = priv.groupby("g", keys="private")
-    plan = private.median("x", epsilon=1, delta=1e-6, dry_run=True)["measures"][0]
+    private = {"by": "g", "keys": "private", "epsilon": 1, "delta": 1e-6}
+    plan = priv.explain("median", "x", **private)["measures"][0]
     assert plan["cells"] == 1 << 11
-    assert private.median("x", epsilon=1, delta=1e-6, resolution=1 << 14,
-                          dry_run=True)["measures"][0]["cells"] == 1 << 14
-    public = priv.groupby("g").median("x", epsilon=1, dry_run=True)["measures"][0]
+    plan = priv.explain("median", "x", resolution=1 << 14, **private)
+    assert plan["measures"][0]["cells"] == 1 << 14
+    public = priv.explain("median", "x", by="g", epsilon=1)["measures"][0]
     assert public["cells"] == 1 << 16
     assert s.spent == (0.0, 0.0)

@@ -17,7 +17,7 @@ import pytest
 import dpframe as dpf
 from dpframe.backends.arrow import carried
 from dpframe.backends.pandas import PandasBackend
-from dpframe.core.compute import NO_GROUP_LIMIT, AggregateRequest, ComputeRequest
+from dpframe.core.exact.compute import NO_GROUP_LIMIT, AggregateRequest, ComputeRequest
 
 dd = pytest.importorskip("dask.dataframe")
 

@@ -184,7 +184,7 @@ SCAN_CASES: list[tuple[str, ScanRun, type[BaseException]]] = [
     ("csv-undeclared-sum",
      lambda s, d: dpf.scan(d / "two").dp(s, **LOOSE).sum("x", epsilon=1), V),
     ("csv-undeclared-sum-dry-run",
-     lambda s, d: dpf.scan(d / "two").dp(s, **LOOSE).sum("x", epsilon=1, dry_run=True),
+     lambda s, d: dpf.scan(d / "two").dp(s, **LOOSE).explain("sum", "x", epsilon=1),
      V),
     ("csv-undeclared-sum-accuracy",
      lambda s, d: dpf.scan(d / "two").dp(s, **LOOSE).sum("x", accuracy=5), V),

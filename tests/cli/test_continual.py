@@ -66,7 +66,7 @@ def _values(tmp_path: Path) -> list[int]:
     return pd.read_parquet(tmp_path / "out" / "flights_so_far.parquet")["count"].tolist()
 
 
-@pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+@pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning")
 def test_nights_charge_once_and_replay(tmp_path: Path) -> None:
     spec = _setup(tmp_path, ", night = 1")
     code, out = inproc("run", spec, "--dry-run")
@@ -87,7 +87,7 @@ def test_nights_charge_once_and_replay(tmp_path: Path) -> None:
     assert _spent(tmp_path) == 1.0 and len(entries(tmp_path / "budget.sqlite")) == n + 1
 
 
-@pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+@pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning")
 def test_skipped_night_and_horizon_are_refused_before_anything(tmp_path: Path) -> None:
     spec = _setup(tmp_path, ", night = 3")
     code, out = inproc("run", spec)
@@ -102,7 +102,7 @@ def test_skipped_night_and_horizon_are_refused_before_anything(tmp_path: Path) -
     assert len(entries(tmp_path / "budget.sqlite")) == 4  # the charge and 3 nights
 
 
-@pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+@pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning")
 def test_start_date_numbers_the_nights(tmp_path: Path) -> None:
     spec = load_spec(_setup(tmp_path, ", start = 2027-01-01"))
     ledger, out = tmp_path / "budget.sqlite", tmp_path / "out"

@@ -16,9 +16,9 @@ import pytest
 
 import dpframe as dpf
 from dpframe.core.aggregates import AGGREGATES
-from dpframe.core.compute import fixed_point_request
+from dpframe.core.exact.compute import fixed_point_request
 from dpframe.core.measure import Aggregate, MeasurePlan, MeasureRelease, PlanContext, Rows
-from dpframe.core.rng import RandomSource
+from dpframe.core.noise.rng import RandomSource
 
 if TYPE_CHECKING:
     from dpframe.core.query import Measure
@@ -91,8 +91,7 @@ def test_the_plumbing_serves_an_aggregate_it_does_not_know(
         warnings.simplefilter("ignore")
         session = dpf.Session(10.0, 1e-3, seed=5)
         priv = _frame(session)
-        dry = priv.groupby("g").sum("x", epsilon=1.0, delta=delta,
-                                    mechanism=mechanism, dry_run=True)
+        dry = priv.explain("sum", "x", by="g", epsilon=1.0, delta=delta, mechanism=mechanism)
         out = priv.groupby("g").sum("x", epsilon=1.0, delta=delta,
                                     mechanism=mechanism)
     described = out.attrs["dp"]["measures"][0]

@@ -9,7 +9,7 @@ from dpframe.core.aggregates import AGGREGATES
 from ..audit._controls import HalvedSum
 from .aggregate_contract import AggregateContract
 
-pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning")
 
 
 @pytest.fixture(params=sorted(AGGREGATES))

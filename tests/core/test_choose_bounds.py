@@ -234,8 +234,8 @@ def test_every_draw_has_the_same_three_keys_and_plugs_in() -> None:
             shapes.add(tuple(v is None for v in b.values()))
             assert b.provenance["bounds"] == dict(b)
             priv = df.dp(s, privacy_unit="uid", keys=keys, bounds={"x": (0, 100)}, **b)
-            for target in (priv, priv.groupby("g")):  # every shape releases (nothing spent)
-                assert target.sum("x", epsilon=1.0, dry_run=True)["fits_budget"]
+            for by in (None, "g"):  # every shape releases (nothing spent)
+                assert priv.explain("sum", "x", by=by, epsilon=1.0)["fits_budget"]
     assert len(shapes) > 1  # the bounds that bind vary, the keys do not
     s = session(10, 0)
     for rel in ("count", "sum", "mean", "quantile"):

@@ -24,7 +24,7 @@ from dpframe.core.continual import (
     prefix_variance_factor,
     top_down,
 )
-from dpframe.core.rng import RandomSource
+from dpframe.core.noise.rng import RandomSource
 from dpframe.errors import ValidationError
 
 KEYS = 4000  # independent trees (one per key) give independent samples of the estimate

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpframe.core.bounding import bound_contributions, select_by_priority
-from dpframe.core.compute import NO_GROUP_LIMIT
+from dpframe.core.exact.bounding import bound_contributions, select_by_priority
+from dpframe.core.exact.compute import NO_GROUP_LIMIT
 from dpframe.core.plan import enforced_bounds
 from dpframe.core.query import Measure, Query
 from dpframe.core.sensitivity import (
@@ -170,7 +170,7 @@ def _bounded(units, groups, tkr, gen, how: str) -> np.ndarray:
 
 
 def _pair_prio(units: np.ndarray, groups: np.ndarray, salt: int) -> np.ndarray:
-    from dpframe.core.hashing import keyed_priority
+    from dpframe.core.exact.hashing import keyed_priority
     return keyed_priority(units, groups, salt)
 
 

@@ -22,9 +22,9 @@ import pytest
 from dp_accounting.pld import privacy_loss_distribution as pld
 
 import dpframe as dpf
-from dpframe.core.gaussian import analytic_sigma2
-from dpframe.core.mechanisms import noise_spec
-from dpframe.core.rng import InsecureSeedWarning
+from dpframe.core.noise.gaussian import analytic_sigma2
+from dpframe.core.noise.mechanisms import noise_spec
+from dpframe.core.noise.rng import InsecureSeedWarning
 from dpframe.core.sensitivity import (
     _moved,
     change_one_square_sum,
@@ -60,8 +60,8 @@ def _count_plan(n_keys: int = 20, **bounds: int) -> dict[str, object]:
         warnings.simplefilter("ignore", InsecureSeedWarning)
         s = dpf.Session(10.0, 1e-3, seed=1)
     m: dict[str, object] = df.dp(s, privacy_unit="u", keys={"g": list(range(n_keys))},
-                                 **bounds).groupby("g").count(
-        epsilon=EPS, delta=DELTA, mechanism="gaussian", dry_run=True)["measures"][0]
+                                 **bounds).explain("count", by="g", epsilon=EPS, delta=DELTA,
+                                                   mechanism="gaussian")["measures"][0]
     return m
 
 

@@ -1,7 +1,8 @@
-"""Gaussian releases calibrated on the analytic curve (issue 32 d; core/gaussian.py).
+"""Gaussian releases calibrated on the analytic curve (issue 32 d; core/noise/gaussian.py).
 
 A release asked for at (epsilon, delta) gets the least sigma proven for the discrete Gaussian it
-draws (Theorem C of core/gaussian.py), not the zCDP route's (7% more at (1, 1e-6)); the proof's
+draws (Theorem C of core/noise/gaussian.py), not the zCDP route's (7% more at (1, 1e-6)); the
+proof's
 arithmetic is conservative; sessions still compose soundly, never below dp-accounting's bound.
 """
 
@@ -18,7 +19,7 @@ import pytest
 
 import dpframe as dpf
 from dpframe.core.accounting import PrivacyCost, session_spend, zcdp_to_approx_dp
-from dpframe.core.gaussian import (
+from dpframe.core.noise.gaussian import (
     analytic_delta_upper,
     analytic_mu,
     discrete_delta_bound,
@@ -26,8 +27,8 @@ from dpframe.core.gaussian import (
     phi_upper,
     satisfies,
 )
-from dpframe.core.mechanisms import gaussian_parts, noise_spec, rho_for
-from dpframe.core.rng import InsecureSeedWarning, RandomSource
+from dpframe.core.noise.mechanisms import gaussian_parts, noise_spec, rho_for
+from dpframe.core.noise.rng import InsecureSeedWarning, RandomSource
 from tests.audit import scenario
 from tests.audit.findings_gaussian import discrete_gaussian_epsilon
 
@@ -43,8 +44,8 @@ def _frame(n: int = 200) -> pd.DataFrame:
 
 def _plan(eps: float, delta: float, **kw: object) -> dict[str, object]:
     s = dpf.Session(100.0, 0.1)
-    out: dict[str, object] = _frame().dp(s, bounds={"x": (0.0, 100.0)}).sum(
-        "x", epsilon=eps, delta=delta, mechanism="gaussian", dry_run=True, **kw)
+    out: dict[str, object] = _frame().dp(s, bounds={"x": (0.0, 100.0)}).explain(
+        "sum", "x", epsilon=eps, delta=delta, mechanism="gaussian", **kw)
     return out
 
 
@@ -211,7 +212,7 @@ def test_accuracy_first_uses_the_analytic_calibration() -> None:
     target = 900.0
     s = dpf.Session(100.0, 0.1)
     p = _frame().dp(s, bounds={"x": (0.0, 100.0)})
-    plan = p.sum("x", accuracy=target, delta=1e-6, mechanism="gaussian", dry_run=True)
+    plan = p.explain("sum", "x", accuracy=target, delta=1e-6, mechanism="gaussian")
     eps = plan["epsilon"]
     assert eps <= 0.92  # the zCDP route needs 0.986
     assert _measure(plan)["ci_half_width"] <= target

@@ -116,15 +116,14 @@ CASES: dict[str, tuple[Callable[[dpf.Session], Frame], Callable[[Frame], Any]]] 
     "private_median": (_private, lambda p: p.groupby("g", keys="private").median(
         "x", epsilon=8.0, delta=1e-6)),
     "describe": (_public, lambda p: p.describe(epsilon=1.0)),
-    "dry_count": (_units, lambda p: p.groupby("g").count(epsilon=0.5, dry_run=True)),
-    "dry_mean": (_public, lambda p: p.mean("x", epsilon=0.5, dry_run=True, **G)),
-    "dry_var": (_units, lambda p: p.groupby("g").var("x", epsilon=0.5, dry_run=True)),
-    "dry_quantile": (_public, lambda p: p.quantile("x", 0.9, epsilon=0.5, ci=0.8,
-                                                   dry_run=True)),
-    "dry_bounds": (_public, lambda p: p.bounds("x", epsilon=0.5, dry_run=True)),
-    "dry_histogram": (_public, lambda p: p.histogram("x", EDGES, epsilon=0.5, dry_run=True)),
-    "dry_agg": (_units, lambda p: p.groupby("g").agg({"x": ["sum", "mean", "max"]},
-                                                     epsilon=1.0, dry_run=True, **G)),
+    "dry_count": (_units, lambda p: p.explain("count", by="g", epsilon=0.5)),
+    "dry_mean": (_public, lambda p: p.explain("mean", "x", epsilon=0.5, **G)),
+    "dry_var": (_units, lambda p: p.explain("var", "x", by="g", epsilon=0.5)),
+    "dry_quantile": (_public, lambda p: p.explain("quantile", "x", 0.9, epsilon=0.5, ci=0.8)),
+    "dry_bounds": (_public, lambda p: p.explain("bounds", "x", epsilon=0.5)),
+    "dry_histogram": (_public, lambda p: p.explain("histogram", "x", EDGES, epsilon=0.5)),
+    "dry_agg": (_units, lambda p: p.explain("agg", {"x": ["sum", "mean", "max"]}, by="g",
+                                            epsilon=1.0, **G)),
 }
 
 

@@ -1,4 +1,4 @@
-"""The one hash rule (dpframe.core.hashing): equal values get equal words in every engine."""
+"""The one hash rule (dpframe.core.exact.hashing): equal values get equal words in every engine."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from dpframe.backends.arrow.words import column_words
 from dpframe.backends.arrow.words import value_hashes as arrow_value_hashes
 from dpframe.backends.pandas import value_hashes as pandas_value_hashes
-from dpframe.core.hashing import keyed, keyed_priority, number_words, value_words
+from dpframe.core.exact.hashing import keyed, keyed_priority, number_words, value_words
 
 TEXTS = ["", "a", "b", "ab", "ba", "abcdefgh", "abcdefghi", "hgfedcba", "é", "日本語", "x" * 100,
          "x" * 99 + "y", "\x00", "\x00\x00", "user-00000001", "user-00000010"]
@@ -110,8 +110,8 @@ def test_large_arrays_hash_block_by_block_to_the_same_bits(
         threads: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Past one cache block, keyed hashes and priorities are computed block by block on
     several threads: the bits are the formula's, and the input words are not written."""
-    from dpframe.core import parallel
-    from dpframe.core.hashing import _GOLDEN, keyed, keyed_priority, mix
+    from dpframe.core.exact import parallel
+    from dpframe.core.exact.hashing import _GOLDEN, keyed, keyed_priority, mix
 
     monkeypatch.setattr(parallel, "THREADS", threads)
     monkeypatch.setattr(parallel, "MIN_ROWS_PER_THREAD", parallel.BLOCK_ROWS)
@@ -134,7 +134,7 @@ def test_partitions_by_multiply_shift_spread_even_aimed_ids() -> None:
     """Equal words share a partition; ids built to share low or high bits (multiples of 2**40,
     consecutive ids) still spread over the partitions, and the multiplier is odd and full
     width even for a small key."""
-    from dpframe.core.hashing import partition_of
+    from dpframe.core.exact.hashing import partition_of
 
     for words in (np.arange(40_000, dtype=np.uint64),
                   np.arange(40_000, dtype=np.uint64) << np.uint64(40)):
@@ -174,7 +174,7 @@ def test_block_partition_tells_ids_apart_inside_each_partition(data: st.DataObje
     """Within one partition the block identifies the id (so a scan's pass 2 may keep the block
     in place of the id), equal ids share one partition, and every partition is in range: for
     signed and unsigned ids up to the dtype's limits, near and far, in narrow dtypes too."""
-    from dpframe.core.hashing import block_partition
+    from dpframe.core.exact.hashing import block_partition
 
     dtype, values = data.draw(st.sampled_from([
         (np.int64, _INT64), (np.uint64, _UINT64), (np.int8, st.integers(-128, 127)),
@@ -196,7 +196,7 @@ def test_block_partition_spreads_blocks_and_consecutive_ids() -> None:
     """Consecutive ids fill every partition once per block; blocks are shifted by a keyed hash
     (another key, another layout), so ids sharing a stride still spread, and dense ids give each
     partition dense blocks (the point of the layout: pass 2 needs no renumbering table)."""
-    from dpframe.core.hashing import block_partition
+    from dpframe.core.exact.hashing import block_partition
 
     ids = np.arange(64_000, dtype=np.int64)
     for parts in (25, 32):
@@ -237,7 +237,7 @@ def test_block_shifts_shared_by_batches_change_no_partition(parts: int) -> None:
     need): every batch gets the layout it gets alone, whatever came before (dense, sparse,
     negative and huge ids, and uint64), and the table grows only as far as a batch would hash
     itself."""
-    from dpframe.core.hashing import BlockShifts, block_partition
+    from dpframe.core.exact.hashing import BlockShifts, block_partition
 
     rng = np.random.default_rng(parts)
     key = (11, 12)

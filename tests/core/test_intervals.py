@@ -19,7 +19,7 @@ from dpframe.core.intervals import (
     noise_draws,
     ratio_interval,
 )
-from dpframe.core.mechanisms import noise_spec
+from dpframe.core.noise.mechanisms import noise_spec
 
 LEVEL = 0.95
 TRIALS = 4000

@@ -14,7 +14,7 @@ import pytest
 
 import dpframe as dpf
 from dpframe.core import joint_quantiles as jq
-from dpframe.core.rng import RandomSource
+from dpframe.core.noise.rng import RandomSource
 from dpframe.core.sensitivity import Contribution
 from tests.audit.findings_joint_quantiles import joint_law
 

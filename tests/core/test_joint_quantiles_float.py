@@ -133,7 +133,7 @@ def test_integer_gap_coin_is_exact_in_chunks() -> None:
     """Bernoulli(exp(-rate extra)) as a product of coins of at most ``rate X``: the
     frequency of 40,000 seeded draws within 4 standard errors of exp(-1.25) (a coin that
     dropped the last chunk, exp(-0.75), is 40 of them away)."""
-    from dpframe.core.rng import RandomSource
+    from dpframe.core.noise.rng import RandomSource
 
     rng = RandomSource(5, warn=False)
     got = jq._coin_int(np.full(40_000, 5, dtype=np.int64), Fraction(1, 4), 3, rng).mean()
@@ -145,7 +145,7 @@ def test_large_n_draws_are_near_optimal() -> None:
     """n = 2e7 through the whole sampler (gaps up to rate D n, integer coins past X): each
     seeded draw's utility is within ``log(#tuples / 0.001) / rate`` of the best (about 1,700
     where a wrong draw at this n misses by millions)."""
-    from dpframe.core.rng import RandomSource
+    from dpframe.core.noise.rng import RandomSource
 
     n, rate = 20_000_000, _rate()
     cells = _cells(n)

@@ -20,8 +20,8 @@ from dpframe.core import knorm
 from dpframe.core.joint import _Builder, _roles
 from dpframe.core.knorm import box_norm_spec, box_pivot_half_width, coordinate
 from dpframe.core.measure import PlanContext
+from dpframe.core.noise.rng import RandomSource
 from dpframe.core.query import Measure, Query
-from dpframe.core.rng import RandomSource
 from dpframe.core.sensitivity import contribution
 
 warnings.filterwarnings("ignore", category=dpf.DPWarning)

@@ -8,11 +8,11 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dpframe.core.mechanisms import epsilon_for_half_width, noise_spec
-from dpframe.core.rng import RandomSource
+from dpframe.core.noise.mechanisms import epsilon_for_half_width, noise_spec
+from dpframe.core.noise.rng import RandomSource
 from dpframe.testing import clopper_pearson
 
-pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning")
 
 N = 100_000
 ALPHA = 1e-6
@@ -95,12 +95,12 @@ def test_laplace_half_width_is_exact_quantile() -> None:
 
 
 def test_gaussian_calibration_meets_epsilon_delta() -> None:
-    from dpframe.core.gaussian import satisfies
-    from dpframe.core.mechanisms import gaussian_parts, rho_for
+    from dpframe.core.noise.gaussian import satisfies
+    from dpframe.core.noise.mechanisms import gaussian_parts, rho_for
 
     spec = noise_spec("gaussian", Fraction(1), Fraction(1, 2), Fraction(1, 10**6))
     assert spec.rho is not None
-    # proven (1/2, 1e-6)-DP for the discrete Gaussian drawn (core/gaussian.py, Theorem C)
+    # proven (1/2, 1e-6)-DP for the discrete Gaussian drawn (core/noise/gaussian.py, Theorem C)
     assert satisfies(Fraction(1, 2), Fraction(1, 10**6), gaussian_parts([spec]))
     # the rho recorded is the noise's own (rounded up): the session's zCDP sum stays sound
     achieved = spec.int_sensitivity**2 / (2 * spec.int_sigma2)
@@ -110,7 +110,7 @@ def test_gaussian_calibration_meets_epsilon_delta() -> None:
 
 
 def test_exponential_mechanism_error_bound_and_inverse() -> None:
-    from dpframe.core.mechanisms import ExponentialSpec
+    from dpframe.core.noise.mechanisms import ExponentialSpec
 
     eps = ExponentialSpec.epsilon_for(20.0, 1, 1001, 0.95)
     spec = ExponentialSpec(Fraction(repr(eps)), 1, 1001)

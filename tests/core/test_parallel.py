@@ -1,4 +1,4 @@
-"""Row ranges on several threads (dpframe.core.parallel): the cuts, the waiting, the fork."""
+"""Row ranges on several threads (dpframe.core.exact.parallel): the cuts, the waiting, the fork."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import time
 import numpy as np
 import pytest
 
-from dpframe.core import parallel
-from dpframe.core.parallel import BLOCK_ROWS, map_ranges, row_ranges
+from dpframe.core.exact import parallel
+from dpframe.core.exact.parallel import BLOCK_ROWS, map_ranges, row_ranges
 
 
 @pytest.mark.parametrize("n", [0, 1, BLOCK_ROWS, 5 * BLOCK_ROWS + 3, 10**7])
@@ -97,7 +97,7 @@ def test_a_forked_child_gets_a_pool_of_its_own(monkeypatch: pytest.MonkeyPatch) 
 def test_one_thread_keeps_every_range_on_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
     """Inside ``one_thread`` (Dask partitions), large inputs stay on the calling thread, and
     the setting ends with the block (also on error)."""
-    from dpframe.core.parallel import one_thread
+    from dpframe.core.exact.parallel import one_thread
 
     monkeypatch.setattr(parallel, "THREADS", 3)
     caller = threading.current_thread().name

@@ -1,4 +1,4 @@
-"""Permute-and-flip's fast exact sampler (:mod:`dpframe.core.permute_flip`).
+"""Permute-and-flip's fast exact sampler (:mod:`dpframe.core.noise.permute_flip`).
 
 The output law is checked against the closed form of permute-and-flip, and every check has a
 companion run on the *same* draws against the law at twice the rate that must reject (the
@@ -18,10 +18,10 @@ import numpy.typing as npt
 import pytest
 from scipy import stats
 
-from dpframe.core import permute_flip as PF
-from dpframe.core.mechanisms import ExponentialSpec
-from dpframe.core.rng import InsecureSeedWarning, RandomSource
-from dpframe.core.samplers import _exp_bound, _floor_scaled, exp_neg_fixed
+from dpframe.core.noise import permute_flip as PF
+from dpframe.core.noise.mechanisms import ExponentialSpec
+from dpframe.core.noise.rng import InsecureSeedWarning, RandomSource
+from dpframe.core.noise.samplers import _exp_bound, _floor_scaled, exp_neg_fixed
 from tests.audit.findings_quant import pf_probabilities
 
 F64 = npt.NDArray[np.float64]

@@ -12,7 +12,7 @@ from fractions import Fraction
 import pytest
 
 from dpframe.core import plan as plan_module
-from dpframe.core.memo import RecentCache
+from dpframe.core.exact.memo import RecentCache
 from dpframe.core.plan import plan_query, plan_release
 from dpframe.core.query import Measure, Query
 from dpframe.errors import ValidationError

@@ -11,14 +11,14 @@ from typing import get_args
 import numpy as np
 import pytest
 
-from dpframe.core.compute import (
+from dpframe.core.exact.compute import (
     AggregateRequest,
     ComputeRequest,
     RequestKind,
     add_into,
     fixed_point_request,
 )
-from dpframe.core.primitives import (
+from dpframe.core.exact.primitives import (
     PRIMITIVES,
     Block,
     Piece,
@@ -26,7 +26,7 @@ from dpframe.core.primitives import (
     clamped_rows,
     compute_exact,
 )
-from dpframe.core.transform import bin_index
+from dpframe.core.exact.transform import bin_index
 
 
 class _Block:

@@ -17,11 +17,11 @@ from hypothesis import strategies as st
 
 import dpframe as dpf
 from dpframe.core.measure import MeasureRelease
-from dpframe.core.mechanisms import noise_spec
+from dpframe.core.noise.mechanisms import noise_spec
+from dpframe.core.noise.rng import RandomSource
 from dpframe.core.projection import postprocessed, project_counts, project_reals
-from dpframe.core.rng import RandomSource
 
-pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning")
 
 
 def _session(seed: int = 1, epsilon: float = 1e9) -> dpf.Session:

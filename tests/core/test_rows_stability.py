@@ -36,11 +36,12 @@ def _session(seed: int = 0, relation: str = "add_remove") -> dpf.Session:
 
 def _plan(**opts: object) -> dict[str, object]:
     share = opts.pop("selection_share", None)
-    g = _frame().dp(_session(), privacy_unit="u", **opts).groupby("g", keys="private")
+    priv = _frame().dp(_session(), privacy_unit="u", **opts)
     kw = {} if share is None else {"selection_share": share}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        plan: dict[str, object] = g.count(epsilon=EPS, delta=DELTA, dry_run=True, **kw)
+        plan: dict[str, object] = priv.explain("count", by="g", keys="private", epsilon=EPS,
+                                               delta=DELTA, **kw)
     return plan
 
 
@@ -55,11 +56,11 @@ def _least_tau(scale: float, reach: int, keys: int) -> int:
 
 @pytest.mark.parametrize("relation,keys,l1", [("add_remove", 4, 12)])
 def test_rows_are_thresholded_at_reach_r(relation: str, keys: int, l1: int) -> None:
-    g = _frame().dp(_session(0, relation), privacy_unit="u", max_groups_per_unit=4,
-                    max_rows_per_group=3).groupby("g", keys="private")
+    priv = _frame().dp(_session(0, relation), privacy_unit="u", max_groups_per_unit=4,
+                       max_rows_per_group=3)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        plan = g.count(epsilon=EPS, delta=DELTA, dry_run=True)
+        plan = priv.explain("count", by="g", keys="private", epsilon=EPS, delta=DELTA)
     sel = plan["key_selection"]
     assert sel["released_count_is_thresholded"] is True
     assert sel["epsilon"] == EPS and sel["noise_scale"] == l1 / EPS
@@ -144,5 +145,5 @@ def test_change_one_rows_rule_doubles_l1_and_keys() -> None:
                        max_rows_per_group=3)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        d = plan.groupby("g", keys="private").count(epsilon=EPS, delta=DELTA, dry_run=True)
+        d = plan.explain("count", by="g", keys="private", epsilon=EPS, delta=DELTA)
     assert d["key_selection"]["released_count_is_thresholded"] is False

@@ -22,11 +22,11 @@ import numpy.typing as npt
 import pytest
 from scipy import stats
 
-from dpframe.core import discrete_gaussian as DG
-from dpframe.core import samplers as S
-from dpframe.core.rng import InsecureSeedWarning, RandomSource
+from dpframe.core.noise import discrete_gaussian as DG
+from dpframe.core.noise import samplers as S
+from dpframe.core.noise.rng import InsecureSeedWarning, RandomSource
 
-pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning")
 
 N = 200_000
 P_MIN = 1e-4

@@ -18,10 +18,10 @@ import pandas as pd
 import pytest
 
 import dpframe as dpf
-from dpframe.core.mechanisms import noise_spec
+from dpframe.core.noise.mechanisms import noise_spec
+from dpframe.core.noise.rng import InsecureSeedWarning, RandomSource
 from dpframe.core.plan import plan_query
 from dpframe.core.query import Measure, Query
-from dpframe.core.rng import InsecureSeedWarning, RandomSource
 from dpframe.core.selection import (
     SelectionPlan,
     stability_threshold,
@@ -29,7 +29,7 @@ from dpframe.core.selection import (
     truncated_geometric_table,
 )
 
-pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning")
 
 KINDS = {"g": "int", "x": "float", "u": "int"}
 TWO64 = 1 << 64
@@ -252,7 +252,7 @@ def test_row_level_count_spends_the_budget_once() -> None:
     selection at half epsilon with threshold 28 and a second count of scale 2)."""
     df = pd.DataFrame({"g": np.arange(10)})
     s = dpf.Session(10, 1e-3, seed=1)
-    plan = df.dp(s).groupby("g", keys="private").count(epsilon=1, delta=1e-6, dry_run=True)
+    plan = df.dp(s).explain("count", by="g", keys="private", epsilon=1, delta=1e-6)
     sel = plan["key_selection"]
     assert sel["released_count_is_thresholded"] is True
     assert sel["epsilon"] == 1.0 and sel["delta"] == 1e-6
@@ -282,8 +282,8 @@ def test_user_level_sum_keeps_a_split_with_the_truncated_geometric_rule() -> Non
     df = pd.DataFrame({"g": np.arange(10), "x": 1.0, "u": np.arange(10)})
     s = dpf.Session(10, 1e-3, seed=1)
     plan = df.dp(s, privacy_unit="u", max_rows_per_unit=1, max_groups_per_unit=2,
-                 bounds={"x": (0, 1)}).groupby("g", keys="private").sum(
-        "x", epsilon=1, delta=1e-6, dry_run=True)
+                 bounds={"x": (0, 1)}).explain("sum", "x", by="g", keys="private", epsilon=1,
+                                               delta=1e-6)
     sel = plan["key_selection"]
     assert sel["mechanism"] == "truncated geometric key selection"
     assert sel["epsilon"] == 0.5 and sel["released_count_is_thresholded"] is False
@@ -344,8 +344,8 @@ def test_a_tiny_delta_gives_the_smallest_threshold_in_bounded_work(
 def test_discrete_gaussian_tail_bound_holds(s2: Fraction) -> None:
     """``discrete_tail_upper`` bounds ``P[Z >= m]`` of N_Z(0, s2) (summed pmf, float) at every
     m, and within 0.1% from 3 sigma on at large sigma (the threshold's region)."""
-    from dpframe.core.discrete_gaussian import discrete_gaussian_pmf
-    from dpframe.core.gaussian import discrete_tail_upper
+    from dpframe.core.noise.discrete_gaussian import discrete_gaussian_pmf
+    from dpframe.core.noise.gaussian import discrete_tail_upper
 
     s = math.sqrt(float(s2))
     z = np.arange(-int(60 * s) - 5, int(60 * s) + 5)
@@ -367,8 +367,8 @@ def test_gaussian_threshold_is_proven_and_smallest(eps: str, delta: str, relatio
     (eps, delta_n) by Theorem C, its threshold's delta ``k' P[1 + Z >= tau]`` (recomputed from
     the pmf) fits the rest, tau is the smallest that does (up to the bound's slack), and it
     needs fewer units than the truncated geometric would."""
-    from dpframe.core.discrete_gaussian import discrete_gaussian_pmf
-    from dpframe.core.gaussian import satisfies
+    from dpframe.core.noise.discrete_gaussian import discrete_gaussian_pmf
+    from dpframe.core.noise.gaussian import satisfies
 
     sel = count_plan(eps, delta, relation, "u", k, op="sum")
     assert sel.rule == "gaussian threshold" and sel.noise is not None
@@ -412,7 +412,7 @@ def test_gaussian_selection_probabilities() -> None:
     n = sel.threshold - round(s)
     counts = np.full(20_000, n)
     kept = sel.select(counts, seeded(7))[0].size / counts.size
-    from dpframe.core.discrete_gaussian import discrete_gaussian_pmf
+    from dpframe.core.noise.discrete_gaussian import discrete_gaussian_pmf
 
     z = np.arange(-int(40 * s), int(40 * s))
     pmf = discrete_gaussian_pmf(z, float(sel.noise.int_sigma2))

@@ -1,4 +1,5 @@
-"""The shared transformations (core/transform.py, core/bounding.py): exact fixed-point sums,
+"""The shared transformations (core/exact/transform.py, core/exact/bounding.py): exact fixed-point
+sums,
 bounding by random sampling."""
 
 from __future__ import annotations
@@ -10,10 +11,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpframe.core.bounding import bound_contributions
-from dpframe.core.compute import ComputeRequest, fixed_point_request
-from dpframe.core.primitives import compute_exact
-from dpframe.core.transform import (
+from dpframe.core.exact.bounding import bound_contributions
+from dpframe.core.exact.compute import ComputeRequest, fixed_point_request
+from dpframe.core.exact.primitives import compute_exact
+from dpframe.core.exact.transform import (
     fixed_point,
     grouped_sum_exact,
     poisson_sample,
@@ -179,7 +180,7 @@ def test_poisson_sample_rate_and_whole_units() -> None:
         poisson_sample(None, 10, Fraction(1, 3), gen)
 
 
-@pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+@pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning")
 @pytest.mark.parametrize("relation", ["add_remove", "change_one"])
 @pytest.mark.parametrize("op", ["sum", "mean"])
 def test_narrow_bounds_far_from_zero_release(relation: str, op: str) -> None:
@@ -210,7 +211,7 @@ def test_single_group_sum_is_exact() -> None:
 
 
 def test_counts_respect_dropped_rows_in_one_group() -> None:
-    from dpframe.core.transform import bucket_codes, grouped_count
+    from dpframe.core.exact.transform import bucket_codes, grouped_count
 
     codes = np.array([0, -1, 0, 0, -1], dtype=np.int64)
     mask = np.array([True, True, False, True, True])
@@ -240,8 +241,8 @@ def test_fixed_point_total_is_fixed_point_summed(lo: float, hi: float, shifted: 
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """The one-pass total is the reference's, on one thread or split over several (the
     second range holds the block with missing values)."""
-    from dpframe.core import parallel
-    from dpframe.core.transform import BLOCK_ROWS, fixed_point_total
+    from dpframe.core.exact import parallel
+    from dpframe.core.exact.transform import BLOCK_ROWS, fixed_point_total
 
     monkeypatch.setattr(parallel, "THREADS", threads)
     monkeypatch.setattr(parallel, "MIN_ROWS_PER_THREAD", BLOCK_ROWS)
@@ -270,8 +271,8 @@ def test_grouped_fixed_point_total_is_the_general_path(lo: float, hi: float, shi
     """The one-pass grouped sum gives the general path's integers (fixed_point, then
     grouped_sum_exact) and its non-missing counts (grouped_count), with dropped rows (code -1
     and code ng), missing values in one block, adversarial values, on one thread or three."""
-    from dpframe.core import parallel
-    from dpframe.core.transform import BLOCK_ROWS, grouped_count, grouped_fixed_point_total
+    from dpframe.core.exact import parallel
+    from dpframe.core.exact.transform import BLOCK_ROWS, grouped_count, grouped_fixed_point_total
 
     monkeypatch.setattr(parallel, "THREADS", threads)
     monkeypatch.setattr(parallel, "MIN_ROWS_PER_THREAD", BLOCK_ROWS)
@@ -294,7 +295,7 @@ def test_grouped_fixed_point_total_is_the_general_path(lo: float, hi: float, shi
 
 
 def test_grouped_fixed_point_total_declines_what_it_cannot_sum_exactly() -> None:
-    from dpframe.core.transform import grouped_fixed_point_total
+    from dpframe.core.exact.transform import grouped_fixed_point_total
 
     codes = np.zeros(10, dtype=np.int64)
     req = fixed_point_request("x", Fraction(0), Fraction(10), Fraction(0), False)
@@ -310,7 +311,7 @@ def test_the_grouped_release_takes_the_one_pass_sum(monkeypatch: pytest.MonkeyPa
     import pandas as pd
 
     from dpframe.backends.pandas import PandasBackend
-    from dpframe.core import primitives as transform  # the fixed-sum primitive calls it
+    from dpframe.core.exact import primitives as transform  # the fixed-sum primitive calls it
 
     rng = np.random.default_rng(5)
     n = 20_000  # past SMALL_GROUPED_ROWS: smaller frames take the general path
@@ -334,7 +335,7 @@ def test_the_grouped_release_takes_the_one_pass_sum(monkeypatch: pytest.MonkeyPa
 
 
 def test_fixed_point_total_declines_what_it_cannot_sum_exactly() -> None:
-    from dpframe.core.transform import fixed_point_total
+    from dpframe.core.exact.transform import fixed_point_total
 
     req = fixed_point_request("x", Fraction(0), Fraction(10), Fraction(0), False)
     assert fixed_point_total(np.arange(10, dtype=np.float32), req) is None  # not float64
@@ -350,7 +351,7 @@ def test_the_ungrouped_release_takes_the_one_pass_sum(monkeypatch: pytest.Monkey
     import pandas as pd
 
     import dpframe as dpf
-    from dpframe.core import primitives as transform  # the fixed-sum primitive calls it
+    from dpframe.core.exact import primitives as transform  # the fixed-sum primitive calls it
 
     calls: list[tuple[int, int] | None] = []
     real = transform.fixed_point_total
@@ -390,8 +391,8 @@ def _select_reference(u: np.ndarray, g: np.ndarray, pp: np.ndarray, rp: np.ndarr
 
 @pytest.mark.parametrize("groups,rows", [(1, 1), (1, 3), (2, 2), (3, 1), (9, 2)])
 def test_select_by_priority_is_the_reference_and_pre_selects(groups: int, rows: int) -> None:
-    from dpframe.core.bounding import select_by_priority, select_drawing
-    from dpframe.core.hashing import keyed_priority
+    from dpframe.core.exact.bounding import select_by_priority, select_drawing
+    from dpframe.core.exact.hashing import keyed_priority
 
     rng = np.random.default_rng(groups * 10 + rows)
     n = 3000
@@ -439,8 +440,8 @@ def test_select_by_priority_is_the_reference_and_pre_selects(groups: int, rows: 
 def test_select_by_priority_draws_no_row_priority_under_the_bound() -> None:
     """No pair holds more than ``max_rows`` rows (after the choice of groups): no row
     priority is read, so none is drawn; a pair past the bound is drawn for, its rows only."""
-    from dpframe.core.bounding import select_drawing
-    from dpframe.core.hashing import keyed_priority
+    from dpframe.core.exact.bounding import select_drawing
+    from dpframe.core.exact.hashing import keyed_priority
 
     def never(idx: np.ndarray) -> np.ndarray:
         raise AssertionError("a row priority was drawn")
@@ -462,8 +463,8 @@ def test_select_by_priority_chooses_groups_and_rows_uniformly() -> None:
     """Keyed pair priorities with a fresh salt and uniform row priorities: each of a unit's four
     groups is kept with probability 1/4 and each of a pair's rows with probability 2/5
     (binomial tolerance, 5 standard deviations; a wrong rule fails it)."""
-    from dpframe.core.bounding import select_by_priority
-    from dpframe.core.hashing import keyed_priority
+    from dpframe.core.exact.bounding import select_by_priority
+    from dpframe.core.exact.hashing import keyed_priority
 
     u = np.zeros(4 * 5, dtype=np.int64)
     g = np.repeat(np.arange(4), 5)
@@ -488,8 +489,8 @@ def test_each_unit_keeps_its_pairs_of_least_key(max_groups: int, huge_codes: boo
     beyond 32 bits all keep each unit's pairs of least (top 24 bits of priority, group),
     including units with fewer pairs than ``max_groups``, a group code of -1, and priorities
     that tie in their top 32 bits (the smaller group first)."""
-    from dpframe.core.bounding import _smallest_pairs
-    from dpframe.core.hashing import keyed_priority
+    from dpframe.core.exact.bounding import _smallest_pairs
+    from dpframe.core.exact.hashing import keyed_priority
 
     rng = np.random.default_rng(max_groups)
     u = rng.integers(0, 300, 5000)
@@ -512,7 +513,7 @@ def test_each_unit_keeps_its_pairs_of_least_key(max_groups: int, huge_codes: boo
 
 
 def test_pair_keys_order_by_top_bits_then_group() -> None:
-    from dpframe.core.bounding import pair_keys
+    from dpframe.core.exact.bounding import pair_keys
 
     # the top 24 bits, then the group (-1 after every group); lower priority bits never count
     prio = np.array([5 << 40 | 7 << 32, 5 << 40 | 1, 4 << 40 | 9 << 35, 0], dtype=np.uint64)
@@ -528,7 +529,7 @@ def test_both_key_layouts_keep_the_same_pairs_even_on_ties() -> None:
     change. Both layouts must keep the same pairs for every other unit, also when priorities
     tie in their top 24 bits and differ below (an order on 32 bits broke those ties apart from
     the compact one, so one unit's row in group 300 moved other units' choices)."""
-    from dpframe.core.bounding import _smallest_keys, pair_keys
+    from dpframe.core.exact.bounding import _smallest_keys, pair_keys
 
     rng = np.random.default_rng(21)
     n = 6000
@@ -552,8 +553,8 @@ def test_the_packed_sort_keeps_the_pairs_the_rounds_keep(nu: int, compact: bool)
     """The value sort of packed (unit, key) words (4+ groups) keeps exactly the pairs that
     rounds of per-unit minima keep, on units with fewer pairs than the bound, dropped rows
     (group -1) and keys that tie in their priority bits."""
-    from dpframe.core.bounding import _keys_up_to_threshold, pair_keys
-    from dpframe.core.hashing import keyed_priority
+    from dpframe.core.exact.bounding import _keys_up_to_threshold, pair_keys
+    from dpframe.core.exact.hashing import keyed_priority
 
     rng = np.random.default_rng(nu)
     n = 20_000
@@ -580,7 +581,7 @@ def test_one_group_per_unit_is_the_pair_of_least_key(ngroups: int) -> None:
     """bound_contributions with one group per unit keeps, for each unit, the rows of its pair
     of least (top 24 bits of the keyed priority, group): compact keys up to 255 groups, 64-bit
     keys from 256, one order; rows of a dropped group (-1) stay dropped."""
-    from dpframe.core.hashing import keyed_priority
+    from dpframe.core.exact.hashing import keyed_priority
 
     rng = np.random.default_rng(ngroups)
     n = 6000
@@ -606,8 +607,7 @@ def test_one_group_per_unit_is_the_same_on_any_number_of_threads(
         threads: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """The keys filled and the rows compared on several threads give the bits one thread
     gives (same seed), and each unit keeps exactly one of its groups."""
-    from dpframe.core import parallel
-
+    from dpframe.core.exact import parallel
     rng = np.random.default_rng(8)
     n = 5 * parallel.BLOCK_ROWS + 3
     units = rng.integers(0, n // 4, n)
@@ -631,8 +631,7 @@ def test_choosing_without_a_row_count_is_the_same_selection(
     path makes from the same seed: same chosen pairs, same rows past ``max_rows``, busy and
     idle units, dropped rows. The test fails if either path draws differently or keeps a row
     the other drops."""
-    from dpframe.core import bounding
-
+    from dpframe.core.exact import bounding
     rng = np.random.default_rng(12)
     n = 60_000
     units = rng.integers(0, 4_000, n)  # about 15 rows a unit: the counting-free path
@@ -701,8 +700,8 @@ def test_fused_block_keys_are_pair_keys_of_keyed_priorities(dtype: type, compact
     buffers) writes exactly ``pair_keys(keyed_priority(u, g))``, for group codes of any
     signed width, -1 included (``pair_keys`` is the block function on a copy: the key bits
     themselves are pinned by ``test_pair_keys_order_by_top_bits_then_group``)."""
-    from dpframe.core.bounding import _pair_keys_into, pair_keys
-    from dpframe.core.hashing import keyed_priority, priority_into
+    from dpframe.core.exact.bounding import _pair_keys_into, pair_keys
+    from dpframe.core.exact.hashing import keyed_priority, priority_into
 
     rng = np.random.default_rng(5)
     u = rng.integers(0, 2**40, 5000)
@@ -724,7 +723,7 @@ def test_narrow_group_codes_bound_like_int64_and_rows_match_the_mask(
     """Scans and Dask hand bounding the group codes in their narrow travelling type (int8 up
     to 127 groups, int16 past: compact and 64-bit order keys): the same selection as int64
     codes; the kept rows bounding lists on the way are the mask's."""
-    from dpframe.core.bounding import bound_rows
+    from dpframe.core.exact.bounding import bound_rows
 
     rng = np.random.default_rng(8)
     units = rng.integers(0, 3000, 40_000)
@@ -761,8 +760,8 @@ def test_keyed_pairs_select_as_their_priorities(top: int, max_groups: int, max_r
     """Dask hands ``select_by_priority`` the inputs of the pair priorities (KeyedPairs), whose
     order keys are computed block by block: the same selection as the priorities themselves,
     for compact, 64-bit and sorted key layouts."""
-    from dpframe.core.bounding import KeyedPairs, select_by_priority
-    from dpframe.core.hashing import keyed_priority
+    from dpframe.core.exact.bounding import KeyedPairs, select_by_priority
+    from dpframe.core.exact.hashing import keyed_priority
 
     rng = np.random.default_rng(top)
     n = 20_000
@@ -791,8 +790,7 @@ def test_narrow_and_wide_group_codes_release_the_same(unit: str | None,
 
     import dpframe as dpf
     from dpframe.backends import pandas as pandas_backend
-    from dpframe.core import transform
-
+    from dpframe.core.exact import transform
     rng = np.random.default_rng(9)
     n = 20_000
     keys = [f"k{i}" for i in range(60)]
@@ -823,7 +821,7 @@ def test_narrow_and_wide_group_codes_release_the_same(unit: str | None,
 def test_row_selection_packs_or_falls_back_to_the_same_rows() -> None:
     """Pair keys whose span does not pack beside the permutation (past 63 bits) take the
     unique-and-argsort path: the same rows from the same draw as the packed value sort."""
-    from dpframe.core.bounding import _select_rows
+    from dpframe.core.exact.bounding import _select_rows
 
     rng = np.random.default_rng(4)
     units = rng.integers(0, 400, 6000)

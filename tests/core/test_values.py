@@ -1,4 +1,5 @@
-"""The canonical value model (dpframe.core.values): equality, labels, missing values, order."""
+"""The canonical value model (dpframe.core.exact.values): equality, labels, missing values,
+order."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dpframe.core.values import canonical, canonicalize, is_canonical, order_key, sorted_order
+from dpframe.core.exact.values import canonical, canonicalize, is_canonical, order_key, sorted_order
 
 
 def test_equal_values_get_one_canonical_label_whatever_their_spelling():

@@ -22,7 +22,7 @@ import dpframe as dpf  # noqa: E402
 from dpframe.core.accounting import PrivacyCost  # noqa: E402
 from dpframe.plot import plot_budget, plot_grouped, plot_histogram  # noqa: E402
 
-pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning")
 
 BINS = [0, 18, 30, 50, 70, 100]
 KEYS = ["a", "b", "c"]

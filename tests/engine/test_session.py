@@ -15,7 +15,7 @@ import pytest
 
 import dpframe as dpf
 from dpframe.core.accounting import PrivacyCost, zcdp_rho_for_epsilon
-from dpframe.core.rng import InsecureSeedWarning
+from dpframe.core.noise.rng import InsecureSeedWarning
 from dpframe.engine.ledger import MemoryLedger, SqliteLedger
 from dpframe.engine.session import LEDGER_COLUMNS, active_session
 

@@ -21,7 +21,7 @@ from dpframe.cli.commands import app
 from dpframe.core.digest import RULE, values_digest
 from dpframe.export import file_values_digest
 
-pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning")
 
 DF = pd.DataFrame({"g": ["a", "b", "c"] * 40, "x": np.linspace(0, 9, 120)})
 

@@ -16,7 +16,7 @@ from dpframe.core.aggregates import NAMES
 
 from ._support import session
 
-pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning")
 
 
 @pytest.fixture
@@ -70,8 +70,8 @@ def test_the_smallest_epsilon_that_meets_the_target(df: pd.DataFrame, name: str,
 
 
 def test_epsilon_does_not_depend_on_the_data(df: pd.DataFrame) -> None:
-    a = _priv(df, session()).groupby("g").sum("x", accuracy=1000, dry_run=True)["epsilon"]
-    b = _priv(df.iloc[:0], session()).groupby("g").sum("x", accuracy=1000, dry_run=True)
+    a = _priv(df, session()).explain("sum", "x", by="g", accuracy=1000)["epsilon"]
+    b = _priv(df.iloc[:0], session()).explain("sum", "x", by="g", accuracy=1000)
     assert a == b["epsilon"]
 
 
@@ -120,7 +120,7 @@ def test_a_means_preview_is_in_its_own_units(df: pd.DataFrame) -> None:
     report show it as "a/n", and a released interval over n rows is within a / n."""
     s = session()
     p = _priv(df, s)
-    m = p.mean("x", epsilon=0.5, dry_run=True)["measures"][0]
+    m = p.explain("mean", "x", epsilon=0.5)["measures"][0]
     assert m["ci_half_width"] is None and m["sum_ci_half_width"] > 100  # the sum's units
     a = m["ci_half_width_times_rows"]
     n = len(df)

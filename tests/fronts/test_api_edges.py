@@ -120,9 +120,9 @@ def test_pandera_keys_are_listed_once_and_bounds_read_by_the_number_rule() -> No
         FRAME.dp(dpf.Session(1.0, seed=1), keys={"g": {"a", "b"}})
     lo, hi = np.float32(0.1), np.float32(0.7)
     by_schema = FRAME.dp(dpf.Session(1.0, seed=1), schema=pa.DataFrameSchema(
-        {"x": pa.Column(float, pa.Check.in_range(lo, hi))})).sum("x", epsilon=1, dry_run=True)
-    declared = FRAME.dp(dpf.Session(1.0, seed=1), bounds={"x": (lo, hi)}).sum(
-        "x", epsilon=1, dry_run=True)
+        {"x": pa.Column(float, pa.Check.in_range(lo, hi))})).explain("sum", "x", epsilon=1)
+    declared = FRAME.dp(dpf.Session(1.0, seed=1), bounds={"x": (lo, hi)}).explain(
+        "sum", "x", epsilon=1)
     assert by_schema["measures"][0]["sensitivity"] == declared["measures"][0]["sensitivity"]
 
 

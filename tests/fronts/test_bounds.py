@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 
 import dpframe as dpf
-from dpframe.core.mechanisms import noise_spec
-from dpframe.core.rng import RandomSource
+from dpframe.core.noise.mechanisms import noise_spec
+from dpframe.core.noise.rng import RandomSource
 from dpframe.core.value_bounds import (
     TAIL_PROBABILITY,
     bounds_from_counts,
@@ -25,7 +25,7 @@ from dpframe.core.value_bounds import (
 
 from ._support import session
 
-pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning")
 
 
 def _octave(v: float, max_abs: float = 1e12) -> tuple[float, float]:
@@ -57,7 +57,7 @@ def test_the_estimate_is_the_octaves_of_the_quantiles(values, quantiles) -> None
     # post-processing: declaring the estimate costs nothing more
     spent = s.spent
     priv = df.dp(s, bounds={"x": (lo, hi)})
-    priv.sum("x", epsilon=1.0, dry_run=True)
+    priv.explain("sum", "x", epsilon=1.0)
     assert s.spent == spent
 
 
@@ -131,8 +131,7 @@ def test_too_few_units_warn_from_the_released_counts() -> None:
 def test_dry_run_shows_the_histogram_and_charges_nothing() -> None:
     df = pd.DataFrame({"u": [1, 1, 2], "x": [1.0, 2.0, 3.0]})
     s = session()
-    plan = df.dp(s, privacy_unit="u", max_rows_per_unit=50).bounds("x", epsilon=0.5,
-                                                                    dry_run=True)
+    plan = df.dp(s, privacy_unit="u", max_rows_per_unit=50).explain("bounds", "x", epsilon=0.5)
     assert plan["epsilon"] == pytest.approx(0.5) and s.spent == (0.0, 0.0)
     (m,) = plan["measures"]
     assert m["aggregate"] == "bounds" and m["sensitivity"] == 1.0
@@ -142,7 +141,7 @@ def test_dry_run_shows_the_histogram_and_charges_nothing() -> None:
 def test_change_one_doubles_the_sensitivity() -> None:
     df = pd.DataFrame({"x": [1.0, 2.0, 3.0]})
     s = dpf.Session(10.0, neighbouring="change_one", seed=1)
-    plan = df.dp(s).bounds("x", epsilon=0.5, dry_run=True)
+    plan = df.dp(s).explain("bounds", "x", epsilon=0.5)
     assert plan["measures"][0]["sensitivity"] == 2.0
 
 

@@ -11,7 +11,7 @@ import pytest
 
 import dpframe as dpf
 
-pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning")
 
 
 def _day(n: int = 50) -> pd.DataFrame:

@@ -55,7 +55,7 @@ def test_grouped_sum_sensitivity_and_provenance(opts: dict[str, int], l1: float,
                                                 k: int, r: int) -> None:
     s = _session()
     p = _frame().dp(s, bounds={"x": (0, 10)}, keys=KEYS, privacy_unit="u", **opts)
-    plan = p.groupby("g").sum("x", epsilon=1.0, dry_run=True)
+    plan = p.explain("sum", "x", by="g", epsilon=1.0)
     assert plan["measures"][0]["sensitivity"] == pytest.approx(l1, rel=1e-12)
     assert (plan["max_rows_per_unit"], plan["max_groups_per_unit"],
             plan["max_rows_per_group"]) == (t, k, r)

@@ -14,7 +14,7 @@ import dpframe as dpf
 from ._support import session
 from .test_plan_sensitivity import oracle
 
-pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning")
 
 HUGE = 1e6
 KEYS = ["a", "b", "c"]
@@ -89,10 +89,10 @@ def test_the_noise_is_a_counts(df: pd.DataFrame, relation: str, unit: str | None
     kw = {} if unit is None else {"privacy_unit": unit, "max_rows_per_unit": rows,
                                   "max_groups_per_unit": groups}
     p = df.dp(session(neighbouring=relation), keys={"g": KEYS}, **kw)
-    ungrouped = p.count_distinct("city", epsilon=0.5, dry_run=True)["measures"][0]
+    ungrouped = p.explain("count_distinct", "city", epsilon=0.5)["measures"][0]
     assert ungrouped["sensitivity"] == oracle("count", relation, rows=rows)[0]
-    grouped = p.groupby("g").count_distinct("city", epsilon=0.5, dry_run=True)["measures"][0]
-    count = p.groupby("g").count(epsilon=0.5, dry_run=True)["measures"][0]
+    grouped = p.explain("count_distinct", "city", by="g", epsilon=0.5)["measures"][0]
+    count = p.explain("count", by="g", epsilon=0.5)["measures"][0]
     assert grouped["sensitivity"] == count["sensitivity"]
     assert grouped["noise_scale"] == count["noise_scale"]
 

@@ -15,7 +15,7 @@ import pytest
 
 from ._support import binomial_floor, repeat
 
-pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning")
 
 LEVEL = 0.95
 KEYS = ["a", "b", "c", "d", "e"]
@@ -80,8 +80,8 @@ def test_intervals_are_symmetric_and_match_the_plan():
     df = frame()
     from ._support import session
 
-    plan = df.dp(session(), bounds={"x": (0, 10)}, keys={"g": KEYS}).groupby("g").sum(
-        "x", epsilon=0.5, ci=LEVEL, dry_run=True)
+    plan = df.dp(session(), bounds={"x": (0, 10)}, keys={"g": KEYS}).explain(
+        "sum", "x", by="g", epsilon=0.5, ci=LEVEL)
     assert np.allclose(hw, plan["measures"][0]["ci_half_width"])
 
 

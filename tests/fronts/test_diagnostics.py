@@ -25,7 +25,7 @@ from tests.backends.contract import Data, built, params
 
 from ._support import mean_cost_spec
 
-pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning",
+pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning",
                                         "ignore::dpframe.errors.NearZeroWarning")
 
 KEYS = ["a", "b", "c"]
@@ -86,7 +86,7 @@ def test_it_is_charged_with_the_query_and_noised_by_the_cap() -> None:
     df = data()
     s = dpf.Session(10, privacy_unit="u", seed=2)
     p = df.dp(s, bounds=BOUNDS, keys={"g": KEYS}, privacy_unit="u", max_rows_per_unit=T)
-    plan = p.groupby("g").mean("x", epsilon=0.5, diagnostics=0.25, dry_run=True)
+    plan = p.explain("mean", "x", by="g", epsilon=0.5, diagnostics=0.25)
     assert plan["charge_epsilon"] == 0.75
     assert plan["diagnostics"]["sensitivity"] == T  # min(T, k R) = T here
     assert plan["diagnostics"]["noise_scale"] == pytest.approx(T / 0.125)
@@ -145,7 +145,7 @@ def test_provenance_states_each_counts_epsilon_noise_scale_and_cap(
     the dry run's plan. They were the two noisy values alone."""
     s = dpf.Session(1e6, privacy_unit="u", seed=4)
     p = data().dp(s, bounds=BOUNDS, keys={"g": KEYS}, privacy_unit="u", **bounds)
-    plan = p.groupby("g").sum("x", epsilon=1.0, diagnostics=0.5, dry_run=True)["diagnostics"]
+    plan = p.explain("sum", "x", by="g", epsilon=1.0, diagnostics=0.5)["diagnostics"]
     r = p.groupby("g").sum("x", epsilon=1.0, diagnostics=0.5)
     cap = min(bounds["max_rows_per_unit"],
               bounds.get("max_groups_per_unit", 99) * bounds.get("max_rows_per_group", 99))
@@ -248,9 +248,9 @@ def test_diagnostics_is_a_plain_argument_not_a_context_variable() -> None:
     p = data().head(10).dp(dpf.Session(10, seed=5), bounds=BOUNDS)
     from dpframe.core.query import Measure
 
-    q = p._query([Measure("count")], 0.5, 0.0, diagnostics=0.25)
+    q = p._rel.query([Measure("count")], epsilon=0.5, diagnostics=0.25)
     assert q.diagnostics == Fraction(1, 4)
-    assert p._query([Measure("count")], 0.5, 0.0).diagnostics is None
+    assert p._rel.query([Measure("count")], epsilon=0.5).diagnostics is None
     for info in pkgutil.iter_modules(fronts.__path__, "dpframe.fronts."):
         module = importlib.import_module(info.name)
         held = [n for n, v in vars(module).items() if isinstance(v, contextvars.ContextVar)]

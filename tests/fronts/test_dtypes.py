@@ -14,7 +14,7 @@ import dpframe as dpf
 
 from ._support import session
 
-pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning")
 
 HUGE = 1000.0  # integer results are exact at this epsilon (noise scale <= 1e-2)
 FINE = 1e5     # real results within ~1e-3 (granular noise of scale bound / 1e5)
@@ -205,11 +205,11 @@ def schema_frame() -> pd.DataFrame:
 def test_pandera_schema_supplies_bounds():
     s = session()
     p = schema_frame().dp(s, schema=schema())
-    plan = p.sum("age", epsilon=1.0, dry_run=True)
+    plan = p.explain("sum", "age", epsilon=1.0)
     assert plan["measures"][0]["sensitivity"] == 120
     assert p.sum("age", epsilon=FINE) == pytest.approx(30 + 120 + 45, abs=1e-2)  # clamped
     assert p.sum("n", epsilon=HUGE) == 3 + 4 + 10
-    z = p.sum("z", epsilon=1.0, dry_run=True)["measures"][0]["sensitivity"]
+    z = p.explain("sum", "z", epsilon=1.0)["measures"][0]["sensitivity"]
     assert z == pytest.approx(1.0)
     with pytest.raises(dpf.BoundsError):
         p.sum("w", epsilon=1.0)
@@ -224,7 +224,7 @@ def test_pandera_isin_supplies_keys():
 def test_explicit_bounds_and_keys_override_the_schema():
     p = schema_frame().dp(session(), schema=schema(), bounds={"age": (0, 50)},
                           keys={"state": ["WA"]})
-    assert p.sum("age", epsilon=1.0, dry_run=True)["measures"][0]["sensitivity"] == 50
+    assert p.explain("sum", "age", epsilon=1.0)["measures"][0]["sensitivity"] == 50
     assert p.groupby("state").count(epsilon=HUGE).to_dict() == {"WA": 1}
 
 

@@ -16,7 +16,7 @@ import pytest
 
 import dpframe as dpf
 
-pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning")
 
 SECRETS = ("987654", "987,654", "9.87654", "SECRET-KEY", "secret-key", "424242", "31415926")
 
@@ -197,14 +197,14 @@ def test_bad_input_is_refused_before_any_charge(name, error, call):
 
 DRY_CASES: list[Case] = [
     ("missing bounds", dpf.BoundsError,
-     lambda s: dp(s, bounds={}).sum("income", epsilon=1, dry_run=True)),
+     lambda s: dp(s, bounds={}).explain("sum", "income", epsilon=1)),
     ("reversed bounds", dpf.BoundsError,
-     lambda s: dp(s, bounds={"income": (1, 0)}).mean("income", epsilon=1, dry_run=True)),
+     lambda s: dp(s, bounds={"income": (1, 0)}).explain("mean", "income", epsilon=1)),
     ("no keys", dpf.KeysError,
-     lambda s: dp(s, keys={}).groupby("state").count(epsilon=1, dry_run=True)),
-    ("bad epsilon", dpf.ValidationError, lambda s: dp(s).count(epsilon=-1, dry_run=True)),
+     lambda s: dp(s, keys={}).explain("count", by="state", epsilon=1)),
+    ("bad epsilon", dpf.ValidationError, lambda s: dp(s).explain("count", epsilon=-1)),
     ("non-numeric", dpf.ValidationError,
-     lambda s: dp(s, bounds={"state": (0, 1)}).max("state", epsilon=1, dry_run=True)),
+     lambda s: dp(s, bounds={"state": (0, 1)}).explain("max", "state", epsilon=1)),
 ]
 
 
@@ -261,7 +261,7 @@ def test_query_over_budget_changes_nothing_and_later_queries_work():
     p = df.dp(s, bounds=OK_BOUNDS, keys=KEYS)
     p.count(epsilon=0.7)
     spent, rows = s.spent, len(s.ledger)
-    plan = p.sum("income", epsilon=0.5, dry_run=True)
+    plan = p.explain("sum", "income", epsilon=0.5)
     assert plan["fits_budget"] is False
     for attempt in (lambda: p.sum("income", epsilon=0.5),
                     lambda: p.groupby("state").count(epsilon=0.31),
@@ -293,12 +293,12 @@ def test_dry_run_charges_nothing():
     s = new_session()
     spent, rows = s.spent, len(s.ledger)
     p = dp(s)
-    plans = [p.count(epsilon=1, dry_run=True), p.sum("income", epsilon=1, dry_run=True),
-             p.mean("income", epsilon=1, dry_run=True), p.max("income", epsilon=1, dry_run=True),
-             p.histogram("income", bins=[0, 1, 2], epsilon=1, dry_run=True),
-             p.groupby("state").agg({"income": ["sum", "median"]}, epsilon=1, dry_run=True),
-             p.groupby("state", keys="private").count(epsilon=1, delta=1e-6, dry_run=True),
-             p.count(epsilon=100, dry_run=True)]
+    plans = [p.explain("count", epsilon=1), p.explain("sum", "income", epsilon=1),
+             p.explain("mean", "income", epsilon=1), p.explain("max", "income", epsilon=1),
+             p.explain("histogram", "income", bins=[0, 1, 2], epsilon=1),
+             p.explain("agg", {"income": ["sum", "median"]}, by="state", epsilon=1),
+             p.explain("count", by="state", keys="private", epsilon=1, delta=1e-6),
+             p.explain("count", epsilon=100)]
     assert all(isinstance(x, dict) for x in plans)
     assert plans[0]["fits_budget"] is True and plans[-1]["fits_budget"] is False
     assert s.spent == spent and len(s.ledger) == rows

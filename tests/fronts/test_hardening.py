@@ -148,7 +148,7 @@ def test_mixed_gaussian_agg_is_charged_with_a_valid_proof_and_true_provenance():
     gauss = [m for m in measures if m["mechanism"] == "discrete gaussian"]
     pure = sum(Fraction(m["epsilon"]) for m in measures if m not in gauss)
     # the whole query's guarantee: the Gaussian block is (1 - pure, 1e-6)-DP on the analytic
-    # curve (core/gaussian.py proves it for the discrete noise), the pure measures add theirs
+    # curve (core/noise/gaussian.py proves it for the discrete noise), the pure measures add theirs
     assert _analytic_delta(float(1 - pure), sum(_mu2(m) for m in gauss)) <= 1e-6
     # each Gaussian measure's stated (epsilon, delta) is true of its own noise, and at most
     # what its own rho gives in zCDP (a measure's rho here is its sum part's)
@@ -165,11 +165,11 @@ def test_mixed_gaussian_agg_is_charged_with_a_valid_proof_and_true_provenance():
 def test_change_one_sum_sensitivity_covers_rows_entering_a_filtered_frame():
     df = pd.DataFrame({"x": [100.5] * 10, "u": range(10)})
     s = session(neighbouring="change_one")
-    dry = df.dp(s, bounds={"x": (100, 101)}).sum("x", epsilon=1, dry_run=True)
+    dry = df.dp(s, bounds={"x": (100, 101)}).explain("sum", "x", epsilon=1)
     assert dry["measures"][0]["sensitivity"] >= 101
     s2 = session(neighbouring="change_one")
-    dry = df.dp(s2, bounds={"x": (100, 101)}, privacy_unit="u", max_rows_per_unit=3).sum(
-        "x", epsilon=1, dry_run=True)
+    dry = df.dp(s2, bounds={"x": (100, 101)}, privacy_unit="u", max_rows_per_unit=3).explain(
+        "sum", "x", epsilon=1)
     assert dry["measures"][0]["sensitivity"] >= 3 * 101
 
 
@@ -217,7 +217,7 @@ def test_quantile_levels_never_overflow_the_sampler(q):
     s = session(epsilon=100)
     v = df.dp(s, bounds={"x": (0, 300)}).quantile("x", q, epsilon=50)
     assert abs(v - q * 300) < 15
-    prov = df.dp(s, bounds={"x": (0, 300)}).quantile("x", q, epsilon=1, dry_run=True)
+    prov = df.dp(s, bounds={"x": (0, 300)}).explain("quantile", "x", q, epsilon=1)
     assert prov["measures"][0]["candidates"] == 1 << 16
 
 
@@ -292,8 +292,7 @@ def test_numbers_are_read_by_one_rule_in_sessions_queries_and_bounds():
     for eps in (Decimal("0.1"), Fraction(1, 10), 0.1):
         df.dp(s, bounds={"x": (Decimal("0"), np.float32(0.1))}).sum("x", epsilon=eps)
     assert s.remaining == (0.0, 0.0)
-    dry = df.dp(s, bounds={"x": (np.float32(-0.1), np.float32(0.1))}).sum(
-        "x", epsilon=1, dry_run=True)
+    dry = df.dp(s, bounds={"x": (np.float32(-0.1), np.float32(0.1))}).explain("sum", "x", epsilon=1)
     assert dry["measures"][0]["sensitivity"] == pytest.approx(0.1, abs=1e-9)
 
 

@@ -22,7 +22,7 @@ from dpframe.core import intervals
 
 from ._support import binomial_floor, repeat
 
-pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning",
+pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning",
                                         "ignore::dpframe.errors.NearZeroWarning")
 
 LEVEL = 0.95

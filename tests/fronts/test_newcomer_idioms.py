@@ -106,7 +106,7 @@ def test_describe(df: pd.DataFrame) -> None:
     assert len(split) == 8 and sum(split.values()) == pytest.approx(HUGE)
     assert split["age.percentiles"] == pytest.approx(HUGE / 4)  # 3 of 12 statistics
     assert len(s.ledger) == 1  # one release, one charge
-    dry = priv_of(df, s).describe(epsilon=1.0, columns=["age"], dry_run=True)  # type: ignore[attr-defined]
+    dry = priv_of(df, s).explain("describe", epsilon=1.0, columns=["age"])  # type: ignore[attr-defined]
     assert len(dry["measures"]) == 4 and len(s.ledger) == 1
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from ._support import check_spread, repeat
 
-pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning")
 
 RELATIONS = ("add_remove", "change_one")
 N_SCALAR = 500      # ungrouped releases per test

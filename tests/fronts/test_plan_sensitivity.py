@@ -17,7 +17,7 @@ import pytest
 
 from ._support import session
 
-pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning")
 
 RELATIONS = ("add_remove", "change_one")
 EPS = 0.5
@@ -90,18 +90,18 @@ def _check_real(m: dict, expected: float, changed: int) -> None:
 def test_count_scales(relation, unit, rows, groups):
     s, p = priv(relation, unit, rows, groups, (0.0, 10.0))
     exp, _ = oracle("count", relation, rows=rows)
-    m = _measure(p.count(epsilon=EPS, dry_run=True))
+    m = _measure(p.explain("count", epsilon=EPS))
     assert m["mechanism"] == "geometric" and m["granularity"] == 1.0
     assert m["noise_scale"] == exp / EPS
-    m = _measure(p.count("x", epsilon=EPS, dry_run=True))
+    m = _measure(p.explain("count", "x", epsilon=EPS))
     assert m["noise_scale"] == exp / EPS
 
     exp, _ = oracle("groupby_count", relation, rows=rows, groups=groups if unit else 1)
-    m = _measure(p.groupby("g").count(epsilon=EPS, dry_run=True))
+    m = _measure(p.explain("count", by="g", epsilon=EPS))
     assert m["noise_scale"] == exp / EPS
 
     exp, _ = oracle("histogram", relation, rows=rows)
-    m = _measure(p.histogram("x", bins=[-20, -5, 0, 5, 20], epsilon=EPS, dry_run=True))
+    m = _measure(p.explain("histogram", "x", bins=[-20, -5, 0, 5, 20], epsilon=EPS))
     assert m["noise_scale"] == exp / EPS
     assert s.spent == (0.0, 0.0) and len(s.ledger) == 0
 
@@ -112,13 +112,13 @@ def test_count_scales(relation, unit, rows, groups):
 def test_sum_scales(relation, unit, rows, groups, bounds):
     s, p = priv(relation, unit, rows, groups, bounds)
     exp, changed = oracle("sum", relation, *bounds, rows=rows)
-    m = _measure(p.sum("x", epsilon=EPS, dry_run=True))
+    m = _measure(p.explain("sum", "x", epsilon=EPS))
     assert m["mechanism"] == "granular laplace"
     _check_real(m, exp, changed)
 
     exp, changed = oracle("groupby_sum", relation, *bounds, rows=rows,
                           groups=groups if unit else 1)
-    m = _measure(p.groupby("g").sum("x", epsilon=EPS, dry_run=True))
+    m = _measure(p.explain("sum", "x", by="g", epsilon=EPS))
     _check_real(m, exp, changed)
     assert s.spent == (0.0, 0.0) and len(s.ledger) == 0
 
@@ -129,11 +129,11 @@ def test_integer_sum_scales(relation, unit, rows, groups):
     """Integer columns: geometric noise on the exact integer sum, scale = L1 / eps exactly."""
     _, p = priv(relation, unit, rows, groups, (0.0, 10.0))
     exp, _ = oracle("sum", relation, -8, 8, rows=rows)
-    m = _measure(p.sum("n", epsilon=EPS, dry_run=True))
+    m = _measure(p.explain("sum", "n", epsilon=EPS))
     assert m["mechanism"] == "geometric" and m["granularity"] == 1.0
     assert m["noise_scale"] == exp / EPS
     exp, _ = oracle("groupby_sum", relation, -8, 8, rows=rows, groups=groups if unit else 1)
-    m = _measure(p.groupby("g").sum("n", epsilon=EPS, dry_run=True))
+    m = _measure(p.explain("sum", "n", by="g", epsilon=EPS))
     assert m["noise_scale"] == exp / EPS
 
 
@@ -141,7 +141,7 @@ def test_integer_bounds_are_rounded_inwards():
     """An integer column clamped to [0.5, 9.5] can only hold 1..9: M = 9, not 9.5."""
     s = session()
     p = frame().dp(s, bounds={"n": (0.5, 9.5)})
-    m = _measure(p.sum("n", epsilon=EPS, dry_run=True))
+    m = _measure(p.explain("sum", "n", epsilon=EPS))
     assert m["noise_scale"] == 9 / EPS
 
 
@@ -156,7 +156,7 @@ def test_mean_scales(relation, unit, rows, groups, bounds):
     lo, hi = bounds
     half = (hi - lo) / 2
     _, p = priv(relation, unit, rows, groups, bounds)
-    m = _measure(p.mean("x", epsilon=EPS, dry_run=True))
+    m = _measure(p.explain("mean", "x", epsilon=EPS))
     cnt, _ = oracle("count", relation, rows=rows)
     sm, changed = oracle("sum", relation, -half, half, rows=rows)
     assert m["mechanism"] == "k-norm (box, joint)" and m["epsilon"] == EPS
@@ -168,7 +168,7 @@ def test_mean_scales(relation, unit, rows, groups, bounds):
     assert b <= m["noise_scale"] <= b * (1 + changed * 2.0**-19) * (1 + 1e-12)
 
     k = groups if unit else 1
-    m = _measure(p.groupby("g").mean("x", epsilon=EPS, dry_run=True))
+    m = _measure(p.explain("mean", "x", by="g", epsilon=EPS))
     cnt, _ = oracle("groupby_count", relation, rows=rows, groups=k)
     sm, changed = oracle("groupby_sum", relation, -half, half, rows=rows, groups=k)
     assert m["joint"]["coordinates"]["count:x"]["sensitivity"] == cnt
@@ -212,8 +212,7 @@ def test_private_key_selection_plan(relation):
     ``selection_share`` asks for this split (without it the planner may threshold the count
     of rows itself: issue 47, tests/core/test_rows_stability.py)."""
     s, p = priv(relation, "uid", 3, 2, (0.0, 10.0))
-    plan = p.groupby("g", keys="private").count(epsilon=1.0, delta=1e-6, dry_run=True,
-                                                selection_share=0.5)
+    plan = p.explain("count", by="g", keys="private", epsilon=1.0, delta=1e-6, selection_share=0.5)
     sel = plan["key_selection"]
     k = 2 if relation == "add_remove" else 4
     assert sel["epsilon"] == 0.5
@@ -240,8 +239,8 @@ def test_private_key_selection_plan(relation):
 @pytest.mark.parametrize("relation", RELATIONS)
 def test_agg_splits_epsilon_by_weight(relation):
     _, p = priv(relation, None, 1, 1, (-10.0, 10.0))
-    plan = p.groupby("g").agg({"x": ["sum", "mean"], "n": "sum"}, epsilon=1.2,
-                              weights=[2, 1, 1], dry_run=True)
+    plan = p.explain("agg", {"x": ["sum", "mean"], "n": "sum"}, by="g", epsilon=1.2,
+                     weights=[2, 1, 1])
     assert plan["charge_epsilon"] == 1.2
     eps = [m["epsilon"] for m in plan["measures"]]
     assert eps == pytest.approx([0.6, 0.3, 0.3])

@@ -25,7 +25,7 @@ import pytest
 
 import dpframe as dpf
 
-pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning")
 
 K, T, DELTA = 10, 200, 1e-6
 SEEDS = range(7)

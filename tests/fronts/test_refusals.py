@@ -442,7 +442,7 @@ def test_engine_epsilon_for_is_the_fronts_accuracy_first_epsilon() -> None:
     neither charges anything."""
     s = _session()
     priv = frame().dp(s, bounds=BOUNDS, keys=KEYS)
-    planned = priv.mean("x", accuracy=0.5, min_rows=50, dry_run=True)
+    planned = priv.explain("mean", "x", accuracy=0.5, min_rows=50)
     query = priv.query("mean", "x", epsilon=1)
     eps = engine.epsilon_for(s, query, priv._backend, 0.5, 50)  # type: ignore[attr-defined]
     assert float(eps) == planned["epsilon"] and s.spent == (0.0, 0.0)

@@ -29,7 +29,7 @@ import dpframe as dpf
 
 from ._support import mean_cost_spec
 
-pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning",
+pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning",
                                         "ignore::dpframe.errors.NearZeroWarning")
 
 BOUNDS = (-60, 240)
@@ -91,7 +91,7 @@ def test_aggregates_that_clamp_nothing_state_bounds_none(call: str) -> None:
 def test_agg_dry_runs_the_ledger_and_exports_state_the_bounds(tmp_path: Path) -> None:
     s = dpf.Session(1e9, 1e-3, seed=5)
     priv = unit_frame(s)
-    plan = priv.groupby("origin").agg({"delay": ["mean", "count"]}, epsilon=1.0, dry_run=True)
+    plan = priv.explain("agg", {"delay": ["mean", "count"]}, by="origin", epsilon=1.0)
     assert [m["bounds"] for m in plan["measures"]] == [[-60.0, 240.0], None]
     out = priv.groupby("origin").agg({"delay": ["mean", "count"]}, epsilon=1.0)
     assert [m["bounds"] for m in out.attrs["dp"]["measures"]] == [[-60.0, 240.0], None]
@@ -203,7 +203,7 @@ def test_describe_without_ci_keeps_pandas_rows_and_a_dry_run_takes_ci() -> None:
     priv = unit_frame()
     out = priv.describe(epsilon=1.0, columns=["delay"])
     assert list(out.index) == ["count", "mean", "std", "25%", "50%", "75%"]
-    plan = priv.describe(epsilon=1.0, columns=["delay"], ci=0.8, dry_run=True)
+    plan = priv.explain("describe", epsilon=1.0, columns=["delay"], ci=0.8)
     assert {m["ci_level"] for m in plan["measures"]} == {0.8}
 
 
@@ -217,7 +217,7 @@ def test_describe_refuses_a_bad_ci_before_the_charge() -> None:
 
 def test_a_dry_run_states_what_the_release_will_cover() -> None:
     priv = unit_frame(max_groups_per_unit=2, max_rows_per_group=150)
-    plan = priv.groupby("origin").mean("delay", epsilon=1.0, dry_run=True)
+    plan = priv.explain("mean", "delay", by="origin", epsilon=1.0)
     out = priv.groupby("origin").mean("delay", epsilon=1.0)
     assert plan["covers"] == out.attrs["dp"]["covers"] == (
         "values clamped to [-60, 240]; at most 200 rows per unit, in at most 2 groups, at most "

@@ -102,7 +102,7 @@ def test_rollup_one_column_numeric_keys_and_margins_name() -> None:
 
 def test_rollup_with_ci_and_explain() -> None:
     priv = data().dp(session(10), keys=COMBOS)
-    plan = priv.groupby(["region", "city"]).count(epsilon=1, rollup=True, dry_run=True)
+    plan = priv.explain("count", by=["region", "city"], epsilon=1, rollup=True)
     assert plan["rollup"]["levels"] == 3 and plan["charge_epsilon"] == pytest.approx(1.0)
     out = priv.groupby(["region", "city"]).count(epsilon=1, rollup=True, ci=0.9)
     assert list(out.columns) == ["count", "lower", "upper"]

@@ -11,7 +11,7 @@ import pytest
 import dpframe as dpf
 from dpframe.core.accounting import poisson_subsampling
 
-pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning")
 
 
 def test_sample_charges_amplified_epsilon() -> None:

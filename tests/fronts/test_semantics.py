@@ -15,7 +15,7 @@ import dpframe as dpf
 
 from ._support import repeat, session
 
-pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning")
 
 HUGE = 1000.0  # geometric noise of scale <= 3/1000 is 0 except with probability ~1e-144
 
@@ -260,7 +260,7 @@ def test_neighbouring_sums_differ_by_at_most_the_planned_sensitivity(relation):
     opts = {"bounds": {"x": (5, 10)}, "privacy_unit": "uid", "max_rows_per_unit": 3}
     a = base.dp(s, **opts).sum("x", epsilon=1e5)
     b = neighbours.dp(s, **opts).sum("x", epsilon=1e5)
-    sens = base.dp(s, **opts).sum("x", epsilon=1.0, dry_run=True)["measures"][0]["sensitivity"]
+    sens = base.dp(s, **opts).explain("sum", "x", epsilon=1.0)["measures"][0]["sensitivity"]
     assert abs(a - b) == pytest.approx(30 if relation == "add_remove" else 25, abs=0.05)
     assert abs(a - b) <= sens + 0.05
 

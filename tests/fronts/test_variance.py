@@ -14,12 +14,12 @@ import pytest
 
 import dpframe as dpf
 from dpframe.core.intervals import noise_draws, variance_estimate, variance_interval
-from dpframe.core.mechanisms import noise_spec
+from dpframe.core.noise.mechanisms import noise_spec
 
 from ._support import session
 from .test_plan_sensitivity import oracle
 
-pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning")
 
 HUGE = 1e6
 BOUNDS = (0.0, 10.0)
@@ -61,8 +61,8 @@ def test_the_three_releases_have_the_privacy_md_sensitivities(df: pd.DataFrame, 
     half-widths their privacy.md sensitivities (epsilon' = epsilon / (1 + c / D) - 2**-40)."""
     h = (bounds[1] - bounds[0]) / 2
     eps = 0.6
-    plan = df.dp(session(neighbouring=relation), bounds={"x": bounds}).var(
-        "x", epsilon=eps, dry_run=True)
+    plan = df.dp(session(neighbouring=relation), bounds={"x": bounds}).explain("var", "x",
+                                                                               epsilon=eps)
     m = plan["measures"][0]
     assert m["sensitivity"] == pytest.approx(oracle("sum", relation, -h, h)[0])
     assert m["square_sensitivity"] == pytest.approx(oracle("sum", relation, -h * h / 2,

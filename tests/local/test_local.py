@@ -18,12 +18,12 @@ from scipy import stats
 
 import dpframe as dpf
 from dpframe import local
-from dpframe.core.rng import InsecureSeedWarning, RandomSource
+from dpframe.core.noise.rng import InsecureSeedWarning, RandomSource
 from dpframe.errors import ValidationError
 from dpframe.local import _sampling as sampling
 from dpframe.local._design import Design, exp_neg_bounds
 
-pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning")
 
 
 def _design(eps: float, k: int) -> Design:

@@ -11,7 +11,7 @@ on the data" and "One canonical value model").
 * :func:`run` answers one catalogued query on one backend under a fresh seeded session at a
   huge epsilon, and records the result (or exception) and the session's spend.
 * An *oracle* (:func:`canon`, :func:`order_key`), written from the spec and independent of
-  ``dpframe.core.values``, says what a canonical label is, how labels are ordered, and which
+  ``dpframe.core.exact.values``, says what a canonical label is, how labels are ordered, and which
   rows match a declared key.
 
 Nothing here imports a module that only 0.2 has, so the suite runs against 0.1 too

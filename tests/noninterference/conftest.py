@@ -19,7 +19,6 @@ def large_frame_paths(monkeypatch: pytest.MonkeyPatch) -> None:
     one-pass grouped sum: ``SMALL_GROUPED_ROWS``). Here every frame takes those, so the
     properties hold for them too (small frames' paths are the rest of the tests')."""
     from dpframe.backends import pandas as pandas_backend
-    from dpframe.core import transform
-
+    from dpframe.core.exact import transform
     monkeypatch.setattr(pandas_backend, "SMALL_GROUPED_ROWS", 0)
     monkeypatch.setattr(transform, "SMALL_GROUPED_ROWS", 0)

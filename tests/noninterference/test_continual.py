@@ -9,7 +9,7 @@ import pytest
 
 import dpframe as dpf
 
-pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning")
 
 
 def _nights(extra: object) -> list[pd.DataFrame]:

@@ -131,7 +131,7 @@ def exact_counts(obj: Any, bounds: dict[str, Any], private: bool, grouped: bool
     return (int(diag[0]), int(diag[1])), computed.plan.diagnostics.cap
 
 
-@pytest.mark.filterwarnings("ignore::dpframe.core.rng.InsecureSeedWarning")
+@pytest.mark.filterwarnings("ignore::dpframe.core.noise.rng.InsecureSeedWarning")
 @given(frames(), st.booleans(), st.sampled_from(SCANS), st.booleans(), st.integers(1, 4))
 @hsettings(40, shrink=False)
 def test_exact_diagnostic_counts_agree_between_pandas_scans_and_dask(

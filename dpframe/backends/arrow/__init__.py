@@ -1,7 +1,8 @@
 """The Arrow batch backend: exact aggregates of a dataset read batch by batch, in bounded memory.
 
 Nothing here adds noise or computes a sensitivity: every block of rows is factorized and handed
-to :func:`dpframe.core.primitives.compute_exact` (the one implementation of clamping, fixed-point
+to :func:`dpframe.core.exact.primitives.compute_exact` (the one implementation of clamping,
+fixed-point
 accumulation, binning and contribution bounding); the blocks' exact aggregates are then added.
 Adding is correct because blocks hold disjoint privacy units:
 
@@ -29,8 +30,8 @@ Adding is correct because blocks hold disjoint privacy units:
 Modules: ``columns`` (Arrow column kinds, numbers, factorization, key and unit codes),
 ``conform`` (data conformed to the public schema), ``csv`` (CSV column types: declared, never
 inferred from the values), ``words`` (columns as words of the core's one
-hash, :mod:`dpframe.core.hashing`), ``prefetch`` (a bounded read-ahead thread), ``source``
-(``DatasetSource``: discovery, format inference, metadata, batches), ``batches``
+hash, :mod:`dpframe.core.exact.hashing`), ``prefetch`` (a bounded read-ahead thread),
+``source`` (``DatasetSource``: discovery, format inference, metadata, batches), ``batches``
 (``BatchSource``: record batches from an engine's factory: Polars, DuckDB), ``totals``
 (adding blocks' aggregates exactly), ``spill`` (the partition files), ``carried`` (heavy
 units' pre-selection) and ``backend`` (``ArrowBackend``).

@@ -1,6 +1,6 @@
 """``ArrowBackend``: exact aggregates of a dataset read batch by batch, in bounded memory.
 
-Every block of rows is factorized and handed to :func:`dpframe.core.primitives.compute_exact`;
+Every block of rows is factorized and handed to :func:`dpframe.core.exact.primitives.compute_exact`;
 the blocks' exact aggregates are then added (:mod:`dpframe.backends.arrow.totals`). Row-level
 queries stream once; privacy-unit queries make two passes over keyed partitions
 (:mod:`dpframe.backends.arrow.spill`). See the package docstring.
@@ -23,11 +23,11 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from ...core.compute import ComputeRequest, ExactAggregates
-from ...core.hashing import BlockShifts, Key, block_partition, partition_of
-from ...core.parallel import in_order, one_thread
-from ...core.primitives import compute_exact
-from ...core.values import ColumnKind
+from ...core.exact.compute import ComputeRequest, ExactAggregates
+from ...core.exact.hashing import BlockShifts, Key, block_partition, partition_of
+from ...core.exact.parallel import in_order, one_thread
+from ...core.exact.primitives import compute_exact
+from ...core.exact.values import ColumnKind
 from ...errors import ValidationError
 from ..base import (
     group_code_dtype,
@@ -60,7 +60,7 @@ MAX_PARTITIONS = 4096
 #: reader's prefetch thread runs beside them).
 WORKERS = max(1, min(2, os.cpu_count() or 1))
 _GROUP_CODE = "__dpframe_group__"
-#: The block of an integer unit id (:func:`~dpframe.core.hashing.block_partition`), spilled in
+#: The block of an integer unit id (:func:`~dpframe.core.exact.hashing.block_partition`), spilled in
 #: place of the id, or beside it when the query also reads the id as a key or a value.
 _UNIT_BLOCK = "__dpframe_unit_block__"
 RESERVED = (_GROUP_CODE, _UNIT_BLOCK, ROW_PRIORITY, DROPPED_BEFORE)
@@ -152,7 +152,7 @@ def _with_blocks(request: ComputeRequest, spilled: pa.RecordBatch, block: I64
 def _integer_units(schema: pa.Schema, unit: str) -> bool:
     """Whether the ids of ``unit`` are integers in every batch (``schema`` is the public one,
     which batches are conformed to), so that pass 1 lays them out by
-    :func:`~dpframe.core.hashing.block_partition` and spills their blocks (int64)."""
+    :func:`~dpframe.core.exact.hashing.block_partition` and spills their blocks (int64)."""
     return bool(pa.types.is_integer(value_type(schema.field(unit).type)))
 
 
@@ -195,7 +195,7 @@ def _read_with_carried(read_plain: Callable[[], pa.Table] | None,
 
 def _partitions(unit: pa.Array, key: Key, parts: int) -> np.ndarray:
     """The spill partition of each row: its unit's word by keyed multiply-shift
-    (:func:`~dpframe.core.hashing.partition_of`), uint8 up to 256 partitions (a one-pass
+    (:func:`~dpframe.core.exact.hashing.partition_of`), uint8 up to 256 partitions (a one-pass
     radix sort)."""
     return partition_of(column_words(unit), key[0], parts)
 
@@ -375,7 +375,7 @@ class ArrowBackend:
     def n_partitions(self) -> int:
         """Partitions for a privacy-unit query: enough for ``partition_rows`` rows each, a
         power of two (integer ids then take their block by a shift, not a division:
-        :func:`~dpframe.core.hashing.block_partition`)."""
+        :func:`~dpframe.core.exact.hashing.block_partition`)."""
         if self.partitions is not None:
             return self.partitions
         rows = self.source.row_count()

@@ -8,7 +8,7 @@ its expected share) is pre-selected before it is spilled (:func:`preselect`): ea
 at most ``max_groups`` pairs and ``max_rows`` rows in each, chosen by
 
 * a **pair priority**, a keyed pseudo-random function of (unit word, group, release salt)
-  (:class:`~dpframe.core.bounding.KeyedPairs`): the same for every row of a pair, in every
+  (:class:`~dpframe.core.exact.bounding.KeyedPairs`): the same for every row of a pair, in every
   batch and in pass 2;
 * a **row priority**, a fresh uniform 64-bit draw, written beside the kept rows into the
   partition's *carried* file (:data:`ROW_PRIORITY`).
@@ -19,7 +19,7 @@ their row priority then. Two facts make this exactly the uniform bounding of pas
 
 1. *Pre-selection*: a row kept over a union of blocks is kept in its own block (its ranks
    there are no larger), so selecting again over the union of the blocks' selections is
-   selecting over all rows (:func:`~dpframe.core.bounding.select_by_priority`).
+   selecting over all rows (:func:`~dpframe.core.exact.bounding.select_by_priority`).
 2. *Deferred decisions*: a plainly spilled row's priority was never looked at in pass 1, so
    drawing it in pass 2 gives every row of the partition one independent uniform priority,
    drawn once. (Drawing the carried rows' priorities afresh in pass 2 would not: a light row
@@ -27,7 +27,7 @@ their row priority then. Two facts make this exactly the uniform bounding of pas
    not 1/2; tested.)
 
 A unit's groups are then a uniform choice among its distinct groups and its rows a uniform
-choice within each, as in :func:`~dpframe.core.bounding.bound_contributions`; a unit's
+choice within each, as in :func:`~dpframe.core.exact.bounding.bound_contributions`; a unit's
 selection depends on its own rows, the salt and fresh draws only, so the transformation stays
 stable. Which slices are pre-selected depends on the data, but the released distribution does
 not.
@@ -35,13 +35,14 @@ not.
 With ``diagnostics=`` the rows a pre-selection drops are not lost to ``rows_dropped``: each
 unit's count of them rides on its first kept row (:data:`DROPPED_BEFORE`), pass 2's selection
 hands them on with its own drops, and the aggregation counts them with bounding's, capped once
-per unit (:func:`~dpframe.core.transform.carried_drops`): a unit's term is the rows it had less
+per unit (:func:`~dpframe.core.exact.transform.carried_drops`): a unit's term is the rows it had
+less
 the rows it kept, as when bounding sees every row at once (finding 63).
 
 Private keys have no code shared by the batches: a pair's priority is then keyed on the word of
-its key's canonical labels (:func:`~dpframe.core.hashing.value_words`), and ties (equal top
+its key's canonical labels (:func:`~dpframe.core.exact.hashing.value_words`), and ties (equal top
 bits, or words that collide: text words are a public digest) are broken by the key's rank in
-the canonical order of keys (:func:`~dpframe.core.values.sorted_order`), which orders any two
+the canonical order of keys (:func:`~dpframe.core.exact.values.sorted_order`), which orders any two
 keys alike in every batch and in pass 2. So every block orders a unit's pairs by one total
 order, which is all fact 1 needs.
 """
@@ -55,14 +56,14 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from ...core.bounding import (
+from ...core.exact.bounding import (
     KeyedPairs,
     pair_priorities,
     ranked_private_keys,
     select_by_priority,
 )
-from ...core.compute import ComputeRequest
-from ...core.transform import carried_drops
+from ...core.exact.compute import ComputeRequest
+from ...core.exact.transform import carried_drops
 from ..base import observed_key_codes
 from .columns import I64, factorize, unit_codes
 from .words import column_words
@@ -72,7 +73,7 @@ from .words import column_words
 ROW_PRIORITY = "__dpframe_row_priority__"
 #: With ``diagnostics=``: on a unit's first pre-selected row, the rows of that unit (with a
 #: key) the pre-selection dropped, so that pass 2 counts them as bounding's own drops
-#: (:func:`~dpframe.core.transform.carried_drops`); null or 0 elsewhere.
+#: (:func:`~dpframe.core.exact.transform.carried_drops`); null or 0 elsewhere.
 DROPPED_BEFORE = "__dpframe_dropped_before__"
 #: Rows a partition may receive from one batch beyond twice its expected share before the
 #: batch's slice for it is pre-selected.
@@ -122,7 +123,7 @@ def _pairs(block: pa.RecordBatch | pa.Table, request: ComputeRequest, unit_colum
 def _private_pairs(block: pa.RecordBatch | pa.Table, by: tuple[str, ...]
                    ) -> tuple[I64, npt.NDArray[np.int64]]:
     """Each row's private key as its rank in the canonical order of the block's keys (-1:
-    missing) and each rank's word (:func:`~dpframe.core.bounding.ranked_private_keys`)."""
+    missing) and each rank's word (:func:`~dpframe.core.exact.bounding.ranked_private_keys`)."""
     found = [factorize(block.column(c)) for c in by]
     codes, keys = observed_key_codes([c for c, _ in found], [u for _, u in found])
     return ranked_private_keys(codes, keys)
@@ -135,7 +136,7 @@ def preselect(block: pa.RecordBatch, request: ComputeRequest, unit_column: str,
     each with a fresh uniform row priority (:data:`ROW_PRIORITY`): per unit its ``max_groups``
     pairs of least keyed priority here, and in each its ``max_rows`` rows of smallest row
     priority, and its ``max_total`` of those when there is no group step
-    (:attr:`~dpframe.core.compute.ComputeRequest.preselect_total`: T is otherwise applied in
+    (:attr:`~dpframe.core.exact.compute.ComputeRequest.preselect_total`: T is otherwise applied in
     pass 2 only) (:func:`_pairs` gives the units, groups and pair priorities)."""
     p = _pairs(block, request, unit_column, group_column, salt)
     row = gen.integers(0, 2**64, p.rows.size, dtype=np.uint64)
@@ -158,7 +159,7 @@ def bound_by_priority(block: pa.Table, request: ComputeRequest, unit_column: str
     spilled plainly (a null priority), fresh ones. Every kept unit is then within its bounds,
     so bounding the kept rows again keeps them all. Second, with ``diagnostics=``
     (:data:`DROPPED_BEFORE`), each kept row's count of its unit's rows dropped so far, by
-    pass 1 and here (:func:`~dpframe.core.transform.carried_drops`); else None."""
+    pass 1 and here (:func:`~dpframe.core.exact.transform.carried_drops`); else None."""
     p = _pairs(block, request, unit_column, group_column, salt)
     carried = block.column(ROW_PRIORITY)
     row = carried.fill_null(0).to_numpy(zero_copy_only=False).astype(np.uint64, copy=False)

@@ -2,7 +2,7 @@
 
 Every function here reads values without raising on them: nested values (lists, structs,
 maps) count as missing, and equality is the canonical value model's
-(:mod:`dpframe.core.values`), so ``0.0`` and ``-0.0`` are one key or unit.
+(:mod:`dpframe.core.exact.values`), so ``0.0`` and ``-0.0`` are one key or unit.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...core.values import NUMERIC_KINDS, ColumnKind, canonicalize
+from ...core.exact.values import NUMERIC_KINDS, ColumnKind, canonicalize
 from ..base import (
     OUT_OF_PYTHON_RANGE,
     declared_positions,
@@ -148,7 +148,7 @@ def dictionary_codes(col: Column, labels: bool = True
 
 def factorize(col: Column) -> tuple[I64, list[object]]:
     """Codes (-1 for missing) and canonical labels of the distinct values, via Arrow
-    dictionaries and the core's canonical value model (:mod:`dpframe.core.values`).
+    dictionaries and the core's canonical value model (:mod:`dpframe.core.exact.values`).
 
     Repeated dictionary entries (``["a", "a", "b"]``), ``0.0`` and ``-0.0``, unused entries and
     missing values (null, NaN) are handled once, on the dictionary: equal entries share one code

@@ -1,7 +1,7 @@
 """Adding the exact aggregates of blocks that hold disjoint privacy units, exactly.
 
 A scan computes each block's aggregates alone and adds them here with the primitives' own merge
-(:func:`~dpframe.core.compute.add_into`: sums stay int64 while far from overflow and become
+(:func:`~dpframe.core.exact.compute.add_into`: sums stay int64 while far from overflow and become
 Python integers beyond); observed private keys get one global position
 however many blocks saw them; distinct-value sets are united, never added.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from ...core.compute import ExactAggregates, add_diagnostics, add_into, union_pairs
+from ...core.exact.compute import ExactAggregates, add_diagnostics, add_into, union_pairs
 
 I64 = npt.NDArray[np.int64]
 

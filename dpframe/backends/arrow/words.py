@@ -1,4 +1,4 @@
-"""Arrow columns as the words of the core's one hash rule (:mod:`dpframe.core.hashing`).
+"""Arrow columns as the words of the core's one hash rule (:mod:`dpframe.core.exact.hashing`).
 
 Only the engine-specific part lives here: numbers become numpy arrays, text and bytes their
 value buffers, dates and times their integers and unit; the core hashes them. Equal
@@ -12,7 +12,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...core.hashing import (
+from ...core.exact.hashing import (
     BYTES,
     TEXT,
     Key,

@@ -3,7 +3,8 @@
 Each partition runs the pandas backend (:class:`~dpframe.backends.pandas.PandasBackend`) on
 its rows, so factorizing, clamping, fixed-point accumulation, binning and contribution
 bounding keep exactly one implementation. Workers return small
-:class:`~dpframe.core.compute.ExactAggregates` (numpy arrays); a tree of merges brings them to the
+:class:`~dpframe.core.exact.compute.ExactAggregates` (numpy arrays); a tree of merges brings them
+to the
 client, where :func:`dpframe.engine.release.run_release` adds noise once, through the same session.
 No noise, budget or sensitivity logic ever runs on a worker, and the session never leaves the
 client.

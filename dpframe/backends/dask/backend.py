@@ -15,9 +15,9 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from ...core.compute import ComputeRequest, ExactAggregates
-from ...core.parallel import one_thread
-from ...core.values import NUMERIC_KINDS, ColumnKind
+from ...core.exact.compute import ComputeRequest, ExactAggregates
+from ...core.exact.parallel import one_thread
+from ...core.exact.values import NUMERIC_KINDS, ColumnKind
 from ...errors import DPError, ValidationError
 from ..base import (
     only_columns,

@@ -25,8 +25,8 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from ...core.compute import ComputeRequest
-from ...core.values import NUMERIC_KINDS, ColumnKind, canonical, canonicalize
+from ...core.exact.compute import ComputeRequest
+from ...core.exact.values import NUMERIC_KINDS, ColumnKind, canonical, canonicalize
 from ..base import (
     observed_key_codes,
     remap_codes,
@@ -188,7 +188,8 @@ class BlockBackend(PandasBackend):
 def _schema_label(label: object, kind: ColumnKind) -> object:
     """The label of a key value (a canonical label of its block's dtype) in a column of the
     public kind ``kind``, a function of the value and the schema alone: numbers as in an
-    object column (:func:`~dpframe.core.values.canonical`: ``True`` is ``1``, ``1.0`` is ``1``),
+    object column (:func:`~dpframe.core.exact.values.canonical`: ``True`` is ``1``, ``1.0`` is
+    ``1``),
     floats where the schema says float, ``True`` / ``False`` for 1 and 0 where it says bool;
     any other value (text in a numeric column) as it is."""
     c = canonical(label, "other")

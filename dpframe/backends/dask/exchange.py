@@ -4,7 +4,7 @@ buckets by the keyed hash of their unit; each bucket gathers its share from ever
 selects again by the carried priorities (:func:`bucket_exact`), which is bounding over all
 rows (docs/dask.md).
 
-Privacy: the selection is :func:`dpframe.core.bounding.select_by_priority` with uniform
+Privacy: the selection is :func:`dpframe.core.exact.bounding.select_by_priority` with uniform
 priorities drawn once per row, as in every backend; buckets tell units apart by their exact
 ids, never by hash, so colliding units stay two units. With ``diagnostics=`` each partition
 ships, on a unit's first kept row, the rows of it its pre-selection dropped
@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from ...core.bounding import (
+from ...core.exact.bounding import (
     DrawPriorities,
     Selection,
     pair_priorities,
@@ -30,14 +30,14 @@ from ...core.bounding import (
     select_by_priority,
     select_drawing,
 )
-from ...core.compute import ComputeRequest, ExactAggregates
-from ...core.hashing import (
+from ...core.exact.compute import ComputeRequest, ExactAggregates
+from ...core.exact.hashing import (
     scale_top_bits,
 )
-from ...core.parallel import one_thread
-from ...core.primitives import compute_exact
-from ...core.transform import carried_drops, dropped_rows
-from ...core.values import ColumnKind
+from ...core.exact.parallel import one_thread
+from ...core.exact.primitives import compute_exact
+from ...core.exact.transform import carried_drops, dropped_rows
+from ...core.exact.values import ColumnKind
 from ..base import (
     group_code_dtype,
     partition_order,
@@ -59,7 +59,7 @@ GROUP_COLUMN = "__dpframe_group__"
 #: row's priority was never read; a partition that read none ships no such column).
 ROW_PRIORITY_COLUMN = "__dpframe_row_priority__"
 #: With ``diagnostics=``: on a unit's first shipped row, the rows of that unit (with a key) its
-#: partition's pre-selection dropped (:func:`~dpframe.core.transform.carried_drops`), which
+#: partition's pre-selection dropped (:func:`~dpframe.core.exact.transform.carried_drops`), which
 #: the bucket counts as bounding's own; 0 on the others.
 DROPPED_COLUMN = "__dpframe_dropped_before__"
 RESERVED = (UNIT_HASH_COLUMN, UNIT_ID_COLUMN, GROUP_COLUMN, ROW_PRIORITY_COLUMN,
@@ -75,9 +75,9 @@ def preselect_buckets(part: pd.DataFrame, request: ComputeRequest, key: tuple[in
     meet in one bucket: the exchange moves only pre-selected rows): per unit, its
     ``max_groups`` pairs of smallest keyed priority here and in each its ``max_rows`` rows of
     smallest fresh random priority (and its ``max_total`` of those when there is no group
-    step: :attr:`~dpframe.core.compute.ComputeRequest.preselect_total`), with the unit's
+    step: :attr:`~dpframe.core.exact.compute.ComputeRequest.preselect_total`), with the unit's
     exact id and the group code
-    (:func:`~dpframe.core.bounding.select_by_priority`: selecting again over every
+    (:func:`~dpframe.core.exact.bounding.select_by_priority`: selecting again over every
     partition's pre-selection is bounding over all rows). Row priorities are drawn only for
     the rows of pairs holding more than ``max_rows`` rows here, the only ones read; the kept
     rows among them carry theirs (:data:`ROW_PRIORITY_COLUMN`, shipped only when some kept row
@@ -145,7 +145,7 @@ def ordered_codes(backend: PandasBackend, request: ComputeRequest
     """Each row's group code, ordered alike in every partition and bucket, and the words of
     private keys (None: public keys, or none, whose codes index the declared keys): private
     keys as ranks in the canonical order of the block's keys
-    (:func:`~dpframe.core.bounding.ranked_private_keys`)."""
+    (:func:`~dpframe.core.exact.bounding.ranked_private_keys`)."""
     if not (request.by and request.private_keys):
         return backend.group_codes(request, group_code_dtype(request))[0], None
     codes, keys = backend.group_codes(request)

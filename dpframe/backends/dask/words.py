@@ -15,7 +15,7 @@ import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa
 
-from ...core.hashing import (
+from ...core.exact.hashing import (
     keyed,
     number_words,
     time_words,
@@ -44,7 +44,7 @@ def _numeric_words(s: pd.Series) -> npt.NDArray[np.uint64]:
 
 
 def unit_words(s: pd.Series) -> npt.NDArray[np.uint64]:
-    """The word (:mod:`dpframe.core.hashing`) of each unit value, such that values
+    """The word (:mod:`dpframe.core.exact.hashing`) of each unit value, such that values
     :func:`pandas.factorize` treats as equal get equal words whatever dtype a partition has
     (Dask partitions need not share one).
 
@@ -78,7 +78,8 @@ _EPOCH_DAY = datetime.date(1970, 1, 1).toordinal()
 
 
 def _object_words(values: npt.NDArray[np.object_]) -> npt.NDArray[np.uint64]:
-    """:func:`unit_words` of an object column's values: :func:`~dpframe.core.hashing.value_words`
+    """:func:`unit_words` of an object column's values:
+    :func:`~dpframe.core.exact.hashing.value_words`
     (numbers by value, text by its bytes, other objects 0), dates, times and spans by
     :func:`_time_word`, the word a typed column gives the same value."""
     words = value_words(values, exact=False)
@@ -90,7 +91,7 @@ def _object_words(values: npt.NDArray[np.object_]) -> npt.NDArray[np.uint64]:
 
 def _time_word(v: object) -> int:
     """The word of a date, time or span in an object column, computed as a typed column's
-    (:func:`~dpframe.core.hashing.time_words` of its integer count and unit): a date-time or a
+    (:func:`~dpframe.core.exact.hashing.time_words` of its integer count and unit): a date-time or a
     span in its one spelling (:func:`~dpframe.backends.base.one_time_spelling`: a
     ``Timestamp``, aware ones in UTC as a zoned column stores them, or a ``Timedelta``) by its
     nanoseconds, a date by its days since the epoch (an Arrow ``date32``), a time of day by
@@ -120,7 +121,8 @@ def _time_word(v: object) -> int:
 
 def unit_hash(s: pd.Series, key: tuple[int, int] = (0, 0)) -> npt.NDArray[np.uint64]:
     """A keyed 64-bit hash of each unit value (:func:`unit_words` keyed by
-    :func:`dpframe.core.hashing.keyed`), the same in every process and partition. Unequal units
+    :func:`dpframe.core.exact.hashing.keyed`), the same in every process and partition. Unequal
+    units
     may collide: that only puts them in one partition, where they stay distinct units. ``key``
     (fresh randomness per release) makes the partition of a unit unpredictable, so nobody can
     aim many units at one partition."""

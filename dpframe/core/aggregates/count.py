@@ -16,7 +16,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from ..compute import AggregateRequest
+from ..exact.compute import AggregateRequest
 from ..measure import AdditiveCount, MeasurePlan, PlanContext
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..compute import AggregateRequest
+from ..exact.compute import AggregateRequest
 from ..measure import AdditiveCount, MeasurePlan, PlanContext, Rows
 
 if TYPE_CHECKING:

@@ -25,7 +25,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, cast
 
 from ...errors import ValidationError
-from ..compute import AggregateRequest
+from ..exact.compute import AggregateRequest
 from ..measure import AdditiveCount, BinLayout, MeasurePlan, PlanContext
 from ..sensitivity import count_sensitivity, histogram_sensitivity
 

@@ -39,7 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ...errors import ValidationError
-from ..compute import DEFAULT_QUANTILE_CELLS, MAX_CELLS, AggregateRequest
+from ..exact.compute import DEFAULT_QUANTILE_CELLS, MAX_CELLS, AggregateRequest
 from ..joint_quantiles import (
     MAX_JOINT_CANDIDATES,
     JointQuantileSpec,
@@ -47,9 +47,9 @@ from ..joint_quantiles import (
     joint_utility_sensitivity,
 )
 from ..measure import Aggregate, MeasurePlan, MeasureRelease, PlanContext, Rows
-from ..mechanisms import ExponentialSpec
-from ..rng import RandomSource
-from ..samplers import uniform_unit
+from ..noise.mechanisms import ExponentialSpec
+from ..noise.rng import RandomSource
+from ..noise.samplers import uniform_unit
 from ..sensitivity import quantile_group_share, quantile_utility_sensitivity
 
 if TYPE_CHECKING:

@@ -1,7 +1,8 @@
 """``sum``: the sum of clamped values per group, accumulated exactly in fixed point.
 
 Privacy: values are clamped to the declared ``[lo, hi]`` and accumulated as integers whose
-per-row bound holds by construction (:func:`~dpframe.core.compute.fixed_point_request`), so one
+per-row bound holds by construction (:func:`~dpframe.core.exact.compute.fixed_point_request`), so
+one
 unit moves a group's sum by at most ``R max(|lo|, |hi|)`` (add/remove) or
 ``R max(hi - lo, |lo|, |hi|)`` (change-one), in each of ``k`` groups
 (:func:`~dpframe.core.sensitivity.sum_sensitivity`). Granular Laplace noise on the fixed-point
@@ -15,9 +16,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..compute import fixed_point_request
+from ..exact.compute import fixed_point_request
 from ..measure import Aggregate, MeasurePlan, MeasureRelease, PlanContext, Rows
-from ..rng import RandomSource
+from ..noise.rng import RandomSource
 
 if TYPE_CHECKING:
     from ..query import Measure

@@ -2,7 +2,7 @@
 
 Privacy: the count, the sum of values shifted by the bounds' midpoint (each in ``[-h, h]``,
 ``h`` the half-width of the bounds) and the sum of shifted squares (each in
-``[-h^2/2, h^2/2]``, :func:`~dpframe.core.compute.square_request`). With pure-DP noise the
+``[-h^2/2, h^2/2]``, :func:`~dpframe.core.exact.compute.square_request`). With pure-DP noise the
 three are released at once by the K-norm mechanism with K the box of those half-widths
 (scaled by a unit's rows; :mod:`dpframe.core.knorm`, Theorem K: epsilon-DP for the measure's
 whole epsilon), possibly shared with the query's other counts, sums and means
@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...errors import ValidationError
-from ..compute import fixed_point_request, square_request
+from ..exact.compute import fixed_point_request, square_request
 from ..intervals import Law, WLaw, variance_estimate, variance_interval
 from ..knorm import JointRole, gamma_quantile
 from ..measure import Aggregate, MeasurePlan, MeasureRelease, PlanContext, Rows
-from ..rng import RandomSource
+from ..noise.rng import RandomSource
 from .mean import Bounds, describe_ratio, joint_pivot
 
 if TYPE_CHECKING:

@@ -37,7 +37,7 @@ from hypothesis import strategies as st
 import dpframe as dpf
 from dpframe.backends.arrow import ArrowBackend, DatasetSource
 from dpframe.backends.pandas import PandasBackend
-from dpframe.core.hashing import block_partition
+from dpframe.core.exact.hashing import block_partition
 from dpframe.fronts.frame import PrivateFrame
 from tests.backends._exact_support import plan as _plan
 from tests.backends._exact_support import same_exact

@@ -111,7 +111,7 @@ def test_a_query_reading_an_undeclared_csv_column_is_refused_whatever_the_values
     assert scan.schema.field("x").type == pa.string()  # undeclared: text, never inferred
     calls = [
         lambda: scan.dp(s, bounds=BOUNDS).sum("x", epsilon=1.0),
-        lambda: scan.dp(s, bounds=BOUNDS).mean("x", epsilon=1.0, dry_run=True),
+        lambda: scan.dp(s, bounds=BOUNDS).explain("mean", "x", epsilon=1.0),
         lambda: scan.dp(s, bounds=BOUNDS).sum("x", accuracy=100),
         lambda: scan.dp(s).count("x", epsilon=1.0),
         lambda: scan.dp(s, keys={"x": ["1"]}).groupby("x").count(epsilon=1.0),

@@ -19,8 +19,8 @@ import dpframe as dpf
 from dpframe.backends.arrow import backend as arrow_backend
 from dpframe.backends.arrow import carried
 from dpframe.backends.pandas import PandasBackend
-from dpframe.core.bounding import KeyedPairs, select_by_priority
-from dpframe.core.compute import AggregateRequest, ComputeRequest
+from dpframe.core.exact.bounding import KeyedPairs, select_by_priority
+from dpframe.core.exact.compute import AggregateRequest, ComputeRequest
 from tests.backends._exact_support import plan as _plan
 from tests.backends._exact_support import same_exact as _same_exact
 
@@ -285,8 +285,7 @@ def test_private_keys_preselect_by_one_order_in_every_block(ties: bool,
     keyed on the key's word, then the key's canonical rank. With every priority tied (``ties``:
     as if every key's word collided) the rank alone decides, alike in every block, although
     each block's keys (and their local codes) differ."""
-    from dpframe.core import bounding
-
+    from dpframe.core.exact import bounding
     if ties:  # the priority of private keys' pairs (bounding.pair_priorities)
         monkeypatch.setattr(bounding, "keyed_priority",
                             lambda a, b, salt: np.zeros(np.size(a), dtype=np.uint64))

@@ -23,7 +23,7 @@ import pytest
 
 import dpframe as dpf
 from dpframe.backends.arrow.conform import conform_array
-from dpframe.core.hashing import number_words, value_words
+from dpframe.core.exact.hashing import number_words, value_words
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # seeded sessions warn
 

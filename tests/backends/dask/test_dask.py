@@ -29,7 +29,7 @@ distributed = pytest.importorskip("dask.distributed")
 import dpframe as dpf  # noqa: E402
 import dpframe.fronts.dask  # noqa: E402
 from dpframe.backends.dask import DaskBackend, merge_partials, unit_hash  # noqa: E402
-from dpframe.core.compute import ExactAggregates  # noqa: E402
+from dpframe.core.exact.compute import ExactAggregates  # noqa: E402
 from dpframe.core.query import Measure, Query  # noqa: E402
 from dpframe.engine.release import prepare  # noqa: E402
 from dpframe.fronts.frame import PrivateFrame  # noqa: E402
@@ -414,8 +414,8 @@ def test_accessor_and_api_surface(client: Any, data: pd.DataFrame) -> None:
     unknown = unknown.assign(g=unknown.g.cat.as_unknown())
     with pytest.raises(dpf.KeysError):
         unknown.dp(s, keys={"g": "categories"}).groupby("g").count(epsilon=1)
-    dry = ddf.dp(s, bounds=BOUNDS).groupby("g", keys="private").sum(
-        "x", epsilon=1, delta=1e-6, dry_run=True)
+    dry = ddf.dp(s, bounds=BOUNDS).explain("sum", "x", by="g", keys="private", epsilon=1,
+                                           delta=1e-6)
     assert isinstance(dry, dict) and "fits_budget" in dry
     with pytest.raises(dpf.ValidationError):
         dpframe.fronts.dask.private_frame(ddf, s, split_every=1)

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from dpframe.backends.pandas import declared_codes
-from dpframe.core import parallel
+from dpframe.core.exact import parallel
 
 N = 3 * parallel.BLOCK_ROWS + 5
 

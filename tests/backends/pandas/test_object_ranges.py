@@ -40,7 +40,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpframe.backends import pandas as backend
-from dpframe.core.values import canonicalize
+from dpframe.core.exact.values import canonicalize
 
 
 class Colour(str, enum.Enum):  # noqa: UP042 (a StrEnum's str() is its text already)

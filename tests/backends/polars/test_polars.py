@@ -321,7 +321,7 @@ def test_namespace_surface_and_engine_options() -> None:
     out = df.dp(s, keys={"d": [dt.date(2024, 1, 1), dt.date(2024, 1, 2)]}) \
         .groupby("d").count(epsilon=E)
     assert out.tolist() == [3, 0]
-    dry = df.lazy().dp(s, bounds={"x": (0, 5)}).sum("x", epsilon=1, dry_run=True)
+    dry = df.lazy().dp(s, bounds={"x": (0, 5)}).explain("sum", "x", epsilon=1)
     assert isinstance(dry, dict) and "fits_budget" in dry
     spent = s.spent
     with pytest.raises(dpf.ValidationError, match="batch_size"):

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pytest
 
 import dpframe as dpf
-from dpframe.core.compute import ComputeRequest, fixed_point_request
+from dpframe.core.exact.compute import ComputeRequest, fixed_point_request
 from dpframe.engine.release import compute_exact
 
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]

@@ -20,7 +20,7 @@ import pytest
 
 import dpframe as dpf
 from dpframe.backends.pandas import PandasBackend
-from dpframe.core.compute import ComputeRequest, fixed_point_request, square_request
+from dpframe.core.exact.compute import ComputeRequest, fixed_point_request, square_request
 
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
 
@@ -186,8 +186,7 @@ def test_accuracy_plans_and_charges_as_pandas(frames: Any, options: dict[str, An
     df, sdf = frames
 
     def plan(frame: Any) -> Any:
-        return _release(frame, lambda p: p.groupby("g").sum("x", accuracy=50.0, ci=0.9,
-                                                             dry_run=True),
+        return _release(frame, lambda p: p.explain("sum", "x", by="g", accuracy=50.0, ci=0.9),
                         keys={"g": KEYS}, **options)
 
     want, got = plan(df), plan(sdf)
@@ -246,7 +245,7 @@ def test_an_unknown_column_is_refused_before_the_charge(frames: Any) -> None:
         priv.sum("nope", epsilon=0.5)
     with pytest.raises(dpf.DPError):
         priv.sum("g", epsilon=0.5)  # a text column has no sum: refused from the schema
-    priv.sum("x", epsilon=0.5, dry_run=True)  # planned, not run
+    priv.explain("sum", "x", epsilon=0.5)  # planned, not run
     assert s.spent_exact == (0, 0)
 
 

@@ -1,12 +1,13 @@
 """Exact samplers, vectorized across samples.
 
-Every sampler consumes uniform words from a :class:`~dpframe.core.rng.RandomSource` and decides
+Every sampler consumes uniform words from a :class:`~dpframe.core.noise.rng.RandomSource` and
+decides
 every outcome by *exact* integer or rational comparisons, so the distribution of each output is
 exactly the stated one (no floating-point approximation of probabilities; cf. Mironov 2012).
 The reference algorithms are Canonne, Kamath and Steinke, *The Discrete Gaussian for
 Differential Privacy* (NeurIPS 2020, "CKS"), Algorithms 1-3. The discrete Gaussian lives in
-:mod:`dpframe.core.discrete_gaussian` and permute-and-flip's sampler in
-:mod:`dpframe.core.permute_flip`; both build on the exact comparisons here.
+:mod:`dpframe.core.noise.discrete_gaussian` and permute-and-flip's sampler in
+:mod:`dpframe.core.noise.permute_flip`; both build on the exact comparisons here.
 
 **Lazy inversion (the fast path).** Let ``0 < F_0 < F_1 < ... < F_{K-1} < 1`` be cumulative
 probabilities and ``U`` uniform on ``[0, 1)``. Then ``X = #{j : F_j <= U}`` has

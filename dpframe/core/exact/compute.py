@@ -19,8 +19,8 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import ValidationError
-from .numbers import power_of_two_at_most
+from ...errors import ValidationError
+from ..numbers import power_of_two_at_most
 from .values import label_preference
 
 ACCUMULATION_BITS = 32
@@ -33,7 +33,7 @@ DEFAULT_QUANTILE_CELLS = 1 << 16
 #: 256 MiB per aggregate. Checked from public information before any charge.
 MAX_CELLS = 1 << 25
 
-#: the kinds of exact primitive (one class each: :data:`dpframe.core.primitives.PRIMITIVES`)
+#: the kinds of exact primitive (one class each: :data:`dpframe.core.exact.primitives.PRIMITIVES`)
 RequestKind = Literal["rows", "nonnull", "fixed_sum", "bins", "grid", "cells", "distinct"]
 
 
@@ -135,7 +135,8 @@ class ComputeRequest:
 
     ``by`` and ``keys`` (public keys, when ``private_keys`` is false) give the groups;
     ``privacy_unit`` with ``max_rows`` (per group) / ``max_groups`` / ``max_total`` the
-    contribution bounds a backend enforces (:func:`dpframe.core.bounding.bound_contributions`);
+    contribution bounds a backend enforces
+    (:func:`dpframe.core.exact.bounding.bound_contributions`);
     ``sample_rate`` Poisson sampling of units; ``unit_counts``: whether key selection needs
     distinct units per group.
     """
@@ -269,7 +270,7 @@ def add_into(acc: np.ndarray | None, new: np.ndarray, index: npt.NDArray[np.int6
 
 def preferred_key(a: tuple[object, ...], b: tuple[object, ...]) -> tuple[object, ...]:
     """One of two equal keys: ``a`` when each label has the type of ``b``'s (the usual case,
-    no repr made), else the one of smaller :func:`~dpframe.core.values.label_preference`
+    no repr made), else the one of smaller :func:`~dpframe.core.exact.values.label_preference`
     label by label: a function of the two spellings, not of their order."""
     if a is b or all(type(x) is type(y) for x, y in zip(a, b, strict=True)):
         return a

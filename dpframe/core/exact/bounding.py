@@ -1,7 +1,7 @@
 """Contribution bounding: at most T rows per privacy unit in the release, k groups per unit and
 R rows per (unit, group), chosen uniformly at random (never by row order), on every backend.
 
-Split out of :mod:`dpframe.core.transform` (issue 35). Every function here is a *stable*
+Split out of :mod:`dpframe.core.exact.transform` (issue 35). Every function here is a *stable*
 transformation: a unit's kept rows depend only on its own rows and fresh randomness (or keyed,
 data-independent priorities), so after bounding one unit contributes at most min(T, k R) rows,
 which is what :mod:`dpframe.core.sensitivity` assumes.
@@ -134,7 +134,7 @@ def narrowest_signed(top: int) -> np.dtype[np.signedinteger[Any]]:
 def _least_pair(u: I64, g: I64, key: Keys, nu: int, top: int) -> Bools:
     """Whether each row's pair is its unit's pair of least key (one per unit): the per-unit
     least key, its group read back as a narrow table, and each row compared with its unit's
-    entry on several threads (:mod:`dpframe.core.parallel`). ``top``: the largest group."""
+    entry on several threads (:mod:`dpframe.core.exact.parallel`). ``top``: the largest group."""
     low = _COMPACT_LOW if key.dtype == np.uint32 else _LOW
     best = np.full(nu, np.iinfo(key.dtype).max, dtype=key.dtype)
     np.minimum.at(best, u, key)
@@ -354,7 +354,7 @@ def select_by_priority(units: I64, groups: I64,
     (its rows of one group) of least order key (:func:`pair_keys`: the top 24 bits of
     ``pair_priority``, then the group), and in each its ``max_rows`` rows of smallest
     ``row_priority``. ``pair_priority`` may be given as :class:`KeyedPairs` (the words and
-    salt of :func:`~dpframe.core.hashing.keyed_priority`): the same selection, without an
+    salt of :func:`~dpframe.core.exact.hashing.keyed_priority`): the same selection, without an
     array of every row's priority. ``row_priority`` may be given as a function drawing the
     priorities of the rows it is asked for (:func:`select_drawing`, which also returns them).
 
@@ -389,7 +389,7 @@ def select_by_priority(units: I64, groups: I64,
     survivors below it in the block are survivors below it in the union, or the pair has R
     survivors below it in the union), but the group step does not with T (a block may keep a
     group the union drops, whose rows then push a row out): blocks pre-select by T only when
-    there is no group step (:attr:`~dpframe.core.compute.ComputeRequest.preselect_total`).
+    there is no group step (:attr:`~dpframe.core.exact.compute.ComputeRequest.preselect_total`).
     """
     return select_drawing(units, groups, pair_priority, row_priority, max_groups,
                           max_rows, max_total).keep

@@ -2,7 +2,7 @@
 
 Backends (pandas, Arrow batches, Dask partitions) only factorize keys and feed arrays through
 these functions, so clamping, fixed-point accumulation, binning and sampling have exactly one
-implementation (contribution bounding has its own module, :mod:`dpframe.core.bounding`). Each
+implementation (contribution bounding has its own module, :mod:`dpframe.core.exact.bounding`). Each
 function is a *stable* transformation: one privacy unit's rows influence only that unit's
 contribution, which is what the sensitivities in :mod:`dpframe.core.sensitivity` assume.
 """
@@ -218,7 +218,7 @@ def fixed_point_total(values: np.ndarray, req: AggregateRequest) -> tuple[int, i
     (|value| <= 2**34 and 2**16 values stay below 2**53) and blocks add as Python integers. A
     block whose sum is NaN holds missing values; only that block is scanned for them. Large
     arrays are cut at block boundaries and the ranges run on several threads
-    (:mod:`dpframe.core.parallel`): integer totals add up the same in any order.
+    (:mod:`dpframe.core.exact.parallel`): integer totals add up the same in any order.
     """
     x = np.asarray(values)
     max_abs = max(abs(req.ilo), abs(req.ihi))

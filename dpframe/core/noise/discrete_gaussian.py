@@ -1,10 +1,10 @@
-"""The exact discrete Gaussian sampler (split from :mod:`dpframe.core.samplers`).
+"""The exact discrete Gaussian sampler (split from :mod:`dpframe.core.noise.samplers`).
 
 CKS 2020 (Canonne, Kamath and Steinke, *The Discrete Gaussian for Differential Privacy*),
 Algorithm 3: a discrete Laplace proposal of scale ``t = floor(sigma) + 1`` accepted with
 probability ``exp(-(|Y| - sigma2/t)**2 / (2 sigma2))``. Every acceptance is an exact lazy
 comparison of uniform words with exact thresholds (the conventions and proofs of
-:mod:`dpframe.core.samplers`); arbitrary-size arguments use CKS Algorithm 1 with Python
+:mod:`dpframe.core.noise.samplers`); arbitrary-size arguments use CKS Algorithm 1 with Python
 integers. Timing varies with the random draws only (and the first use of a ``sigma2`` builds its
 cached table); the data do not influence it beyond the noise scale, which is public.
 """

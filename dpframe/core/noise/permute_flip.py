@@ -19,14 +19,14 @@ uniform order of ``A``, a uniform element of ``S`` again (``S`` is a subset of `
 exactly permute-and-flip's law, with no floating-point probability anywhere:
 
 * ``W_i`` is a lazy comparison of a uniform ``U_i`` with ``exp(-n_i)`` (the rule of
-  :mod:`dpframe.core.samplers`): its first 8 bits ``b`` against ``T8 = floor(2**8 e**-n)``
+  :mod:`dpframe.core.noise.samplers`): its first 8 bits ``b`` against ``T8 = floor(2**8 e**-n)``
   (``b < T8`` accepts, ``b > T8`` rejects); on ``b == T8`` (probability ``2**-8``) 63 more bits
   against the next 63 bits of ``floor(2**71 e**-n)``, and on a further tie
   (probability ``2**-63``) ever more bits against rigorous enclosures of ``e**-n``, which is
   irrational for ``n >= 1``, so the comparison ends with probability 1. ``n = 0`` accepts.
   Each threshold is an exact floor (cached once); ``n >= 64`` shares the thresholds of
   ``n = 64`` (both 0, as from ``n = 50`` on: ``2**71 e**-50 < 1``); ties use the true ``n``.
-* ``E_i`` is :func:`~dpframe.core.samplers.bernoulli_exp_neg` of ``f_i`` (exact).
+* ``E_i`` is :func:`~dpframe.core.noise.samplers.bernoulli_exp_neg` of ``f_i`` (exact).
 * The random order of ``A`` is a lazy Fisher-Yates shuffle per row: the ``v``-th visit takes a
   uniform one of the ``|A| - v`` unvisited candidates (:meth:`RandomSource.below`, exact).
 
@@ -81,7 +81,8 @@ U16 = npt.NDArray[np.uint16]
 def stage_thresholds() -> tuple[U16, I64]:
     """``(T8, L63)`` for ``n = 0.._N_TOP``: ``T8[n] = floor(2**8 e**-n)`` and ``L63[n]`` the low
     63 bits of ``floor(2**71 e**-n)`` (whose top 8 bits are ``T8[n]``); exact floors of the
-    irrational ``e**-n`` (:func:`~dpframe.core.samplers._floor_scaled`). ``n = 0`` (probability
+    irrational ``e**-n`` (:func:`~dpframe.core.noise.samplers._floor_scaled`). ``n = 0``
+    (probability
     1) is stored as ``T8 = 2**8``: every byte is below it, and none ties."""
     bits = STAGE_BITS + _LOW_BITS
     t8 = [1 << STAGE_BITS]

@@ -4,7 +4,7 @@ The hashes serve three purposes, never more:
 
 * **contribution bounding**: :func:`keyed_priority` gives each (unit, group) pair a
   pseudo-random priority (a unit keeps its pairs of smallest priority) and each unit its
-  Poisson-sampling draw (:mod:`dpframe.core.transform`);
+  Poisson-sampling draw (:mod:`dpframe.core.exact.transform`);
 * **unit identity across blocks**: a scan spills a row to the partition
   :func:`partition_of` the word of its unit (integer ids: :func:`block_partition`) and Dask
   shuffles rows by :func:`keyed` hashes of the same words, so all rows of a unit meet in one block;
@@ -98,7 +98,7 @@ Block = Callable[[int, int, U64, U64], None]
 def _blockwise(n: int, block: Block) -> U64:
     """The hashes of rows ``[0, n)``, filled by ``block(start, end, out, scratch)`` one cache
     block at a time (its temporaries stay in L2), the blocks' ranges on several threads
-    (:mod:`dpframe.core.parallel`: the same bits on any number of threads). Each range makes
+    (:mod:`dpframe.core.exact.parallel`: the same bits on any number of threads). Each range makes
     one scratch array for all its blocks: a fresh large array per block would be a fresh
     ``mmap`` (and page faults) where the process fixes glibc's thresholds, as Dask's workers
     do."""
@@ -423,7 +423,7 @@ def value_words(values: Iterable[object], exact: bool = True) -> U64:
     """The word of each Python value: text, bytes and numbers by the rule (a missing value
     gets some word: callers drop it). Values are handled type by type, vectorized.
 
-    ``exact`` (canonical labels, :mod:`dpframe.core.values`): a number no float equals and a
+    ``exact`` (canonical labels, :mod:`dpframe.core.exact.values`): a number no float equals and a
     value of another kind (a date) get a digest of type name and repr. Not ``exact`` (raw unit
     ids of an object column, not canonicalized: a ``datetime`` and an equal ``Timestamp`` have
     different reprs): a number is the float it rounds to, and any other value gets 0, one

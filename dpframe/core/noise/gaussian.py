@@ -55,8 +55,8 @@ from decimal import Decimal
 from fractions import Fraction
 from functools import lru_cache
 
-from .accounting import round_up
-from .numbers import bisect_floats
+from ..accounting import round_up
+from ..numbers import bisect_floats
 
 #: (integer L2 sensitivity Delta_i, variance s_i^2) of one part of a release, lattice units.
 Part = tuple[Fraction, Fraction]

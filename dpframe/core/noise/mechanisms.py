@@ -15,12 +15,12 @@ floating-point attack; converting the final integer to a float is post-processin
 * Gaussian: ``Z`` discrete Gaussian with variance ``sigma^2`` is rho-zCDP with
   ``rho = Delta_2^2 / (2 sigma^2)`` for integer L2 sensitivity ``Delta_2`` (Canonne, Kamath,
   Steinke 2020, Thm 4), and (epsilon, delta)-DP by the analytic Gaussian's curve up to a
-  proven factor (:mod:`dpframe.core.gaussian`, Theorem C). A release asked for at
+  proven factor (:mod:`dpframe.core.noise.gaussian`, Theorem C). A release asked for at
   (epsilon, delta) gets the smaller of the two sigmas (the analytic one, 7% below the zCDP
   route's at (1, 1e-6)), and records the rho its noise has.
 * Exponential mechanism: permute-and-flip (McKenna and Sheldon 2020), epsilon-DP for utilities
   of sensitivity ``Delta_u``, sampled exactly with Bernoulli(exp(-x)) coins, a byte of
-  randomness per candidate (:mod:`dpframe.core.permute_flip`).
+  randomness per candidate (:mod:`dpframe.core.noise.permute_flip`).
 """
 
 from __future__ import annotations
@@ -35,11 +35,11 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import ValidationError
-from .accounting import round_up, zcdp_rho_for_epsilon
+from ...errors import ValidationError
+from ..accounting import round_up, zcdp_rho_for_epsilon
+from ..numbers import power_of_two_at_most
 from .discrete_gaussian import discrete_gaussian
 from .gaussian import Part, analytic_sigma2
-from .numbers import power_of_two_at_most
 from .permute_flip import permute_and_flip
 from .rng import RandomSource
 from .samplers import MAX_FAST_DEN, discrete_laplace, round_scale_up
@@ -252,7 +252,7 @@ def _integer_sensitivity(kind: Kind, sensitivity: Fraction) -> Fraction:
     """The sensitivity of an integer release (g = 1). L1 of an integer vector is an integer,
     so Laplace's is rounded up; its L2 norm need not be (``sqrt(k) R``), and the discrete
     Gaussian's guarantees hold for any real bound on it (CKS 2020, Thm 4; Theorem C of
-    :mod:`dpframe.core.gaussian`), so it is kept exact, never rounded up (issue 47)."""
+    :mod:`dpframe.core.noise.gaussian`), so it is kept exact, never rounded up (issue 47)."""
     return Fraction(math.ceil(sensitivity)) if kind == "laplace" else sensitivity
 
 
@@ -263,7 +263,7 @@ def _gaussian_variance(int_sens: Fraction, epsilon: Fraction, delta: Fraction,
     With ``rho`` given (a share of a query's block), sigma^2 = Delta^2 / (2 rho) rounded up: the
     achieved rho is at most the planned one. Without, the least sigma of two proofs for
     (epsilon, delta): zCDP (:func:`rho_for`) or the analytic curve (Theorem C of
-    :mod:`dpframe.core.gaussian`, checked in conservative arithmetic); either way the noise is
+    :mod:`dpframe.core.noise.gaussian`, checked in conservative arithmetic); either way the noise is
     rho-zCDP for the rho returned (Delta^2 / (2 sigma^2), rounded up)."""
     if rho is not None:
         return rho, _round_up(int_sens * int_sens / (2 * rho))
@@ -385,7 +385,7 @@ class ExponentialSpec:
 
     def choose(self, utilities: npt.NDArray[np.int64], rng: RandomSource) -> npt.NDArray[np.int64]:
         """One candidate index per row of ``utilities`` (shape groups x candidates), by
-        permute-and-flip sampled exactly (:func:`~dpframe.core.permute_flip.permute_and_flip`:
+        permute-and-flip sampled exactly (:func:`~dpframe.core.noise.permute_flip.permute_and_flip`:
         its output law is the mechanism's, proved there; a few random bits per candidate)."""
         a, den = self.acceptance_rate()
         return permute_and_flip(utilities, a, den, rng)

@@ -1,6 +1,7 @@
 """The exact half, one small class per primitive: what a backend computes, never noise.
 
-Each :class:`Primitive` computes one kind of :class:`~dpframe.core.compute.AggregateRequest` on
+Each :class:`Primitive` computes one kind of :class:`~dpframe.core.exact.compute.AggregateRequest`
+on
 one block of rows, on numpy (:meth:`Primitive.compute`), and says how two blocks' results
 merge (:attr:`Primitive.merge`: exact addition of per-group counts and integer sums, or union
 of (group, value hash) sets). :func:`compute_exact` is a loop over a request's primitives; a
@@ -8,7 +9,7 @@ new primitive is one class here plus a :class:`Columns` method per engine when i
 view of a column.
 
 Privacy: nothing here draws noise or reads the budget. Every result is an exact function of
-the rows a block keeps after contribution bounding (:mod:`dpframe.core.transform`), and the
+the rows a block keeps after contribution bounding (:mod:`dpframe.core.exact.transform`), and the
 merges are exact (int64 far from overflow, Python integers beyond), so the sensitivity the
 core's plan assumes holds for any split of the rows into blocks holding disjoint units.
 
@@ -261,7 +262,7 @@ class Distinct(Primitive):
         return None  # values by their identity: nothing clamped
 
 
-#: every primitive, by request kind (:data:`~dpframe.core.compute.RequestKind`)
+#: every primitive, by request kind (:data:`~dpframe.core.exact.compute.RequestKind`)
 PRIMITIVES: dict[str, Primitive] = {p.kind: p for p in (Rows(), NonNull(), FixedSum(), Bins(),
                                                         Grid(), Cells(), Distinct())}
 
@@ -300,7 +301,7 @@ def compute_exact(request: ComputeRequest, group_codes: npt.NDArray[np.signedint
     disjoint units merge (:meth:`ExactAggregates.merge`). A release with no grouping, unit or
     sampling keeps every row in one group and takes one pass per column. ``dropped_before``
     (``diagnostics=``): per row, rows of its unit a pre-selection dropped earlier
-    (:func:`~dpframe.core.transform.carried_drops`), counted as bounding's own.
+    (:func:`~dpframe.core.exact.transform.carried_drops`), counted as bounding's own.
     """
     q = request
     ng = len(keys)
