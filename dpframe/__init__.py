@@ -38,6 +38,7 @@ from .fronts.docs import ReleaseOptions
 from .fronts.frame import PrivateFrame
 from .fronts.groupby import PrivateGroupBy
 from .fronts.hooks import register_dask_accessor as _register_dask_accessor
+from .fronts.hooks import register_duckdb_accessor as _register_duckdb_accessor
 from .fronts.hooks import register_polars_namespace as _register_polars_namespace
 from .fronts.hooks import register_spark_accessor as _register_spark_accessor
 from .fronts.results import DPFloat, DPInt
@@ -112,8 +113,10 @@ def __dir__() -> list[str]:
     return sorted({*__all__, *(n for n in modules if not n.startswith("_"))})
 
 
-# ddf.dp and pl_df.dp whatever the import order; import dpframe never imports Dask or Polars
+# ddf.dp, pl_df.dp, spark_df.dp and rel.dp whatever the import order; import dpframe never
+# imports Dask, Polars, pyspark or duckdb
 _register_dask_accessor()
 _register_polars_namespace()
 _register_spark_accessor()
+_register_duckdb_accessor()
 

@@ -55,3 +55,11 @@ def spark() -> Iterator[Any]:
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(autouse=True)
+def _spark_for_marked(request: pytest.FixtureRequest) -> None:
+    """A test marked ``spark`` (a backend registry entry's mark too,
+    ``tests/backends/contract.py``) runs with the session's SparkSession started."""
+    if request.node.get_closest_marker("spark") is not None:
+        request.getfixturevalue("spark")

@@ -1,5 +1,5 @@
-"""Register ``ddf.dp`` and the Polars ``.dp`` namespace whatever the import order, without
-``import dpframe`` importing Dask or Polars.
+"""Register ``ddf.dp``, the Polars ``.dp`` namespace, ``spark_df.dp`` and DuckDB's ``rel.dp``
+whatever the import order, without ``import dpframe`` importing any of those libraries.
 
 ``import dpframe`` registers an integration at once when its library (``dask.dataframe``,
 ``polars``) is already imported; otherwise it installs :class:`AfterImport`, a finder on
@@ -25,6 +25,7 @@ from typing import Any
 DASK_MODULE = "dask.dataframe"
 POLARS_MODULE = "polars"
 SPARK_MODULE = "pyspark.sql"
+DUCKDB_MODULE = "duckdb"
 
 
 class _ThenLoader(importlib.abc.Loader):
@@ -118,3 +119,9 @@ def register_spark_accessor() -> None:
     """Register ``spark_df.dp`` now if ``pyspark.sql`` is loaded, else when it is."""
     _when_imported(SPARK_MODULE,
                    _importer("dpframe.fronts.spark", "the .dp accessor on Spark frames"))
+
+
+def register_duckdb_accessor() -> None:
+    """Register ``rel.dp`` on DuckDB relations now if duckdb is loaded, else when it is."""
+    _when_imported(DUCKDB_MODULE,
+                   _importer("dpframe.fronts.duckdb", "the .dp accessor on DuckDB relations"))

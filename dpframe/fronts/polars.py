@@ -38,12 +38,14 @@ from ..backends.arrow import (
     DEFAULT_PARTITION_ROWS,
     PREFETCH,
     ArrowBackend,
+    BatchFactory,
+    BatchSource,
     prefetch,
 )
 from ..errors import ValidationError
 from .accessor import accessor_for
 from .frame import PrivateFrame
-from .scan import BatchFactory, BatchSource
+from .scan import ENGINE_DOC
 
 if TYPE_CHECKING:
     from ..engine.session import Session
@@ -176,12 +178,6 @@ def _lazy_batches(lf: pl.LazyFrame) -> BatchFactory:
     return batches
 
 
-ENGINE_DOC = """:param batch_size: rows per batch (default 2**20).
-:param progress: show a progress bar (default: on a terminal).
-:param partition_rows: rows per partition of a privacy-unit plan.
-:param partitions: how many partitions a privacy-unit plan uses.
-:param spill_dir: where partitions spill (default: a temporary folder).
-"""
 #: ``frame.dp(...)``: the engine's knobs tune it as for ``dpf.scan`` (docs/scan.md).
 PolarsDPNamespace = accessor_for(
     PolarsBackend, "PolarsDPNamespace",

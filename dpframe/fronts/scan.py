@@ -7,13 +7,14 @@ same release path as pandas, so a query has the same sensitivity, noise scale an
 whichever front runs it. See docs/scan.md for memory and the privacy-unit method.
 
 :class:`BatchSource` is the extension point for engines that stream Arrow themselves (the Polars
-front, :mod:`dpframe.fronts.polars`): record batches from a factory, with a known schema.
+front, :mod:`dpframe.fronts.polars`; the DuckDB backend): record batches from a factory, with a
+known schema. It lives in :mod:`dpframe.backends.arrow.batches` and is re-exported here.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -23,11 +24,10 @@ from ..backends.arrow import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_PARTITION_ROWS,
     ArrowBackend,
+    BatchFactory,
+    BatchSource,
     DatasetSource,
-    conform_batch,
-    public_schema,
 )
-from ..errors import ValidationError
 from .arguments import document_dp
 from .frame import PrivateFrame
 
@@ -35,60 +35,13 @@ if TYPE_CHECKING:
     from ..engine.session import Session
 
 
-#: ``factory(columns, batch_size, dictionary)``: a fresh iterable of record batches.
-BatchFactory = Callable[[Sequence[str], int, Sequence[str]], Iterable[pa.RecordBatch]]
-
-
-class BatchSource(DatasetSource):
-    """A scan source made of record batches from a factory instead of files or a Dataset.
-
-    ``schema`` is the public Arrow schema (names and types only, never read from the data).
-    ``batches(columns, batch_size, dictionary)`` returns a *fresh* iterable of
-    ``pyarrow.RecordBatch`` holding those columns, about ``batch_size`` rows each, every time it
-    is called: a release reads the source once, and several releases (or a backend making two
-    passes) call it again. ``dictionary`` names the string key columns the backend would like
-    as Arrow dictionaries (it factorizes them once per batch anyway): a hint, like Parquet's
-    ``dictionary_columns``, that changes no value. Each batch is conformed to ``schema`` like a
-    file's batch (a value of another type is missing, a missing column all missing; nothing
-    raises on a value). ``rows``, when known without reading the data, sizes the privacy-unit
-    partitions (else ``partitions=`` or the default of 16).
-    """
-
-    #: a plain string column is looked up directly; encoding it would hash every row first
-    dictionary_public_keys = False
-
-    def __init__(self, schema: pa.Schema, batches: BatchFactory, *,
-                 rows: int | None = None) -> None:
-        # not DatasetSource.__init__: there is no dataset; every method the backend uses is here
-        names = schema.names
-        if len(set(names)) != len(names):
-            raise ValidationError("a column name appears more than once: give each column a "
-                                  "unique name")
-        self._schema = public_schema(schema)  # the types every reader handles
-        self._factory = batches
-        self._rows = rows
-
-    @property
-    def arrow_schema(self) -> pa.Schema:
-        return self._schema
-
-    @property
-    def files(self) -> list[str] | None:
-        return None
-
-    def batches(self, columns: Sequence[str], batch_size: int,
-                dictionary: Sequence[str] = ()) -> Generator[pa.RecordBatch, None, None]:
-        """The factory's batches of ``columns``, conformed to the schema."""
-        cols = list(columns)
-        expected = pa.schema([self._schema.field(c) for c in cols])
-        for batch in self._factory(cols, batch_size, list(dictionary)):
-            yield conform_batch(batch, expected)
-
-    def row_count(self) -> int | None:
-        return self._rows
-
-    def size_bytes(self) -> int | None:
-        return None
+#: The engine knobs' parameter texts, for the fronts that stream Arrow batches (Polars, DuckDB).
+ENGINE_DOC = """:param batch_size: rows per batch (default 2**20).
+:param progress: show a progress bar (default: on a terminal).
+:param partition_rows: rows per partition of a privacy-unit plan.
+:param partitions: how many partitions a privacy-unit plan uses.
+:param spill_dir: where partitions spill (default: a temporary folder).
+"""
 
 
 class Scan:
@@ -167,4 +120,4 @@ def _declared_types(types: Any) -> Mapping[str, Any] | None:
             if getattr(col, "dtype", None) is not None}
 
 
-__all__ = ["BatchSource", "Scan", "scan"]
+__all__ = ["ENGINE_DOC", "BatchFactory", "BatchSource", "Scan", "scan"]

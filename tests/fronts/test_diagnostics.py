@@ -15,16 +15,13 @@ import warnings
 from fractions import Fraction
 from pathlib import Path
 
-import dask.dataframe as dd
 import numpy as np
 import pandas as pd
-import polars as pl
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 import dpframe as dpf
 from dpframe.fronts.results import DPInt
+from tests.backends.contract import Data, built, params
 
 from ._support import mean_cost_spec
 
@@ -57,20 +54,13 @@ def release(obj: object, **kw: object) -> pd.Series:
                                                        **kw)
 
 
-def as_scan(df: pd.DataFrame, tmp: Path) -> object:
-    path = tmp / "d.parquet"
-    pq.write_table(pa.Table.from_pandas(df), path, row_group_size=1000)
-    return dpf.scan(path)
-
-
-@pytest.mark.parametrize("backend", ["pandas", "polars", "dask", "scan"])
-def test_counts_are_the_clamped_and_dropped_rows_on_every_backend(backend: str,
-                                                                  tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", params())
+def test_counts_are_the_clamped_and_dropped_rows_on_every_backend(backend: str) -> None:
+    """Every backend of the registry (``tests/backends/contract.py``), scans in batches of
+    1000 rows, Dask in 3 partitions."""
     df = data()
-    obj = {"pandas": lambda: df, "polars": lambda: pl.from_pandas(df),
-           "dask": lambda: dd.from_pandas(df, npartitions=3),
-           "scan": lambda: as_scan(df, tmp_path)}[backend]()
-    r = release(obj)
+    with built(backend, Data.of(df, batch_size=1000, npartitions=3)) as obj:
+        r = release(obj)
     diag = r.attrs["dp"]["diagnostics"]
     assert set(diag) == {"rows_clamped", "rows_dropped"}
     assert all(isinstance(v, DPInt) and v.lower <= v <= v.upper for v in diag.values())

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import pyarrow as pa
 import pytest
 
 import dpframe as dpf
@@ -33,6 +32,7 @@ from dpframe.cli.spec_errors import SpecError
 from dpframe.core.query import Measure, Query
 from dpframe.engine import release as engine
 from dpframe.errors import BoundsError, DPError, KeysError, UnknownColumnError, ValidationError
+from tests.backends.contract import LOCAL, Data, built
 
 V, B, K, U = ValidationError, BoundsError, KeysError, UnknownColumnError
 NAN, INF = float("nan"), float("inf")
@@ -253,38 +253,23 @@ def _refused(call: Callable[[], Any], session: dpf.Session) -> DPError:
     return info.value
 
 
-# -- the fronts: pandas, an Arrow scan, Polars (each: a release and a dry run) -----------------
-def _pandas(df: pd.DataFrame, s: dpf.Session, case: Case) -> Any:
-    return df.dp(s, **_declarations(case))
-
-
-def _scan(df: pd.DataFrame, s: dpf.Session, case: Case) -> Any:
-    return dpf.scan(pa.Table.from_pandas(df, preserve_index=False)).dp(s, **_declarations(case))
-
-
-def _polars(df: pd.DataFrame, s: dpf.Session, case: Case) -> Any:
-    pl = pytest.importorskip("polars")
-    import dpframe.fronts.polars  # noqa: F401  (registers .dp)
-
-    return pl.from_pandas(df).dp(s, **_declarations(case))
-
-
-FRONTS = {"pandas": _pandas, "scan": _scan, "polars": _polars}
-
-
+# -- the fronts: every local backend of the registry (each: a release and a dry run) ----------
 def front_error(case: Case, front: str, dry_run: bool) -> type[DPError]:
-    """The class the front raises for ``case`` (its declarations included), nothing charged."""
+    """The class the front raises for ``case`` (its declarations included), nothing charged;
+    ``front`` a backend of ``tests/backends/contract.py``."""
     assert case.front is not None
     df, s = frame(), _session()
     kw = {"dry_run": True} if dry_run else {}
-    return type(_refused(lambda: case.front(FRONTS[front](df, s, case), **kw), s))
+    with built(front, Data.of(df)) as data:
+        return type(_refused(lambda: case.front(data.dp(s, **_declarations(case)), **kw), s))
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.front is not None], ids=lambda c: c.name)
 def test_the_fronts_refuse_each_case_alike(case: Case) -> None:
-    """pandas, a scan and Polars, released or dry-run: one typed error class, no charge."""
-    seen = {(front, dry): front_error(case, front, dry)
-            for front in ("pandas", "scan", "polars") for dry in (False, True)}
+    """pandas, scans of an Arrow table and of Parquet, Polars, Dask and DuckDB, released or
+    dry-run: one typed error class, no charge."""
+    seen = {(front, dry): front_error(case, front, dry) for front in LOCAL
+            for dry in (False, True)}
     assert set(seen.values()) == {case.error}, seen
 
 
@@ -386,10 +371,11 @@ def test_the_harness_releases_valid_queries(tmp_path: Path) -> None:
     """Control: the valid query every case changes is released by each entry point (so each
     refusal above is the case's own, not the harness's)."""
     ok = Case("valid", V, lambda p, **kw: p.sum("x", epsilon=1, **kw), {}, sumq())
-    for front in FRONTS:
+    for front in LOCAL:
         s = _session()
-        ok.front(FRONTS[front](frame(), s, ok))  # type: ignore[misc]
-        assert s.spent == (1.0, 0.0)
+        with built(front, Data.of(frame())) as data:
+            ok.front(data.dp(s, **_declarations(ok)))  # type: ignore[misc]
+        assert s.spent == (1.0, 0.0), front
     s = _session()
     engine.run_release(s, hand_built(ok), PandasBackend(frame()))
     assert s.spent == (1.0, 0.0)

@@ -26,8 +26,6 @@ import decimal
 import itertools
 import math
 import numbers
-import os
-import tempfile
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -36,11 +34,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 
 import dpframe as dpf
+from tests.backends import contract
+from tests.backends.contract import Data
 from tests.engine._releases import recording
 
 #: A huge epsilon: geometric / granular noise of scale ~1e-9 is 0 except with probability
@@ -55,7 +54,12 @@ N_BOUNDS = (0, 10)
 G_BOUNDS = (0, 100)  # the key's numbers, where it is numeric and measured (sum(g))
 X_BOUNDS = ((-10.0, 10.0), (0.0, 10.0), (-1.0, 4.0))  # the first is symmetric about 0
 
-BACKENDS = ("pandas", "arrow", "parquet", "dask")
+#: The harness's names of registry backends (``tests/backends/contract.py``): ``arrow`` is its
+#: ``scan`` of an Arrow table.
+ALIASES = {"arrow": "scan"}
+#: The backends every shared suite here runs on, in one loop (Spark, marked, has its own
+#: tests; Polars reads the Arrow frames too, ``tests/backends/polars``).
+BACKENDS = ("pandas", "arrow", "parquet", "dask", "duckdb")
 
 
 # -- examples of values ----------------------------------------------------------------------------
@@ -396,30 +400,14 @@ def to_arrow(spec: Spec) -> pa.Table:
 @contextlib.contextmanager
 def built(backend: str, spec: Spec) -> Iterator[Any]:
     """The object whose ``.dp(...)`` answers queries on ``backend`` (kept alive, with its
-    temporary files and Dask configuration, for the duration of the block)."""
-    if backend == "pandas":
-        yield to_pandas(spec)
-    elif backend == "arrow":
-        yield dpf.scan(to_arrow(spec), batch_size=spec.batch_size, partitions=spec.partitions)
-    elif backend == "parquet":
-        with tempfile.TemporaryDirectory(prefix="dpframe-ni-") as tmp:
-            path = os.path.join(tmp, "frame.parquet")
-            pq.write_table(to_arrow(spec), path, row_group_size=max(1, spec.batch_size))
-            yield dpf.scan(path, batch_size=spec.batch_size, partitions=spec.partitions)
-    elif backend == "dask":
+    temporary files and Dask configuration, for the duration of the block): a factory of the
+    registry (``tests/backends/contract.py``; ``arrow`` is its ``scan`` of an Arrow table), or
+    ``dask-retyped``."""
+    if backend == "dask-retyped":
         import dask
         import dask.dataframe as dd
 
-        import dpframe.fronts.dask
-
-        # object columns stay objects (Dask would otherwise turn True, 1 and [1] into text)
-        with dask.config.set({"dataframe.convert-string": False, "scheduler": "threads"}):
-            yield dd.from_pandas(to_pandas(spec), npartitions=spec.npartitions)
-    elif backend == "dask-retyped":
-        import dask
-        import dask.dataframe as dd
-
-        import dpframe.fronts.dask
+        import dpframe.fronts.dask  # noqa: F401  (registers ddf.dp)
 
         # partitions typed apart from the frame's meta, as one person's value can type theirs
         # (dd.from_delayed, map_partitions): every other partition's columns are objects
@@ -430,17 +418,11 @@ def built(backend: str, spec: Spec) -> Iterator[Any]:
         with dask.config.set({"dataframe.convert-string": False, "scheduler": "threads"}):
             yield dd.from_delayed([dask.delayed(p) for p in parts], meta=whole.iloc[:0],
                                   verify_meta=False)
-    elif backend == "spark":  # the session the tests' ``spark`` fixture started
-        from pyspark.sql import SparkSession
-
-        import dpframe.fronts.spark  # noqa: F401  (adds sdf.dp)
-
-        t = to_arrow(spec)  # Spark has no dictionary type: its values, decoded
-        t = pa.table({n: c.cast(c.type.value_type) if pa.types.is_dictionary(c.type) else c
-                      for n, c in zip(t.column_names, t.columns, strict=True)})
-        yield SparkSession.builder.getOrCreate().createDataFrame(t)
-    else:
-        raise AssertionError(backend)
+        return
+    data = Data(lambda: to_pandas(spec), lambda: to_arrow(spec), batch_size=spec.batch_size,
+                partitions=spec.partitions, npartitions=spec.npartitions)
+    with contract.built(ALIASES.get(backend, backend), data) as frame:
+        yield frame
 
 
 def _retyped(part: pd.DataFrame, as_objects: bool) -> pd.DataFrame:

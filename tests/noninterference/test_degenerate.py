@@ -114,7 +114,7 @@ DASK_CASES = ["empty-rows", "all-missing-x", "all-missing-keys-object", "only-li
               "lists-in-units", "not-utf8-keys-and-units"]
 
 CASES = [("pandas", name) for name in DATASETS] + [
-    (backend, name) for backend in ("arrow", "parquet") for name in ARROW_SAFE] + [
+    (backend, name) for backend in ("arrow", "parquet", "duckdb") for name in ARROW_SAFE] + [
     ("dask", name) for name in DASK_CASES]
 
 

@@ -30,15 +30,17 @@ Adding is correct because blocks hold disjoint privacy units:
 Modules: ``columns`` (Arrow column kinds, numbers, factorization, key and unit codes),
 ``conform`` (data conformed to the public schema), ``csv`` (CSV column types: declared, never
 inferred from the values), ``words`` (columns as words of the core's one
-hash, :mod:`dpframe.core.exact.hashing`), ``prefetch`` (a bounded read-ahead thread), ``source``
-(``DatasetSource``: discovery, format inference, metadata, batches), ``totals`` (adding blocks'
-aggregates exactly), ``spill`` (the partition files), ``carried`` (heavy units' pre-selection)
-and ``backend`` (``ArrowBackend``).
+hash, :mod:`dpframe.core.exact.hashing`), ``prefetch`` (a bounded read-ahead thread),
+``source`` (``DatasetSource``: discovery, format inference, metadata, batches), ``batches``
+(``BatchSource``: record batches from an engine's factory: Polars, DuckDB), ``totals``
+(adding blocks' aggregates exactly), ``spill`` (the partition files), ``carried`` (heavy
+units' pre-selection) and ``backend`` (``ArrowBackend``).
 """
 
 from __future__ import annotations
 
 from .backend import DEFAULT_BATCH_SIZE, DEFAULT_PARTITION_ROWS, MAX_PARTITIONS, ArrowBackend
+from .batches import BatchFactory, BatchSource
 from .columns import (
     arrow_kind,
     dictionary_codes,
@@ -54,7 +56,7 @@ from .totals import add_into
 from .words import unit_hash, value_hashes
 
 __all__ = ["DEFAULT_BATCH_SIZE", "DEFAULT_PARTITION_ROWS", "MAX_PARTITIONS", "PREFETCH",
-           "ArrowBackend", "DatasetSource", "add_into", "arrow_kind", "conform_array",
-           "conform_batch", "dictionary_codes", "factorize", "numeric_array", "prefetch",
-           "public_codes", "public_schema", "public_type", "unit_codes", "unit_hash",
-           "value_hashes"]
+           "ArrowBackend", "BatchFactory", "BatchSource", "DatasetSource", "add_into",
+           "arrow_kind", "conform_array", "conform_batch", "dictionary_codes", "factorize",
+           "numeric_array", "prefetch", "public_codes", "public_schema", "public_type",
+           "unit_codes", "unit_hash", "value_hashes"]

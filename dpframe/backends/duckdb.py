@@ -1,0 +1,167 @@
+"""The DuckDB backend: a relation read as Arrow record batches by the Arrow batch backend.
+
+One adapter, no second engine: DuckDB runs the relation's query and hands its rows over as
+Arrow record batches (``relation.to_arrow_reader(batch_size)``) of the columns a release reads;
+the :class:`~dpframe.backends.arrow.ArrowBackend` does everything else, through a
+:class:`~dpframe.backends.arrow.BatchSource`. So the privacy rules are the scan's, not a copy:
+conformance of each batch to the public schema and the canonical values, UTF-8 checks,
+contribution bounding (T, k, R) over keyed partitions, heavy units' pre-selection, the exact
+fixed-point sums and ``diagnostics=`` counts.
+
+**Privacy.** The public schema (column names, Arrow types, an ``ENUM``'s declared values) is
+read from the relation's types: the Arrow schema DuckDB gives an empty result of the relation
+(``LIMIT 0``: no row is read), never a value. A query's plan, its refusals and its charge
+depend on that schema and the arguments only; the rows decide nothing but the exact aggregates
+the release then noises. A failure while DuckDB reads the rows (a cast meeting a malformed
+value, a missing file) happens after the charge; it is reported as a ``ValidationError``
+naming only the DuckDB exception type (its message may quote a value), and the charge stands,
+as for a scan or a Polars LazyFrame.
+
+Nothing is pushed down into DuckDB's SQL but the projection of the columns read: counts and
+fixed-point sums computed there would be a second copy of the exact rules.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+try:
+    import duckdb
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError("dpframe.backends.duckdb needs duckdb: pip install 'dpframe[duckdb]'") \
+        from exc
+
+import pyarrow as pa
+
+from ..errors import ValidationError
+from .arrow import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_PARTITION_ROWS,
+    PREFETCH,
+    ArrowBackend,
+    BatchFactory,
+    BatchSource,
+    prefetch,
+)
+
+__all__ = ["DuckDBBackend", "arrow_schema", "relation_of"]
+
+_FAILED = "(its message is not shown: it may quote a value of the data)"
+
+
+def relation_of(source: Any, con: Any = None) -> duckdb.DuckDBPyRelation:
+    """``source`` as a relation: a ``DuckDBPyRelation`` as is, a string as the table or view
+    of that name in ``con`` (default: DuckDB's default connection)."""
+    if isinstance(source, duckdb.DuckDBPyRelation):
+        if con is not None:
+            raise ValidationError("con= is for a table name: a relation has its connection")
+        return source
+    if isinstance(source, str):
+        try:
+            return (duckdb if con is None else con).table(source)
+        except duckdb.Error as exc:  # names the table (the analyst's argument), no value
+            raise ValidationError(f"no DuckDB table or view {source!r} "
+                                  f"({type(exc).__name__})") from None
+    raise ValidationError("expected a DuckDB relation or the name of a table or view")
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _project(rel: duckdb.DuckDBPyRelation, names: Sequence[str],
+             columns: Sequence[str]) -> duckdb.DuckDBPyRelation:
+    """The relation's ``columns`` by position (``#i``) in ``names`` (the public schema's), so
+    names DuckDB binds case-insensitively (``a`` beside ``A``, which its Arrow result spells
+    ``A_1``) are never ambiguous. Names are unique (BatchSource checks)."""
+    position = {name: i for i, name in enumerate(names)}
+    return rel.project(", ".join(f"#{position[c] + 1} AS {_quoted(c)}" for c in columns))
+
+
+def _unreadable(name: str, dtype: object) -> ValidationError:
+    return ValidationError(f"column {name!r} has the DuckDB type {dtype}, which dpframe cannot "
+                           "read: select or cast the columns to query first")
+
+
+def arrow_schema(rel: duckdb.DuckDBPyRelation) -> pa.Schema:
+    """The Arrow schema of the relation's types: DuckDB's Arrow result of no row
+    (``LIMIT 0``). A type with no Arrow form is refused, naming its column; a relation that
+    cannot run at all (a closed connection, a dropped table) naming the exception type."""
+    try:
+        return rel.limit(0).to_arrow_table().schema
+    except Exception as exc:
+        failure = type(exc).__name__
+    try:
+        columns = list(zip(rel.columns, rel.types, strict=True))
+    except Exception:
+        columns = []
+    bad = []
+    for i, (name, dtype) in enumerate(columns):
+        try:
+            rel.project(f"#{i + 1}").limit(0).to_arrow_table()
+        except Exception:
+            bad.append((name, dtype))
+    if bad and len(bad) < len(columns):
+        raise _unreadable(*bad[0])
+    raise ValidationError(f"cannot run the DuckDB relation ({failure}) {_FAILED}")
+
+
+def _enum_categories(rel: duckdb.DuckDBPyRelation, names: Sequence[str]
+                     ) -> dict[str, tuple[object, ...]]:
+    """The declared values of ``ENUM`` columns (the type's, never the data's), by the public
+    schema's ``names``."""
+    out: dict[str, tuple[object, ...]] = {}
+    for name, dtype in zip(names, rel.types, strict=True):
+        values = dict(dtype.children).get("values") if dtype.id == "enum" else None
+        if isinstance(values, list):
+            out[name] = tuple(values)
+    return out
+
+
+def _batches(rel: duckdb.DuckDBPyRelation, names: Sequence[str]) -> BatchFactory:
+    def stream(columns: Sequence[str], batch_size: int) -> Iterator[pa.RecordBatch]:
+        reader: pa.RecordBatchReader | None = None
+        try:
+            reader = _project(rel, names, columns).to_arrow_reader(batch_size)
+            yield from reader
+        except Exception as exc:  # a DuckDB message may quote a value of the data
+            raise ValidationError(f"the DuckDB relation failed while it was read "
+                                  f"({type(exc).__name__}) {_FAILED}") from None
+        finally:
+            if reader is not None:  # stops the query when the release ends early
+                reader.close()
+
+    def batches(columns: Sequence[str], batch_size: int,
+                dictionary: Sequence[str]) -> Iterator[pa.RecordBatch]:
+        # DuckDB computes the next batch on a thread while the backend aggregates this one
+        # (``dictionary`` is a hint: the backend factorizes plain strings the same way)
+        yield from prefetch(lambda: stream(columns, batch_size), PREFETCH)
+
+    return batches
+
+
+class DuckDBBackend(ArrowBackend):
+    """The Arrow batch backend over a DuckDB relation (or a table or view by name).
+
+    An ``ENUM``'s declared values are declared categories: public keys on the analyst's
+    opt-in (``keys={"col": "categories"}``), as a pandas ``Categorical`` or a ``pl.Enum``.
+    The relation's row count is not known without running it, so privacy-unit plans use 16
+    partitions unless ``partitions=`` says otherwise.
+    """
+
+    def __init__(self, source: Any, *, con: Any = None, batch_size: int = DEFAULT_BATCH_SIZE,
+                 progress: bool | None = None, partition_rows: int = DEFAULT_PARTITION_ROWS,
+                 partitions: int | None = None,
+                 spill_dir: str | os.PathLike[str] | None = None) -> None:
+        rel = relation_of(source, con)
+        self.relation = rel
+        schema = arrow_schema(rel)
+        self._categories = _enum_categories(rel, schema.names)
+        super().__init__(BatchSource(schema, _batches(rel, schema.names)), batch_size=batch_size,
+                         progress=progress, partition_rows=partition_rows,
+                         partitions=partitions, spill_dir=spill_dir)
+
+    def categories(self, column: str) -> tuple[object, ...] | None:
+        return self._categories.get(column)
