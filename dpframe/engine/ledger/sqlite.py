@@ -35,13 +35,14 @@ from .chain import (
     write_head,
 )
 from .charges import (
+    charged_by,
     check_cost,
     check_status,
     event_json,
-    exceeded,
     meta_fields,
     now,
     plan_charge,
+    refusal,
 )
 from .connection import LedgerConnection
 from .create import budget_values, create_ledger
@@ -546,7 +547,7 @@ class SqliteLedger:
                     totals = after
             spent = spent if composes else head.spent
             if not (spent[0] <= head.budget[0] and spent[1] <= head.budget[1]):
-                raise exceeded(head.budget, start_spent, spent)
+                raise self._refusal(conn, head.budget, start_spent, spent, rows)
             write_head(conn, head)
             reserve(conn, [entry_id for entry_id, _ in charged])  # room for the outcomes
             return charged
@@ -557,6 +558,15 @@ class SqliteLedger:
         for entry_id, link in charged:
             self._links[entry_id] = link
         return [entry_id for entry_id, _ in charged]
+
+    def _refusal(self, conn: sqlite3.Connection, total: tuple[Fraction, Fraction],
+                 old: tuple[Fraction, Fraction], new: tuple[Fraction, Fraction],
+                 rows: Sequence[tuple[PrivacyCost, Any, Any]]) -> Exception:
+        """The refusal of a batch (:func:`.charges.refusal`: it names the accountant that
+        charged the ledger when that one would accept it); read only when refusing."""
+        entries = (read_entries(conn, with_unit=True, with_event=True)
+                   if self._events.version >= 4 else [])
+        return refusal(total, old, new, self.accountant, entries, [r[0] for r in rows])
 
     def chain_head_of(self, entry_id: int) -> dict[str, Any] | None:
         """The chain head right after the charge ``entry_id`` was committed: ``ledger_id``,
@@ -603,7 +613,8 @@ class SqliteLedger:
                 "privacy_unit": unit,
             },
             extra={"status": "charged", "details": "{}",
-                   **({"event": json.dumps(event_json(cost), separators=(",", ":"))}
+                   **({"event": json.dumps(event_json(cost, charged_by(self.accountant)),
+                                           separators=(",", ":"))}
                       if head.version >= 4 else {})},
         )
         return replace(head, spent=new, totals=head.totals.add(cost)), entry_id
