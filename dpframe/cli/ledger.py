@@ -120,17 +120,32 @@ def _history_table(history: list[dict[str, Any]]) -> Table:
     return table
 
 
-def migrate_ledger(path: str | os.PathLike[str]) -> str:
-    """``dpframe ledger migrate PATH``: migrate a ledger of schema 1 (dpframe 0.1), 2 or 3 to
-    schema 4 explicitly, in one transaction (:meth:`SqliteLedger.migrate`): every entry records
-    its stated (epsilon, delta) as its privacy event, the chain is (re-)hashed in the schema-4
-    format, and the migration is recorded in the ledger as a chained budget row.
-    ``LedgerError`` (nothing changed) for a downgraded, damaged or tampered file."""
-    report = SqliteLedger.migrate(path, session="dpframe ledger migrate")
+def migrate_ledger(path: str | os.PathLike[str], *, dry_run: bool = False,
+                   backup: str | os.PathLike[str] | None = None) -> str:
+    """``dpframe ledger migrate PATH [--dry-run] [--backup FILE]``: migrate a ledger of schema 1
+    (dpframe 0.1), 2 or 3 to schema 4 explicitly, in one transaction
+    (:meth:`SqliteLedger.migrate`), after writing a backup of it (``PATH.bak-<schema>`` or
+    ``backup``): every entry records its stated (epsilon, delta) as its privacy event, the
+    chain is (re-)hashed in the schema-4 format, and the migration is recorded in the ledger as
+    a chained budget row. ``dry_run``: what it would do, nothing written. ``LedgerError``
+    (nothing changed) for a downgraded, damaged or tampered file, or a backup name taken."""
+    report = SqliteLedger.migrate(path, session="dpframe ledger migrate", dry_run=dry_run,
+                                  backup=backup)
+    where = os.fspath(path)
     if not report["migrated"]:
-        return (f"ledger {os.fspath(path)} is already at schema {report['schema_version']}: "
+        return (f"ledger {where} is already at schema {report['schema_version']}: "
                 "nothing to migrate, nothing changed\n")
-    return (f"Migrated ledger {os.fspath(path)} to schema {report['schema_version']} (new "
+    if dry_run:
+        return (f"Dry run: ledger {where} would be migrated from schema "
+                f"{report['from_schema']} to {report['schema_version']}: its "
+                f"{report['entries']} entries would record their (epsilon, delta) as privacy "
+                f"events, its hash chain ({report['rows']} rows with the migration's own) "
+                f"re-hashed under a new ledger id, and the migration recorded in its budget "
+                f"history; a backup would be written to {report['backup']} first. Its chain "
+                "verifies. Nothing was written.\n")
+    return (f"Backed up ledger {where} (schema {report['from_schema']}) to "
+            f"{report['backup']}.\n"
+            f"Migrated ledger {where} to schema {report['schema_version']} (new "
             f"ledger id {report['ledger_id']}); the migration is recorded in its budget history. "
             f"Hash chain of {report['rows']} rows; head {report['head']}\n")
 

@@ -56,7 +56,6 @@ from .legacy import (
     legacy_costs,
     legacy_spent,
     legacy_total,
-    migrate_any,
     needs_migration,
 )
 from .reports import LedgerSnapshot as LedgerSnapshot
@@ -167,24 +166,20 @@ class SqliteLedger:
 
     @classmethod
     def migrate(cls, path: str | os.PathLike[str], *, session: str | None = None,
-                timeout: float = 60.0) -> dict[str, Any]:
+                timeout: float = 60.0, backup: str | os.PathLike[str] | None = None,
+                dry_run: bool = False) -> dict[str, Any]:
         """Migrate the ledger of schema 1, 2 or 3 at ``path`` to schema 4, in one transaction
-        (:func:`~.legacy.migrate_any`). Returns :meth:`verify`'s report plus ``migrated``
-        (False: the ledger was already current, nothing written); ``LedgerError`` otherwise,
-        nothing changed."""
-        ledger = cls.__new__(cls)
-        ledger.path = checked_path(path).absolute()
-        ledger._setup(session, False, timeout, needs_file=True)
-        nothing = "nothing was changed"
-        try:
-            ledger._prepare_writable(nothing)
+        (:func:`~.legacy.migrate_any`), after writing a backup of it (``PATH.bak-<schema>``,
+        or ``backup``; :mod:`.migration`). Returns :meth:`verify`'s report plus ``migrated``
+        (False: the ledger was already current, nothing written), ``from_schema`` and
+        ``backup`` (the path written); ``LedgerError`` otherwise, nothing changed. With
+        ``dry_run``, the migration runs on a private copy: nothing is written."""
+        from .migration import dry_run as dry
+        from .migration import migrate_file
 
-            migrated = ledger._db.transaction(
-                lambda conn: migrate_any(conn, ledger.path, session, ledger._check_version),
-                write=True, nothing=nothing)
-            return {**ledger.verify(), "migrated": migrated}
-        finally:
-            ledger.close()
+        if dry_run:
+            return dry(cls, path, session=session, timeout=timeout, backup=backup)
+        return migrate_file(cls, path, session=session, timeout=timeout, backup=backup)
 
     @property
     def accountant(self) -> Accountant:
