@@ -203,6 +203,22 @@ class Totals(Protocol):
     def spend(self) -> PrivacyCost: ...  # pragma: no cover
 
 
+class _Prefix:
+    """One release's non-Gaussian components (``fresh``, as (epsilon, delta) keys) after the
+    link ``prev``; once its PLD (of every component up to here) is computed it keeps it and
+    forgets ``prev``, so the links before it, and their PLDs, can be freed."""
+
+    __slots__ = ("done", "fresh", "pld", "prev")
+
+    def __init__(self, prev: _Prefix | None, fresh: tuple[tuple[Fraction, Fraction], ...]
+                 ) -> None:
+        self.prev, self.fresh, self.pld, self.done = prev, fresh, None, False
+
+    def settle(self, pld: Any) -> None:
+        """Keep ``pld`` as the composition up to here."""
+        self.pld, self.done, self.prev = pld, True, None
+
+
 @dataclass(frozen=True)
 class ComposedTotals:
     """The events so far, grouped (pure and approx components by their (epsilon, delta) with a
@@ -226,11 +242,9 @@ class ComposedTotals:
     approx: tuple[tuple[tuple[Fraction, Fraction], int], ...] = ()
     gauss: tuple[tuple[Fraction, Fraction], ...] = ()
     n: int = 0
-    #: The totals before the last release, and that release's non-Gaussian components as
-    #: (epsilon, delta) keys, in order: the PLD of the components is composed incrementally
-    #: along this chain (:meth:`approx_pld`).
-    parent: ComposedTotals | None = field(default=None, compare=False, repr=False)
-    fresh: tuple[tuple[Fraction, Fraction], ...] = field(default=(), compare=False, repr=False)
+    #: The releases' non-Gaussian components in order, as a chain of :class:`_Prefix` (the
+    #: PLD is composed incrementally along it, :meth:`approx_pld`); None before any release.
+    chain: _Prefix | None = field(default=None, compare=False, repr=False)
 
     def add(self, c: PrivacyCost) -> ComposedTotals:
         """The totals with one more release (the same object for the same cost added again to
@@ -252,7 +266,7 @@ class ComposedTotals:
                 counts[k] += 1
                 fresh.append(k)
         out = ComposedTotals(self.accountant, self.basic.add(c), tuple(sorted(counts.items())),
-                             tuple(gauss), self.n + 1, self, tuple(fresh))
+                             tuple(gauss), self.n + 1, _Prefix(self.chain, tuple(fresh)))
         object.__setattr__(self, "_next", (key, out))
         return out
 
@@ -260,23 +274,22 @@ class ComposedTotals:
         """The PLD of every non-Gaussian component so far (None when there is none), composed
         in release order: each release's components composed onto the PLD of the releases
         before it (``dp_accounting``'s ``compose``, pessimistic, its default tail truncation).
-        Incremental: computed from the nearest earlier totals that hold theirs (which then
-        hand it on: one composed PLD is kept per chain), so a session composes only each new
-        event; from the first release when none does. Either way the same operations in the
-        same order, so the result is the same to the bit."""
-        chain: list[ComposedTotals] = []
-        node: ComposedTotals | None = self
-        while node is not None and "_pld" not in node.__dict__:
-            chain.append(node)
-            node = node.parent
-        out = None if node is None else node.__dict__["_pld"]
-        if node is not None and node is not self:
-            node.__dict__.pop("_pld", None)  # handed on: one composed PLD kept per chain
-        for t in reversed(chain):
-            for key in t.fresh:
+        Incremental: computed from the nearest earlier link of the chain that holds its PLD,
+        so a session composes only each new event; from the first release when none does.
+        Either way the same operations in the same order, so the result is the same to the
+        bit."""
+        todo: list[_Prefix] = []
+        node = self.chain
+        while node is not None and not node.done:
+            todo.append(node)
+            node = node.prev
+        out = None if node is None else node.pld
+        for link in reversed(todo):
+            for key in link.fresh:
                 one = _single_pld(*key)
                 out = one if out is None else out.compose(one)
-        object.__setattr__(self, "_pld", out)
+        if todo:
+            todo[0].settle(out)
         return out
 
     def smoothed(self) -> tuple[float, float]:

@@ -220,3 +220,22 @@ def test_incremental_pld_is_the_full_recomposition_to_the_bit(
             fresh = fresh.add(c)
         assert (fresh.spend(), fresh.composed()) == steps[k - 1]
     assert t.add(costs[0]) is t.add(costs[0])  # a check and its charge share one composition
+
+
+def test_incremental_pld_keeps_no_history_alive() -> None:
+    """Only the live totals hold a composed PLD: earlier totals are freed (nothing points back
+    at them) and a link that holds its PLD forgets the links before it."""
+    import gc
+    import weakref
+
+    acc = accountant_for("pld", (Fraction(1, 2), Fraction(1, 10**6)))
+    costs = _mixed_costs()
+    t = acc.start().add(costs[0])
+    t.composed()
+    ref = weakref.ref(t)
+    for c in costs[1:]:
+        t = t.add(c)
+        t.composed()
+        assert t.chain is not None and t.chain.prev is None
+    gc.collect()
+    assert ref() is None
