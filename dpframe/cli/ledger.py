@@ -192,12 +192,10 @@ def _against(led: SqliteLedger, ledger_id: str, rows: int, source: str,
         return NO_HEAD, (f"{source}: its provenance carries no ledger chain head (released "
                          "with an in-memory ledger, or by an older dpframe)")
     seq = head["seq"]
-    if head["ledger_id"] != ledger_id:
-        return MISMATCH, (f"{source}: released from a ledger with another identity: this "
-                          "ledger was replaced (or re-created, or migrated) since that release, "
-                          "or the release did not come from it")
     if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
         return MISMATCH, f"{source}: its ledger chain head is malformed"
+    if head["ledger_id"] != ledger_id:
+        return _against_premigration(led, source, doc, head, released)
     if seq > rows:
         return MISMATCH, (f"{source}: charged at row {seq} of the chain, but this ledger has "
                           f"only {rows} rows: it was rolled back (restored from an older copy "
@@ -211,6 +209,31 @@ def _against(led: SqliteLedger, ledger_id: str, rows: int, source: str,
         return MISMATCH, f"{source}: {why}"
     return "ok", (f"{source}: charged at row {seq} of this ledger's chain (hash matches; its "
                   "values are the ones released)")
+
+
+def _against_premigration(led: SqliteLedger, source: str, doc: dict[str, Any],
+                          head: dict[str, Any], released: dict[int, str | None]
+                          ) -> tuple[str, str]:
+    """``--against`` a release whose chain head names another ledger identity: found when this
+    ledger was migrated from that identity (its chain before the migration, recomputed and
+    vouched by the head the migration recorded, holds the release's hash at its position)."""
+    old = led.premigration_chain(str(head["ledger_id"]))
+    if old is None:
+        return MISMATCH, (f"{source}: released from a ledger with another identity: this "
+                          "ledger was replaced (or re-created) since that release, or the "
+                          "release did not come from it")
+    version, hashes = old
+    seq = head["seq"]
+    if seq > len(hashes) or hashes[seq - 1] != head["hash"]:
+        return MISMATCH, (f"{source}: released from this ledger before its migration from "
+                          f"schema {version}, but row {seq} of its chain then was not the one "
+                          "the release was charged at")
+    why = _values_differ(source, doc, released)
+    if why is not None:
+        return MISMATCH, f"{source}: {why}"
+    return "ok", (f"{source}: charged at row {seq} of this ledger's chain before its migration "
+                  f"from schema {version} (ledger id {head['ledger_id']}; the hash matches the "
+                  "chain its migration recorded; its values are the ones released)")
 
 
 def _values_differ(source: str, doc: dict[str, Any], released: dict[int, str | None]

@@ -57,6 +57,7 @@ from .legacy import (
     legacy_spent,
     legacy_total,
     needs_migration,
+    premigration_hashes,
 )
 from .reports import LedgerSnapshot as LedgerSnapshot
 from .reports import checked_arguments, checked_path, snapshot
@@ -570,6 +571,11 @@ class SqliteLedger:
         ledger). None for an entry this object did not charge."""
         link = self._links.get(entry_id)
         return None if link is None else dict(link)
+
+    def premigration_chain(self, ledger_id: str) -> tuple[int, list[str]] | None:
+        """The row hashes of this ledger's chain before ``dpframe ledger migrate`` re-hashed it
+        under the identity ``ledger_id`` (:func:`.legacy.premigration_hashes`), or None."""
+        return self._db.read(lambda conn: premigration_hashes(conn, str(ledger_id)))
 
     def link_at(self, seq: int) -> str | None:
         """The row hash at position ``seq`` of the hash chain (None if the chain is shorter).

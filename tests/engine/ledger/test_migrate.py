@@ -5,12 +5,16 @@ while writing nothing."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from fractions import Fraction
 from pathlib import Path
 
+import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 
+import dpframe as dpf
 from dpframe.core.accounting import PrivacyCost
 from dpframe.engine.ledger import SqliteLedger
 from tests.cli._support import inproc
@@ -125,3 +129,47 @@ def test_dry_run_on_a_current_ledger(tmp_path: Path) -> None:
     code, out = inproc("ledger", "migrate", str(path), "--dry-run")
     assert code == 0 and "nothing to migrate" in out
     assert _folder(path) == state
+
+
+def test_exports_made_before_a_migration_verify_against_the_migrated_ledger(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The migration records the old ledger id, row count and head in its chained budget row;
+    ``verify --against`` recomputes the chain as it was (its own format) and finds a release
+    charged before the migration at its position. A hash that was never there, or another
+    ledger's release, still fails."""
+    path = make_schema_3_ledger(tmp_path / "budget.sqlite", monkeypatch, COSTS)
+    df = pd.DataFrame({"x": range(50)})
+    s = dpf.Session(1, 1e-6, ledger=str(path), accountant="basic")
+    files = []
+    for i in range(2):
+        res = df.dp(s).count(epsilon=0.05)
+        files.append(tmp_path / f"r{i}.parquet")
+        dpf.to_parquet(res, files[-1], provenance=res.provenance)
+    del s
+    old_id = dpf.read_provenance(files[0])["ledger_head"]["ledger_id"]
+    args = [a for f in files for a in ("--against", str(f))]
+    code, out = inproc("ledger", "verify", str(path), *args)
+    assert code == 0, out
+    assert inproc("ledger", "migrate", str(path))[0] == 0
+    code, out = inproc("ledger", "verify", str(path), *args)
+    assert code == 0, out
+    assert out.count("before its migration from schema 3") == 2 and old_id in out
+
+    forged = tmp_path / "forged.parquet"  # a head that was never in the chain
+    table = pq.read_table(files[1])
+    doc = dpf.read_provenance(files[1])
+    doc["ledger_head"]["hash"] = "0" * 64
+    meta = dict(table.schema.metadata or {})
+    meta[b"dpframe"] = json.dumps(doc).encode()
+    pq.write_table(table.replace_schema_metadata(meta), forged)
+    code, out = inproc("ledger", "verify", str(path), "--against", str(forged))
+    assert code != 0 and "before its migration from schema 3" in out and "FAILED" in out
+
+    other = tmp_path / "other.sqlite"
+    s2 = dpf.Session(1, 1e-6, ledger=str(other))
+    res = df.dp(s2).count(epsilon=0.05)
+    dpf.to_parquet(res, tmp_path / "elsewhere.parquet", provenance=res.provenance)
+    del s2
+    code, out = inproc("ledger", "verify", str(path), "--against",
+                       str(tmp_path / "elsewhere.parquet"))
+    assert code != 0 and "another identity" in out
