@@ -1,8 +1,9 @@
 """``dpframe ledger migrate``: the explicit migration of a ledger of schema 1, 2 or 3 to schema 4
 (:func:`.legacy.migrate_any`), with a backup written first and a dry run.
 
-**Backup.** Before anything is changed, a copy of the ledger as it is (SQLite's online backup of
-its committed state, page by page) is written to ``PATH.bak-<old schema>`` (or the path given),
+**Backup.** Before anything is changed, a copy of the ledger as it is (SQLite's ``VACUUM
+INTO`` of its committed state: every row, the header's version and application id; then put
+in WAL mode like any ledger) is written to ``PATH.bak-<old schema>`` (or the path given),
 inside the migration's write transaction, so no other writer can commit between the copy and
 the migration. The copy is built in a temporary file in the backup's folder, flushed and
 hard-linked to its name (as a new ledger is created, :mod:`.files`): the backup is whole or
@@ -54,26 +55,29 @@ def _check_free(target: Path) -> None:
                           "exist; nothing was changed")
 
 
-def write_backup(source: Path, target: Path) -> None:
+def write_backup(source: Path, target: Path, made: list[Path]) -> None:
     """Copy the committed state of the ledger file ``source`` to ``target`` atomically (a
     temporary file in ``target``'s folder, flushed, then hard-linked: whole or absent, never
-    over an existing file)."""
+    over an existing file); ``target`` is appended to ``made`` as it is linked (signals held),
+    so that a caller interrupted later removes it."""
     _check_free(target)
     tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.backup")
     try:
         src = sqlite3.connect(f"{source.as_uri()}?mode=ro", uri=True, timeout=60)
         try:
-            dst = sqlite3.connect(tmp)
-            try:
-                src.backup(dst)
-            finally:
-                dst.close()
+            src.execute("VACUUM INTO ?", (str(tmp),))  # one consistent snapshot, whole
         finally:
             src.close()
+        dst = sqlite3.connect(tmp)
+        try:  # a ledger as any other: in WAL mode, so that it opens as it is
+            dst.execute("PRAGMA journal_mode = WAL")
+        finally:
+            dst.close()
         _fsync(tmp)
         with signals_held():
             try:
                 os.link(tmp, target)
+                made.append(target)
             except FileExistsError:
                 raise LedgerError(f"backup {target} already exists: nothing was changed") from None
             except OSError as exc:
@@ -117,8 +121,7 @@ def migrate_file(cls: type[SqliteLedger], path: str | os.PathLike[str], *,
             found.append(version)
             if make_backup and version is not None and version < SCHEMA_VERSION:
                 target = backup_target(ledger.path, version, backup)
-                write_backup(source, target)
-                made.append(target)
+                write_backup(source, target, made)
             return migrate_any(conn, ledger.path, session, ledger._check_version)
 
         try:

@@ -173,3 +173,18 @@ def test_exports_made_before_a_migration_verify_against_the_migrated_ledger(
     code, out = inproc("ledger", "verify", str(path), "--against",
                        str(tmp_path / "elsewhere.parquet"))
     assert code != 0 and "another identity" in out
+
+
+def test_a_schema_1_ledger_dry_run_then_backup(tmp_path: Path) -> None:
+    from .test_interrupts import make_schema_1_ledger
+
+    path = tmp_path / "old.sqlite"
+    make_schema_1_ledger(path)
+    before = path.read_bytes()
+    code, out = inproc("ledger", "migrate", str(path), "--dry-run")
+    assert code == 0 and "from schema 1 to 4" in out, out
+    assert path.read_bytes() == before
+    code, out = inproc("ledger", "migrate", str(path))
+    assert code == 0, out
+    assert path.with_name("old.sqlite.bak-1").read_bytes()[:16] == b"SQLite format 3\x00"
+    assert _version(path.with_name("old.sqlite.bak-1")) == 1 and _version(path) == 4
