@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 from ...core.accountant import Accountant, PrivacyEvent, Totals, accountant_for, event_of
@@ -58,15 +59,20 @@ def charged_by(accountant: Accountant) -> dict[str, str]:
     """Which accountant charged an entry, with its version (``dp_accounting``'s for PLD and
     RDP, dpframe's for basic composition): stored beside the entry's event (hashed with it on
     schema 4)."""
-    if accountant.name == "basic":
+    return {"accountant": accountant.name, "accountant_version": _version_of(accountant.name)}
+
+
+@lru_cache(maxsize=8)
+def _version_of(name: str) -> str:
+    """What versions the accountant ``name`` (read once: ``importlib.metadata`` costs about a
+    millisecond a call)."""
+    if name == "basic":
         from ..._version import __version__
 
-        version = f"dpframe {__version__}"
-    else:
-        from importlib.metadata import version as dist_version
+        return f"dpframe {__version__}"
+    from importlib.metadata import version as dist_version
 
-        version = f"dp_accounting {dist_version('dp-accounting')}"
-    return {"accountant": accountant.name, "accountant_version": version}
+    return f"dp_accounting {dist_version('dp-accounting')}"
 
 
 def event_json(cost: PrivacyCost, by: Mapping[str, str] | None = None) -> dict[str, Any]:
