@@ -16,6 +16,7 @@ chained ``outcomes`` row :meth:`SqliteLedger.record` appends; the result verifie
 
     python benchmarks/bench_ledger.py [--sizes 1000,10000,100000] [--repeat 5] [--out FILE]
                                       [--all-up-to 10000]
+    python benchmarks/bench_ledger.py --pld 400   # 400 Laplace counts, one PLD file-ledger session
 """
 
 from __future__ import annotations
@@ -199,14 +200,54 @@ def report(results: dict[int, dict[str, float]]) -> str:
     return buf.getvalue()
 
 
+def pld_session(releases: int, mechanism: str) -> dict[str, float]:
+    """``releases`` counts (``mechanism`` "laplace" or "gaussian") of one PLD session of budget
+    (1, 1e-6) on one file ledger, each at ``Session.split(releases)``'s epsilon (Gaussian:
+    delta 1e-6 / (2 releases) each): past the basic bound, every charge composes by PLD.
+    Wall and CPU seconds in all, and of the last 50 releases."""
+    import numpy as np
+    import pandas as pd
+
+    import dpframe as dpf
+
+    df = pd.DataFrame({"x": np.arange(100)})
+    with tempfile.TemporaryDirectory() as tmp:
+        s = dpf.Session(1, 1e-6, ledger=str(Path(tmp) / "pld.sqlite"))
+        eps = s.split(releases, mechanism=mechanism)
+        kw: dict[str, Any] = ({"delta": 1e-6 / (2 * releases), "mechanism": "gaussian"}
+                              if mechanism == "gaussian" else {})
+        t0, c0 = time.perf_counter(), time.process_time()
+        marks = []
+        for i in range(releases):
+            if i == releases - 50:
+                marks = [time.perf_counter(), time.process_time()]
+            df.dp(s).count(epsilon=eps, **kw)
+        t1, c1 = time.perf_counter(), time.process_time()
+        spent = s.spent_exact
+    return {"wall_s": t1 - t0, "cpu_s": c1 - c0, "last50_wall_s": t1 - marks[0],
+            "last50_cpu_s": c1 - marks[1], "epsilon": eps, "spent_epsilon": float(spent[0]),
+            "spent_delta": float(spent[1])}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--pld", type=int, default=0, metavar="N",
+                    help="only time N Laplace and N Gaussian counts of one PLD session on one "
+                    "file ledger (issue 47: 400)")
+    ap.add_argument("--pld-mechanisms", default="laplace",
+                    help="with --pld: laplace, gaussian or both (comma-separated); Gaussian "
+                    "counts alone compose by Theorem C, not by PLD")
     ap.add_argument("--sizes", default="1000,10000,100000")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--out", default=None, help="also write the table to this file")
     ap.add_argument("--all-up-to", type=int, default=10_000,
                     help="time `show --all` only on ledgers up to this many charges")
     args = ap.parse_args()
+    if args.pld:
+        for mech in args.pld_mechanisms.split(","):
+            print(f"{args.pld} {mech} counts, PLD session on one file ledger: "
+                  f"{pld_session(args.pld, mech)}", flush=True)
+        return
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         for n in (int(s) for s in args.sizes.split(",")):

@@ -10,6 +10,7 @@ from ._version import __version__
 from .core.accounting import posterior_bound
 from .engine.session import Session
 from .errors import (
+    AccountantMismatchError,
     BoundsError,
     BudgetExceededError,
     ContinualError,
@@ -48,6 +49,7 @@ if TYPE_CHECKING:  # loaded on first use (see __getattr__): type checkers see th
     from .fronts.scan import BatchSource, Scan, scan
 
 __all__ = [
+    "AccountantMismatchError",
     "BatchSource",
     "BoundsError",
     "BudgetExceededError",

@@ -73,6 +73,13 @@ class BudgetExceededError(DPError):
     """The query does not fit the remaining budget: nothing computed, nothing charged."""
 
 
+class AccountantMismatchError(BudgetExceededError):
+    """A charge refused by the session's accountant that the accountant which charged the
+    ledger's releases would accept (for example a ``accountant="basic"`` session on a ledger
+    charged by PLD: basic composition of the same releases is a valid but looser bound). The
+    message names the accountant to open the ledger with. Nothing computed, nothing charged."""
+
+
 class LedgerError(DPError):
     """The durable ledger is missing, corrupt, or disagrees with the session."""
 

@@ -439,17 +439,24 @@ def _ledger_command(body: Callable[[], int]) -> None:
 @ledger_app.command("migrate")
 def ledger_migrate(
     path: Annotated[Path, typer.Argument(help="The SQLite ledger file (schema 1, 2 or 3).")],
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Say what the migration would do (run on a private copy); write "
+        "nothing.")] = False,
+    backup: Annotated[Path | None, typer.Option(
+        "--backup", help="Where to write the copy of the ledger made before migrating "
+        "(default PATH.bak-<schema>; never over an existing file).")] = None,
 ) -> None:
     """Migrate a ledger of schema 1, 2 or 3 to schema 4, explicitly and in one transaction:
     every entry records its (epsilon, delta) as its privacy event (so PLD composes it), the
     chain is verified then (re-)hashed, and the migration is recorded in the ledger (its budget
-    history). Exit 4, nothing changed, if the file shows remains of a newer ledger (a
-    downgrade) or its chain does not verify."""
+    history). A backup of the ledger as it was is written first, atomically
+    (PATH.bak-<schema>, or --backup). Exit 4, nothing changed, if the file shows remains of a
+    newer ledger (a downgrade), its chain does not verify or the backup's name is taken."""
 
     def body() -> int:
         from .ledger import migrate_ledger
 
-        sys.stdout.write(migrate_ledger(path))
+        sys.stdout.write(migrate_ledger(path, dry_run=dry_run, backup=backup))
         return EXIT_OK
 
     _ledger_command(body)

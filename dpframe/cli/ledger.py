@@ -120,17 +120,32 @@ def _history_table(history: list[dict[str, Any]]) -> Table:
     return table
 
 
-def migrate_ledger(path: str | os.PathLike[str]) -> str:
-    """``dpframe ledger migrate PATH``: migrate a ledger of schema 1 (dpframe 0.1), 2 or 3 to
-    schema 4 explicitly, in one transaction (:meth:`SqliteLedger.migrate`): every entry records
-    its stated (epsilon, delta) as its privacy event, the chain is (re-)hashed in the schema-4
-    format, and the migration is recorded in the ledger as a chained budget row.
-    ``LedgerError`` (nothing changed) for a downgraded, damaged or tampered file."""
-    report = SqliteLedger.migrate(path, session="dpframe ledger migrate")
+def migrate_ledger(path: str | os.PathLike[str], *, dry_run: bool = False,
+                   backup: str | os.PathLike[str] | None = None) -> str:
+    """``dpframe ledger migrate PATH [--dry-run] [--backup FILE]``: migrate a ledger of schema 1
+    (dpframe 0.1), 2 or 3 to schema 4 explicitly, in one transaction
+    (:meth:`SqliteLedger.migrate`), after writing a backup of it (``PATH.bak-<schema>`` or
+    ``backup``): every entry records its stated (epsilon, delta) as its privacy event, the
+    chain is (re-)hashed in the schema-4 format, and the migration is recorded in the ledger as
+    a chained budget row. ``dry_run``: what it would do, nothing written. ``LedgerError``
+    (nothing changed) for a downgraded, damaged or tampered file, or a backup name taken."""
+    report = SqliteLedger.migrate(path, session="dpframe ledger migrate", dry_run=dry_run,
+                                  backup=backup)
+    where = os.fspath(path)
     if not report["migrated"]:
-        return (f"ledger {os.fspath(path)} is already at schema {report['schema_version']}: "
+        return (f"ledger {where} is already at schema {report['schema_version']}: "
                 "nothing to migrate, nothing changed\n")
-    return (f"Migrated ledger {os.fspath(path)} to schema {report['schema_version']} (new "
+    if dry_run:
+        return (f"Dry run: ledger {where} would be migrated from schema "
+                f"{report['from_schema']} to {report['schema_version']}: its "
+                f"{report['entries']} entries would record their (epsilon, delta) as privacy "
+                f"events, its hash chain ({report['rows']} rows with the migration's own) "
+                f"re-hashed under a new ledger id, and the migration recorded in its budget "
+                f"history; a backup would be written to {report['backup']} first. Its chain "
+                "verifies. Nothing was written.\n")
+    return (f"Backed up ledger {where} (schema {report['from_schema']}) to "
+            f"{report['backup']}.\n"
+            f"Migrated ledger {where} to schema {report['schema_version']} (new "
             f"ledger id {report['ledger_id']}); the migration is recorded in its budget history. "
             f"Hash chain of {report['rows']} rows; head {report['head']}\n")
 
@@ -177,12 +192,10 @@ def _against(led: SqliteLedger, ledger_id: str, rows: int, source: str,
         return NO_HEAD, (f"{source}: its provenance carries no ledger chain head (released "
                          "with an in-memory ledger, or by an older dpframe)")
     seq = head["seq"]
-    if head["ledger_id"] != ledger_id:
-        return MISMATCH, (f"{source}: released from a ledger with another identity: this "
-                          "ledger was replaced (or re-created, or migrated) since that release, "
-                          "or the release did not come from it")
     if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
         return MISMATCH, f"{source}: its ledger chain head is malformed"
+    if head["ledger_id"] != ledger_id:
+        return _against_premigration(led, source, doc, head, released)
     if seq > rows:
         return MISMATCH, (f"{source}: charged at row {seq} of the chain, but this ledger has "
                           f"only {rows} rows: it was rolled back (restored from an older copy "
@@ -196,6 +209,31 @@ def _against(led: SqliteLedger, ledger_id: str, rows: int, source: str,
         return MISMATCH, f"{source}: {why}"
     return "ok", (f"{source}: charged at row {seq} of this ledger's chain (hash matches; its "
                   "values are the ones released)")
+
+
+def _against_premigration(led: SqliteLedger, source: str, doc: dict[str, Any],
+                          head: dict[str, Any], released: dict[int, str | None]
+                          ) -> tuple[str, str]:
+    """``--against`` a release whose chain head names another ledger identity: found when this
+    ledger was migrated from that identity (its chain before the migration, recomputed and
+    vouched by the head the migration recorded, holds the release's hash at its position)."""
+    old = led.premigration_chain(str(head["ledger_id"]))
+    if old is None:
+        return MISMATCH, (f"{source}: released from a ledger with another identity: this "
+                          "ledger was replaced (or re-created) since that release, or the "
+                          "release did not come from it")
+    version, hashes = old
+    seq = head["seq"]
+    if seq > len(hashes) or hashes[seq - 1] != head["hash"]:
+        return MISMATCH, (f"{source}: released from this ledger before its migration from "
+                          f"schema {version}, but row {seq} of its chain then was not the one "
+                          "the release was charged at")
+    why = _values_differ(source, doc, released)
+    if why is not None:
+        return MISMATCH, f"{source}: {why}"
+    return "ok", (f"{source}: charged at row {seq} of this ledger's chain before its migration "
+                  f"from schema {version} (ledger id {head['ledger_id']}; the hash matches the "
+                  "chain its migration recorded; its values are the ones released)")
 
 
 def _values_differ(source: str, doc: dict[str, Any], released: dict[int, str | None]

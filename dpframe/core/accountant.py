@@ -11,7 +11,9 @@ the totals with one more release; ``totals.spend()`` the composed ``(epsilon, de
   (Meiser and Mohammadi 2018; Koskela, Jalko and Honkela 2020; Doroshenko, Ghazi, Kamath, Kumar
   and Manurangsi 2022, "Connect the dots"), composed by Google's ``dp_accounting.pld`` with
   pessimistic discretisation (every privacy loss rounded *up* to the grid, truncated tail mass
-  put at infinity), so the numbers are upper bounds.
+  put at infinity), so the numbers are upper bounds. The releases' non-Gaussian components
+  are composed in release order, each onto the PLD kept from those before
+  (:meth:`ComposedTotals.approx_pld`: a session pays one ``compose`` per new component).
 * ``"rdp"`` (:class:`RDPAccountant`): Renyi DP (Mironov 2017) by ``dp_accounting.rdp``.
 
 What each kind of event composes as (``Component``):
@@ -52,7 +54,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, cast
 
 from ..errors import ValidationError
 from .accounting import PrivacyCost, SpendTotals, round_up
@@ -202,6 +204,22 @@ class Totals(Protocol):
     def spend(self) -> PrivacyCost: ...  # pragma: no cover
 
 
+class _Prefix:
+    """One release's non-Gaussian components (``fresh``, as (epsilon, delta) keys) after the
+    link ``prev``; once its PLD (of every component up to here) is computed it keeps it and
+    forgets ``prev``, so the links before it, and their PLDs, can be freed."""
+
+    __slots__ = ("done", "fresh", "pld", "prev")
+
+    def __init__(self, prev: _Prefix | None, fresh: tuple[tuple[Fraction, Fraction], ...]
+                 ) -> None:
+        self.prev, self.fresh, self.pld, self.done = prev, fresh, None, False
+
+    def settle(self, pld: Any) -> None:
+        """Keep ``pld`` as the composition up to here."""
+        self.pld, self.done, self.prev = pld, True, None
+
+
 @dataclass(frozen=True)
 class ComposedTotals:
     """The events so far, grouped (pure and approx components by their (epsilon, delta) with a
@@ -225,20 +243,55 @@ class ComposedTotals:
     approx: tuple[tuple[tuple[Fraction, Fraction], int], ...] = ()
     gauss: tuple[tuple[Fraction, Fraction], ...] = ()
     n: int = 0
+    #: The releases' non-Gaussian components in order, as a chain of :class:`_Prefix` (the
+    #: PLD is composed incrementally along it, :meth:`approx_pld`); None before any release.
+    chain: _Prefix | None = field(default=None, compare=False, repr=False)
 
     def add(self, c: PrivacyCost) -> ComposedTotals:
-        """The totals with one more release."""
+        """The totals with one more release (the same object for the same cost added again to
+        these totals: a session's check and its charge share one composition)."""
+        parts = _components(c)
+        memo = self.__dict__.get("_next")
+        key = (c, tuple(parts))
+        if memo is not None and memo[0] == key:
+            return cast(ComposedTotals, memo[1])
         counts = Counter(dict(self.approx))
         gauss = list(self.gauss)
-        for p in _components(c):
+        fresh = []
+        for p in parts:
             if p.kind == "gaussian":
                 gauss.append((p.a, p.b))
             else:
                 eps = p.pure_epsilon
-                key = (eps, Fraction(0)) if eps is not None else (p.a, p.b)
-                counts[key] += 1
-        return ComposedTotals(self.accountant, self.basic.add(c), tuple(sorted(counts.items())),
-                              tuple(gauss), self.n + 1)
+                k = (eps, Fraction(0)) if eps is not None else (p.a, p.b)
+                counts[k] += 1
+                fresh.append(k)
+        out = ComposedTotals(self.accountant, self.basic.add(c), tuple(sorted(counts.items())),
+                             tuple(gauss), self.n + 1, _Prefix(self.chain, tuple(fresh)))
+        object.__setattr__(self, "_next", (key, out))
+        return out
+
+    def approx_pld(self) -> Any:
+        """The PLD of every non-Gaussian component so far (None when there is none), composed
+        in release order: each release's components composed onto the PLD of the releases
+        before it (``dp_accounting``'s ``compose``, pessimistic, its default tail truncation).
+        Incremental: computed from the nearest earlier link of the chain that holds its PLD,
+        so a session composes only each new event; from the first release when none does.
+        Either way the same operations in the same order, so the result is the same to the
+        bit."""
+        todo: list[_Prefix] = []
+        node = self.chain
+        while node is not None and not node.done:
+            todo.append(node)
+            node = node.prev
+        out = None if node is None else node.pld
+        for link in reversed(todo):
+            for key in link.fresh:
+                one = _single_pld(*key)
+                out = one if out is None else out.compose(one)
+        if todo:
+            todo[0].settle(out)
+        return out
 
     def smoothed(self) -> tuple[float, float]:
         """The Gaussian components' (mu^2, penalty) after smoothing (module doc), rounded up."""
@@ -262,7 +315,11 @@ class ComposedTotals:
         without the basic bound (for reports: what the accountant saves)."""
         if self.n == 0:
             return Fraction(0), Fraction(0)
-        return self.accountant.compose(self)
+        cached = self.__dict__.get("_composed")
+        if cached is None:
+            cached = self.accountant.compose(self)
+            object.__setattr__(self, "_composed", cached)
+        return cast(tuple[Fraction, Fraction], cached)
 
     def _spend_now(self) -> PrivacyCost:
         basic = self.basic.spend()
@@ -335,7 +392,7 @@ class PLDAccountant(Accountant):
         mu2, penalty = totals.smoothed()
         if sum(float(e) * k for (e, _), k in totals.approx) > _PLD_MAX_EPS or mu2 > _PLD_MAX_MU2:
             return _NOTHING  # a PLD this wide is huge and useless: the basic bound decides
-        return _pld_numbers(totals.approx, mu2, penalty, float(te), float(td))
+        return _pld_numbers(totals.approx_pld(), mu2, penalty, float(te), float(td))
 
 
 class RDPAccountant(Accountant):
@@ -392,25 +449,24 @@ def _single_pld(eps: Fraction, delta: Fraction) -> Any:
     return pld.from_privacy_parameters(params, value_discretization_interval=VALUE_DISCRETIZATION)
 
 
-@lru_cache(maxsize=256)
-def _composed_pld(approx: tuple[tuple[tuple[Fraction, Fraction], int], ...], mu2: float) -> Any:
+@lru_cache(maxsize=64)
+def _gaussian_pld(mu2: float) -> Any:
+    """The PLD of one Gaussian of sensitivity 1 and noise 1 / sqrt(``mu2``): every Gaussian
+    part composed (their continuous smoothings compose exactly so)."""
     from dp_accounting.pld import privacy_loss_distribution as pld
 
-    out = None
-    for (eps, delta), count in approx:
-        one = _single_pld(eps, delta)
-        one = one.self_compose(count) if count > 1 else one
-        out = one if out is None else out.compose(one)
+    return pld.from_gaussian_mechanism(standard_deviation=1 / math.sqrt(mu2),
+                                       value_discretization_interval=VALUE_DISCRETIZATION)
+
+
+def _pld_numbers(approx_pld: Any, mu2: float, penalty: float, te: float, td: float
+                 ) -> tuple[Fraction, Fraction]:
+    """(epsilon at ``td``, delta at ``te``) of the non-Gaussian parts' PLD composed with the
+    Gaussian parts' (mu^2, smoothing penalty), rounded up."""
+    composed = approx_pld
     if mu2 > 0:
-        g = pld.from_gaussian_mechanism(standard_deviation=1 / math.sqrt(mu2),
-                                        value_discretization_interval=VALUE_DISCRETIZATION)
-        out = g if out is None else out.compose(g)
-    return out
-
-
-def _pld_numbers(approx: tuple[tuple[tuple[Fraction, Fraction], int], ...], mu2: float,
-                 penalty: float, te: float, td: float) -> tuple[Fraction, Fraction]:
-    composed = _composed_pld(approx, mu2)
+        g = _gaussian_pld(mu2)
+        composed = g if composed is None else composed.compose(g)
     if composed is None:
         return Fraction(0), Fraction(0)
     shift = 2 * penalty

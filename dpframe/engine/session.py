@@ -345,12 +345,12 @@ class Session:
         effect): checked before any data is read; the charge checks again, atomically."""
         if self.fits(cost):
             return
-        from .ledger.charges import entry_cost, exceeded, fold, plan_charge
+        from .ledger.charges import entry_cost, fold, plan_charge, refusal
 
-        costs = fold((entry_cost(e) for e in self._store.entries()),
-                     self.accountant_object.start())
+        entries = self._store.entries()
+        costs = fold((entry_cost(e) for e in entries), self.accountant_object.start())
         old, new, _ = plan_charge(self.total_exact, costs, self.spent_exact, cost)
-        raise exceeded(self.total_exact, old, new)
+        raise refusal(self.total_exact, old, new, self.accountant_object, entries, [cost])
 
     def ledger_head(self, entry_id: int) -> dict[str, Any] | None:
         """The ledger's chain head right after charge ``entry_id`` (``ledger_id``, ``seq``,

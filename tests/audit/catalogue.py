@@ -86,6 +86,7 @@ from .findings_keys import (
     reach_one,
 )
 from .findings_ledger4 import file_ledger_composition, recomposition_ignores_one_event
+from .findings_ledger_rho import finding_forged_rho, open_without_recount
 from .findings_local import finding_local_invalid_value, finding_local_spelling
 from .findings_local_categories import finding_local_categorical_levels
 from .findings_pld import composition_ignores_one_event, pld_session_composition
@@ -624,6 +625,13 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("BROKEN: ledger-file recomposition ignoring one event",
              "as PLD composition in a ledger file", None, 1, 1, expect_violation=True,
              exact=file_ledger_composition, patch=recomposition_ignores_one_event),
+    Scenario("finding 76: a ledger's Gaussian rho total forged in its checkpoint and head",
+             "Gaussian counts of a basic Session(1, 1e-6) on a file until refused, rho "
+             "rewritten to 1e-9 (no chained row touched), reopen, counts until refused (exact: "
+             "the composed Gaussian's epsilon)", None, 1, 1, exact=finding_forged_rho),
+    Scenario("BROKEN: ledger open holding the totals to finding 74's bounds only",
+             "as finding 76", None, 1, 1, expect_violation=True, exact=finding_forged_rho,
+             patch=open_without_recount),
     Scenario("finding 85: several quantiles in one JointExp release (exact law)",
              "every dataset of up to 4 rows on 3 cells against one more row (two with "
              "max_rows_per_unit=2; under change_one also a row moved): the exact law of the "

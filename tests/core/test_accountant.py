@@ -21,7 +21,7 @@ from dpframe.core.accountant import (
     compose_events,
 )
 from dpframe.core.accounting import PrivacyCost
-from dpframe.engine.ledger.charges import entry_cost, fold
+from dpframe.engine.ledger.charges import entry_cost, event_json, fold
 from tests.audit.findings_pld import counts_until_refused
 
 BUDGET = (Fraction(1), Fraction(1, 10**6))
@@ -162,3 +162,80 @@ def test_fifty_gaussian_counts_at_the_split_fit_and_the_51st_does_not() -> None:
     assert part.kind == "gaussian" and float(part.b) ** 0.5 < 29.95
     with pytest.raises(dpf.ValidationError):
         dpf.Session(1).split(5, mechanism="gaussian")
+
+
+def _mixed_costs() -> list[PrivacyCost]:
+    """Laplace counts of three scales, (epsilon, delta) events, Gaussian releases and a
+    two-part release, interleaved."""
+    lap = [Fraction(1, 40), Fraction(1, 25), Fraction(3, 100)]
+    out: list[PrivacyCost] = []
+    for i in range(24):
+        e = lap[i % 3]
+        if i % 5 == 1:
+            out.append(PrivacyCost(e, Fraction(1, 10**8),
+                                   event=PrivacyEvent.approx(e, Fraction(1, 10**8))))
+        elif i % 7 == 3:
+            out.append(PrivacyCost(Fraction(1, 20), Fraction(1, 10**8), event=PrivacyEvent(
+                (Component("gaussian", Fraction(1), Fraction(900)),))))
+        elif i % 11 == 5:
+            out.append(PrivacyCost(2 * e, event=PrivacyEvent(
+                (Component("laplace", Fraction(1), 1 / e),) * 2)))
+        else:
+            out.append(PrivacyCost(e, event=PrivacyEvent(
+                (Component("laplace", Fraction(1), 1 / e),))))
+    return out
+
+
+def test_incremental_pld_is_the_full_recomposition_to_the_bit(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 47 (the ledger's PLD cost): a session's totals compose each new release's
+    components onto the PLD kept from the releases before, one ``compose`` per component;
+    the result at every step equals, exactly (the same Fractions), a recomposition of the
+    same releases from nothing."""
+    acc = accountant_for("pld", (Fraction(1, 2), Fraction(1, 10**6)))
+    costs = _mixed_costs()
+    calls = {"n": 0}
+    real = pld.PrivacyLossDistribution.compose
+
+    def counted(self: object, other: object, *a: object, **k: object) -> object:
+        calls["n"] += 1
+        return real(self, other, *a, **k)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pld.PrivacyLossDistribution, "compose", counted)
+    t = acc.start()
+    steps = []
+    for c in costs:
+        t = t.add(c)
+        steps.append((t.spend(), t.composed()))
+    parts = sum(len(PrivacyEvent.from_json(event_json(c)).parts) for c in costs)
+    gaussian_steps = sum(1 for k in range(len(costs))
+                         if any(c.rho is not None or c.event.parts[0].kind == "gaussian"
+                                for c in costs[:k + 1]))
+    # each component composed once (the first needs none), plus the Gaussian part per step
+    assert calls["n"] <= parts + gaussian_steps
+    assert steps[-1][1][0] > acc.budget[0] / 2  # past the basic bound: the PLD decided
+    for k in range(1, len(costs) + 1):
+        fresh = acc.start()
+        for c in costs[:k]:
+            fresh = fresh.add(c)
+        assert (fresh.spend(), fresh.composed()) == steps[k - 1]
+    assert t.add(costs[0]) is t.add(costs[0])  # a check and its charge share one composition
+
+
+def test_incremental_pld_keeps_no_history_alive() -> None:
+    """Only the live totals hold a composed PLD: earlier totals are freed (nothing points back
+    at them) and a link that holds its PLD forgets the links before it."""
+    import gc
+    import weakref
+
+    acc = accountant_for("pld", (Fraction(1, 2), Fraction(1, 10**6)))
+    costs = _mixed_costs()
+    t = acc.start().add(costs[0])
+    t.composed()
+    ref = weakref.ref(t)
+    for c in costs[1:]:
+        t = t.add(c)
+        t.composed()
+        assert t.chain is not None and t.chain.prev is None
+    gc.collect()
+    assert ref() is None

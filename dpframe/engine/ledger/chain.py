@@ -357,39 +357,54 @@ def _recorded(conn: sqlite3.Connection, walk: Walk, first: str) -> tuple[Any, ..
     )
 
 
-def _totals_agree(t: SpendTotals, spent: tuple[Fraction, Fraction]) -> bool:
-    """Whether running totals ``t`` can be those behind the recorded ``spent``. Every charge
-    records max(the totals' composition, the spend before), and the totals only grow. The
-    delta and (without a Gaussian term) the epsilon composition only grow with them, so there
-    the spend is the composition exactly. A Gaussian term can compose to less than a spend
-    recorded before (a larger delta lowers the zCDP bound): there the composition is at most
-    the spend, and the spend at most ``pure_eps + g_eps`` (the totals when it was recorded
-    were no larger, and composed to at most that)."""
-    terms = (t.pure_eps, t.all_delta, t.g_eps, t.g_delta, t.g_rho)
-    if any(x < 0 for x in terms) or (not t.any_g and any(terms[2:])) or t.g_delta > t.all_delta:
-        return False
-    composed = t.spend()
-    if composed.delta != spent[1]:
-        return False
-    if not t.any_g:
-        return composed.epsilon == spent[0]
-    return composed.epsilon <= spent[0] <= t.pure_eps + t.g_eps
+def _chained_totals(conn: sqlite3.Connection, walk: Walk) -> tuple[SpendTotals, int]:
+    """The running totals and the number of entries that the chained entries at or before the
+    checkpoint's position add up to: their requests, counted by text in one SQL aggregate and
+    summed once each (as the walk sums them, :meth:`.walk.Walk.all_totals`). O(entries) in
+    SQLite, without hashing; skipped (O(1)) when the vouched spend's delta is 0 (see
+    :func:`vouch_checkpoint`)."""
+    rows = conn.execute(
+        "SELECT requested_epsilon, requested_delta, rho, count(*) FROM entries "
+        "WHERE seq <= ? GROUP BY requested_epsilon, requested_delta, rho", (walk.rows,)
+    ).fetchall()
+    tally = Walk(walk.path, walk.running, walk.version)
+    tally.requests = {(e, d, r): int(n) for e, d, r, n in rows}
+    return tally.all_totals(), sum(tally.requests.values())
+
+
+def _totals_agree(conn: sqlite3.Connection, walk: Walk, spent: tuple[Fraction, Fraction]
+                  ) -> bool:
+    """Whether the checkpoint's running totals (and its entry count) are exactly those of the
+    chained entries at or before its position (finding 76). A verified chain's spend is at
+    least its totals' composition (:func:`_finish`), whose delta is the sum of every requested
+    delta: a vouched spend of delta 0 means that every entry requested delta 0, so no Gaussian
+    term (which needs delta > 0 to fit any budget) and a pure epsilon sum equal to the spend
+    (the composition only grows, and each charge records max(it, the spend before)). Then the
+    totals are (spend epsilon, 0, ...) exactly, in O(1). Otherwise each term is recounted from
+    the chained entries (:func:`_chained_totals`): a rho, delta or epsilon sum moved anywhere,
+    even where the composition would still reach the recorded spend, is refused."""
+    t = walk.totals
+    if spent[1] == 0 and walk.entries == walk.last_entry:
+        return t == SpendTotals(pure_eps=spent[0])
+    totals, entries = _chained_totals(conn, walk)
+    return (t, walk.entries) == (totals, entries)
 
 
 def vouch_checkpoint(conn: sqlite3.Connection, walk: Walk, first: str) -> None:
     """What the checkpoint states (its seal is unkeyed: anyone can recompute it) must be what
-    the chained rows at or before its position record (finding 74): the budget of the last
-    budget row, the cumulative spend and id of the last entry (0 and none before any), the
-    privacy unit of the units row, and running totals behind that spend
-    (:func:`_totals_agree`). O(log n) on the ``seq`` indexes: a forger must rewrite chained
-    rows, which every export's ``ledger_head`` pins. A Gaussian term's rho and delta sums
-    are vouched by the whole-chain check only (docs/cli.md, the ledger's guarantees)."""
+    the chained rows at or before its position record (findings 74 and 76): the budget of the
+    last budget row, the cumulative spend and id of the last entry (0 and none before any), the
+    privacy unit of the units row (O(log n) on the ``seq`` indexes), and the running totals
+    and entry count those entries add up to (:func:`_totals_agree`: O(1) on a pure-DP spend,
+    else one SQL aggregate over the entries, cheaper than the whole-chain walk a PLD session's
+    first recomposition pays). A forger must rewrite chained rows, which every export's
+    ``ledger_head`` pins."""
     budget, spent, last, unit = _recorded(conn, walk, first)
     if (walk.budget, walk.spent, walk.last_entry, walk.unit) != (budget, spent, last, unit):
         raise tampered(walk.path, "its checkpoint disagrees with the chained rows at its "
                        "position")
-    if not _totals_agree(walk.totals, spent):
-        raise tampered(walk.path, "its checkpoint's running totals disagree with the spend "
+    if not _totals_agree(conn, walk, spent):
+        raise tampered(walk.path, "its checkpoint's running totals disagree with the entries "
                        "its chained rows record")
 
 

@@ -8,15 +8,16 @@ negative. A refusal names only public budget numbers.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
-from ...core.accountant import PrivacyEvent, Totals, event_of
+from ...core.accountant import Accountant, PrivacyEvent, Totals, accountant_for, event_of
 from ...core.accounting import PrivacyCost, SpendTotals
 from ...core.numbers import format_number
-from ...errors import BudgetExceededError, ValidationError
+from ...errors import AccountantMismatchError, BudgetExceededError, ValidationError
 
 Pair = tuple[Fraction, Fraction]
 
@@ -54,9 +55,65 @@ def meta_fields(meta: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def event_json(cost: PrivacyCost) -> dict[str, Any]:
-    """The versioned JSON of ``cost``'s privacy event, as ledgers store it."""
-    return event_of(cost).to_json()
+def charged_by(accountant: Accountant) -> dict[str, str]:
+    """Which accountant charged an entry, with its version (``dp_accounting``'s for PLD and
+    RDP, dpframe's for basic composition): stored beside the entry's event (hashed with it on
+    schema 4)."""
+    return {"accountant": accountant.name, "accountant_version": _version_of(accountant.name)}
+
+
+@lru_cache(maxsize=8)
+def _version_of(name: str) -> str:
+    """What versions the accountant ``name`` (read once: ``importlib.metadata`` costs about a
+    millisecond a call)."""
+    if name == "basic":
+        from ..._version import __version__
+
+        return f"dpframe {__version__}"
+    from importlib.metadata import version as dist_version
+
+    return f"dp_accounting {dist_version('dp-accounting')}"
+
+
+def event_json(cost: PrivacyCost, by: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The versioned JSON of ``cost``'s privacy event, as ledgers store it, with the accountant
+    that charged it (:func:`charged_by`) when given (readers ignore those keys)."""
+    return {**event_of(cost).to_json(), **(by or {})}
+
+
+def refusal(total: Pair, old: Pair, new: Pair, accountant: Accountant,
+            entries: Iterable[Mapping[str, Any]], costs: Sequence[PrivacyCost]
+            ) -> BudgetExceededError:
+    """The refusal of ``costs`` (charged together) by ``accountant`` on a ledger holding
+    ``entries`` (dicts with ``event``, ``requested_epsilon``...): :class:`AccountantMismatchError`
+    naming the accountant that charged them when that one, composing the same events, would
+    accept them;
+    :func:`exceeded` otherwise. Every accountant's spend is a valid bound of the same releases
+    (each event states its mechanism's loss), so either choice is sound; only the looser one
+    refuses more."""
+    plain = exceeded(total, old, new)
+    rows = list(entries)
+    names = {str(e["event"].get("accountant")) for e in rows
+             if isinstance(e.get("event"), Mapping) and e["event"].get("accountant")}
+    for name in sorted(names - {accountant.name}):
+        other = accountant_for(name, total)
+        if other.name == accountant.name:
+            continue
+        totals, spent = other.start(), (Fraction(0), Fraction(0))
+        # the running maximum, as that accountant's session replays it, then the new costs
+        for c in [*(entry_cost(e) for e in rows), *costs]:
+            _, spent, _ = plan_charge(total, totals, spent, c)
+            totals = totals.add(c)
+        if spent[0] <= total[0] and spent[1] <= total[1]:
+            version = next(str(e["event"].get("accountant_version", "")) for e in rows
+                           if isinstance(e.get("event"), Mapping)
+                           and e["event"].get("accountant") == name)
+            return AccountantMismatchError(
+                f"{plain} This ledger's releases were charged by the {name!r} accountant "
+                f"({version}); this session composes them with {accountant.name!r}, a valid but "
+                f"looser bound of the same releases, by which less remains. Open it with "
+                f"accountant={name!r}, which accepts this query")
+    return plain
 
 
 def entry_cost(entry: Mapping[str, Any]) -> PrivacyCost:

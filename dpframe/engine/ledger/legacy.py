@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import re
 import sqlite3
 import uuid
 from collections.abc import Callable
@@ -33,6 +34,7 @@ from ...errors import LedgerError, LedgerMigrationError
 from .chain import Head, append, genesis, link, read_head, verify_chain, write_head
 from .charges import now
 from .diagnose import tampered
+from .formats import ROW_HASH, WIDTH, row_sql
 from .schema import (
     APP_ID,
     CHAINED,
@@ -322,8 +324,12 @@ def record_events(conn: sqlite3.Connection) -> None:
 RECHAIN_NOTE = (
     "migrated from schema {old} by `dpframe ledger migrate`: every entry before this row records "
     "its stated (epsilon, delta) as its privacy event; the chain was re-hashed in the schema-4 "
-    "format (its head before: {head})"
+    "format (its head before: {head}; ledger id before: {ledger_id}; rows before: {rows})"
 )
+#: What :data:`RECHAIN_NOTE` records of the chain before a migration (read back by
+#: :func:`premigration_hashes`).
+_RECHAINED = re.compile(r"^migrated from schema (\d+) by .*\(its head before: ([0-9a-f]{64}); "
+                        r"ledger id before: ([0-9a-f]+); rows before: (\d+)\)$", re.DOTALL)
 
 
 def rechain(conn: sqlite3.Connection, path: Path, session: str | None) -> None:
@@ -332,7 +338,8 @@ def rechain(conn: sqlite3.Connection, path: Path, session: str | None) -> None:
     event (:func:`record_events`), re-hash every chained row in chain order in the schema-4
     format (same positions, a new ledger identity), keep the head's budget, spend and basic
     totals, record the migration as a chained budget row and mark the header."""
-    old = int(conn.execute("SELECT version FROM dpframe_schema").fetchone()[0])
+    old, old_id = conn.execute("SELECT version, ledger_id FROM dpframe_schema").fetchone()
+    old = int(old)
     verify_chain(conn, path)
     before = read_head(conn, path, check_last=True)
     conn.execute(UPGRADE_3_TO_4)
@@ -354,7 +361,41 @@ def rechain(conn: sqlite3.Connection, path: Path, session: str | None) -> None:
     head, _ = append(conn, head, "budget", {
         "time": now(), "epsilon": frac_text(head.budget[0]),
         "delta": frac_text(head.budget[1]), "session": session,
-        "note": RECHAIN_NOTE.format(old=old, head=before.hash),
+        "note": RECHAIN_NOTE.format(old=old, head=before.hash, ledger_id=old_id,
+                                    rows=before.rows),
     })
     write_head(conn, head)
     stamp_header(conn, SCHEMA_VERSION)
+
+
+def premigration_hashes(conn: sqlite3.Connection, ledger_id: str) -> tuple[int, list[str]] | None:
+    """The row hashes the chain had before ``dpframe ledger migrate`` re-hashed it, when it was
+    ledger ``ledger_id``: ``(its schema, [hash of row 1, 2, ...])``, or None when no migration
+    of this ledger came from that identity. The migration's chained budget row (vouched by the
+    current chain, verified by the caller) records the old identity, row count and head; the
+    rows keep their positions and every value the old format hashed, so the old chain is
+    recomputed from them in its own format and must end at that head (``LedgerError``
+    otherwise): an export charged before the migration is then found at its position."""
+    for (note,) in conn.execute("SELECT note FROM budget ORDER BY seq"):
+        m = _RECHAINED.match(note or "")
+        if m is None or m.group(3) != ledger_id:
+            continue
+        version, head, rows = int(m.group(1)), m.group(2), int(m.group(4))
+        if version not in ROW_HASH:
+            return None
+        app, created, rel = conn.execute(
+            "SELECT app, created, neighbouring FROM dpframe_schema").fetchone()
+        running = genesis(app, created, rel, ledger_id, version)
+        digest, sql = ROW_HASH[version], row_sql(version)
+        found = sorted((r for t in CHAINED for r in conn.execute(
+            f"{sql[t]} WHERE seq <= ?", (rows,))), key=lambda r: r[2])
+        out: list[str] = []
+        for r in found:
+            running = digest((r[0], r[1], r[2], r[3], running, *r[5:]), WIDTH[r[1]])
+            out.append(running)
+        if len(out) != rows or (rows and out[-1] != head):
+            raise LedgerError(f"ledger {ledger_id}: the chain before its migration does not "
+                              "recompute to the head its migration recorded; the file is "
+                              "corrupt")
+        return version, out
+    return None

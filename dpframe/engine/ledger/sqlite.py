@@ -35,13 +35,14 @@ from .chain import (
     write_head,
 )
 from .charges import (
+    charged_by,
     check_cost,
     check_status,
     event_json,
-    exceeded,
     meta_fields,
     now,
     plan_charge,
+    refusal,
 )
 from .connection import LedgerConnection
 from .create import budget_values, create_ledger
@@ -55,8 +56,8 @@ from .legacy import (
     legacy_costs,
     legacy_spent,
     legacy_total,
-    migrate_any,
     needs_migration,
+    premigration_hashes,
 )
 from .reports import LedgerSnapshot as LedgerSnapshot
 from .reports import checked_arguments, checked_path, snapshot
@@ -166,24 +167,20 @@ class SqliteLedger:
 
     @classmethod
     def migrate(cls, path: str | os.PathLike[str], *, session: str | None = None,
-                timeout: float = 60.0) -> dict[str, Any]:
+                timeout: float = 60.0, backup: str | os.PathLike[str] | None = None,
+                dry_run: bool = False) -> dict[str, Any]:
         """Migrate the ledger of schema 1, 2 or 3 at ``path`` to schema 4, in one transaction
-        (:func:`~.legacy.migrate_any`). Returns :meth:`verify`'s report plus ``migrated``
-        (False: the ledger was already current, nothing written); ``LedgerError`` otherwise,
-        nothing changed."""
-        ledger = cls.__new__(cls)
-        ledger.path = checked_path(path).absolute()
-        ledger._setup(session, False, timeout, needs_file=True)
-        nothing = "nothing was changed"
-        try:
-            ledger._prepare_writable(nothing)
+        (:func:`~.legacy.migrate_any`), after writing a backup of it (``PATH.bak-<schema>``,
+        or ``backup``; :mod:`.migration`). Returns :meth:`verify`'s report plus ``migrated``
+        (False: the ledger was already current, nothing written), ``from_schema`` and
+        ``backup`` (the path written); ``LedgerError`` otherwise, nothing changed. With
+        ``dry_run``, the migration runs on a private copy: nothing is written."""
+        from .migration import dry_run as dry
+        from .migration import migrate_file
 
-            migrated = ledger._db.transaction(
-                lambda conn: migrate_any(conn, ledger.path, session, ledger._check_version),
-                write=True, nothing=nothing)
-            return {**ledger.verify(), "migrated": migrated}
-        finally:
-            ledger.close()
+        if dry_run:
+            return dry(cls, path, session=session, timeout=timeout, backup=backup)
+        return migrate_file(cls, path, session=session, timeout=timeout, backup=backup)
 
     @property
     def accountant(self) -> Accountant:
@@ -546,7 +543,7 @@ class SqliteLedger:
                     totals = after
             spent = spent if composes else head.spent
             if not (spent[0] <= head.budget[0] and spent[1] <= head.budget[1]):
-                raise exceeded(head.budget, start_spent, spent)
+                raise self._refusal(conn, head.budget, start_spent, spent, rows)
             write_head(conn, head)
             reserve(conn, [entry_id for entry_id, _ in charged])  # room for the outcomes
             return charged
@@ -558,6 +555,15 @@ class SqliteLedger:
             self._links[entry_id] = link
         return [entry_id for entry_id, _ in charged]
 
+    def _refusal(self, conn: sqlite3.Connection, total: tuple[Fraction, Fraction],
+                 old: tuple[Fraction, Fraction], new: tuple[Fraction, Fraction],
+                 rows: Sequence[tuple[PrivacyCost, Any, Any]]) -> Exception:
+        """The refusal of a batch (:func:`.charges.refusal`: it names the accountant that
+        charged the ledger when that one would accept it); read only when refusing."""
+        entries = (read_entries(conn, with_unit=True, with_event=True)
+                   if self._events.version >= 4 else [])
+        return refusal(total, old, new, self.accountant, entries, [r[0] for r in rows])
+
     def chain_head_of(self, entry_id: int) -> dict[str, Any] | None:
         """The chain head right after the charge ``entry_id`` was committed: ``ledger_id``,
         ``seq`` (its position in the hash chain) and ``hash`` (its row hash), as exports'
@@ -565,6 +571,11 @@ class SqliteLedger:
         ledger). None for an entry this object did not charge."""
         link = self._links.get(entry_id)
         return None if link is None else dict(link)
+
+    def premigration_chain(self, ledger_id: str) -> tuple[int, list[str]] | None:
+        """The row hashes of this ledger's chain before ``dpframe ledger migrate`` re-hashed it
+        under the identity ``ledger_id`` (:func:`.legacy.premigration_hashes`), or None."""
+        return self._db.read(lambda conn: premigration_hashes(conn, str(ledger_id)))
 
     def link_at(self, seq: int) -> str | None:
         """The row hash at position ``seq`` of the hash chain (None if the chain is shorter).
@@ -603,7 +614,8 @@ class SqliteLedger:
                 "privacy_unit": unit,
             },
             extra={"status": "charged", "details": "{}",
-                   **({"event": json.dumps(event_json(cost), separators=(",", ":"))}
+                   **({"event": json.dumps(event_json(cost, charged_by(self.accountant)),
+                                           separators=(",", ":"))}
                       if head.version >= 4 else {})},
         )
         return replace(head, spent=new, totals=head.totals.add(cost)), entry_id

@@ -144,3 +144,85 @@ def test_an_untouched_checkpoint_opens(tmp_path: Path) -> None:
         assert led.spent() > spent
         assert led.verify()["entries"] == len(costs) + 1
         led.close()
+
+
+def _rho_halved(state: dict[str, Any]) -> None:
+    state["totals"][4] = frac_text(Fraction(state["totals"][4]) / 2)
+
+
+def _delta_into_gaussian(state: dict[str, Any]) -> None:
+    state["totals"][3] = state["totals"][1]  # the whole delta as the Gaussian term's
+
+
+def _pure_as_gaussian(state: dict[str, Any]) -> None:
+    """A ledger with no Gaussian charge restated as one whose epsilon is all Gaussian, with a
+    tiny rho: the composition falls far below the spend, its epsilon sums still reach it."""
+    t = state["totals"]
+    state["totals"] = [ZERO, t[1], t[0], t[1], frac_text(Fraction(1, 10**9)), 1]
+
+
+@pytest.mark.parametrize("edit", [_rho_halved, _delta_into_gaussian])
+def test_gaussian_totals_moved_within_the_bounds_are_refused_at_open(
+        tmp_path: Path, edit: Callable[[dict[str, Any]], None]) -> None:
+    """Finding 76: the Gaussian rho sum lowered, or the whole delta moved into the Gaussian
+    term, keeps the composition below the recorded spend and the epsilon sums above it (what
+    finding 74's check required), so only ``ledger verify`` caught it. Every term is now
+    recounted from the chained entries at open."""
+    approx = PrivacyCost(Fraction(1, 10), Fraction(1, 10**7))  # a delta outside the Gaussian
+    path = _spent_ledger(tmp_path, [GAUSS, approx] * 3, delta=1e-3)
+    _forge(path, edit)
+    _refused_at_open(path)
+
+
+def test_a_pure_ledger_restated_as_gaussian_is_refused_at_open(tmp_path: Path) -> None:
+    """(epsilon, delta) charges, no Gaussian one, restated as Gaussian with a tiny rho: a basic
+    session would charge from a composition near 0 until the recorded spend is passed."""
+    path = _spent_ledger(tmp_path, [PrivacyCost(Fraction(1, 10), Fraction(1, 10**7))] * 6,
+                         delta=1e-6)
+    _forge(path, _pure_as_gaussian)
+    _refused_at_open(path)
+
+
+def test_a_pure_dp_ledger_restated_as_gaussian_is_refused_at_open(tmp_path: Path) -> None:
+    """The O(1) case (spend delta 0): the totals must be the spend's pure epsilon alone."""
+    path = _spent_ledger(tmp_path, [COST] * 6)
+    _forge(path, _pure_as_gaussian)
+    _refused_at_open(path)
+
+
+def test_a_forged_entry_count_is_refused_at_open(tmp_path: Path) -> None:
+    path = _spent_ledger(tmp_path, [GAUSS, COST] * 3, delta=1e-3)
+    _forge(path, lambda s: s.__setitem__("entries", s["entries"] - 1))
+    _refused_at_open(path)
+
+
+def _charges_until_refused(path: Path, cost: PrivacyCost) -> int:
+    led = SqliteLedger(path, accountant="basic")
+    n = 0
+    try:
+        while True:
+            led.charge(cost, META)
+            n += 1
+    except dpf.BudgetExceededError:
+        return n
+    finally:
+        led.close()
+
+
+def test_a_forged_rho_would_buy_charges(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                        ) -> None:
+    """What the forgery buys without the check (finding 74's checks alone): a basic session
+    charges Gaussian releases from the forged rho, whose composition stays below the recorded
+    spend for several more charges, each then free."""
+    from dpframe.engine.ledger import chain
+
+    g = PrivacyCost(Fraction(1, 4), Fraction(1, 10**8), Fraction(1, 200))
+    honest, forged = tmp_path / "honest", tmp_path / "forged"
+    honest.mkdir()
+    forged.mkdir()
+    n_honest = _charges_until_refused(_spent_ledger(honest, [g] * 4, delta=1e-6), g)
+    path = _spent_ledger(forged, [g] * 4, delta=1e-6)
+    _forge(path, lambda s: s["totals"].__setitem__(4, frac_text(Fraction(1, 10**6))))
+    _refused_at_open(path)
+    monkeypatch.setattr(chain, "_totals_agree", lambda conn, walk, spent: True)
+    assert _charges_until_refused(path, g) > n_honest

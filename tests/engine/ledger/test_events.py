@@ -223,3 +223,57 @@ def test_ledger_show_states_the_pld_spend(tmp_path: Path) -> None:
     led.close()
     snap = SqliteLedger.read_snapshot(path)
     assert snap.spent == spent and spent[0] <= 1 < 30 * Fraction(1, 25)
+
+
+def test_each_entry_records_the_accountant_that_charged_it(tmp_path: Path) -> None:
+    """Beside its event (hashed with it): the accountant's name and version."""
+    from importlib.metadata import version
+
+    path = tmp_path / "b.sqlite"
+    for name in ("pld", "rdp", "basic"):
+        led = SqliteLedger(path, *BUDGET, accountant=name)
+        led.record(led.charge(_laplace(Fraction(1, 100)), META), "released", {})
+        led.close()
+    events = [e["event"] for e in SqliteLedger(path, readonly=True).entries()]
+    assert [(e["accountant"], e["accountant_version"]) for e in events] == [
+        ("pld", f"dp_accounting {version('dp-accounting')}"),
+        ("rdp", f"dp_accounting {version('dp-accounting')}"),
+        ("basic", f"dpframe {dpf.__version__}")]
+    assert all(PrivacyEvent.from_json(e).parts for e in events)  # readers ignore the keys
+    run_sql(path, "UPDATE entries SET event = replace(event, '\"pld\"', '\"basic\"')")
+    with pytest.raises(dpf.LedgerError, match="fails verification"):
+        SqliteLedger(path, readonly=True).verify()
+
+
+def test_a_basic_session_on_a_pld_charged_ledger_names_the_accountant(tmp_path: Path) -> None:
+    """40 counts at split(50) fit a PLD (1, 1e-6) ledger; basic composition of the same
+    releases (a valid, looser bound: 40 x 0.0346 > 1) refuses the next one with
+    AccountantMismatchError (a BudgetExceededError) naming 'pld', nothing charged; a PLD
+    session accepts it. Under basic composition of basic-charged releases no such hint."""
+    path = str(tmp_path / "b.sqlite")
+    s = dpf.Session(1, 1e-6, ledger=path)
+    eps = s.split(50)
+    for _ in range(40):
+        DF.dp(s).count(epsilon=eps)
+    del s
+    basic = dpf.Session(1, 1e-6, ledger=path, accountant="basic")
+    with pytest.raises(dpf.AccountantMismatchError, match="accountant='pld'") as err:
+        DF.dp(basic).count(epsilon=eps)
+    assert isinstance(err.value, dpf.BudgetExceededError)
+    assert "dp_accounting" in str(err.value)
+    led = SqliteLedger(path, readonly=True)
+    assert len(led.entries()) == 40
+    led.close()
+    with pytest.raises(dpf.AccountantMismatchError, match="'pld'"):  # the store's own check
+        basic.ledger_store.charge(_laplace(Fraction(eps)), META)
+    del basic
+    again = dpf.Session(1, 1e-6, ledger=path)
+    DF.dp(again).count(epsilon=eps)  # composed as charged: it fits
+    del again
+
+    other = str(tmp_path / "c.sqlite")
+    s = dpf.Session(1, 1e-6, ledger=other, accountant="basic")
+    with pytest.raises(dpf.BudgetExceededError) as plain:
+        for _ in range(40):
+            DF.dp(s).count(epsilon=eps)
+    assert type(plain.value) is dpf.BudgetExceededError
