@@ -138,7 +138,7 @@ def test_bool_and_agg_and_selection() -> None:
 
 REFUSED = {
     "float column, no declared values": (lambda p: p.mode("f", epsilon=1), "needs public"),
-    "text column": (lambda p: p.mode("t", epsilon=1), "not numeric"),
+    "text column": (lambda p: p.mode("t", epsilon=1), r"not numbers.*groupby\('t'\)"),
     "no bounds": (lambda p: p.mode("nb", epsilon=1), "no declared bounds"),
     "interval": (lambda p: p.mode("n", epsilon=1, ci=0.9), "no interval"),
     "accuracy-first": (lambda p: p.mode("n", accuracy=2.0), "accuracy= is not available"),

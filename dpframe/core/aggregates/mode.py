@@ -38,6 +38,7 @@ import numpy.typing as npt
 
 from ...errors import ValidationError
 from ..exact.compute import MAX_CELLS, AggregateRequest
+from ..exact.values import NUMERIC_KINDS
 from ..measure import Aggregate, MeasurePlan, MeasureRelease, PlanContext, Rows
 from ..noise.mechanisms import ExponentialSpec
 from ..noise.rng import RandomSource
@@ -107,6 +108,11 @@ def _declared(query: Query, column: str) -> list[float] | None:
 def public_candidates(query: Query, column: str, kind: str | None) -> Candidates:
     """The candidates of ``mode(column)`` (module docstring): public, from the declared keys,
     the declared bounds and the column's kind. ``ValidationError`` before any charge."""
+    if kind not in NUMERIC_KINDS:
+        raise ValidationError(
+            f"mode of {column!r}: its values are not numbers (kind {kind!r}); release "
+            f"groupby({column!r}).count() over its declared keys and take the largest count "
+            "(post-processing)")
     declared = _declared(query, column)
     if declared is not None:
         found = candidates(declared, "keys")
@@ -140,6 +146,7 @@ class Mode(Aggregate[Candidates]):
     op = "mode"
     names = ("mode",)
     summary = "most frequent value of a column among public candidates, per group"
+    numeric = False  # refused in :func:`public_candidates`, with the way to a text mode
     exponential = True
     mechanism_pages = ("exponential",)
     main = "choice"
