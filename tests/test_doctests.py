@@ -31,11 +31,32 @@ def test_every_query_method_documents_its_shared_parameters() -> None:
 
     methods = [getattr(PrivateFrame, m) for m in (
         "count", "count_distinct", "sum", "mean", "var", "std", "bounds", "quantile", "max",
-        "min", "median", "histogram")] + [getattr(PrivateGroupBy, m) for m in (
+        "min", "median", "histogram", "nunique", "mode")] + [getattr(PrivateGroupBy, m) for m in (
             "count", "count_distinct", "sum", "mean", "var", "std", "max", "min", "quantile",
-            "median", "agg")]
+            "median", "agg", "nunique", "mode")]
     for fn in methods:
         doc = fn.__doc__ or ""
         for field in (":param epsilon:", ":param accuracy:", ":returns:",
                       ":raises BudgetExceededError:", "Example:", ">>> "):
             assert field in doc, (fn.__qualname__, field)
+
+
+def test_the_generated_methods_examples_run() -> None:
+    """The methods generated from the registry (fronts/registered.py) have their docstring
+    from the aggregate (``Aggregate.front_doc``): its example runs too."""
+    from dpframe.fronts import registered
+    from dpframe.fronts.frame import PrivateFrame
+    from dpframe.fronts.groupby import PrivateGroupBy
+
+    parser, attempted = doctest.DocTestParser(), 0
+    for cls in (PrivateFrame, PrivateGroupBy):
+        for name in registered.generated_names():
+            fn = getattr(cls, name)
+            if fn.__module__ != registered.__name__:
+                continue  # written by hand: doctested with its module
+            test = parser.get_doctest(fn.__doc__ or "", {}, fn.__qualname__, None, 0)
+            runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+            runner.run(test)
+            assert runner.failures == 0, fn.__qualname__
+            attempted += runner.tries
+    assert attempted >= 4 * 4  # nunique and mode, on frames and group-bys

@@ -228,11 +228,19 @@ class Aggregate(Generic[P]):
     mechanism_pages: ClassVar[tuple[str, ...]] = ("geometric", "granular-laplace",
                                                   "discrete-gaussian")
     main: ClassVar[str] = "count"
+    #: An ungrouped release is an integer (``DPInt``), not a ``DPFloat`` (generated fronts).
+    integer_result: ClassVar[bool] = False
 
     def arguments(self, name: str) -> tuple[str, ...]:
         """The arguments the front method and spec entry ``name`` need after the column (a
         quantile's level ``q``, a histogram's ``bins``); public."""
         return ()
+
+    def front_doc(self, name: str) -> str:
+        """The docstring of the front methods the fronts generate for ``name`` when they
+        have none of their own (``dpframe/fronts/registered.py``): an aggregate that takes
+        only a column needs no front edit. The options' texts are appended by ``releases``."""
+        return f"Noisy {self.summary} (the ``{self.op}`` release)."
 
     def check(self, m: Measure, query: Query) -> None:
         """Checks of the measure's own arguments (public); the column checks are generic."""
@@ -314,6 +322,7 @@ class AdditiveCount(Aggregate[P]):
     ``"count"``."""
 
     numeric = False
+    integer_result = True
 
     def release(self, mp: MeasurePlan[P], rows: Rows, rng: RandomSource, level: float,
                 want_ci: bool) -> MeasureRelease:

@@ -22,7 +22,10 @@ from .hierarchy import check_combos, check_rollup
 from .names import close_names
 from .numbers import format_number, to_fraction
 
-Op = Literal["count", "count_distinct", "sum", "mean", "var", "std", "quantile", "histogram"]
+#: A measure's aggregate: a key of :data:`~dpframe.core.aggregates.AGGREGATES`, checked when the
+#: query is validated (an unknown one is a ``ValidationError`` before any charge), so a new
+#: aggregate edits no type here.
+Op = str
 MechanismName = Literal["laplace", "gaussian"]
 
 #: ``keys={"col": CATEGORIES}`` takes a Categorical's declared categories as public keys.

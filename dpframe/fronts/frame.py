@@ -47,6 +47,7 @@ from .docs import (
 )
 from .groupby import PrivateGroupBy
 from .idioms import describe
+from .registered import registered
 from .release import Releaser
 from .results import ContributionBounds, DPFloat, DPInt, as_float, as_int, histogram_index
 from .selection import PrivateSelection
@@ -60,6 +61,7 @@ ONE_ROW_PER_UNIT: tuple[int | None, ...] | None = (1, None, None)
 
 
 @options_checked
+@registered(grouped=False)
 class PrivateFrame:
     """Differentially private aggregates over declared bounds and keys
     (docs/reference.md#queries-on-a-frame)."""
@@ -275,6 +277,13 @@ class PrivateFrame:
         return PrivateGroupBy(self._rel, cols, keys == "private", sort)
 
     # -- aggregates ------------------------------------------------------------------------------
+    def _registered(self, meas: Measure, options: ReleaseOptions) -> DPInt | DPFloat:
+        """The release of a method generated from the registry (``fronts/registered.py``)."""
+        r = self._rel.run(self._rel.query([meas], f"{meas.name}({meas.column})", **options))
+        if NAMES[meas.name].integer_result:
+            return as_int(r, options.get("ci"))
+        return as_float(r, options.get("ci"))
+
     @releases(RETURNS_COUNT, *BASIC)
     def count(self, column: str | None = None, **options: Unpack[ReleaseOptions]
               ) -> DPInt:
@@ -386,7 +395,7 @@ class PrivateFrame:
         return self._moment("std", column, ddof, options)
 
     def _moment(self, op: str, column: str, ddof: int, options: ReleaseOptions) -> DPFloat:
-        meas = Measure(op, column, ddof=as_ddof(ddof))  # type: ignore[arg-type]
+        meas = Measure(op, column, ddof=as_ddof(ddof))
         r = self._rel.run(self._rel.query([meas], f"{op}({column})", **options))
         return as_float(r, options.get("ci"))
 

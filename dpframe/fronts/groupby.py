@@ -11,6 +11,7 @@ from typing import Any, ClassVar, Unpack
 import numpy as np
 import pandas as pd
 
+from ..core.aggregates import NAMES
 from ..core.apply import CoreRelease
 from ..core.query import (
     DEFAULT_GRID,
@@ -37,6 +38,7 @@ from .docs import (
     releases,
 )
 from .idioms import sort_by_labels
+from .registered import registered
 from .release import Releaser
 from .results import ContributionBounds, histogram_index, released_index
 from .selection import PrivateSelection
@@ -46,6 +48,7 @@ GROUPED = (*BASIC, "selection_share")
 
 
 @options_checked
+@registered(grouped=True)
 class PrivateGroupBy:
     """Grouped aggregates: one charge per release (parallel composition over disjoint groups)."""
 
@@ -103,6 +106,12 @@ class PrivateGroupBy:
         q, r = self._release([meas], f"groupby({','.join(self._by)}).{meas.name}"
                                      f"({meas.column or ''}{rolled})", rollup, **options)
         return self._series(q, r, name, options.get("ci"))
+
+    def _registered(self, meas: Measure, options: ReleaseOptions) -> pd.Series | pd.DataFrame:
+        """The release of a method generated from the registry (``fronts/registered.py``): a
+        Series named by the column, as pandas names ``groupby(...)[column].nunique()``."""
+        assert meas.column is not None
+        return self._one(meas, meas.column, options)
 
     def contribution_bounds(self, *, epsilon: float, cap: int = 1000,
                             release_epsilon: float = 1.0, release: str = "sum"
@@ -364,7 +373,7 @@ class PrivateGroupBy:
         labels = [f"{c}.{o}" for c, o in pairs]
         ws = fraction_weights(weights_by_label(weights, pairs, names), len(pairs), labels)
         measures = [quantile_measure(col, op, None, resolution, w) if op in QUANTILE_LEVELS
-                    else Measure(op, col, label=op, weight=w)  # type: ignore[arg-type]
+                    else Measure(NAMES[op].op, col, label=op, weight=w)
                     for (col, op), w in zip(pairs, ws, strict=True)]
         q, r = self._release(measures, f"groupby({','.join(self._by)}).agg({labels})",
                              epsilon=epsilon, delta=delta, mechanism=mechanism, ci=ci,

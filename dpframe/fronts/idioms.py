@@ -87,7 +87,7 @@ def _column_measures(column: str, levels: list[float], resolution: int, joint: b
                      ) -> list[Measure]:
     """A column's count, mean, std and percentiles (one joint measure when ``joint``, at the
     weight the levels would have one by one)."""
-    out = [Measure(op, column, label=op) for op in DESCRIBE_STATS]  # type: ignore[arg-type]
+    out = [Measure(op, column, label=op) for op in DESCRIBE_STATS]
     fr = tuple(quantile_level(q) for q in levels)
     if joint:
         return [*out, Measure("quantile", column, label="quantile", q=fr[0], grid=resolution,

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..core.aggregates import NAMES
 from ..errors import ValidationError
 from .arguments import pipe_to
 
@@ -56,6 +57,14 @@ class PrivateSelection:
             out.columns = [c if a == op else f"{c}_{a.removeprefix(op + '_')}"
                            for c, a in pairs]
         return out
+
+    def __getattr__(self, name: str) -> Any:
+        """The methods generated from the registry (``fronts/registered.py``: an aggregate
+        that takes only a column), the column(s) filled in: ``priv["x"].nunique(...)``."""
+        agg = NAMES.get(name)
+        if agg is None or name.startswith("_") or not agg.needs_column or agg.arguments(name):
+            raise AttributeError(name)
+        return lambda **kw: self._each(name, kw)
 
     def count(self, **kw: Any) -> Any:
         """Non-missing values per column (per group)."""

@@ -89,6 +89,7 @@ from .findings_ledger4 import file_ledger_composition, recomposition_ignores_one
 from .findings_ledger_rho import finding_forged_rho, open_without_recount
 from .findings_local import finding_local_invalid_value, finding_local_spelling
 from .findings_local_categories import finding_local_categorical_levels
+from .findings_mode import finding_mode, mode_whole_epsilon_per_group
 from .findings_pld import composition_ignores_one_event, pld_session_composition
 from .findings_projection import finding_projected_histogram, true_total
 from .findings_quant import finding_quantile_cells, halved_quantile_sensitivity
@@ -632,6 +633,13 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("BROKEN: ledger open holding the totals to finding 74's bounds only",
              "as finding 76", None, 1, 1, expect_violation=True, exact=finding_forged_rho,
              patch=open_without_recount),
+    Scenario("finding 81: mode by permute-and-flip over public candidates (exact law)",
+             "every dataset of up to 4 rows on 3 candidates against one more row (two per "
+             "unit; grouped T=2, k=2, R=1 over the groups a unit changes; under change_one "
+             "also a row moved): the exact law of the released candidate", None, 1, 1,
+             exact=finding_mode),
+    Scenario("BROKEN: mode with every group at the whole epsilon", "as finding 81", None, 1,
+             1, expect_violation=True, exact=finding_mode, patch=mode_whole_epsilon_per_group),
     Scenario("finding 85: several quantiles in one JointExp release (exact law)",
              "every dataset of up to 4 rows on 3 cells against one more row (two with "
              "max_rows_per_unit=2; under change_one also a row moved): the exact law of the "

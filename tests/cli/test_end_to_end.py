@@ -210,7 +210,8 @@ def test_every_aggregate(visits: Path, tmp_path: Path, grouped: bool) -> None:
                            ("mean", "column = 'cost'\nci = 0.9"), ("max", "column = 'age'"),
                            ("min", "column = 'age'"), ("median", "column = 'age'"),
                            ("quantile", "column = 'cost'\nq = 0.9\nresolution = 101"),
-                           ("sum", "column = 'cost'\nmechanism = 'gaussian'\ndelta = 1e-7")]))
+                           ("sum", "column = 'cost'\nmechanism = 'gaussian'\ndelta = 1e-7"),
+                           ("nunique", "column = 'city'"), ("mode", "column = 'age'")]))
     queries += (f"\n[[query]]\nname = 'hist'\naggregate = 'histogram'\ncolumn = 'age'\n"
                 f"bins = [0, 50, 100]\nepsilon = 0.1\nci = 0.9\n{by}")
     if grouped:
@@ -228,7 +229,7 @@ def test_every_aggregate(visits: Path, tmp_path: Path, grouped: bool) -> None:
     code, out = inproc("run", spec, "--ledger", tmp_path / "l.sqlite", "--no-progress")
     assert code == 0, out
     got = entries(tmp_path / "l.sqlite")
-    assert len(got) == (11 if grouped else 9) and all(s == "released" for _, s, _ in got)
+    assert len(got) == (13 if grouped else 11) and all(s == "released" for _, s, _ in got)
     for f in (tmp_path / "out").iterdir():
         table = pq.read_table(f)
         doc = dpf.read_provenance(f)

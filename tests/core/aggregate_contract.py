@@ -26,7 +26,7 @@ import itertools
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -44,6 +44,8 @@ KEYS = ("a", "b")
 EDGES = (-4.0, 0.0, 5.0, 10.0)
 Q = (1, 4)  # the quantile example's level, a / b
 GRID = np.linspace(LO, HI, 15)  # its candidates (resolution=15)
+#: The mode example's declared candidates of x (keys=): values of BASE and VALUES, not HI + 5
+MODE_VALUES = (LO, 1.0, 2.5, MID, 9.0, HI)
 #: Values a new unit's rows take: the bounds, the midpoint, outside the bounds, and a value
 #: of its own per row (a new distinct value).
 VALUES = (LO, HI, MID, HI + 5, None)
@@ -98,6 +100,12 @@ def _utilities(g: np.ndarray, x: np.ndarray) -> np.ndarray:
     return np.concatenate(out).astype(np.float64)
 
 
+def _candidate_counts(g: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The mode's utilities: rows equal to each declared candidate, per group (flattened)."""
+    return np.concatenate([[((g == i) & (x == v)).sum() for v in MODE_VALUES]
+                           for i in range(len(KEYS))]).astype(np.float64)
+
+
 def _bins(g: np.ndarray, x: np.ndarray) -> np.ndarray:
     """Rows per bin, pd.cut's bins (right-closed, the lowest edge excluded)."""
     v = x[~np.isnan(x)]
@@ -118,6 +126,8 @@ class Example:
     parts: Mapping[str, tuple[Stat, str]]
     truth: Callable[[pd.DataFrame], np.ndarray] | None
     bad: tuple[dict[str, Any], ...] = ()
+    #: declared values (``keys=``) beside the group keys, for the aggregate's own use
+    keys: Mapping[str, tuple[object, ...]] = field(default_factory=dict)
 
     @property
     def ci(self) -> dict[str, Any]:
@@ -162,6 +172,9 @@ EXAMPLES: dict[str, Example] = {
                          lambda df: _bins(np.zeros(len(df), dtype=np.int64),
                                           df["x"].to_numpy(dtype=np.float64)),
                          ({"bins": [3.0, 1.0]},)),
+    "mode": Example(lambda p, **kw: p.mode("x", **kw), True,
+                    {"utility_sensitivity": (_candidate_counts, "linf")}, None,
+                    ({"ci": 0.9},), keys={"x": MODE_VALUES}),
 }
 
 
@@ -222,8 +235,9 @@ def coverage_frame(rows: int = 300) -> pd.DataFrame:
     return pd.DataFrame({"uid": np.arange(2 * rows), "g": np.repeat(KEYS, rows), "x": x})
 
 
-def options(**extra: Any) -> dict[str, Any]:
-    return {"bounds": {"x": (LO, HI)}, "keys": {"g": list(KEYS)}, "privacy_unit": "uid",
+def options(ex: Example | None = None, **extra: Any) -> dict[str, Any]:
+    keys = {"g": list(KEYS), **({} if ex is None else {k: list(v) for k, v in ex.keys.items()})}
+    return {"bounds": {"x": (LO, HI)}, "keys": keys, "privacy_unit": "uid",
             "max_rows_per_group": R, "max_groups_per_unit": K, **extra}
 
 
@@ -240,7 +254,7 @@ def release(ex: Example, df: pd.DataFrame, session: dpf.Session, backend: str = 
             **kw: Any) -> Any:
     with backend_frame(backend, df) as data, warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        priv = data.dp(session, **options())
+        priv = data.dp(session, **options(ex))
         return ex.call(priv.groupby("g") if ex.grouped else priv, **kw)
 
 
@@ -288,7 +302,7 @@ class AggregateContract:
     @pytest.mark.parametrize("relation", ["add_remove", "change_one"])
     def test_sensitivity_bounds_every_neighbour(self, op: str, relation: str) -> None:
         ex = EXAMPLES[op]
-        plan = ex.call(frame(BASE).dp(session(None, relation), **options()).pipe(
+        plan = ex.call(frame(BASE).dp(session(None, relation), **options(ex)).pipe(
             lambda p: p.groupby("g") if ex.grouped else p), epsilon=1, dry_run=True)
         (described,) = plan["measures"]
         base_g, base_x = as_arrays(BASE)
@@ -342,7 +356,7 @@ class AggregateContract:
         bins = kw.pop("bins", None)
         s = session(3)
         df = frame(BASE)
-        priv = df.dp(s, **options())
+        priv = df.dp(s, **options(ex))
         target = priv.groupby("g") if ex.grouped else priv
         with pytest.raises(dpf.DPError) as info:
             if column is not None:

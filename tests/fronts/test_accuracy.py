@@ -137,7 +137,7 @@ AGGREGATES = {
     "mean": (("x",), {"min_rows": 100}), "var": (("x",), {}), "std": (("x",), {}),
     "max": (("x",), {}), "min": (("x",), {}), "median": (("x",), {}),
     "quantile": (("x", 0.25), {}), "histogram": (("x", [0, 50, 100]), {}),
-    "agg": (({"x": "sum"},), {}),
+    "agg": (({"x": "sum"},), {}), "nunique": (("n",), {}), "mode": (("n",), {}),
 }
 #: Those released by the exponential mechanism: no interval, no other mechanism (from the
 #: registry).
@@ -146,7 +146,7 @@ EXPONENTIAL = {name for name, a in NAMES.items() if a.exponential}
 
 def test_the_table_holds_every_aggregate_of_the_registry() -> None:
     assert set(AGGREGATES) == {*NAMES, "agg"}
-    assert {"max", "min", "median", "quantile"} == EXPONENTIAL
+    assert {"max", "min", "median", "quantile", "mode"} == EXPONENTIAL
 
 
 @pytest.mark.parametrize("grouped", [False, True])
@@ -168,7 +168,8 @@ def test_every_aggregate_takes_accuracy_ci_and_mechanism(df: pd.DataFrame, name:
         except dpf.ValidationError as e:
             assert s.spent == (0.0, 0.0), (kw, str(e))
             refused = ("accuracy" in kw and name not in ("count", "sum", "histogram", "mean",
-                                                         "agg", "count_distinct")) or (
+                                                         "agg", "count_distinct",
+                                                         "nunique")) or (
                 name in EXPONENTIAL)
             assert refused, (kw, str(e))
             assert any(word in str(e) for word in ("accuracy=", "ci=", "mechanism=")), str(e)

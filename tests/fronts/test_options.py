@@ -25,7 +25,8 @@ CALLS: list[tuple[str, bool, tuple[object, ...], dict[str, object]]] = [
     (name, grouped, args, {}) for grouped in (False, True) for name, args in [
         ("count", ()), ("count_distinct", ("x",)), ("sum", ("x",)), ("mean", ("x",)),
         ("var", ("x",)), ("std", ("x",)), ("quantile", ("x", 0.3)), ("max", ("x",)),
-        ("min", ("x",)), ("median", ("x",)), ("histogram", ("x", [0, 2, 4]))]
+        ("min", ("x",)), ("median", ("x",)), ("histogram", ("x", [0, 2, 4])),
+        ("nunique", ("x",)), ("mode", ("i",))]
 ] + [("bounds", False, ("x",), {}), ("describe", False, (), {}),
      ("agg", True, ({"x": ["sum", "mean"]},), {})]
 
@@ -33,7 +34,8 @@ CALLS: list[tuple[str, bool, tuple[object, ...], dict[str, object]]] = [
 def _priv(session: dpf.Session) -> PrivateFrame:
     rng = np.random.default_rng(3)
     df = pd.DataFrame({"g": rng.choice(["a", "b"], 400), "x": rng.uniform(0, 4, 400)})
-    return df.dp(session, bounds={"x": (0, 4)}, keys={"g": ["a", "b"]})
+    df["i"] = rng.integers(0, 5, 400)  # drawn after g and x, which stay as they were
+    return df.dp(session, bounds={"x": (0, 4), "i": (0, 4)}, keys={"g": ["a", "b"]})
 
 
 def _methods() -> list[tuple[type, str]]:
@@ -51,7 +53,7 @@ def test_every_option_is_documented_once_in_release_options() -> None:
 
 
 def test_the_query_methods_are_covered() -> None:
-    assert len(_methods()) == 25
+    assert len(_methods()) == 29  # 25, and nunique and mode generated from the registry
 
 
 @pytest.mark.parametrize(("cls", "name"), _methods())

@@ -3,9 +3,11 @@
 
 To add an aggregate: write its module here (checks, plan with the sensitivity and its proof
 sketch, its mechanisms by name and its own params type, release, description), add it to
-:data:`AGGREGATES`, add the Query's op name to :data:`dpframe.core.query.Op`, a front method
-on ``PrivateFrame`` / ``PrivateGroupBy`` and a docs row; the CLI's tables and ``agg``'s names
-are derived from the registry (:func:`agg_names`, :func:`positional`), and
+:data:`AGGREGATES` and a docs row. An aggregate that takes only a column gets its front methods
+generated from the registry (``dpframe/fronts/registered.py``); one with arguments of its own
+(a level, bins) needs a front method on ``PrivateFrame`` / ``PrivateGroupBy``. The CLI's
+tables and ``agg``'s names are derived from the registry (:func:`agg_names`,
+:func:`positional`), and
 ``tests/core/test_registry.py`` and the shared contract (``tests/core/aggregate_contract.py``)
 fail until the rest exists (CONTRIBUTING.md has the checklist).
 """
@@ -20,13 +22,14 @@ from .count import COUNT
 from .count_distinct import COUNT_DISTINCT
 from .histogram import HISTOGRAM, histogram_edges
 from .mean import MEAN
+from .mode import MODE
 from .quantile import LEVELS, LOG_GRID_RANGE, MAX_LEVEL_DENOMINATOR, QUANTILE, log_candidates
 from .sum import SUM
 from .variance import STD, VAR
 
 #: Every aggregate, by the Query's op name.
 AGGREGATES: dict[str, Aggregate] = {a.op: a for a in (
-    COUNT, COUNT_DISTINCT, SUM, MEAN, VAR, STD, QUANTILE, HISTOGRAM)}
+    COUNT, COUNT_DISTINCT, SUM, MEAN, VAR, STD, QUANTILE, HISTOGRAM, MODE)}
 
 #: The names front methods and release specs use, each mapped to its aggregate.
 NAMES: dict[str, Aggregate] = {name: a for a in AGGREGATES.values() for name in a.names}
