@@ -15,7 +15,10 @@ from ..errors import OptionError, ValidationError
 
 #: What ``agg`` takes, from the registry: every name of an ``in_agg`` aggregate that needs
 #: nothing beyond a column (not a level, not bins)
-AGG_NAMES = agg_names()
+#: pandas' ``size`` in ``agg``: the group's rows, whatever the column holds (missing values
+#: included), released as ``count()``; its column must exist but is not read.
+SIZE = "size"
+AGG_NAMES = agg_names() | {SIZE}
 #: ``agg``'s own options (a test keeps them equal to its signature's): a keyword close to one
 #: of them that is not a (column, aggregate) pair is a misspelled option, not an aggregation.
 AGG_OPTIONS = ("spec", "epsilon", "delta", "mechanism", "ci", "weights", "resolution",
@@ -33,6 +36,15 @@ def agg_name(op: object) -> str:
     if not isinstance(op, str) or op not in AGG_NAMES:
         raise ValidationError(f"unknown aggregate {op!r}; use one of {sorted(AGG_NAMES)}")
     return op
+
+
+def size_columns(pairs: Sequence[tuple[str, str]], schema: Mapping[str, object]) -> None:
+    """Refuse (before any charge, from the public schema) a ``size`` pair whose column the
+    frame does not have, as pandas does."""
+    for col, op in pairs:
+        if op == SIZE and col not in schema:
+            raise ValidationError(f"agg: {col!r} is not a column of this frame"
+                                  f"{close_names(col, schema)}")
 
 
 def _is_pair(value: object) -> TypeGuard[tuple[str, object]]:

@@ -18,7 +18,7 @@ from ..core.query import (
     Measure,
     Query,
 )
-from .aggregation import agg_columns, agg_pairs, weights_by_label
+from .aggregation import SIZE, agg_columns, agg_pairs, size_columns, weights_by_label
 from .arguments import (
     QUANTILE_LEVELS,
     as_ddof,
@@ -358,6 +358,10 @@ class PrivateGroupBy:
         Either a ``{column: aggregate(s)}`` mapping (a DataFrame with (column, aggregate)
         columns, like pandas) or pandas' named aggregation, ``agg(total=("income", "sum"),
         avg=("income", "mean"), epsilon=0.5)`` (one column per name, in that order).
+        ``(column, "size")`` is pandas' group size: the rows, released as :meth:`count`
+        (missing values of the column included); with sums and means it shares their
+        joint release's row count, where ``(column, "count")`` (the column's non-missing
+        values) is a coordinate of its own.
 
         Example:
             >>> import dpframe as dpf, pandas as pd, warnings
@@ -372,7 +376,9 @@ class PrivateGroupBy:
         pairs, names = agg_pairs(spec, named)
         labels = [f"{c}.{o}" for c, o in pairs]
         ws = fraction_weights(weights_by_label(weights, pairs, names), len(pairs), labels)
+        size_columns(pairs, self._rel.backend.schema())
         measures = [quantile_measure(col, op, None, resolution, w) if op in QUANTILE_LEVELS
+                    else Measure("count", None, label=op, weight=w) if op == SIZE
                     else Measure(NAMES[op].op, col, label=op, weight=w)
                     for (col, op), w in zip(pairs, ws, strict=True)]
         q, r = self._release(measures, f"groupby({','.join(self._by)}).agg({labels})",
