@@ -14,18 +14,17 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Literal
 
-from ..errors import BoundsError, KeysError, UnknownColumnError, ValidationError
-from .aggregates import MAX_LEVEL_DENOMINATOR, aggregate
-from .exact.compute import DEFAULT_QUANTILE_CELLS, MAX_CELLS
+from ..errors import BoundsError, KeysError, ValidationError
+from .exact.compute import DEFAULT_QUANTILE_CELLS
 from .exact.values import NUMERIC_KINDS, ColumnKind, canonical
-from .hierarchy import check_combos, check_rollup
-from .names import close_names
 from .numbers import format_number, to_fraction
 
 #: A measure's aggregate: a key of :data:`~dpframe.core.aggregates.AGGREGATES`, checked when the
 #: query is validated (an unknown one is a ``ValidationError`` before any charge), so a new
 #: aggregate edits no type here.
 Op = str
+#: Quantile levels are fractions with a denominator at most this (0.333... is 1/3).
+MAX_LEVEL_DENOMINATOR = 1000
 MechanismName = Literal["laplace", "gaussian"]
 
 #: ``keys={"col": CATEGORIES}`` takes a Categorical's declared categories as public keys.
@@ -110,30 +109,7 @@ class Query:
     selection_share_given: bool = False
 
     # -- validation ---------------------------------------------------------------------------
-    def validate(self, schema: Mapping[str, ColumnKind]) -> Query:
-        """Check the query against the public schema; raise a typed error before any charge."""
-        if not self.measures:
-            raise ValidationError("a query needs at least one aggregate")
-        for col in (*self.by, self.privacy_unit, *(m.column for m in self.measures)):
-            if col is not None and not isinstance(col, str):
-                raise ValidationError(f"columns are named by strings, not {type(col).__name__} "
-                                      "(sum('x'), not sum(['x']))")
-        self._check_parameters()
-        for col in (*self.by, *([self.privacy_unit] if self.privacy_unit else [])):
-            if col not in schema:
-                raise UnknownColumnError(f"unknown column {col!r}{close_names(col, schema)}",
-                                         col)
-        if self.by and not self.private_keys:
-            for col in self.by:
-                self._check_public_keys(col, schema[col])
-        check_combos(self)
-        check_rollup(self)
-        for m in self.measures:
-            self._validate_measure(m, schema)
-        self._check_size()
-        return self
-
-    def _check_parameters(self) -> None:
+    def check_parameters(self) -> None:
         """The budget, the mechanism, the interval level and the contribution bounds."""
         for failed, message in (
             (self.epsilon <= 0, "epsilon must be positive"),
@@ -172,7 +148,7 @@ class Query:
         ``max_rows_per_group``."""
         return self.max_rows_per_unit, self.max_groups_per_unit, self.max_rows_per_group
 
-    def _check_public_keys(self, col: str, kind: ColumnKind) -> None:
+    def check_public_keys(self, col: str, kind: ColumnKind) -> None:
         """Declared keys of a grouping column: present, not empty, of the column's kind."""
         if col not in self.keys:
             raise KeysError(
@@ -204,37 +180,6 @@ class Query:
         """The groups an aggregate sizes its per-group cells for: the declared ones, 0 with
         private keys (unknown until the data is read). Public."""
         return 0 if self.by and self.private_keys else self.declared_groups
-
-    def _check_size(self) -> None:
-        """Refuse, before any charge, a release whose output would not fit in memory: the
-        declared key product times the cells each group needs (bins, candidates)."""
-        groups = self.declared_groups
-        cells = max(aggregate(m.op).cells(m, self.cell_groups) for m in self.measures)
-        if groups * cells > MAX_CELLS:
-            raise ValidationError(
-                f"this release needs {groups} groups x {cells} cells per group, more than the "
-                f"{MAX_CELLS} exact counters dpframe holds in memory: declare fewer keys, fewer "
-                "bins or a coarser resolution")
-
-    def _validate_measure(self, m: Measure, schema: Mapping[str, ColumnKind]) -> None:
-        """The generic checks of a measure's column, then its aggregate's own checks."""
-        agg = aggregate(m.op)
-        if m.weight <= 0:
-            raise ValidationError("aggregate weights must be positive")
-        if m.column is None:
-            if agg.needs_column:
-                raise ValidationError(f"{m.op} needs a column")
-            return
-        if m.column not in schema:
-            raise UnknownColumnError(
-                f"unknown column {m.column!r}{close_names(m.column, schema)}", m.column)
-        if agg.numeric and schema[m.column] not in NUMERIC_KINDS:
-            raise ValidationError(
-                f"column {m.column!r} is not numeric (its dtype is of kind "
-                f"{schema[m.column]!r}); {m.op} needs numbers: convert it first, e.g. "
-                f"df[{m.column!r}] = pd.to_numeric(df[{m.column!r}], errors='coerce') (values "
-                "that do not parse become missing)")
-        agg.check(m, self)
 
     def bounds_of(self, column: str) -> tuple[Fraction, Fraction]:
         """The declared bounds of ``column`` as exact fractions, or :class:`BoundsError`."""

@@ -141,7 +141,7 @@ def check_unit(schema: Mapping[str, object], privacy_unit: object, max_rows: obj
     """The privacy unit and its contribution bounds (public declarations)."""
     if privacy_unit is not None and not isinstance(privacy_unit, str):
         raise ValidationError("privacy_unit must be a column name (a string)")
-    if privacy_unit is not None and privacy_unit not in schema:  # Query.validate's rule, early
+    if privacy_unit is not None and privacy_unit not in schema:  # validate_query's rule, early
         raise UnknownColumnError(f"unknown privacy_unit column {privacy_unit!r}"
                                  f"{close_names(privacy_unit, schema)}", privacy_unit)
     _check_contribution(privacy_unit, max_rows, max_groups, max_rows_per_group)
@@ -151,7 +151,7 @@ def _check_contribution(privacy_unit: object, max_rows: object, max_groups: obje
                         per_group: object) -> None:
     """Contribution bounds: positive integers, and only with a privacy unit. A unit without a
     bound on its rows is accepted here (``priv.contribution_bounds()`` chooses them); every
-    aggregate release refuses it (the core's ``Query.validate``), nothing charged."""
+    aggregate release refuses it (the core's ``validate_query``), nothing charged."""
     for name, val in (("max_rows_per_unit", max_rows), ("max_groups_per_unit", max_groups),
                       ("max_rows_per_group", per_group)):
         if val is not None and not positive_int(val):
@@ -440,7 +440,7 @@ def combinations_for(by: Sequence[str], combos: Combos | None,
     cols, rows = combos
     inside = [c for c in by if c in cols]
     if len(inside) < 2 or not set(by) <= set(keys):
-        return None  # a missing key list is refused by the core (Query.validate)
+        return None  # a missing key list is refused by the core (validate_query)
     idx = [cols.index(c) for c in inside]
     projected = list(dict.fromkeys(tuple(r[i] for i in idx) for r in rows))
     if len(inside) == len(by):  # ``inside`` is in ``by`` order

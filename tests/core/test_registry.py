@@ -19,6 +19,7 @@ from dpframe.core.aggregates import (
     aggregate,
     positional,
 )
+from dpframe.core.validate import check_query
 from dpframe.errors import ValidationError
 from dpframe.fronts import aggregation
 from dpframe.fronts.frame import PrivateFrame
@@ -33,7 +34,7 @@ def test_the_query_ops_are_the_registry() -> None:
 
     q = query.Query((query.Measure("mode_of_everything", "x"),), Fraction(1), bounds={"x": (0, 1)})
     with pytest.raises(ValidationError, match="unknown aggregate 'mode_of_everything'"):
-        q.validate({"x": "float"})
+        check_query(q, {"x": "float"})
     for op in AGGREGATES:
         assert aggregate(op).op == op
 

@@ -6,7 +6,7 @@ an Arrow scan and Polars; a release and a dry run), a Query built by hand and se
 spec (a real run and a dry run). Every entry point must raise the same typed error class
 before any charge: the session (or the spec's ledger) has spent nothing. The rules live in one
 place on the path they all share (``dpframe/core/validate.py``, the registry,
-``Query.validate``), so an entry point cannot accept what another refuses.
+``validate_query``), so an entry point cannot accept what another refuses.
 """
 
 from __future__ import annotations

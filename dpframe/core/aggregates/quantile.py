@@ -50,6 +50,7 @@ from ..measure import Aggregate, MeasurePlan, MeasureRelease, PlanContext, Rows
 from ..noise.mechanisms import ExponentialSpec
 from ..noise.rng import RandomSource
 from ..noise.samplers import uniform_unit
+from ..query import MAX_LEVEL_DENOMINATOR
 from ..sensitivity import quantile_group_share, quantile_utility_sensitivity
 
 if TYPE_CHECKING:
@@ -59,7 +60,6 @@ I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 
 #: Largest denominator of a quantile level (utilities stay exact integers).
-MAX_LEVEL_DENOMINATOR = 1000
 
 #: Most candidates of a quantile's grid (``resolution=``).
 MAX_GRID = 1_000_000
