@@ -38,7 +38,7 @@ def run(seed: int = 2013) -> dict[str, Any]:
     df = flights()
     carriers = sorted(df["carrier"].unique())  # the 16 carriers: public (airlines' list)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", dpf.core.rng.InsecureSeedWarning)
+        warnings.simplefilter("ignore", dpf.core.noise.rng.InsecureSeedWarning)
         session = dpf.Session(*BUDGET, seed=seed)
     unit = {"privacy_unit": "tailnum"}
     out: dict[str, Any] = {"rows": len(df), "units": int(df["tailnum"].nunique())}

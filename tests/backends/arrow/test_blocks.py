@@ -1,4 +1,4 @@
-"""Privacy-unit scans over integer ids laid out by block (``core.hashing.block_partition``).
+"""Privacy-unit scans over integer ids laid out by block (``core.exact.hashing.block_partition``).
 
 Pass 1 spills an integer id's block (``id // P``) in place of the id, to the partition
 ``(id % P + h(block)) % P``; pass 2 tells units apart by the block alone. A mistake there
