@@ -206,7 +206,8 @@ def test_every_aggregate_takes_diagnostics(call: str) -> None:
 _ARGS: dict[str, tuple[object, ...]] = {
     "count": (), "count_distinct": ("x",), "sum": ("x",), "mean": ("x",), "var": ("x",),
     "std": ("x",), "quantile": ("x", 0.9), "max": ("x",), "min": ("x",), "median": ("x",),
-    "histogram": ("x", [0, 50, 100]), "agg": ({"x": ["sum", "median"]},),
+    "histogram": ("x", [0, 50, 100]), "agg": ({"x": ["sum", "median"]},), "nunique": ("x",),
+    "mode": ("x",),
 }
 
 
