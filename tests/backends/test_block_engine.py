@@ -7,8 +7,8 @@ block order (the scan's totals and the private-key index follow that order)."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 import time
+from collections.abc import Callable
 
 import numpy as np
 import pytest
