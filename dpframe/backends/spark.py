@@ -65,6 +65,7 @@ from ..core.exact.values import ColumnKind, canonical
 from ..errors import DPError, InputError, ValidationError, WorkerError
 from .arrow.conform import utf8_or_missing
 from .base import only_columns, public_key_list
+from .blocks import UnitBlock, exact_of_block, merge_exact
 from .pandas import PandasBackend, factorize
 
 #: the request kinds the Spark SQL plan computes (the others run in blocks)
@@ -222,19 +223,17 @@ class SparkBackend:
                 return
             ctx = TaskContext.get()
             part = ctx.partitionId() if ctx is not None else 0
-            block_gen = np.random.default_rng([seed, part]) if gen is not None else None
-            agg = _block_aggregates(pa.Table.from_batches(got), q, salt, block_gen)
+            agg = exact_of_block(UnitBlock(lambda: pa.Table.from_batches(got),
+                                           [seed, part] if gen is not None else None),
+                                 lambda table, own: _block_aggregates(table, q, salt, own))
             yield pa.RecordBatch.from_pydict({"agg": [pickle.dumps(agg)]},
                                              schema=pa.schema([("agg", pa.binary())]))
 
         out = sdf.mapInArrow(run, "agg binary").collect()
-        parts = [pickle.loads(row["agg"]) for row in out]  # our own executors' bytes
-        if not parts:  # no row at all: the aggregates of an empty frame of the same schema
+        total = merge_exact([pickle.loads(row["agg"]) for row in out])  # our executors' bytes
+        if total is None:  # no row at all: the aggregates of an empty frame of the same schema
             empty = _frame(self.sdf.select(*[F.col(c) for c in cols]).limit(0).toArrow())
             return PandasBackend(empty).exact(q, gen)
-        total = parts[0]
-        for p in parts[1:]:
-            total = total.merge(p)
         return total
 
 

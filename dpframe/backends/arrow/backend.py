@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from ...core.exact.compute import ComputeRequest, ExactAggregates
 from ...core.exact.hashing import BlockShifts, Key, block_partition, partition_of
-from ...core.exact.parallel import in_order, one_thread
+from ...core.exact.parallel import in_order
 from ...core.exact.primitives import compute_exact
 from ...core.exact.values import ColumnKind
 from ...errors import ValidationError
@@ -36,6 +36,7 @@ from ..base import (
     public_key_codes,
     public_key_list,
 )
+from ..blocks import UnitBlock, exact_over_blocks
 from .carried import DROPPED_BEFORE, ROW_PRIORITY, bound_by_priority, heavy_limit, preselect
 from .columns import (
     I64,
@@ -539,51 +540,26 @@ class ArrowBackend:
 
     def _reduce_all(self, run: _Run, tables: Iterator[Callable[[], pa.Table] | None],
                     bar: Any | None) -> None:
-        """Pass 2: partitions hold disjoint units, so each is bounded and aggregated alone,
-        with its own generator seeded in partition order from the release's (the same
-        selection whatever the number of threads or their schedule), and the partial
-        aggregates are added in partition order. ``tables`` gives a function reading each
-        partition (None: an empty one), called on the thread that reduces it. With public
-        keys (or none) on ``WORKERS`` threads, at most ``WORKERS`` partitions in memory at a
-        time; private keys share the key index, so those run one partition at a time."""
+        """Pass 2 on the block engine (:func:`~dpframe.backends.blocks.exact_over_blocks`):
+        partitions hold disjoint units, so each is bounded and aggregated alone, with its own
+        generator seeded in partition order from the release's (the same selection whatever
+        the number of threads or their schedule), and the partial aggregates are added in
+        partition order. ``tables`` gives a function reading each partition (None: an empty
+        one), called on the thread that reduces it. With public keys (or none) on ``WORKERS``
+        threads, at most ``WORKERS`` partitions in memory at a time; private keys share the
+        key index, so those run one partition at a time."""
         gen = run.gen
         assert gen is not None, "units are bounded at random: the release passes a generator"
+        # each partition's seed drawn from the release's stream as the engine reaches it
+        blocks = (None if read is None else UnitBlock(read, gen.integers(0, 1 << 63, size=4))
+                  for read in tables)
 
-        def own(read: Callable[[], pa.Table]) -> tuple[_Run, Callable[[], pa.Table]]:
-            seed = gen.integers(0, 1 << 63, size=4)
-            return replace(run, gen=np.random.default_rng(seed)), read
+        def reduce(table: pa.Table, own: np.random.Generator | None) -> Partial:
+            return self._reduce_one(replace(run, gen=own), table)
 
-        def tick() -> None:
-            if bar is not None:
-                bar.update(1)
-
-        parallel = not (WORKERS == 1 or run.request.private_keys)
-
-        def reduce(owned: tuple[_Run, Callable[[], pa.Table]] | None) -> Partial | None:
-            if owned is None:
-                return None
-            partition_run, read = owned
-            if not parallel:  # one partition at a time: its rows may use the row threads
-                return self._reduce_one(partition_run, read())
-            with one_thread():  # one partition per worker already: more threads only contend
-                return self._reduce_one(partition_run, read())
-
-        owned = (None if read is None else own(read) for read in tables)  # seeds in order
-        if not parallel:
-            for item in owned:  # one partition in memory at a time
-                partial = reduce(item)
-                if partial is not None:
-                    run.totals.add(*partial)
-                tick()
-            return
-        # a partition is read when its task starts, not when it is queued: 2 * WORKERS tasks
-        # may wait, at most WORKERS hold rows (no worker idles while an earlier one finishes)
-        with ThreadPoolExecutor(WORKERS, thread_name_prefix="dpframe-partition") as pool, \
-                contextlib.closing(in_order(pool, owned, reduce, 2 * WORKERS)) as done:
-            for partial in done:  # at most WORKERS partitions in memory
-                if partial is not None:
-                    run.totals.add(*partial)
-                tick()
+        exact_over_blocks(blocks, reduce, lambda partial: run.totals.add(*partial),
+                          workers=1 if run.request.private_keys else WORKERS,
+                          tick=None if bar is None else lambda: bar.update(1))
 
     def _reduce_one(self, run: _Run, block: pa.Table) -> Partial:
         """One partition of pass 2, holding whole units: bounded and aggregated. With carried

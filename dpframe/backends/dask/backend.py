@@ -23,6 +23,7 @@ from ..base import (
     only_columns,
     public_key_list,
 )
+from ..blocks import UnitBlock, exact_of_block, merge_exact
 from ..pandas import (
     column_kind,
     column_labels,
@@ -47,10 +48,14 @@ def partition_exact(part: pd.DataFrame, request: ComputeRequest,
     (``seeds[partition number]``; None when the request draws nothing at random); the
     partial aggregates travel in a one-cell Series."""
     number = 0 if partition_info is None else int(partition_info["number"])
-    gen = None if seeds is None else np.random.default_rng(int(seeds[number]))
-    with one_thread():  # one task per worker thread already
-        block, apart = conformed(part, numeric, identity_columns(request))
-        agg = BlockBackend(block, apart, key_kinds).exact(request, gen)
+
+    def compute(frame: pd.DataFrame, gen: np.random.Generator | None) -> ExactAggregates:
+        with one_thread():  # one task per worker thread already
+            block, apart = conformed(frame, numeric, identity_columns(request))
+            return BlockBackend(block, apart, key_kinds).exact(request, gen)
+
+    agg = exact_of_block(UnitBlock(lambda: part, None if seeds is None else int(seeds[number])),
+                         compute)
     out = pd.Series([None], dtype=object)
     out.iloc[0] = agg
     return out
@@ -65,10 +70,8 @@ def _unwrap(cell: pd.Series) -> ExactAggregates:
 def merge_partials(*parts: ExactAggregates | pd.Series) -> ExactAggregates:
     """Sum of partial aggregates over blocks holding disjoint privacy units (exact: the core
     merge widens sums near the int64 limit to Python integers)."""
-    aggs = [_unwrap(p) if isinstance(p, pd.Series) else p for p in parts]
-    out = aggs[0]
-    for p in aggs[1:]:
-        out = out.merge(p)
+    out = merge_exact([_unwrap(p) if isinstance(p, pd.Series) else p for p in parts])
+    assert out is not None, "a merge of the tree has at least one leaf"
     return out
 
 
