@@ -105,9 +105,21 @@ def _declared(query: Query, column: str) -> list[float] | None:
     return out
 
 
-def public_candidates(query: Query, column: str, kind: str | None) -> Candidates:
-    """The candidates of ``mode(column)`` (module docstring): public, from the declared keys,
-    the declared bounds and the column's kind. ``ValidationError`` before any charge."""
+def _integer_candidates(query: Query, column: str) -> Candidates:
+    """The integers of an integer column's declared bounds (at most :data:`MAX_CANDIDATES`)."""
+    lo, hi = query.bounds_of(column)
+    first, last = math.ceil(lo), math.floor(hi)
+    if first > last:
+        raise ValidationError(f"mode of {column!r}: its bounds hold no integer")
+    if last - first + 1 > MAX_CANDIDATES:
+        raise ValidationError(f"mode of {column!r}: its bounds hold more than "
+                              f"{MAX_CANDIDATES} integers; declare narrower bounds or "
+                              "the candidate values (keys=)")
+    return candidates([float(v) for v in range(first, last + 1)], "integers")
+
+
+def _source(query: Query, column: str, kind: str | None) -> Candidates:
+    """The candidates by their source: declared keys, a bool's two values, an int's bounds."""
     if kind not in NUMERIC_KINDS:
         raise ValidationError(
             f"mode of {column!r}: its values are not numbers (kind {kind!r}); release "
@@ -115,24 +127,21 @@ def public_candidates(query: Query, column: str, kind: str | None) -> Candidates
             "(post-processing)")
     declared = _declared(query, column)
     if declared is not None:
-        found = candidates(declared, "keys")
-    elif kind == "bool":
-        found = candidates([0.0, 1.0], "bool")
-    elif kind == "int":
-        lo, hi = query.bounds_of(column)
-        first, last = math.ceil(lo), math.floor(hi)
-        if first > last:
-            raise ValidationError(f"mode of {column!r}: its bounds hold no integer")
-        if last - first + 1 > MAX_CANDIDATES:
-            raise ValidationError(f"mode of {column!r}: its bounds hold more than "
-                                  f"{MAX_CANDIDATES} integers; declare narrower bounds or "
-                                  "the candidate values (keys=)")
-        found = candidates([float(v) for v in range(first, last + 1)], "integers")
-    else:
-        raise ValidationError(
-            f"mode of {column!r} needs public candidates: declare them with keys={{{column!r}: "
-            "[...]} (numbers), or use an integer or bool column with declared bounds (its "
-            "integers are the candidates)")
+        return candidates(declared, "keys")
+    if kind == "bool":
+        return candidates([0.0, 1.0], "bool")
+    if kind == "int":
+        return _integer_candidates(query, column)
+    raise ValidationError(
+        f"mode of {column!r} needs public candidates: declare them with keys={{{column!r}: "
+        "[...]} (numbers), or use an integer or bool column with declared bounds (its "
+        "integers are the candidates)")
+
+
+def public_candidates(query: Query, column: str, kind: str | None) -> Candidates:
+    """The candidates of ``mode(column)`` (module docstring): public, from the declared keys,
+    the declared bounds and the column's kind. ``ValidationError`` before any charge."""
+    found = _source(query, column, kind)
     limit = PRIVATE_KEY_CANDIDATES if query.by and query.private_keys else MAX_CANDIDATES
     groups = max(1, query.declared_groups)
     if len(found.values) > limit or groups * (2 * len(found.values)) > MAX_CELLS:
