@@ -54,12 +54,12 @@ N_BOUNDS = (0, 10)
 G_BOUNDS = (0, 100)  # the key's numbers, where it is numeric and measured (sum(g))
 X_BOUNDS = ((-10.0, 10.0), (0.0, 10.0), (-1.0, 4.0))  # the first is symmetric about 0
 
-#: The harness's names of registry backends (``tests/backends/contract.py``): ``arrow`` is its
+#: An older name of a registry backend (``tests/backends/contract.py``): ``arrow`` is its
 #: ``scan`` of an Arrow table.
 ALIASES = {"arrow": "scan"}
-#: The backends every shared suite here runs on, in one loop (Spark, marked, has its own
-#: tests; Polars reads the Arrow frames too, ``tests/backends/polars``).
-BACKENDS = ("pandas", "arrow", "parquet", "dask", "duckdb")
+#: The backends a loop inside one test runs on: every unmarked backend of the registry. The
+#: marked one (Spark) is parametrized with its marker (``contract.params``), on fewer cases.
+BACKENDS = contract.LOCAL
 
 
 # -- examples of values ----------------------------------------------------------------------------
