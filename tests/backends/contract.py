@@ -75,6 +75,7 @@ Factory = Callable[[Data], contextlib.AbstractContextManager[Any]]
 CAPABILITIES = {
     "objects": "columns of Python objects of mixed types (lists, Decimals, bytes beside ints)",
     "not_utf8": "text columns holding bytes that are not UTF-8",
+    "numeric_dictionaries": "dictionary-encoded columns of numbers",
     "categories": "a pandas Categorical's declared categories as public keys (keys='categories')",
     "many_cases": "many cases per suite (hypothesis loops, case corpora)",
 }
@@ -89,6 +90,8 @@ class Backend:
     build: Factory
     marks: tuple[Any, ...] = field(default=())
     lacks: Mapping[str, str] = field(default_factory=dict)
+    #: The share of a hypothesis suite's examples it draws (its cost per release).
+    share: float = 1.0
 
     def can(self, *needs: str) -> bool:
         """Whether this backend has every capability in ``needs``."""
@@ -168,6 +171,7 @@ REGISTRY: dict[str, Backend] = {b.name: b for b in (
     Backend("parquet", _parquet, lacks={"objects": _ARROW_TYPED, "categories": _NO_CATEGORIES}),
     Backend("polars", _polars, lacks={
         "objects": _ARROW_TYPED, "categories": _NO_CATEGORIES,
+        "numeric_dictionaries": "Polars' dictionaries (Categorical, Enum) hold text only",
         "not_utf8": "pl.from_arrow takes such bytes unchecked and Polars then panics on them "
                     "(its strings are UTF-8 by construction): not a frame Polars holds"}),
     Backend("dask", _dask),
@@ -175,7 +179,9 @@ REGISTRY: dict[str, Backend] = {b.name: b for b in (
         "objects": _ARROW_TYPED, "categories": _NO_CATEGORIES,
         "not_utf8": "Spark's StringType is UTF-8: not a frame Spark holds",
         "many_cases": "each case is a JVM job (about a second on local[2]): a few cases only"}),
-    Backend("duckdb", _duckdb, lacks={"objects": _ARROW_TYPED, "categories": _NO_CATEGORIES}),
+    # a DuckDB release plans a few SQL queries (~0.1 s on 2 cores): a third of the examples
+    Backend("duckdb", _duckdb, lacks={"objects": _ARROW_TYPED, "categories": _NO_CATEGORIES},
+            share=1 / 3),
 )}
 
 #: The backends that run in-process without a marker (loops inside one test may use them).
@@ -188,6 +194,11 @@ def having(*needs: str, among: tuple[str, ...] = LOCAL) -> tuple[str, ...]:
     """The backends of ``among`` with every capability in ``needs`` (for loops in one test;
     the others are skipped visibly by :func:`params` where a suite parametrizes)."""
     return tuple(n for n in among if REGISTRY[n].can(*needs))
+
+
+def examples(name: str, n: int) -> int:
+    """How many of a hypothesis suite's ``n`` examples backend ``name`` draws (at least 2)."""
+    return max(2, round(n * REGISTRY[name].share))
 
 
 def built(name: str, data: Data) -> contextlib.AbstractContextManager[Any]:
