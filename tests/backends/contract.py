@@ -74,7 +74,6 @@ Factory = Callable[[Data], contextlib.AbstractContextManager[Any]]
 #: that lacks one says why in :attr:`Backend.lacks`, and :func:`params` skips it with that reason.
 CAPABILITIES = {
     "objects": "columns of Python objects of mixed types (lists, Decimals, bytes beside ints)",
-    "not_utf8": "text columns holding bytes that are not UTF-8",
     "numeric_dictionaries": "dictionary-encoded columns of numbers",
     "categories": "a pandas Categorical's declared categories as public keys (keys='categories')",
     "many_cases": "many cases per suite (hypothesis loops, case corpora)",
@@ -171,13 +170,12 @@ REGISTRY: dict[str, Backend] = {b.name: b for b in (
     Backend("parquet", _parquet, lacks={"objects": _ARROW_TYPED, "categories": _NO_CATEGORIES}),
     Backend("polars", _polars, lacks={
         "objects": _ARROW_TYPED, "categories": _NO_CATEGORIES,
-        "numeric_dictionaries": "Polars' dictionaries (Categorical, Enum) hold text only",
-        "not_utf8": "pl.from_arrow takes such bytes unchecked and Polars then panics on them "
-                    "(its strings are UTF-8 by construction): not a frame Polars holds"}),
+        "numeric_dictionaries": "pl.from_arrow decodes them (Categorical and Enum hold text "
+                                "only): an encoded case would be its decoded one",
+    }),
     Backend("dask", _dask),
     Backend("spark", _spark, (pytest.mark.spark, pytest.mark.xdist_group("spark")), lacks={
         "objects": _ARROW_TYPED, "categories": _NO_CATEGORIES,
-        "not_utf8": "Spark's StringType is UTF-8: not a frame Spark holds",
         "many_cases": "each case is a JVM job (about a second on local[2]): a few cases only"}),
     # a DuckDB release plans a few SQL queries (~0.1 s on 2 cores): a third of the examples
     Backend("duckdb", _duckdb, lacks={"objects": _ARROW_TYPED, "categories": _NO_CATEGORIES},

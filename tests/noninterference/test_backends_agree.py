@@ -21,7 +21,6 @@ Every backend must give:
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import pytest
 from hypothesis import given

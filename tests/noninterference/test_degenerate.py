@@ -31,6 +31,7 @@ from tests.backends import contract
 
 from ._harness import (
     ALL_QUERIES,
+    BACKENDS,
     INF,
     MISSING_OBJECTS,
     NAN,
@@ -120,7 +121,6 @@ def _datasets(backend: str) -> list[str]:
     """The datasets ``backend`` can hold (the registry's capabilities), Dask's within its cost."""
     b = contract.REGISTRY[backend]
     names = [n for n in DATASETS if b.can("objects") or n in ARROW_SAFE]
-    names = [n for n in names if b.can("not_utf8") or "not-utf8" not in n]
     return [n for n in names if n in DASK_CASES] if backend == "dask" else names
 
 
@@ -200,7 +200,7 @@ def test_text_that_is_not_utf8_is_a_missing_value(spec: Spec, data: st.DataObjec
 
     queries = data.draw(st.lists(st.sampled_from(ALL_QUERIES), min_size=3, max_size=3,
                                  unique_by=lambda q: q.name), label="queries")
-    for backend in contract.having("not_utf8"):
+    for backend in BACKENDS:
         for q in queries:
             got, want = run(backend, with_value(bad), q), run(backend, with_value(None), q)
             check_invariants(got)
