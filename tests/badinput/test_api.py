@@ -51,12 +51,13 @@ def dp(s: dpf.Session, df: pd.DataFrame | None = None, **kw: Any) -> Any:
     """``frame().dp(s, bounds=BOUNDS, keys=KEYS)`` with options overridden by ``kw``."""
     opts: dict[str, Any] = {"bounds": BOUNDS, "keys": KEYS}
     opts.update(kw)
+    target: Any = df
     if df is None:
         front = FRONT.get()
         if front is not None:
             front["used"] = True
-        df = frame() if front is None else front["frame"]
-    return df.dp(s, **opts)
+        target = frame() if front is None else front["frame"]
+    return target.dp(s, **opts)
 
 
 #: One call per aggregate (and grouped aggregate); ``kw`` holds epsilon and any bad argument.
