@@ -76,6 +76,7 @@ CAPABILITIES = {
     "objects": "columns of Python objects of mixed types (lists, Decimals, bytes beside ints)",
     "numeric_dictionaries": "dictionary-encoded columns of numbers",
     "categories": "a pandas Categorical's declared categories as public keys (keys='categories')",
+    "uint64": "unsigned 64-bit integer columns",
     "many_cases": "many cases per suite (hypothesis loops, case corpora)",
 }
 
@@ -176,6 +177,8 @@ REGISTRY: dict[str, Backend] = {b.name: b for b in (
     Backend("dask", _dask),
     Backend("spark", _spark, (pytest.mark.spark, pytest.mark.xdist_group("spark")), lacks={
         "objects": _ARROW_TYPED, "categories": _NO_CATEGORIES,
+        "uint64": "Spark has no unsigned type: createDataFrame refuses uint64 (PySparkTypeError "
+                  "UNSUPPORTED_DATA_TYPE_FOR_ARROW_CONVERSION), so no such Spark frame exists",
         "many_cases": "each case is a JVM job (about a second on local[2]): a few cases only"}),
     # a DuckDB release plans a few SQL queries (~0.1 s on 2 cores): a third of the examples
     Backend("duckdb", _duckdb, lacks={"objects": _ARROW_TYPED, "categories": _NO_CATEGORIES},

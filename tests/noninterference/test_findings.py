@@ -319,7 +319,7 @@ def test_true_row_matches_declared_one(backend: str) -> None:
     assert out.result.to_dict()[1] == 4
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", params(needs=("uint64",)))
 def test_uint64_beyond_int64_is_clamped_not_wrapped(backend: str) -> None:
     """A uint64 value >= 2**63 is a big number clamped to the upper bound, never a negative
     one (0.1 wrapped 2**64 - 1 to -1, then clamped it to the lower bound)."""
