@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,13 +70,32 @@ class Knobs:
 Factory = Callable[[Data], contextlib.AbstractContextManager[Any]]
 
 
+#: The capabilities a case may need beyond ``.dp(...)`` on an ordinary typed frame; a backend
+#: that lacks one says why in :attr:`Backend.lacks`, and :func:`params` skips it with that reason.
+CAPABILITIES = {
+    "objects": "columns of Python objects of mixed types (lists, Decimals, bytes beside ints)",
+    "numeric_dictionaries": "dictionary-encoded columns of numbers",
+    "categories": "a pandas Categorical's declared categories as public keys (keys='categories')",
+    "uint64": "unsigned 64-bit integer columns",
+    "many_cases": "many cases per suite (hypothesis loops, case corpora)",
+}
+
+
 @dataclass(frozen=True)
 class Backend:
-    """A registry entry: its factory and the marks its tests carry."""
+    """A registry entry: its factory, the marks its tests carry and the capabilities it lacks
+    (capability -> the documented reason, shown as the skip reason)."""
 
     name: str
     build: Factory
     marks: tuple[Any, ...] = field(default=())
+    lacks: Mapping[str, str] = field(default_factory=dict)
+    #: The share of a hypothesis suite's examples it draws (its cost per release).
+    share: float = 1.0
+
+    def can(self, *needs: str) -> bool:
+        """Whether this backend has every capability in ``needs``."""
+        return not any(n in self.lacks for n in needs)
 
 
 @contextlib.contextmanager
@@ -142,18 +161,45 @@ def _duckdb(d: Data) -> Iterator[Any]:
         con.close()
 
 
+_ARROW_TYPED = "an Arrow-typed frame has no column of mixed Python objects (its type is one)"
+_NO_CATEGORIES = ("an Arrow dictionary's values come from the data, never declared: "
+                  "keys='categories' is refused (KeysError), declare the key list")
+
 REGISTRY: dict[str, Backend] = {b.name: b for b in (
     Backend("pandas", _pandas),
-    Backend("scan", _scan),
-    Backend("parquet", _parquet),
-    Backend("polars", _polars),
+    Backend("scan", _scan, lacks={"objects": _ARROW_TYPED, "categories": _NO_CATEGORIES}),
+    Backend("parquet", _parquet, lacks={"objects": _ARROW_TYPED, "categories": _NO_CATEGORIES}),
+    Backend("polars", _polars, lacks={
+        "objects": _ARROW_TYPED, "categories": _NO_CATEGORIES,
+        "numeric_dictionaries": "pl.from_arrow decodes them (Categorical and Enum hold text "
+                                "only): an encoded case would be its decoded one",
+    }),
     Backend("dask", _dask),
-    Backend("spark", _spark, (pytest.mark.spark, pytest.mark.xdist_group("spark"))),
-    Backend("duckdb", _duckdb),
+    Backend("spark", _spark, (pytest.mark.spark, pytest.mark.xdist_group("spark")), lacks={
+        "objects": _ARROW_TYPED, "categories": _NO_CATEGORIES,
+        "uint64": "Spark has no unsigned type: createDataFrame refuses uint64 (PySparkTypeError "
+                  "UNSUPPORTED_DATA_TYPE_FOR_ARROW_CONVERSION), so no such Spark frame exists",
+        "many_cases": "each case is a JVM job (about a second on local[2]): a few cases only"}),
+    # a DuckDB release plans a few SQL queries (~0.1 s on 2 cores): a third of the examples
+    Backend("duckdb", _duckdb, lacks={"objects": _ARROW_TYPED, "categories": _NO_CATEGORIES},
+            share=1 / 3),
 )}
 
 #: The backends that run in-process without a marker (loops inside one test may use them).
 LOCAL = tuple(name for name, b in REGISTRY.items() if not b.marks)
+#: The backends whose tests carry a marker (Spark): a loop of :data:`LOCAL` leaves them out.
+MARKED = tuple(name for name, b in REGISTRY.items() if b.marks)
+
+
+def having(*needs: str, among: tuple[str, ...] = LOCAL) -> tuple[str, ...]:
+    """The backends of ``among`` with every capability in ``needs`` (for loops in one test;
+    the others are skipped visibly by :func:`params` where a suite parametrizes)."""
+    return tuple(n for n in among if REGISTRY[n].can(*needs))
+
+
+def examples(name: str, n: int) -> int:
+    """How many of a hypothesis suite's ``n`` examples backend ``name`` draws (at least 2)."""
+    return max(2, round(n * REGISTRY[name].share))
 
 
 def built(name: str, data: Data) -> contextlib.AbstractContextManager[Any]:
@@ -161,7 +207,21 @@ def built(name: str, data: Data) -> contextlib.AbstractContextManager[Any]:
     return REGISTRY[name].build(data)
 
 
-def params(*names: str, exclude: tuple[str, ...] = ()) -> list[Any]:
-    """``pytest.param`` per backend (default: every one), with its marks and id."""
+def params(*names: str, exclude: tuple[str, ...] = (), needs: tuple[str, ...] = ()
+           ) -> list[Any]:
+    """``pytest.param`` per backend (default: every one), with its marks and id; a backend
+    lacking a capability in ``needs`` is skipped with the registry's reason, never dropped."""
+    unknown = set(needs) - set(CAPABILITIES)
+    assert not unknown, f"unknown capabilities: {sorted(unknown)}"
     chosen = names or tuple(REGISTRY)
-    return [pytest.param(n, marks=REGISTRY[n].marks, id=n) for n in chosen if n not in exclude]
+    out = []
+    for n in chosen:
+        if n in exclude:
+            continue
+        b = REGISTRY[n]
+        marks = list(b.marks)
+        missing = [f"{c}: {b.lacks[c]}" for c in needs if c in b.lacks]
+        if missing:
+            marks.append(pytest.mark.skip(reason=f"{n} lacks " + "; ".join(missing)))
+        out.append(pytest.param(n, marks=marks, id=n))
+    return out

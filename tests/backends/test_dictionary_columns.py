@@ -8,7 +8,8 @@ uint8). Before this test, a pandas dictionary column of strings grouped by decla
 ``OverflowError`` after the charge, but only when some row was missing (one person could turn
 a release into an exception: docs/audit.md, finding 12).
 
-Property, on every front (pandas, Arrow scan, Polars, Dask), for dictionaries of strings,
+Property, on every backend of the registry (Spark, a JVM job a release, skipped with the
+registry's reason), for dictionaries of strings,
 integers and floats (with repeated entries, ``0.0`` next to ``-0.0``, NaN) under signed and
 unsigned indices, with missing rows anywhere: each query's result, labels, index dtype and
 charge equal those of the same frame with the column decoded, under sessions seeded alike.
@@ -22,7 +23,6 @@ from collections.abc import Callable
 from typing import Any
 
 import dask
-import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -31,6 +31,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dpframe as dpf
+from tests.backends.contract import Data, built, examples, params
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # seeded sessions warn
 
@@ -43,7 +44,6 @@ DICTIONARIES: dict[str, tuple[pa.DataType, list[object], list[object]]] = {
     "float64": (pa.float64(), [0.0, -0.0, 1.5, math.nan, 1.5], [1.5, 0.0, 99.0]),
 }
 INDEX_TYPES = (pa.int8(), pa.int32(), pa.uint8(), pa.uint32())
-FRONTS = ("pandas", "arrow", "polars", "dask")
 
 
 def _column(value: str, index_type: pa.DataType, positions: list[int | None]) -> pa.Array:
@@ -52,18 +52,13 @@ def _column(value: str, index_type: pa.DataType, positions: list[int | None]) ->
                                           pa.array(dictionary, type=value_type))
 
 
-def _frame(front: str, k: pa.Array, x: list[float]) -> Any:
-    """A frame with key / unit column ``k`` (dictionary-encoded or not) and values ``x``."""
+def _data(k: pa.Array, x: list[float]) -> Data:
+    """A frame with key / unit column ``k`` (dictionary-encoded or not) and values ``x``: pandas
+    and Dask get ``k`` as an Arrow-backed column, scans read it in several unaligned batches."""
     table = pa.table({"k": k, "x": pa.array(x, type=pa.float64())})
-    if front == "arrow":
-        return dpf.scan(table, batch_size=7)  # several batches, unaligned
-    if front == "polars":
-        import polars as pl
-
-        return pl.from_arrow(table)
-    df = pd.DataFrame({"k": pd.arrays.ArrowExtensionArray(table.column("k")),
-                       "x": np.asarray(x, dtype=np.float64)})
-    return df if front == "pandas" else dd.from_pandas(df, npartitions=2, sort=False)
+    return Data(lambda: pd.DataFrame({"k": pd.arrays.ArrowExtensionArray(table.column("k")),
+                                      "x": np.asarray(x, dtype=np.float64)}),
+                lambda: table, batch_size=7)
 
 
 def _queries(value: str) -> dict[str, Callable[[Any, dpf.Session], Any]]:
@@ -99,18 +94,25 @@ def _release(query: Callable[[Any, dpf.Session], Any], frame: Any) -> tuple[Any,
     return (float(out), s.spent)
 
 
-#: Every front with every dictionary, but Polars with text only (its Categorical and Enum).
-CASES = [(front, value) for front in FRONTS for value in DICTIONARIES
-         if front != "polars" or value in ("string", "large_string")]
+#: Every backend of the registry (``tests/backends/contract.py``) with every dictionary; text
+#: only where a backend lacks dictionaries of numbers, none where it lacks many cases (Spark), each
+#: skipped with the registry's reason.
+CASES = [pytest.param(p.values[0], value, marks=p.marks, id=f"{p.id}-{value}")
+         for value in DICTIONARIES
+         for p in params(needs=("many_cases",) if value in ("string", "large_string") else
+                         ("many_cases", "numeric_dictionaries"))]
 
 
 @pytest.mark.parametrize(("front", "value"), CASES)
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
-def test_a_dictionary_column_releases_what_its_values_release(front: str, value: str,
-                                                              data: st.DataObject) -> None:
-    if front == "polars":
-        pytest.importorskip("polars")
+def test_a_dictionary_column_releases_what_its_values_release(front: str, value: str) -> None:
+    """12 examples, or the backend's share of them (``contract.examples``)."""
+    check = settings(max_examples=examples(front, 12), deadline=None,
+                     suppress_health_check=[HealthCheck.too_slow])(given(data=st.data())(
+                         lambda data: _encoded_releases_as_decoded(front, value, data)))
+    check()
+
+
+def _encoded_releases_as_decoded(front: str, value: str, data: st.DataObject) -> None:
     size = len(DICTIONARIES[value][1])
     index_type = data.draw(st.sampled_from(INDEX_TYPES), label="index type")
     positions = data.draw(st.lists(st.none() | st.integers(0, size - 1), max_size=25),
@@ -121,8 +123,10 @@ def test_a_dictionary_column_releases_what_its_values_release(front: str, value:
     with warnings.catch_warnings(), dask.config.set(scheduler="sync"):
         warnings.simplefilter("ignore")
         for name, query in _queries(value).items():
-            got = _release(query, _frame(front, encoded, x))
-            want = _release(query, _frame(front, plain, x))
+            with built(front, _data(encoded, x)) as frame:
+                got = _release(query, frame)
+            with built(front, _data(plain, x)) as frame:
+                want = _release(query, frame)
             assert got == want, (name, index_type)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
+from contextvars import ContextVar
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
@@ -18,6 +19,8 @@ import pandas as pd
 import pytest
 
 import dpframe as dpf
+from tests.backends.contract import MARKED, Data, built
+from tests.backends.contract import params as backends
 
 from ._harness import (
     BOUNDS,
@@ -38,11 +41,23 @@ NAN = float("nan")
 INF = float("inf")
 
 
+#: The frame ``dp`` queries when none is given: pandas' ``frame()``, or, in
+#: :func:`test_api_bad_input_on_every_backend`, the same values on a backend of the registry
+#: (``{"frame": ..., "used": bool}``: whether a case queried it).
+FRONT: ContextVar[dict[str, Any] | None] = ContextVar("FRONT", default=None)
+
+
 def dp(s: dpf.Session, df: pd.DataFrame | None = None, **kw: Any) -> Any:
     """``frame().dp(s, bounds=BOUNDS, keys=KEYS)`` with options overridden by ``kw``."""
     opts: dict[str, Any] = {"bounds": BOUNDS, "keys": KEYS}
     opts.update(kw)
-    return (frame() if df is None else df).dp(s, **opts)
+    target: Any = df
+    if df is None:
+        front = FRONT.get()
+        if front is not None:
+            front["used"] = True
+        target = frame() if front is None else front["frame"]
+    return target.dp(s, **opts)
 
 
 #: One call per aggregate (and grouped aggregate); ``kw`` holds epsilon and any bad argument.
@@ -404,6 +419,61 @@ def test_api_bad_input(case: Case, tmp_path: Path, caplog: pytest.LogCaptureFixt
     finally:
         session.close()
     assert_reason(case.id, exc)
+
+
+# -- the same bad input on every backend of the registry ------------------------------------------
+
+def _first(cases: list[Case], per_family: int) -> list[Case]:
+    """The first ``per_family`` cases of each family (the id's first word) that query the
+    shared frame (``frame-*`` cases build pandas frames of their own)."""
+    seen: dict[str, int] = {}
+    out = []
+    for c in cases:
+        family = c.id.split("-")[0]
+        if family != "frame" and seen.get(family, 0) < per_family:
+            seen[family] = seen.get(family, 0) + 1
+            out.append(c)
+    return out
+
+
+#: Two cases of each family on every unmarked backend; one of each on the marked ones (Spark:
+#: each case builds a frame in the JVM).
+SHARED = _first(CASES, 2)
+FEW = _first(CASES, 1)
+
+
+def _on_backend(backend: str, case: Case, tmp_path: Path, caplog: pytest.LogCaptureFixture,
+                capsys: pytest.CaptureFixture[str]) -> None:
+    session = ledger_session(tmp_path)
+    with built(backend, Data.of(frame())) as front:
+        holder = {"frame": front, "used": False}
+        token = FRONT.set(holder)
+        try:
+            exc = expect_refusal(case, session, tmp_path / "budget.sqlite", caplog, capsys)
+        finally:
+            FRONT.reset(token)
+            session.close()
+    assert holder["used"], f"{case.id} never queried the {backend} frame"
+    assert_reason(case.id, exc)
+
+
+@pytest.mark.parametrize("case", params(SHARED))
+@pytest.mark.parametrize("backend", backends(exclude=(*MARKED, "pandas")))
+def test_api_bad_input_on_every_backend(backend: str, case: Case, tmp_path: Path,
+                                        caplog: pytest.LogCaptureFixture,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """The pandas corpus's cases on the same values through each backend of the registry
+    (``tests/backends/contract.py``): the same class, nothing charged, nothing leaked."""
+    _on_backend(backend, case, tmp_path, caplog, capsys)
+
+
+@pytest.mark.parametrize("case", params(FEW))
+@pytest.mark.parametrize("backend", backends(*MARKED))
+def test_api_bad_input_on_marked_backends(backend: str, case: Case, tmp_path: Path,
+                                          caplog: pytest.LogCaptureFixture,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """The same, one case of each family, on the registry's marked backends (Spark)."""
+    _on_backend(backend, case, tmp_path, caplog, capsys)
 
 
 # -- budget and privacy unit: on a session that has already spent ---------------------------------

@@ -4,12 +4,15 @@ with a count's sensitivity and each unit's contribution bounded."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
 
 import dpframe as dpf
+from tests.backends.contract import Data, built, params
 
 from ._support import session
 from .test_plan_sensitivity import oracle
@@ -34,23 +37,18 @@ def df() -> pd.DataFrame:
     return out
 
 
-def _sources(df: pd.DataFrame) -> dict[str, object]:
-    out: dict[str, object] = {
-        "pandas": df,
-        # small batches: every value appears in many batches, whose sets must be united
-        "scan": dpf.scan(pa.Table.from_pandas(df, preserve_index=False), batch_size=256),
-    }
-    dd = pytest.importorskip("dask.dataframe")
-    out["dask"] = dd.from_pandas(df, npartitions=5)
-    pl = pytest.importorskip("polars")
-    out["polars"] = pl.from_pandas(df)
-    return out
-
-
-@pytest.mark.parametrize("backend", ["pandas", "scan", "dask", "polars"])
+@pytest.mark.parametrize("backend", params())
 def test_exact_at_a_huge_epsilon_on_every_backend(df: pd.DataFrame, backend: str) -> None:
-    src = _sources(df)[backend]
-    p = src.dp(session(), keys={"g": KEYS})  # type: ignore[attr-defined]
+    """Every backend of the registry (Spark with its marker); scans in small batches: every
+    value appears in many batches, whose sets must be united."""
+    data = Data(lambda: df, lambda: pa.Table.from_pandas(df, preserve_index=False),
+                batch_size=256, npartitions=5)
+    with built(backend, data) as src:
+        _exact(df, src)
+
+
+def _exact(df: pd.DataFrame, src: Any) -> None:
+    p = src.dp(session(), keys={"g": KEYS})
     assert int(p.count_distinct("city", epsilon=HUGE)) == df.city.nunique()
     assert int(p.count_distinct("x", epsilon=HUGE)) == df.x.nunique()  # -0.0 is 0.0
     want = df.groupby("g")["city"].nunique().to_dict()

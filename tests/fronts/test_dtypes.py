@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 import dpframe as dpf
+from tests.backends.contract import Data, built, params
 
 from ._support import session
 
@@ -249,19 +250,17 @@ EDGES = [18.0, 23.0, 30.0, 50.0, 73.0, 78.0]
 
 @pytest.mark.parametrize("right", [True, False])
 @pytest.mark.parametrize("include_lowest", [False, True])
-@pytest.mark.parametrize("backend", ["pandas", "scan"])
+@pytest.mark.parametrize("backend", params())
 def test_histogram_is_pd_cut_at_every_edge(right, include_lowest, backend):
     """Counts equal pd.cut's, for values on every edge, just inside and outside each, and the
     label of each bin contains every value counted in it (0.1 counted 18 in (18, 23] and 78
     in [73, 78), labels saying otherwise)."""
-    import pyarrow as pa
-
     eps = np.finfo(float).eps * 100
     values = [*sorted({v + d for v in EDGES for d in (-1.0, -eps, 0.0, eps, 0.5)}), np.nan]
     df = pd.DataFrame({"x": np.repeat(values, 2)})
-    src = df if backend == "pandas" else dpf.scan(pa.Table.from_pandas(df))
-    h = src.dp(session()).histogram("x", bins=EDGES, epsilon=HUGE, right=right,
-                                    include_lowest=include_lowest)
+    with built(backend, Data.of(df)) as src:
+        h = src.dp(session()).histogram("x", bins=EDGES, epsilon=HUGE, right=right,
+                                        include_lowest=include_lowest)
     cut = pd.cut(df["x"], EDGES, right=right, include_lowest=include_lowest)
     assert h.tolist() == cut.value_counts(sort=False).tolist()
     assert list(h.index) == list(cut.cat.categories)  # the same intervals as pandas

@@ -32,7 +32,7 @@ from dpframe.cli.spec_errors import SpecError
 from dpframe.core.query import Measure, Query
 from dpframe.engine import release as engine
 from dpframe.errors import BoundsError, DPError, KeysError, UnknownColumnError, ValidationError
-from tests.backends.contract import LOCAL, Data, built
+from tests.backends.contract import LOCAL, MARKED, Data, built, params
 
 V, B, K, U = ValidationError, BoundsError, KeysError, UnknownColumnError
 NAN, INF = float("nan"), float("inf")
@@ -271,6 +271,21 @@ def test_the_fronts_refuse_each_case_alike(case: Case) -> None:
     seen = {(front, dry): front_error(case, front, dry) for front in LOCAL
             for dry in (False, True)}
     assert set(seen.values()) == {case.error}, seen
+
+
+@pytest.mark.parametrize("front", params(*MARKED))
+def test_the_marked_fronts_refuse_each_case_alike(front: str) -> None:
+    """The registry's marked backends (Spark, with its marker), released and dry-run, on one
+    frame built once (a JVM job each otherwise): every case's class, no charge."""
+    with built(front, Data.of(frame())) as data:
+        for case in CASES:
+            if case.front is None:
+                continue
+            for kw in ({}, {"dry_run": True}):
+                s = _session()
+                got = _refused(lambda c=case, s=s, kw=kw: c.front(  # type: ignore[misc]
+                    data.dp(s, **_declarations(c)), **kw), s)
+                assert type(got) is case.error, (case.name, kw, type(got), str(got))
 
 
 # -- the engine: a Query built by hand ---------------------------------------------------------

@@ -6,15 +6,16 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 import pytest
 
 import dpframe as dpf
 from dpframe.core.intervals import noise_draws, variance_estimate, variance_interval
 from dpframe.core.noise.mechanisms import noise_spec
+from tests.backends.contract import Data, built, params
 
 from ._support import session
 from .test_plan_sensitivity import oracle
@@ -32,11 +33,16 @@ def df() -> pd.DataFrame:
                          "n": rng.integers(-3, 14, 2000)})
 
 
-@pytest.mark.parametrize("backend", ["pandas", "scan"])
+@pytest.mark.parametrize("backend", params())
 @pytest.mark.parametrize("ddof", [0, 1])
 def test_var_and_std_are_pandas_at_a_huge_epsilon(df: pd.DataFrame, backend: str,
                                                   ddof: int) -> None:
-    src = df if backend == "pandas" else dpf.scan(pa.Table.from_pandas(df))
+    """Every backend of the registry (``tests/backends/contract.py``, Spark with its marker)."""
+    with built(backend, Data.of(df)) as src:
+        _var_and_std_are_pandas(df, src, ddof)
+
+
+def _var_and_std_are_pandas(df: pd.DataFrame, src: Any, ddof: int) -> None:
     clamped = df.assign(x=df.x.clip(*BOUNDS), n=df.n.clip(*BOUNDS))
     priv = src.dp(session(), bounds={"x": BOUNDS, "n": BOUNDS}, keys={"g": ["a", "b", "c"]})
     assert float(priv.var("x", epsilon=HUGE, ddof=ddof)) == pytest.approx(

@@ -54,12 +54,9 @@ N_BOUNDS = (0, 10)
 G_BOUNDS = (0, 100)  # the key's numbers, where it is numeric and measured (sum(g))
 X_BOUNDS = ((-10.0, 10.0), (0.0, 10.0), (-1.0, 4.0))  # the first is symmetric about 0
 
-#: The harness's names of registry backends (``tests/backends/contract.py``): ``arrow`` is its
-#: ``scan`` of an Arrow table.
-ALIASES = {"arrow": "scan"}
-#: The backends every shared suite here runs on, in one loop (Spark, marked, has its own
-#: tests; Polars reads the Arrow frames too, ``tests/backends/polars``).
-BACKENDS = ("pandas", "arrow", "parquet", "dask", "duckdb")
+#: The backends a loop inside one test runs on: every unmarked backend of the registry. The
+#: marked one (Spark) is parametrized with its marker (``contract.params``), on fewer cases.
+BACKENDS = contract.LOCAL
 
 
 # -- examples of values ----------------------------------------------------------------------------
@@ -401,8 +398,7 @@ def to_arrow(spec: Spec) -> pa.Table:
 def built(backend: str, spec: Spec) -> Iterator[Any]:
     """The object whose ``.dp(...)`` answers queries on ``backend`` (kept alive, with its
     temporary files and Dask configuration, for the duration of the block): a factory of the
-    registry (``tests/backends/contract.py``; ``arrow`` is its ``scan`` of an Arrow table), or
-    ``dask-retyped``."""
+    registry (``tests/backends/contract.py``), or ``dask-retyped``."""
     if backend == "dask-retyped":
         import dask
         import dask.dataframe as dd
@@ -421,7 +417,7 @@ def built(backend: str, spec: Spec) -> Iterator[Any]:
         return
     data = Data(lambda: to_pandas(spec), lambda: to_arrow(spec), batch_size=spec.batch_size,
                 partitions=spec.partitions, npartitions=spec.npartitions)
-    with contract.built(ALIASES.get(backend, backend), data) as frame:
+    with contract.built(backend, data) as frame:
         yield frame
 
 

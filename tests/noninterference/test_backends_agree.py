@@ -1,11 +1,13 @@
-"""One frame, four backends, one answer (docs/privacy.md, "One canonical value model": two rows that
+"""One frame, every backend, one answer (docs/privacy.md, "One canonical value model": two rows that
 name the same key or unit are the same key or unit in every backend, and their aggregates add
 up, never overwrite).
 
-The same typed frame is queried through pandas, ``dpf.scan`` of a pyarrow Table (real
+The same typed frame is queried through every backend of the registry
+(``tests/backends/contract.py``): pandas, ``dpf.scan`` of a pyarrow Table (real
 ``DictionaryArray`` columns with repeated entries; small batches; keyed-hash partitions), of a
-Parquet file (small row groups) and Dask (2 or 3 partitions), each in a fresh session with the
-same seed at a huge epsilon (the noise is 0). Every backend must give:
+Parquet file (small row groups), Polars, Dask (2 or 3 partitions), DuckDB, and Spark (marked, on
+fewer examples), each in a fresh session with the same seed at a huge epsilon (the noise is 0).
+Every backend must give:
 
 * the same refusal (exception type) or the same structure, labels and provenance;
 * the same charge;
@@ -19,11 +21,12 @@ same seed at a huge epsilon (the noise is 0). Every backend must give:
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
+from tests.backends.contract import MARKED, params
 
 from ._harness import (
     ALL_KEY_KINDS,
@@ -123,23 +126,23 @@ def test_all_backends_agree(spec: Spec, queries: list[Query]) -> None:
         check_agree(spec, q, {b: run(b, spec, q) for b in BACKENDS})
 
 
-@pytest.mark.spark
-@pytest.mark.xdist_group("spark")
+@pytest.mark.parametrize("backend", params(*MARKED))
 @hsettings(2, shrink=False)  # a Spark release costs about a second on local[2]: a subset
 @given(spec=specs(("str", "int", "float", "dict"), (None, "int", "str"), scan_layout=True),
        queries=some_queries(4))
-def test_spark_agrees(spark: Any, spec: Spec, queries: list[Query]) -> None:
-    """Spark answers as pandas: the same refusals, structure, charges, provenance and (when
-    bounding does not bind) values, on a few drawn frames and queries."""
+def test_marked_backends_agree(backend: str, spec: Spec, queries: list[Query]) -> None:
+    """The registry's marked backends (Spark, with its marker) answer as pandas: the same
+    refusals, structure, charges, provenance and (when bounding does not bind) values, on a few
+    drawn frames and queries."""
     for q in queries:
-        check_agree(spec, q, {b: run(b, spec, q) for b in ("pandas", "spark")})
+        check_agree(spec, q, {b: run(b, spec, q) for b in ("pandas", backend)})
 
 
 @hsettings(20, shrink=False)  # every example runs 33 queries x 3 backends (~3,000 checks)
 @given(spec=specs(ARROW_KEY_KINDS, ARROW_UNIT_KINDS, scan_layout=True))
 def test_pandas_and_scans_agree(spec: Spec) -> None:
     for q in ALL_QUERIES:
-        check_agree(spec, q, {b: run(b, spec, q) for b in ("pandas", "arrow", "parquet")})
+        check_agree(spec, q, {b: run(b, spec, q) for b in ("pandas", "scan", "parquet")})
 
 
 @hsettings(12, shrink=False)  # Dask runs cost ~60 ms each

@@ -24,11 +24,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.backends.contract import params
+
 from ._harness import (
     ALL_KEY_KINDS,
     ALL_UNIT_KINDS,
-    ARROW_KEY_KINDS,
-    ARROW_UNIT_KINDS,
     PUBLIC,
     UNGROUPED,
     Query,
@@ -39,6 +39,7 @@ from ._harness import (
     run,
     specs,
 )
+from ._registry import Budget, check_over
 
 QUERIES = [*UNGROUPED, *PUBLIC]
 
@@ -47,10 +48,6 @@ def pairs(key_kinds: Sequence[str], unit_kinds: Sequence[str | None], *,
           scan_layout: bool = False) -> st.SearchStrategy[tuple[Spec, Spec]]:
     return specs(key_kinds, unit_kinds, scan_layout=scan_layout).flatmap(
         lambda s: st.tuples(st.just(s), neighbours(s)))
-
-
-def some_queries(k: int) -> st.SearchStrategy[list[Query]]:
-    return st.lists(st.sampled_from(QUERIES), min_size=k, max_size=k, unique_by=lambda q: q.name)
 
 
 def check_pair(backend: str, pair: tuple[Spec, Spec], queries: Sequence[Query]) -> None:
@@ -64,35 +61,25 @@ def check_pair(backend: str, pair: tuple[Spec, Spec], queries: Sequence[Query]) 
             f"  D': {b.describe()}\n  fingerprints:\n  {a.fingerprint()}\n  {b.fingerprint()}")
 
 
-@hsettings(30)
-@given(pair=pairs(ALL_KEY_KINDS, ALL_UNIT_KINDS))
-def test_pandas(pair: tuple[Spec, Spec]) -> None:
-    check_pair("pandas", pair, QUERIES)
+#: Examples per backend, by its cost per release (``_registry``).
+BUDGET = {
+    "pandas": Budget(30), "scan": Budget(15), "parquet": Budget(6),
+    "dask": Budget(8, 3, shrink=False),  # each Dask run costs ~60 ms
+    "spark": Budget(2, 2, shrink=False),  # each Spark run is a JVM job
+}
 
 
-@hsettings(15)
-@given(pair=pairs(ARROW_KEY_KINDS, ARROW_UNIT_KINDS, scan_layout=True))
-def test_scan_arrow_table(pair: tuple[Spec, Spec]) -> None:
-    check_pair("arrow", pair, QUERIES)
-
-
-@hsettings(6)
-@given(pair=pairs(ARROW_KEY_KINDS, ARROW_UNIT_KINDS, scan_layout=True))
-def test_scan_parquet(pair: tuple[Spec, Spec]) -> None:
-    check_pair("parquet", pair, QUERIES)
-
-
-@hsettings(8, shrink=False)  # each Dask run costs ~60 ms
-@given(pair=pairs(ALL_KEY_KINDS, ALL_UNIT_KINDS), queries=some_queries(3))
-def test_dask(pair: tuple[Spec, Spec], queries: list[Query]) -> None:
-    check_pair("dask", pair, queries)
+@pytest.mark.parametrize("backend", params())
+def test_every_backend(backend: str) -> None:
+    """Every backend of the registry (Spark with its marker), on its budget of examples."""
+    check_over(backend, BUDGET, QUERIES, check_pair)
 
 
 @pytest.mark.slow
 @hsettings(400)
 @given(pair=pairs(ALL_KEY_KINDS, ALL_UNIT_KINDS, scan_layout=True))
 def test_pandas_and_scans_many(pair: tuple[Spec, Spec]) -> None:
-    for backend in ("pandas", "arrow", "parquet"):
+    for backend in ("pandas", "scan", "parquet"):
         if backend != "pandas" and "mixed" in (pair[0].key_kind, pair[0].unit_kind):
             continue
         check_pair(backend, pair, QUERIES)
