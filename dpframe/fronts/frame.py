@@ -295,11 +295,10 @@ class PrivateFrame:
         Example:
             >>> import dpframe as dpf, pandas as pd, warnings
             >>> warnings.simplefilter("ignore")  # seeded: insecure, docs only
-            >>> priv = pd.DataFrame({"x": range(100)}).dp(dpf.Session(10, seed=1))
-            >>> plan = priv.explain("count", accuracy=10)
-            >>> (measure,) = plan["measures"]
-            >>> plan["epsilon"], measure["ci_half_width"] <= 10
-            (0.285, True)
+            >>> session = dpf.Session(10, seed=1)
+            >>> n = pd.DataFrame({"x": range(100)}).dp(session).count(accuracy=10)
+            >>> isinstance(n, int), n.attrs["dp"]["epsilon"], session.spent
+            (True, 0.285, (0.285, 0.0))
         """
         r = self._rel.run(self._rel.query([Measure("count", column)], f"count({column or ''})",
                                   **options))
