@@ -168,7 +168,9 @@ _NO_CATEGORIES = ("an Arrow dictionary's values come from the data, never declar
 REGISTRY: dict[str, Backend] = {b.name: b for b in (
     Backend("pandas", _pandas),
     Backend("scan", _scan, lacks={"objects": _ARROW_TYPED, "categories": _NO_CATEGORIES}),
-    Backend("parquet", _parquet, lacks={"objects": _ARROW_TYPED, "categories": _NO_CATEGORIES}),
+    # the scan's reader over a file: half the scan's examples (the suite's time)
+    Backend("parquet", _parquet, lacks={"objects": _ARROW_TYPED, "categories": _NO_CATEGORIES},
+            share=1 / 2),
     Backend("polars", _polars, lacks={
         "objects": _ARROW_TYPED, "categories": _NO_CATEGORIES,
         "numeric_dictionaries": "pl.from_arrow decodes them (Categorical and Enum hold text "
@@ -180,9 +182,9 @@ REGISTRY: dict[str, Backend] = {b.name: b for b in (
         "uint64": "Spark has no unsigned type: createDataFrame refuses uint64 (PySparkTypeError "
                   "UNSUPPORTED_DATA_TYPE_FOR_ARROW_CONVERSION), so no such Spark frame exists",
         "many_cases": "each case is a JVM job (about a second on local[2]): a few cases only"}),
-    # a DuckDB release plans a few SQL queries (~0.1 s on 2 cores): a third of the examples
+    # a DuckDB release plans a few SQL queries (~0.1 s on 2 cores): a quarter of the examples
     Backend("duckdb", _duckdb, lacks={"objects": _ARROW_TYPED, "categories": _NO_CATEGORIES},
-            share=1 / 3),
+            share=1 / 4),
 )}
 
 #: The backends that run in-process without a marker (loops inside one test may use them).

@@ -436,9 +436,8 @@ def _first(cases: list[Case], per_family: int) -> list[Case]:
     return out
 
 
-#: Two cases of each family on every unmarked backend; one of each on the marked ones (Spark:
-#: each case builds a frame in the JVM).
-SHARED = _first(CASES, 2)
+#: One case of each family on every backend but pandas (which runs the whole corpus): the
+#: suite's time (each case builds a frame; on Spark in the JVM).
 FEW = _first(CASES, 1)
 
 
@@ -457,7 +456,7 @@ def _on_backend(backend: str, case: Case, tmp_path: Path, caplog: pytest.LogCapt
     assert_reason(case.id, exc)
 
 
-@pytest.mark.parametrize("case", params(SHARED))
+@pytest.mark.parametrize("case", params(FEW))
 @pytest.mark.parametrize("backend", backends(exclude=(*MARKED, "pandas")))
 def test_api_bad_input_on_every_backend(backend: str, case: Case, tmp_path: Path,
                                         caplog: pytest.LogCaptureFixture,
