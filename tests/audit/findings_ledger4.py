@@ -30,7 +30,7 @@ from dpframe.core.accounting import PrivacyCost
 from dpframe.engine.ledger import SqliteLedger
 from dpframe.engine.ledger import events as events_module
 
-from .findings_pld import BUDGET, N, _exact_epsilon, counts_until_refused
+from .findings_pld import BUDGET, N, _exact_epsilon, counts_until_refused, laplace_losses
 
 
 def file_ledger_composition(seed: int) -> tuple[float, float, float, str]:
@@ -46,11 +46,7 @@ def file_ledger_composition(seed: int) -> tuple[float, float, float, str]:
         accepted += counts_until_refused(again, eps, N)
         del again
         led = SqliteLedger(path, readonly=True)
-        losses = []
-        for e in led.entries():
-            (part,) = PrivacyEvent.from_json(e["event"]).parts
-            assert part.kind == "laplace" and part.a == 1
-            losses.append(float(part.a / part.b))
+        losses = laplace_losses(led.entries())
         led.close()
     exact = _exact_epsilon(losses, BUDGET[1])
     return exact, BUDGET[0], BUDGET[1], (

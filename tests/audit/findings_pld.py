@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -57,6 +58,16 @@ def _exact_epsilon(epsilons: list[float], delta: float) -> float:
     return hi
 
 
+def laplace_losses(entries: Iterable[Mapping[str, Any]]) -> list[float]:
+    """The epsilon of each ledger entry's privacy event: one Laplace count each (asserted)."""
+    losses = []
+    for e in entries:
+        (part,) = PrivacyEvent.from_json(e["event"]).parts
+        assert part.kind == "laplace" and part.a == 1
+        losses.append(float(part.a / part.b))
+    return losses
+
+
 def counts_until_refused(s: dpf.Session, eps: float, most: int) -> int:
     """Release counts at ``eps`` (at most ``most``) until the session refuses one: how many it
     accepted."""
@@ -75,13 +86,7 @@ def pld_session_composition(seed: int) -> tuple[float, float, float, str]:
     assert s.accountant == "pld"
     eps = s.split(N)
     accepted = counts_until_refused(s, eps, N + 5)
-    losses = []
-    for e in s.ledger_store.entries():
-        ev = PrivacyEvent.from_json(e["event"])
-        (part,) = ev.parts
-        assert part.kind == "laplace" and part.a == 1
-        losses.append(float(part.a / part.b))
-    exact = _exact_epsilon(losses, BUDGET[1])
+    exact = _exact_epsilon(laplace_losses(s.ledger_store.entries()), BUDGET[1])
     return exact, BUDGET[0], BUDGET[1], (
         f"{accepted} counts at epsilon {eps:g} (scale {1 / eps:.4g}) accepted; exact composed "
         f"epsilon at delta {BUDGET[1]:g}: {exact:.6f}")
