@@ -4,7 +4,7 @@ hand-picked bounds.
 
 The data of bench_user_sum.py (2,000 users, values uniform in [0, 100], 20 public groups):
 users with 1-10 rows over 20 groups, and users with 1-50 rows over 1-10 groups. Each trial is a
-fresh seeded session of epsilon 1: ``priv.groupby("g").contribution_bounds(epsilon=0.1,
+fresh seeded session of epsilon 1: ``priv.groupby("g").choose_contribution_bounds(epsilon=0.1,
 release_epsilon=0.9)``, then ``df.dp(..., **bounds).groupby("g").sum("x", epsilon=0.9)``.
 RMSE over groups and trials against the true sums (with every row). The reference is Tumult's
 ``MaxRowsPerID(T)`` with the hand-picked T that keeps every row (10, 50) at epsilon 1: its
@@ -55,7 +55,7 @@ def measure(make: object, trials: int) -> tuple[float, collections.Counter[str],
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             s = dpf.Session(EPS, seed=1000 + seed)
-        bounds = df.dp(s, privacy_unit="uid", keys=keys).groupby("g").contribution_bounds(
+        bounds = df.dp(s, privacy_unit="uid", keys=keys).groupby("g").choose_contribution_bounds(
             epsilon=CHOICE_EPS, release_epsilon=RELEASE_EPS)
         chosen[", ".join(f"{k}={v}" for k, v in bounds.items() if v is not None)] += 1
         t = bounds.get("max_rows_per_unit")
@@ -94,7 +94,7 @@ def section(quick: bool = False) -> str:
              f"`python benchmarks/accuracy/bench_bounds.py{' --quick' if quick else ''}` "
              f"(issue 32, item b). The data of the user-level section; each of {trials} "
              "trials spends epsilon "
-             f"{CHOICE_EPS} on `priv.groupby(\"g\").contribution_bounds(epsilon={CHOICE_EPS}, "
+             f"{CHOICE_EPS} on `priv.groupby(\"g\").choose_contribution_bounds(epsilon={CHOICE_EPS}, "
              f"release_epsilon={RELEASE_EPS})` and {RELEASE_EPS} on the grouped sum with the "
              "bounds it returns (a total of 1). Reference: the best peer at epsilon 1 with "
              "hand-picked bounds, Tumult `MaxRowsPerID(T)` keeping every row (analytic RMSE "

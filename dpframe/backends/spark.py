@@ -255,7 +255,7 @@ def _preselecting(q: ComputeRequest, seed: int, salt: int
     """The input tasks' step before the exchange by unit: each chunk of rows where some unit
     id has more than :data:`HEAVY_ROWS` rows keeps, per unit, the rows that can survive
     bounding (:func:`_preselect`); the others are sent whole. A partition after the exchange
-    so holds at most about ``max(HEAVY_ROWS, max_groups * max_rows)`` rows of a unit per
+    so holds at most about ``max(HEAVY_ROWS, groups_per_unit * rows_per_group)`` rows of a unit per
     input chunk, whatever the unit's row count (the scan's and Dask's pre-selection,
     docs/spark.md)."""
 
@@ -330,12 +330,13 @@ def _preselect(chunk: pa.Table, q: ComputeRequest, salt: int, gen: np.random.Gen
                ) -> pa.Table:
     """The rows of ``chunk`` that can survive bounding, as they came, with the row
     priorities the selection read (:func:`~dpframe.core.exact.bounding.select_drawing`: per unit
-    its ``max_groups`` pairs of least keyed priority, in each its ``max_rows`` rows of least
-    fresh priority, and its ``max_total`` of those without a group step); with
+    its ``groups_per_unit`` pairs of least keyed priority, in each its ``rows_per_group`` rows of
+    least
+    fresh priority, and its ``rows_per_unit`` of those without a group step); with
     ``diagnostics=``, one tally row per unit that lost rows here."""
     p = _Pairs(chunk, q, salt)
-    chosen = select_drawing(p.units, p.groups, p.priority, _draw(gen), q.max_groups,
-                            q.max_rows, q.preselect_total)
+    chosen = select_drawing(p.units, p.groups, p.priority, _draw(gen), q.groups_per_unit,
+                            q.rows_per_group, q.preselect_total)
     kept = p.rows[chosen.keep]
     priority = np.zeros(chunk.num_rows, dtype=np.uint64)
     read = np.zeros(chunk.num_rows, dtype=bool)
@@ -387,7 +388,7 @@ def _block_aggregates(table: pa.Table, q: ComputeRequest, salt: int,
         return out
 
     keep = select_drawing(p.units[on], p.groups[on], _only(p.priority, on), priorities,
-                          q.max_groups, q.max_rows, q.max_total).keep
+                          q.groups_per_unit, q.rows_per_group, q.rows_per_unit).keep
     kept = table.take(pa.array(rows[keep])).drop_columns([ROW_PRIORITY, DROPPED])
     agg = PandasBackend(_frame(kept)).exact(q, gen)
     if q.diagnostics_cap is not None and agg.diagnostics is not None:

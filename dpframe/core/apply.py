@@ -78,7 +78,7 @@ def apply_plan(plan: ReleasePlan, exact: ExactAggregates, rng: RandomSource) -> 
             prov["warnings"] = [hint]
     elif not keys and plan.selection is not None:  # the released key set is empty (public)
         prov["warnings"] = [no_keys_hint(plan.selection, plan.query.by,
-                                         plan.contribution.groups,
+                                         plan.contribution.groups_per_unit,
                                          plan.query.privacy_unit is not None,
                                          thresholds_rows(plan.selection, plan.contribution))]
     return CoreRelease(keys, plan.query.by, out, prov)

@@ -127,7 +127,7 @@ class BoundsRequest:
 
     def __post_init__(self) -> None:
         if not isinstance(self.privacy_unit, str) or not self.privacy_unit:
-            raise ValidationError("contribution_bounds needs a privacy_unit: declare it in "
+            raise ValidationError("choose_contribution_bounds needs a privacy_unit: declare it in "
                                   "df.dp(..., privacy_unit=...)")
         if self.epsilon <= 0 or self.release_epsilon <= 0:
             raise ValidationError("epsilon and release_epsilon must be positive")
@@ -171,7 +171,7 @@ class BoundsRequest:
 
     def description(self) -> str:
         by = f"groupby({','.join(self.by)})." if self.by else ""
-        return f"{by}contribution_bounds({self.privacy_unit})"
+        return f"{by}choose_contribution_bounds({self.privacy_unit})"
 
 
 def exact_histograms(request: BoundsRequest, exact: ExactAggregates

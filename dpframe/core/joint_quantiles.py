@@ -178,7 +178,7 @@ def joint_utility_sensitivity(relation: Relation, levels: Sequence[Fraction],
     a = [0, *(int(q * d) for q in levels), d]
     g_min = min(y - x for x, y in itertools.pairwise(a))
     per = 2 * (d - g_min) if relation == "add_remove" else 2 * d
-    return max(1, per) * c.rows
+    return max(1, per) * c.rows_per_group
 
 
 @dataclass(frozen=True)

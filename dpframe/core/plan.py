@@ -112,8 +112,8 @@ class ReleasePlan:
             "privacy_unit": self.query.privacy_unit,
             "sample_rate": float(self.query.sample_rate) if self.query.sample_rate else None,
             "max_rows_per_unit": self.contribution.cap,
-            "max_groups_per_unit": self.contribution.groups,
-            "max_rows_per_group": self.contribution.rows,
+            "max_groups_per_unit": self.contribution.groups_per_unit,
+            "max_rows_per_group": self.contribution.rows_per_group,
             "measures": [aggregate(mp.measure.op).describe(mp, level)
                          for mp in self.measures],
             "key_selection": self.selection.describe() if self.selection else None,
@@ -180,16 +180,16 @@ def _groups_advice(query: Query, relation: Relation, contrib: Contribution,
     distinct units a key needs now, and with a declared ``max_groups_per_unit``. Public
     parameters only (the same plan for every data set)."""
     if (selection is None or not query.privacy_unit or query.max_groups_per_unit is not None
-            or contrib.groups <= 1):
+            or contrib.groups_per_unit <= 1):
         return ()
     now = half_count(selection)
     rows = thresholds_rows(selection, contrib)
     options = []
-    for k in (g for g in ADVISED_GROUPS if g < contrib.groups):
-        other = _advised_selection(query, relation, replace(contrib, groups=k), selection)
+    for k in (g for g in ADVISED_GROUPS if g < contrib.groups_per_unit):
+        other = _advised_selection(query, relation, replace(contrib, groups_per_unit=k), selection)
         options.append(f"max_groups_per_unit={k} would need about {half_count(other):,}")
     return (f"keys='private' without max_groups_per_unit: a unit may then be in up to "
-            f"{contrib.groups:,} keys (max_rows_per_unit), so a key needs about {now:,} "
+            f"{contrib.groups_per_unit:,} keys (max_rows_per_unit), so a key needs about {now:,} "
             f"{'rows' if rows else 'distinct units'} to be released (with probability 1/2); "
             f"{'; '.join(options)}. Declare the fewest keys one unit may be in",)
 
@@ -197,7 +197,7 @@ def _groups_advice(query: Query, relation: Relation, contrib: Contribution,
 def thresholds_rows(selection: SelectionPlan | None, contrib: Contribution) -> bool:
     """Whether ``selection`` thresholds the released count of rows, a unit holding several rows
     per key (its threshold counts rows, not distinct units)."""
-    return selection is not None and selection.released_count and contrib.rows > 1
+    return selection is not None and selection.released_count and contrib.rows_per_group > 1
 
 
 def _advised_selection(query: Query, relation: Relation, alt: Contribution,
@@ -282,7 +282,7 @@ def _contribution(query: Query) -> Contribution:
     row is its own unit; ungrouped releases have one group): :func:`contribution`."""
     if not query.privacy_unit:
         return Contribution(1, 1)
-    return contribution(*query.contribution_bounds, grouped=bool(query.by))
+    return contribution(*query.declared_contribution, grouped=bool(query.by))
 
 
 def enforced_bounds(query: Query, c: Contribution) -> tuple[int, int, int | None]:
@@ -292,12 +292,12 @@ def enforced_bounds(query: Query, c: Contribution) -> tuple[int, int, int | None
     cannot bind changes no distribution; leaving the group step out lets blocks pre-select by
     T too (:func:`~dpframe.core.exact.bounding.select_by_priority`)."""
     if not query.privacy_unit or not query.by:
-        return c.rows, c.groups, None
+        return c.rows_per_group, c.groups_per_unit, None
     t = query.max_rows_per_unit
-    groups = c.groups if t is None or c.groups < t else NO_GROUP_LIMIT
-    binds = groups >= NO_GROUP_LIMIT or c.cap < groups * c.rows
+    groups = c.groups_per_unit if t is None or c.groups_per_unit < t else NO_GROUP_LIMIT
+    binds = groups >= NO_GROUP_LIMIT or c.cap < groups * c.rows_per_group
     total = c.cap if t is not None and binds else None
-    return c.rows, groups, total
+    return c.rows_per_group, groups, total
 
 
 def _cost(query: Query, relation: Relation, rho: Fraction | None) -> PrivacyCost:
@@ -498,7 +498,7 @@ def _one_count(query: Query, relation: Relation, contrib: Contribution) -> bool:
     if not (len(m) == 1 and m[0].op == "count" and m[0].column is None
             and query.mechanism != "gaussian"):
         return False
-    if contrib.rows == 1:
+    if contrib.rows_per_group == 1:
         return True
     return (query.max_rows_per_group is not None and not query.selection_share_given
             and _rows_beat_units(query, relation, contrib))
@@ -537,7 +537,7 @@ def _rows_beat_units(query: Query, relation: Relation, contrib: Contribution) ->
     tau = thresholded_count_selection(query, relation, contrib).threshold
     split = PLANNERS["key_selection"].plan(relation, contrib,
                                            query.epsilon * query.selection_share, query.delta)
-    return 2 * tau <= (1 + contrib.rows) * half_count(split) * (1 + ROWS_RULE_SLACK)
+    return 2 * tau <= (1 + contrib.rows_per_group) * half_count(split) * (1 + ROWS_RULE_SLACK)
 
 
 class KeySelection:
@@ -564,7 +564,8 @@ class KeySelection:
         sens = key_selection_sensitivity(relation, contrib)
         keys = sens.changed
         if count_noise is not None:
-            tau, boundary, used = stability_threshold(count_noise, delta, contrib.rows, keys)
+            tau, boundary, used = stability_threshold(count_noise, delta, contrib.rows_per_group,
+                                                      keys)
             return SelectionPlan(count_noise, tau, eps, delta, "stability histogram", boundary,
                                  True, used)
         table = truncated_geometric_table(eps / keys, delta / keys)

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from fractions import Fraction
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from ..errors import BoundsError, KeysError, ValidationError
 from .exact.compute import DEFAULT_QUANTILE_CELLS
@@ -37,6 +37,17 @@ MAX_ABS_BOUND = 1 << 52
 MIN_BOUND_SPAN = Fraction(1, 1 << 900)
 #: Highest interval level: closer to 1, the split levels of a mean round to 1 in float64.
 MAX_CI = 1 - 1e-12
+
+
+class DeclaredContribution(NamedTuple):
+    """The contribution bounds a user declared, None where not declared, in the vocabulary
+    every layer uses: ``rows_per_unit`` (T, keyword ``max_rows_per_unit``),
+    ``groups_per_unit`` (k, ``max_groups_per_unit``) and ``rows_per_group`` (R,
+    ``max_rows_per_group``). :func:`dpframe.core.sensitivity.contribution` normalizes them."""
+
+    rows_per_unit: int | None = None
+    groups_per_unit: int | None = None
+    rows_per_group: int | None = None
 
 
 def _bound_ok(b: object) -> bool:
@@ -123,7 +134,7 @@ class Query:
              "keys='private' needs delta > 0 (key selection is (eps, delta)-DP)"),
             (not _is_level(self.ci),
              "ci must be a level in (0, 1), e.g. 0.95 (at most 1 - 1e-12)"),
-            (any(not _bound_ok(b) for b in self.contribution_bounds),
+            (any(not _bound_ok(b) for b in self.declared_contribution),
              "max_rows_per_unit, max_groups_per_unit and max_rows_per_group must be "
              "integers >= 1"),
             (self.privacy_unit is not None and self.max_rows_per_unit is None
@@ -143,10 +154,11 @@ class Query:
                 raise ValidationError(message)
 
     @property
-    def contribution_bounds(self) -> tuple[int | None, int | None, int | None]:
+    def declared_contribution(self) -> DeclaredContribution:
         """The declared (T, k, R): ``max_rows_per_unit``, ``max_groups_per_unit``,
         ``max_rows_per_group``."""
-        return self.max_rows_per_unit, self.max_groups_per_unit, self.max_rows_per_group
+        return DeclaredContribution(self.max_rows_per_unit, self.max_groups_per_unit,
+                                    self.max_rows_per_group)
 
     def check_public_keys(self, col: str, kind: ColumnKind) -> None:
         """Declared keys of a grouping column: present, not empty, of the column's kind."""

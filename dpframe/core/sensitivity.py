@@ -42,35 +42,37 @@ RELATIONS: tuple[Relation, ...] = ("add_remove", "change_one")
 
 @dataclass(frozen=True)
 class Contribution:
-    """Contribution bounds of one privacy unit (1, 1 at row level): ``rows`` per group (R),
-    ``groups`` (k) and ``total`` rows in the whole release (T; None: ``rows * groups``).
-    Built normalized by :func:`contribution`."""
+    """Contribution bounds of one privacy unit (1, 1 at row level), in the vocabulary every
+    layer uses (the user's keywords without ``max_``): ``rows_per_group`` (R),
+    ``groups_per_unit`` (k) and ``rows_per_unit`` (T, the unit's rows in the whole release;
+    None: ``rows_per_group * groups_per_unit``). Built normalized by :func:`contribution`."""
 
-    rows: int = 1
-    groups: int = 1
-    total: int | None = None
+    rows_per_group: int = 1
+    groups_per_unit: int = 1
+    rows_per_unit: int | None = None
 
     @property
     def cap(self) -> int:
-        """T: the most rows one unit contributes to the release, ``min(T, k * R)``."""
-        kr = self.rows * self.groups
-        return kr if self.total is None else min(self.total, kr)
+        """The most rows one unit contributes to the release, ``min(T, k * R)``."""
+        kr = self.rows_per_group * self.groups_per_unit
+        return kr if self.rows_per_unit is None else min(self.rows_per_unit, kr)
 
     @property
     def square_rows(self) -> Fraction:
         """The largest ``sum a_g**2`` over per-group row counts 0 <= a_g <= R, at most k of
         them nonzero, summing to at most T: q * R**2 + r**2 for T = q * R + r (module doc)."""
-        q, r = divmod(self.cap, self.rows)
-        return Fraction(q * self.rows * self.rows + r * r)
+        q, r = divmod(self.cap, self.rows_per_group)
+        return Fraction(q * self.rows_per_group * self.rows_per_group + r * r)
 
 
-def contribution(total: int | None, groups: int | None, rows: int | None,
-                 grouped: bool) -> Contribution:
+def contribution(rows_per_unit: int | None, groups_per_unit: int | None,
+                 rows_per_group: int | None, grouped: bool) -> Contribution:
     """The normalized bounds of declared ``max_rows_per_unit`` (T), ``max_groups_per_unit``
     (k) and ``max_rows_per_group`` (R), any of them None (not declared; T or R is always
     declared: validation). Ungrouped releases have one group: min(T, R) rows. Grouped: R
     defaults to T; k to T when T is declared (a unit with T rows is in at most T groups), else
     to 1 (the default before T existed); then R <= T, k <= T and T <= k * R."""
+    total, groups, rows = rows_per_unit, groups_per_unit, rows_per_group
     declared = [b for b in (total, rows) if b is not None]
     if not declared:
         raise ValueError("a privacy unit needs max_rows_per_unit or max_rows_per_group")
@@ -87,9 +89,9 @@ def contribution(total: int | None, groups: int | None, rows: int | None,
 
 def _l2_rows(c: Contribution) -> Fraction:
     """sqrt(max sum a_g**2) rounded up: ``sqrt(k) * R`` exactly as before when T = k * R."""
-    q, rem = divmod(c.cap, c.rows)
+    q, rem = divmod(c.cap, c.rows_per_group)
     if rem == 0:
-        return _sqrt_up(Fraction(q)) * c.rows
+        return _sqrt_up(Fraction(q)) * c.rows_per_group
     return _sqrt_up(c.square_rows)
 
 
@@ -117,18 +119,18 @@ def count_sensitivity(relation: Relation, c: Contribution, grouped: bool) -> Sen
     change_one the frame size is not treated as public, docs/privacy.md#sensitivities).
     Grouped: add_remove moves
     ``groups`` coordinates by ``rows``; change_one moves up to 2 * groups of them."""
-    r = Fraction(c.rows)
+    r = Fraction(c.rows_per_group)
     if not grouped:
         return Sensitivity(r, r, r, 1)
     t = Fraction(c.cap)
     if relation == "add_remove":  # per-group changes a_g (module doc)
-        return Sensitivity(t, _l2_rows(c), r, c.groups)
+        return Sensitivity(t, _l2_rows(c), r, c.groups_per_unit)
     # replace: a group moves by |b_g - a_g| <= max(a_g, b_g); sum |b_g - a_g| <= sum a_g +
     # sum b_g <= 2T, and (b_g - a_g)**2 <= a_g**2 + b_g**2, so L2**2 <= 2 * (q R**2 + r**2)
-    q, rem = divmod(c.cap, c.rows)
+    q, rem = divmod(c.cap, c.rows_per_group)
     l2 = (_sqrt_up(Fraction(2 * q)) * r if rem == 0
           else _sqrt_up(2 * c.square_rows))
-    return Sensitivity(2 * t, l2, r, 2 * c.groups)
+    return Sensitivity(2 * t, l2, r, 2 * c.groups_per_unit)
 
 
 def sum_sensitivity(relation: Relation, lo: Fraction, hi: Fraction, c: Contribution,
@@ -138,7 +140,7 @@ def sum_sensitivity(relation: Relation, lo: Fraction, hi: Fraction, c: Contribut
     may enter or leave it)."""
     m = max(abs(lo), abs(hi))
     width = hi - lo
-    r = Fraction(c.rows)
+    r = Fraction(c.rows_per_group)
     if not grouped:
         # change_one: a unit's a rows are replaced by another unit's b rows, 0 <= a, b <= rows
         # (the frame may have been filtered, so a replaced unit can also enter or leave it, as
@@ -148,7 +150,7 @@ def sum_sensitivity(relation: Relation, lo: Fraction, hi: Fraction, c: Contribut
         # U - L = 1.
         total = r * m if relation == "add_remove" else r * max(width, m)
         return Sensitivity(total, total, total, 1)
-    k = c.groups
+    k = c.groups_per_unit
     t = Fraction(c.cap)
     if relation == "add_remove":  # a_g rows of at most M each per group (module doc)
         return Sensitivity(t * m, _l2_rows(c) * m, r * m, k)
@@ -184,11 +186,11 @@ def change_one_square_sum(c: Contribution, width: Fraction, m: Fraction) -> Frac
     ``r``-groups matched with each other, with an ``R``-group of the other side, or with
     nothing; the objective is linear in ``j``, so ``j`` is ``0`` or its largest. Every case is
     enumerated. It is ``k R**2 max(width**2, 2 M**2)`` when ``T' = k R``."""
-    q, rem = divmod(c.cap, c.rows)
-    pair = _moved(c.rows, c.rows, width, m) ** 2
-    alone = _moved(c.rows, 0, width, m) ** 2
+    q, rem = divmod(c.cap, c.rows_per_group)
+    pair = _moved(c.rows_per_group, c.rows_per_group, width, m) ** 2
+    alone = _moved(c.rows_per_group, 0, width, m) ** 2
     best = Fraction(0)
-    for extra, used_old, used_new in _r_matchings(rem, c.rows, width, m):
+    for extra, used_old, used_new in _r_matchings(rem, c.rows_per_group, width, m):
         free_old, free_new = q - used_old, q - used_new  # R-groups left to match
         if free_old < 0 or free_new < 0:
             continue
@@ -215,10 +217,10 @@ def _r_matchings(rem: int, big: int, width: Fraction, m: Fraction
 def histogram_sensitivity(relation: Relation, c: Contribution) -> Sensitivity:
     """Bin counts of one column (each row in at most one bin): a unit's ``rows`` rows can land
     in ``rows`` different bins; a replacement also removes them from as many bins."""
-    r = Fraction(c.rows)
+    r = Fraction(c.rows_per_group)
     if relation == "add_remove":
-        return Sensitivity(r, r, r, c.rows)
-    return Sensitivity(2 * r, _sqrt_up(Fraction(2)) * r, r, 2 * c.rows)
+        return Sensitivity(r, r, r, c.rows_per_group)
+    return Sensitivity(2 * r, _sqrt_up(Fraction(2)) * r, r, 2 * c.rows_per_group)
 
 
 def quantile_utility_sensitivity(relation: Relation, q: Fraction, c: Contribution) -> int:
@@ -228,7 +230,7 @@ def quantile_utility_sensitivity(relation: Relation, q: Fraction, c: Contributio
     d = q.denominator
     qn = q.numerator
     per = max(qn, d - qn) if relation == "add_remove" else d
-    return per * c.rows
+    return per * c.rows_per_group
 
 
 def quantile_group_share(relation: Relation, c: Contribution) -> Fraction:
@@ -238,13 +240,13 @@ def quantile_group_share(relation: Relation, c: Contribution) -> Fraction:
     groups, ``eps_g * T / R`` with T = min(T, k R): so ``eps_g = eps * R / T``, which is
     ``eps / k`` when T = k R. Under change_one a group's utility moves by at most d * (a_g +
     b_g) for a_g rows out and b_g in, 2T in all: ``eps * R / (2T)``."""
-    share = Fraction(c.rows, c.cap)
+    share = Fraction(c.rows_per_group, c.cap)
     return share if relation == "add_remove" else share / 2
 
 
 def groups_affected(relation: Relation, c: Contribution) -> int:
     """How many groups one neighbour can touch (for per-group mechanisms composed in parallel)."""
-    return c.groups if relation == "add_remove" else 2 * c.groups
+    return c.groups_per_unit if relation == "add_remove" else 2 * c.groups_per_unit
 
 
 def key_selection_sensitivity(relation: Relation, c: Contribution) -> Sensitivity:

@@ -136,7 +136,7 @@ def check_contribution(query: Query) -> None:
     ``max_rows_per_group``) bound a privacy unit: declared only with one (each row is its own
     unit otherwise). That they are integers >= 1, and that a unit has a bound on its rows, is
     :func:`validate_query`'s rule."""
-    if query.privacy_unit is None and any(b is not None for b in query.contribution_bounds):
+    if query.privacy_unit is None and any(b is not None for b in query.declared_contribution):
         raise ValidationError("max_rows_per_unit, max_groups_per_unit and max_rows_per_group "
                               "bound a privacy unit's rows: pass privacy_unit= too (each row "
                               "is its own unit otherwise)")

@@ -136,27 +136,29 @@ def positive_int(value: object) -> bool:
     return not isinstance(value, bool) and isinstance(value, int | np.integer) and int(value) >= 1
 
 
-def check_unit(schema: Mapping[str, object], privacy_unit: object, max_rows: object,
-                max_groups: object, max_rows_per_group: object = None) -> None:
+def check_unit(schema: Mapping[str, object], privacy_unit: object, rows_per_unit: object,
+               groups_per_unit: object, rows_per_group: object = None) -> None:
     """The privacy unit and its contribution bounds (public declarations)."""
     if privacy_unit is not None and not isinstance(privacy_unit, str):
         raise ValidationError("privacy_unit must be a column name (a string)")
     if privacy_unit is not None and privacy_unit not in schema:  # validate_query's rule, early
         raise UnknownColumnError(f"unknown privacy_unit column {privacy_unit!r}"
                                  f"{close_names(privacy_unit, schema)}", privacy_unit)
-    _check_contribution(privacy_unit, max_rows, max_groups, max_rows_per_group)
+    _check_contribution(privacy_unit, rows_per_unit, groups_per_unit, rows_per_group)
 
 
-def _check_contribution(privacy_unit: object, max_rows: object, max_groups: object,
-                        per_group: object) -> None:
+def _check_contribution(privacy_unit: object, rows_per_unit: object,
+                        groups_per_unit: object, rows_per_group: object) -> None:
     """Contribution bounds: positive integers, and only with a privacy unit. A unit without a
-    bound on its rows is accepted here (``priv.contribution_bounds()`` chooses them); every
+    bound on its rows is accepted here (``priv.choose_contribution_bounds()`` chooses them); every
     aggregate release refuses it (the core's ``validate_query``), nothing charged."""
-    for name, val in (("max_rows_per_unit", max_rows), ("max_groups_per_unit", max_groups),
-                      ("max_rows_per_group", per_group)):
+    for name, val in (("max_rows_per_unit", rows_per_unit),
+                      ("max_groups_per_unit", groups_per_unit),
+                      ("max_rows_per_group", rows_per_group)):
         if val is not None and not positive_int(val):
             raise ValidationError(f"{name} must be a positive integer")
-    if privacy_unit is None and any(v is not None for v in (max_rows, max_groups, per_group)):
+    declared = (rows_per_unit, groups_per_unit, rows_per_group)
+    if privacy_unit is None and any(v is not None for v in declared):
         raise ValidationError("max_rows_per_unit, max_groups_per_unit and max_rows_per_group "
                               "bound a privacy unit's rows: pass privacy_unit= too (each row "
                               "is its own unit otherwise)")

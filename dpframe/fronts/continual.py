@@ -147,7 +147,7 @@ class Continual:
             to_fraction(bounds[0], "bounds", signed=True),
             to_fraction(bounds[1], "bounds", signed=True))
         self.by, self.keys = _keys_of(by, keys)
-        self.privacy_unit, self.max_rows = self._check_unit(privacy_unit, max_rows_per_unit)
+        self.privacy_unit, self.rows_per_unit = self._check_unit(privacy_unit, max_rows_per_unit)
         self.name, self.level = _check_options(name, ci, charge_on_first_add)
         self.state_path = None if state is None else Path(state)
         self._request = self._make_request()
@@ -216,8 +216,8 @@ class Continual:
             req = self._request
             unit, integer = req.unit, bool(req.integer)
             m = max(abs(req.ilo), abs(req.ihi)) * unit
-        return TreeSpec(self.horizon, self.epsilon, two * self.max_rows * m,
-                        changed=two * self.max_rows, integer=integer, unit=unit)
+        return TreeSpec(self.horizon, self.epsilon, two * self.rows_per_unit * m,
+                        changed=two * self.rows_per_unit, integer=integer, unit=unit)
 
     @property
     def op(self) -> str:
@@ -238,7 +238,7 @@ class Continual:
             "integer": self.integer,
             "bounds": None if self.bounds is None else [str(b) for b in self.bounds],
             "by": self.by, "keys": list(self.keys), "privacy_unit": self.privacy_unit,
-            "max_rows_per_unit": self.max_rows, "neighbouring": self.session.neighbouring,
+            "max_rows_per_unit": self.rows_per_unit, "neighbouring": self.session.neighbouring,
             "level_sensitivity": str(self.spec.level_sensitivity),
             "int_scale": str(noise.int_scale), "granularity": str(noise.granularity),
         })
@@ -461,7 +461,7 @@ class Continual:
         ids = labels.map(repr)
         rank = ids.groupby(ids.to_numpy()).cumcount().to_numpy()
         used = ids.map(lambda u: self._tally.get(u, 0)).to_numpy(dtype=np.int64)
-        keep = present & (rank < self.max_rows - used)
+        keep = present & (rank < self.rows_per_unit - used)
         for u, n in ids[keep].value_counts().items():
             self._pending[str(u)] = self._pending.get(str(u), 0) + int(n)
         return shuffled[keep]
@@ -585,7 +585,7 @@ class Continual:
             "ci_half_width": half_width, "ledger_entry": self.entry,
             "night_entry": self._entries.get(night), "session": self.session.name,
             "seeded": self.session.seeded, "privacy_unit": self.privacy_unit,
-            "max_rows_per_unit": self.max_rows,
+            "max_rows_per_unit": self.rows_per_unit,
             "bounds": None if self.bounds is None else [float(b) for b in self.bounds],
         }
 

@@ -22,7 +22,7 @@ from ..backends.base import Backend
 from ..core.aggregates import NAMES
 from ..core.digest import derived_provenance
 from ..core.names import close_names
-from ..core.query import DEFAULT_GRID, Measure, Query, quantile_level
+from ..core.query import DEFAULT_GRID, DeclaredContribution, Measure, Query, quantile_level
 from ..core.value_bounds import bounds_from_counts, noise_threshold, signed_octave_edges
 from ..errors import DPWarning, OptionError, ValidationError
 from .arguments import (
@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 
 #: The contribution bounds (T, k, R) of ``bounds()``'s sensitivity-1 reduction: one random row
 #: per unit (core/value_bounds.py).
-ONE_ROW_PER_UNIT: tuple[int | None, ...] | None = (1, None, None)
+ONE_ROW_PER_UNIT: DeclaredContribution | None = DeclaredContribution(rows_per_unit=1)
 
 
 @options_checked
@@ -85,7 +85,7 @@ class PrivateFrame:
         self._rel = Releaser.declare(
             backend, session, bounds=bounds, keys=keys, schema=schema,
             privacy_unit=privacy_unit, strict=strict,
-            tkr=(max_rows_per_unit, max_groups_per_unit, max_rows_per_group))
+            contribution=(max_rows_per_unit, max_groups_per_unit, max_rows_per_group))
 
     @classmethod
     def _of(cls, releaser: Releaser) -> PrivateFrame:
@@ -191,12 +191,14 @@ class PrivateFrame:
         is): both leave the session as it was."""
         return self._rel.previewed(mode, lambda rel: call(PrivateFrame._of(rel)))
 
-    def contribution_bounds(self, *, epsilon: float, by: str | Sequence[str] | None = None,
-                            cap: int = 1000, release_epsilon: float = 1.0,
-                            release: str = "sum") -> ContributionBounds:
+    def choose_contribution_bounds(self, *, epsilon: float,
+                                   by: str | Sequence[str] | None = None, cap: int = 1000,
+                                   release_epsilon: float = 1.0, release: str = "sum"
+                                   ) -> ContributionBounds:
         """A DP choice of the contribution bounds T, k and R (``max_rows_per_unit``,
         ``max_groups_per_unit``, ``max_rows_per_group``) for a release grouped by ``by``
-        (ungrouped: T only); ``priv.groupby(by).contribution_bounds(...)`` is the same.
+        (ungrouped: T only); ``priv.groupby(by).choose_contribution_bounds(...)`` is the same.
+        ``contribution_bounds`` is the same method under the name of 0.1 and 0.2.
 
         Spends ``epsilon`` once (delta 0), like any release: noisy histograms of each unit's
         rows, groups and largest group over the candidates 1, 2, 3, 5, 7, 10, 15, ... up to ``cap``
@@ -223,13 +225,23 @@ class PrivateFrame:
             >>> df = pd.DataFrame({"uid": uid, "g": rng.integers(0, 20, uid.size)})
             >>> s = dpf.Session(1.0, seed=1)
             >>> priv = df.dp(s, privacy_unit="uid", keys={"g": list(range(20))})
-            >>> bounds = priv.groupby("g").contribution_bounds(epsilon=0.1, release_epsilon=0.9)
+            >>> bounds = priv.groupby("g").choose_contribution_bounds(epsilon=0.1,
+            ...                                               release_epsilon=0.9)
             >>> bounds
             {'max_rows_per_unit': 10, 'max_groups_per_unit': None, 'max_rows_per_group': None}
             >>> counts = df.dp(s, privacy_unit="uid", keys={"g": list(range(20))},
             ...                **bounds).groupby("g").count(epsilon=0.9)
         """
-        return self._rel.contribution_bounds(epsilon, by, cap, release_epsilon, release)
+        return self._rel.choose_contribution_bounds(epsilon, by, cap, release_epsilon, release)
+
+    def contribution_bounds(self, *, epsilon: float, by: str | Sequence[str] | None = None,
+                            cap: int = 1000, release_epsilon: float = 1.0,
+                            release: str = "sum") -> ContributionBounds:
+        """:meth:`choose_contribution_bounds` under its earlier name (a release: it spends
+        ``epsilon``)."""
+        return self.choose_contribution_bounds(epsilon=epsilon, by=by, cap=cap,
+                                               release_epsilon=release_epsilon,
+                                               release=release)
 
     def __getitem__(self, column: str) -> PrivateSelection:
         """Column selection, as in pandas: ``priv["income"].mean(epsilon=0.2)``."""
@@ -448,8 +460,9 @@ class PrivateFrame:
             warnings.warn("bounds(resolution=) is deprecated and ignored: the estimate is a "
                           "histogram over powers of two", DeprecationWarning, stacklevel=2)
         rel = self._rel
-        one_row = rel.tkr if rel.unit is None or ONE_ROW_PER_UNIT is None else ONE_ROW_PER_UNIT
-        rel = dataclasses.replace(rel, tkr=one_row, bounds={
+        one_row = (rel.contribution if rel.unit is None or ONE_ROW_PER_UNIT is None
+                   else ONE_ROW_PER_UNIT)
+        rel = dataclasses.replace(rel, contribution=one_row, bounds={
             **rel.bounds, column: (-float(max_abs), float(max_abs))})
         edges = signed_octave_edges(float(max_abs))
         meas = Measure("histogram", column, "bounds", edges=edges, right=False)

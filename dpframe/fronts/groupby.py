@@ -113,12 +113,22 @@ class PrivateGroupBy:
         assert meas.column is not None
         return self._one(meas, meas.column, options)
 
+    def choose_contribution_bounds(self, *, epsilon: float, cap: int = 1000,
+                                   release_epsilon: float = 1.0, release: str = "sum"
+                                   ) -> ContributionBounds:
+        """A DP choice of T, k and R for a release grouped like this one:
+        :meth:`PrivateFrame.choose_contribution_bounds` with ``by`` these columns."""
+        return self._rel.choose_contribution_bounds(epsilon, self._by, cap, release_epsilon,
+                                                    release)
+
     def contribution_bounds(self, *, epsilon: float, cap: int = 1000,
                             release_epsilon: float = 1.0, release: str = "sum"
                             ) -> ContributionBounds:
-        """A DP choice of T, k and R for a release grouped like this one:
-        :meth:`PrivateFrame.contribution_bounds` with ``by`` these columns."""
-        return self._rel.contribution_bounds(epsilon, self._by, cap, release_epsilon, release)
+        """:meth:`choose_contribution_bounds` under its earlier name (a release: it spends
+        ``epsilon``)."""
+        return self.choose_contribution_bounds(epsilon=epsilon, cap=cap,
+                                               release_epsilon=release_epsilon,
+                                               release=release)
 
     @releases(RETURNS_SERIES, *GROUPED, "postprocess")
     def count(self, column: str | None = None, *, rollup: bool = False,

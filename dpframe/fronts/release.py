@@ -23,7 +23,7 @@ from ..core.aggregates import histogram_edges
 from ..core.apply import CoreRelease
 from ..core.names import close_names
 from ..core.numbers import to_fraction
-from ..core.query import Measure, Query, normalise_keys
+from ..core.query import DeclaredContribution, Measure, Query, normalise_keys
 from ..core.validate import check_query
 from ..errors import KeysError, UnknownColumnError, ValidationError
 from .arguments import (
@@ -40,10 +40,6 @@ from .results import ContributionBounds, diagnostics_as_numbers
 
 if TYPE_CHECKING:
     from ..engine.session import Session
-
-#: T, k and R as declared (None: not declared; sensitivity.contribution normalizes them).
-Contribution = tuple[int | None, ...]
-
 
 class Previewed(Exception):
     """How a release under ``query`` / ``explain`` ends: its Query or plan (``result``), raised
@@ -67,14 +63,14 @@ class Releaser:
     keys: Mapping[str, tuple[object, ...] | str]
     combos: Combos | None
     unit: str | None
-    tkr: Contribution
+    contribution: DeclaredContribution
     sample_rate: Fraction | None = None
     mode: str | None = None  # "query" / "explain": releases stop at their preview
 
     @classmethod
     def declare(cls, backend: Backend, session: Session | None, *,
                 bounds: Mapping[str, tuple[float, float]] | None, keys: object, schema: Any,
-                privacy_unit: str | None, tkr: tuple[int | None, int | None, int | None],
+                privacy_unit: str | None, contribution: tuple[object, object, object],
                 strict: bool) -> Releaser:
         """The releaser of ``df.dp(...)``'s declarations, each checked against the public
         schema (a typed error, nothing spent, for any that does not hold)."""
@@ -88,9 +84,10 @@ class Releaser:
         if strict:
             check_declared_columns(backend.schema(), bounds, declared_keys)
         b, k = declarations(bounds, declared_keys, schema)
-        check_unit(backend.schema(), privacy_unit, *tkr)
+        check_unit(backend.schema(), privacy_unit, *contribution)
         return cls(backend, session, b, normalise_keys(k),  # a string is not a key list
-                   combos, privacy_unit, tuple(None if v is None else int(v) for v in tkr))
+                   combos, privacy_unit, DeclaredContribution(
+                       *(None if v is None else int(v) for v in contribution)))  # type: ignore[call-overload]
 
     @property
     def session(self) -> Session:
@@ -117,9 +114,9 @@ class Releaser:
             "bounds": dict(self.bounds),
             "keys": {k: list(v) if isinstance(v, tuple) else v for k, v in self.keys.items()},
             "privacy_unit": self.unit,
-            "max_rows_per_unit": self.tkr[0],
-            "max_groups_per_unit": self.tkr[1],
-            "max_rows_per_group": self.tkr[2],
+            "max_rows_per_unit": self.contribution.rows_per_unit,
+            "max_groups_per_unit": self.contribution.groups_per_unit,
+            "max_rows_per_group": self.contribution.rows_per_group,
             "sample_rate": None if self.sample_rate is None else float(self.sample_rate),
             "columns": dict(self.backend.schema()),
         }
@@ -150,8 +147,9 @@ class Releaser:
                 else to_fraction(o["diagnostics"], "diagnostics", positive=True))
         return Query(tuple(measures), eps, dlt, bounds=self.bounds, by=by, keys=keys,
                      private_keys=private, privacy_unit=self.unit,
-                     max_rows_per_unit=self.tkr[0], max_groups_per_unit=self.tkr[1],
-                     max_rows_per_group=self.tkr[2],
+                     max_rows_per_unit=self.contribution.rows_per_unit,
+                     max_groups_per_unit=self.contribution.groups_per_unit,
+                     max_rows_per_group=self.contribution.rows_per_group,
                      mechanism=mech,  # type: ignore[arg-type]
                      ci=o["ci"], selection_share=share,
                      sample_rate=self.sample_rate, description=description, diagnostics=diag,
@@ -235,17 +233,18 @@ class Releaser:
         return Measure("histogram", column, edges=edges, right=right,
                        include_lowest=include_lowest)
 
-    def contribution_bounds(self, epsilon: float, by: str | Sequence[str] | None, cap: int,
-                            release_epsilon: float, release: str) -> ContributionBounds:
-        """The DP choice of T, k and R (``PrivateFrame.contribution_bounds`` documents it)."""
+    def choose_contribution_bounds(self, epsilon: float, by: str | Sequence[str] | None,
+                                   cap: int, release_epsilon: float, release: str
+                                   ) -> ContributionBounds:
+        """The DP choice of T, k and R (``PrivateFrame.choose_contribution_bounds``)."""
         from ..core.choose_bounds import BoundsRequest
         from ..engine.bounds import run_bounds_choice
 
         eps = to_fraction(epsilon, "epsilon", positive=True)
         rel = to_fraction(release_epsilon, "release_epsilon", positive=True)
         if self.unit is None:
-            raise ValidationError("contribution_bounds needs a privacy_unit: declare it in "
-                                  "df.dp(..., privacy_unit=...)")
+            raise ValidationError("choose_contribution_bounds needs a privacy_unit: declare it "
+                                  "in df.dp(..., privacy_unit=...)")
         cols = () if by is None else (by,) if isinstance(by, str) else tuple(by)
         if not all(isinstance(c, str) for c in cols):
             raise ValidationError("groupby columns are named by strings")

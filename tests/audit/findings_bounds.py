@@ -71,9 +71,9 @@ def total_not_enforced() -> Iterator[None]:
     from dpframe.core.exact import bounding
     bound = bounding.bound_rows
 
-    def old(units: Any, groups_: Any, max_rows: int, max_groups: int, gen: Any,
-            max_total: int | None = None) -> Any:
-        return bound(units, groups_, max_rows, max_groups, gen, None)
+    def old(units: Any, groups_: Any, rows_per_group: int, groups_per_unit: int, gen: Any,
+            rows_per_unit: int | None = None) -> Any:
+        return bound(units, groups_, rows_per_group, groups_per_unit, gen, None)
 
     bounding.bound_rows = old  # type: ignore[assignment]
     try:
@@ -88,9 +88,9 @@ def rows_per_group_not_enforced() -> Iterator[None]:
     from dpframe.core.exact import bounding
     bound = bounding.bound_rows
 
-    def loose(units: Any, groups_: Any, max_rows: int, max_groups: int, gen: Any,
-              max_total: int | None = None) -> Any:
-        return bound(units, groups_, 1 << 40, max_groups, gen, max_total)
+    def loose(units: Any, groups_: Any, rows_per_group: int, groups_per_unit: int, gen: Any,
+              rows_per_unit: int | None = None) -> Any:
+        return bound(units, groups_, 1 << 40, groups_per_unit, gen, rows_per_unit)
 
     bounding.bound_rows = loose  # type: ignore[assignment]
     try:

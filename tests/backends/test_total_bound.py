@@ -28,8 +28,8 @@ KEYS = ("a", "b", "c", "d")
 
 def _request(rows: int, groups: int, total: int | None) -> ComputeRequest:
     return ComputeRequest((AggregateRequest(kind="rows", column=None),), by=("g",),
-                          keys={"g": KEYS}, privacy_unit="u", max_rows=rows,
-                          max_groups=groups, max_total=total)
+                          keys={"g": KEYS}, privacy_unit="u", rows_per_group=rows,
+                          groups_per_unit=groups, rows_per_unit=total)
 
 
 def _backends(df: pd.DataFrame, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, object]:
@@ -60,9 +60,9 @@ def _rate(backend: object, req: ComputeRequest, trials: int, group: int) -> floa
         counts = counts[order]
         assert counts[3] == 3  # other units untouched
         mine = counts[:3]
-        assert mine.sum() <= (req.max_total or 10**9)
-        assert mine.max() <= req.max_rows
-        assert np.count_nonzero(mine) <= req.max_groups
+        assert mine.sum() <= (req.rows_per_unit or 10**9)
+        assert mine.max() <= req.rows_per_group
+        assert np.count_nonzero(mine) <= req.groups_per_unit
         hits += int(mine[group])
     return hits / trials
 

@@ -53,14 +53,14 @@ def test_ladder() -> None:
 @pytest.mark.parametrize(("frame", "expected"), [(spread, 10), (heavy, 50)])
 def test_choice_plugs_into_a_release_charged_once(frame, expected) -> None:
     df, s = frame(), session()
-    bounds = df.dp(s, privacy_unit="uid", keys=KEYS).groupby("g").contribution_bounds(
+    bounds = df.dp(s, privacy_unit="uid", keys=KEYS).groupby("g").choose_contribution_bounds(
         epsilon=0.1, release_epsilon=0.9)
     assert dict(bounds) == {"max_rows_per_unit": expected, "max_groups_per_unit": None,
                             "max_rows_per_group": None}
     assert type(bounds["max_rows_per_unit"]) is int
     assert s.spent == pytest.approx((0.1, 0.0))
     led = s.ledger
-    assert len(led) == 1 and led["query"].iloc[0] == "groupby(g).contribution_bounds(uid)"
+    assert len(led) == 1 and led["query"].iloc[0] == "groupby(g).choose_contribution_bounds(uid)"
     p = bounds.provenance
     assert p is bounds.attrs["dp"] and p["ledger_entry"] is not None and p["seeded"]
     assert p["epsilon"] == pytest.approx(0.1) and p["delta"] == 0.0
@@ -84,6 +84,22 @@ def test_reproducible_with_a_seed() -> None:
     a, b = (spread().dp(session(seed=11), privacy_unit="uid", keys=KEYS)
             .contribution_bounds(epsilon=0.05, by="g") for _ in range(2))
     assert a.provenance["histograms"] == b.provenance["histograms"] and a == b
+
+
+def test_the_earlier_name_is_the_same_release() -> None:
+    """``contribution_bounds`` (0.1's name, kept by the API) is ``choose_contribution_bounds``:
+    the same draw from the same seed, on the frame and on a group-by. Fails if the alias
+    drops an argument or releases anything else."""
+    for seed in (11, 12):
+        new = spread().dp(session(seed=seed), privacy_unit="uid", keys=KEYS)
+        old = spread().dp(session(seed=seed), privacy_unit="uid", keys=KEYS)
+        a = new.choose_contribution_bounds(epsilon=0.05, by="g", release="mean", cap=50)
+        b = old.contribution_bounds(epsilon=0.05, by="g", release="mean", cap=50)
+        assert a == b and a.provenance["histograms"] == b.provenance["histograms"]
+        assert a.provenance["release"] == b.provenance["release"] == "mean"
+        c = spread().dp(session(seed=seed), privacy_unit="uid", keys=KEYS).groupby(
+            "g").contribution_bounds(epsilon=0.05, release="mean", cap=50)
+        assert c == a and c.provenance["histograms"] == a.provenance["histograms"]
 
 
 def test_a_small_budget_is_noisier_than_a_large_one() -> None:

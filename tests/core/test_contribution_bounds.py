@@ -61,7 +61,7 @@ def test_grouped_sum_sensitivity_table(tkr, add, change) -> None:
     assert float(s.l1) == change[0]
     assert float(s.l2) == pytest.approx(change[1], rel=1e-8) and float(s.l2) >= change[1] - 1e-9
     # docs/privacy.md's bound holds (ours may be tighter): L2 <= min(T, sqrt(k) R) M
-    privacy_md = min(c.cap, math.sqrt(c.groups) * c.rows) * 10
+    privacy_md = min(c.cap, math.sqrt(c.groups_per_unit) * c.rows_per_group) * 10
     assert float(sum_sensitivity("add_remove", LO, HI, c, True).l2) <= privacy_md + 1e-6
 
 
@@ -98,8 +98,8 @@ def test_count_key_and_quantile_sensitivity_table(tkr, ungrouped, add, change, k
     assert quantile_utility_sensitivity("add_remove", F(1, 2), u) == ungrouped
     # grouped quantiles: each group's exponential mechanism gets eps * R / T (eps / k when
     # T = k R, as before T existed), half that under change_one
-    assert quantile_group_share("add_remove", g) == F(g.rows, add[0])
-    assert quantile_group_share("change_one", g) == F(g.rows, 2 * add[0])
+    assert quantile_group_share("add_remove", g) == F(g.rows_per_group, add[0])
+    assert quantile_group_share("change_one", g) == F(g.rows_per_group, 2 * add[0])
 
 
 def test_contribution_needs_a_rows_bound() -> None:
@@ -186,8 +186,8 @@ def test_bounding_enforces_every_bound(tkr, groups, n_units, seed, how) -> None:
         mine = keep & (units == u)
         per_group = np.bincount(g[mine], minlength=8)
         assert mine.sum() <= c.cap
-        assert per_group.max() <= c.rows
-        assert np.count_nonzero(per_group) <= c.groups
+        assert per_group.max() <= c.rows_per_group
+        assert np.count_nonzero(per_group) <= c.groups_per_unit
         t, k, r = tkr
         if t is not None:
             assert mine.sum() <= t
@@ -197,8 +197,8 @@ def test_bounding_enforces_every_bound(tkr, groups, n_units, seed, how) -> None:
             assert per_group.max() <= r
         # nothing is dropped that no bound asks to drop: a unit within every bound keeps all
         all_rows = np.bincount(g[units == u], minlength=8)
-        if (all_rows.sum() <= c.cap and all_rows.max() <= c.rows
-                and np.count_nonzero(all_rows) <= c.groups):
+        if (all_rows.sum() <= c.cap and all_rows.max() <= c.rows_per_group
+                and np.count_nonzero(all_rows) <= c.groups_per_unit):
             assert mine.sum() == all_rows.sum()
 
 
@@ -247,7 +247,8 @@ def test_worst_case_unit_moves_aggregates_within_sensitivity(tkr, x, y, vals, se
                 # R per unit of sensitivity): the losses add up to at most eps
                 moved = cx if relation == "add_remove" else np.abs(dc) + 2 * np.minimum(
                     cx, dc + cx)
-                assert quantile_group_share(relation, c) * F(int(moved.sum()), c.rows) <= 1
+                assert quantile_group_share(relation, c) * F(int(moved.sum()),
+                                                             c.rows_per_group) <= 1
 
 
 def test_total_step_is_the_same_law_in_every_selection() -> None:

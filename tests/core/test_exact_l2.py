@@ -136,8 +136,8 @@ def test_released_noise_has_the_exact_sigma() -> None:
 
 def _brute(c: object, width: Fraction, m: Fraction, groups: int) -> Fraction:
     """The largest sum of squared group moves over every pair of old and new rows per group."""
-    vecs = [v for v in itertools.product(range(c.rows + 1), repeat=groups)  # type: ignore[attr-defined]
-            if sum(v) <= c.cap and sum(1 for x in v if x) <= c.groups]  # type: ignore[attr-defined]
+    vecs = [v for v in itertools.product(range(c.rows_per_group + 1), repeat=groups)  # type: ignore[attr-defined]
+            if sum(v) <= c.cap and sum(1 for x in v if x) <= c.groups_per_unit]  # type: ignore[attr-defined]
     return max(sum((_moved(a, b, width, m) ** 2 for a, b in zip(x, y, strict=True)),
                    Fraction(0)) for x in vecs for y in vecs)
 
@@ -151,7 +151,7 @@ def test_change_one_sum_l2_is_the_exact_supremum(tkr: tuple[int | None, int, int
     c = contribution(*tkr, grouped=True)
     width, m = Fraction(hi - lo), Fraction(max(abs(lo), abs(hi)))
     exact = change_one_square_sum(c, width, m)
-    assert exact == _brute(c, width, m, 2 * c.groups)
+    assert exact == _brute(c, width, m, 2 * c.groups_per_unit)
     s = sum_sensitivity("change_one", Fraction(lo), Fraction(hi), c, True)
     assert float(s.l2) == pytest.approx(math.sqrt(exact), rel=1e-8)
     assert s.l2 * s.l2 >= exact

@@ -131,9 +131,10 @@ def test_every_neighbour_is_within_k_norm_one(relation: str, bounds: tuple[int, 
     per_row = {"rows": 1.0, "count:x": 1.0, "sum:x": 5.0, "sq:x": 12.5, "sum0:y": 4.0}
     assert set(width) == set(per_row)
     c = ctx.contribution
-    k = c.groups if grouped else 1
+    k = c.groups_per_unit if grouped else 1
     # every split of up to T rows over k groups (at most R per group), before and after
-    splits = [s for s in itertools.product(range(c.rows + 1), repeat=k) if sum(s) <= c.cap]
+    splits = [s for s in itertools.product(range(c.rows_per_group + 1),
+                                           repeat=k) if sum(s) <= c.cap]
     worst = 0.0
     for a_rows, b_rows in itertools.product(splits, splits):
         if relation == "add_remove" and sum(a_rows) and sum(b_rows):

@@ -438,7 +438,7 @@ def test_select_by_priority_is_the_reference_and_pre_selects(groups: int, rows: 
 
 
 def test_select_by_priority_draws_no_row_priority_under_the_bound() -> None:
-    """No pair holds more than ``max_rows`` rows (after the choice of groups): no row
+    """No pair holds more than ``rows_per_group`` rows (after the choice of groups): no row
     priority is read, so none is drawn; a pair past the bound is drawn for, its rows only."""
     from dpframe.core.exact.bounding import select_drawing
     from dpframe.core.exact.hashing import keyed_priority
@@ -449,10 +449,10 @@ def test_select_by_priority_draws_no_row_priority_under_the_bound() -> None:
     u = np.repeat(np.arange(100), 4)
     g = np.tile(np.arange(4), 100) // 2  # two pairs of two rows per unit
     pp = keyed_priority(u, g, 3)
-    for max_groups, max_rows in [(1, 2), (2, 2), (1, 5), (9, 3)]:
-        chosen = select_drawing(u, g, pp, never, max_groups, max_rows)
+    for groups_per_unit, rows_per_group in [(1, 2), (2, 2), (1, 5), (9, 3)]:
+        chosen = select_drawing(u, g, pp, never, groups_per_unit, rows_per_group)
         assert chosen.examined.size == 0 and chosen.priority.size == 0
-        assert chosen.keep.sum() == 100 * 2 * min(max_groups, 2)
+        assert chosen.keep.sum() == 100 * 2 * min(groups_per_unit, 2)
     # groups all kept, one row over the bound: the unit's pairs of more than one row only
     chosen = select_drawing(u, g, pp, lambda idx: idx.astype(np.uint64), 2, 1)
     assert np.array_equal(chosen.examined, np.arange(400))
@@ -482,17 +482,17 @@ def test_select_by_priority_chooses_groups_and_rows_uniformly() -> None:
 
 
 
-@pytest.mark.parametrize("max_groups", [1, 2, 3, 4, 5, 9])
+@pytest.mark.parametrize("groups_per_unit", [1, 2, 3, 4, 5, 9])
 @pytest.mark.parametrize("huge_codes", [False, True])
-def test_each_unit_keeps_its_pairs_of_least_key(max_groups: int, huge_codes: bool) -> None:
+def test_each_unit_keeps_its_pairs_of_least_key(groups_per_unit: int, huge_codes: bool) -> None:
     """Per-unit minima (up to 3 groups), the packed sort (more) and the fallback for group codes
     beyond 32 bits all keep each unit's pairs of least (top 24 bits of priority, group),
-    including units with fewer pairs than ``max_groups``, a group code of -1, and priorities
+    including units with fewer pairs than ``groups_per_unit``, a group code of -1, and priorities
     that tie in their top 32 bits (the smaller group first)."""
     from dpframe.core.exact.bounding import _smallest_pairs
     from dpframe.core.exact.hashing import keyed_priority
 
-    rng = np.random.default_rng(max_groups)
+    rng = np.random.default_rng(groups_per_unit)
     u = rng.integers(0, 300, 5000)
     g = rng.integers(-1, 12, 5000)
     if huge_codes:  # past the 32 bits an order key holds: the lexsort path
@@ -501,13 +501,13 @@ def test_each_unit_keeps_its_pairs_of_least_key(max_groups: int, huge_codes: boo
         prio = keyed_priority(u, g, salt)
         if salt == 3:  # two distinct top parts only: ties everywhere, broken by the group
             prio = prio >> np.uint64(39)
-        got = _smallest_pairs(u, prio, g, 300, max_groups)
+        got = _smallest_pairs(u, prio, g, 300, groups_per_unit)
         want = np.zeros(u.size, dtype=bool)
         for a in range(300):
             idx = np.flatnonzero(u == a)
             # a dropped row's group (-1) comes after every group
             pairs = sorted({(int(prio[i]) >> 40, int(g[i]) % (1 << 64)) for i in idx})
-            chosen = [k if k < 1 << 63 else k - (1 << 64) for _, k in pairs[:max_groups]]
+            chosen = [k if k < 1 << 63 else k - (1 << 64) for _, k in pairs[:groups_per_unit]]
             want[idx[np.isin(g[idx], chosen)]] = True
         assert np.array_equal(got, want)
 
@@ -622,14 +622,15 @@ def test_one_group_per_unit_is_the_same_on_any_number_of_threads(
     assert len(kept) == len({a for a, _ in kept}) == len(np.unique(units))
 
 
-@pytest.mark.parametrize("max_rows,max_groups", [(1000, 1), (2, 1), (3, 2), (1, 3)])
+@pytest.mark.parametrize("rows_per_group,groups_per_unit", [(1000, 1), (2, 1), (3, 2), (1, 3)])
 @pytest.mark.parametrize("dropped", [False, True])
 def test_choosing_without_a_row_count_is_the_same_selection(
-        max_rows: int, max_groups: int, dropped: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+        rows_per_group: int, groups_per_unit: int, dropped: bool,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """With many more rows than units can keep pairs, groups are chosen among every unit's
     pairs with no count of rows per unit first. The selection must be the one the counting
-    path makes from the same seed: same chosen pairs, same rows past ``max_rows``, busy and
-    idle units, dropped rows. The test fails if either path draws differently or keeps a row
+    path makes from the same seed: same chosen pairs, same rows past ``rows_per_group``, busy
+    and idle units, dropped rows. The test fails if either path draws differently or keeps a row
     the other drops."""
     from dpframe.core.exact import bounding
     rng = np.random.default_rng(12)
@@ -640,17 +641,19 @@ def test_choosing_without_a_row_count_is_the_same_selection(
     if dropped:
         units[rng.random(n) < 0.05] = -1
         groups[rng.random(n) < 0.05] = -1
-    free = bound_contributions(units, groups, max_rows, max_groups, np.random.default_rng(4))
+    free = bound_contributions(units, groups, rows_per_group, groups_per_unit,
+                               np.random.default_rng(4))
     monkeypatch.setattr(bounding, "CHOOSE_WITHOUT_COUNT", 10**9)  # always count first
-    counted = bound_contributions(units, groups, max_rows, max_groups, np.random.default_rng(4))
+    counted = bound_contributions(units, groups, rows_per_group, groups_per_unit,
+                                  np.random.default_rng(4))
     assert np.array_equal(free, counted)
     ok = (units >= 0) & (groups >= 0)
     assert free[:50].tolist() == ok[:50].tolist() and not free[~ok].any()
     kept = np.flatnonzero(free)
     pairs = {(int(units[i]), int(groups[i])) for i in kept}
     per_unit = np.bincount([a for a, _ in pairs])
-    assert per_unit.max() <= max_groups
-    assert np.bincount(units[kept] * 7 + groups[kept]).max() <= max_rows
+    assert per_unit.max() <= groups_per_unit
+    assert np.bincount(units[kept] * 7 + groups[kept]).max() <= rows_per_group
 
 
 class _Numbers:
@@ -716,10 +719,10 @@ def test_fused_block_keys_are_pair_keys_of_keyed_priorities(dtype: type, compact
                               .astype(want.dtype), want)
 
 
-@pytest.mark.parametrize(("max_rows", "max_groups"), [(10, 1), (1, 1), (2, 3), (50, 9)])
+@pytest.mark.parametrize(("rows_per_group", "groups_per_unit"), [(10, 1), (1, 1), (2, 3), (50, 9)])
 @pytest.mark.parametrize(("ngroups", "dtype"), [(51, np.int8), (300, np.int16)])
 def test_narrow_group_codes_bound_like_int64_and_rows_match_the_mask(
-        max_rows: int, max_groups: int, ngroups: int, dtype: type) -> None:
+        rows_per_group: int, groups_per_unit: int, ngroups: int, dtype: type) -> None:
     """Scans and Dask hand bounding the group codes in their narrow travelling type (int8 up
     to 127 groups, int16 past: compact and 64-bit order keys): the same selection as int64
     codes; the kept rows bounding lists on the way are the mask's."""
@@ -729,13 +732,15 @@ def test_narrow_group_codes_bound_like_int64_and_rows_match_the_mask(
     units = rng.integers(0, 3000, 40_000)
     groups = rng.integers(-1, ngroups, 40_000)
     for seed in range(3):
-        wide, rows = bound_rows(units, groups, max_rows, max_groups, np.random.default_rng(seed))
-        narrow, rows8 = bound_rows(units, groups.astype(dtype), max_rows, max_groups,
+        wide, rows = bound_rows(units, groups, rows_per_group, groups_per_unit,
+                                np.random.default_rng(seed))
+        narrow, rows8 = bound_rows(units, groups.astype(dtype), rows_per_group, groups_per_unit,
                                np.random.default_rng(seed))
         assert np.array_equal(wide, narrow)
         for listed in (rows, rows8):
             assert listed is None or np.array_equal(listed, np.flatnonzero(wide))
-        assert np.array_equal(wide, bound_contributions(units, groups, max_rows, max_groups,
+        assert np.array_equal(wide, bound_contributions(units, groups, rows_per_group,
+                                                        groups_per_unit,
                                                         np.random.default_rng(seed)))
 
 
@@ -755,8 +760,9 @@ def test_partition_order_is_a_stable_sort_with_its_bounds(dtype: type, parts: in
 
 
 @pytest.mark.parametrize("top", [40, 300, 2**33])
-@pytest.mark.parametrize(("max_groups", "max_rows"), [(1, 2), (3, 1), (12, 5)])
-def test_keyed_pairs_select_as_their_priorities(top: int, max_groups: int, max_rows: int) -> None:
+@pytest.mark.parametrize(("groups_per_unit", "rows_per_group"), [(1, 2), (3, 1), (12, 5)])
+def test_keyed_pairs_select_as_their_priorities(top: int, groups_per_unit: int,
+                                                rows_per_group: int) -> None:
     """Dask hands ``select_by_priority`` the inputs of the pair priorities (KeyedPairs), whose
     order keys are computed block by block: the same selection as the priorities themselves,
     for compact, 64-bit and sorted key layouts."""
@@ -769,12 +775,14 @@ def test_keyed_pairs_select_as_their_priorities(top: int, max_groups: int, max_r
     g = rng.integers(0, 8, n) * (top // 8)
     words = rng.integers(-2**63, 2**63 - 1, 3000, dtype=np.int64)[units]  # one word a unit
     rows = rng.integers(0, 2**64, n, dtype=np.uint64)
-    want = select_by_priority(units, g, keyed_priority(words, g, 5), rows, max_groups, max_rows)
-    got = select_by_priority(units, g, KeyedPairs(words, 5), rows, max_groups, max_rows)
+    want = select_by_priority(units, g, keyed_priority(words, g, 5), rows, groups_per_unit,
+                              rows_per_group)
+    got = select_by_priority(units, g, KeyedPairs(words, 5), rows, groups_per_unit, rows_per_group)
     assert np.array_equal(got, want)
-    other = select_by_priority(units, g, KeyedPairs(words, 6), rows, max_groups, max_rows)
+    other = select_by_priority(units, g, KeyedPairs(words, 6), rows, groups_per_unit,
+                               rows_per_group)
     # the salt matters where groups are chosen (fewer kept than 8): the comparison can fail
-    assert np.array_equal(other, want) == (max_groups >= 8)
+    assert np.array_equal(other, want) == (groups_per_unit >= 8)
 
 
 @pytest.mark.parametrize("unit", [None, "u"])
@@ -828,8 +836,8 @@ def test_row_selection_packs_or_falls_back_to_the_same_rows() -> None:
     key = units * 16 + rng.integers(0, 16, 6000)
     rows = np.arange(6000, dtype=np.intp)
     spread = np.where(key % 2 == 0, key, key + (1 << 61))  # the same runs, a huge span
-    for max_rows, total in ((1, None), (2, 3), (3, 100)):
-        packed = _select_rows(key, rows, max_rows, np.random.default_rng(9), units, total)
-        wide = _select_rows(spread, rows, max_rows, np.random.default_rng(9), units, total)
+    for rows_per_group, total in ((1, None), (2, 3), (3, 100)):
+        packed = _select_rows(key, rows, rows_per_group, np.random.default_rng(9), units, total)
+        wide = _select_rows(spread, rows, rows_per_group, np.random.default_rng(9), units, total)
         assert np.array_equal(np.sort(packed), np.sort(wide))
-        assert np.bincount(units[packed]).max() <= min(max_rows * 16, total or 10**9)
+        assert np.bincount(units[packed]).max() <= min(rows_per_group * 16, total or 10**9)

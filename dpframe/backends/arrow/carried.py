@@ -5,7 +5,7 @@ them all: contribution bounding makes such a unit harmless to privacy, not to me
 running out of memory after the charge depends on one person's rows. Pass 1 therefore watches
 how many rows each batch sends to each partition. A slice past :func:`heavy_limit` (about twice
 its expected share) is pre-selected before it is spilled (:func:`preselect`): each unit keeps
-at most ``max_groups`` pairs and ``max_rows`` rows in each, chosen by
+at most ``groups_per_unit`` pairs and ``rows_per_group`` rows in each, chosen by
 
 * a **pair priority**, a keyed pseudo-random function of (unit word, group, release salt)
   (:class:`~dpframe.core.exact.bounding.KeyedPairs`): the same for every row of a pair, in every
@@ -23,7 +23,7 @@ their row priority then. Two facts make this exactly the uniform bounding of pas
 2. *Deferred decisions*: a plainly spilled row's priority was never looked at in pass 1, so
    drawing it in pass 2 gives every row of the partition one independent uniform priority,
    drawn once. (Drawing the carried rows' priorities afresh in pass 2 would not: a light row
-   beside 100 carried rows of its pair, ``max_rows=1``, must be kept with probability 1/101,
+   beside 100 carried rows of its pair, ``rows_per_group=1``, must be kept with probability 1/101,
    not 1/2; tested.)
 
 A unit's groups are then a uniform choice among its distinct groups and its rows a uniform
@@ -83,7 +83,7 @@ HEAVY_MARGIN = 256
 def heavy_limit(rows: int, parts: int) -> int:
     """The most rows of a ``rows``-row batch that go to one of ``parts`` partitions unselected:
     twice the expected share plus :data:`HEAVY_MARGIN`. A partition thus holds at most about
-    twice its expected rows, plus ``max_groups * max_rows`` rows per unit and batch."""
+    twice its expected rows, plus ``groups_per_unit * rows_per_group`` rows per unit and batch."""
     return 2 * -(-rows // parts) + HEAVY_MARGIN
 
 
@@ -133,15 +133,15 @@ def preselect(block: pa.RecordBatch, request: ComputeRequest, unit_column: str,
               group_column: str | None, salt: int, gen: np.random.Generator
               ) -> pa.RecordBatch:
     """The rows of ``block`` (one batch's slice of one partition) that can survive bounding,
-    each with a fresh uniform row priority (:data:`ROW_PRIORITY`): per unit its ``max_groups``
-    pairs of least keyed priority here, and in each its ``max_rows`` rows of smallest row
-    priority, and its ``max_total`` of those when there is no group step
+    each with a fresh uniform row priority (:data:`ROW_PRIORITY`): per unit its ``groups_per_unit``
+    pairs of least keyed priority here, and in each its ``rows_per_group`` rows of smallest row
+    priority, and its ``rows_per_unit`` of those when there is no group step
     (:attr:`~dpframe.core.exact.compute.ComputeRequest.preselect_total`: T is otherwise applied in
     pass 2 only) (:func:`_pairs` gives the units, groups and pair priorities)."""
     p = _pairs(block, request, unit_column, group_column, salt)
     row = gen.integers(0, 2**64, p.rows.size, dtype=np.uint64)
-    keep = select_by_priority(p.units, p.groups, p.priority, row, request.max_groups,
-                              request.max_rows, request.preselect_total)
+    keep = select_by_priority(p.units, p.groups, p.priority, row, request.groups_per_unit,
+                              request.rows_per_group, request.preselect_total)
     kept = np.flatnonzero(keep)
     rows = block.take(pa.array(p.rows[kept]))
     rows = rows.append_column(ROW_PRIORITY, pa.array(row[kept], pa.uint64()))
@@ -167,8 +167,8 @@ def bound_by_priority(block: pa.Table, request: ComputeRequest, unit_column: str
         fresh = np.flatnonzero(carried.is_null().to_numpy(zero_copy_only=False))
         row = row.copy()  # (a view of the table's buffer is read-only)
         row[fresh] = gen.integers(0, 2**64, fresh.size, dtype=np.uint64)
-    keep = select_by_priority(p.units, p.groups, p.priority, row[p.rows], request.max_groups,
-                              request.max_rows, request.max_total)
+    keep = select_by_priority(p.units, p.groups, p.priority, row[p.rows], request.groups_per_unit,
+                              request.rows_per_group, request.rows_per_unit)
     if DROPPED_BEFORE not in block.schema.names:
         return p.rows[keep], None
     before = block.column(DROPPED_BEFORE).fill_null(0).to_numpy(zero_copy_only=False)

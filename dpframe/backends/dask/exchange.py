@@ -73,13 +73,14 @@ def preselect_buckets(part: pd.DataFrame, request: ComputeRequest, key: tuple[in
     """The rows of one input partition that can survive contribution bounding,
     split into ``buckets`` by the keyed hash of their unit (a unit's rows from every partition
     meet in one bucket: the exchange moves only pre-selected rows): per unit, its
-    ``max_groups`` pairs of smallest keyed priority here and in each its ``max_rows`` rows of
-    smallest fresh random priority (and its ``max_total`` of those when there is no group
+    ``groups_per_unit`` pairs of smallest keyed priority here and in each its ``rows_per_group``
+    rows of
+    smallest fresh random priority (and its ``rows_per_unit`` of those when there is no group
     step: :attr:`~dpframe.core.exact.compute.ComputeRequest.preselect_total`), with the unit's
     exact id and the group code
     (:func:`~dpframe.core.exact.bounding.select_by_priority`: selecting again over every
     partition's pre-selection is bounding over all rows). Row priorities are drawn only for
-    the rows of pairs holding more than ``max_rows`` rows here, the only ones read; the kept
+    the rows of pairs holding more than ``rows_per_group`` rows here, the only ones read; the kept
     rows among them carry theirs (:data:`ROW_PRIORITY_COLUMN`, shipped only when some kept row
     has one), and the bucket draws the others' when it reads them (deferred decisions: the
     law of drawing every priority up front, see select_by_priority)."""
@@ -104,8 +105,8 @@ def preselect_buckets(part: pd.DataFrame, request: ComputeRequest, key: tuple[in
         pair = pair_priorities(h.view(np.int64), g, key_words, salt)
         # uniform 64-bit row priorities, drawn for the rows read only (full-range draws are
         # the generator's raw words)
-        chosen = select_drawing(units, g, pair, _drawing(seed), request.max_groups,
-                                request.max_rows, request.preselect_total)
+        chosen = select_drawing(units, g, pair, _drawing(seed), request.groups_per_unit,
+                                request.rows_per_group, request.preselect_total)
         keep = np.flatnonzero(chosen.keep)
         carried = _carried(keep, chosen)  # in the order of keep
         # the kept rows in bucket order, each column gathered once; a bucket is a slice
@@ -271,7 +272,8 @@ def _select_and_aggregate(part: pd.DataFrame, apart: dict[str, str], request: Co
     h = unit_hash_by_codes(part[UNIT_ID_COLUMN], dense, key)
     pair = pair_priorities(h.view(np.int64), codes, key_words, salt)
     keep = select_by_priority(dense, codes, pair, drawing_for(carried, seed),
-                              request.max_groups, request.max_rows, request.max_total)
+                              request.groups_per_unit, request.rows_per_group,
+                              request.rows_per_unit)
     # the columns the aggregation reads, of the kept rows only (the carried priorities and
     # group codes are done; so are the ids, unless the pandas backend reads them next)
     done = [GROUP_COLUMN, ROW_PRIORITY_COLUMN, DROPPED_COLUMN,

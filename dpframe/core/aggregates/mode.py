@@ -174,7 +174,7 @@ class Mode(Aggregate[Candidates]):
         found = public_candidates(ctx.query, m.column, ctx.column_kinds.get(m.column))
         per_group_eps = (eps * quantile_group_share(ctx.relation, ctx.contribution)
                          if ctx.grouped else eps)
-        em = ExponentialSpec(per_group_eps, ctx.contribution.rows, len(found.values))
+        em = ExponentialSpec(per_group_eps, ctx.contribution.rows_per_group, len(found.values))
         return MeasurePlan(m, eps, delta, [found.request(m.column)], {"choice": em}, found)
 
     def release(self, mp: MeasurePlan[Candidates], rows: Rows, rng: RandomSource,

@@ -61,22 +61,22 @@ def _first_by_key(key: I64, perm: I64, bound: int, limit: int) -> npt.NDArray[np
     return inverse[low[_first_in_runs(packed, limit)]]
 
 
-def _select_rows(key: I64, rows: npt.NDArray[np.intp], max_rows: int,
+def _select_rows(key: I64, rows: npt.NDArray[np.intp], rows_per_group: int,
                  gen: np.random.Generator, units: I64 | None = None,
-                 max_total: int | None = None) -> npt.NDArray[np.intp]:
-    """Among ``rows``, whose pair keys are ``key``, keep at most ``max_rows`` per pair, a
-    uniform random subset; with ``max_total``, then at most ``max_total`` per unit
+                 rows_per_unit: int | None = None) -> npt.NDArray[np.intp]:
+    """Among ``rows``, whose pair keys are ``key``, keep at most ``rows_per_group`` per pair, a
+    uniform random subset; with ``rows_per_unit``, then at most ``rows_per_unit`` per unit
     (``units``, one per row) among those. Both steps rank the rows by one uniform random
     order (a permutation): the law of :func:`select_drawing`'s uniform row priorities."""
     if rows.size == 0:
         return rows
     perm = gen.permutation(rows.size)
-    kept = _first_by_key(key.astype(np.int64, copy=False), perm, rows.size, max_rows)
-    if max_total is None or units is None:
+    kept = _first_by_key(key.astype(np.int64, copy=False), perm, rows.size, rows_per_group)
+    if rows_per_unit is None or units is None:
         return rows[kept]
     # the kept rows ranked again by the same order, now within their unit
     return rows[kept[_first_by_key(units[kept].astype(np.int64), perm[kept], rows.size,
-                                   max_total)]]
+                                   rows_per_unit)]]
 
 
 #: A pair's order: the top 24 bits of its keyed priority, then its group. Every layout of the
@@ -150,15 +150,15 @@ def _least_pair(u: I64, g: I64, key: Keys, nu: int, top: int) -> Bools:
     return hit
 
 
-def _choose_groups(u: I64, g: I64, nu: int, max_groups: int, gen: np.random.Generator,
+def _choose_groups(u: I64, g: I64, nu: int, groups_per_unit: int, gen: np.random.Generator,
                    code_range: tuple[int, int] | None = None) -> Bools:
-    """For rows (unit u, group g), whether their pair is among the unit's ``max_groups`` pairs
+    """For rows (unit u, group g), whether their pair is among the unit's ``groups_per_unit`` pairs
     of smallest keyed priority (a uniform choice among the unit's distinct groups,
     :func:`pair_keys`). The keys are computed block by block in cache, on several threads.
     ``code_range``: bounds of the group codes when the caller knows them (any range holding
     them gives the same choice: only the key's layout depends on it)."""
     salt = int(gen.integers(0, 2**63))
-    return _smallest_pairs(u, KeyedPairs(u, salt), g, nu, max_groups, code_range)
+    return _smallest_pairs(u, KeyedPairs(u, salt), g, nu, groups_per_unit, code_range)
 
 
 @dataclass(frozen=True)
@@ -213,9 +213,9 @@ def _pair_keys_into(prio: npt.NDArray[np.uint64], g: npt.NDArray[np.integer[Any]
 
 
 def _smallest_pairs(u: I64, prio: npt.NDArray[np.uint64] | KeyedPairs, g: I64, nu: int,
-                    max_groups: int, code_range: tuple[int, int] | None = None) -> Bools:
+                    groups_per_unit: int, code_range: tuple[int, int] | None = None) -> Bools:
     """For rows (unit ``u``, group ``g``) with pair priority ``prio`` (or the inputs of its
-    keyed hash), whether their pair is among the unit's ``max_groups`` pairs of least order key
+    keyed hash), whether their pair is among the unit's ``groups_per_unit`` pairs of least order key
     (:func:`pair_keys`: the top 24 bits of the priority, then the smaller group).
     ``code_range``: bounds of the group codes when the caller knows them (any range holding
     them gives the same choice: only the key's layout depends on it)."""
@@ -225,18 +225,18 @@ def _smallest_pairs(u: I64, prio: npt.NDArray[np.uint64] | KeyedPairs, g: I64, n
         compact = hi < _COMPACT_LOW
         key = (_pair_order_keys(prio.words, g, prio.salt, compact)
                if isinstance(prio, KeyedPairs) else pair_keys(prio, g, compact))
-        return _smallest_keys(u, key, g, nu, max_groups, hi)
+        return _smallest_keys(u, key, g, nu, groups_per_unit, hi)
     if isinstance(prio, KeyedPairs):
         prio = prio.priorities(g)
     order = np.lexsort((g.astype(np.int64, copy=False).view(np.uint64), prio >> _TOP,
                         u))  # -1 after every group
     sp, sg = prio[order] >> _TOP, g[order]
-    return _first_pairs(u, order, (sp[1:] != sp[:-1]) | (sg[1:] != sg[:-1]), max_groups)
+    return _first_pairs(u, order, (sp[1:] != sp[:-1]) | (sg[1:] != sg[:-1]), groups_per_unit)
 
 
-def _first_pairs(u: I64, order: npt.NDArray[np.intp], new_key: Bools, max_groups: int
+def _first_pairs(u: I64, order: npt.NDArray[np.intp], new_key: Bools, groups_per_unit: int
                  ) -> Bools:
-    """Whether each row's pair is among its unit's first ``max_groups`` pairs, for rows sorted
+    """Whether each row's pair is among its unit's first ``groups_per_unit`` pairs, for rows sorted
     by (unit, pair order) along ``order``; ``new_key[i]``: sorted rows i and i + 1 belong to
     different pairs of one unit (ignored across units)."""
     su = u[order]
@@ -244,41 +244,41 @@ def _first_pairs(u: I64, order: npt.NDArray[np.intp], new_key: Bools, max_groups
     pair_id = np.cumsum(new_unit | np.r_[True, new_key]) - 1
     pair_rank = pair_id - np.maximum.accumulate(np.where(new_unit, pair_id, 0))
     chosen = np.empty(u.size, dtype=bool)
-    chosen[order] = pair_rank < max_groups
+    chosen[order] = pair_rank < groups_per_unit
     return chosen
 
 
-def _smallest_keys(u: I64, key: Keys, g: I64, nu: int, max_groups: int, top: int) -> Bools:
+def _smallest_keys(u: I64, key: Keys, g: I64, nu: int, groups_per_unit: int, top: int) -> Bools:
     """For rows with pair order keys ``key`` (one per pair, distinct within a unit), whether
-    their pair is among the unit's ``max_groups`` pairs of least key: one pass of per-unit
+    their pair is among the unit's ``groups_per_unit`` pairs of least key: one pass of per-unit
     minima per group kept (up to 3), else one value sort of packed (unit, key) words, else
     (units and keys past 64 bits) one ``lexsort``. ``top``: the largest group."""
-    if max_groups == 1:
+    if groups_per_unit == 1:
         return _least_pair(u, g, key, nu, top)
     bits = 32 if key.dtype == np.uint32 else 64 - int(_TOP) + 32
-    if max_groups > 3 and (nu - 1).bit_length() + bits <= 64:  # one sort beats 4+ passes
-        return _keys_up_to_threshold(u, key, nu, max_groups, bits)
-    if max_groups <= 8:
+    if groups_per_unit > 3 and (nu - 1).bit_length() + bits <= 64:  # one sort beats 4+ passes
+        return _keys_up_to_threshold(u, key, nu, groups_per_unit, bits)
+    if groups_per_unit <= 8:
         chosen = np.zeros(u.size, dtype=bool)
         cand, done = key, key.dtype.type(np.iinfo(key.dtype).max)
-        for round_ in range(max_groups):
+        for round_ in range(groups_per_unit):
             best = np.full(nu, done, dtype=key.dtype)
             np.minimum.at(best, u, cand)
             chosen |= cand == best[u]  # one pair per unit (its key is unique in the unit)
-            if round_ + 1 < max_groups:
+            if round_ + 1 < groups_per_unit:
                 cand = np.where(chosen, done, key)
         return chosen
     order = np.lexsort((key, u))
     sk = key[order]
-    return _first_pairs(u, order, sk[1:] != sk[:-1], max_groups)
+    return _first_pairs(u, order, sk[1:] != sk[:-1], groups_per_unit)
 
 
-def _keys_up_to_threshold(u: I64, key: Keys, nu: int, max_groups: int, bits: int) -> Bools:
+def _keys_up_to_threshold(u: I64, key: Keys, nu: int, groups_per_unit: int, bits: int) -> Bools:
     """:func:`_smallest_keys` by one value sort (no ``argsort``, no per-round passes): each
     row's (unit, key) packed in one word (the unit above ``bits`` key bits) and sorted; one
-    entry per pair; a unit's first ``max_groups`` entries are its chosen pairs, the last of
+    entry per pair; a unit's first ``groups_per_unit`` entries are its chosen pairs, the last of
     them its threshold, and a row is chosen iff its key is at most its unit's threshold. A
-    unit's pairs have distinct keys, so these are exactly its ``max_groups`` pairs of least key
+    unit's pairs have distinct keys, so these are exactly its ``groups_per_unit`` pairs of least key
     (all of them when it has fewer)."""
     packed = u.astype(np.uint64)
     packed <<= np.uint64(bits)
@@ -286,7 +286,7 @@ def _keys_up_to_threshold(u: I64, key: Keys, nu: int, max_groups: int, bits: int
     packed.sort()
     pairs = packed[np.r_[True, packed[1:] != packed[:-1]]]  # one entry a pair
     unit = pairs >> np.uint64(bits)
-    chosen = _first_in_runs(unit, max_groups)
+    chosen = _first_in_runs(unit, groups_per_unit)
     last = chosen.copy()  # the last chosen pair of each unit
     last[:-1] &= ~(chosen[1:] & (unit[1:] == unit[:-1]))
     threshold = np.zeros(nu, dtype=key.dtype)
@@ -340,7 +340,7 @@ class Selection(NamedTuple):
 
     keep: Bools
     #: the rows whose row priority the selection read (ascending): rows of kept pairs holding
-    #: more than ``max_rows`` rows; every other row was kept or dropped without its priority
+    #: more than ``rows_per_group`` rows; every other row was kept or dropped without its priority
     examined: npt.NDArray[np.intp]
     #: their priorities, as given or drawn
     priority: npt.NDArray[np.uint64]
@@ -348,11 +348,11 @@ class Selection(NamedTuple):
 
 def select_by_priority(units: I64, groups: I64,
                        pair_priority: npt.NDArray[np.uint64] | KeyedPairs,
-                       row_priority: npt.NDArray[np.uint64] | DrawPriorities, max_groups: int,
-                       max_rows: int, max_total: int | None = None) -> Bools:
-    """Contribution bounding by carried priorities: each unit keeps its ``max_groups`` pairs
+                       row_priority: npt.NDArray[np.uint64] | DrawPriorities, groups_per_unit: int,
+                       rows_per_group: int, rows_per_unit: int | None = None) -> Bools:
+    """Contribution bounding by carried priorities: each unit keeps its ``groups_per_unit`` pairs
     (its rows of one group) of least order key (:func:`pair_keys`: the top 24 bits of
-    ``pair_priority``, then the group), and in each its ``max_rows`` rows of smallest
+    ``pair_priority``, then the group), and in each its ``rows_per_group`` rows of smallest
     ``row_priority``. ``pair_priority`` may be given as :class:`KeyedPairs` (the words and
     salt of :func:`~dpframe.core.exact.hashing.keyed_priority`): the same selection, without an
     array of every row's priority. ``row_priority`` may be given as a function drawing the
@@ -368,7 +368,7 @@ def select_by_priority(units: I64, groups: I64,
 
     Row priorities may be drawn late (the principle of deferred decisions): the selection
     reads a row's priority only when its pair, among the kept pairs, holds more than
-    ``max_rows`` rows (:attr:`Selection.examined`). Drawing each priority, uniformly and
+    ``rows_per_group`` rows (:attr:`Selection.examined`). Drawing each priority, uniformly and
     independently of everything drawn or read before, the first time it is read, and then
     carrying it with the row wherever it is read again, gives every read the law it has
     when all priorities are drawn up front: couple the two by giving each row, up front, the
@@ -378,11 +378,11 @@ def select_by_priority(units: I64, groups: I64,
     rows; the rows a block keeps carry theirs to the final selection, which draws only for
     rows that arrive without one (never read before). Drawing again for a row whose priority
     a block already used is wrong: a pair of 20 rows in block A (pre-selected to 10) and 1 row
-    in block B, ``max_rows`` 10, must keep B's row with probability 10/21; fresh draws for
+    in block B, ``rows_per_group`` 10, must keep B's row with probability 10/21; fresh draws for
     the 11 rows that meet would keep it with probability 10/11 (A's 10 survivors are the
     least of 20 draws, not 10 fresh ones).
 
-    ``max_total`` (T): then each unit keeps, among the rows left, its ``max_total`` rows of
+    ``rows_per_unit`` (T): then each unit keeps, among the rows left, its ``rows_per_unit`` rows of
     smallest row priority (the same priorities: rank a unit's rows once, keep per pair the
     first R, then the first T of those). The per-pair and total steps compose over unions of
     blocks (a row's rank among its unit's survivors in its block is no larger: a pair's
@@ -391,17 +391,17 @@ def select_by_priority(units: I64, groups: I64,
     group the union drops, whose rows then push a row out): blocks pre-select by T only when
     there is no group step (:attr:`~dpframe.core.exact.compute.ComputeRequest.preselect_total`).
     """
-    return select_drawing(units, groups, pair_priority, row_priority, max_groups,
-                          max_rows, max_total).keep
+    return select_drawing(units, groups, pair_priority, row_priority, groups_per_unit,
+                          rows_per_group, rows_per_unit).keep
 
 
 def select_drawing(units: I64, groups: I64,
                    pair_priority: npt.NDArray[np.uint64] | KeyedPairs,
-                   row_priority: npt.NDArray[np.uint64] | DrawPriorities, max_groups: int,
-                   max_rows: int, max_total: int | None = None) -> Selection:
+                   row_priority: npt.NDArray[np.uint64] | DrawPriorities, groups_per_unit: int,
+                   rows_per_group: int, rows_per_unit: int | None = None) -> Selection:
     """:func:`select_by_priority`, with the row priorities it read: a callable
     ``row_priority`` is called once, with the rows of :attr:`Selection.examined` (never when
-    no pair holds more than ``max_rows`` rows and no unit more than ``max_total``)."""
+    no pair holds more than ``rows_per_group`` rows and no unit more than ``rows_per_unit``)."""
     n = units.size
     none = np.zeros(0, dtype=np.intp)
     if n == 0:
@@ -410,38 +410,38 @@ def select_drawing(units: I64, groups: I64,
     keep = np.ones(n, dtype=bool)
     # more rows than units times groups kept: some unit has more (no count needed); a unit
     # with no more rows than groups kept keeps them all, so the choice may be skipped
-    if n > nu * max_groups or bool((np.bincount(units, minlength=nu) > max_groups).any()):
-        keep = _smallest_pairs(units, pair_priority, groups, nu, max_groups)
-    if max_rows >= n and (max_total is None or max_total >= n):  # no bound can bind
+    if n > nu * groups_per_unit or bool((np.bincount(units, minlength=nu) > groups_per_unit).any()):
+        keep = _smallest_pairs(units, pair_priority, groups, nu, groups_per_unit)
+    if rows_per_group >= n and (rows_per_unit is None or rows_per_unit >= n):  # no bound can bind
         return Selection(keep, none, np.zeros(0, dtype=np.uint64))
     width = int(groups.max()) + 1  # pair ids: unit * width + group
     kept = np.flatnonzero(keep)
     kept_units = units[kept]
-    if max_groups == 1:  # one pair left per unit: its size is the unit's kept rows (no sort)
+    if groups_per_unit == 1:  # one pair left per unit: its size is the unit's kept rows (no sort)
         sizes = np.bincount(kept_units, minlength=nu)
-        heavy = (kept[sizes[kept_units] > max_rows] if int(sizes.max()) > max_rows
+        heavy = (kept[sizes[kept_units] > rows_per_group] if int(sizes.max()) > rows_per_group
                  else kept[:0])  # no pair past the bound: no per-row look-up
     else:
         pairs = kept_units.astype(np.int64) * width + groups[kept]
         _, dense, sizes = np.unique(pairs, return_inverse=True, return_counts=True)
-        heavy = kept[sizes[dense] > max_rows]
-    if max_total is not None:  # and every row of a unit holding more than T rows
+        heavy = kept[sizes[dense] > rows_per_group]
+    if rows_per_unit is not None:  # and every row of a unit holding more than T rows
         per_unit = np.bincount(kept_units, minlength=nu)
-        if int(per_unit.max()) > max_total:
-            heavy = np.union1d(heavy, kept[per_unit[kept_units] > max_total])
+        if int(per_unit.max()) > rows_per_unit:
+            heavy = np.union1d(heavy, kept[per_unit[kept_units] > rows_per_unit])
     if not heavy.size:  # no priority read (none drawn)
         return Selection(keep, none, np.zeros(0, dtype=np.uint64))
     priority = (np.asarray(row_priority[heavy], dtype=np.uint64)
                 if isinstance(row_priority, np.ndarray) else row_priority(heavy))
     pairs = units[heavy].astype(np.int64) * width + groups[heavy]
     order = np.lexsort((priority, pairs))
-    first = _first_in_runs(pairs[order], max_rows)
+    first = _first_in_runs(pairs[order], rows_per_group)
     keep[heavy[order[~first]]] = False
-    if max_total is not None:  # the first T of a unit's rows left, by the same priorities
+    if rows_per_unit is not None:  # the first T of a unit's rows left, by the same priorities
         left = order[first]
         left_units = units[heavy[left]].astype(np.int64)
         by_unit = np.lexsort((priority[left], left_units))
-        keep[heavy[left[by_unit[~_first_in_runs(left_units[by_unit], max_total)]]]] = False
+        keep[heavy[left[by_unit[~_first_in_runs(left_units[by_unit], rows_per_unit)]]]] = False
     return Selection(keep, heavy, priority)
 
 
@@ -451,26 +451,26 @@ def select_drawing(units: I64, groups: I64,
 CHOOSE_WITHOUT_COUNT = 2
 
 
-def bound_contributions(units: I64, groups: I64 | None, max_rows: int, max_groups: int,
-                        gen: np.random.Generator, max_total: int | None = None) -> Bools:
-    """Mask keeping at most ``max_groups`` groups per unit and ``max_rows`` rows per
+def bound_contributions(units: I64, groups: I64 | None, rows_per_group: int, groups_per_unit: int,
+                        gen: np.random.Generator, rows_per_unit: int | None = None) -> Bools:
+    """Mask keeping at most ``groups_per_unit`` groups per unit and ``rows_per_group`` rows per
     (unit, group), chosen at random (never by row order).
 
     ``units`` are dense codes in [0, n_units) (-1: dropped); ``groups`` group codes (-1 or
     >= n_groups: dropped). Groups: each (unit, group) pair gets a keyed pseudo-random priority
-    and a unit keeps the ``max_groups`` pairs of smallest priority: a uniform choice among its
-    distinct groups. Rows: inside each pair a uniform random permutation picks ``max_rows``
+    and a unit keeps the ``groups_per_unit`` pairs of smallest priority: a uniform choice among its
+    distinct groups. Rows: inside each pair a uniform random permutation picks ``rows_per_group``
     rows. A unit's selection depends only on its own rows and fresh randomness, so the
     transformation is stable. Vectorized and O(n) except where a bound binds: only units with
-    more than ``max_groups`` rows enter the group step, and only units with more than
-    ``max_rows`` kept rows are sorted.
+    more than ``groups_per_unit`` rows enter the group step, and only units with more than
+    ``rows_per_group`` kept rows are sorted.
 
-    ``max_total`` (T): then at most T rows per unit over every group, the first T of its rows
+    ``rows_per_unit`` (T): then at most T rows per unit over every group, the first T of its rows
     left by the random order that chose the rows in each pair (:func:`_select_rows`; the law
     of :func:`select_by_priority`'s). The selection of a unit still depends only on its own
     rows and fresh randomness.
     """
-    return bound_rows(units, groups, max_rows, max_groups, gen, max_total)[0]
+    return bound_rows(units, groups, rows_per_group, groups_per_unit, gen, rows_per_unit)[0]
 
 
 class _Rows(NamedTuple):
@@ -497,31 +497,31 @@ def _valid_rows(units: I64, groups: I64 | None, code_range: tuple[int, int] | No
     return _Rows(u, nu, all_valid, keep)
 
 
-def _keep_groups(rows: _Rows, groups: I64, max_groups: int, gen: np.random.Generator,
+def _keep_groups(rows: _Rows, groups: I64, groups_per_unit: int, gen: np.random.Generator,
                  code_range: tuple[int, int], per_unit: I64 | None) -> Bools:
-    """The group step: each unit keeps its ``max_groups`` pairs of least keyed priority.
+    """The group step: each unit keeps its ``groups_per_unit`` pairs of least keyed priority.
     ``per_unit`` (rows per unit, or None: not counted) lets only busy units be chosen among
     when they are few; choosing among every unit's pairs is the same choice."""
     u, nu, keep = rows.u, rows.nu, rows.keep
     if per_unit is not None:
-        busy_unit = per_unit > max_groups
+        busy_unit = per_unit > groups_per_unit
         busy_units = int(np.count_nonzero(busy_unit))
         if not busy_units:
             return keep
         if busy_units * 2 <= np.count_nonzero(per_unit):  # few busy units: only theirs
             idx = np.flatnonzero(busy_unit[u])
-            keep[idx[~_choose_groups(u[idx], groups[idx], nu, max_groups, gen,
+            keep[idx[~_choose_groups(u[idx], groups[idx], nu, groups_per_unit, gen,
                                      code_range)]] = False
             return keep
-    chosen = _choose_groups(u, groups, nu, max_groups, gen, code_range)
+    chosen = _choose_groups(u, groups, nu, groups_per_unit, gen, code_range)
     return chosen if rows.all_valid else keep & chosen
 
 
-def _keep_rows(units: I64, groups: I64 | None, rows: _Rows, limit: int, max_rows: int,
-               max_total: int | None, gen: np.random.Generator, ng: int
+def _keep_rows(units: I64, groups: I64 | None, rows: _Rows, limit: int, rows_per_group: int,
+               rows_per_unit: int | None, gen: np.random.Generator, ng: int
                ) -> tuple[Bools, npt.NDArray[np.intp] | None]:
-    """The row step: in each (unit, group) pair at most ``max_rows`` kept rows, and at most
-    ``max_total`` per unit, chosen by one uniform random order (:func:`_select_rows`); only
+    """The row step: in each (unit, group) pair at most ``rows_per_group`` kept rows, and at most
+    ``rows_per_unit`` per unit, chosen by one uniform random order (:func:`_select_rows`); only
     units with more than ``limit`` kept rows are read again."""
     u, nu, keep = rows.u, rows.nu, rows.keep
     # few rows kept (one group of many): only those are read; else one pass over all rows
@@ -540,14 +540,14 @@ def _keep_rows(units: I64, groups: I64 | None, rows: _Rows, limit: int, max_rows
     idx = np.flatnonzero(heavy_rows) if few is None else few[heavy_rows]
     # the pair of each heavy row only (not of every row: a pass and an array per row)
     pairs = units[idx] if groups is None else units[idx].astype(np.int64) * ng + groups[idx]
-    kept = _select_rows(pairs, idx, max_rows, gen, units[idx], max_total)
+    kept = _select_rows(pairs, idx, rows_per_group, gen, units[idx], rows_per_unit)
     keep[idx] = False
     keep[kept] = True
     return keep, None
 
 
-def bound_rows(units: I64, groups: I64 | None, max_rows: int, max_groups: int,
-               gen: np.random.Generator, max_total: int | None = None
+def bound_rows(units: I64, groups: I64 | None, rows_per_group: int, groups_per_unit: int,
+               gen: np.random.Generator, rows_per_unit: int | None = None
                ) -> tuple[Bools, npt.NDArray[np.intp] | None]:
     """:func:`bound_contributions`: its mask, and the kept rows' indices when it listed them
     on the way (None: not listed), so that the caller need not list them again.
@@ -558,22 +558,23 @@ def bound_rows(units: I64, groups: I64 | None, max_rows: int, max_groups: int,
         return np.zeros(0, dtype=bool), None
     code_range = None if groups is None else _code_range(groups)
     rows = _valid_rows(units, groups, code_range)
-    limit = max_rows if max_total is None else min(max_rows, max_total)
-    choose = code_range is not None and max_groups < code_range[1] + 1
-    if choose and units.size >= CHOOSE_WITHOUT_COUNT * rows.nu * max_groups:
+    limit = rows_per_group if rows_per_unit is None else min(rows_per_group, rows_per_unit)
+    choose = code_range is not None and groups_per_unit < code_range[1] + 1
+    if choose and units.size >= CHOOSE_WITHOUT_COUNT * rows.nu * groups_per_unit:
         # many more rows than units can keep pairs: choose among every unit's pairs, with no
-        # count of rows per unit first (a unit with at most max_groups rows keeps all its
+        # count of rows per unit first (a unit with at most groups_per_unit rows keeps all its
         # pairs: the same choice); rows are counted after, among the kept ones
         assert groups is not None and code_range is not None
-        rows = rows._replace(keep=_keep_groups(rows, groups, max_groups, gen, code_range, None))
+        rows = rows._replace(keep=_keep_groups(rows, groups, groups_per_unit, gen, code_range,
+                                               None))
     else:
         per_unit = np.bincount(rows.u, minlength=rows.nu)
         per_unit[rows.nu - 1] = 0
         if choose:
             assert groups is not None and code_range is not None
-            rows = rows._replace(keep=_keep_groups(rows, groups, max_groups, gen, code_range,
+            rows = rows._replace(keep=_keep_groups(rows, groups, groups_per_unit, gen, code_range,
                                                    per_unit))
         if int(per_unit.max(initial=0)) <= limit:  # no unit has more rows than the bounds
             return rows.keep, None
     ng = code_range[1] + 1 if code_range is not None else 1
-    return _keep_rows(units, groups, rows, limit, max_rows, max_total, gen, ng)
+    return _keep_rows(units, groups, rows, limit, rows_per_group, rows_per_unit, gen, ng)

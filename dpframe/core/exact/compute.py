@@ -125,7 +125,7 @@ def square_request(column: str, lo: Fraction, hi: Fraction) -> AggregateRequest:
                             ilo, ihi, center=float(mid))
 
 
-#: ``max_groups`` of a request with no group step (no k declared, or k >= T).
+#: ``groups_per_unit`` of a request with no group step (no k declared, or k >= T).
 NO_GROUP_LIMIT = 1 << 62
 
 
@@ -134,7 +134,8 @@ class ComputeRequest:
     """Everything a backend needs to compute a release's exact aggregates, and nothing else.
 
     ``by`` and ``keys`` (public keys, when ``private_keys`` is false) give the groups;
-    ``privacy_unit`` with ``max_rows`` (per group) / ``max_groups`` / ``max_total`` the
+    ``privacy_unit`` with ``rows_per_group`` (per group) / ``groups_per_unit`` / ``rows_per_unit``
+    the
     contribution bounds a backend enforces
     (:func:`dpframe.core.exact.bounding.bound_contributions`);
     ``sample_rate`` Poisson sampling of units; ``unit_counts``: whether key selection needs
@@ -146,12 +147,12 @@ class ComputeRequest:
     keys: Mapping[str, tuple[object, ...]] = field(default_factory=dict)
     private_keys: bool = False
     privacy_unit: str | None = None
-    max_rows: int = 1
-    max_groups: int = 1
+    rows_per_group: int = 1
+    groups_per_unit: int = 1
     sample_rate: Fraction | None = None
     unit_counts: bool = False
     #: T: a unit's rows over every group, when that step binds (None: it cannot)
-    max_total: int | None = None
+    rows_per_unit: int | None = None
     #: count the rows clamping and bounding changed (``diagnostics=``): each unit's dropped
     #: rows counted up to this cap (None: no diagnostics)
     diagnostics_cap: int | None = None
@@ -161,7 +162,7 @@ class ComputeRequest:
         """The total bound a block may apply when pre-selecting: T without a group step (the
         per-group and total steps compose over unions of blocks), else None (with a group
         step a block may keep groups the union drops, so T is applied once, at the end)."""
-        return self.max_total if self.max_groups >= NO_GROUP_LIMIT else None
+        return self.rows_per_unit if self.groups_per_unit >= NO_GROUP_LIMIT else None
 
     @property
     def columns(self) -> list[str]:

@@ -34,17 +34,19 @@ def _session() -> dpf.Session:
         return dpf.Session(1000.0, 1e-3)
 
 
-def _request(max_rows: int, max_groups: int = 1, by: tuple[str, ...] = ()) -> ComputeRequest:
+def _request(rows_per_group: int, groups_per_unit: int = 1,
+             by: tuple[str, ...] = ()) -> ComputeRequest:
     req = AggregateRequest(kind="rows", column=None)
     return ComputeRequest((req,), by=by, keys={c: tuple(KEYS[c]) for c in by},
-                          privacy_unit="u", max_rows=max_rows, max_groups=max_groups)
+                          privacy_unit="u", rows_per_group=rows_per_group,
+                          groups_per_unit=groups_per_unit)
 
 
 def _light_row_kept_rate(trials: int, redraw_carried: bool) -> float:
     """How often a plainly spilled row of a pair is kept beside 100 rows of that pair which pass
-    1 pre-selected (``max_rows=1``): the uniform choice keeps it with probability 1/101.
+    1 pre-selected (``rows_per_group=1``): the uniform choice keeps it with probability 1/101.
     ``redraw_carried``: the wrong rule that forgets the carried priorities (1/2)."""
-    req = _request(max_rows=1)
+    req = _request(rows_per_group=1)
     heavy = pa.record_batch({"u": pa.array(np.zeros(100, dtype=np.int64)),
                              "x": pa.array(np.zeros(100))})
     light = pa.table({"u": pa.array([0], pa.int64()), "x": pa.array([1.0]),
@@ -75,8 +77,8 @@ def test_a_light_row_beside_carried_rows_is_kept_uniformly() -> None:
 
 
 def test_preselect_keeps_each_units_bound_and_its_own_rows() -> None:
-    """Per unit at most max_groups groups and max_rows rows per group, all rows of a light unit
-    kept, a unit with a missing id dropped; the kept rows are rows of the slice."""
+    """Per unit at most groups_per_unit groups and rows_per_group rows per group, all rows of
+    a light unit kept, a unit with a missing id dropped; the kept rows are rows of the slice."""
     rng = np.random.default_rng(5)
     n = 5000
     u = rng.integers(0, 40, n)
@@ -85,7 +87,7 @@ def test_preselect_keeps_each_units_bound_and_its_own_rows() -> None:
     batch = pa.record_batch({"u": pa.array(u.astype(float)), "__dpframe_group__": pa.array(g),
                              "i": pa.array(np.arange(n))})
     batch = batch.set_column(0, "u", pa.array(np.where(np.arange(n) == 10, np.nan, u)))
-    req = _request(max_rows=4, max_groups=2, by=("g",))
+    req = _request(rows_per_group=4, groups_per_unit=2, by=("g",))
     out = carried.preselect(batch, req, "u", "__dpframe_group__", 3, rng).to_pandas()
     assert 10 not in set(out["i"])  # NaN: a missing unit
     sizes = out.groupby(["u", "__dpframe_group__"]).size()
@@ -131,9 +133,9 @@ def _partition_sizes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 @pytest.mark.parametrize("unit", ["u", "t"])  # integer ids (blocks) and text ids (words)
 def test_a_heavy_unit_never_reaches_pass_2_whole(heavy_dir: Path, unit: str, keys: str,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    """The heavy unit's 48,000 rows arrive in pass 2 as at most max_rows rows per batch, and
-    the exact aggregates equal pandas' (each light unit keeps its row, the heavy one
-    max_rows rows of x = 1)."""
+    """The heavy unit's 48,000 rows arrive in pass 2 as at most rows_per_group rows per batch,
+    and the exact aggregates equal pandas' (each light unit keeps its row, the heavy one
+    rows_per_group rows of x = 1)."""
     sizes = _partition_sizes(monkeypatch)
     df = pd.read_parquet(heavy_dir)
     opts = {"bounds": BOUNDS, "keys": KEYS, "privacy_unit": unit, "max_rows_per_unit": 3}
@@ -162,7 +164,7 @@ def test_the_selection_is_the_uniform_one_end_to_end(tmp_path: Path) -> None:
     df = pd.DataFrame({"u": np.zeros(1000, dtype=np.int64), "g": rng.permutation(g),
                        "x": np.ones(1000)})
     pq.write_table(pa.Table.from_pandas(df, preserve_index=False), tmp_path / "d.parquet")
-    req = _request(max_rows=1, by=("g",))
+    req = _request(rows_per_group=1, by=("g",))
     backend = dpf.scan(tmp_path, batch_size=100, partitions=2).backend
     trials = 300
     picks_b = 0
@@ -191,16 +193,16 @@ def test_no_heavy_slice_writes_no_carried_rows(heavy_dir: Path,
     light = df[df["u"] != 5]
     pq.write_table(pa.Table.from_pandas(light, preserve_index=False), heavy_dir / "d.parquet")
     backend = dpf.scan(heavy_dir, batch_size=6_000, partitions=4).backend
-    backend.exact(_request(max_rows=3, by=("g",)), np.random.default_rng(0))
+    backend.exact(_request(rows_per_group=3, by=("g",)), np.random.default_rng(0))
     assert calls == []
     pq.write_table(pa.Table.from_pandas(df, preserve_index=False), heavy_dir / "d.parquet")
     # a scan reads the snapshot it opened (a rewritten file is refused): open it again
     backend = dpf.scan(heavy_dir, batch_size=6_000, partitions=4).backend
-    backend.exact(_request(max_rows=3, by=("g",)), np.random.default_rng(0))
+    backend.exact(_request(rows_per_group=3, by=("g",)), np.random.default_rng(0))
     assert calls  # every batch holds about 4,800 heavy rows: over its limit of 3,256
     calls.clear()
     private = ComputeRequest((AggregateRequest(kind="rows", column=None),), by=("g",),
-                             privacy_unit="u", max_rows=3, private_keys=True)
+                             privacy_unit="u", rows_per_group=3, private_keys=True)
     backend.exact(private, np.random.default_rng(0))
     assert calls  # private keys too, ranked in the canonical order of keys
 
@@ -228,7 +230,7 @@ def test_selecting_again_over_carried_rows_is_selecting_over_all_rows() -> None:
     n = 3000
     u = rng.integers(0, 60, n)
     g = rng.integers(0, 4, n).astype(np.int8)
-    req = _request(max_rows=3, max_groups=2, by=("g",))
+    req = _request(rows_per_group=3, groups_per_unit=2, by=("g",))
     salt = 12345
 
     def block(rows: np.ndarray) -> pa.RecordBatch:
@@ -269,10 +271,10 @@ def test_both_passes_share_the_pair_salt(heavy_dir: Path,
     monkeypatch.setattr(arrow_backend, "preselect", pre)
     monkeypatch.setattr(arrow_backend, "bound_by_priority", bound)
     backend = dpf.scan(heavy_dir, batch_size=6_000, partitions=4).backend
-    backend.exact(_request(max_rows=3, by=("g",)), np.random.default_rng(0))
+    backend.exact(_request(rows_per_group=3, by=("g",)), np.random.default_rng(0))
     assert {"pre", "bound"} == {kind for kind, _ in salts}
     assert len({salt for _, salt in salts}) == 1
-    backend.exact(_request(max_rows=3, by=("g",)), np.random.default_rng(1))
+    backend.exact(_request(rows_per_group=3, by=("g",)), np.random.default_rng(1))
     assert len({salt for _, salt in salts}) == 2  # fresh per release
 
 
@@ -295,7 +297,7 @@ def test_private_keys_preselect_by_one_order_in_every_block(ties: bool,
     labels = np.array([f"k{i:02d}" for i in range(30)], dtype=object)
     g = labels[rng.integers(0, 30, n)]
     req = ComputeRequest((AggregateRequest(kind="rows", column=None),), by=("g",),
-                         privacy_unit="u", max_rows=2, max_groups=2, private_keys=True)
+                         privacy_unit="u", rows_per_group=2, groups_per_unit=2, private_keys=True)
     salt = 99
 
     def block(rows: np.ndarray) -> pa.RecordBatch:

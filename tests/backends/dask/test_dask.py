@@ -542,17 +542,17 @@ def test_units_whose_words_collide_stay_two_units(unit_ids: list[Any],
     assert counts.tolist() == [1, 1]  # two units, one row each: both kept
 
 
-def _bounded_request(max_rows: int) -> Any:
+def _bounded_request(rows_per_group: int) -> Any:
     """A unit-level count and sum of ``x`` in [0, 1] over one public group ``g = "a"``."""
     q = Query((Measure("count"), Measure("sum", "x")), Fraction(1), by=("g",),
               keys={"g": ("a",)}, bounds={"x": (0, 1)}, privacy_unit="u",
-              max_rows_per_unit=max_rows, max_groups_per_unit=1)
+              max_rows_per_unit=rows_per_group, max_groups_per_unit=1)
     frame = pd.DataFrame({"u": [0], "g": ["a"], "x": [0]})
     return prepare(_session(), q, DaskBackend(dd.from_pandas(frame, npartitions=1))).compute
 
 
 def test_pre_selection_ships_row_priorities_only_where_it_read_them() -> None:
-    """Row priorities are drawn only for rows of pairs holding more than ``max_rows`` rows in
+    """Row priorities are drawn only for rows of pairs holding more than ``rows_per_group`` rows in
     the partition (the only ones read); a partition with none ships no priority column, one
     with some ships them exact (UInt64, missing for the rows of lighter pairs), and a bucket
     of both kinds of frames keeps them exact."""
@@ -580,7 +580,7 @@ def test_pre_selection_ships_row_priorities_only_where_it_read_them() -> None:
 
 def test_pre_selected_rows_keep_the_priorities_their_partition_drew() -> None:
     """Deferred row priorities must be drawn once: a pair of 20 rows in partition A
-    (pre-selected to 10) and 1 row in partition B, ``max_rows`` 10, keeps B's row with
+    (pre-selected to 10) and 1 row in partition B, ``rows_per_group`` 10, keeps B's row with
     probability 10/21, as bounding over all 21 rows does. Drawing again at the bucket for A's
     survivors would keep it with probability 10/11 (they are the least of 20 draws). Through
     the Dask helpers, 1000 seeded releases; binomial tolerance, 4.5 standard deviations (the

@@ -189,11 +189,12 @@ def test_a_read_that_fails_for_good_spends_nothing(spark: Any, tmp_path: Path,
     assert s.spent_exact == (0, 0)
 
 
-def _count_request(max_rows: int, max_total: int | None = None) -> ComputeRequest:
-    """An ungrouped integer sum of x at unit level, per unit ``max_rows`` rows."""
+def _count_request(rows_per_group: int, rows_per_unit: int | None = None) -> ComputeRequest:
+    """An ungrouped integer sum of x at unit level, per unit ``rows_per_group`` rows."""
     return ComputeRequest((fixed_point_request("x", Fraction(0), Fraction(1), Fraction(0),
-                                               True),), privacy_unit="u", max_rows=max_rows,
-                          max_total=max_total)
+                                               True),), privacy_unit="u",
+                                               rows_per_group=rows_per_group,
+                          rows_per_unit=rows_per_unit)
 
 
 def test_a_heavy_unit_is_preselected_in_each_chunk() -> None:
