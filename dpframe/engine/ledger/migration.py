@@ -25,17 +25,38 @@ import sqlite3
 import tempfile
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ...errors import LedgerError
+from .connection import LedgerConnection
 from .files import _fsync, _remove, ledger_file
 from .legacy import migrate_any
 from .reports import checked_path
 from .schema import APP_ID, SCHEMA_VERSION
 from .signals import signals_held
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .sqlite import SqliteLedger
+
+class Migratable(Protocol):
+    """What a migration needs of the ledger class (:class:`~.sqlite.SqliteLedger`), named
+    here so that this module does not import it: ``sqlite`` imports ``migration``, never the
+    other way round (no import circle, not even for types)."""
+
+    path: Path
+    _db: LedgerConnection
+
+    def __init__(self, path: str | os.PathLike[str], *, readonly: bool = ...,
+                 timeout: float = ...) -> None: ...
+
+    def _setup(self, name: str | None, readonly: bool, timeout: float, *,
+               needs_file: bool) -> None: ...
+
+    def _prepare_writable(self, nothing: str) -> None: ...
+
+    def _check_version(self, version: Any) -> None: ...
+
+    def verify(self) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...
 
 
 def backup_target(path: Path, version: int, backup: str | os.PathLike[str] | None) -> Path:
@@ -100,7 +121,7 @@ def _version(conn: sqlite3.Connection) -> int | None:
     return int(row[1])
 
 
-def migrate_file(cls: type[SqliteLedger], path: str | os.PathLike[str], *,
+def migrate_file(cls: type[Migratable], path: str | os.PathLike[str], *,
                  session: str | None, timeout: float,
                  backup: str | os.PathLike[str] | None, make_backup: bool = True
                  ) -> dict[str, Any]:
@@ -137,7 +158,7 @@ def migrate_file(cls: type[SqliteLedger], path: str | os.PathLike[str], *,
         ledger.close()
 
 
-def dry_run(cls: type[SqliteLedger], path: str | os.PathLike[str], *, session: str | None,
+def dry_run(cls: type[Migratable], path: str | os.PathLike[str], *, session: str | None,
             timeout: float, backup: str | os.PathLike[str] | None) -> dict[str, Any]:
     """The migration run on a private copy: its report, with ``backup`` the path a real run
     would write (after checking that it is free) and ``dry_run`` True; the ledger is not
@@ -166,4 +187,4 @@ def dry_run(cls: type[SqliteLedger], path: str | os.PathLike[str], *, session: s
     return {**report, "backup": None if target is None else str(target), "dry_run": True}
 
 
-__all__ = ["backup_target", "dry_run", "migrate_file", "write_backup"]
+__all__ = ["Migratable", "backup_target", "dry_run", "migrate_file", "write_backup"]

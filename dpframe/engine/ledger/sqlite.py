@@ -25,6 +25,7 @@ from ...core.accountant import Accountant
 from ...core.accounting import Number, PrivacyCost
 from ...core.numbers import format_number
 from ...errors import LedgerError, OutcomeNotRecordedError
+from . import migration
 from .chain import (
     Head,
     advance_checkpoint,
@@ -175,12 +176,9 @@ class SqliteLedger:
         (False: the ledger was already current, nothing written), ``from_schema`` and
         ``backup`` (the path written); ``LedgerError`` otherwise, nothing changed. With
         ``dry_run``, the migration runs on a private copy: nothing is written."""
-        from .migration import dry_run as dry
-        from .migration import migrate_file
-
         if dry_run:
-            return dry(cls, path, session=session, timeout=timeout, backup=backup)
-        return migrate_file(cls, path, session=session, timeout=timeout, backup=backup)
+            return migration.dry_run(cls, path, session=session, timeout=timeout, backup=backup)
+        return migration.migrate_file(cls, path, session=session, timeout=timeout, backup=backup)
 
     @property
     def accountant(self) -> Accountant:
