@@ -48,6 +48,12 @@ def positional(name: str, names: Mapping[str, Aggregate] | None = None) -> tuple
     return ("column", *(NAMES if names is None else names)[name].arguments(name))
 
 
+def released_as(name: object) -> Aggregate | None:
+    """The aggregate a release's provenance names (its ``"aggregate"``: the op, or a label),
+    when that name is an op; None for a label or anything else."""
+    return AGGREGATES.get(name) if isinstance(name, str) else None
+
+
 def aggregate(op: str) -> Aggregate:
     """The aggregate of a Query op name (``ValidationError`` when there is none)."""
     try:
@@ -58,4 +64,4 @@ def aggregate(op: str) -> Aggregate:
 
 __all__ = ["AGGREGATES", "LEVELS", "LOG_GRID_RANGE", "MAX_LEVEL_DENOMINATOR", "NAMES",
            "Aggregate", "agg_names", "aggregate", "histogram_edges", "log_candidates",
-           "positional"]
+           "positional", "released_as"]
