@@ -1,8 +1,9 @@
 """The aggregate registry: one module per aggregate, each an
 :class:`~dpframe.core.measure.Aggregate`.
 
-To add an aggregate: write its module here (checks, plan with the sensitivity and its proof
-sketch, its mechanisms by name and its own params type, release, description), add it to
+To add an aggregate: write its module here (its measures' own params type, checked when
+built, as ``params_type``; checks, plan with the sensitivity and its proof sketch, its
+mechanisms by name and its plans' params type, release, description), add it to
 :data:`AGGREGATES` and a docs row. An aggregate that takes only a column gets its front methods
 generated from the registry (``dpframe/fronts/registered.py``); one with arguments of its own
 (a level, bins) needs a front method on ``PrivateFrame`` / ``PrivateGroupBy``. The CLI's
