@@ -240,6 +240,8 @@ class Aggregate(Generic[P]):
     additive: ClassVar[bool] = False
     #: Its exact value is zero where a group has no row (the near-zero hint checks it).
     zero_when_empty: ClassVar[bool] = False
+    #: ``rollup=True`` may release it: the sum of its leaves is each level's exact value.
+    rollup: ClassVar[bool] = False
     #: The name of a lone measure's value column in exported tables when its values are not
     #: named after its column (``"count"``: counts of rows, per group or bin); None otherwise.
     value_name: ClassVar[str | None] = None

@@ -50,8 +50,8 @@ def positional(name: str, names: Mapping[str, Aggregate] | None = None) -> tuple
 
 
 def released_as(name: object) -> Aggregate | None:
-    """The aggregate a release's provenance names (its ``"aggregate"``: the op, or a label),
-    when that name is an op; None for a label or anything else."""
+    """The aggregate of ``name`` when it is an op (a release's provenance names its measures'
+    op or label as ``"aggregate"``), else None (a label, anything else): never raises."""
     return AGGREGATES.get(name) if isinstance(name, str) else None
 
 

@@ -30,6 +30,7 @@ class Count(AdditiveCount[None]):
     additive = True
     value_name = "count"
     zero_when_empty = True
+    rollup = True
     needs_column = False
 
     def check(self, m: Measure, query: Query) -> None:
