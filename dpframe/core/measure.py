@@ -216,7 +216,9 @@ class Aggregate(Generic[P]):
     CLI's tables, ``agg``'s names and the spec's positional arguments are derived from these
     (:mod:`dpframe.core.aggregates`), never kept by hand. ``main`` names the mechanism of
     :attr:`MeasurePlan.mechanisms` whose name and noise the description leads with. ``P`` is
-    the type of its plans' :attr:`MeasurePlan.params`.
+    the type of its plans' :attr:`MeasurePlan.params`; ``params_type`` that of its measures'
+    own arguments, which :meth:`measure` builds and checks. ``additive``, ``zero_when_empty``,
+    ``rollup`` and ``value_name`` tell plots, exports, hints and rollups what they need.
     """
 
     op: ClassVar[str]
