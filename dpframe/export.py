@@ -26,6 +26,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ._json import jsonable
+from .core.aggregates import released_as
 from .core.apply import CoreRelease
 from .core.digest import values_digest
 from .core.measure import MeasureRelease
@@ -218,8 +219,12 @@ def claimed_provenance(prov: Mapping[str, Any], digest: str) -> Mapping[str, Any
 # -- tables from releases ------------------------------------------------------------------------
 
 def _value_base(column: object, aggregate: object) -> str:
-    """A lone measure's value column: ``count`` for counts and histograms, else its column."""
-    return "count" if column is None or aggregate in ("count", "histogram") else str(column)
+    """A lone measure's value column: its aggregate's ``value_name`` (``count`` for counts and
+    histograms), ``count`` without a column, else its column."""
+    agg = released_as(aggregate)
+    if agg is not None and agg.value_name is not None:
+        return agg.value_name
+    return "count" if column is None else str(column)
 
 
 def _value_name(m: MeasureRelease, multi: bool, taken: set[str]) -> str:
@@ -383,7 +388,8 @@ def _scalar_bounds(value: int | float, aggregate: object,
     lower, upper = getattr(value, "lower", None), getattr(value, "upper", None)
     if lower is not None and upper is not None:
         return lower, upper
-    if aggregate in ("count", "sum") and isinstance(half_width, int | float):
+    agg = released_as(aggregate)
+    if agg is not None and agg.additive and isinstance(half_width, int | float):
         return float(value) - half_width, float(value) + half_width
     return None
 

@@ -21,17 +21,14 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import pandas as pd
 
+from .core.aggregates import released_as
+
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
     from .engine.session import Session
 
 __all__ = ["plot_budget", "plot_grouped", "plot_histogram"]
-
-#: Aggregates whose provenance ``ci_half_width`` is the half-width of the released value itself
-#: (for a mean it describes the noisy sum, not the ratio, so a mean needs ``ci=``).
-_ADDITIVE = ("count", "sum", "histogram")
-
 
 def _pyplot() -> Any:
     try:
@@ -61,8 +58,11 @@ def _measures(result: Any) -> list[dict[str, Any]]:
 
 
 def _half_width(measure: dict[str, Any] | None) -> float | None:
-    """The interval half-width published for an additive-noise measure, else None."""
-    if not measure or measure.get("aggregate") not in _ADDITIVE:
+    """The interval half-width published for an additive-noise measure (its aggregate's
+    ``additive``: for a mean it describes the noisy sum, not the ratio, so a mean needs
+    ``ci=``), else None."""
+    agg = released_as(measure.get("aggregate")) if measure else None
+    if measure is None or agg is None or not agg.additive:
         return None
     hw = measure.get("ci_half_width")
     if hw is None or not np.isfinite(float(hw)):

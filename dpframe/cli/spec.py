@@ -18,13 +18,23 @@ from typing import Any
 
 from pydantic import ValidationError as PydanticValidationError
 
+from ..core.aggregates import NAMES
 from .schema import AGGREGATES, OUTPUT_FORMATS, QueryTable, SpecModel
 from .spec_errors import SpecError, spec_error
 
 #: A spec is a small text file; anything larger is some other file given by mistake.
 MAX_SPEC_BYTES = 1 << 20
-#: Fields that only one aggregate uses (the others ignore them).
-_ONLY_FOR = {"bins": "histogram", "q": "quantile", "aggregates": "agg"}
+
+
+def _taken_by(aggregate: str) -> tuple[str, ...]:
+    """The fields of its own a ``[[query]]`` of ``aggregate`` takes: ``agg``'s mapping, or the
+    aggregate's arguments (:meth:`~dpframe.core.measure.Aggregate.arguments`)."""
+    return ("aggregates",) if aggregate == "agg" else NAMES[aggregate].arguments(aggregate)
+
+
+#: Fields that only the aggregates taking them use (the others ignore them): ``agg``'s mapping
+#: and every aggregate's own arguments (a quantile's ``q``, a histogram's ``bins``).
+_OWN_FIELDS = frozenset(("aggregates", *(f for n in NAMES for f in _taken_by(n))))
 
 
 @dataclass
@@ -217,7 +227,7 @@ def parse_spec(raw: Mapping[str, Any], path: Path) -> ReleaseSpec:
 
 def _query_spec(q: QueryTable, i: int) -> QuerySpec:
     """A ``[[query]]`` table as a QuerySpec (fields of other aggregates left out)."""
-    unused = {f for f, agg in _ONLY_FOR.items() if agg != q.aggregate}
+    unused = _OWN_FIELDS - set(_taken_by(q.aggregate))
     given = q.model_dump(exclude={"name", "keys", "by", "weights", *unused})
     return QuerySpec(name=q.name or f"query{i + 1}", by=list(q.by or []),
                      private_keys=q.keys == "private", weights=q.weights or None, **given)

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import KeysError, ValidationError
-from .aggregates import aggregate
+from .aggregates import aggregate, released_as
 from .consistency import Tree, gls, half_widths
 from .exact.compute import ExactAggregates, add_into
 from .measure import MeasurePlan, MeasureRelease
@@ -41,8 +41,6 @@ if TYPE_CHECKING:
     from .measure import PlanContext
     from .query import Query
 
-#: The aggregates a rollup releases (sums of leaves are their levels' exact values).
-ROLLUP_OPS = ("count", "sum")
 #: The least noise variance GLS weighs with (core/consistency.py divides by variances).
 MIN_VARIANCE = 1e-300
 #: pandas' ``pivot_table(margins=True)`` label of a margin.
@@ -72,7 +70,8 @@ def check_rollup(query: Query) -> None:
     problems = (
         (not query.by, "rollup=True needs a groupby"),
         (query.private_keys, "rollup=True needs public keys (not keys='private')"),
-        (len(query.measures) != 1 or query.measures[0].op not in ROLLUP_OPS,
+        (len(query.measures) != 1 or not getattr(released_as(query.measures[0].op),
+                                                  "rollup", False),
          "rollup=True releases one count or sum"),
         (query.mechanism == "gaussian", "rollup=True releases Laplace noise (geometric for "
          "counts): mechanism='gaussian' is not available with it"),

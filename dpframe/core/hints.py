@@ -14,11 +14,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .aggregates import aggregate
 from .measure import MeasurePlan, MeasureRelease
 from .selection import SelectionPlan, half_count
-
-#: Additive aggregates whose value is zero where a key has no row.
-ZERO_WHEN_EMPTY = frozenset({"count", "sum", "count_distinct"})
 
 #: Chance that the hint stays silent when every true value is zero (Bonferroni over the keys).
 MISS_RATE = 0.05
@@ -36,7 +34,7 @@ def near_zero_hint(plans: Sequence[MeasurePlan], released: Sequence[MeasureRelea
     checked = 0
     for mp, m in zip(plans, released, strict=True):
         noises = mp.noises()
-        if mp.measure.op not in ZERO_WHEN_EMPTY or len(noises) != 1:
+        if not aggregate(mp.measure.op).zero_when_empty or len(noises) != 1:
             continue
         values = np.asarray(m.values, dtype=np.float64)
         if values.size and np.max(np.abs(values)) > noises[0].half_width(level):
@@ -85,4 +83,4 @@ def no_keys_hint(selection: SelectionPlan, by: Sequence[str], groups: int,
             "privacy")
 
 
-__all__ = ["MISS_RATE", "NO_KEYS", "ZERO_WHEN_EMPTY", "near_zero_hint", "no_keys_hint"]
+__all__ = ["MISS_RATE", "NO_KEYS", "near_zero_hint", "no_keys_hint"]

@@ -17,7 +17,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -27,10 +27,11 @@ from .exact.compute import AggregateRequest, ExactAggregates
 from .knorm import JointRelease, JointRole
 from .noise.mechanisms import ExponentialSpec, NoiseSpec, noise_spec
 from .noise.rng import RandomSource
+from .query import NO_PARAMS, Measure, NoParams
 from .sensitivity import Contribution, Relation, Sensitivity, count_sensitivity, sum_sensitivity
 
 if TYPE_CHECKING:
-    from .query import Measure, Query
+    from .query import Query
 
 
 #: One named mechanism of a measure: additive noise, the exponential mechanism, or its part
@@ -215,7 +216,9 @@ class Aggregate(Generic[P]):
     CLI's tables, ``agg``'s names and the spec's positional arguments are derived from these
     (:mod:`dpframe.core.aggregates`), never kept by hand. ``main`` names the mechanism of
     :attr:`MeasurePlan.mechanisms` whose name and noise the description leads with. ``P`` is
-    the type of its plans' :attr:`MeasurePlan.params`.
+    the type of its plans' :attr:`MeasurePlan.params`; ``params_type`` that of its measures'
+    own arguments, which :meth:`measure` builds and checks. ``additive``, ``zero_when_empty``,
+    ``rollup`` and ``value_name`` tell plots, exports, hints and rollups what they need.
     """
 
     op: ClassVar[str]
@@ -230,6 +233,33 @@ class Aggregate(Generic[P]):
     main: ClassVar[str] = "count"
     #: An ungrouped release is an integer (``DPInt``), not a ``DPFloat`` (generated fronts).
     integer_result: ClassVar[bool] = False
+    #: The type of its measures' :attr:`Measure.params <dpframe.core.query.Measure.params>`: a
+    #: frozen dataclass its module defines, checking its fields when built
+    #: (:func:`~dpframe.core.validate.validate_measure` refuses a measure with others).
+    params_type: ClassVar[type[Any]] = NoParams
+    #: Its description's ``ci_half_width`` is the half-width of the released value itself
+    #: (plots and exports draw it; a mean's describes its noisy sum, not the ratio).
+    additive: ClassVar[bool] = False
+    #: Its exact value is zero where a group has no row (the near-zero hint checks it).
+    zero_when_empty: ClassVar[bool] = False
+    #: ``rollup=True`` may release it: the sum of its leaves is each level's exact value.
+    rollup: ClassVar[bool] = False
+    #: The name of a lone measure's value column in exported tables when its values are not
+    #: named after its column (``"count"``: counts of rows, per group or bin); None otherwise.
+    value_name: ClassVar[str | None] = None
+
+    def measure(self, column: str | None = None, *, label: str = "",
+                weight: Fraction = Fraction(1), **params: Any) -> Measure[Any]:
+        """A measure of this aggregate: ``params`` are the fields of :attr:`params_type`,
+        which checks them (``ValidationError`` before any charge)."""
+        own = NO_PARAMS if self.params_type is NoParams and not params else self.params_type(
+            **params)
+        return Measure(self.op, column, label, weight, own)
+
+    def levels(self, m: Measure[Any]) -> tuple[Fraction, ...] | None:
+        """The levels of a measure released at several levels at once (one value per group
+        and level, in the order asked: a joint quantile's), or None (one value per group)."""
+        return None
 
     def arguments(self, name: str) -> tuple[str, ...]:
         """The arguments the front method and spec entry ``name`` need after the column (a

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from fractions import Fraction
-from typing import Literal, NamedTuple
+from typing import Generic, Literal, NamedTuple, TypeVar
 
 from ..errors import BoundsError, KeysError, ValidationError
 from .exact.compute import DEFAULT_QUANTILE_CELLS
@@ -62,21 +62,31 @@ def _is_level(ci: object) -> bool:
 
 
 @dataclass(frozen=True)
-class Measure:
-    """One released statistic: an operation on a column (or on rows, for counts)."""
+class NoParams:
+    """The parameters of an aggregate that takes none beyond its column (a count, a sum)."""
+
+
+#: The one :class:`NoParams` every measure without parameters shares.
+NO_PARAMS = NoParams()
+
+#: A measure's parameters: a frozen dataclass its aggregate's module defines and checks.
+P = TypeVar("P")
+
+
+@dataclass(frozen=True)
+class Measure(Generic[P]):
+    """One released statistic: an operation on a column (or on rows, for counts).
+
+    ``params`` are the aggregate's own arguments (a quantile's level, a histogram's bins, a
+    variance's ``ddof``), of the frozen type its module defines
+    (:attr:`~dpframe.core.measure.Aggregate.params_type`), checked when built: build one with
+    the aggregate's :meth:`~dpframe.core.measure.Aggregate.measure`."""
 
     op: Op
     column: str | None = None
     label: str = ""
-    q: Fraction | None = None            # quantile level (max = 1, min = 0)
-    edges: tuple[float, ...] | None = None  # histogram bin edges
-    right: bool = True                   # histogram bins closed on the right, like pd.cut
-    include_lowest: bool = False         # histogram: first bin also holds the lowest edge
-    grid: int = DEFAULT_GRID             # candidate grid size for quantiles
     weight: Fraction = Fraction(1)       # share of the query's epsilon (relative)
-    ddof: int = 1                        # var / std: delta degrees of freedom, as pandas
-    log_grid: bool = False               # quantile candidates log-spaced (bounds estimation)
-    levels: tuple[Fraction, ...] | None = None  # several quantile levels, released jointly
+    params: P = NO_PARAMS  # type: ignore[assignment]
 
     @property
     def name(self) -> str:

@@ -83,10 +83,17 @@ def check_size(query: Query) -> None:
 
 
 def validate_measure(query: Query, m: Measure, schema: Mapping[str, ColumnKind]) -> None:
-    """The generic checks of a measure's column, then its aggregate's own checks."""
+    """The generic checks of a measure's column, then its aggregate's own checks. Its
+    parameters are of the aggregate's own type (:attr:`~dpframe.core.measure.Aggregate.
+    params_type`), which checked them when built."""
     agg = aggregate(m.op)
     if m.weight <= 0:
         raise ValidationError("aggregate weights must be positive")
+    if not isinstance(m.params, agg.params_type):
+        raise ValidationError(
+            f"{m.op} takes parameters of type {agg.params_type.__name__}, not "
+            f"{type(m.params).__name__}: build the measure with its aggregate's measure(), "
+            f"e.g. dpframe.core.aggregates.AGGREGATES[{m.op!r}].measure(column, ...)")
     if m.column is None:
         if agg.needs_column:
             raise ValidationError(f"{m.op} needs a column")
@@ -147,9 +154,7 @@ def check_exponential_only(query: Query) -> None:
     exponential mechanism (quantiles, medians, maxima, minima) have no other mechanism. In an
     ``agg`` with an additive measure it applies to that measure. ``ci=`` works for quantiles
     (a rank-based interval, core/aggregates/quantile.py) but not for the log-spaced points of
-    bounds estimation."""
-    if any(m.log_grid for m in query.measures) and query.ci is not None:
-        raise ValidationError("ci= is not available for bounds estimation")
+    bounds estimation (the aggregate's own ``check``)."""
     if not all(aggregate(m.op).exponential for m in query.measures):
         return
     names = ", ".join(dict.fromkeys(m.name for m in query.measures))

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import numpy as np
 import pandas as pd
 
-from ..core.aggregates import LEVELS
+from ..core.aggregates import LEVELS, aggregate
 from ..core.names import close_names
 from ..core.numbers import to_fraction
 from ..core.query import Measure, quantile_level
@@ -218,16 +218,22 @@ def quantile_measure(column: str, label: str, q: object, resolution: object,
         if not qs:
             raise ValidationError("quantile levels q: give at least one")
         levels = tuple(quantile_level(v) for v in qs)
-        return Measure("quantile", column, label=label, q=levels[0], grid=as_grid(resolution),
-                       weight=weight, levels=levels)
+        return aggregate("quantile").measure(column, label=label, weight=weight, q=levels[0],
+                                             grid=as_grid(resolution), levels=levels)
     level = QUANTILE_LEVELS[label] if label in QUANTILE_LEVELS else quantile_level(q)
-    return Measure("quantile", column, label=label, q=level, grid=as_grid(resolution),
-                   weight=weight)
+    return aggregate("quantile").measure(column, label=label, weight=weight, q=level,
+                                         grid=as_grid(resolution))
+
+
+def measure_levels(m: Measure) -> tuple[Fraction, ...] | None:
+    """The levels of a measure released at several levels at once (a joint quantile's, in the
+    order asked: :meth:`~dpframe.core.measure.Aggregate.levels`), or None."""
+    return aggregate(m.op).levels(m)
 
 
 def level_index(m: Measure) -> pd.Index:
     """The levels of a joint quantile as pandas indexes them (floats, in the order asked)."""
-    return pd.Index([float(v) for v in (m.levels or ())], dtype="float64")
+    return pd.Index([float(v) for v in (measure_levels(m) or ())], dtype="float64")
 
 
 def levels_series(m: Measure, r: CoreRelease, column: str) -> pd.Series:

@@ -524,7 +524,8 @@ class Continual:
     def _query(self) -> tuple[Query, list[str]]:
         """The exact half's query (row level: units are bounded over the horizon first) and
         the columns it reads."""
-        measure = Measure("count") if self.column is None else Measure("sum", self.column)
+        measure: Measure[Any] = (Measure("count") if self.column is None
+                                 else Measure("sum", self.column))
         bounds: dict[str, tuple[float, float]] = {}
         if self.column is not None and self.bounds is not None:
             bounds[self.column] = (float(self.bounds[0]), float(self.bounds[1]))

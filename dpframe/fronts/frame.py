@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Unpack
 import pandas as pd
 
 from ..backends.base import Backend
-from ..core.aggregates import NAMES
+from ..core.aggregates import NAMES, aggregate
 from ..core.digest import derived_provenance
 from ..core.names import close_names
 from ..core.query import DEFAULT_GRID, DeclaredContribution, Measure, Query, quantile_level
@@ -30,6 +30,7 @@ from .arguments import (
     column_attribute,
     identifiers,
     levels_series,
+    measure_levels,
     options_checked,
     pipe_to,
     quantile_measure,
@@ -406,7 +407,7 @@ class PrivateFrame:
         return self._moment("std", column, ddof, options)
 
     def _moment(self, op: str, column: str, ddof: int, options: ReleaseOptions) -> DPFloat:
-        meas = Measure(op, column, ddof=as_ddof(ddof))
+        meas = aggregate(op).measure(column, ddof=as_ddof(ddof))
         r = self._rel.run(self._rel.query([meas], f"{op}({column})", **options))
         return as_float(r, options.get("ci"))
 
@@ -465,7 +466,7 @@ class PrivateFrame:
         rel = dataclasses.replace(rel, contribution=one_row, bounds={
             **rel.bounds, column: (-float(max_abs), float(max_abs))})
         edges = signed_octave_edges(float(max_abs))
-        meas = Measure("histogram", column, "bounds", edges=edges, right=False)
+        meas = aggregate("histogram").measure(column, label="bounds", edges=edges, right=False)
         q = rel.query([meas], f"bounds({column})", epsilon=options.get("epsilon"),
                       mechanism="laplace", postprocess=None)  # raw counts: the threshold
         r = rel.run(q)  # is for their noise
@@ -490,7 +491,7 @@ class PrivateFrame:
                   options: ReleaseOptions) -> Any:
         meas = quantile_measure(column, label, q, resolution)
         r = self._rel.run(self._rel.query([meas], description, **options))
-        if meas.levels is not None:  # quantile(list): a Series indexed by q
+        if measure_levels(meas) is not None:  # quantile(list): a Series indexed by q
             return levels_series(meas, r, column)
         return as_float(r, options.get("ci"))
 
@@ -593,7 +594,8 @@ class PrivateFrame:
         meas = self._rel.histogram_measure(column, bins, right, include_lowest)
         r = self._rel.run(self._rel.query([meas], f"histogram({column})", **options))
         m = r.measures[0]
-        index = histogram_index(meas.edges or (), right, meas.include_lowest, column)
+        assert m.layout is not None  # the declared bins (the measure's own)
+        index = histogram_index(m.layout.edges, right, m.layout.include_lowest, column)
         values = m.values.reshape(-1)
         if options.get("ci") is None:
             out: pd.Series | pd.DataFrame = pd.Series(values, index=index, name="count")

@@ -11,7 +11,7 @@ from typing import Any, ClassVar, Unpack
 import numpy as np
 import pandas as pd
 
-from ..core.aggregates import NAMES
+from ..core.aggregates import NAMES, aggregate
 from ..core.apply import CoreRelease
 from ..core.query import (
     DEFAULT_GRID,
@@ -26,6 +26,7 @@ from .arguments import (
     fraction_weights,
     identifiers,
     level_index,
+    measure_levels,
     options_checked,
     pipe_to,
     quantile_measure,
@@ -84,7 +85,7 @@ class PrivateGroupBy:
         idx = self._index(q, r)
         out: pd.Series | pd.DataFrame
         meas = q.measures[0]
-        if meas.levels is not None:  # pandas' groupby().quantile(list): (group, q) rows
+        if measure_levels(meas) is not None:  # pandas' groupby().quantile(list): (group, q)
             lv = level_index(meas)
             keys = [k if isinstance(k, tuple) else (k,) for k in idx]
             full = pd.MultiIndex.from_tuples([(*k, v) for k in keys for v in lv],
@@ -226,7 +227,7 @@ class PrivateGroupBy:
             >>> priv.groupby("g").var("x", epsilon=1e6).round(6).to_dict()
             {'a': 0.0, 'b': 0.0}
         """
-        return self._one(Measure("var", column, ddof=as_ddof(ddof)), column, options)
+        return self._one(aggregate("var").measure(column, ddof=as_ddof(ddof)), column, options)
 
     @releases(RETURNS_SERIES, *GROUPED)
     def std(self, column: str, *, ddof: int = 1, **options: Unpack[ReleaseOptions]
@@ -242,7 +243,7 @@ class PrivateGroupBy:
             >>> priv["x"].std(epsilon=1e6, ddof=0) > 0.99  # every row together
             True
         """
-        return self._one(Measure("std", column, ddof=as_ddof(ddof)), column, options)
+        return self._one(aggregate("std").measure(column, ddof=as_ddof(ddof)), column, options)
 
     @releases(RETURNS_SERIES, *GROUPED)
     def max(self, column: str, *, resolution: int = DEFAULT_GRID, **options: Unpack[ReleaseOptions]
@@ -339,7 +340,8 @@ class PrivateGroupBy:
                              **options)
         m = r.measures[0]
         groups = self._index(q, r)
-        bins_index = histogram_index(meas.edges or (), right, meas.include_lowest, column)
+        assert m.layout is not None  # the declared bins (the measure's own)
+        bins_index = histogram_index(m.layout.edges, right, m.layout.include_lowest, column)
         labels = [g if isinstance(groups, pd.MultiIndex) else (g,) for g in groups]
         index = pd.MultiIndex.from_tuples([(*g, b) for g in labels for b in bins_index],
                                           names=[*groups.names, column])
@@ -389,7 +391,7 @@ class PrivateGroupBy:
         size_columns(pairs, self._rel.backend.schema())
         measures = [quantile_measure(col, op, None, resolution, w) if op in QUANTILE_LEVELS
                     else Measure("count", None, label=op, weight=w) if op == SIZE
-                    else Measure(NAMES[op].op, col, label=op, weight=w)
+                    else NAMES[op].measure(col, label=op, weight=w)
                     for (col, op), w in zip(pairs, ws, strict=True)]
         q, r = self._release(measures, f"groupby({','.join(self._by)}).agg({labels})",
                              epsilon=epsilon, delta=delta, mechanism=mechanism, ci=ci,

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, TypeVar
 import numpy as np
 import pandas as pd
 
+from ..core.aggregates import aggregate
 from ..core.digest import derived_provenance
 from ..core.exact.values import NUMERIC_KINDS, sorted_order
 from ..core.names import close_names
@@ -87,12 +88,13 @@ def _column_measures(column: str, levels: list[float], resolution: int, joint: b
                      ) -> list[Measure]:
     """A column's count, mean, std and percentiles (one joint measure when ``joint``, at the
     weight the levels would have one by one)."""
-    out = [Measure(op, column, label=op) for op in DESCRIBE_STATS]
+    out = [aggregate(op).measure(column, label=op) for op in DESCRIBE_STATS]
     fr = tuple(quantile_level(q) for q in levels)
+    quantile = aggregate("quantile")
     if joint:
-        return [*out, Measure("quantile", column, label="quantile", q=fr[0], grid=resolution,
-                              weight=Fraction(len(fr)), levels=fr)]
-    return out + [Measure("quantile", column, label="quantile", q=f, grid=resolution)
+        return [*out, quantile.measure(column, label="quantile", weight=Fraction(len(fr)),
+                                       q=fr[0], grid=resolution, levels=fr)]
+    return out + [quantile.measure(column, label="quantile", q=f, grid=resolution)
                   for f in fr]
 
 

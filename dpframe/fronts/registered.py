@@ -35,7 +35,7 @@ def measure_of(name: str, column: str) -> Measure:
     """The measure a call ``name(column)`` releases: its aggregate's op, labelled ``name``
     when the name is not the op (``nunique`` is ``count_distinct``'s release)."""
     agg = NAMES[name]
-    return Measure(agg.op, column, label="" if name == agg.op else name)
+    return agg.measure(column, label="" if name == agg.op else name)
 
 
 def _method(name: str, agg: Aggregate, grouped: bool) -> Callable[..., Any]:

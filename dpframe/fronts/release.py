@@ -19,7 +19,7 @@ import numpy as np
 
 from ..backends.base import Backend
 from ..core.accuracy import validate_accuracy
-from ..core.aggregates import histogram_edges
+from ..core.aggregates import aggregate, histogram_edges
 from ..core.apply import CoreRelease
 from ..core.names import close_names
 from ..core.numbers import to_fraction
@@ -230,8 +230,8 @@ class Releaser:
                 raise ValidationError("bins must be a list of numbers or a number of bins"
                                       ) from None
         include_lowest = False if include_lowest is None else include_lowest
-        return Measure("histogram", column, edges=edges, right=right,
-                       include_lowest=include_lowest)
+        return aggregate("histogram").measure(column, edges=edges, right=right,
+                                              include_lowest=include_lowest)
 
     def choose_contribution_bounds(self, epsilon: float, by: str | Sequence[str] | None,
                                    cap: int, release_epsilon: float, release: str

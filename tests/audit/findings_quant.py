@@ -91,7 +91,7 @@ def neighbouring_histograms(c: tuple[int, ...], relation: str, rows: int
 
 def _laws(plan: object, cells: tuple[int, ...]) -> list[np.ndarray]:
     mp = plan.measures[0]  # type: ignore[attr-defined]
-    q = mp.measure.q
+    q = mp.measure.params.q
     c = np.asarray([cells], dtype=np.int64)
     laws = [pf_probabilities(rank_utilities(c, q)[0], mp.exponential("choice"))]
     t = mp.params.t

@@ -17,6 +17,7 @@ import pytest
 
 import dpframe as dpf
 from dpframe.core import knorm
+from dpframe.core.aggregates import AGGREGATES
 from dpframe.core.joint import _Builder, _roles
 from dpframe.core.knorm import box_norm_spec, box_pivot_half_width, coordinate
 from dpframe.core.measure import PlanContext
@@ -101,7 +102,8 @@ def test_pivot_quantile_matches_the_continuous_law() -> None:
 
 def _ctx(relation: str, rows: int | None, groups: int | None, total: int | None,
          grouped: bool) -> PlanContext:
-    q = Query((Measure("mean", "x"), Measure("var", "x"), Measure("sum", "y"), Measure("count")),
+    q = Query((Measure("mean", "x"), AGGREGATES["var"].measure("x"), Measure("sum", "y"),
+               Measure("count")),
               Fraction(1),
               bounds={"x": (Fraction(0), Fraction(10)), "y": (Fraction(-2), Fraction(6))},
               by=("g",) if grouped else ())

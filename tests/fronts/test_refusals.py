@@ -29,6 +29,7 @@ import dpframe as dpf
 from dpframe.backends.pandas import PandasBackend
 from dpframe.cli.runner import run_spec
 from dpframe.cli.spec_errors import SpecError
+from dpframe.core.aggregates import AGGREGATES
 from dpframe.core.query import Measure, Query
 from dpframe.engine import release as engine
 from dpframe.errors import BoundsError, DPError, KeysError, UnknownColumnError, ValidationError
@@ -42,8 +43,9 @@ KEYS: dict[str, list[object]] = {"g": ["a", "b"]}
 #: The query every hand-built case changes: a sum of x, valid.
 BASE = Query((Measure("sum", "x"),), E, bounds={c: b for c, b in BOUNDS.items()},
              keys={"g": ("a", "b")})
-MEDIAN = Measure("quantile", "x", label="median", q=Fraction(1, 2))
-MAX = Measure("quantile", "x", label="max", q=Fraction(1))
+QUANTILE, HISTOGRAM, VAR = AGGREGATES["quantile"], AGGREGATES["histogram"], AGGREGATES["var"]
+MEDIAN = QUANTILE.measure("x", label="median", q=Fraction(1, 2))
+MAX = QUANTILE.measure("x", label="max", q=Fraction(1))
 
 
 def frame() -> pd.DataFrame:
@@ -61,7 +63,9 @@ class Case:
 
     ``front(priv, **kw)`` makes the call on a private frame (``kw``: ``dry_run=True``);
     ``declare`` overrides the frame's declarations; ``query`` changes :data:`BASE`;
-    ``spec`` is the ``[[query]]`` table and ``sections`` overrides spec tables."""
+    ``spec`` is the ``[[query]]`` table and ``sections`` overrides spec tables. A measure
+    whose own arguments are invalid is refused when built (its params check themselves), so
+    ``query``'s ``"measures"`` may be a function building them, called on the way in."""
 
     name: str
     error: type[DPError]
@@ -117,28 +121,30 @@ CASES = [
          {"mechanism": "cauchy"}, sumq(mechanism="cauchy")),
     # aggregate arguments
     Case("quantile-level-above-one", V, lambda p, **kw: p.quantile("x", 1.5, epsilon=1, **kw),
-         {"measures": (dataclasses.replace(MEDIAN, q=Fraction(3, 2)),)},
+         {"measures": lambda: (QUANTILE.measure("x", label="median", q=Fraction(3, 2)),)},
          {"aggregate": "quantile", "column": "x", "q": 1.5, "epsilon": 1.0}),
     Case("resolution-one", V, lambda p, **kw: p.median("x", epsilon=1, resolution=1, **kw),
-         {"measures": (dataclasses.replace(MEDIAN, grid=1),)},
+         {"measures": lambda: (QUANTILE.measure("x", label="median", q=Fraction(1, 2),
+                                                grid=1),)},
          {"aggregate": "median", "column": "x", "epsilon": 1.0, "resolution": 1}),
     Case("resolution-huge", V, lambda p, **kw: p.max("x", epsilon=1, resolution=10**7, **kw),
-         {"measures": (dataclasses.replace(MAX, grid=10**7),)},
+         {"measures": lambda: (QUANTILE.measure("x", label="max", q=Fraction(1),
+                                                grid=10**7),)},
          {"aggregate": "max", "column": "x", "epsilon": 1.0, "resolution": 10**7}),
     Case("histogram-bins-decreasing", V,
          lambda p, **kw: p.histogram("x", [0, 5, 2], epsilon=1, **kw),
-         {"measures": (Measure("histogram", "x", edges=(0.0, 5.0, 2.0)),)},
+         {"measures": lambda: (HISTOGRAM.measure("x", edges=(0.0, 5.0, 2.0)),)},
          {"aggregate": "histogram", "column": "x", "bins": [0, 5, 2], "epsilon": 1.0}),
     Case("histogram-one-edge", V, lambda p, **kw: p.histogram("x", [3], epsilon=1, **kw),
-         {"measures": (Measure("histogram", "x", edges=(3.0,)),)},
+         {"measures": lambda: (HISTOGRAM.measure("x", edges=(3.0,)),)},
          {"aggregate": "histogram", "column": "x", "bins": [3], "epsilon": 1.0}),
     Case("histogram-right-not-bool", V,
          lambda p, **kw: p.histogram("x", [0, 5, 10], epsilon=1, right="yes", **kw),
-         {"measures": (Measure("histogram", "x", edges=(0.0, 5.0, 10.0), right="yes"),)},  # type: ignore[arg-type]
+         {"measures": lambda: (HISTOGRAM.measure("x", edges=(0.0, 5.0, 10.0), right="yes"),)},
          {"aggregate": "histogram", "column": "x", "bins": [0, 5, 10], "epsilon": 1.0,
           "right": "yes"}),
     Case("ddof-two", V, lambda p, **kw: p.var("x", epsilon=1, ddof=2, **kw),
-         {"measures": (Measure("var", "x", ddof=2),)}),
+         {"measures": lambda: (VAR.measure("x", ddof=2),)}),
     # declarations: bounds, columns, keys
     Case("bounds-reversed", B, lambda p, **kw: p.sum("x", epsilon=1, **kw),
          {"bounds": {"x": (10.0, 0.0)}}, sumq(),
@@ -216,7 +222,7 @@ CASES = [
     Case("accuracy-for-median", V, lambda p, **kw: p.median("x", accuracy=1, **kw),
          {"measures": (MEDIAN,)}, accuracy=(1.0, None)),
     Case("accuracy-for-var", V, lambda p, **kw: p.var("x", accuracy=1, **kw),
-         {"measures": (Measure("var", "x"),)}, accuracy=(1.0, None)),
+         {"measures": (VAR.measure("x"),)}, accuracy=(1.0, None)),
     Case("accuracy-negative", V, lambda p, **kw: p.count(accuracy=-3, **kw),
          {"measures": (Measure("count"),)}, accuracy=(-3.0, None)),
     Case("accuracy-nan", V, lambda p, **kw: p.count(accuracy=NAN, **kw),
@@ -290,8 +296,11 @@ def test_the_marked_fronts_refuse_each_case_alike(front: str) -> None:
 
 # -- the engine: a Query built by hand ---------------------------------------------------------
 def hand_built(case: Case) -> Query:
+    """:data:`BASE` changed as ``case.query`` says (its measures built now when given as a
+    function: they may be refused when built)."""
     assert case.query is not None
-    return dataclasses.replace(BASE, **case.query)
+    return dataclasses.replace(BASE, **{k: v() if callable(v) else v
+                                        for k, v in case.query.items()})
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.query is not None], ids=lambda c: c.name)
@@ -299,16 +308,16 @@ def test_the_engine_refuses_a_hand_built_query_as_the_front_does(case: Case) -> 
     """``run_release`` and ``explain`` on the hand-built Query (and ``epsilon_for`` for an
     ``accuracy=`` case) raise the class the front raises, before any charge."""
     df = frame()
-    query = hand_built(case)
     runs: dict[str, Callable[[dpf.Session], Any]] = {}
     if case.accuracy is not None:
         target, min_rows = case.accuracy
         epsilon_for = engine.epsilon_for  # type: ignore[attr-defined]
-        runs["epsilon_for"] = lambda s: epsilon_for(s, query, PandasBackend(df), target,
-                                                    min_rows)
+        runs["epsilon_for"] = lambda s: epsilon_for(s, hand_built(case), PandasBackend(df),
+                                                    target, min_rows)
     else:
-        runs["run_release"] = lambda s: engine.run_release(s, query, PandasBackend(df))
-        runs["explain"] = lambda s: engine.explain(s, query, PandasBackend(df))
+        runs["run_release"] = lambda s: engine.run_release(s, hand_built(case),
+                                                           PandasBackend(df))
+        runs["explain"] = lambda s: engine.explain(s, hand_built(case), PandasBackend(df))
     for name, run in runs.items():
         s = _session()
         err = _refused(lambda run=run, s=s: run(s), s)  # type: ignore[misc]

@@ -1,8 +1,9 @@
 """The aggregate registry: one module per aggregate, each an
 :class:`~dpframe.core.measure.Aggregate`.
 
-To add an aggregate: write its module here (checks, plan with the sensitivity and its proof
-sketch, its mechanisms by name and its own params type, release, description), add it to
+To add an aggregate: write its module here (its measures' own params type, checked when
+built, as ``params_type``; checks, plan with the sensitivity and its proof sketch, its
+mechanisms by name and its plans' params type, release, description), add it to
 :data:`AGGREGATES` and a docs row. An aggregate that takes only a column gets its front methods
 generated from the registry (``dpframe/fronts/registered.py``); one with arguments of its own
 (a level, bins) needs a front method on ``PrivateFrame`` / ``PrivateGroupBy``. The CLI's
@@ -48,6 +49,12 @@ def positional(name: str, names: Mapping[str, Aggregate] | None = None) -> tuple
     return ("column", *(NAMES if names is None else names)[name].arguments(name))
 
 
+def released_as(name: object) -> Aggregate | None:
+    """The aggregate of ``name`` when it is an op (a release's provenance names its measures'
+    op or label as ``"aggregate"``), else None (a label, anything else): never raises."""
+    return AGGREGATES.get(name) if isinstance(name, str) else None
+
+
 def aggregate(op: str) -> Aggregate:
     """The aggregate of a Query op name (``ValidationError`` when there is none)."""
     try:
@@ -58,4 +65,4 @@ def aggregate(op: str) -> Aggregate:
 
 __all__ = ["AGGREGATES", "LEVELS", "LOG_GRID_RANGE", "MAX_LEVEL_DENOMINATOR", "NAMES",
            "Aggregate", "agg_names", "aggregate", "histogram_edges", "log_candidates",
-           "positional"]
+           "positional", "released_as"]

@@ -27,6 +27,10 @@ class Count(AdditiveCount[None]):
     op = "count"
     names = ("count",)
     summary = "rows per group, or non-missing values of a column"
+    additive = True
+    value_name = "count"
+    zero_when_empty = True
+    rollup = True
     needs_column = False
 
     def check(self, m: Measure, query: Query) -> None:

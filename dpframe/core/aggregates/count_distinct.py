@@ -30,6 +30,7 @@ class CountDistinct(AdditiveCount[None]):
     op = "count_distinct"
     names = ("count_distinct", "nunique")
     summary = "distinct values of a column per group, each unit's contribution bounded"
+    zero_when_empty = True
 
     def front_doc(self, name: str) -> str:
         return (f"Noisy number of distinct values of ``column``, pandas' ``{name}``: the "

@@ -21,6 +21,7 @@ import itertools
 import math
 import numbers
 from collections.abc import Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, cast
 
@@ -33,34 +34,51 @@ if TYPE_CHECKING:
     from ..query import Measure, Query
 
 
+@dataclass(frozen=True)
+class Bins(BinLayout):
+    """A histogram measure's own arguments (public, checked when built): its declared bin
+    ``edges`` and which side of each bin is closed, as ``pd.cut`` takes them. Also the
+    release's layout (:class:`~dpframe.core.measure.BinLayout`)."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.edges, list):  # held as a tuple (hashable, as the plan takes it)
+            object.__setattr__(self, "edges", tuple(self.edges))
+        if not isinstance(self.edges, tuple) or not valid_edges(self.edges):
+            raise ValidationError("histogram bins must be >= 2 increasing edges, finite but "
+                                  "for a first edge -inf and a last edge +inf")
+        if not isinstance(self.right, bool) or not isinstance(self.include_lowest, bool):
+            raise ValidationError("right and include_lowest must be True or False")
+
+
 class Histogram(AdditiveCount[BinLayout]):
     op = "histogram"
     names = ("histogram",)
     summary = "counts per declared bin, exactly pd.cut's bins"
     numeric = True
     in_agg = False  # one count per bin, not one value per group
+    params_type = Bins
+    additive = True
+    value_name = "count"
 
     def arguments(self, name: str) -> tuple[str, ...]:
         return ("bins",)
 
-    def check(self, m: Measure, query: Query) -> None:
-        if not valid_edges(m.edges or ()):
-            raise ValidationError("histogram bins must be >= 2 increasing edges, finite but "
-                                  "for a first edge -inf and a last edge +inf")
-        if not isinstance(m.right, bool) or not isinstance(m.include_lowest, bool):
-            raise ValidationError("right and include_lowest must be True or False")
+    def check(self, m: Measure[Bins], query: Query) -> None:
+        """Nothing beyond its bins, checked when built (:class:`Bins`): a histogram needs no
+        bounds (values outside its edges are dropped)."""
+        return None
 
-    def cells(self, m: Measure, groups: int = 1) -> int:
-        return len(m.edges or ())
+    def cells(self, m: Measure[Bins], groups: int = 1) -> int:
+        return len(m.params.edges)
 
-    def plan(self, ctx: PlanContext, m: Measure, eps: Fraction, delta: Fraction,
+    def plan(self, ctx: PlanContext, m: Measure[Bins], eps: Fraction, delta: Fraction,
              rho: Fraction | None) -> MeasurePlan[BinLayout]:
         # grouped, the bins of all groups are the cells of one count (a unit's rows land in at
         # most its groups' cells): the grouped count's sensitivity; ungrouped, the bins alone
         s = (count_sensitivity(ctx.relation, ctx.contribution, True) if ctx.grouped
              else histogram_sensitivity(ctx.relation, ctx.contribution))
-        assert m.edges is not None
-        bins = BinLayout(tuple(m.edges), m.right, m.include_lowest)
+        p = m.params
+        bins = BinLayout(p.edges, p.right, p.include_lowest)
         req = AggregateRequest("bins", m.column, edges=bins.edges, right=bins.right,
                                include_lowest=bins.include_lowest)
         return MeasurePlan(m, eps, delta, [req],

@@ -150,30 +150,80 @@ def cell_grid(lo: float, hi: float, resolution: int, integer_column: bool) -> Ce
     return CellGrid(lo, hi, resolution, False, (lo, hi))
 
 
+def _level_ok(q: object) -> bool:
+    """A level as a Query holds it: a Fraction in [0, 1] with a denominator at most
+    :data:`MAX_LEVEL_DENOMINATOR` (``quantile_level`` makes one)."""
+    return type(q) is Fraction and 0 <= q <= 1 and q.denominator <= MAX_LEVEL_DENOMINATOR
+
+
+@dataclass(frozen=True)
+class QuantileParams:
+    """A quantile measure's own arguments (public, checked when built): its level ``q``
+    (exact: ``quantile_level(q)``), the ``grid`` of candidate cells (``resolution=``),
+    ``log_grid`` (log-spaced candidate points, for bounds estimation) and ``levels`` (several
+    levels released jointly; ``q`` is then the first)."""
+
+    q: Fraction
+    grid: int = DEFAULT_QUANTILE_CELLS
+    log_grid: bool = False
+    levels: tuple[Fraction, ...] | None = None
+
+    def __post_init__(self) -> None:
+        q = self.q
+        if type(q) is not Fraction or not (0 <= q <= 1):
+            raise ValidationError("quantile level q must be in [0, 1] (a Fraction: use "
+                                  "quantile_level(q))")
+        if q.denominator > MAX_LEVEL_DENOMINATOR:
+            raise ValidationError("quantile level q must be a fraction with denominator "
+                                  f"<= {MAX_LEVEL_DENOMINATOR} (use quantile_level(q))")
+        if isinstance(self.grid, bool) or not isinstance(self.grid, numbers.Integral) or not (
+                2 <= self.grid <= MAX_GRID):
+            raise ValidationError("resolution must be an integer between 2 and 1e6 (the "
+                                  "candidate cells)")
+        if self.levels is not None:
+            self._check_levels(self.levels)
+
+    def _check_levels(self, levels: tuple[Fraction, ...]) -> None:
+        """Several levels: each a level as ``q`` is, at most :data:`MAX_JOINT_LEVELS`, a
+        common denominator up to :data:`MAX_JOINT_DENOMINATOR`, on cells (public)."""
+        if not isinstance(levels, tuple) or not 1 <= len(levels) <= MAX_JOINT_LEVELS:
+            raise ValidationError(f"quantile levels: between 1 and {MAX_JOINT_LEVELS} of them")
+        if not all(_level_ok(q) for q in levels):
+            raise ValidationError("each quantile level must be in [0, 1] (a Fraction with "
+                                  f"denominator <= {MAX_LEVEL_DENOMINATOR})")
+        if common_denominator(levels) > MAX_JOINT_DENOMINATOR:
+            raise ValidationError("quantile levels: their common denominator must be at most "
+                                  f"{MAX_JOINT_DENOMINATOR} (round them, e.g. to percents)")
+        if self.log_grid:
+            raise ValidationError("several levels are not available on a log-spaced grid")
+
+
 #: Cells per group of a quantile with private keys at the default resolution: their number
 #: is unknown before the data is read, so each group holds 2**11 counters (16 KiB), not 2**16
 #: (512 KiB): a release over 10,000 private keys stays within 160 MiB.
 PRIVATE_KEY_CELLS = 1 << 11
 
 
-def grid_cells(m: Measure, groups: int) -> int:
+def grid_cells(m: Measure[QuantileParams], groups: int) -> int:
     """The cells of a quantile over ``groups`` declared groups (0: private keys, unknown):
     ``resolution=``; at the default (2**16), fewer (a power of two) when the groups would need
     more than ``MAX_CELLS`` counters in all, and :data:`PRIVATE_KEY_CELLS` with private keys.
     A function of the query only (declared keys are public)."""
-    if m.log_grid or m.grid != DEFAULT_QUANTILE_CELLS:
-        return m.grid
+    p = m.params
+    if p.log_grid or p.grid != DEFAULT_QUANTILE_CELLS:
+        return p.grid
     if groups == 0:
-        return min(m.grid, PRIVATE_KEY_CELLS)
+        return min(p.grid, PRIVATE_KEY_CELLS)
     fit = MAX_CELLS // max(1, groups)
-    return max(2, min(m.grid, 1 << max(0, fit.bit_length() - 1)))
+    return max(2, min(p.grid, 1 << max(0, fit.bit_length() - 1)))
 
 
 @dataclass(frozen=True)
-class QuantileParams:
-    """A quantile plan's public parameters: its ``cells`` or, for bounds estimation, its
-    log-spaced ``candidates`` (points); with ``ci=``, the rank offset ``t`` of the interval's
-    two mechanisms (``"ci_lower"`` and ``"ci_upper"``; also the padding)."""
+class QuantilePlanParams:
+    """A quantile plan's public parameters (:attr:`MeasurePlan.params`): its ``cells`` or,
+    for bounds estimation, its log-spaced ``candidates`` (points); with ``ci=``, the rank
+    offset ``t`` of the interval's two mechanisms (``"ci_lower"`` and ``"ci_upper"``; also
+    the padding)."""
 
     cells: CellGrid | None = None
     candidates: F64 | None = None
@@ -207,105 +257,89 @@ def rank_utilities(cells: I64, q: Fraction, pad: int = 0, shift: int = 0) -> I64
     return -np.maximum(0, np.maximum(b * below - target, target - b * (below + c)))
 
 
-class Quantile(Aggregate[QuantileParams]):
+class Quantile(Aggregate[QuantilePlanParams]):
     op = "quantile"
     names = ("max", "min", "median", "quantile")
     summary = "a quantile of values clamped to the declared bounds, on fine public cells"
     exponential = True
     mechanism_pages = ("exponential", "quantiles")
     main = "choice"
+    params_type = QuantileParams
 
     def arguments(self, name: str) -> tuple[str, ...]:
         return () if name in LEVELS else ("q",)
 
-    def check(self, m: Measure, query: Query) -> None:
+    def check(self, m: Measure[QuantileParams], query: Query) -> None:
+        """The column's bounds; with ``ci=``, a single level on cells (the arguments checked
+        themselves when built: :class:`QuantileParams`)."""
         super().check(m, query)
-        if type(m.q) is not Fraction or not (0 <= m.q <= 1):
-            raise ValidationError("quantile level q must be in [0, 1] (a Fraction: use "
-                                  "quantile_level(q))")
-        if m.q.denominator > MAX_LEVEL_DENOMINATOR:
-            raise ValidationError("quantile level q must be a fraction with denominator "
-                                  f"<= {MAX_LEVEL_DENOMINATOR} (use quantile_level(q))")
-        if isinstance(m.grid, bool) or not isinstance(m.grid, numbers.Integral) or not (
-                2 <= m.grid <= MAX_GRID):
-            raise ValidationError("resolution must be an integer between 2 and 1e6 (the "
-                                  "candidate cells)")
-        if m.levels is not None:
-            self._check_levels(m, query)
-
-    @staticmethod
-    def _check_levels(m: Measure, query: Query) -> None:
-        """Several levels: each a level as ``q`` is, at most :data:`MAX_JOINT_LEVELS`, a
-        common denominator up to :data:`MAX_JOINT_DENOMINATOR`; no ``ci=`` (public)."""
-        levels = m.levels or ()
-        if not 1 <= len(levels) <= MAX_JOINT_LEVELS:
-            raise ValidationError(f"quantile levels: between 1 and {MAX_JOINT_LEVELS} of them")
-        for q in levels:
-            if type(q) is not Fraction or not (0 <= q <= 1) or (
-                    q.denominator > MAX_LEVEL_DENOMINATOR):
-                raise ValidationError("each quantile level must be in [0, 1] (a Fraction with "
-                                      f"denominator <= {MAX_LEVEL_DENOMINATOR})")
-        if common_denominator(levels) > MAX_JOINT_DENOMINATOR:
-            raise ValidationError("quantile levels: their common denominator must be at most "
-                                  f"{MAX_JOINT_DENOMINATOR} (round them, e.g. to percents)")
-        if m.log_grid:
-            raise ValidationError("several levels are not available on a log-spaced grid")
-        if query.ci is not None:
+        if query.ci is None:
+            return
+        if m.params.log_grid:
+            raise ValidationError("ci= is not available for bounds estimation")
+        if m.params.levels is not None:
             raise ValidationError("ci= with several quantile levels is not available: ask "
                                   "quantile(column, q, ci=...) for one level")
 
-    def cells(self, m: Measure, groups: int = 1) -> int:
+    def levels(self, m: Measure[QuantileParams]) -> tuple[Fraction, ...] | None:
+        return m.params.levels
+
+    def cells(self, m: Measure[QuantileParams], groups: int = 1) -> int:
         return grid_cells(m, groups)
 
-    def plan(self, ctx: PlanContext, m: Measure, eps: Fraction, delta: Fraction,
-             rho: Fraction | None) -> MeasurePlan[QuantileParams]:
-        assert m.q is not None and m.column is not None
+    def plan(self, ctx: PlanContext, m: Measure[QuantileParams], eps: Fraction, delta: Fraction,
+             rho: Fraction | None) -> MeasurePlan[QuantilePlanParams]:
+        assert m.column is not None
+        p = m.params
         lo, hi = ctx.query.bounds_of(m.column)
-        usens = quantile_utility_sensitivity(ctx.relation, m.q, ctx.contribution)
+        usens = quantile_utility_sensitivity(ctx.relation, p.q, ctx.contribution)
         per_group_eps = (eps * quantile_group_share(ctx.relation, ctx.contribution)
                          if ctx.grouped else eps)
-        if m.log_grid:  # bounds estimation: log-spaced candidate points
-            cands = log_candidates(float(lo), float(hi), m.grid)
+        if p.log_grid:  # bounds estimation: log-spaced candidate points
+            cands = log_candidates(float(lo), float(hi), p.grid)
             req = AggregateRequest("grid", m.column, float(lo), float(hi),
                                    edges=tuple(cands.tolist()))
-            em = ExponentialSpec(per_group_eps, usens, m.grid)
+            em = ExponentialSpec(per_group_eps, usens, p.grid)
             return MeasurePlan(m, eps, delta, [req], {"choice": em},
-                               QuantileParams(candidates=cands))
-        if m.levels is not None:
+                               QuantilePlanParams(candidates=cands))
+        if p.levels is not None:
             return self._plan_joint(ctx, m, eps, delta, per_group_eps)
         grid = cell_grid(float(lo), float(hi), grid_cells(m, ctx.query.cell_groups),
                          ctx.column_kinds.get(m.column) in ("int", "bool"))
         if ctx.query.ci is None:
             return MeasurePlan(m, eps, delta, [grid.request(m.column)],
                                {"choice": ExponentialSpec(per_group_eps, usens, grid.n)},
-                               QuantileParams(grid))
+                               QuantilePlanParams(grid))
         est, low, up = (per_group_eps * s for s in CI_SPLIT)
         lower = ExponentialSpec(low, usens, grid.n + 2)
         upper = ExponentialSpec(up, usens, grid.n + 2)
-        t = max(rank_offset(lower, m.q.denominator, float(ctx.query.ci)),
-                rank_offset(upper, m.q.denominator, float(ctx.query.ci)))
+        t = max(rank_offset(lower, p.q.denominator, float(ctx.query.ci)),
+                rank_offset(upper, p.q.denominator, float(ctx.query.ci)))
         return MeasurePlan(m, eps, delta, [grid.request(m.column)],
                            {"choice": ExponentialSpec(est, usens, grid.n), "ci_lower": lower,
-                            "ci_upper": upper}, QuantileParams(grid, t=t))
+                            "ci_upper": upper}, QuantilePlanParams(grid, t=t))
 
-    def _plan_joint(self, ctx: PlanContext, m: Measure, eps: Fraction, delta: Fraction,
-                    per_group_eps: Fraction) -> MeasurePlan[QuantileParams]:
+    def _plan_joint(self, ctx: PlanContext, m: Measure[QuantileParams], eps: Fraction,
+                    delta: Fraction,
+                    per_group_eps: Fraction) -> MeasurePlan[QuantilePlanParams]:
         """Several levels in one JointExp release over the cells (at most
         :data:`JOINT_CELLS` at the default resolution): :mod:`dpframe.core.joint_quantiles`."""
-        assert m.levels is not None and m.column is not None
+        asked = m.params.levels
+        assert asked is not None and m.column is not None
         lo, hi = ctx.query.bounds_of(m.column)
         n = grid_cells(m, ctx.query.cell_groups)
-        n = min(n, JOINT_CELLS if m.grid == DEFAULT_QUANTILE_CELLS else MAX_JOINT_CANDIDATES)
+        n = min(n, JOINT_CELLS if m.params.grid == DEFAULT_QUANTILE_CELLS
+                else MAX_JOINT_CANDIDATES)
         grid = cell_grid(float(lo), float(hi), n,
                          ctx.column_kinds.get(m.column) in ("int", "bool"))
-        order = sorted(range(len(m.levels)), key=lambda i: m.levels[i])  # type: ignore[index]
-        levels = tuple(m.levels[i] for i in order)
+        order = sorted(range(len(asked)), key=lambda i: asked[i])
+        levels = tuple(asked[i] for i in order)
         usens = joint_utility_sensitivity(ctx.relation, levels, ctx.contribution)
         spec = JointQuantileSpec(per_group_eps, usens, grid.n, levels, (0,) * len(levels))
         return MeasurePlan(m, eps, delta, [grid.request(m.column)], {"choice": spec},
-                           QuantileParams(grid, order=tuple(order)))
+                           QuantilePlanParams(grid, order=tuple(order)))
 
-    def _release_joint(self, mp: MeasurePlan[QuantileParams], cells: I64, rng: RandomSource,
+    def _release_joint(self, mp: MeasurePlan[QuantilePlanParams], cells: I64, rng: RandomSource,
                        level: float) -> MeasureRelease:
         """The chosen cells of every level, a uniform point in each, sorted along the levels
         (post-processing), then put back in the order the levels were asked."""
@@ -321,42 +355,42 @@ class Quantile(Aggregate[QuantileParams]):
         return MeasureRelease(mp.measure.name, mp.measure.column, out, nan, nan,
                               self.describe(mp, level))
 
-    def release(self, mp: MeasurePlan[QuantileParams], rows: Rows, rng: RandomSource,
+    def release(self, mp: MeasurePlan[QuantilePlanParams], rows: Rows, rng: RandomSource,
                 level: float, want_ci: bool) -> MeasureRelease:
         m, em, t = mp.measure, mp.exponential(), mp.params.t
-        assert m.q is not None
+        q = m.params.q
         cells = rows.values(mp.requests[0])  # [groups, candidates]
         if mp.params.order is not None:
             return self._release_joint(mp, cells, rng, level)
         if mp.params.cells is None:
             return self._release_points(mp, cells, rng, level)
         grid = mp.params.cells
-        vals = grid.value(em.choose(rank_utilities(cells, m.q), rng), rng)
+        vals = grid.value(em.choose(rank_utilities(cells, q), rng), rng)
         lower = upper = np.full(vals.shape, np.nan)
         if t is not None:
             iv_lower, iv_upper = mp.exponential("ci_lower"), mp.exponential("ci_upper")
-            lo_idx = iv_lower.choose(rank_utilities(cells, m.q, t, -t), rng) - 1
-            hi_idx = iv_upper.choose(rank_utilities(cells, m.q, t, t), rng) - 1
+            lo_idx = iv_lower.choose(rank_utilities(cells, q, t, -t), rng) - 1
+            hi_idx = iv_upper.choose(rank_utilities(cells, q, t, t), rng) - 1
             lower = np.minimum(grid.lower_edge(lo_idx), vals)
             upper = np.maximum(grid.upper_edge(hi_idx), vals)
         return MeasureRelease(m.name, m.column, vals, lower, upper, self.describe(mp, level))
 
-    def _release_points(self, mp: MeasurePlan[QuantileParams], cells: I64, rng: RandomSource,
+    def _release_points(self, mp: MeasurePlan[QuantilePlanParams], cells: I64, rng: RandomSource,
                         level: float) -> MeasureRelease:
         """The log-spaced candidate points of bounds estimation: a value counts at the first
         candidate >= it; utility minus the rank error of the candidate."""
         m, candidates = mp.measure, mp.params.candidates
-        assert candidates is not None and m.q is not None
+        assert candidates is not None
         below = np.concatenate([np.zeros((cells.shape[0], 1), dtype=np.int64),
                                 np.cumsum(cells, axis=1)[:, :-1]], axis=1)
         above = cells.sum(axis=1, keepdims=True) - below - cells
-        qn, qd = m.q.numerator, m.q.denominator
+        qn, qd = m.params.q.numerator, m.params.q.denominator
         idx = mp.exponential().choose(-np.abs((qd - qn) * below - qn * above), rng)
         vals = candidates[idx]
         nan = np.full(vals.shape, np.nan)
         return MeasureRelease(m.name, m.column, vals, nan, nan, self.describe(mp, level))
 
-    def clamp_bounds(self, mp: MeasurePlan[QuantileParams]) -> tuple[float, float] | None:
+    def clamp_bounds(self, mp: MeasurePlan[QuantilePlanParams]) -> tuple[float, float] | None:
         """The declared bounds: those of the cells (an integer grid's cells span half a unit
         beyond them), or of the log-spaced candidates' request."""
         if mp.params.cells is not None:
@@ -365,16 +399,16 @@ class Quantile(Aggregate[QuantileParams]):
         return (req.lo, req.hi)
 
     @staticmethod
-    def _rank_unit(mp: MeasurePlan[QuantileParams], d: dict[str, object]) -> int:
+    def _rank_unit(mp: MeasurePlan[QuantilePlanParams], d: dict[str, object]) -> int:
         """The utility's unit of rank (the levels' denominator); a joint release also states
         its levels in ``d``."""
         em, m = mp.exponential(), mp.measure
         if isinstance(em, JointQuantileSpec):
-            d.update(levels=[float(v) for v in (m.levels or ())], joint="JointExp")
+            d.update(levels=[float(v) for v in (m.params.levels or ())], joint="JointExp")
             return common_denominator(em.levels)
-        return max(1, (m.q or Fraction(1)).denominator)
+        return max(1, m.params.q.denominator)
 
-    def describe(self, mp: MeasurePlan[QuantileParams], level: float) -> dict[str, object]:
+    def describe(self, mp: MeasurePlan[QuantilePlanParams], level: float) -> dict[str, object]:
         """The cells, the estimate's rank error at ``level`` and the interval's rank offset."""
         em, params = mp.exponential(), mp.params
         d = self.describe_common(mp)

@@ -28,6 +28,9 @@ class Sum(Aggregate[bool]):
     op = "sum"
     names = ("sum",)
     summary = "sum of values clamped to the declared bounds"
+    additive = True
+    zero_when_empty = True
+    rollup = True
     main = "sum"
 
     def plan(self, ctx: PlanContext, m: Measure, eps: Fraction, delta: Fraction,

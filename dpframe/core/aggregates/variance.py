@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Callable
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
@@ -29,7 +30,20 @@ from ..noise.rng import RandomSource
 from .mean import Bounds, describe_ratio, joint_pivot
 
 if TYPE_CHECKING:
-    from ..query import Measure, Query
+    from ..query import Measure
+
+
+@dataclass(frozen=True)
+class Moment:
+    """A variance or standard deviation measure's own argument (public, checked when built):
+    ``ddof``, the delta degrees of freedom, as pandas takes it."""
+
+    ddof: int = 1
+
+    def __post_init__(self) -> None:
+        if isinstance(self.ddof, bool) or not isinstance(self.ddof, numbers.Integral) or (
+                self.ddof not in (0, 1)):
+            raise ValidationError("ddof must be 0 (population) or 1 (sample, pandas' default)")
 
 
 class Variance(Aggregate[Bounds]):
@@ -37,14 +51,9 @@ class Variance(Aggregate[Bounds]):
     names = ("var",)
     summary = "variance of values clamped to the declared bounds (ddof as pandas)"
     main = "sum"
+    params_type = Moment
 
-    def check(self, m: Measure, query: Query) -> None:
-        super().check(m, query)
-        if isinstance(m.ddof, bool) or not isinstance(m.ddof, numbers.Integral) or (
-                m.ddof not in (0, 1)):
-            raise ValidationError("ddof must be 0 (population) or 1 (sample, pandas' default)")
-
-    def plan(self, ctx: PlanContext, m: Measure, eps: Fraction, delta: Fraction,
+    def plan(self, ctx: PlanContext, m: Measure[Moment], eps: Fraction, delta: Fraction,
              rho: Fraction | None) -> MeasurePlan[Bounds]:
         assert m.column is not None
         lo, hi = ctx.query.bounds_of(m.column)
@@ -80,10 +89,10 @@ class Variance(Aggregate[Bounds]):
                 np.float64)
             noisy_sq = squares.add_noise(rows.values(sq), sq.unit, rng).astype(np.float64)
             laws = None
-        est = variance_estimate(noisy_sum, noisy_cnt, noisy_sq, mp.params, m.ddof)
+        est = variance_estimate(noisy_sum, noisy_cnt, noisy_sq, mp.params, m.params.ddof)
         if want_ci:
             lower, upper = variance_interval(noisy_sum, noisy_cnt, noisy_sq, noise, count_noise,
-                                             squares, mp.params, m.ddof, level, laws)
+                                             squares, mp.params, m.params.ddof, level, laws)
         else:
             lower = upper = np.full(est.shape, np.nan)
         est, lower, upper = self.finish(est), self.finish(lower), self.finish(upper)
