@@ -24,8 +24,10 @@ fixed-point sums computed there would be a second copy of the exact rules.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
+
+import numpy as np
 
 try:
     import duckdb
@@ -35,7 +37,10 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 import pyarrow as pa
 
+from ..core.exact.compute import ComputeRequest, ExactAggregates
+from ..core.exact.values import ColumnKind
 from ..errors import ValidationError
+from . import sql
 from .arrow import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_PARTITION_ROWS,
@@ -49,6 +54,15 @@ from .arrow import (
 __all__ = ["DuckDBBackend", "arrow_schema", "relation_of"]
 
 _FAILED = "(its message is not shown: it may quote a value of the data)"
+#: Whether the requests :func:`dpframe.backends.sql.pushes_down` allows run as one DuckDB SQL
+#: aggregation (else every request reads Arrow batches). Tests set it False to compare the
+#: two paths; the choice never depends on a value.
+PUSHDOWN = True
+#: DuckDB's type ids (the schema's, never a value's) as the kinds the SQL aggregation reads
+_SQL_KINDS: dict[str, ColumnKind] = {
+    **dict.fromkeys(("tinyint", "smallint", "integer", "bigint", "utinyint", "usmallint",
+                     "uinteger", "ubigint"), "int"),
+    "float": "float", "double": "float", "boolean": "bool", "varchar": "str", "enum": "str"}
 
 
 def relation_of(source: Any, con: Any = None) -> duckdb.DuckDBPyRelation:
@@ -159,9 +173,122 @@ class DuckDBBackend(ArrowBackend):
         self.relation = rel
         schema = arrow_schema(rel)
         self._categories = _enum_categories(rel, schema.names)
+        self._names = list(schema.names)
+        self._sql_kinds = _sql_kinds(rel, schema)
         super().__init__(BatchSource(schema, _batches(rel, schema.names)), batch_size=batch_size,
                          progress=progress, partition_rows=partition_rows,
                          partitions=partitions, spill_dir=spill_dir)
 
     def categories(self, column: str) -> tuple[object, ...] | None:
         return self._categories.get(column)
+
+    def exact(self, request: ComputeRequest, gen: np.random.Generator | None) -> ExactAggregates:
+        """One DuckDB SQL aggregation when :func:`dpframe.backends.sql.pushes_down` allows
+        it (the schema and the request decide, never a value), else the Arrow batches."""
+        if PUSHDOWN and sql.pushes_down(request, self._sql_kinds, _MEASURE_KINDS):
+            return _pushed_down(self.relation, self._names, self._sql_kinds, request)
+        return super().exact(request, gen)
+
+
+_MEASURE_KINDS = frozenset({"int", "float", "bool"})
+
+
+def _sql_kinds(rel: duckdb.DuckDBPyRelation, schema: pa.Schema
+               ) -> dict[str, ColumnKind | None]:
+    """Each column's kind for the SQL aggregation, from DuckDB's type ids (None: a type it
+    leaves to the Arrow batches), when the public schema's kind agrees."""
+    from .arrow.columns import arrow_kind
+
+    out: dict[str, ColumnKind | None] = {}
+    for f, dtype in zip(schema, rel.types, strict=True):
+        kind = _SQL_KINDS.get(str(dtype.id))
+        out[f.name] = kind if kind == arrow_kind(f.type) else None
+    return out
+
+
+class _DuckDBDialect:
+    """The exact SQL (:mod:`dpframe.backends.sql`) as DuckDB expressions: constants are
+    ``ConstantExpression`` values (never SQL text), text keys are grouped as their UTF-8
+    bytes (``encode``: whatever the connection's collation), sums are DuckDB's 128-bit
+    ``HUGEINT`` sums of 64-bit integers (no split)."""
+
+    text_bytes = True
+    int_range = (-(1 << 63), 1 << 64)  # BIGINT and UBIGINT
+    split_sums = False
+
+    def __init__(self, columns: Mapping[str, str]) -> None:
+        self.columns = columns
+
+    def column(self, name: str) -> Any:
+        return duckdb.ColumnExpression(self.columns[name])
+
+    def literal(self, value: object) -> Any:
+        return duckdb.ConstantExpression(value)
+
+    def key(self, column: Any, kind: ColumnKind) -> Any:
+        if kind == "str":
+            return duckdb.FunctionExpression("encode", column.cast(duckdb.sqltype("VARCHAR")))
+        return column
+
+    def isin(self, column: Any, values: tuple[object, ...]) -> Any:
+        return column.isin(*(duckdb.ConstantExpression(v) for v in values))
+
+    def call(self, name: str, args: Sequence[Any]) -> Any:
+        f = duckdb.FunctionExpression
+        if name == "int":
+            return args[0]
+        if name in ("long", "double"):
+            return args[0].cast(duckdb.sqltype("BIGINT" if name == "long" else "DOUBLE"))
+        if name in ("least", "greatest", "isnan", "sum"):
+            return f(name, *args)
+        if name == "rint":  # half to even, exactly (no scaling at 0 digits)
+            return f("round_even", args[0], duckdb.ConstantExpression(0))
+        if name == "count_rows":
+            return f("count_star")
+        if name == "isnull":
+            return args[0].isnull()
+        if name == "coalesce":
+            return duckdb.CoalesceOperator(*args)
+        if name == "when":
+            return duckdb.CaseExpression(args[0], args[1]).otherwise(args[2])
+        if name == "not":
+            return ~args[0]
+        binary = {"sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+                  "lt": lambda a, b: a < b, "gt": lambda a, b: a > b,
+                  "or": lambda a, b: a | b, "and": lambda a, b: a & b}
+        return binary[name](*args)
+
+
+def _pushed_down(rel: duckdb.DuckDBPyRelation, names: Sequence[str],
+                 kinds: Mapping[str, ColumnKind | None], q: ComputeRequest) -> ExactAggregates:
+    """``q``'s exact aggregates as one DuckDB aggregation (:func:`dpframe.backends.sql.plan`):
+    the columns read by position under internal names (``_c0``, ...), the key columns as
+    compared (``_k0``, ...), grouped, the groups of undeclared keys dropped. A failure while
+    DuckDB runs it names the exception type only (its message may quote a value)."""
+    position = {name: i for i, name in enumerate(names)}
+    internal = {c: f"_c{i}" for i, c in enumerate(q.columns)}
+    dialect = _DuckDBDialect(internal)
+    p = sql.plan(q, kinds, dialect)
+    failed = None
+    try:
+        read = rel.project(", ".join(f"#{position[c] + 1} AS {internal[c]}" for c in q.columns)
+                           if q.columns else "1 AS _c")
+        if p.grouping:
+            stage = read.project(*[sql.render(e, dialect).alias(n) for n, e in p.grouping],
+                                 *[duckdb.ColumnExpression(v) for v in internal.values()])
+            groups = [duckdb.ColumnExpression(n) for n, _ in p.grouping]
+            out = stage.aggregate([*groups, *(sql.render(e, dialect).alias(n)
+                                              for n, e in p.aggregates)],
+                                  ", ".join(n for n, _ in p.grouping))
+            keys = _DuckDBDialect({n: n for n, _ in p.grouping})  # the test reads _k0, ...
+            out = out.filter(sql.render(p.declared, keys))
+        else:
+            out = read.aggregate([sql.render(e, dialect).alias(n) for n, e in p.aggregates])
+        columns = out.columns
+        rows = [dict(zip(columns, row, strict=True)) for row in out.fetchall()]
+    except Exception as exc:  # a DuckDB message may quote a value of the data
+        failed = type(exc).__name__
+    if failed is not None:  # raised outside the handler: the message is not even kept
+        raise ValidationError(f"the DuckDB relation failed while it was read ({failed}) "
+                              f"{_FAILED}")
+    return sql.collect(q, p, rows, split=False)
