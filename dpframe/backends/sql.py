@@ -111,8 +111,8 @@ def render(e: Expr, dialect: Dialect[T]) -> T:
     and through :meth:`Dialect.call`: ``int`` (an integer column as the widest integer),
     ``double``, ``long`` (casts), ``least``, ``greatest``, ``sub``, ``mul``, ``rint``
     (half to even), ``isnull``, ``isnan``, ``or``, ``and``, ``not``, ``lt``, ``gt``,
-    ``coalesce``, ``when`` (cond, then, else), ``shiftright``, ``shiftleft``, and the
-    aggregates ``sum`` and ``count_rows``."""
+    ``coalesce``, ``when`` (cond, then, else), ``shiftright`` and ``shiftleft`` (by a Python
+    int), and the aggregates ``sum`` and ``count_rows``."""
     if e.op == "col":
         return dialect.column(e.args[0])
     if e.op == "lit":
@@ -121,7 +121,8 @@ def render(e: Expr, dialect: Dialect[T]) -> T:
         return dialect.key(render(e.args[0], dialect), e.args[1])
     if e.op == "isin":
         return dialect.isin(render(e.args[0], dialect), e.args[1])
-    return dialect.call(e.op, [render(a, dialect) for a in e.args])
+    return dialect.call(e.op, [render(a, dialect) if isinstance(a, Expr) else a
+                               for a in e.args])
 
 
 # -- which requests ------------------------------------------------------------------------------
@@ -202,8 +203,8 @@ def aggregates(r: AggregateRequest, name: str, kind: ColumnKind | None, split: b
     if split:
         # |v| <= 2**53 splits into v = hi * 2**26 + lo with |hi| <= 2**27 and 0 <= lo < 2**26,
         # whose 64-bit sums cannot overflow below 2**36 rows a group
-        hi = op("shiftright", v, lit(SPLIT))
-        lo = op("sub", v, op("shiftleft", hi, lit(SPLIT)))
+        hi = Expr("shiftright", (v, SPLIT))
+        lo = op("sub", v, Expr("shiftleft", (hi, SPLIT)))
         out = [(name + "_hi", op("sum", hi)), (name + "_lo", op("sum", lo))]
     else:
         out = [(name, op("sum", v))]
