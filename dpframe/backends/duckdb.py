@@ -241,8 +241,8 @@ class _DuckDBDialect:
             return args[0].cast(duckdb.sqltype("BIGINT" if name == "long" else "DOUBLE"))
         if name in ("least", "greatest", "isnan", "sum"):
             return f(name, *args)
-        if name == "rint":  # half to even, exactly (no scaling at 0 digits)
-            return f("round_even", args[0], duckdb.ConstantExpression(0))
+        if name == "rint":
+            return _rint(args[0], args[1])
         if name == "count_rows":
             return f("count_star")
         if name == "isnull":
@@ -257,6 +257,19 @@ class _DuckDBDialect:
                   "lt": lambda a, b: a < b, "gt": lambda a, b: a > b,
                   "or": lambda a, b: a | b, "and": lambda a, b: a & b}
         return binary[name](*args)
+
+
+#: 1.5 * 2**52: ``(v + M) - M`` is ``rint(v)`` (half to even) for ``|v| < 2**51``, exactly
+_ROUNDING = 6755399441055744.0
+
+
+def _rint(v: Any, bound: int) -> Any:
+    """``rint(v)``, half to even, exactly: below 2**50 by adding and subtracting 1.5 * 2**52
+    (the sum lands where doubles are the integers, rounded half to even by IEEE arithmetic;
+    about twice as fast as DuckDB's ``round_even``), else ``round_even(v, 0)``."""
+    if bound < 1 << 50:
+        return (v + duckdb.ConstantExpression(_ROUNDING)) - duckdb.ConstantExpression(_ROUNDING)
+    return duckdb.FunctionExpression("round_even", v, duckdb.ConstantExpression(0))
 
 
 def _pushed_down(rel: duckdb.DuckDBPyRelation, names: Sequence[str],
@@ -280,7 +293,7 @@ def _pushed_down(rel: duckdb.DuckDBPyRelation, names: Sequence[str],
             out = stage.aggregate([*groups, *(sql.render(e, dialect).alias(n)
                                               for n, e in p.aggregates)],
                                   ", ".join(n for n, _ in p.grouping))
-            keys = _DuckDBDialect({n: n for n, _ in p.grouping})  # the test reads _k0, ...
+            keys = _DuckDBDialect({n: n for n in (*(n for n, _ in p.grouping), "_rows")})
             out = out.filter(sql.render(p.declared, keys))
         else:
             out = read.aggregate([sql.render(e, dialect).alias(n) for n, e in p.aggregates])

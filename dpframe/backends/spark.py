@@ -143,14 +143,11 @@ class SparkBackend:
         p = sql.plan(q, self._kinds, dialect)
         aggs = [sql.render(e, dialect).alias(name) for name, e in p.aggregates]
         # one aggregation over the key columns' own values, the groups of undeclared keys
-        # dropped after it (a hash-set test per group, not per row: Spark would push a plain
-        # test on the keys below the aggregation, so it is joined by OR to a test of the
-        # group's row count that is never true); the driver maps each observed key to its
-        # declared position
+        # dropped after it; the driver maps each observed key to its declared position
         if p.grouping:
             grouping = [sql.render(e, dialect).alias(name) for name, e in p.grouping]
-            grouped = self.sdf.groupBy(*grouping).agg(*aggs, F.count(F.lit(1)).alias("_rows"))
-            grouped = grouped.where(sql.render(p.declared, dialect) | (F.col("_rows") < 0))
+            grouped = self.sdf.groupBy(*grouping).agg(*aggs)
+            grouped = grouped.where(sql.render(p.declared, dialect))
         else:
             grouped = self.sdf.agg(*aggs)
         return sql.collect(q, p, [row.asDict() for row in grouped.collect()], split=True)

@@ -110,7 +110,8 @@ def render(e: Expr, dialect: Dialect[T]) -> T:
     column as compared: text as its bytes or text, integers as the widest integer), ``isin``,
     and through :meth:`Dialect.call`: ``int`` (an integer column as the widest integer),
     ``double``, ``long`` (casts), ``least``, ``greatest``, ``sub``, ``mul``, ``rint``
-    (half to even), ``isnull``, ``isnan``, ``or``, ``and``, ``not``, ``lt``, ``gt``,
+    (half to even; its second argument, a Python int, bounds the values' magnitude),
+    ``isnull``, ``isnan``, ``or``, ``and``, ``not``, ``lt``, ``gt``,
     ``coalesce``, ``when`` (cond, then, else), ``shiftright`` and ``shiftleft`` (by a Python
     int), and the aggregates ``sum`` and ``count_rows``."""
     if e.op == "col":
@@ -166,7 +167,8 @@ def fixed_point(c: Expr, r: AggregateRequest, kind: ColumnKind | None) -> Expr:
         v = op("mul", v, v)
     if r.shift:
         v = op("sub", v, lit(float(r.shift)))
-    v = op("rint", op("mul", v, lit(r.scale)))
+    # rint, told a bound of the values it rounds (the scaled bounds, one past them at most)
+    v = Expr("rint", (op("mul", v, lit(r.scale)), max(abs(r.ilo), abs(r.ihi)) + 1))
     if r.rounds_past_bounds:
         v = op("least", op("greatest", v, lit(float(r.ilo))), lit(float(r.ihi)))
     v = when(missing(c, kind), lit(float(fill)), v)
@@ -255,8 +257,9 @@ def declared_values(kind: ColumnKind, declared: Sequence[object], int_range: tup
 @dataclass
 class SqlPlan:
     """One request's aggregation: the groups (row-major over the declared keys), the key
-    columns as compared (``_k0``, ...), the test that a group's keys are declared (over the
-    ``_k`` names), each key's declared positions and size, and the named aggregates."""
+    columns as compared (``_k0``, ...), the test that keeps an aggregated group (its keys
+    declared: over the ``_k`` names and ``_rows``), each key's declared positions and size,
+    and the named aggregates."""
 
     keys: list[tuple[object, ...]]
     grouping: list[tuple[str, Expr]]
@@ -292,6 +295,13 @@ def plan(q: ComputeRequest, kinds: Mapping[str, ColumnKind | None],
         aggs.append(("_clamped", clamped(q, kinds)))
     if not aggs:
         aggs = [("a_", op("count_rows"))]
+    if grouping:
+        # the groups of undeclared keys are dropped after the aggregation, by a set test per
+        # group: an engine would push a plain test on the keys below the aggregation (a test
+        # per row, slower), so it is joined by OR to a test of the group's row count that is
+        # never true
+        aggs.append(("_rows", op("count_rows")))
+        where = where | op("lt", col("_rows"), lit(0))
     return SqlPlan(keys, grouping, where, positions, aggs)
 
 

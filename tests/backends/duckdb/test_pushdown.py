@@ -54,7 +54,8 @@ def _floats(n: int) -> np.ndarray:
     rng = np.random.default_rng(11)
     special = [-0.0, 0.0, np.nan, np.inf, -np.inf, 1.7976931348623157e308, -5e-324, 5e-324,
                3.0, -3.0, 3.5, -3.25, 2.5 * UNIT, -2.5 * UNIT, 0.5 * UNIT, 1.5 * UNIT,
-               (2**31 + 0.5) * UNIT, 2.0**53 + 2, -(2.0**60), 2.9999999999999996]
+               (2**31 + 0.5) * UNIT, 2.0**53 + 2, -(2.0**60), 2.9999999999999996, 2.5, -0.5,
+               2.0**51 + 0.5, -(2.0**51) - 1.5]
     x = rng.normal(0, 3, n)
     x[::7] = np.round(x[::7] / UNIT) * UNIT + UNIT / 2  # ties of the fixed point
     x[: len(special)] = special
@@ -127,6 +128,8 @@ def _requests() -> list[AggregateRequest]:
         fixed_point_request("x", F(-3), F(3), F(0), False),
         fixed_point_request("x", F(-3.3), F(7.1), F(1.9), False, with_count=True),
         fixed_point_request("f", F(-1, 3), F(5, 2), F(0), False),
+        fixed_point_request("x", F(-(2**52)), F(2**52), F(0), True),  # rint past 2**50
+        fixed_point_request("x", F(-7, 2), F(2**51 + 1, 2), F(0), True),
         fixed_point_request("i", F(-(2**52)), F(2**52), F(0), True),
         fixed_point_request("i", F(1, 2), F(21, 2), F(0), True),  # rounds past its bounds
         fixed_point_request("i", F(0), F(2**40), F(2**39), False, with_count=True),
