@@ -1,8 +1,20 @@
-"""The DuckDB backend: a relation read as Arrow record batches by the Arrow batch backend.
+"""The DuckDB backend: one DuckDB SQL aggregation where that is exact, else Arrow batches.
 
-One adapter, no second engine: DuckDB runs the relation's query and hands its rows over as
-Arrow record batches (``relation.to_arrow_reader(batch_size)``) of the columns a release reads;
-the :class:`~dpframe.backends.arrow.ArrowBackend` does everything else, through a
+**Push-down.** A request that draws nothing at random, groups by public keys (or none) of
+integer, text or boolean columns and asks only counts and fixed-point sums of numeric or
+boolean columns (:func:`dpframe.backends.sql.pushes_down`: the schema and the request decide)
+runs as one DuckDB aggregation, built by :mod:`dpframe.backends.sql` (the one builder of the
+exact SQL, Spark's too) as DuckDB expression objects: constants are bound values, never SQL
+text. Each row's fixed-point integer is :func:`dpframe.core.exact.transform.fixed_point`'s,
+summed exactly in DuckDB's 128-bit integers; text keys are grouped as their UTF-8 bytes
+(whatever the connection's collation), the groups of undeclared keys dropped. The released
+bits are those of the Arrow batch path for the same seed (tests/backends/duckdb/
+test_pushdown.py compares the two).
+
+**Arrow batches** (everything else: privacy units, private keys, quantiles, histograms,
+distinct counts, other types): DuckDB runs the relation's query and hands its rows over as
+Arrow record batches (``relation.to_arrow_reader(batch_size)``) of the columns a release
+reads; the :class:`~dpframe.backends.arrow.ArrowBackend` does everything else, through a
 :class:`~dpframe.backends.arrow.BatchSource`. So the privacy rules are the scan's, not a copy:
 conformance of each batch to the public schema and the canonical values, UTF-8 checks,
 contribution bounding (T, k, R) over keyed partitions, heavy units' pre-selection, the exact
@@ -10,15 +22,13 @@ fixed-point sums and ``diagnostics=`` counts.
 
 **Privacy.** The public schema (column names, Arrow types, an ``ENUM``'s declared values) is
 read from the relation's types: the Arrow schema DuckDB gives an empty result of the relation
-(``LIMIT 0``: no row is read), never a value. A query's plan, its refusals and its charge
-depend on that schema and the arguments only; the rows decide nothing but the exact aggregates
-the release then noises. A failure while DuckDB reads the rows (a cast meeting a malformed
-value, a missing file) happens after the charge; it is reported as a ``ValidationError``
-naming only the DuckDB exception type (its message may quote a value), and the charge stands,
-as for a scan or a Polars LazyFrame.
-
-Nothing is pushed down into DuckDB's SQL but the projection of the columns read: counts and
-fixed-point sums computed there would be a second copy of the exact rules.
+(``LIMIT 0``: no row is read), never a value. A query's plan, its path (push-down or
+batches), its refusals and its charge depend on that schema and the arguments only; the rows
+decide nothing but the exact aggregates the release then noises. A failure while DuckDB
+reads the rows or runs the aggregation (a cast meeting a malformed value, a missing file)
+happens after the charge; it is reported as a ``ValidationError`` naming only the DuckDB
+exception type (its message may quote a value), and the charge stands, as for a scan or a
+Polars LazyFrame.
 """
 
 from __future__ import annotations
