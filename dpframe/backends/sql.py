@@ -169,10 +169,22 @@ def fixed_point(c: Expr, r: AggregateRequest, kind: ColumnKind | None) -> Expr:
         v = op("sub", v, lit(float(r.shift)))
     # rint, told a bound of the values it rounds (the scaled bounds, one past them at most)
     v = Expr("rint", (op("mul", v, lit(r.scale)), max(abs(r.ilo), abs(r.ihi)) + 1))
-    if r.rounds_past_bounds:
+    if r.rounds_past_bounds and not _rounds_inside(r):
         v = op("least", op("greatest", v, lit(float(r.ilo))), lit(float(r.ihi)))
     v = when(missing(c, kind), lit(float(fill)), v)
     return op("long", v)  # |v| <= 2**53, an integer: the cast is exact
+
+
+def _rounds_inside(r: AggregateRequest) -> bool:
+    """Whether the clip after rounding changes no value (so it is left out): without a
+    centre, a row's value before rounding is ``fl(clip(x) - shift) * scale``, non-decreasing in
+    ``x`` (float subtraction rounds monotonically, the scaling is exact), so it rounds into
+    ``[rint(fl(lo - shift) * scale), rint(fl(hi - shift) * scale)]``: inside ``[ilo, ihi]``,
+    the clip is the identity (the same float64 operations, here in numpy)."""
+    if r.center is not None:
+        return False
+    low, high = ((np.float64(b) - np.float64(r.shift)) * np.float64(r.scale) for b in (r.lo, r.hi))
+    return bool(r.ilo <= np.rint(low) and np.rint(high) <= r.ihi)
 
 
 def clamped(q: ComputeRequest, kinds: Mapping[str, ColumnKind | None]) -> Expr:
