@@ -280,3 +280,19 @@ def test_drawn_columns_give_the_batches_integers(values: list[tuple[Any, Any, An
                         square_request("x", a, b)),
                        by=("g",), keys={"g": ("a", "é", "b")}, diagnostics_cap=1)
     _same(*_both(rel, q), q)
+
+
+def test_columns_named_like_the_aggregations_own_names_are_each_themselves() -> None:
+    """Columns are read by position under internal names: a column called ``_k0``, ``_c0``,
+    ``_rows`` or ``a0`` (or ``A0`` beside it, which DuckDB's schema spells ``A0_1``) is read
+    as itself."""
+    table = pa.table({"_c0": [1, 2, 1], "_k0": [2.0, 4.0, None], "_rows": [10, 10, 11],
+                      "a0": [1.0, 2.0, 3.0], "A0": [7.0, 9.0, 1.0]})
+    q = ComputeRequest((AggregateRequest("rows"), AggregateRequest("nonnull", "_k0"),
+                        fixed_point_request("a0", Fraction(0), Fraction(8), Fraction(0), True),
+                        fixed_point_request("A0_1", Fraction(0), Fraction(8), Fraction(0), True)),
+                       by=("_rows", "_c0"), keys={"_rows": (10, 11), "_c0": (1, 2)})
+    pushed, batches = _both(duckdb.connect().from_arrow(table), q)
+    _same(pushed, batches, q)
+    assert [int(v) for v in pushed.values[q.requests[0].key]] == [1, 1, 1, 0]
+    assert [int(v) for v in pushed.values[q.requests[3].key]] == [7, 8, 1, 0]
