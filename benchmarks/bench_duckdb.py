@@ -1,13 +1,15 @@
-"""DP grouped count and grouped mean on a DuckDB relation vs DuckDB's own ``GROUP BY``, in one run.
+"""DP grouped count, sum and mean on a DuckDB relation vs DuckDB's own ``GROUP BY``, in one run.
 
 Row level, 50 string keys, a float column, in a DuckDB table: ``rel.dp(...).groupby("g")
-.count()`` and ``.mean("x")`` (the whole release: validation, charge, the relation streamed as
-Arrow batches into the scan backend, exact fixed-point sums, noise) against
-``SELECT g, count(*) / avg(x) FROM t GROUP BY g`` fetched as Arrow; for reference, the same
-releases through ``dpf.scan`` of the Arrow table the DuckDB table was made from (what the
-adapter adds). Best of N interleaved rounds (``_timing.best_of``); prints, never asserts.
+.count()``, ``.sum("x")`` and ``.mean("x")`` (the whole release: validation, charge, exact
+aggregates, noise), pushed down into one DuckDB aggregation (:mod:`dpframe.backends.sql`) and,
+with ``--batches``, through the Arrow batch path (the relation streamed as Arrow batches into
+the scan backend), against ``SELECT g, count(*) / sum(x) / avg(x) FROM t GROUP BY g`` fetched
+as Arrow; with ``--scan``, the same releases through ``dpf.scan`` of the Arrow table the
+DuckDB table was made from. Best of N interleaved rounds (``_timing.best_of``); prints, never
+asserts.
 
-    python benchmarks/bench_duckdb.py [--rows 1000000] [--repeat 5]
+    python benchmarks/bench_duckdb.py [--rows 1000000] [--repeat 5] [--batches] [--scan]
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ import argparse
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -31,13 +35,17 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--no-scan", action="store_true", help="skip the dpf.scan reference")
+    ap.add_argument("--batches", action="store_true",
+                    help="also the Arrow batch path (the push-down turned off)")
+    ap.add_argument("--scan", action="store_true", help="also the dpf.scan reference")
     args = ap.parse_args()
 
     import duckdb
     import pyarrow as pa
 
     import dpframe as dpf
+    import dpframe.fronts.duckdb
+    from dpframe.backends import duckdb as backend
 
     warnings.simplefilter("ignore")
     t0 = time.perf_counter()
@@ -56,28 +64,38 @@ def main() -> None:
     session = dpf.Session(epsilon=1e12)
     opts = {"bounds": {"x": (0, 100)}, "keys": {"g": KEYS}}
 
-    fns = {
-        "duckdb GROUP BY count(*)":
-            lambda: con.sql("SELECT g, count(*) FROM t GROUP BY g").to_arrow_table(),
-        "dpframe rel.dp count": lambda: rel.dp(session, **opts).groupby("g").count(epsilon=1.0),
-        "duckdb GROUP BY avg(x)":
-            lambda: con.sql("SELECT g, avg(x) FROM t GROUP BY g").to_arrow_table(),
-        "dpframe rel.dp mean": lambda: rel.dp(session, **opts).groupby("g").mean(
-            "x", epsilon=1.0),
-    }
-    if not args.no_scan:  # the adapter's cost: the same releases on the Arrow table itself
-        scan = dpf.scan(data)
-        fns["dpframe dpf.scan(table) count"] = lambda: scan.dp(session, **opts).groupby(
-            "g").count(epsilon=1.0)
-        fns["dpframe dpf.scan(table) mean"] = lambda: scan.dp(session, **opts).groupby(
-            "g").mean("x", epsilon=1.0)
+    def release(what: str, batches: bool = False) -> Any:
+        def run() -> Any:
+            backend.PUSHDOWN = not batches
+            try:
+                g = rel.dp(session, **opts).groupby("g")
+                return g.count(epsilon=1.0) if what == "count" else getattr(g, what)(
+                    "x", epsilon=1.0)
+            finally:
+                backend.PUSHDOWN = True
+        return run
+
+    sqls = {"count": "count(*)", "sum": "sum(x)", "mean": "avg(x)"}
+    fns: dict[str, Callable[[], Any]] = {}
+    for what, agg in sqls.items():
+        fns[f"duckdb GROUP BY {agg}"] = (
+            lambda agg=agg: con.sql(f"SELECT g, {agg} FROM t GROUP BY g").to_arrow_table())
+        fns[f"dpframe rel.dp {what} (push-down)"] = release(what)
+        if args.batches:
+            fns[f"dpframe rel.dp {what} (Arrow batches)"] = release(what, batches=True)
+        if args.scan:  # the same releases on the Arrow table itself
+            scan = dpf.scan(data)
+            fns[f"dpframe dpf.scan(table) {what}"] = (
+                lambda what=what, scan=scan: getattr(scan.dp(session, **opts).groupby("g"),
+                                                     what)(*(() if what == "count" else ("x",)),
+                                                           epsilon=1.0))
     best = best_of(fns, args.repeat)
     print(f"rows={args.rows:,}, 50 string keys, float column, best of {args.repeat}")
     print("| what | seconds | vs DuckDB's GROUP BY |")
     print("| --- | --- | --- |")
     for name, t in best.items():
-        base = best["duckdb GROUP BY avg(x)" if "mean" in name or "avg" in name
-                    else "duckdb GROUP BY count(*)"]
+        what = next(w for w, a in sqls.items() if f" {w} " in f"{name} " or a in name)
+        base = best[f"duckdb GROUP BY {sqls[what]}"]
         print(f"| {name} | {t:.3f} | {t / base:.2f}x |")
 
 

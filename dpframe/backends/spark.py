@@ -37,7 +37,6 @@ that fails for good refuses before the charge, any other failure is charged (:me
 
 from __future__ import annotations
 
-import numbers
 import pickle
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -58,21 +57,19 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from .._version import __version__
 from ..core.exact.bounding import pair_priorities, ranked_private_keys, select_drawing
-from ..core.exact.compute import AggregateRequest, ComputeRequest, ExactAggregates
+from ..core.exact.compute import ComputeRequest, ExactAggregates
 from ..core.exact.hashing import value_words
 from ..core.exact.transform import dropped_rows
-from ..core.exact.values import ColumnKind, canonical
+from ..core.exact.values import ColumnKind
 from ..errors import DPError, InputError, ValidationError, WorkerError
+from . import sql
 from .arrow.conform import utf8_or_missing
-from .base import only_columns, public_key_list
+from .base import only_columns
 from .blocks import UnitBlock, exact_of_block, merge_exact
 from .pandas import PandasBackend, factorize
 
-#: the request kinds the Spark SQL plan computes (the others run in blocks)
-_SQL_KINDS = frozenset({"rows", "nonnull", "fixed_sum"})
 _INTS = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 _FLOATS = (T.FloatType, T.DoubleType)
-_SPLIT = 26
 
 
 def spark_kind(t: T.DataType) -> ColumnKind:
@@ -138,70 +135,22 @@ class SparkBackend:
     # -- the Spark SQL plan -------------------------------------------------------------------
     def _sql_plan(self, q: ComputeRequest) -> bool:
         """Whether the request runs as one Spark SQL aggregation (schema and request only)."""
-        if q.draws_at_random or q.private_keys:
-            return False
-        if any(self._kinds.get(c) not in ("int", "str", "bool") for c in q.by):
-            return False
-        return all(r.kind in _SQL_KINDS and (r.column is None or isinstance(
-            self._fields.get(r.column), (*_INTS, *_FLOATS))) for r in q.requests)
+        return sql.pushes_down(q, self._kinds)
 
     def _sql_exact(self, q: ComputeRequest) -> ExactAggregates:
-        keys, declared, grouping, positions = self._declared(q)
-        ng = len(keys)
-        aggs: list[Column] = []
-        names: list[tuple[AggregateRequest, str]] = []
-        for i, r in enumerate(q.requests):
-            aggs.extend(_sql_aggregates(r, f"a{i}", self._fields.get(r.column or "")))
-            names.append((r, f"a{i}"))
-        if q.diagnostics_cap is not None:  # diagnostics=: rows clamping changed (none dropped)
-            aggs.append(_clamped(q, self._fields).alias("_clamped"))
-        if not aggs:
-            aggs = [F.count(F.lit(1)).alias("a_")]
+        """The aggregation :func:`dpframe.backends.sql.plan` builds, in Spark's columns."""
+        dialect = _SparkDialect()
+        p = sql.plan(q, self._kinds, dialect)
+        aggs = [sql.render(e, dialect).alias(name) for name, e in p.aggregates]
         # one aggregation over the key columns' own values, the groups of undeclared keys
-        # dropped after it (a hash-set test per group, not per row: Spark would push a plain
-        # test on the keys below the aggregation, so it is joined by OR to a test of the
-        # group's row count that is never true); the driver maps each observed key to its
-        # declared position
-        if grouping:
-            grouped = self.sdf.groupBy(*grouping).agg(*aggs, F.count(F.lit(1)).alias("_rows"))
-            grouped = grouped.where(declared | (F.col("_rows") < 0))
+        # dropped after it; the driver maps each observed key to its declared position
+        if p.grouping:
+            grouping = [sql.render(e, dialect).alias(name) for name, e in p.grouping]
+            grouped = self.sdf.groupBy(*grouping).agg(*aggs)
+            grouped = grouped.where(sql.render(p.declared, dialect))
         else:
             grouped = self.sdf.agg(*aggs)
-        found = [(_group_code(row, positions), row) for row in grouped.collect()]
-        values: dict[tuple[object, ...], np.ndarray] = {}
-        counts: dict[tuple[object, ...], np.ndarray] = {}
-        for r, name in names:
-            if r.kind == "fixed_sum":
-                hi, lo = _per_group(found, name + "_hi", ng), _per_group(found, name + "_lo", ng)
-                values[r.key] = _exact_sum(hi, lo)
-            else:
-                values[r.key] = _per_group(found, name, ng)
-            if r.kind == "fixed_sum" and r.with_count:
-                counts[r.key] = _per_group(found, name + "_n", ng)
-        diagnostics = None
-        if q.diagnostics_cap is not None:
-            diagnostics = (sum(int(row["_clamped"] or 0) for _, row in found), 0)
-        return ExactAggregates(keys, values, counts, None, diagnostics=diagnostics)
-
-    def _declared(self, q: ComputeRequest) -> tuple[list[tuple[object, ...]], Column,
-                                                    list[Column], list[tuple[dict[object, int],
-                                                                             int]]]:
-        """The groups (row-major over the declared keys), the test that a group's keys
-        (``_k0``, ...) are declared, the key columns as compared (named ``_k0``, ...) and each
-        one's positions."""
-        keys: list[tuple[object, ...]] = [()]
-        where: Column = F.lit(True)
-        grouping: list[Column] = []
-        positions: list[tuple[dict[object, int], int]] = []
-        if q.by:
-            declared = [tuple(q.keys[c]) for c in q.by]
-            keys = public_key_list(declared)  # row-major: the codes of _group_code
-            for i, (col, d) in enumerate(zip(q.by, declared, strict=True)):
-                cast, first = _declared_values(self._kinds[col], d)
-                where = where & (F.col(f"_k{i}").isin(*first) if first else F.lit(False))
-                grouping.append(F.col(col).cast(cast).alias(f"_k{i}"))
-                positions.append((first, len(d)))
-        return keys, where, grouping, positions
+        return sql.collect(q, p, [row.asDict() for row in grouped.collect()], split=True)
 
     # -- blocks of whole units ----------------------------------------------------------------
     def _block_exact(self, q: ComputeRequest, gen: np.random.Generator | None) -> ExactAggregates:
@@ -537,116 +486,45 @@ def _utf8(table: pa.Table) -> pa.Table:
                                 schema=table.schema)
 
 
-def _declared_values(kind: ColumnKind, declared: tuple[object, ...]
-                     ) -> tuple[str, dict[object, int]]:
-    """The Spark type a key column of ``kind`` is compared in, and each declared key that a
-    value of it can equal (Python equality: a text column matches declared text, a number
-    column declared numbers, ``True`` being ``1``, a boolean column declared booleans and 0/1)
-    with its first position among ``declared`` (the first match wins, as in pandas)."""
-    first: dict[object, int] = {}
-    for i, k in enumerate(declared):
-        v = _literal(k, kind)
-        if v is not None and v not in first:
-            first[v] = i
-    return {"str": "string", "bool": "boolean"}.get(kind, "bigint"), first
+class _SparkDialect:
+    """The exact SQL (:mod:`dpframe.backends.sql`) as Spark columns: constants are
+    ``F.lit`` values, key columns are compared as Spark's string, boolean or long, sums are
+    split at 2**26 (Spark's long sums could overflow; the driver adds the halves)."""
 
+    text_bytes = False
+    int_range = (-(1 << 63), 1 << 63)
+    split_sums = True
 
-def _group_code(row: Any, positions: list[tuple[dict[object, int], int]]) -> int:
-    """The row-major code of an aggregated row's declared keys (``_k0``, ``_k1``, ...): each
-    key's first declared position, with the declared sizes as the radices."""
-    code = 0
-    for i, (first, size) in enumerate(positions):
-        code = code * size + first[row[f"_k{i}"]]
-    return code
+    def column(self, name: str) -> Column:
+        return F.col(name)
 
+    def literal(self, value: object) -> Column:
+        return F.lit(value)
 
-def _literal(k: object, kind: ColumnKind) -> object | None:
-    """``k`` as a literal a column of ``kind`` can equal (None: no value of it equals ``k``),
-    by Python equality as on pandas: a declared number equals an integer when it is one
-    whatever its type (``3.0``, ``Decimal("3")``, ``Fraction(3)``, ``np.int8(3)``)."""
-    if kind == "str":
-        return k if isinstance(k, str) else None
-    if isinstance(k, (bool, np.bool_)):
-        return bool(k) if kind == "bool" else int(k)
-    if not isinstance(k, numbers.Number):
-        return None
-    c = canonical(k, "other")  # an int when the number is integral (never raises)
-    if not isinstance(c, int):
-        return None
-    if kind == "bool":
-        return bool(c) if c in (0, 1) else None
-    return c if -(1 << 63) <= c < (1 << 63) else None
+    def key(self, column: Column, kind: ColumnKind) -> Column:
+        return column.cast({"str": "string", "bool": "boolean"}.get(kind, "bigint"))
 
+    def isin(self, column: Column, values: tuple[object, ...]) -> Column:
+        return column.isin(*values)
 
-def _missing(col: Column, t: Any) -> Column:
-    return col.isNull() | F.isnan(col) if isinstance(t, _FLOATS) else col.isNull()
-
-
-def _fixed_point(col: Column, r: AggregateRequest, t: Any) -> Column:
-    """Each row's fixed-point integer, as :func:`dpframe.core.exact.transform.fixed_point` computes
-    it (same float64 operations in the same order, so the same integers)."""
-    missing = float(min(max(0, r.ilo), r.ihi))
-    if r.integer and isinstance(t, _INTS):
-        v = F.least(F.greatest(col.cast("long"), F.lit(r.ilo)), F.lit(r.ihi))
-        return F.when(col.isNull(), F.lit(int(missing))).otherwise(v)
-    x = col.cast("double")
-    v = F.least(F.greatest(x, F.lit(float(r.lo))), F.lit(float(r.hi)))
-    if r.center is not None:
-        v = v - F.lit(r.center)
-        v = v * v
-    if r.shift:
-        v = v - F.lit(r.shift)
-    v = F.rint(v * F.lit(r.scale))
-    if r.rounds_past_bounds:
-        v = F.least(F.greatest(v, F.lit(float(r.ilo))), F.lit(float(r.ihi)))
-    v = F.when(_missing(col, t), F.lit(missing)).otherwise(v)
-    return v.cast("long")  # |v| <= 2**53: the cast is exact
-
-
-def _clamped(q: ComputeRequest, fields: dict[str, Any]) -> Column:
-    """How many rows clamping changed, as :func:`dpframe.core.exact.primitives.clamped_rows` counts
-    them: a row with a value (not null, not NaN) of a summed column outside its bounds."""
-    hit: Column = F.lit(False)
-    for r in q.requests:
-        if r.kind == "fixed_sum" and r.column is not None:
-            x = F.col(r.column).cast("double")
-            out = (x < F.lit(float(r.lo))) | (x > F.lit(float(r.hi)))
-            hit = hit | F.coalesce(~_missing(F.col(r.column), fields[r.column]) & out,
-                                   F.lit(False))
-    return F.sum(F.when(hit, F.lit(1)).otherwise(F.lit(0)))
-
-
-def _sql_aggregates(r: AggregateRequest, name: str, t: Any) -> list[Column]:
-    if r.kind == "rows":
-        return [F.count(F.lit(1)).alias(name)]
-    col = F.col(r.column or "")
-    present = F.sum(F.when(_missing(col, t), F.lit(0)).otherwise(F.lit(1)))
-    if r.kind == "nonnull":
-        return [present.alias(name)]
-    v = _fixed_point(col, r, t)
-    # exact integer sums in long arithmetic: |v| <= 2**53 splits into v = hi * 2**26 + lo with
-    # |hi| <= 2**27 and 0 <= lo < 2**26, whose sums cannot overflow below 2**36 rows a group;
-    # the driver adds hi * 2**26 + lo as Python integers (as grouped_sum_exact does)
-    hi = F.shiftright(v, _SPLIT)
-    lo = v - F.shiftleft(hi, _SPLIT)
-    out = [F.sum(hi).alias(name + "_hi"), F.sum(lo).alias(name + "_lo")]
-    return [*out, present.alias(name + "_n")] if r.with_count else out
-
-
-def _exact_sum(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
-    """``hi * 2**26 + lo`` per group, exactly (int64, or Python integers past it)."""
-    total = [int(h) * (1 << _SPLIT) + int(b) for h, b in zip(hi.tolist(), lo.tolist(),
-                                                               strict=True)]
-    big = any(abs(v) >= (1 << 62) for v in total)
-    return np.array(total, dtype=object if big else np.int64)
-
-
-def _per_group(found: list[tuple[int, Any]], name: str, ng: int) -> np.ndarray:
-    """A per-group aggregate column (of ``(code, row)`` pairs) as an int64 array (Python
-    integers when one is past int64), zero where no row fell."""
-    vals = {code: int(row[name] or 0) for code, row in found}
-    big = any(abs(v) >= (1 << 62) for v in vals.values())
-    out = np.zeros(ng, dtype=object if big else np.int64)
-    for g, v in vals.items():
-        out[g] = v
-    return out
+    def call(self, name: str, args: Sequence[Any]) -> Column:
+        if name in ("int", "long", "double"):
+            return args[0].cast("double" if name == "double" else "long")
+        if name in ("least", "greatest", "coalesce", "shiftright", "shiftleft", "sum"):
+            return getattr(F, name)(*args)
+        if name == "isnan":
+            return F.isnan(args[0])
+        if name == "rint":  # Java's Math.rint: half to even
+            return F.rint(args[0])
+        if name == "count_rows":
+            return F.count(F.lit(1))
+        if name == "isnull":
+            return args[0].isNull()
+        if name == "when":
+            return F.when(args[0], args[1]).otherwise(args[2])
+        if name == "not":
+            return ~args[0]
+        binary: dict[str, Callable[[Column, Column], Column]] = {
+            "sub": lambda a, b: a - b, "mul": lambda a, b: a * b, "lt": lambda a, b: a < b,
+            "gt": lambda a, b: a > b, "or": lambda a, b: a | b, "and": lambda a, b: a & b}
+        return binary[name](*args)

@@ -80,8 +80,8 @@ def finding_spark_nan_spelling(seed: int) -> tuple[float, float, float, str]:
 @contextlib.contextmanager
 def nan_not_missing() -> Iterator[None]:
     """BROKEN on purpose: the Spark SQL plan reads only a null as missing (a NaN counts)."""
-    from dpframe.backends import spark as backend
+    from dpframe.backends import sql  # the one builder of the Spark SQL plan
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(backend, "_missing", lambda col, t: col.isNull())
+        mp.setattr(sql, "missing", lambda c, kind: sql.op("isnull", c))
         yield
