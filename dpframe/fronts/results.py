@@ -118,9 +118,9 @@ def diagnostics_as_numbers(provenance: dict[str, Any]) -> None:
 
 
 class ContributionBounds(dict[str, int | None]):
-    """A DP choice of contribution bounds (``priv.choose_contribution_bounds(epsilon=)``): a plain dict
-    of ``max_rows_per_unit`` / ``max_groups_per_unit`` / ``max_rows_per_group``, always all
-    three (None for a bound that does not bind: not declared), that plugs into
+    """A DP choice of contribution bounds (``priv.choose_contribution_bounds(epsilon=)``): a
+    plain dict of ``max_rows_per_unit`` / ``max_groups_per_unit`` / ``max_rows_per_group``,
+    always all three (None for a bound that does not bind: not declared), that plugs into
     ``df.dp(..., **bounds)``, with the release's provenance in ``.attrs["dp"]`` (and
     ``.provenance``): the noisy histograms, the candidates, the ledger entry. Public: using it
     is post-processing and costs nothing more."""
