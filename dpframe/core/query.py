@@ -249,6 +249,16 @@ class Query:
         return cols
 
 
+def _utf8(text: str) -> bool:
+    """Whether ``text`` encodes as UTF-8 (no lone surrogate): what Arrow and every engine's
+    string columns hold."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def quantile_level(q: object) -> Fraction:
     """A quantile level as the nearest fraction with denominator <= 1000 (0.333... is 1/3),
     the level actually used and stated in the provenance."""
@@ -279,6 +289,9 @@ def normalise_keys(keys: Mapping[str, Sequence[object] | str] | None
         except TypeError:
             raise KeysError(f"keys of {col!r} must be a list of hashable values") from None
         for v in out[col]:
+            if isinstance(v, str) and not _utf8(v):
+                raise KeysError(f"the declared keys of {col!r} contain text that is not valid "
+                                "Unicode (a lone surrogate), which Arrow and the engines on it cannot hold")
             if canonical(v, "other") is None:
                 raise KeysError(f"the declared keys of {col!r} contain a missing or "
                                 "unsupported value (keys are numbers, strings, bytes or dates)")

@@ -297,6 +297,8 @@ CASES += [
          lambda s: dp(s, keys={"s": ["p", pd.NA]}).groupby("s").count(epsilon=1), K),
     Case("keys-nat-value",
          lambda s: dp(s, keys={"g": ["a", pd.NaT]}).groupby("g").count(epsilon=1), K),
+    Case("keys-lone-surrogate",  # was a UnicodeEncodeError after the charge
+         lambda s: dp(s, keys={"g": ["a", "\ud800"]}).groupby("g").count(epsilon=1), K),
     Case("keys-a-string", lambda s: dp(s, keys={"g": "ab"}).groupby("g").count(epsilon=1), K),
     Case("keys-unhashable",
          lambda s: dp(s, keys={"g": [["a"], ["b"]]}).groupby("g").count(epsilon=1), K),
