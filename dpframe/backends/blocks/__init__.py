@@ -13,10 +13,12 @@ from .engine import (
                      Entropy,
                      UnitBlock,
                      block_generator,
+                     block_substream,
                      exact_of_block,
                      exact_over_blocks,
                      merge_exact,
 )
 
-__all__ = ["Entropy", "UnitBlock", "block_generator", "exact_of_block", "exact_over_blocks",
+__all__ = ["Entropy", "UnitBlock", "block_generator", "block_substream",
+           "exact_of_block", "exact_over_blocks",
            "merge_exact"]

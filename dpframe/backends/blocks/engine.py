@@ -37,6 +37,20 @@ def block_generator(entropy: Entropy) -> np.random.Generator | None:
     return None if entropy is None else np.random.default_rng(entropy)
 
 
+def block_substream(gen: np.random.Generator, tag: int) -> np.random.Generator:
+    """A second generator of the block whose own generator is ``gen``, independent of it:
+    seeded with the block's entropy followed by ``tag`` (``np.random.default_rng([*entropy,
+    tag])``), for a block that draws two streams (a Dask bucket: row priorities from its own
+    generator, then the pandas backend's bounding and sampling from this one)."""
+    seq = gen.bit_generator.seed_seq
+    if not isinstance(seq, np.random.SeedSequence):
+        raise ValueError("a block's generator is seeded from its entropy (block_generator)")
+    entropy = seq.entropy
+    words = [int(e) for e in entropy] if isinstance(entropy, (Sequence, np.ndarray)) else \
+        [int(entropy)] if entropy is not None else []
+    return np.random.default_rng([*words, tag])
+
+
 @dataclass(frozen=True)
 class UnitBlock(Generic[B]):
     """One block of whole units: ``read`` gives its rows (called on the thread that computes

@@ -572,7 +572,7 @@ def test_pre_selection_ships_row_priorities_only_where_it_read_them() -> None:
     # the bucket reads carried priorities exactly (the largest 64-bit value included) and
     # draws only the missing ones
     values = pd.array([2**64 - 1, None, 5, None], dtype="UInt64")
-    read = dask_backend.drawing_for(values, 9)(np.array([0, 1, 2, 3]))
+    read = dask_backend.drawing_for(values, np.random.default_rng(9))(np.array([0, 1, 2, 3]))
     fresh = np.random.default_rng(9).integers(0, 2**64, 2, dtype=np.uint64)
     assert read.dtype == np.uint64
     assert read.tolist() == [2**64 - 1, int(fresh[0]), 5, int(fresh[1])]
