@@ -73,12 +73,13 @@ def exact_of_block(block: UnitBlock[B],
 def exact_over_blocks(blocks: Iterable[UnitBlock[B] | None],
                       compute: Callable[[B, np.random.Generator | None], P],
                       add: Callable[[P], None], *, workers: int = 1,
-                      tick: Callable[[], None] | None = None) -> None:
+                      tick: Callable[[], None] | None = None, ahead: int | None = None) -> None:
     """Compute each block's exact aggregates with its own generator and ``add`` them in block
     order. ``None`` is an empty block (nothing added, ``tick`` still called). With
     ``workers`` > 1 the blocks are computed on that many threads (each one thread of numpy
-    work: :func:`~dpframe.core.exact.parallel.one_thread`), at most ``2 * workers`` queued,
-    the results still added in block order, so the totals are the same bits either way.
+    work: :func:`~dpframe.core.exact.parallel.one_thread`), at most ``ahead`` (default
+    ``2 * workers``) queued, the results still added in block order, so the totals are the
+    same bits either way.
 
     ``blocks`` is consumed in order on the calling thread: an engine that draws each block's
     entropy from the release's generator as it yields the block draws the same seeds however
@@ -102,9 +103,10 @@ def exact_over_blocks(blocks: Iterable[UnitBlock[B] | None],
             done(own(block))
         return
     # a block is read when its task starts, not when it is queued: 2 * workers tasks may
-    # wait, at most ``workers`` hold rows (no worker idles while an earlier one finishes)
+    # wait, at most ``workers`` hold rows (no worker idles while an earlier one finishes);
+    # blocks already in memory (a scan's batches) bound what they hold by a smaller ``ahead``
     with ThreadPoolExecutor(workers, thread_name_prefix="dpframe-block") as pool, \
-            contextlib.closing(in_order(pool, blocks, own, 2 * workers)) as results:
+            contextlib.closing(in_order(pool, blocks, own, ahead or 2 * workers)) as results:
         for partial in results:
             done(partial)
 
