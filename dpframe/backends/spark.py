@@ -63,10 +63,10 @@ from ..core.exact.hashing import value_words
 from ..core.exact.transform import dropped_rows
 from ..core.exact.values import ColumnKind, canonical
 from ..errors import DPError, InputError, ValidationError, WorkerError
-from .arrow.conform import utf8_or_missing
 from .base import only_columns, public_key_list
 from .blocks import UnitBlock, exact_of_block, merge_exact
-from .pandas import PandasBackend, factorize
+from .blocks.arrow_conform import utf8_or_missing
+from .blocks.frames import PandasBackend, factorize
 
 #: the request kinds the Spark SQL plan computes (the others run in blocks)
 _SQL_KINDS = frozenset({"rows", "nonnull", "fixed_sum"})
@@ -459,7 +459,7 @@ def _version_probe() -> Callable[[object], str]:
         try:
             import pyarrow  # noqa: F401  (the blocks' batches)
 
-            import dpframe.backends.pandas  # noqa: F401  (what a block runs)
+            import dpframe.backends.blocks.frames  # noqa: F401  (what a block runs)
             from dpframe._version import __version__ as version
         except Exception as exc:
             return f"(none: {type(exc).__name__})"

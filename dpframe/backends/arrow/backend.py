@@ -37,8 +37,7 @@ from ..base import (
     public_key_list,
 )
 from ..blocks import UnitBlock, exact_over_blocks
-from .carried import DROPPED_BEFORE, ROW_PRIORITY, bound_by_priority, heavy_limit, preselect
-from .columns import (
+from ..blocks.arrow_columns import (
     I64,
     Bools,
     arrow_kind,
@@ -49,10 +48,11 @@ from .columns import (
     unit_codes,
     value_type,
 )
+from ..blocks.arrow_words import column_words, value_hashes
+from .carried import DROPPED_BEFORE, ROW_PRIORITY, bound_by_priority, heavy_limit, preselect
 from .source import DatasetSource
 from .spill import SpillFiles, arrange
 from .totals import KeyIndex, Totals
-from .words import column_words, value_hashes
 
 DEFAULT_BATCH_SIZE = 1 << 20
 DEFAULT_PARTITION_ROWS = 4_000_000

@@ -43,7 +43,7 @@ from ..base import (
     partition_order,
 )
 from ..blocks import UnitBlock, block_substream, exact_of_block
-from ..pandas import (
+from ..blocks.frames import (
     PandasBackend,
     column_labels,
     unit_codes,
@@ -275,7 +275,7 @@ def _select_and_aggregate(bucket: Bucket, request: ComputeRequest,
     ``gen`` (the row priorities no partition drew; the pandas backend, when it runs, draws from
     the block's second stream, :func:`~dpframe.backends.blocks.block_substream`): units are
     told apart by their
-    exact ids under the canonical value model (:func:`~dpframe.backends.pandas.unit_codes`),
+    exact ids under the canonical value model (:func:`~dpframe.backends.blocks.frames.unit_codes`),
     as in pandas and scans. With public keys and no sampling, the aggregates of the kept rows
     by their group codes; else the pandas backend on the kept rows (whole bounded units:
     its own bounding keeps them all; it samples units and observes private keys)."""

@@ -301,8 +301,8 @@ def test_unit_hash_by_codes_is_the_unit_hash_of_every_row(values: list[Any], dty
     """Pre-selection and buckets hash text and object ids once per unit, through one row of
     each: every row must still get its own value's hash, also when a unit's rows were all
     dropped (its code then has no row: the first unit, "z" or 9.5, below)."""
+    from dpframe.backends.blocks.frames import unit_codes
     from dpframe.backends.dask import words as dask_backend
-    from dpframe.backends.pandas import unit_codes
 
     s = pd.Series(values, dtype=dtype)
     codes = unit_codes(s)
