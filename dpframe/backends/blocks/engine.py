@@ -28,7 +28,8 @@ B = TypeVar("B")
 P = TypeVar("P")
 
 #: A block generator's seed, as ``np.random.default_rng`` takes it (an int, or a sequence
-#: of ints); None: the request draws nothing at random.
+#: of ints); None: no generator of its own (the request draws nothing at random, or, as a
+#: row-level scan's sampling, draws from the release's generator, one block at a time in order).
 Entropy: TypeAlias = int | Sequence[int] | npt.NDArray[np.int64] | None
 
 
