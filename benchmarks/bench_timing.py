@@ -101,7 +101,7 @@ def at_revision(rev: str) -> Callable[[], Any]:
     pandas backend and the ``grouped_count`` of git revision ``rev``."""
     from unittest import mock
 
-    from dpframe.backends import pandas as backend
+    from dpframe.backends.blocks import frames as backend
     from dpframe.core.exact import primitives
 
     root = Path(__file__).resolve().parents[1]
@@ -136,7 +136,7 @@ def dtype_switch(rows: int, at: int, repeat: int, clock: Callable[[], float],
     one int (module docstring); ``before``: a revision's name and :func:`at_revision`."""
     from unittest import mock
 
-    from dpframe.backends import pandas as backend
+    from dpframe.backends.blocks import frames as backend
 
     picks = np.random.default_rng(0).integers(0, 50, rows)
     repeated = [KEYS[i] for i in picks]  # 50 objects, each repeated

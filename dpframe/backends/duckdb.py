@@ -207,7 +207,7 @@ def _sql_kinds(rel: duckdb.DuckDBPyRelation, schema: pa.Schema
                ) -> dict[str, ColumnKind | None]:
     """Each column's kind for the SQL aggregation, from DuckDB's type ids (None: a type it
     leaves to the Arrow batches), when the public schema's kind agrees."""
-    from .arrow.columns import arrow_kind
+    from .blocks.arrow_columns import arrow_kind
 
     out: dict[str, ColumnKind | None] = {}
     for f, dtype in zip(schema, rel.types, strict=True):

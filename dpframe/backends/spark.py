@@ -63,10 +63,10 @@ from ..core.exact.transform import dropped_rows
 from ..core.exact.values import ColumnKind
 from ..errors import DPError, InputError, ValidationError, WorkerError
 from . import sql
-from .arrow.conform import utf8_or_missing
 from .base import only_columns
 from .blocks import UnitBlock, exact_of_block, merge_exact
-from .pandas import PandasBackend, factorize
+from .blocks.arrow_conform import utf8_or_missing
+from .blocks.frames import PandasBackend, factorize
 
 _INTS = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 _FLOATS = (T.FloatType, T.DoubleType)
@@ -409,7 +409,7 @@ def _version_probe() -> Callable[[object], str]:
         try:
             import pyarrow  # noqa: F401  (the blocks' batches)
 
-            import dpframe.backends.pandas  # noqa: F401  (what a block runs)
+            import dpframe.backends.blocks.frames  # noqa: F401  (what a block runs)
             from dpframe._version import __version__ as version
         except Exception as exc:
             return f"(none: {type(exc).__name__})"
@@ -476,7 +476,7 @@ def _frame(table: pa.Table) -> pd.DataFrame:
 def _utf8(table: pa.Table) -> pa.Table:
     """``table`` with each text value that is not UTF-8 missing (Spark's strings are bytes:
     a binary column cast to string may hold any), as a scan and the pandas backend read it
-    (:func:`~dpframe.backends.arrow.conform.utf8_or_missing`): the others as they are."""
+    (:func:`~dpframe.backends.blocks.arrow_conform.utf8_or_missing`): the others as they are."""
     original = table.columns
     columns = [utf8_or_missing(c) for c in original]
     if all(c is d for c, d in zip(columns, original, strict=True)):

@@ -291,7 +291,8 @@ def normalise_keys(keys: Mapping[str, Sequence[object] | str] | None
         for v in out[col]:
             if isinstance(v, str) and not _utf8(v):
                 raise KeysError(f"the declared keys of {col!r} contain text that is not valid "
-                                "Unicode (a lone surrogate), which Arrow and the engines on it cannot hold")
+                                "Unicode (a lone surrogate), which Arrow and the engines on it "
+                                "cannot hold")
             if canonical(v, "other") is None:
                 raise KeysError(f"the declared keys of {col!r} contain a missing or "
                                 "unsupported value (keys are numbers, strings, bytes or dates)")

@@ -164,7 +164,7 @@ def finding_not_utf8(seed: int) -> tuple[float, float, float, str]:
 @contextlib.contextmanager
 def utf8_unchecked() -> Iterator[None]:
     """The old reading: text is taken as it is, whatever its bytes."""
-    from dpframe.backends.arrow import conform
+    from dpframe.backends.blocks import arrow_conform as conform
 
     with pytest.MonkeyPatch.context() as m:
         m.setattr(conform, "utf8_or_missing", lambda arr: arr)
@@ -181,11 +181,11 @@ TIMING_TARGET = 1.5
 def finding_object_column_work(seed: int) -> tuple[float, float, float, str]:
     """67. D: 200,000 text keys (50 distinct, each one object repeated) in pandas' ``str``
     dtype; D': the same with one row an int, which pandas types ``object``. The work of
-    factorizing each side's key column (:func:`dpframe.backends.pandas.factorize`, the step
+    factorizing each side's key column (:func:`dpframe.backends.blocks.frames.factorize`, the step
     of every key, unit and distinct count), counted, not timed; claim ``ln 1.5``."""
     from unittest import mock
 
-    from dpframe.backends import pandas as backend
+    from dpframe.backends.blocks import frames as backend
 
     n = 200_000
     keys = [f"key_{i:02d}" for i in range(50)]
@@ -221,7 +221,7 @@ def finding_object_column_work(seed: int) -> tuple[float, float, float, str]:
 @contextlib.contextmanager
 def by_value_only() -> Iterator[None]:
     """The old reading of an object column: every row by value."""
-    from dpframe.backends import pandas as backend
+    from dpframe.backends.blocks import frames as backend
 
     with pytest.MonkeyPatch.context() as m:
         m.setattr(backend, "_BY_OBJECT_ROWS", 1 << 62)

@@ -113,8 +113,8 @@ def _workers_run(pandas_patches: dict[str, Any] | None = None, **patches: Any
     patched)."""
     from pyspark import cloudpickle
 
-    from dpframe.backends import pandas as pandas_backend
     from dpframe.backends import spark as backend
+    from dpframe.backends.blocks import frames as pandas_backend
 
     modules = [backend] + ([pandas_backend] if pandas_patches else [])
     for module in modules:

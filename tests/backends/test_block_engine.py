@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ import pytest
 from dpframe.backends.blocks import (
     UnitBlock,
     block_generator,
+    block_substream,
     exact_of_block,
     exact_over_blocks,
     merge_exact,
@@ -73,3 +75,42 @@ def test_merge_exact_adds_disjoint_blocks_aligning_their_keys() -> None:
     assert total is not None
     assert total.keys == [("a",), ("b",), ("c",)]
     assert total.values[("count",)].tolist() == [101, 12, 20]
+
+
+def test_a_blocks_second_stream_is_seeded_by_its_entropy_and_a_tag() -> None:
+    """A Dask bucket draws row priorities from its generator and the pandas backend's from a
+    second stream: ``default_rng([*entropy, tag])``, the seeds the buckets always used."""
+    for entropy in (5, [5, 7], np.array([1, 2, 3, 4], dtype=np.int64)):
+        gen = block_generator(entropy)
+        assert gen is not None
+        words = [entropy] if isinstance(entropy, int) else list(entropy)
+        want = np.random.default_rng([*words, 1]).integers(0, 1 << 62, 4)
+        assert block_substream(gen, 1).integers(0, 1 << 62, 4).tolist() == want.tolist()
+        first = gen.integers(0, 1 << 62, 4)
+        assert first.tolist() != want.tolist()  # not the block's own stream
+    with pytest.raises(ValueError, match="seeded"):  # no entropy to extend
+        block_substream(np.random.Generator(np.random.PCG64(_Fixed())), 1)
+
+
+class _Fixed(np.random.bit_generator.ISeedSequence):
+    """A seed sequence without entropy (a generator not made by block_generator)."""
+
+    def generate_state(self, n_words: int, dtype: Any = np.uint32) -> Any:
+        return np.arange(1, n_words + 1, dtype=dtype)
+
+
+def test_blocks_already_in_memory_are_queued_at_most_ahead() -> None:
+    """The scan's streamed batches are read before they are queued: ``ahead`` bounds how many
+    the engine holds (the reader's next batch is pulled only when one is added)."""
+    pulled: list[int] = []
+    added: list[int] = []
+    most = [0]
+
+    def blocks() -> Iterator[UnitBlock[int]]:
+        for i in range(10):
+            pulled.append(i)
+            most[0] = max(most[0], len(pulled) - len(added))
+            yield UnitBlock(_reader(i))
+
+    exact_over_blocks(blocks(), lambda b, g: b, added.append, workers=2, ahead=3)
+    assert added == list(range(10)) and most[0] <= 3

@@ -147,7 +147,7 @@ def test_unsigned_indices_with_a_missing_key_release_like_any_other() -> None:
 def test_dictionary_columns_have_their_values_kind_in_pandas() -> None:
     """A numeric dictionary column is numeric (as in a scan of the same data): bounded sums and
     means run; a dictionary of strings is text."""
-    from dpframe.backends.pandas import column_kind
+    from dpframe.backends.blocks.frames import column_kind
 
     for value_type, kind in ((pa.string(), "str"), (pa.large_string(), "str"),
                              (pa.int64(), "int"), (pa.float64(), "float"),

@@ -7,9 +7,9 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from dpframe.backends.arrow.columns import unit_codes as arrow_unit_codes
 from dpframe.backends.base import offset_codes
-from dpframe.backends.pandas import unit_codes as pandas_unit_codes
+from dpframe.backends.blocks.arrow_columns import unit_codes as arrow_unit_codes
+from dpframe.backends.blocks.frames import unit_codes as pandas_unit_codes
 
 
 def _same_partition(a: np.ndarray, b: np.ndarray) -> bool:
@@ -127,7 +127,7 @@ def test_text_unit_codes_match_the_factorized_labels(dtype: object) -> None:
     """Text ids in a string dtype skip the canonical labels (nothing to merge); the codes must
     still tell exactly the distinct strings apart, with missing ids as -1, as the labelled
     path does for object columns."""
-    from dpframe.backends.pandas import factorize
+    from dpframe.backends.blocks.frames import factorize
 
     values = ["b", "a", None, "b", "", "a\x00", "a", None, "é"]
     s = pd.Series(values, dtype=dtype)  # type: ignore[call-overload]

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpframe.backends.arrow.words import column_words
-from dpframe.backends.arrow.words import value_hashes as arrow_value_hashes
-from dpframe.backends.pandas import value_hashes as pandas_value_hashes
+from dpframe.backends.blocks.arrow_words import column_words
+from dpframe.backends.blocks.arrow_words import value_hashes as arrow_value_hashes
+from dpframe.backends.blocks.frames import value_hashes as pandas_value_hashes
 from dpframe.core.exact.hashing import keyed, keyed_priority, number_words, value_words
 
 TEXTS = ["", "a", "b", "ab", "ba", "abcdefgh", "abcdefghi", "hgfedcba", "é", "日本語", "x" * 100,

@@ -797,7 +797,7 @@ def test_narrow_and_wide_group_codes_release_the_same(unit: str | None,
     import pandas as pd
 
     import dpframe as dpf
-    from dpframe.backends import pandas as pandas_backend
+    from dpframe.backends.blocks import frames as pandas_backend
     from dpframe.core.exact import transform
     rng = np.random.default_rng(9)
     n = 20_000

@@ -18,7 +18,7 @@ def large_frame_paths(monkeypatch: pytest.MonkeyPatch) -> None:
     """The suite's frames are small; large frames take other paths (narrow group codes, the
     one-pass grouped sum: ``SMALL_GROUPED_ROWS``). Here every frame takes those, so the
     properties hold for them too (small frames' paths are the rest of the tests')."""
-    from dpframe.backends import pandas as pandas_backend
+    from dpframe.backends.blocks import frames as pandas_backend
     from dpframe.core.exact import transform
     monkeypatch.setattr(pandas_backend, "SMALL_GROUPED_ROWS", 0)
     monkeypatch.setattr(transform, "SMALL_GROUPED_ROWS", 0)

@@ -27,21 +27,19 @@ Adding is correct because blocks hold disjoint privacy units:
   default); disk is the spilled columns, deleted as soon as the release is computed, also on
   error or interrupt. See docs/scan.md.
 
-Modules: ``columns`` (Arrow column kinds, numbers, factorization, key and unit codes),
-``conform`` (data conformed to the public schema), ``csv`` (CSV column types: declared, never
-inferred from the values), ``words`` (columns as words of the core's one
-hash, :mod:`dpframe.core.exact.hashing`), ``prefetch`` (a bounded read-ahead thread),
-``source`` (``DatasetSource``: discovery, format inference, metadata, batches), ``batches``
-(``BatchSource``: record batches from an engine's factory: Polars, DuckDB), ``totals``
-(adding blocks' aggregates exactly), ``spill`` (the partition files), ``carried`` (heavy
-units' pre-selection) and ``backend`` (``ArrowBackend``).
+Modules: ``csv`` (CSV column types: declared, never inferred from the values),
+``prefetch`` (a bounded read-ahead thread), ``source`` (``DatasetSource``: discovery, format
+inference, metadata, batches), ``batches`` (``BatchSource``: record batches from an engine's
+factory: Polars, DuckDB), ``totals`` (adding blocks' aggregates exactly), ``spill`` (the
+partition files), ``carried`` (heavy units' pre-selection) and ``backend``
+(``ArrowBackend``). The Arrow-column views it reads
+blocks with (once ``columns``, ``conform`` and ``words`` here) are the block engine's:
+:mod:`dpframe.backends.blocks.arrow_columns`, ``arrow_conform`` and ``arrow_words``.
 """
 
 from __future__ import annotations
 
-from .backend import DEFAULT_BATCH_SIZE, DEFAULT_PARTITION_ROWS, MAX_PARTITIONS, ArrowBackend
-from .batches import BatchFactory, BatchSource
-from .columns import (
+from ..blocks.arrow_columns import (
     arrow_kind,
     dictionary_codes,
     factorize,
@@ -49,11 +47,13 @@ from .columns import (
     public_codes,
     unit_codes,
 )
-from .conform import conform_array, conform_batch, public_schema, public_type
+from ..blocks.arrow_conform import conform_array, conform_batch, public_schema, public_type
+from ..blocks.arrow_words import unit_hash, value_hashes
+from .backend import DEFAULT_BATCH_SIZE, DEFAULT_PARTITION_ROWS, MAX_PARTITIONS, ArrowBackend
+from .batches import BatchFactory, BatchSource
 from .prefetch import PREFETCH, prefetch
 from .source import DatasetSource
 from .totals import add_into
-from .words import unit_hash, value_hashes
 
 __all__ = ["DEFAULT_BATCH_SIZE", "DEFAULT_PARTITION_ROWS", "MAX_PARTITIONS", "PREFETCH",
            "ArrowBackend", "BatchFactory", "BatchSource", "DatasetSource", "add_into",

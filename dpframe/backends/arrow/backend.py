@@ -37,8 +37,7 @@ from ..base import (
     public_key_list,
 )
 from ..blocks import UnitBlock, exact_over_blocks
-from .carried import DROPPED_BEFORE, ROW_PRIORITY, bound_by_priority, heavy_limit, preselect
-from .columns import (
+from ..blocks.arrow_columns import (
     I64,
     Bools,
     arrow_kind,
@@ -49,10 +48,11 @@ from .columns import (
     unit_codes,
     value_type,
 )
+from ..blocks.arrow_words import column_words, value_hashes
+from .carried import DROPPED_BEFORE, ROW_PRIORITY, bound_by_priority, heavy_limit, preselect
 from .source import DatasetSource
 from .spill import SpillFiles, arrange
 from .totals import KeyIndex, Totals
-from .words import column_words, value_hashes
 
 DEFAULT_BATCH_SIZE = 1 << 20
 DEFAULT_PARTITION_ROWS = 4_000_000
@@ -192,6 +192,11 @@ def _read_with_carried(read_plain: Callable[[], pa.Table] | None,
             f = kept.schema.field(name)
             plain = plain.append_column(f, pa.nulls(plain.num_rows, f.type))
     return pa.concat_tables([plain, kept]).combine_chunks()
+
+
+def _same(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """A streamed batch, read already (the reader's prefetch thread decoded it)."""
+    return batch
 
 
 def _partitions(unit: pa.Array, key: Key, parts: int) -> np.ndarray:
@@ -341,36 +346,33 @@ class ArrowBackend:
         # (numpy and Arrow release the GIL). Private keys share the key index, and sampling
         # draws from one generator: those stay in order, one block at a time.
         parallel = WORKERS > 1 and not q.private_keys and q.sample_rate is None
-        stream = self._stream_parallel if parallel else self._stream_in_order
         with contextlib.closing(batches):  # stops the reader at once on error or Ctrl-C
-            schema = stream(run, batches)
+            schema = self._stream(run, batches, WORKERS if parallel else 1)
         if schema is None:
             schema = pa.schema([self.source.arrow_schema.field(c) for c in read_cols])
         return self._finish(run, schema)
 
-    def _stream_in_order(self, run: _Run, batches: Iterator[pa.RecordBatch]
-                         ) -> pa.Schema | None:
-        """Aggregate the batches one at a time; the last batch's schema (None: no batch)."""
-        schema = None
-        for batch in batches:
-            schema = batch.schema
-            self._add(run, batch, None)
-        return schema
+    def _stream(self, run: _Run, batches: Iterator[pa.RecordBatch], workers: int
+                ) -> pa.Schema | None:
+        """The streaming pass on the block engine
+        (:func:`~dpframe.backends.blocks.exact_over_blocks`): at row level each row is its own
+        unit, so every batch is a block of whole units; the blocks carry no entropy (row-level
+        sampling draws from the release's generator, one block at a time in batch order) and
+        are added in batch order, ``workers`` at once with at most ``workers + 1`` batches in
+        flight. The last batch's schema (None: no batch)."""
+        schema: list[pa.Schema] = []
 
-    def _stream_parallel(self, run: _Run, batches: Iterator[pa.RecordBatch]
-                         ) -> pa.Schema | None:
-        """Aggregate the batches on ``WORKERS`` threads, adding them in batch order (at most
-        ``WORKERS`` + 1 in flight); the last batch's schema (None: no batch)."""
-        def aggregate(batch: pa.RecordBatch) -> tuple[pa.Schema, Partial]:
+        def aggregate(batch: pa.RecordBatch, _: np.random.Generator | None
+                      ) -> tuple[pa.Schema, Partial]:
             return batch.schema, self._aggregate(run, batch, None)
 
-        schema = None
-        with ThreadPoolExecutor(WORKERS, thread_name_prefix="dpframe-block") as pool, \
-                contextlib.closing(in_order(pool, batches, aggregate, WORKERS + 1)) as done:
-            for batch_schema, partial in done:
-                schema = batch_schema
-                run.totals.add(*partial)
-        return schema
+        def add(done: tuple[pa.Schema, Partial]) -> None:
+            schema[:] = [done[0]]
+            run.totals.add(*done[1])
+
+        exact_over_blocks((UnitBlock(functools.partial(_same, batch)) for batch in batches),
+                          aggregate, add, workers=workers, ahead=workers + 1)
+        return schema[0] if schema else None
 
     # -- privacy units: two passes over keyed partitions ------------------------------------------
     def n_partitions(self) -> int:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Generator, Iterable, Sequence
 import pyarrow as pa
 
 from ...errors import ValidationError
-from .conform import conform_batch, public_schema
+from ..blocks.arrow_conform import conform_batch, public_schema
 from .source import DatasetSource
 
 #: ``factory(columns, batch_size, dictionary)``: a fresh iterable of record batches.

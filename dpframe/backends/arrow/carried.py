@@ -65,8 +65,8 @@ from ...core.exact.bounding import (
 from ...core.exact.compute import ComputeRequest
 from ...core.exact.transform import carried_drops
 from ..base import observed_key_codes
-from .columns import I64, factorize, unit_codes
-from .words import column_words
+from ..blocks.arrow_columns import I64, factorize, unit_codes
+from ..blocks.arrow_words import column_words
 
 #: The row priority of a pre-selected row (uint64; null: the row was spilled plainly and its
 #: priority is drawn in pass 2).

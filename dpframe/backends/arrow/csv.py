@@ -14,7 +14,7 @@ schema), never on a value.
 
 One rule for the values, in the CLI and in Python alike: each value is converted to its
 declared type on its own, and a value that does not spell one is missing
-(:func:`~dpframe.backends.arrow.conform.conform_array`). No count of such values exists
+(:func:`~dpframe.backends.blocks.arrow_conform.conform_array`). No count of such values exists
 anywhere: not in a warning, a log line, an error or the metadata.
 
 The second half of this module is the CSV *reader's* stream filters (moved here from

@@ -2,7 +2,7 @@
 
 Opening never quotes a value in an error (a malformed file's message may hold one), and
 reading never raises on one: every batch is conformed to the public schema
-(:mod:`dpframe.backends.arrow.conform`). Local files are pinned when opened (inode, size,
+(:mod:`dpframe.backends.blocks.arrow_conform`). Local files are pinned when opened (inode, size,
 times): a read of a file changed since, or a file that cannot be read or decoded, raises
 :class:`~dpframe.errors.InputError`, an operational fault the release path refuses before any
 charge.
@@ -23,8 +23,8 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
 from ...errors import InputError, ValidationError
-from .columns import is_bytes
-from .conform import TextOptions, conform_batch, public_schema
+from ..blocks.arrow_columns import is_bytes
+from ..blocks.arrow_conform import TextOptions, conform_batch, public_schema
 from .csv import (
     MAX_CSV_BLOCK,
     _blank,
@@ -123,8 +123,9 @@ def _csv_text(t: pa.DataType) -> pa.DataType:
 
 def _read_as_bytes(t: pa.DataType) -> bool:
     """Whether a lenient CSV read takes a column of public type ``t`` as bytes, conformed batch
-    by batch (:func:`~dpframe.backends.arrow.conform.conform_array`): every column but a binary
-    one (read as bytes anyway), so the CSV parser converts no value and never fails on one."""
+    by batch (:func:`~dpframe.backends.blocks.arrow_conform.conform_array`): every column but a
+    binary one (read as bytes anyway), so the CSV parser converts no value and never fails on
+    one."""
     return not is_bytes(t)
 
 
@@ -407,7 +408,7 @@ class DatasetSource:
     @property
     def arrow_schema(self) -> pa.Schema:
         """The Arrow schema of the visible columns, in their public types
-        (:func:`~dpframe.backends.arrow.conform.public_type`)."""
+        (:func:`~dpframe.backends.blocks.arrow_conform.public_type`)."""
         s = self._dataset.schema
         if self._columns is None:
             return public_schema(s)

@@ -28,13 +28,28 @@ B = TypeVar("B")
 P = TypeVar("P")
 
 #: A block generator's seed, as ``np.random.default_rng`` takes it (an int, or a sequence
-#: of ints); None: the request draws nothing at random.
+#: of ints); None: no generator of its own (the request draws nothing at random, or, as a
+#: row-level scan's sampling, draws from the release's generator, one block at a time in order).
 Entropy: TypeAlias = int | Sequence[int] | npt.NDArray[np.int64] | None
 
 
 def block_generator(entropy: Entropy) -> np.random.Generator | None:
     """The block's own generator (None when the request draws nothing at random)."""
     return None if entropy is None else np.random.default_rng(entropy)
+
+
+def block_substream(gen: np.random.Generator, tag: int) -> np.random.Generator:
+    """A second generator of the block whose own generator is ``gen``, independent of it:
+    seeded with the block's entropy followed by ``tag`` (``np.random.default_rng([*entropy,
+    tag])``), for a block that draws two streams (a Dask bucket: row priorities from its own
+    generator, then the pandas backend's bounding and sampling from this one)."""
+    seq = gen.bit_generator.seed_seq
+    if not isinstance(seq, np.random.SeedSequence):
+        raise ValueError("a block's generator is seeded from its entropy (block_generator)")
+    entropy = seq.entropy
+    words = [int(e) for e in entropy] if isinstance(entropy, (Sequence, np.ndarray)) else \
+        [int(entropy)] if entropy is not None else []
+    return np.random.default_rng([*words, tag])
 
 
 @dataclass(frozen=True)
@@ -59,12 +74,13 @@ def exact_of_block(block: UnitBlock[B],
 def exact_over_blocks(blocks: Iterable[UnitBlock[B] | None],
                       compute: Callable[[B, np.random.Generator | None], P],
                       add: Callable[[P], None], *, workers: int = 1,
-                      tick: Callable[[], None] | None = None) -> None:
+                      tick: Callable[[], None] | None = None, ahead: int | None = None) -> None:
     """Compute each block's exact aggregates with its own generator and ``add`` them in block
     order. ``None`` is an empty block (nothing added, ``tick`` still called). With
     ``workers`` > 1 the blocks are computed on that many threads (each one thread of numpy
-    work: :func:`~dpframe.core.exact.parallel.one_thread`), at most ``2 * workers`` queued,
-    the results still added in block order, so the totals are the same bits either way.
+    work: :func:`~dpframe.core.exact.parallel.one_thread`), at most ``ahead`` (default
+    ``2 * workers``) queued, the results still added in block order, so the totals are the
+    same bits either way.
 
     ``blocks`` is consumed in order on the calling thread: an engine that draws each block's
     entropy from the release's generator as it yields the block draws the same seeds however
@@ -88,9 +104,10 @@ def exact_over_blocks(blocks: Iterable[UnitBlock[B] | None],
             done(own(block))
         return
     # a block is read when its task starts, not when it is queued: 2 * workers tasks may
-    # wait, at most ``workers`` hold rows (no worker idles while an earlier one finishes)
+    # wait, at most ``workers`` hold rows (no worker idles while an earlier one finishes);
+    # blocks already in memory (a scan's batches) bound what they hold by a smaller ``ahead``
     with ThreadPoolExecutor(workers, thread_name_prefix="dpframe-block") as pool, \
-            contextlib.closing(in_order(pool, blocks, own, 2 * workers)) as results:
+            contextlib.closing(in_order(pool, blocks, own, ahead or 2 * workers)) as results:
         for partial in results:
             done(partial)
 

@@ -24,7 +24,7 @@ from ..base import (
     public_key_list,
 )
 from ..blocks import UnitBlock, exact_of_block, merge_exact
-from ..pandas import (
+from ..blocks.frames import (
     column_kind,
     column_labels,
 )

@@ -31,7 +31,7 @@ from ..base import (
     observed_key_codes,
     remap_codes,
 )
-from ..pandas import (
+from ..blocks.frames import (
     PandasBackend,
     column_kind,
     factorize,

@@ -42,7 +42,8 @@ from ..base import (
     group_code_dtype,
     partition_order,
 )
-from ..pandas import (
+from ..blocks import UnitBlock, block_substream, exact_of_block
+from ..blocks.frames import (
     PandasBackend,
     column_labels,
     unit_codes,
@@ -105,7 +106,8 @@ def preselect_buckets(part: pd.DataFrame, request: ComputeRequest, key: tuple[in
         pair = pair_priorities(h.view(np.int64), g, key_words, salt)
         # uniform 64-bit row priorities, drawn for the rows read only (full-range draws are
         # the generator's raw words)
-        chosen = select_drawing(units, g, pair, _drawing(seed), request.groups_per_unit,
+        drawing = _drawing(np.random.default_rng(seed))
+        chosen = select_drawing(units, g, pair, drawing, request.groups_per_unit,
                                 request.rows_per_group, request.preselect_total)
         keep = np.flatnonzero(chosen.keep)
         carried = _carried(keep, chosen)  # in the order of keep
@@ -153,9 +155,8 @@ def ordered_codes(backend: PandasBackend, request: ComputeRequest
     return ranked_private_keys(codes.astype(np.int64, copy=False), keys)
 
 
-def _drawing(seed: int) -> DrawPriorities:
-    """Uniform 64-bit priorities from a generator seeded with ``seed``, for the rows asked."""
-    gen = np.random.default_rng(seed)
+def _drawing(gen: np.random.Generator) -> DrawPriorities:
+    """Uniform 64-bit priorities from ``gen``, for the rows asked."""
     return lambda rows: gen.integers(0, 2**64, rows.size, dtype=np.uint64)
 
 
@@ -179,17 +180,39 @@ def _taken(s: pd.Series, rows: npt.NDArray[np.intp]) -> pd.Series:
     return pd.Series(s.array.take(rows), dtype=s.dtype, copy=False)
 
 
+@dataclasses.dataclass(frozen=True)
+class Bucket:
+    """A bucket's rows gathered in one frame (:func:`gathered`), and the columns whose numbers
+    are read apart (:class:`conform.BlockBackend`)."""
+
+    rows: pd.DataFrame
+    apart: dict[str, str]
+
+
 def bucket_exact(frames: list[pd.DataFrame], request: ComputeRequest,
                  keys: list[tuple[object, ...]], key: tuple[int, int], salt: int, seed: int,
                  numeric: dict[Any, ColumnKind] | None = None,
                  key_kinds: dict[str, ColumnKind] | None = None) -> ExactAggregates:
-    """One bucket: every partition's pre-selected rows of its units. The final selection by
-    the carried priorities (rows that carry none get theirs drawn from a generator seeded with
-    ``seed`` when read), then the exact aggregates of the selected rows (bounded already: no
-    unit step left). Columns that tell rows apart (the unit's id, keys, a distinct count's
-    values) are gathered exactly (:func:`concat_exact`); where that leaves one the public
-    schema says is numeric typed otherwise, its numbers are read apart
-    (:func:`conform.conformed`)."""
+    """One bucket, a block of whole units on the block engine
+    (:func:`~dpframe.backends.blocks.exact_of_block`): its rows are every partition's
+    pre-selected rows of its units (:func:`gathered`), its generator is seeded with ``seed``,
+    and its exact aggregates are those of the final selection by the carried priorities (rows
+    that carry none get theirs drawn from the block's generator when read), bounded already
+    (:func:`_select_and_aggregate`)."""
+    def compute(bucket: Bucket, gen: np.random.Generator | None) -> ExactAggregates:
+        assert gen is not None, "a bucket bounds units at random: it has a seed"
+        with one_thread():  # one task per worker thread already
+            return _select_and_aggregate(bucket, request, keys, key, salt, gen, key_kinds)
+
+    return exact_of_block(UnitBlock(lambda: gathered(frames, request, numeric), seed), compute)
+
+
+def gathered(frames: list[pd.DataFrame], request: ComputeRequest,
+             numeric: dict[Any, ColumnKind] | None = None) -> Bucket:
+    """A bucket's rows, from every partition's share, in one frame. Columns that tell rows
+    apart (the unit's id, keys, a distinct count's values) are gathered exactly
+    (:func:`concat_exact`); where that leaves one the public schema says is numeric typed
+    otherwise, its numbers are read apart (:func:`conform.conformed`)."""
     if any(ROW_PRIORITY_COLUMN in f.columns for f in frames):
         # every frame with the column, missing where none was drawn: the concatenation keeps
         # it UInt64 (exact), never filled with NaN in a float column
@@ -211,8 +234,7 @@ def bucket_exact(frames: list[pd.DataFrame], request: ComputeRequest,
         frames, apart = [f for f, _ in typed], typed[0][1]
     numbers = [*(c for c in (numeric or {}) if str(c) not in named), *apart.values()]
     with one_thread():  # one task per worker thread already
-        part = concat_exact(frames, identities, numbers)
-        return _select_and_aggregate(part, apart, request, keys, key, salt, seed, key_kinds)
+        return Bucket(concat_exact(frames, identities, numbers), apart)
 
 
 def concat_exact(frames: list[pd.DataFrame], identities: Sequence[Any],
@@ -246,16 +268,19 @@ def concat_exact(frames: list[pd.DataFrame], identities: Sequence[Any],
     return pd.concat(frames, ignore_index=True)
 
 
-def _select_and_aggregate(part: pd.DataFrame, apart: dict[str, str], request: ComputeRequest,
+def _select_and_aggregate(bucket: Bucket, request: ComputeRequest,
                           keys: list[tuple[object, ...]], key: tuple[int, int], salt: int,
-                          seed: int, key_kinds: dict[str, ColumnKind] | None = None
+                          gen: np.random.Generator, key_kinds: dict[str, ColumnKind] | None = None
                           ) -> ExactAggregates:
-    """The body of :func:`bucket_exact` on the bucket's rows (numbers of the columns
-    ``apart`` names read apart, :class:`conform.BlockBackend`): units are told apart by their
-    exact ids under the canonical value model (:func:`~dpframe.backends.pandas.unit_codes`),
+    """The body of :func:`bucket_exact` on the bucket's rows, with the bucket's generator
+    ``gen`` (the row priorities no partition drew; the pandas backend, when it runs, draws from
+    the block's second stream, :func:`~dpframe.backends.blocks.block_substream`): units are
+    told apart by their
+    exact ids under the canonical value model (:func:`~dpframe.backends.blocks.frames.unit_codes`),
     as in pandas and scans. With public keys and no sampling, the aggregates of the kept rows
     by their group codes; else the pandas backend on the kept rows (whole bounded units:
     its own bounding keeps them all; it samples units and observes private keys)."""
+    part, apart = bucket.rows, bucket.apart
     dense = unit_codes(part[UNIT_ID_COLUMN])
     carried = (part[ROW_PRIORITY_COLUMN].array if ROW_PRIORITY_COLUMN in part.columns
                else None)
@@ -271,7 +296,7 @@ def _select_and_aggregate(part: pd.DataFrame, apart: dict[str, str], request: Co
     before = _dropped_before(part)
     h = unit_hash_by_codes(part[UNIT_ID_COLUMN], dense, key)
     pair = pair_priorities(h.view(np.int64), codes, key_words, salt)
-    keep = select_by_priority(dense, codes, pair, drawing_for(carried, seed),
+    keep = select_by_priority(dense, codes, pair, drawing_for(carried, gen),
                               request.groups_per_unit, request.rows_per_group,
                               request.rows_per_unit)
     # the columns the aggregation reads, of the kept rows only (the carried priorities and
@@ -283,7 +308,7 @@ def _select_and_aggregate(part: pd.DataFrame, apart: dict[str, str], request: Co
         by_id = dataclasses.replace(request, privacy_unit=UNIT_ID_COLUMN)  # there (diagnostics=)
         drops = None if before is None else carried_drops(dense, codes, keep, before)
         return BlockBackend(kept, apart, key_kinds, drops).exact(
-            by_id, np.random.default_rng([seed, 1]))
+            by_id, block_substream(gen, 1))
     rows_backend = BlockBackend(kept, apart)
     bounded = dataclasses.replace(request, privacy_unit=None)
     out = compute_exact(bounded, codes[keep], keys, None, rows_backend,
@@ -302,11 +327,12 @@ def _dropped_before(part: pd.DataFrame) -> npt.NDArray[np.int64] | None:
     return part[DROPPED_COLUMN].to_numpy(dtype=np.int64, na_value=0)
 
 
-def drawing_for(carried: Any, seed: int) -> DrawPriorities:
+def drawing_for(carried: Any, gen: np.random.Generator) -> DrawPriorities:
     """The priorities of the rows asked: the one a row carries (drawn and read in its
-    partition: it must not be drawn again), else a fresh draw (read here for the first
-    time). ``carried``: the bucket's UInt64 priorities, or None when no row carries one."""
-    draw = _drawing(seed)
+    partition: it must not be drawn again), else a fresh draw from ``gen`` (read here for the
+    first time). ``carried``: the bucket's UInt64 priorities, or None when no row carries
+    one."""
+    draw = _drawing(gen)
     if carried is None:
         return draw
 

@@ -21,11 +21,11 @@ from ...core.exact.hashing import (
     time_words,
     value_words,
 )
-from ..arrow.words import column_words
 from ..base import (
     one_time_spelling,
 )
-from ..pandas import (
+from ..blocks.arrow_words import column_words
+from ..blocks.frames import (
     column_kind,
 )
 
@@ -132,7 +132,7 @@ def unit_hash(s: pd.Series, key: tuple[int, int] = (0, 0)) -> npt.NDArray[np.uin
 def unit_hash_by_codes(s: pd.Series, codes: npt.NDArray[np.int64], key: tuple[int, int]
                        ) -> npt.NDArray[np.uint64]:
     """:func:`unit_hash` of ``s``, whose values have the unit codes ``codes``
-    (:func:`~dpframe.backends.pandas.unit_codes`, all >= 0). Text and object ids, whose words
+    (:func:`~dpframe.backends.blocks.frames.unit_codes`, all >= 0). Text and object ids, whose words
     cost most, are hashed once per unit, through one row of each: values the value model counts
     as one unit have one word (:func:`unit_words`), so any row of a unit gives its hash."""
     if codes.size == 0 or not (column_kind(s.dtype) == "str" or s.dtype == object):

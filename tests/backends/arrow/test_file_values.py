@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import dpframe as dpf
-from dpframe.backends.arrow.conform import conform_array
+from dpframe.backends.blocks.arrow_conform import conform_array
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # seeded sessions warn
 

@@ -1,5 +1,5 @@
 """Arrow text whose bytes are not UTF-8 is missing (issue 43, item 2;
-:func:`~dpframe.backends.arrow.conform.utf8_or_missing`).
+:func:`~dpframe.backends.blocks.arrow_conform.utf8_or_missing`).
 
 * Exactness: each value is missing exactly when Python's strict decoder refuses its bytes,
   whatever the array's type (string, large string, view, dictionary, chunked, sliced).
@@ -16,8 +16,8 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpframe.backends.arrow import conform
-from dpframe.backends.arrow.conform import utf8_or_missing
+from dpframe.backends.blocks import arrow_conform as conform
+from dpframe.backends.blocks.arrow_conform import utf8_or_missing
 
 #: Bytes most often ASCII, with the bytes that make UTF-8 invalid (a lone continuation, a lead
 #: without its continuation, the surrogates' and overlong forms' leads, bytes never used).

@@ -37,7 +37,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dpframe as dpf
-from dpframe.backends.arrow.conform import conform_array, public_type
+from dpframe.backends.blocks.arrow_conform import conform_array, public_type
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # seeded sessions warn
 

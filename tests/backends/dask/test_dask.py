@@ -301,8 +301,8 @@ def test_unit_hash_by_codes_is_the_unit_hash_of_every_row(values: list[Any], dty
     """Pre-selection and buckets hash text and object ids once per unit, through one row of
     each: every row must still get its own value's hash, also when a unit's rows were all
     dropped (its code then has no row: the first unit, "z" or 9.5, below)."""
+    from dpframe.backends.blocks.frames import unit_codes
     from dpframe.backends.dask import words as dask_backend
-    from dpframe.backends.pandas import unit_codes
 
     s = pd.Series(values, dtype=dtype)
     codes = unit_codes(s)
@@ -572,7 +572,7 @@ def test_pre_selection_ships_row_priorities_only_where_it_read_them() -> None:
     # the bucket reads carried priorities exactly (the largest 64-bit value included) and
     # draws only the missing ones
     values = pd.array([2**64 - 1, None, 5, None], dtype="UInt64")
-    read = dask_backend.drawing_for(values, 9)(np.array([0, 1, 2, 3]))
+    read = dask_backend.drawing_for(values, np.random.default_rng(9))(np.array([0, 1, 2, 3]))
     fresh = np.random.default_rng(9).integers(0, 2**64, 2, dtype=np.uint64)
     assert read.dtype == np.uint64
     assert read.tolist() == [2**64 - 1, int(fresh[0]), 5, int(fresh[1])]

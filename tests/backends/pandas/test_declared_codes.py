@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpframe.backends.pandas import declared_codes
+from dpframe.backends.blocks.frames import declared_codes
 from dpframe.core.exact import parallel
 
 N = 3 * parallel.BLOCK_ROWS + 5
@@ -97,7 +97,7 @@ def test_found_positions_read_from_buffers_honour_offsets_nulls_and_chunks(
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from dpframe.backends.pandas import _found_or_missing
+    from dpframe.backends.blocks.frames import _found_or_missing
 
     rng = np.random.default_rng(start * 100 + length + chunks)
     pool = ["a", "b", "c", None, "zz"]

@@ -26,7 +26,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpframe.backends import pandas as backend
+from dpframe.backends.blocks import frames as backend
 from dpframe.backends.objects import _nulls, factorize_pieces, sample_positions
 from dpframe.core.exact import transform
 
@@ -182,8 +182,8 @@ def test_narrow_codes_count_as_the_drop_bucket_does(dtype: Any, ngroups: int) ->
 # -- text in pieces: no copy of the column, the codes of the joined text ------------------------
 
 def _joined(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`~dpframe.backends.pandas._factorize_objects` as it was: the mapped column copied,
-    the other rows given a text value, the text factorized as one array."""
+    """:func:`~dpframe.backends.blocks.frames._factorize_objects` as it was: the mapped column
+    copied, the other rows given a text value, the text factorized as one array."""
     mapped, rest = backend._mapped_objects(values)
     others = np.concatenate(rest) if rest else np.zeros(0, dtype=np.intp)
     if others.size == 0 or 2 * others.size > mapped.size:

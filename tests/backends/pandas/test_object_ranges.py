@@ -39,7 +39,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpframe.backends import pandas as backend
+from dpframe.backends.blocks import frames as backend
 from dpframe.core.exact.values import canonicalize
 
 
@@ -77,7 +77,7 @@ ODD: dict[str, object] = {
 @contextmanager
 def counted() -> Iterator[list[int]]:
     """The number of values the per-value passes read while the context is open: the
-    canonicalizer (:func:`~dpframe.backends.pandas._canonical_object`) and the hashability
+    canonicalizer (:func:`~dpframe.backends.blocks.frames._canonical_object`) and the hashability
     test of the fallback after a hash that raised."""
     calls = [0]
 

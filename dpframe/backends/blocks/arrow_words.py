@@ -22,7 +22,7 @@ from ...core.exact.hashing import (
     number_words,
     time_words,
 )
-from .columns import Bools, Column, decoded, flat, is_number
+from .arrow_columns import Bools, Column, decoded, flat, is_number
 
 U64 = npt.NDArray[np.uint64]
 

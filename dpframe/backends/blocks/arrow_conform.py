@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from .columns import Column, decoded, flat, is_bytes, is_number, is_text, value_type
+from .arrow_columns import Column, decoded, flat, is_bytes, is_number, is_text, value_type
 
 _NUMBER_TEXT = (r"^\s*[+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|inf|infinity|nan)\s*$")
 _CAST_ERRORS = (pa.ArrowInvalid, pa.ArrowNotImplementedError)
