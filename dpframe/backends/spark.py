@@ -59,7 +59,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 from .._version import __version__
 from ..core.exact.bounding import pair_priorities, ranked_private_keys, select_drawing
 from ..core.exact.compute import AggregateRequest, ComputeRequest, ExactAggregates
-from ..core.exact.hashing import value_words
+from ..core.exact.hashing import number_words, value_words
 from ..core.exact.transform import dropped_rows
 from ..core.exact.values import ColumnKind, canonical
 from ..errors import DPError, InputError, ValidationError, WorkerError
@@ -312,7 +312,7 @@ class _Pairs:
         assert q.privacy_unit is not None
         frame = _frame(table.select(list(dict.fromkeys([*q.by, q.privacy_unit]))))
         backend = PandasBackend(frame)
-        ucodes, labels = factorize(backend.column(q.privacy_unit))
+        ucodes, unit_words = _unit_words(backend.column(q.privacy_unit))
         key_words = None
         if q.by and q.private_keys:
             local, keys = backend.group_codes(q)
@@ -322,8 +322,23 @@ class _Pairs:
         self.rows = np.flatnonzero((ucodes >= 0) & (groups >= 0))
         self.units = ucodes[self.rows]
         self.groups = groups[self.rows]
-        words = value_words(labels)[self.units].view(np.int64)
+        words = unit_words[self.units].view(np.int64)
         self.priority = pair_priorities(words, self.groups, key_words, salt)
+
+
+def _unit_words(ids: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's unit code (-1: missing) and each code's word, as :func:`factorize` and
+    :func:`~dpframe.core.exact.hashing.value_words` of its labels give them. An integer
+    column (``Int64``, as :func:`_frame` reads Spark's integers) is factorized as pandas
+    does and its words are its values (:func:`~dpframe.core.exact.hashing.number_words`),
+    with no Python object per unit: the same codes and words, about a second less per
+    million units."""
+    if isinstance(ids.dtype, pd.Int64Dtype):
+        codes, uniques = pd.factorize(ids, use_na_sentinel=True)
+        return (np.asarray(codes, dtype=np.int64),
+                number_words(np.asarray(uniques.to_numpy(dtype=np.int64), dtype=np.int64)))
+    ucodes, labels = factorize(ids)
+    return ucodes, value_words(labels)
 
 
 def _preselect(chunk: pa.Table, q: ComputeRequest, salt: int, gen: np.random.Generator
