@@ -209,7 +209,10 @@ class SparkBackend:
         sdf = self.sdf.select(*[F.col(c) for c in cols])
         seed = int(gen.integers(1 << 62)) if gen is not None else 0
         salt = int(gen.integers(1 << 62)) if gen is not None else 0
-        if q.privacy_unit:  # every row of a unit in one partition (Spark's hash of the id),
+        local: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]] | None = None
+        if q.privacy_unit and self._placed(sdf, q.privacy_unit):  # whole units already: each
+            local = _preselecting(q, seed, salt)  # task pre-selects, then bounds (no exchange)
+        elif q.privacy_unit:  # every row of a unit in one partition (Spark's hash of the id),
             # after each input chunk kept only the rows that can survive bounding
             unit = _unit_column(F.col(q.privacy_unit), self._fields[q.privacy_unit])
             schema = T.StructType([*sdf.schema.fields, T.StructField(ROW_PRIORITY, T.LongType()),
@@ -218,7 +221,8 @@ class SparkBackend:
             sdf = pre.repartition(self.partitions or _default_parts(sdf), unit)
 
         def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            got = list(batches)  # a partition, its heavy units' rows pre-selected
+            # a partition, its heavy units' rows pre-selected (here, or before the exchange)
+            got = list(batches if local is None else local(batches))
             if not got:  # an empty partition adds nothing
                 return
             ctx = TaskContext.get()
@@ -235,6 +239,39 @@ class SparkBackend:
             empty = _frame(self.sdf.select(*[F.col(c) for c in cols]).limit(0).toArrow())
             return PandasBackend(empty).exact(q, gen)
         return total
+
+    def _placed(self, sdf: DataFrame, unit: str) -> bool:
+        """Whether ``sdf``'s partitions already hold whole units, so that the exchange by unit
+        can be skipped (:func:`placed_by`); never for a float unit id (``-0.0`` and ``0.0``
+        may hash apart), nor when the backend was given another partition count."""
+        if isinstance(self._fields[unit], _FLOATS):
+            return False
+        count = placed_by(sdf, unit)
+        return count is not None and self.partitions in (None, count)
+
+
+def placed_by(sdf: DataFrame, column: str) -> int | None:
+    """The partition count when the physical plan of ``sdf`` places its rows by Spark's hash
+    of ``column`` alone (``repartition(column)`` upstream, a cached frame so partitioned, or a
+    table bucketed by it and read as buckets), so that each partition holds all of the rows of
+    each of its values; None otherwise, or when the plan cannot be read (Spark Connect).
+    Read from the plan's output partitioning (the query, never its data), whose expression
+    must be the very column of the output (not another one of the same name)."""
+    try:
+        plan = sdf._jdf.queryExecution().executedPlan()
+        if plan.getClass().getSimpleName() == "AdaptiveSparkPlanExec":
+            plan = plan.executedPlan()  # the plan as adaptive execution starts it
+        part = plan.outputPartitioning()
+        if part.getClass().getSimpleName() != "HashPartitioning" or part.expressions().size() != 1:
+            return None
+        by, output = part.expressions().apply(0), plan.output()
+        for i in range(output.size()):
+            attr = output.apply(i)
+            if attr.name() == column and by.semanticEquals(attr):
+                return int(part.numPartitions())
+    except Exception:  # no JVM plan to read: exchanged as any other frame
+        return None
+    return None
 
 
 #: Columns a pre-selected row carries to its unit's partition: its row priority (the bits of
