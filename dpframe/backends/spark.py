@@ -215,10 +215,12 @@ class SparkBackend:
         elif q.privacy_unit:  # every row of a unit in one partition (Spark's hash of the id),
             # after each input chunk kept only the rows that can survive bounding
             unit = _unit_column(F.col(q.privacy_unit), self._fields[q.privacy_unit])
-            schema = T.StructType([*sdf.schema.fields, T.StructField(ROW_PRIORITY, T.LongType()),
-                                   T.StructField(DROPPED, T.LongType())])
-            pre = sdf.mapInArrow(_preselecting(q, seed, salt), schema)
-            sdf = pre.repartition(self.partitions or _default_parts(sdf), unit)
+            if not _light(sdf, q.privacy_unit, self._kinds[q.privacy_unit]):
+                schema = T.StructType([*sdf.schema.fields,
+                                       T.StructField(ROW_PRIORITY, T.LongType()),
+                                       T.StructField(DROPPED, T.LongType())])
+                sdf = sdf.mapInArrow(_preselecting(q, seed, salt), schema)
+            sdf = sdf.repartition(self.partitions or _default_parts(sdf), unit)
 
         def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             # a partition, its heavy units' rows pre-selected (here, or before the exchange)
@@ -227,7 +229,8 @@ class SparkBackend:
                 return
             ctx = TaskContext.get()
             part = ctx.partitionId() if ctx is not None else 0
-            agg = exact_of_block(UnitBlock(lambda: pa.Table.from_batches(got),
+            read = _carrying if q.privacy_unit else (lambda table: table)
+            agg = exact_of_block(UnitBlock(lambda: read(pa.Table.from_batches(got)),
                                            [seed, part] if gen is not None else None),
                                  lambda table, own: _block_aggregates(table, q, salt, own))
             yield pa.RecordBatch.from_pydict({"agg": [pickle.dumps(agg)]},
@@ -305,6 +308,26 @@ def _preselecting(q: ComputeRequest, seed: int, salt: int
             yield from out.to_batches()
 
     return pre
+
+
+def _light(sdf: DataFrame, unit: str, kind: ColumnKind) -> bool:
+    """Whether no unit id has more than :data:`HEAVY_ROWS` rows in the whole frame (one
+    aggregation in Spark, a null id one more id as in Arrow's count; ``-0.0`` and ``0.0``, and
+    NaNs, counted together, so never fewer than :func:`_heavy` counts), so that every input
+    chunk would be sent whole (:func:`_plain`) and the pass through Python before the exchange
+    can be skipped: the same rows, in the same order, reach the same partitions. Only for ids
+    of a plain kind (nested ids are always pre-selected). The answer changes which work is
+    done, never the rows kept nor their law."""
+    if kind not in ("int", "str", "float", "bool"):
+        return False
+    most = sdf.groupBy(F.col(unit)).count().agg(F.max("count").alias("m")).collect()[0]["m"]
+    return most is None or int(most) <= HEAVY_ROWS
+
+
+def _carrying(table: pa.Table) -> pa.Table:
+    """A partition with the pre-selection's columns (a chunk never pre-selected carries none:
+    every row's priority is drawn after the exchange, as for a chunk sent whole)."""
+    return table if ROW_PRIORITY in table.column_names else _plain(table)
 
 
 def _heavy(chunk: pa.Table, unit: str) -> bool:
