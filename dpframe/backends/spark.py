@@ -23,7 +23,11 @@ per-group aggregates, and no row is ever collected to the driver. Two plans:
   canonical value model, the same keyed priorities of :mod:`dpframe.core.exact.hashing` for
   bounding), with a generator seeded from the release's sampling generator and the partition
   id. Each partition returns its per-group aggregates; the driver merges them with the
-  primitives' merge (blocks holding disjoint units add up).
+  primitives' merge (blocks holding disjoint units add up). With no unit id over
+  :data:`HEAVY_ROWS` rows (:func:`_light`) every chunk would be sent whole, so the pass before
+  the exchange is skipped; a frame whose plan already places its rows by the unit
+  (:func:`placed_by`: a bucketed table, an upstream ``repartition``) skips the exchange, each
+  task pre-selecting and bounding its own partition. Neither changes the rows kept.
 
 Values: Spark's types map to dpframe's kinds from the schema alone (:func:`spark_kind`);
 decimals are exact values of kind "other" (as on pandas), text that is not UTF-8 is missing,
@@ -67,6 +71,7 @@ from .arrow.conform import utf8_or_missing
 from .base import only_columns, public_key_list
 from .blocks import UnitBlock, exact_of_block, merge_exact
 from .pandas import PandasBackend, factorize
+from .spark_layout import light, placed_by
 
 #: the request kinds the Spark SQL plan computes (the others run in blocks)
 _SQL_KINDS = frozenset({"rows", "nonnull", "fixed_sum"})
@@ -244,37 +249,12 @@ class SparkBackend:
         return total
 
     def _placed(self, sdf: DataFrame, unit: str) -> bool:
-        """Whether ``sdf``'s partitions already hold whole units, so that the exchange by unit
-        can be skipped (:func:`placed_by`); never for a float unit id (``-0.0`` and ``0.0``
-        may hash apart), nor when the backend was given another partition count."""
+        """Whether ``sdf``'s partitions hold whole units already (:func:`placed_by`); never
+        for float ids (``-0.0`` and ``0.0`` may hash apart), nor for another partition count."""
         if isinstance(self._fields[unit], _FLOATS):
             return False
         count = placed_by(sdf, unit)
         return count is not None and self.partitions in (None, count)
-
-
-def placed_by(sdf: DataFrame, column: str) -> int | None:
-    """The partition count when the physical plan of ``sdf`` places its rows by Spark's hash
-    of ``column`` alone (``repartition(column)`` upstream, a cached frame so partitioned, or a
-    table bucketed by it and read as buckets), so that each partition holds all of the rows of
-    each of its values; None otherwise, or when the plan cannot be read (Spark Connect).
-    Read from the plan's output partitioning (the query, never its data), whose expression
-    must be the very column of the output (not another one of the same name)."""
-    try:
-        plan = sdf._jdf.queryExecution().executedPlan()
-        if plan.getClass().getSimpleName() == "AdaptiveSparkPlanExec":
-            plan = plan.executedPlan()  # the plan as adaptive execution starts it
-        part = plan.outputPartitioning()
-        if part.getClass().getSimpleName() != "HashPartitioning" or part.expressions().size() != 1:
-            return None
-        by, output = part.expressions().apply(0), plan.output()
-        for i in range(output.size()):
-            attr = output.apply(i)
-            if attr.name() == column and by.semanticEquals(attr):
-                return int(part.numPartitions())
-    except Exception:  # no JVM plan to read: exchanged as any other frame
-        return None
-    return None
 
 
 #: Columns a pre-selected row carries to its unit's partition: its row priority (the bits of
@@ -311,17 +291,10 @@ def _preselecting(q: ComputeRequest, seed: int, salt: int
 
 
 def _light(sdf: DataFrame, unit: str, kind: ColumnKind) -> bool:
-    """Whether no unit id has more than :data:`HEAVY_ROWS` rows in the whole frame (one
-    aggregation in Spark, a null id one more id as in Arrow's count; ``-0.0`` and ``0.0``, and
-    NaNs, counted together, so never fewer than :func:`_heavy` counts), so that every input
-    chunk would be sent whole (:func:`_plain`) and the pass through Python before the exchange
-    can be skipped: the same rows, in the same order, reach the same partitions. Only for ids
-    of a plain kind (nested ids are always pre-selected). The answer changes which work is
-    done, never the rows kept nor their law."""
-    if kind not in ("int", "str", "float", "bool"):
-        return False
-    most = sdf.groupBy(F.col(unit)).count().agg(F.max("count").alias("m")).collect()[0]["m"]
-    return most is None or int(most) <= HEAVY_ROWS
+    """:func:`~dpframe.backends.spark_layout.light` at :data:`HEAVY_ROWS`: no chunk would be
+    pre-selected, so the pass before the exchange is skipped (the same rows, in the same
+    order, reach the same partitions)."""
+    return light(sdf, unit, kind, HEAVY_ROWS)
 
 
 def _carrying(table: pa.Table) -> pa.Table:
