@@ -34,7 +34,8 @@ decimals are exact values of kind "other" (as on pandas), text that is not UTF-8
 timestamps are read in the session time zone, binary is bytes, NaN and null are both missing,
 ``-0.0`` is ``0``.
 Privacy: the plan chosen and every refusal depend on the schema, the request and the declared
-keys only; no job can fail on a value (no ANSI cast is made: values that do not conform are
+keys only (whether blocks pre-select, as each chunk's, depends on the rows' counts: never the
+rows kept); no job can fail on a value (no ANSI cast: values that do not conform are
 missing). The workers are probed before the first block job (:func:`check_workers`); a read
 that fails for good refuses before the charge, any other failure is charged (:meth:`exact`).
 """
@@ -292,8 +293,7 @@ def _preselecting(q: ComputeRequest, seed: int, salt: int
 
 def _light(sdf: DataFrame, unit: str, kind: ColumnKind) -> bool:
     """:func:`~dpframe.backends.spark_layout.light` at :data:`HEAVY_ROWS`: no chunk would be
-    pre-selected, so the pass before the exchange is skipped (the same rows, in the same
-    order, reach the same partitions)."""
+    pre-selected (the same rows, in the same order, reach the same partitions without it)."""
     return light(sdf, unit, kind, HEAVY_ROWS)
 
 
