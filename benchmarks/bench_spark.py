@@ -11,7 +11,13 @@ users), starts one ``local[2]`` SparkSession (UI off) and times, interleaved aft
 * dpframe, row level: ``sdf.dp(s, bounds=..., keys=...).groupby("g").sum("x", epsilon=1)``
   (the Spark SQL plan: fixed-point integers summed exactly as two long halves);
 * dpframe, unit level: the same with ``privacy_unit="u", max_rows_per_unit=10``
-  (blocks of whole units: an exchange by unit, then the primitives per partition).
+  (blocks of whole units: an exchange by unit, then the primitives per partition);
+* the floor of the unit level: plain ``sdf.groupBy("u").count()`` (each unit's rows counted,
+  with its exchange), and the unit level's ratio to it;
+* dpframe, unit level on a table bucketed by ``u`` (``bucketBy(4, "u")``, saved under
+  ``/tmp/dpframe-bench-spark/warehouse`` each run, read back as buckets with
+  ``spark.sql.sources.bucketing.autoBucketedScan.enabled`` off, cached as the other frame):
+  no exchange, each partition pre-selected and bounded in one Python pass.
 
 With ``--floors``, also the plain-Spark steps any exact unit-level plan needs at least one of
 (no dpframe code): moving every row to its unit's partition (``repartition(u)``, rows
@@ -74,6 +80,8 @@ def main() -> None:
 
     spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
              .config("spark.sql.shuffle.partitions", "4").config("spark.driver.memory", "3g")
+             .config("spark.sql.warehouse.dir", str(DATA / "warehouse"))
+             .config("spark.ui.showConsoleProgress", "false")
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     sdf = spark.read.parquet(str(path)).cache()
@@ -93,10 +101,23 @@ def main() -> None:
                       max_rows_per_unit=10)
         return priv.groupby("g").sum("x", epsilon=1)
 
-    fns = {"plain": plain, "rows": dp_rows, "units": dp_units}
+    def floor() -> object:
+        return sdf.groupBy("u").count().agg(F.count("*")).collect()
+
+    bucketed = bucketed_table(spark, sdf)
+
+    def dp_bucketed() -> object:
+        priv = bucketed.dp(dpf.Session(1e6), bounds={"x": (0, 100)}, keys=keys,
+                           privacy_unit="u", max_rows_per_unit=10)
+        return priv.groupby("g").sum("x", epsilon=1)
+
+    fns = {"plain": plain, "rows": dp_rows, "units": dp_units, "floor": floor,
+           "bucketed": dp_bucketed}
     labels = [("plain", "plain `groupBy().agg(sum)`"),
               ("rows", "dpframe groupby-sum, row level"),
-              ("units", "dpframe groupby-sum, unit level (T = 10)")]
+              ("units", "dpframe groupby-sum, unit level (T = 10)"),
+              ("floor", "floor: plain `groupBy(u).count()`"),
+              ("bucketed", "dpframe unit level, table bucketed by `u` (no exchange)")]
     if args.floors:
         steps = floors(sdf)
         fns.update(steps)
@@ -106,7 +127,24 @@ def main() -> None:
     print("| --- | --- | --- |")
     for name, label in labels:
         print(f"| {label} | {best[name]:.2f} | {best[name] / best['plain']:.2f}x |")
+    print(f"\nunit level / floor: {best['units'] / best['floor']:.2f}x; bucketed unit level / "
+          f"floor: {best['bucketed'] / best['floor']:.2f}x; load average {os.getloadavg()}")
     spark.stop()
+
+
+def bucketed_table(spark: Any, sdf: Any) -> Any:
+    """The frame saved as a table bucketed by ``u`` (as many buckets as shuffle partitions),
+    read back as buckets and cached."""
+    import shutil
+
+    warehouse = DATA / "warehouse" / "bench_spark_bucketed"
+    shutil.rmtree(warehouse, ignore_errors=True)  # the in-memory catalog forgets it
+    spark.sql("DROP TABLE IF EXISTS bench_spark_bucketed")
+    sdf.write.bucketBy(4, "u").mode("overwrite").saveAsTable("bench_spark_bucketed")
+    spark.conf.set("spark.sql.sources.bucketing.autoBucketedScan.enabled", "false")
+    table = spark.table("bench_spark_bucketed").cache()
+    table.count()
+    return table
 
 
 def floors(sdf: Any) -> dict[str, Callable[[], object]]:

@@ -267,3 +267,70 @@ def test_audit_findings_69_to_71_on_this_session(spark: Any, name: str) -> None:
         assert r.eps_lower_bound > r.claimed
     else:
         assert r.eps_lower_bound <= r.claimed
+
+
+# -- a frame already placed by its unit: no exchange -------------------------------------------
+
+def test_a_frame_placed_by_its_unit_skips_the_exchange(spark: Any,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A frame hash-partitioned by its unit upstream (``repartition(n, u)``) is read from its
+    plan as whole units (not a frame without it, nor one whose ``u`` is another column), and
+    its release skips the exchange with the same exact aggregates as when exchanged (a heavy
+    unit pre-selected, T binding, as many partitions as the exchange would make)."""
+    from pyspark.sql import functions as F
+
+    from dpframe.backends.spark import SparkBackend, placed_by
+
+    rng = np.random.default_rng(5)
+    u = rng.integers(0, 300, 4000)
+    u[:1500] = 7  # a heavy unit: its chunk is pre-selected
+    sdf = spark.createDataFrame(pd.DataFrame({"g": rng.choice(["a", "b"], 4000), "u": u,
+                                              "x": rng.uniform(0, 10, 4000)}))
+    placed = sdf.repartition(2, "u")
+    assert placed_by(placed.select("g", "x", "u"), "u") == 2
+    assert placed_by(sdf, "u") is None
+    assert placed_by(placed.withColumnRenamed("u", "v").withColumn("u", F.col("x")), "u") is None
+    backend = SparkBackend(placed)
+    assert backend._placed(placed.select("g", "x", "u"), "u")
+
+    def exact(frame: Any) -> Any:
+        s = _session()
+        q = frame.dp(s, bounds={"x": (0, 10)}, keys={"g": ["a", "b"]}, privacy_unit="u",
+                     max_rows_per_unit=3).query("sum", "x", by="g", epsilon=1.0)
+        computed = compute_exact(s, q, SparkBackend(frame))
+        assert computed.defect is None
+        return [np.asarray(v).tolist() for v in computed.exact.values.values()]
+
+    skipped = exact(placed)
+    monkeypatch.setattr(SparkBackend, "_placed", lambda self, sdf, unit: False)
+    assert skipped == exact(placed)
+
+
+def test_a_frame_with_no_heavy_unit_skips_the_pass_before_the_exchange(
+        spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No unit id with more than HEAVY_ROWS rows (nulls one id): the pass through Python
+    before the exchange would send every chunk whole, so it is skipped, with the same exact
+    aggregates (T binding) as when it runs; a heavy unit, or many null ids, keep it."""
+    from dpframe.backends import spark as backend
+
+    rng = np.random.default_rng(9)
+    light = pd.DataFrame({"g": rng.choice(["a", "b"], 3000), "u": rng.integers(0, 300, 3000),
+                          "x": rng.uniform(0, 10, 3000)})
+    sdf = spark.createDataFrame(light)
+    assert backend._light(sdf, "u", "int")
+    nulls = spark.createDataFrame(light.assign(u=light["u"].where(light.index >= 300)))
+    assert not backend._light(nulls, "u", "int")
+    assert not backend._light(spark.createDataFrame(light.assign(u=light.index // 400)),
+                              "u", "int")
+
+    def exact() -> Any:
+        s = _session()
+        q = sdf.dp(s, bounds={"x": (0, 10)}, keys={"g": ["a", "b"]}, privacy_unit="u",
+                   max_rows_per_unit=3).query("sum", "x", by="g", epsilon=1.0)
+        computed = compute_exact(s, q, backend.SparkBackend(sdf))
+        assert computed.defect is None
+        return [np.asarray(v).tolist() for v in computed.exact.values.values()]
+
+    skipped = exact()
+    monkeypatch.setattr(backend, "_light", lambda *args: False)
+    assert skipped == exact()
