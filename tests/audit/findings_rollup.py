@@ -148,7 +148,8 @@ def levels_for_one_row() -> Iterator[None]:
     real = hierarchy.plan_rollup
 
     def broken(ctx: Any, query: Any) -> Any:
-        one = dataclasses.replace(ctx.contribution, rows=1, groups=1, total=1)
+        one = dataclasses.replace(ctx.contribution, rows_per_group=1, groups_per_unit=1,
+                                  rows_per_unit=1)
         return real(dataclasses.replace(ctx, contribution=one), query)
 
     with _fresh_plans() as mp:
