@@ -138,7 +138,7 @@ def test_marked_backends_agree(backend: str, spec: Spec, queries: list[Query]) -
         check_agree(spec, q, {b: run(b, spec, q) for b in ("pandas", backend)})
 
 
-@hsettings(20, shrink=False)  # every example runs 33 queries x 3 backends (~3,000 checks)
+@hsettings(10, shrink=False)  # every example runs 33 queries x 3 backends (~1,000 checks)
 @given(spec=specs(ARROW_KEY_KINDS, ARROW_UNIT_KINDS, scan_layout=True))
 def test_pandas_and_scans_agree(spec: Spec) -> None:
     for q in ALL_QUERIES:

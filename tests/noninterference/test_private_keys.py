@@ -105,7 +105,7 @@ def check_pair(backend: str, pair: tuple[Spec, Spec], queries: Sequence[Query]) 
 
 #: Examples per backend, by its cost per release (``_registry``).
 BUDGET = {
-    "pandas": Budget(40), "scan": Budget(25), "parquet": Budget(10),
+    "pandas": Budget(25), "scan": Budget(15), "parquet": Budget(6),
     "dask": Budget(8, 3, shrink=False),  # each Dask run costs ~60 ms
     "spark": Budget(2, 2, shrink=False),  # each Spark run is a JVM job
 }

@@ -63,7 +63,7 @@ def check_pair(backend: str, pair: tuple[Spec, Spec], queries: Sequence[Query]) 
 
 #: Examples per backend, by its cost per release (``_registry``).
 BUDGET = {
-    "pandas": Budget(30), "scan": Budget(15), "parquet": Budget(6),
+    "pandas": Budget(20), "scan": Budget(10), "parquet": Budget(5),
     "dask": Budget(8, 3, shrink=False),  # each Dask run costs ~60 ms
     "spark": Budget(2, 2, shrink=False),  # each Spark run is a JVM job
 }
