@@ -60,6 +60,7 @@ from .arrow import (
     BatchSource,
     prefetch,
 )
+from .blocks.arrow_columns import arrow_kind
 
 __all__ = ["DuckDBBackend", "arrow_schema", "relation_of"]
 
@@ -207,8 +208,6 @@ def _sql_kinds(rel: duckdb.DuckDBPyRelation, schema: pa.Schema
                ) -> dict[str, ColumnKind | None]:
     """Each column's kind for the SQL aggregation, from DuckDB's type ids (None: a type it
     leaves to the Arrow batches), when the public schema's kind agrees."""
-    from .blocks.arrow_columns import arrow_kind
-
     out: dict[str, ColumnKind | None] = {}
     for f, dtype in zip(schema, rel.types, strict=True):
         kind = _SQL_KINDS.get(str(dtype.id))

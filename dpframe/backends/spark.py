@@ -327,9 +327,8 @@ def _preselect(chunk: pa.Table, q: ComputeRequest, salt: int, gen: np.random.Gen
                ) -> pa.Table:
     """The rows of ``chunk`` that can survive bounding, as they came, with the row
     priorities the selection read (:func:`~dpframe.core.exact.bounding.select_drawing`: per unit
-    its ``groups_per_unit`` pairs of least keyed priority, in each its ``rows_per_group`` rows of
-    least
-    fresh priority, and its ``rows_per_unit`` of those without a group step); with
+    its ``groups_per_unit`` pairs of least keyed priority, in each its ``rows_per_group`` rows
+    of least fresh priority, and its ``rows_per_unit`` of those without a group step); with
     ``diagnostics=``, one tally row per unit that lost rows here."""
     p = _Pairs(chunk, q, salt)
     chosen = select_drawing(p.units, p.groups, p.priority, _draw(gen), q.groups_per_unit,

@@ -74,11 +74,11 @@ def preselect_buckets(part: pd.DataFrame, request: ComputeRequest, key: tuple[in
     """The rows of one input partition that can survive contribution bounding,
     split into ``buckets`` by the keyed hash of their unit (a unit's rows from every partition
     meet in one bucket: the exchange moves only pre-selected rows): per unit, its
-    ``groups_per_unit`` pairs of smallest keyed priority here and in each its ``rows_per_group``
-    rows of
-    smallest fresh random priority (and its ``rows_per_unit`` of those when there is no group
-    step: :attr:`~dpframe.core.exact.compute.ComputeRequest.preselect_total`), with the unit's
-    exact id and the group code
+    ``groups_per_unit`` pairs of smallest keyed priority here and in each its
+    ``rows_per_group`` rows of smallest fresh random priority (and its ``rows_per_unit`` of
+    those when there is no group step:
+    :attr:`~dpframe.core.exact.compute.ComputeRequest.preselect_total`), with the unit's exact
+    id and the group code
     (:func:`~dpframe.core.exact.bounding.select_by_priority`: selecting again over every
     partition's pre-selection is bounding over all rows). Row priorities are drawn only for
     the rows of pairs holding more than ``rows_per_group`` rows here, the only ones read; the kept

@@ -134,9 +134,8 @@ class ComputeRequest:
     """Everything a backend needs to compute a release's exact aggregates, and nothing else.
 
     ``by`` and ``keys`` (public keys, when ``private_keys`` is false) give the groups;
-    ``privacy_unit`` with ``rows_per_group`` (per group) / ``groups_per_unit`` / ``rows_per_unit``
-    the
-    contribution bounds a backend enforces
+    ``privacy_unit`` with ``rows_per_group`` (R) / ``groups_per_unit`` (k) /
+    ``rows_per_unit`` (T) the contribution bounds a backend enforces
     (:func:`dpframe.core.exact.bounding.bound_contributions`);
     ``sample_rate`` Poisson sampling of units; ``unit_counts``: whether key selection needs
     distinct units per group.

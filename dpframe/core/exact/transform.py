@@ -404,9 +404,9 @@ def bounded_rows(request: ComputeRequest, group_codes: I64, unit_codes: I64 | No
     if not request.privacy_unit:
         return bucket_codes(group_codes, ng), None, 0
     assert unit_codes is not None
-    mask, rows = bound_rows(unit_codes, group_codes if request.by else None, request.rows_per_group,
-                            request.groups_per_unit, gen, request.rows_per_unit if request.by else
-                            None)
+    by = request.by
+    mask, rows = bound_rows(unit_codes, group_codes if by else None, request.rows_per_group,
+                            request.groups_per_unit, gen, request.rows_per_unit if by else None)
     dropped = (0 if request.diagnostics_cap is None
                else dropped_rows(unit_codes, group_codes, mask, request.diagnostics_cap,
                                  dropped_before))
